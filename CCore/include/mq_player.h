@@ -1,0 +1,135 @@
+#ifndef MQ_PLAYER_H
+#define MQ_PLAYER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mq_defs.h"
+
+MQ_ASSUME_NONNULL_BEGIN
+
+/// A live playback pipeline: one demux+decode chain per track, fed with pushed fMP4 bytes
+/// (init segment, then media segments or chunks of them), an audio thread that writes the
+/// output device and owns the master clock, and a video thread that presents each frame when
+/// the clock reaches it and drops the late ones.
+///
+/// Threading: every `mq_player_*` function may be called from any one controlling thread at a
+/// time (Swift serialises them). The player's own threads never call back except through the
+/// wake-up callback, which only signals.
+typedef struct mq_player mq_player;
+
+/// What a track carries.
+typedef enum mq_track_kind {
+    MQ_TRACK_AUDIO = 1,
+    MQ_TRACK_VIDEO = 2,
+} mq_track_kind;
+
+/// Player state as seen by the presentation side.
+typedef enum mq_state {
+    MQ_STATE_IDLE = 0,      ///< Created, not started.
+    MQ_STATE_BUFFERING = 1, ///< Started, waiting for due media.
+    MQ_STATE_PLAYING = 2,   ///< Presenting media on the clock.
+    MQ_STATE_ENDED = 3,     ///< Every track ended and was presented.
+    MQ_STATE_ERROR = 4,     ///< An output failed; see the error event.
+} mq_state;
+
+typedef struct mq_player_config {
+    /// Audio output spec: `alsa[:<pcm>]` (default PCM "default"), `wav:<path>`, `null`.
+    /// NULL means `null`.
+    const char *_Nullable audio_out;
+    /// Video output spec: `headless`, `frames:<dir>`. NULL means `headless`.
+    const char *_Nullable video_out;
+    /// Output sample rate in Hz; 0 means 48000.
+    int32_t sample_rate;
+    /// Output channel count; 0 means 2.
+    int32_t channels;
+    /// Audio kept queued in the device (or the paced virtual device), in ms; 0 means 60.
+    int32_t audio_buffer_ms;
+    /// Decoded video frames queued ahead of presentation; 0 means 8.
+    int32_t video_queue_frames;
+} mq_player_config;
+
+/// Creates a player and opens its outputs (nothing plays until `mq_player_start`).
+int mq_player_create(const mq_player_config *cfg, mq_player *_Nullable *_Nonnull out);
+
+/// Stops every thread, closes the outputs (the WAV header and frames.tsv are finalised) and
+/// frees the player. NULL-safe, idempotent; sets `*p` to NULL.
+void mq_player_destroy(mq_player *_Nullable *_Nonnull p);
+
+/// Adds a track. `pts_offset` (seconds) is added to the demuxer's `pts_time` to place the
+/// track's media on the common presentation timeline the clock runs on.
+int mq_player_add_track(mq_player *p, mq_track_kind kind, double pts_offset, int32_t *track_id);
+
+/// Appends bytes to a track's input (an init segment, a media segment or any chunk of one;
+/// the bytes are copied). The track's demuxer reads them as one continuous fMP4 stream.
+int mq_player_push(mq_player *p, int32_t track_id, const uint8_t *data, size_t size);
+
+/// Discards what the track has queued and restarts its demuxer: the next bytes pushed must
+/// begin with an init segment (used for a seek, a jump or a representation change).
+int mq_player_reset_track(mq_player *p, int32_t track_id);
+
+/// Marks the end of a track's input; once everything queued is presented the player ends.
+int mq_player_end_track(mq_player *p, int32_t track_id);
+
+/// Seconds on CLOCK_MONOTONIC: the time base of every `mono` value below.
+double mq_clock_now(void);
+
+/// Server wall-clock (Unix seconds) = monotonic seconds + `offset`. Used to stamp presented
+/// frames (frames.tsv `wall_time`).
+int mq_player_set_wall_offset(mq_player *p, double offset);
+
+/// The presentation schedule: the presentation time due at monotonic time `t` is
+/// `media_anchor + (t - mono_anchor) * rate`. Media earlier than that is late (dropped),
+/// later is waited for. May be changed while playing.
+int mq_player_set_timeline(mq_player *p, double mono_anchor, double media_anchor, double rate);
+
+/// Starts the audio and video threads.
+int mq_player_start(mq_player *p);
+
+typedef struct mq_status {
+    int32_t state;                   ///< `mq_state`.
+    int32_t width, height;           ///< Size of the last presented picture, 0 before one.
+    double mono;                     ///< When this status was taken (monotonic seconds).
+    double position;                 ///< Presentation time being presented now (audio clock, else video), NAN before media.
+    double audio_delay;              ///< Seconds between a sample written and it being heard.
+    double audio_queued_until;       ///< Presentation time at the end of decoded audio waiting to play, NAN if none.
+    double video_queued_until;       ///< Presentation time of the last decoded frame waiting, NAN if none.
+    double first_frame_mono;         ///< When the first frame was presented, 0 before.
+    int64_t frames_decoded;          ///< Video frames out of the decoder.
+    int64_t frames_presented;        ///< Video frames presented.
+    int64_t frames_dropped;          ///< Video frames dropped as late.
+    int64_t audio_frames_played;     ///< Stream audio sample frames written to the output.
+    int64_t audio_frames_dropped;    ///< Stream audio sample frames skipped as late.
+    int64_t audio_silence_frames;    ///< Silence frames written while stream audio was missing after it began.
+} mq_status;
+
+int mq_player_get_status(mq_player *p, mq_status *out);
+
+typedef enum mq_event_type {
+    MQ_EVENT_NONE = 0,
+    MQ_EVENT_FIRST_FRAME = 1,   ///< The first video frame was presented.
+    MQ_EVENT_TRACK_FORMAT = 2,  ///< A track's stream was opened; `message` describes codec and format.
+    MQ_EVENT_ERROR = 3,         ///< `code` is an `mq_err`; `track` is set when it is a track's.
+    MQ_EVENT_ENDED = 4,         ///< Every track ended and was presented.
+    MQ_EVENT_UNDERRUN = 5,      ///< Audio ran dry after it began (`media_time` where it did).
+} mq_event_type;
+
+typedef struct mq_event {
+    int32_t type;        ///< `mq_event_type`.
+    int32_t track;       ///< Track id, or -1.
+    int32_t code;        ///< `mq_err` for errors, else 0.
+    double media_time;   ///< Presentation time the event refers to, or NAN.
+    char message[256];   ///< NUL-terminated English detail.
+} mq_event;
+
+/// Takes the oldest pending event. Returns 1 and fills `out` if there was one, 0 if none.
+int mq_player_poll_event(mq_player *p, mq_event *out);
+
+/// Registers a callback run (on a player thread) whenever an event is queued. It must only
+/// signal; it must not call back into the player.
+void mq_player_set_wakeup(mq_player *p, void (*_Nullable cb)(void *_Nullable ctx), void *_Nullable ctx);
+
+MQ_ASSUME_NONNULL_END
+
+#endif

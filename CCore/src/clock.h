@@ -1,0 +1,42 @@
+#ifndef MQ_CLOCK_H
+#define MQ_CLOCK_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/// Three doubles published by ONE writer and read by any thread without a lock (seqlock).
+/// Readers never block the writer; the audio thread may be either side.
+typedef struct mq_seq3 {
+    _Atomic uint32_t seq;
+    _Atomic double a, b, c;
+} mq_seq3;
+
+void mq_seq3_init(mq_seq3 *s, double a, double b, double c);
+void mq_seq3_store(mq_seq3 *s, double a, double b, double c);
+void mq_seq3_load(const mq_seq3 *s, double *a, double *b, double *c);
+
+/// The player's clocks, all in presentation time (seconds).
+typedef struct mq_clock {
+    mq_seq3 timeline; // written by the controlling thread: (mono_anchor, media_anchor, rate); NAN anchor = unset
+    mq_seq3 audio;    // written by the audio thread only: (mono, media heard then, valid 0/1)
+} mq_clock;
+
+void mq_clock_init(mq_clock *c);
+
+/// The presentation time the schedule wants at monotonic `mono`; false before a timeline is set.
+bool mq_clock_schedule(const mq_clock *c, double mono, double *media);
+
+/// The current playback rate (1 when no timeline is set).
+double mq_clock_rate(const mq_clock *c);
+
+/// The master clock at `mono`: the audio clock once stream audio plays, else the schedule.
+bool mq_clock_master(const mq_clock *c, double mono, double *media);
+
+/// Audio thread: media time `media` is heard at monotonic `mono`.
+void mq_clock_publish_audio(mq_clock *c, double mono, double media);
+
+/// Audio thread: no stream audio is playing (the master falls back to the schedule).
+void mq_clock_invalidate_audio(mq_clock *c);
+
+#endif

@@ -1,0 +1,63 @@
+#ifndef MQ_SEGMENT_IO_H
+#define MQ_SEGMENT_IO_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <libavformat/avio.h>
+
+/// A track's input: the bytes pushed by the controlling thread, read by the track's decode
+/// thread through a custom AVIOContext whose read blocks until bytes arrive.
+///
+/// A light ISO BMFF box scanner runs over the pushed bytes: it rejects garbage at once (a box
+/// header no fMP4 stream has), notices a segment cut short at the end of input, and marks a
+/// new init segment (ftyp/moov after media) as a session boundary: the reader gets EOF there
+/// and the decode thread reopens the demuxer on the new init segment without a gap.
+typedef struct mq_byte_queue mq_byte_queue;
+
+/// Why the reader stopped (or may go on).
+typedef enum mq_input_state {
+    MQ_INPUT_DATA = 0,     ///< Bytes are waiting.
+    MQ_INPUT_BOUNDARY = 1, ///< The reader is at a new init segment.
+    MQ_INPUT_ENDED = 2,    ///< Input ended and everything was read.
+    MQ_INPUT_RESET = 3,    ///< A reset is pending (acknowledge with mq_byte_queue_ack_reset).
+    MQ_INPUT_CORRUPT = 4,  ///< The bytes are not an fMP4 stream (or a segment was cut short).
+    MQ_INPUT_ABORTED = 5,  ///< The player is stopping.
+} mq_input_state;
+
+int mq_byte_queue_create(mq_byte_queue **out);
+void mq_byte_queue_destroy(mq_byte_queue **q);
+
+/// Controlling thread. Copies the bytes (dropped while the track is failed).
+int mq_byte_queue_push(mq_byte_queue *q, const uint8_t *data, size_t size);
+int mq_byte_queue_end(mq_byte_queue *q);
+void mq_byte_queue_reset(mq_byte_queue *q);
+void mq_byte_queue_abort(mq_byte_queue *q);
+
+/// Decode thread. Blocks until the state is not "nothing yet", then returns it.
+mq_input_state mq_byte_queue_wait(mq_byte_queue *q);
+/// Decode thread: blocks until a reset or abort is pending (after the end or a failure).
+mq_input_state mq_byte_queue_wait_reset(mq_byte_queue *q);
+/// Decode thread: the state without blocking.
+mq_input_state mq_byte_queue_state(mq_byte_queue *q);
+/// Decode thread: acknowledges a reset; bytes pushed after it are kept.
+void mq_byte_queue_ack_reset(mq_byte_queue *q);
+/// Decode thread: steps over the boundary the reader stopped at.
+void mq_byte_queue_pass_boundary(mq_byte_queue *q);
+/// Decode thread: the stream is unusable; drop bytes until the next reset.
+void mq_byte_queue_fail(mq_byte_queue *q);
+/// True while a reset or abort is pending: blocking producers give up.
+_Atomic bool *mq_byte_queue_cancel_flag(mq_byte_queue *q);
+/// A short description of what made the input corrupt ("" if not).
+const char *mq_byte_queue_corrupt_reason(mq_byte_queue *q);
+
+/// Opens an AVIOContext reading `q` (not seekable). Its read never returns 0: AVERROR_EOF at a
+/// boundary, at the end, on reset or abort.
+int mq_segment_io_open(mq_byte_queue *q, AVIOContext **out);
+void mq_segment_io_close(AVIOContext **pb);
+/// For AVFormatContext.interrupt_callback: 1 when a reset or abort is pending.
+int mq_segment_io_interrupt(void *q);
+
+#endif

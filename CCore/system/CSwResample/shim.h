@@ -1,0 +1,1 @@
+#include <libswresample/swresample.h>

@@ -1,0 +1,94 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+/// System libraries the C core links, found with pkg-config (`scripts/setup` installs them).
+let systemLibraries: [(name: String, pkgConfig: String, apt: String)] = [
+    ("CAVFormat", "libavformat", "libavformat-dev"),
+    ("CAVCodec", "libavcodec", "libavcodec-dev"),
+    ("CAVUtil", "libavutil", "libavutil-dev"),
+    ("CSwResample", "libswresample", "libswresample-dev"),
+    ("CSwScale", "libswscale", "libswscale-dev"),
+    ("CALSA", "alsa", "libasound2-dev"),
+    ("CLibDRM", "libdrm", "libdrm-dev"),
+]
+
+let package = Package(
+    name: "Marquee",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "Marquee", targets: ["Marquee"]),
+        .library(name: "MarqueeOrigin", targets: ["MarqueeOrigin"]),
+        .executable(name: "marquee", targets: ["MarqueeCLI"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.24.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
+    ],
+    targets: systemLibraries.map { lib in
+        .systemLibrary(
+            name: lib.name, path: "CCore/system/\(lib.name)", pkgConfig: lib.pkgConfig,
+            providers: [.apt([lib.apt])])
+    } + [
+        .target(
+            name: "CCore",
+            dependencies: systemLibraries.map { .target(name: $0.name) },
+            path: "CCore",
+            exclude: ["system", "tests"],
+            sources: ["src"],
+            publicHeadersPath: "include",
+            cSettings: [
+                .define("_GNU_SOURCE"),
+                .unsafeFlags(["-std=c11", "-Wall", "-Wextra", "-O2"]),
+            ],
+            linkerSettings: [
+                .linkedLibrary("avformat"), .linkedLibrary("avcodec"), .linkedLibrary("avutil"),
+                .linkedLibrary("swresample"), .linkedLibrary("swscale"), .linkedLibrary("asound"),
+                .linkedLibrary("drm"), .linkedLibrary("pthread"), .linkedLibrary("m"),
+            ]
+        ),
+        .target(
+            name: "MarqueeBridge",
+            dependencies: ["CCore"]
+        ),
+        .target(
+            name: "MarqueeStreaming",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        .target(
+            name: "Marquee",
+            dependencies: [
+                "MarqueeBridge", "MarqueeStreaming",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "MarqueeOrigin",
+            dependencies: [
+                "MarqueeStreaming",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "MarqueeCLI",
+            dependencies: [
+                "Marquee", "MarqueeOrigin",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "CCoreTests", dependencies: ["CCore"]),
+        .testTarget(name: "MarqueeStreamingTests", dependencies: ["MarqueeStreaming"]),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["Marquee", "MarqueeOrigin", "MarqueeStreaming"]
+        ),
+    ]
+)

@@ -1,0 +1,109 @@
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+
+/// A parsed XML element: the small DOM the manifest parser maps from.
+struct XMLNode: Sendable {
+    var name: String
+    var attributes: [String: String]
+    var children: [XMLNode]
+    var text: String
+
+    func child(_ name: String) -> XMLNode? { children.first { $0.name == name } }
+    func children(_ name: String) -> [XMLNode] { children.filter { $0.name == name } }
+    subscript(attribute: String) -> String? { attributes[attribute] }
+}
+
+/// Why a document could not be turned into an ``XMLNode`` tree.
+enum XMLTreeError: Error, Equatable {
+    case tooLarge(Int)
+    case doctypeRefused
+    case malformed(line: Int, column: Int, reason: String)
+    case empty
+}
+
+/// Builds an ``XMLNode`` tree with FoundationXML's `XMLParser`, refusing DTDs (no entity
+/// expansion, no external fetches) and documents over `maxBytes`.
+enum XMLTree {
+    static func parse(_ data: Data, maxBytes: Int) throws(XMLTreeError) -> XMLNode {
+        guard data.count <= maxBytes else { throw .tooLarge(data.count) }
+        if containsDoctype(data) { throw .doctypeRefused }
+        let builder = Builder()
+        let parser = XMLParser(data: data)
+        parser.shouldResolveExternalEntities = false
+        parser.shouldProcessNamespaces = false
+        parser.delegate = builder
+        if !parser.parse() || builder.failure != nil {
+            let reason = builder.failure ?? parser.parserError.map { "\($0)" } ?? "not well-formed"
+            throw .malformed(line: parser.lineNumber, column: parser.columnNumber, reason: reason)
+        }
+        guard let root = builder.root else { throw .empty }
+        return root
+    }
+
+    /// `<!DOCTYPE` anywhere before the root element (case-insensitive, any whitespace).
+    private static func containsDoctype(_ data: Data) -> Bool {
+        let needle = Array("<!doctype".utf8)
+        return data.withUnsafeBytes { raw -> Bool in
+            let bytes = raw.bindMemory(to: UInt8.self)
+            guard bytes.count >= needle.count else { return false }
+            for i in 0...(bytes.count - needle.count) where bytes[i] == UInt8(ascii: "<") {
+                var match = true
+                for j in 1..<needle.count where (bytes[i + j] | 0x20) != needle[j] && bytes[i + j] != needle[j] {
+                    match = false
+                    break
+                }
+                if match { return true }
+            }
+            return false
+        }
+    }
+
+    private final class Builder: NSObject, XMLParserDelegate {
+        var stack: [XMLNode] = []
+        var root: XMLNode?
+        var failure: String?
+
+        func parser(
+            _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
+            qualifiedName qName: String?, attributes attributeDict: [String: String] = [:]
+        ) {
+            // Namespace prefixes (xsi:, cenc:, …) are kept verbatim; DASH elements are unprefixed.
+            stack.append(XMLNode(name: elementName, attributes: attributeDict, children: [], text: ""))
+        }
+
+        func parser(
+            _ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?,
+            qualifiedName qName: String?
+        ) {
+            guard let node = stack.popLast() else { return }
+            if stack.isEmpty {
+                root = node
+            } else {
+                stack[stack.count - 1].children.append(node)
+            }
+        }
+
+        func parser(_ parser: XMLParser, foundCharacters string: String) {
+            guard !stack.isEmpty else { return }
+            stack[stack.count - 1].text += string
+        }
+
+        func parser(_ parser: XMLParser, foundCDATA CDATABlock: Data) {
+            guard !stack.isEmpty else { return }
+            stack[stack.count - 1].text += String(decoding: CDATABlock, as: UTF8.self)
+        }
+
+        func parser(
+            _ parser: XMLParser, foundInternalEntityDeclarationWithName name: String, value: String?
+        ) {
+            failure = "entity declarations are refused"
+            parser.abortParsing()
+        }
+
+        func parser(_ parser: XMLParser, parseErrorOccurred parseError: any Error) {
+            if failure == nil { failure = "\(parseError)" }
+        }
+    }
+}
