@@ -109,9 +109,9 @@ public enum XSDateTime {
 
     /// `YYYY-MM-DDTHH:MM:SS[.mmm]Z` in UTC.
     public static func string(_ date: Date, milliseconds: Bool = true) -> String {
-        let total = date.timeIntervalSince1970
-        let whole = Int(total.rounded(.down))
-        let ms = Int(((total - Double(whole)) * 1000).rounded(.down))
+        let totalMs = Int((date.timeIntervalSince1970 * 1000).rounded())
+        let whole = Int((Double(totalMs) / 1000).rounded(.down))
+        let ms = totalMs - whole * 1000
         var days = whole / 86_400, rem = whole % 86_400
         if rem < 0 { rem += 86_400; days -= 1 }
         let (y, m, d) = civilFromDays(days)

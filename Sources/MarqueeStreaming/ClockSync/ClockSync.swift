@@ -1,0 +1,129 @@
+import Foundation
+import Logging
+import NIOCore
+
+/// The server's wall clock as seen from this box: server Unix time = monotonic seconds + ``offset``.
+///
+/// Built on the monotonic clock, so a step of the local wall clock changes nothing.
+public struct ServerClock: Sendable, Equatable {
+    /// Server Unix seconds minus monotonic seconds.
+    public var offset: Double
+    /// Where the time came from (`http-xsdate http://…`, `Date header`, `local clock`).
+    public var source: String
+    /// Round trip of the sample used, seconds (`nil` for the local clock).
+    public var roundTrip: Double?
+
+    public init(offset: Double, source: String, roundTrip: Double? = nil) {
+        self.offset = offset
+        self.source = source
+        self.roundTrip = roundTrip
+    }
+
+    /// The local wall clock taken as the server's.
+    public static func local() -> ServerClock {
+        ServerClock(offset: Monotonic.realtime() - Monotonic.now(), source: "local clock")
+    }
+
+    /// Server time now.
+    public func now() -> Date { Date(timeIntervalSince1970: Monotonic.now() + offset) }
+
+    /// The monotonic time at which the server's clock reads `date`.
+    public func monotonic(at date: Date) -> Double { date.timeIntervalSince1970 - offset }
+
+    /// Server clock minus local wall clock, in milliseconds (`timeOffset` of the player API).
+    public var localClockDifferenceMs: Double {
+        (offset - (Monotonic.realtime() - Monotonic.now())) * 1000
+    }
+}
+
+/// Measures the server's clock with the manifest's `UTCTiming` schemes (http-xsdate, http-iso,
+/// http-head, direct, and a URL answering Unix milliseconds), falling back to the manifest
+/// response's `Date` header, then to the local clock.
+///
+/// Each HTTP scheme is sampled a few times; the sample with the shortest round trip wins and
+/// the server time is taken at its midpoint (NTP-style round-trip correction).
+public struct ClockSync: Sendable {
+    public var fetcher: HTTPFetcher
+    public var samples: Int
+    public var logger: Logger
+
+    public init(fetcher: HTTPFetcher, samples: Int = 3, logger: Logger) {
+        self.fetcher = fetcher
+        self.samples = samples
+        self.logger = logger
+    }
+
+    public func synchronize(timings: [UTCTiming], fallback: FetchResult? = nil) async -> ServerClock {
+        for timing in timings {
+            if let clock = await measure(timing) {
+                logger.debug("server clock", metadata: ["source": "\(clock.source)", "rtt": "\(clock.roundTrip ?? 0)"])
+                return clock
+            }
+        }
+        if let fallback, let date = fallback.date {
+            // One-second resolution: the server's second started somewhere in the round trip.
+            let mid = (fallback.sent + fallback.headReceived) / 2
+            return ServerClock(offset: date.timeIntervalSince1970 + 0.5 - mid, source: "Date header", roundTrip: fallback.headReceived - fallback.sent)
+        }
+        return .local()
+    }
+
+    func measure(_ timing: UTCTiming) async -> ServerClock? {
+        switch timing.scheme {
+        case .direct:
+            guard let date = XSDateTime.date(timing.value) else { return nil }
+            return ServerClock(offset: date.timeIntervalSince1970 - Monotonic.now(), source: "direct")
+        case .httpXSDate, .httpISO, .httpHead:
+            return await sampleHTTP(timing)
+        case .httpNTP, .ntp, .sntp, .unknown:
+            return nil
+        }
+    }
+
+    private func sampleHTTP(_ timing: UTCTiming) async -> ServerClock? {
+        // `value` may list several URLs separated by spaces.
+        for text in timing.value.split(separator: " ") {
+            guard let url = URL(string: String(text)) else { continue }
+            var best: ServerClock?
+            for _ in 0..<max(1, samples) {
+                guard let sample = await sampleOnce(url, head: timing.scheme == .httpHead) else { break }
+                if best == nil || sample.roundTrip! < best!.roundTrip! { best = sample }
+            }
+            if let best { return best }
+        }
+        return nil
+    }
+
+    /// One request: server time against the midpoint of send and response head.
+    public func sampleOnce(_ url: URL, head: Bool = false) async -> ServerClock? {
+        guard let result = try? await fetcher.get(url, method: head ? .HEAD : .GET, timeout: .seconds(5), maxBytes: 4096) else {
+            return nil
+        }
+        let mid = (result.sent + result.headReceived) / 2
+        let rtt = result.headReceived - result.sent
+        if head {
+            guard let date = result.date else { return nil }
+            return ServerClock(offset: date.timeIntervalSince1970 + 0.5 - mid, source: "http-head \(url)", roundTrip: rtt)
+        }
+        let body = String(buffer: result.body).trimmingCharacters(in: .whitespacesAndNewlines)
+        if let ms = Double(body), ms > 1e11 {
+            return ServerClock(offset: ms / 1000 - mid, source: "unix-ms \(url)", roundTrip: rtt)
+        }
+        guard let date = XSDateTime.date(body) ?? ISO8601Lenient.date(body) else { return nil }
+        return ServerClock(offset: date.timeIntervalSince1970 - mid, source: "http-time \(url)", roundTrip: rtt)
+    }
+}
+
+/// http-iso answers may use a basic ISO 8601 form (`20261122T032000.123Z`).
+enum ISO8601Lenient {
+    static func date(_ text: String) -> Date? {
+        var t = text
+        if t.count >= 15, t[t.index(t.startIndex, offsetBy: 4)] != "-" {
+            // basic format → extended
+            let c = Array(t)
+            guard c.count >= 15 else { return nil }
+            t = String(c[0..<4]) + "-" + String(c[4..<6]) + "-" + String(c[6..<8]) + "T" + String(c[9..<11]) + ":" + String(c[11..<13]) + ":" + String(c[13...])
+        }
+        return XSDateTime.date(t)
+    }
+}

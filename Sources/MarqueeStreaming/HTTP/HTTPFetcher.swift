@@ -1,0 +1,155 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// Why a request failed. `code` is the kind; `url` and `message` say which and how.
+public struct FetchError: Error, Hashable, Sendable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String, Hashable, Sendable { case status, timeout, network, tooLarge, invalidURL, cancelled }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+        /// The server answered with a non-2xx status (`FetchError.status` holds it).
+        public static let status = Code(.status)
+        /// No complete answer within the deadline.
+        public static let timeout = Code(.timeout)
+        /// Connection refused/reset, DNS, TLS.
+        public static let network = Code(.network)
+        /// The body is larger than allowed.
+        public static let tooLarge = Code(.tooLarge)
+        /// Not an http(s) URL.
+        public static let invalidURL = Code(.invalidURL)
+        public static let cancelled = Code(.cancelled)
+        public var description: String { base.rawValue }
+    }
+
+    public var code: Code
+    public var url: String
+    /// HTTP status for `.status`, else 0.
+    public var status: Int
+    public var message: String
+
+    public init(_ code: Code, url: String, status: Int = 0, message: String) {
+        self.code = code
+        self.url = url
+        self.status = status
+        self.message = message
+    }
+
+    public var description: String {
+        code == .status ? "HTTP \(status) for \(url)" : "\(code) fetching \(url): \(message)"
+    }
+}
+
+/// What a completed request returned, with the monotonic times around it (for clock sync
+/// and throughput).
+public struct FetchResult: Sendable {
+    public var status: Int
+    public var headers: [(String, String)]
+    public var body: ByteBuffer
+    /// Monotonic seconds when the request was sent / the response head arrived / the body ended.
+    public var sent: Double
+    public var headReceived: Double
+    public var finished: Double
+
+    public func header(_ name: String) -> String? {
+        headers.first { $0.0.caseInsensitiveCompare(name) == .orderedSame }?.1
+    }
+
+    /// The `Date` response header as a date (one-second resolution).
+    public var date: Date? { header("Date").flatMap(HTTPDate.parse) }
+}
+
+/// GETs with AsyncHTTPClient: whole bodies (manifests, segments) or streamed chunk by chunk
+/// (segments delivered while they are being produced).
+public struct HTTPFetcher: Sendable {
+    public let client: HTTPClient
+    /// Headers added to every request (per-source headers, cookies).
+    public var headers: [(String, String)]
+
+    public init(client: HTTPClient = .shared, headers: [(String, String)] = []) {
+        self.client = client
+        self.headers = headers
+    }
+
+    /// Fetches `url` whole.
+    public func get(_ url: URL, method: HTTPMethod = .GET, timeout: Duration = .seconds(10), maxBytes: Int = 64 << 20) async throws(FetchError) -> FetchResult {
+        var chunks = ByteBuffer()
+        var result = try await stream(url, method: method, timeout: timeout) { (chunk) throws(FetchError) in
+            guard chunks.readableBytes + chunk.readableBytes <= maxBytes else {
+                throw FetchError(.tooLarge, url: url.absoluteString, message: "body over \(maxBytes) bytes")
+            }
+            var chunk = chunk
+            chunks.writeBuffer(&chunk)
+        }
+        result.body = chunks
+        return result
+    }
+
+    /// Fetches `url`, handing each body chunk to `onChunk` as it arrives. The returned
+    /// result's `body` is empty.
+    public func stream(
+        _ url: URL, method: HTTPMethod = .GET, timeout: Duration = .seconds(10),
+        onChunk: (ByteBuffer) async throws(FetchError) -> Void
+    ) async throws(FetchError) -> FetchResult {
+        let text = url.absoluteString
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            throw FetchError(.invalidURL, url: text, message: "only http and https URLs can be fetched")
+        }
+        var request = HTTPClientRequest(url: text)
+        request.method = method
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        let sent = Monotonic.now()
+        let deadline = TimeAmount.nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)
+        do {
+            let response = try await client.execute(request, timeout: deadline)
+            let head = Monotonic.now()
+            let headers = response.headers.map { ($0.name, $0.value) }
+            guard (200..<300).contains(Int(response.status.code)) else {
+                throw FetchError(.status, url: text, status: Int(response.status.code), message: response.status.reasonPhrase)
+            }
+            for try await chunk in response.body {
+                try await onChunk(chunk)
+            }
+            return FetchResult(
+                status: Int(response.status.code), headers: headers, body: ByteBuffer(), sent: sent, headReceived: head,
+                finished: Monotonic.now())
+        } catch let error as FetchError {
+            throw error
+        } catch is CancellationError {
+            throw FetchError(.cancelled, url: text, message: "cancelled")
+        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {
+            throw FetchError(.timeout, url: text, message: "\(error)")
+        } catch {
+            if Task.isCancelled { throw FetchError(.cancelled, url: text, message: "cancelled") }
+            throw FetchError(.network, url: text, message: "\(error)")
+        }
+    }
+}
+
+/// RFC 9110 IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`).
+public enum HTTPDate {
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+    private static let days = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
+
+    public static func parse(_ text: String) -> Date? {
+        let parts = text.split(separator: " ")
+        guard parts.count == 6, parts[5] == "GMT", let day = Int(parts[1]), let month = months.firstIndex(of: String(parts[2])),
+            let year = Int(parts[3])
+        else { return nil }
+        let hms = parts[4].split(separator: ":").compactMap { Int($0) }
+        guard hms.count == 3 else { return nil }
+        let daysSinceEpoch = XSDateTime.daysFromCivil(year: year, month: month + 1, day: day)
+        return Date(timeIntervalSince1970: Double(daysSinceEpoch * 86_400 + hms[0] * 3600 + hms[1] * 60 + hms[2]))
+    }
+
+    public static func string(_ date: Date) -> String {
+        let total = Int(date.timeIntervalSince1970.rounded(.down))
+        var d = total / 86_400, rem = total % 86_400
+        if rem < 0 { rem += 86_400; d -= 1 }
+        let (y, m, day) = XSDateTime.civilFromDays(d)
+        let weekday = days[((d % 7) + 7) % 7]
+        func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        return "\(weekday), \(two(day)) \(months[m - 1]) \(y) \(two(rem / 3600)):\(two(rem % 3600 / 60)):\(two(rem % 60)) GMT"
+    }
+}

@@ -1,0 +1,259 @@
+import Foundation
+
+/// One media segment of a representation, located on the presentation timeline.
+public struct SegmentReference: Sendable, Equatable {
+    /// `$Number$` of the segment.
+    public var number: UInt64
+    /// Media time (`$Time$`, the segment's expected `tfdt`) in `timescale` ticks.
+    public var time: UInt64
+    /// Duration in `timescale` ticks.
+    public var duration: UInt64
+    public var timescale: UInt64
+    /// Presentation time of the first sample, in seconds (period start included).
+    public var start: Double
+    public var url: URL
+
+    /// Presentation time just after the last sample, in seconds.
+    public var end: Double { start + Double(duration) / Double(timescale) }
+}
+
+/// The segments of one representation: template expansion, URL resolution and the
+/// presentation-time / availability math of ISO/IEC 23009-1 §5.3.9.5.
+///
+/// Presentation time `p` of media time `m` is `periodStart + (m − presentationTimeOffset) / timescale`.
+/// In a live presentation `p` is announced at wall-clock `availabilityStartTime + p`.
+public struct RepresentationTimeline: Sendable {
+    public let representation: Representation
+    public let template: SegmentTemplate
+    public let periodStart: Double
+    public let periodDuration: Double?
+    public let availabilityStartTime: Date?
+    public let isLive: Bool
+    public let timeShiftBufferDepth: Double?
+    /// The URL segment templates are resolved against (manifest URL and BaseURLs applied).
+    public let baseURL: URL
+    /// Timeline entries expanded (SegmentTimeline addressing only).
+    private let entries: [(number: UInt64, time: UInt64, duration: UInt64)]
+
+    public init(
+        mpd: MPD, period periodIndex: Int, adaptationSet: AdaptationSet, representation: Representation, manifestURL: URL,
+        liveEdge: Double? = nil
+    ) throws(ManifestError) {
+        guard mpd.periods.indices.contains(periodIndex) else {
+            throw ManifestError(.invalidValue, "no period \(periodIndex)")
+        }
+        let period = mpd.periods[periodIndex]
+        guard let template = representation.segmentTemplate, template.media != nil else {
+            throw ManifestError(
+                .noPlayableContent, "representation \(representation.id) has no SegmentTemplate@media (SegmentBase/SegmentList are not supported)")
+        }
+        guard template.duration != nil || template.timeline != nil else {
+            throw ManifestError(.invalidValue, "representation \(representation.id): SegmentTemplate has neither @duration nor SegmentTimeline")
+        }
+        self.representation = representation
+        self.template = template
+        self.periodStart = period.start ?? Self.inferredStart(mpd: mpd, index: periodIndex)
+        self.periodDuration = period.duration
+            ?? (periodIndex + 1 < mpd.periods.count ? mpd.periods[periodIndex + 1].start.map { $0 - (period.start ?? 0) } : nil)
+            ?? mpd.mediaPresentationDuration.map { $0 - (period.start ?? 0) }
+        self.availabilityStartTime = mpd.availabilityStartTime
+        self.isLive = mpd.isLive
+        self.timeShiftBufferDepth = mpd.timeShiftBufferDepth
+        var base = manifestURL
+        for layer in [mpd.baseURLs, period.baseURLs, adaptationSet.baseURLs, representation.baseURLs] {
+            if let first = layer.first, let url = URL(string: first, relativeTo: base) { base = url.absoluteURL }
+        }
+        self.baseURL = base
+        let start = self.periodStart
+        let limit = self.periodDuration.map { start + $0 } ?? liveEdge
+        if let timeline = template.timeline {
+            self.entries = Self.expand(timeline, template: template, periodStart: start, until: limit)
+        } else {
+            self.entries = []
+        }
+    }
+
+    private static func inferredStart(mpd: MPD, index: Int) -> Double {
+        var start = 0.0
+        for i in 0..<index {
+            start = (mpd.periods[i].start ?? start) + (mpd.periods[i].duration ?? 0)
+        }
+        return start
+    }
+
+    /// Expands S elements; `r = -1` repeats up to the next `S@t` or `until` (presentation seconds).
+    private static func expand(
+        _ timeline: [SegmentTimelineEntry], template: SegmentTemplate, periodStart: Double, until: Double?
+    ) -> [(number: UInt64, time: UInt64, duration: UInt64)] {
+        var out: [(number: UInt64, time: UInt64, duration: UInt64)] = []
+        var time = template.presentationTimeOffset
+        var number = template.startNumber
+        let ts = Double(template.timescale)
+        for (index, s) in timeline.enumerated() {
+            if let t = s.t { time = t }
+            if let n = s.n { number = n }
+            var count = s.r + 1
+            if s.r < 0 {
+                let nextT = index + 1 < timeline.count ? timeline[index + 1].t : nil
+                if let nextT, nextT > time {
+                    count = Int((nextT - time + s.d - 1) / s.d)
+                } else if let until {
+                    let endTicks = (until - periodStart) * ts + Double(template.presentationTimeOffset)
+                    count = max(0, Int(((endTicks - Double(time)) / Double(s.d)).rounded(.up)))
+                } else {
+                    count = 1
+                }
+            }
+            for _ in 0..<min(count, 1_000_000) {
+                out.append((number, time, s.d))
+                time += s.d
+                number += 1
+            }
+        }
+        return out
+    }
+
+    /// Seconds to add to a sample's media time in seconds (`tfdt / timescale`, what a demuxer
+    /// reports as `pts_time`) to get its presentation time.
+    public var ptsOffset: Double {
+        periodStart - Double(template.presentationTimeOffset) / Double(template.timescale)
+    }
+
+    public var usesTimeline: Bool { template.timeline != nil }
+
+    /// The initialization segment's URL, if the template names one.
+    public var initializationURL: URL? {
+        guard let pattern = template.initialization else { return nil }
+        return URL(string: expand(pattern, number: nil, time: nil), relativeTo: baseURL)?.absoluteURL
+    }
+
+    /// The segment whose presentation interval contains `presentationTime` (the first one
+    /// when it is earlier than the first segment), or `nil` past the end.
+    public func segment(containing presentationTime: Double) -> SegmentReference? {
+        let ts = Double(template.timescale)
+        if usesTimeline {
+            guard !entries.isEmpty else { return nil }
+            let ticks = (presentationTime - periodStart) * ts + Double(template.presentationTimeOffset)
+            var lo = 0, hi = entries.count - 1
+            if ticks < Double(entries[0].time) { return reference(entries[0]) }
+            while lo < hi {  // last entry with time <= ticks
+                let mid = (lo + hi + 1) / 2
+                if Double(entries[mid].time) <= ticks { lo = mid } else { hi = mid - 1 }
+            }
+            let e = entries[lo]
+            return ticks < Double(e.time + e.duration) ? reference(e) : nil
+        }
+        let d = Double(template.duration ?? 1)
+        let index = max(0, ((presentationTime - periodStart) * ts / d).rounded(.down))
+        return segment(number: template.startNumber + UInt64(index))
+    }
+
+    /// The segment with `$Number$` `number`, or `nil` outside the period.
+    public func segment(number: UInt64) -> SegmentReference? {
+        guard number >= template.startNumber else { return nil }
+        if let endNumber = template.endNumber, number > endNumber { return nil }
+        if usesTimeline {
+            guard let first = entries.first, number >= first.number else { return nil }
+            let i = Int(number - first.number)
+            return i < entries.count && entries[i].number == number ? reference(entries[i]) : entries.first { $0.number == number }.map(reference)
+        }
+        let d = template.duration ?? 1
+        let index = number - template.startNumber
+        let time = template.presentationTimeOffset + index * d
+        let ref = reference((number, time, d))
+        if let periodDuration, ref.start >= periodStart + periodDuration - 1e-9 { return nil }
+        return ref
+    }
+
+    /// The segment after `segment`, or `nil` when the period (or the known timeline) ends.
+    public func segment(after segment: SegmentReference) -> SegmentReference? {
+        if usesTimeline {
+            return self.segment(containing: segment.end + 1e-9).flatMap { $0.start > segment.start ? $0 : nil }
+        }
+        return self.segment(number: segment.number + 1)
+    }
+
+    /// The last segment the timeline lists (SegmentTimeline), or `nil` with number addressing.
+    public var lastListedSegment: SegmentReference? { entries.last.map(reference) }
+
+    /// When `segment` can first be fetched, on the server's clock (live only; on demand: always).
+    public func availabilityStart(of segment: SegmentReference) -> Date? {
+        guard isLive, let ast = availabilityStartTime else { return nil }
+        let ato = template.availabilityTimeOffset.isFinite ? template.availabilityTimeOffset : segment.end - segment.start
+        return ast.addingTimeInterval(segment.end - ato)
+    }
+
+    /// The newest segment available at server time `now` (live), i.e. the live edge.
+    public func liveEdgeSegment(at now: Date) -> SegmentReference? {
+        guard isLive, let ast = availabilityStartTime else { return nil }
+        let present = now.timeIntervalSince(ast)
+        guard var candidate = segment(containing: present) ?? lastListedSegment else { return nil }
+        while let available = availabilityStart(of: candidate), available > now {
+            guard let previous = previousSegment(candidate) else { return nil }
+            candidate = previous
+        }
+        return candidate
+    }
+
+    private func previousSegment(_ segment: SegmentReference) -> SegmentReference? {
+        if usesTimeline { return self.segment(containing: segment.start - 1e-9).flatMap { $0.start < segment.start ? $0 : nil } }
+        return segment.number > template.startNumber ? self.segment(number: segment.number - 1) : nil
+    }
+
+    private func reference(_ e: (number: UInt64, time: UInt64, duration: UInt64)) -> SegmentReference {
+        let ts = Double(template.timescale)
+        let start = periodStart + (Double(e.time) - Double(template.presentationTimeOffset)) / ts
+        let path = expand(template.media ?? "", number: e.number, time: e.time)
+        let url = URL(string: path, relativeTo: baseURL)?.absoluteURL ?? baseURL
+        return SegmentReference(number: e.number, time: e.time, duration: e.duration, timescale: template.timescale, start: start, url: url)
+    }
+
+    func expand(_ pattern: String, number: UInt64?, time: UInt64?) -> String {
+        SegmentTemplateExpander.expand(
+            pattern, representationID: representation.id, bandwidth: representation.bandwidth, number: number, time: time)
+    }
+}
+
+/// `$Identifier$` / `$Identifier%0Nd$` substitution of ISO/IEC 23009-1 §5.3.9.4.4.
+public enum SegmentTemplateExpander {
+    public static func expand(_ pattern: String, representationID: String, bandwidth: Int, number: UInt64?, time: UInt64?) -> String {
+        var out = ""
+        var rest = Substring(pattern)
+        while let open = rest.firstIndex(of: "$") {
+            out += rest[..<open]
+            let afterOpen = rest.index(after: open)
+            guard let close = rest[afterOpen...].firstIndex(of: "$") else {
+                out += rest[open...]
+                return out
+            }
+            let token = rest[afterOpen..<close]
+            rest = rest[rest.index(after: close)...]
+            if token.isEmpty {
+                out += "$"
+                continue
+            }
+            let parts = token.split(separator: "%", maxSplits: 1)
+            let name = parts[0]
+            let format = parts.count > 1 ? String(parts[1]) : nil
+            let value: UInt64?
+            switch name {
+            case "RepresentationID": out += representationID; continue
+            case "Number": value = number
+            case "Time": value = time
+            case "Bandwidth": value = UInt64(bandwidth)
+            default: out += "$\(token)$"; continue
+            }
+            guard let value else { out += "$\(token)$"; continue }
+            out += formatted(value, format)
+        }
+        out += rest
+        return out
+    }
+
+    private static func formatted(_ value: UInt64, _ format: String?) -> String {
+        let digits = String(value)
+        guard let format, format.hasSuffix("d") else { return digits }
+        let width = Int(format.dropLast().drop { $0 == "0" }) ?? 0
+        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
+    }
+}
