@@ -47,6 +47,18 @@ struct mq_byte_queue {
     _Atomic bool cancel; // reset or abort pending
 };
 
+static void scan_reset(mq_box_scan *s)
+{
+    memset(s, 0, sizeof *s);
+    s->corrupt_at = INT64_MAX;
+}
+
+static void scan_corrupt(mq_box_scan *s, int64_t at, const char *why)
+{
+    s->corrupt = why;
+    s->corrupt_at = at;
+}
+
 static void free_chunks(mq_byte_queue *q)
 {
     while (q->head) {
@@ -118,18 +130,6 @@ static void scan_box(mq_box_scan *s, int64_t at, int64_t size)
         s->seen_media = true;
     s->box_start = at;
     s->next_box = size == 0 ? INT64_MAX : at + size;
-}
-
-static void scan_reset(mq_box_scan *s)
-{
-    memset(s, 0, sizeof *s);
-    s->corrupt_at = INT64_MAX;
-}
-
-static void scan_corrupt(mq_box_scan *s, int64_t at, const char *why)
-{
-    s->corrupt = why;
-    s->corrupt_at = at;
 }
 
 /// Parses a complete header in s->hdr; returns false while more header bytes are needed.

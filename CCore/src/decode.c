@@ -1,0 +1,359 @@
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <libavcodec/avcodec.h>
+#include <libavutil/pixdesc.h>
+#include <libswresample/swresample.h>
+
+#include "demux.h"
+#include "log.h"
+#include "mq_err.h"
+#include "player_internal.h"
+#include "thread.h"
+
+/// The decode thread of one track: waits for bytes, opens a demuxer session on them (init
+/// segment to the next init segment or the end), decodes, and hands the results on: pictures
+/// to the video frame queue, audio resampled to float interleaved at the output rate into the
+/// PCM ring. Errors become ERROR events; a broken stream waits for mq_player_reset_track.
+
+typedef struct mq_decoder {
+    // decode thread only (lives on its stack)
+    mq_track *t;
+    mq_player *p;
+    mq_demux *dmx;
+    AVCodecContext *codec;
+    AVPacket *pkt;
+    AVFrame *frame;
+    SwrContext *swr;
+    int swr_rate, swr_format, swr_channels; // input the resampler was set up for
+    double next_pts;                        // expected pts of the next picture (no pts)
+    bool decode_error_reported;             // once per session
+    bool format_reported;                   // TRACK_FORMAT sent for this session
+} mq_decoder;
+
+static void post_error(mq_decoder *d, int code, const char *what)
+{
+    mq_log(MQ_LOG_WARN, "track %d: %s", d->t->id, what);
+    mq_event_queue_push(d->p->events, MQ_EVENT_ERROR, d->t->id, code, NAN, "%s", what);
+}
+
+/* ---- codec ---- */
+
+static void describe(mq_decoder *d, const AVFrame *f, char *buf, size_t n)
+{
+    const AVCodecContext *c = d->codec;
+    const char *profile = av_get_profile_name(c->codec, c->profile);
+    if (c->codec_type == AVMEDIA_TYPE_VIDEO) {
+        AVRational fr = d->dmx->st->avg_frame_rate;
+        const char *pix = av_get_pix_fmt_name(f->format);
+        snprintf(buf, n, "video %s%s%s%s %dx%d %s %.3g fps", c->codec->name, profile ? " (" : "",
+                 profile ? profile : "", profile ? ")" : "", f->width, f->height, pix ? pix : "?",
+                 fr.den ? av_q2d(fr) : 0.0);
+    } else {
+        const char *fmt = av_get_sample_fmt_name(f->format);
+        snprintf(buf, n, "audio %s%s%s%s %d Hz %d ch %s", c->codec->name, profile ? " (" : "",
+                 profile ? profile : "", profile ? ")" : "", f->sample_rate,
+                 f->ch_layout.nb_channels, fmt ? fmt : "?");
+    }
+}
+
+static int open_codec(mq_decoder *d)
+{
+    const AVCodecParameters *par = d->dmx->st->codecpar;
+    const AVCodec *codec = avcodec_find_decoder(par->codec_id);
+    char msg[256];
+    if (!codec) {
+        snprintf(msg, sizeof msg, "no decoder for codec '%s'", avcodec_get_name(par->codec_id));
+        post_error(d, MQ_ERR_UNSUPPORTED, msg);
+        return MQ_ERR_UNSUPPORTED;
+    }
+    d->codec = avcodec_alloc_context3(codec);
+    if (!d->codec || avcodec_parameters_to_context(d->codec, par) < 0)
+        return MQ_ERR_NO_MEMORY;
+    d->codec->pkt_timebase = d->dmx->st->time_base;
+    d->codec->thread_count = 0; // one per core
+    int ret = avcodec_open2(d->codec, codec, NULL);
+    if (ret < 0) {
+        snprintf(msg, sizeof msg, "cannot open the %s decoder: %s", codec->name, av_err2str(ret));
+        post_error(d, MQ_ERR_DECODE, msg);
+        return MQ_ERR_DECODE;
+    }
+    return MQ_OK;
+}
+
+/// TRACK_FORMAT once per session, from the first decoded frame (the real format).
+static void report_format(mq_decoder *d, const AVFrame *f)
+{
+    if (d->format_reported)
+        return;
+    d->format_reported = true;
+    char msg[256];
+    describe(d, f, msg, sizeof msg);
+    mq_log(MQ_LOG_INFO, "track %d: %s", d->t->id, msg);
+    double pts = f->pts != AV_NOPTS_VALUE ? f->pts * av_q2d(d->dmx->st->time_base) : NAN;
+    mq_event_queue_push(d->p->events, MQ_EVENT_TRACK_FORMAT, d->t->id, 0, pts + d->t->pts_offset,
+                        "%s", msg);
+}
+
+/* ---- video ---- */
+
+static double frame_duration(mq_decoder *d, const AVFrame *f)
+{
+    AVRational tb = d->dmx->st->time_base, fr = d->dmx->st->avg_frame_rate;
+    if (f->pkt_duration > 0)
+        return (double)f->pkt_duration * av_q2d(tb);
+    return fr.num > 0 && fr.den > 0 ? 1.0 / av_q2d(fr) : 1.0 / 25;
+}
+
+static int deliver_video(mq_decoder *d, AVFrame *f)
+{
+    mq_player *p = d->p;
+    int64_t ts = f->pts != AV_NOPTS_VALUE ? f->pts : f->best_effort_timestamp;
+    mq_vframe v = {.duration = frame_duration(d, f)};
+    v.media_pts = ts != AV_NOPTS_VALUE ? (double)ts * av_q2d(d->dmx->st->time_base) : d->next_pts;
+    v.pts = v.media_pts + d->t->pts_offset;
+    d->next_pts = v.media_pts + v.duration;
+    atomic_fetch_add(&p->frames_decoded, 1);
+
+    double clock;
+    if (mq_clock_master(&p->clock, mq_clock_now(), &clock) && v.pts + v.duration < clock) {
+        atomic_fetch_add(&p->frames_dropped, 1); // already late: never queue it
+        av_frame_unref(f);
+        return MQ_OK;
+    }
+    v.frame = av_frame_alloc();
+    if (!v.frame)
+        return MQ_ERR_NO_MEMORY;
+    av_frame_move_ref(v.frame, f);
+    return mq_frame_queue_push(p->vq, &v, mq_byte_queue_cancel_flag(d->t->input));
+}
+
+/* ---- audio ---- */
+
+static int setup_swr(mq_decoder *d, AVFrame *f)
+{
+    if (d->swr && d->swr_rate == f->sample_rate && d->swr_format == f->format &&
+        d->swr_channels == f->ch_layout.nb_channels)
+        return MQ_OK;
+    swr_free(&d->swr);
+    AVChannelLayout out_layout;
+    av_channel_layout_default(&out_layout, d->p->channels);
+    int ret = swr_alloc_set_opts2(&d->swr, &out_layout, AV_SAMPLE_FMT_FLT, d->p->sample_rate,
+                                  &f->ch_layout, f->format, f->sample_rate, 0, NULL);
+    av_channel_layout_uninit(&out_layout);
+    if (ret < 0 || swr_init(d->swr) < 0) {
+        swr_free(&d->swr);
+        post_error(d, MQ_ERR_DECODE, "cannot set up the audio resampler");
+        return MQ_ERR_DECODE;
+    }
+    d->swr_rate = f->sample_rate;
+    d->swr_format = f->format;
+    d->swr_channels = f->ch_layout.nb_channels;
+    return MQ_OK;
+}
+
+/// Waits (polling: the audio thread never signals) for a free block of the ring.
+static mq_pcm_block *wait_block(mq_decoder *d)
+{
+    _Atomic bool *cancel = mq_byte_queue_cancel_flag(d->t->input);
+    for (;;) {
+        mq_pcm_block *b = mq_pcm_ring_acquire(d->p->pcm);
+        if (b || atomic_load(cancel))
+            return b;
+        mq_sleep_until(mq_clock_now() + 0.005);
+    }
+}
+
+/// Resamples `f` (NULL: drains the resampler) into ring blocks starting at presentation `pts`.
+static int push_audio(mq_decoder *d, const AVFrame *f, double pts)
+{
+    mq_player *p = d->p;
+    const uint8_t **in = f ? (const uint8_t **)f->extended_data : NULL;
+    int in_count = f ? f->nb_samples : 0;
+    for (;;) {
+        mq_pcm_block *b = wait_block(d);
+        if (!b)
+            return MQ_ERR_CLOSED;
+        uint8_t *out = (uint8_t *)b->data;
+        int n = swr_convert(d->swr, &out, p->pcm->block_frames, in, in_count);
+        if (n <= 0)
+            return n < 0 ? MQ_ERR_DECODE : MQ_OK;
+        b->pts = pts;
+        b->frames = n;
+        pts += (double)n / p->sample_rate;
+        mq_pcm_ring_commit(p->pcm, pts);
+        in = NULL;
+        in_count = 0;
+        if (n < p->pcm->block_frames)
+            return MQ_OK;
+    }
+}
+
+static int deliver_audio(mq_decoder *d, AVFrame *f)
+{
+    int ret = setup_swr(d, f);
+    if (ret < 0)
+        return ret;
+    int64_t ts = f->pts != AV_NOPTS_VALUE ? f->pts : f->best_effort_timestamp;
+    double pts = ts != AV_NOPTS_VALUE ? (double)ts * av_q2d(d->dmx->st->time_base) : d->next_pts;
+    d->next_pts = pts + (double)f->nb_samples / f->sample_rate;
+    // What comes out first is what the resampler still holds from before this frame.
+    pts += d->t->pts_offset - (double)swr_get_delay(d->swr, 1000000) / 1e6;
+    ret = push_audio(d, f, pts);
+    av_frame_unref(f);
+    return ret;
+}
+
+/* ---- session ---- */
+
+static int deliver(mq_decoder *d, AVFrame *f)
+{
+    report_format(d, f);
+    return d->t->kind == MQ_TRACK_VIDEO ? deliver_video(d, f) : deliver_audio(d, f);
+}
+
+/// Sends `pkt` (NULL: drain) and hands on every frame that comes out. Decoder errors are
+/// reported once per session and skipped; only a cancelled output stops the loop.
+static int decode_packet(mq_decoder *d, const AVPacket *pkt)
+{
+    int ret = avcodec_send_packet(d->codec, pkt);
+    if (ret < 0 && ret != AVERROR(EAGAIN) && ret != AVERROR_EOF && !d->decode_error_reported) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "decoder rejected the stream: %s", av_err2str(ret));
+        post_error(d, MQ_ERR_DECODE, msg);
+        d->decode_error_reported = true;
+    }
+    for (;;) {
+        ret = avcodec_receive_frame(d->codec, d->frame);
+        if (ret == AVERROR(EAGAIN) || ret == AVERROR_EOF)
+            return MQ_OK; // no frame (yet)
+        if (ret < 0)
+            return MQ_OK; // a broken frame: skip it
+        ret = deliver(d, d->frame);
+        if (ret < 0)
+            return ret;
+    }
+}
+
+static void close_session(mq_decoder *d)
+{
+    avcodec_free_context(&d->codec);
+    mq_demux_destroy(&d->dmx);
+}
+
+/// Demuxes and decodes one session (until a boundary, the end, a reset or a failure).
+static void run_session(mq_decoder *d)
+{
+    mq_track *t = d->t;
+    char why[256];
+    enum AVMediaType type = t->kind == MQ_TRACK_VIDEO ? AVMEDIA_TYPE_VIDEO : AVMEDIA_TYPE_AUDIO;
+    int ret = mq_demux_open(t->input, type, &d->dmx, why, sizeof why);
+    mq_input_state st = mq_byte_queue_state(t->input);
+    if (ret < 0 && (st == MQ_INPUT_DATA || st == MQ_INPUT_ENDED || st == MQ_INPUT_BOUNDARY)) {
+        post_error(d, ret, why);
+        mq_byte_queue_fail(t->input);
+    }
+    if (ret < 0 || open_codec(d) < 0) {
+        close_session(d);
+        if (ret >= 0) // codec failure
+            mq_byte_queue_fail(t->input);
+        return;
+    }
+    d->decode_error_reported = d->format_reported = false;
+    int rd;
+    while ((rd = mq_demux_read(d->dmx, d->pkt)) >= 0) {
+        ret = decode_packet(d, d->pkt);
+        av_packet_unref(d->pkt);
+        if (ret < 0)
+            break;
+    }
+    st = mq_byte_queue_state(t->input);
+    if (ret >= 0 && (st == MQ_INPUT_BOUNDARY || st == MQ_INPUT_ENDED))
+        decode_packet(d, NULL); // drain: the pictures still in the decoder
+    if (ret >= 0 && st == MQ_INPUT_DATA && rd != AVERROR_EOF) {
+        snprintf(why, sizeof why, "demuxer failed: %s", av_err2str(rd));
+        post_error(d, MQ_ERR_DEMUX, why);
+        mq_byte_queue_fail(t->input);
+    }
+    close_session(d);
+}
+
+/* ---- states ---- */
+
+static void on_reset(mq_decoder *d)
+{
+    mq_player *p = d->p;
+    atomic_store(&d->t->input_done, false);
+    if (d->t->kind == MQ_TRACK_VIDEO)
+        mq_frame_queue_flush(p->vq);
+    else
+        mq_pcm_ring_flush(p->pcm);
+    swr_free(&d->swr);
+    d->next_pts = 0;
+    mq_byte_queue_ack_reset(d->t->input);
+}
+
+static void on_ended(mq_decoder *d)
+{
+    if (d->t->kind == MQ_TRACK_AUDIO) {
+        if (d->swr)
+            push_audio(d, NULL, atomic_load(&d->p->pcm->queued_until));
+        atomic_store(&d->p->pcm->eof, true);
+    }
+    atomic_store(&d->t->input_done, true);
+}
+
+static void on_corrupt(mq_decoder *d)
+{
+    char msg[256];
+    snprintf(msg, sizeof msg, "bad input: %s", mq_byte_queue_corrupt_reason(d->t->input));
+    post_error(d, MQ_ERR_DEMUX, msg);
+    mq_byte_queue_fail(d->t->input);
+}
+
+static void decode_loop(mq_decoder *d)
+{
+    mq_input_state st = mq_byte_queue_wait(d->t->input);
+    for (;;) {
+        switch (st) {
+        case MQ_INPUT_ABORTED:
+            return;
+        case MQ_INPUT_RESET:
+            on_reset(d);
+            break;
+        case MQ_INPUT_BOUNDARY:
+            mq_byte_queue_pass_boundary(d->t->input);
+            break;
+        case MQ_INPUT_CORRUPT:
+            on_corrupt(d);
+            break;
+        case MQ_INPUT_ENDED:
+            on_ended(d);
+            st = mq_byte_queue_wait_reset(d->t->input);
+            continue;
+        case MQ_INPUT_DATA:
+            run_session(d);
+            break;
+        }
+        st = mq_byte_queue_wait(d->t->input);
+    }
+}
+
+void *mq_decode_thread_main(void *arg)
+{
+    mq_decoder d = {.t = arg, .p = ((mq_track *)arg)->player};
+    d.pkt = av_packet_alloc();
+    d.frame = av_frame_alloc();
+    if (!d.pkt || !d.frame) {
+        post_error(&d, MQ_ERR_NO_MEMORY, "out of memory");
+        mq_byte_queue_wait_reset(d.t->input); // nothing to do but wait for the stop
+    } else {
+        decode_loop(&d);
+    }
+    close_session(&d);
+    swr_free(&d.swr);
+    av_packet_free(&d.pkt);
+    av_frame_free(&d.frame);
+    return NULL;
+}

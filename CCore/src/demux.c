@@ -1,0 +1,85 @@
+#include "demux.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "mq_err.h"
+
+static int open_input(mq_demux *d, mq_byte_queue *in)
+{
+    d->fmt = avformat_alloc_context();
+    if (!d->fmt)
+        return AVERROR(ENOMEM);
+    d->fmt->pb = d->pb;
+    d->fmt->flags |= AVFMT_FLAG_CUSTOM_IO;
+    d->fmt->interrupt_callback.callback = mq_segment_io_interrupt;
+    d->fmt->interrupt_callback.opaque = in;
+
+    AVDictionary *opts = NULL;
+    // Fragment timestamps from tfdt, so pts are the stream's real media time on a live edge.
+    av_dict_set(&opts, "use_tfdt", "1", 0);
+    const AVInputFormat *mp4 = av_find_input_format("mp4");
+    int ret = avformat_open_input(&d->fmt, "", mp4, &opts);
+    av_dict_free(&opts);
+    return ret; // on failure lavf freed d->fmt (not our pb)
+}
+
+static int select_stream(mq_demux *d, enum AVMediaType type)
+{
+    int idx = av_find_best_stream(d->fmt, type, -1, -1, NULL, 0);
+    if (idx < 0)
+        return idx;
+    for (unsigned i = 0; i < d->fmt->nb_streams; i++)
+        d->fmt->streams[i]->discard = (int)i == idx ? AVDISCARD_DEFAULT : AVDISCARD_ALL;
+    d->st = d->fmt->streams[idx];
+    return 0;
+}
+
+int mq_demux_open(mq_byte_queue *in, enum AVMediaType type, mq_demux **out, char *why, size_t n)
+{
+    mq_demux *d = calloc(1, sizeof *d);
+    if (!d)
+        return MQ_ERR_NO_MEMORY;
+    int err = MQ_ERR_NO_MEMORY;
+    if (mq_segment_io_open(in, &d->pb) < 0)
+        goto fail;
+    int ret = open_input(d, in);
+    err = MQ_ERR_DEMUX;
+    if (ret < 0) {
+        snprintf(why, n, "cannot open the fMP4 stream: %s", av_err2str(ret));
+        goto fail;
+    }
+    ret = select_stream(d, type);
+    if (ret < 0) {
+        snprintf(why, n, "no %s stream in the init segment", av_get_media_type_string(type));
+        goto fail;
+    }
+    *out = d;
+    return MQ_OK;
+fail:
+    mq_demux_destroy(&d);
+    return err;
+}
+
+int mq_demux_read(mq_demux *d, AVPacket *pkt)
+{
+    for (;;) {
+        int ret = av_read_frame(d->fmt, pkt);
+        if (ret < 0)
+            return ret;
+        if (pkt->stream_index == d->st->index)
+            return 0;
+        av_packet_unref(pkt);
+    }
+}
+
+void mq_demux_destroy(mq_demux **pd)
+{
+    mq_demux *d = pd ? *pd : NULL;
+    if (!d)
+        return;
+    avformat_close_input(&d->fmt);
+    mq_segment_io_close(&d->pb);
+    free(d);
+    *pd = NULL;
+}

@@ -1,0 +1,395 @@
+#include <math.h>
+#include <stdlib.h>
+
+#include <libavutil/log.h>
+
+#include "log.h"
+#include "mq_err.h"
+#include "player_internal.h"
+#include "thread.h"
+
+/// The player: owns the outputs, the tracks (byte queue + decode thread each), the audio
+/// (master clock), video and monitor threads. The monitor turns the audio thread's atomic
+/// flags into events and decides BUFFERING / PLAYING / ENDED.
+
+/* ---- tracks ---- */
+
+static void track_destroy(mq_track **pt)
+{
+    mq_track *t = pt ? *pt : NULL;
+    if (!t)
+        return;
+    if (t->thread_started) {
+        mq_byte_queue_abort(t->input);
+        pthread_join(t->thread, NULL);
+    }
+    mq_byte_queue_destroy(&t->input);
+    free(t);
+    *pt = NULL;
+}
+
+static int track_create(mq_player *p, mq_track_kind kind, double pts_offset, int32_t id,
+                        mq_track **out)
+{
+    mq_track *t = calloc(1, sizeof *t);
+    if (!t)
+        return MQ_ERR_NO_MEMORY;
+    t->player = p;
+    t->id = id;
+    t->kind = kind;
+    t->pts_offset = pts_offset;
+    int ret = mq_byte_queue_create(&t->input);
+    if (ret < 0)
+        goto fail;
+    ret = mq_thread_start(&t->thread, mq_decode_thread_main, t,
+                          kind == MQ_TRACK_VIDEO ? "mq-decode-v" : "mq-decode-a");
+    if (ret < 0)
+        goto fail;
+    t->thread_started = true;
+    *out = t;
+    return MQ_OK;
+fail:
+    track_destroy(&t);
+    return ret;
+}
+
+static mq_track *find_track(mq_player *p, int32_t id)
+{
+    // The track list only grows, on the controlling thread that also calls this.
+    return id >= 1 && id <= p->ntracks ? p->tracks[id - 1] : NULL;
+}
+
+/* ---- monitor thread ---- */
+
+static void monitor_audio(mq_player *p)
+{
+    uint32_t underruns = atomic_load(&p->underruns), xruns = atomic_load(&p->xruns);
+    if (underruns != p->seen_underruns) {
+        p->seen_underruns = underruns;
+        double at = atomic_load(&p->underrun_media);
+        mq_event_queue_push(p->events, MQ_EVENT_UNDERRUN, -1, 0, at, "audio ran dry at %.3f", at);
+    }
+    if (xruns != p->seen_xruns) {
+        p->seen_xruns = xruns;
+        mq_event_queue_push(p->events, MQ_EVENT_UNDERRUN, -1, 0, NAN,
+                            "audio device underrun (xrun) recovered");
+    }
+    int err = atomic_load(&p->audio_error);
+    if (err != 0 && err != p->seen_audio_error) {
+        p->seen_audio_error = err;
+        atomic_store(&p->state, MQ_STATE_ERROR);
+        mq_event_queue_push(p->events, MQ_EVENT_ERROR, -1, err, NAN, "audio output failed: %s",
+                            mq_err_string(err));
+    }
+}
+
+static bool track_presented(mq_player *p, mq_track *t, double now)
+{
+    if (!atomic_load(&t->input_done))
+        return false;
+    if (t->kind == MQ_TRACK_VIDEO) {
+        double last;
+        return mq_frame_queue_pending(p->vq, &last) == 0;
+    }
+    return atomic_load(&p->drained_gen) == (int64_t)atomic_load(&p->pcm->gen) &&
+           now >= atomic_load(&p->drained_mono);
+}
+
+static void monitor_state(mq_player *p)
+{
+    double now = mq_clock_now();
+    bool done = p->ntracks > 0;
+    for (int i = 0; i < p->ntracks; i++)
+        done = done && track_presented(p, p->tracks[i], now);
+    if (done && !p->ended_sent) {
+        p->ended_sent = true;
+        if (atomic_load(&p->state) != MQ_STATE_ERROR)
+            atomic_store(&p->state, MQ_STATE_ENDED);
+        mq_event_queue_push(p->events, MQ_EVENT_ENDED, -1, 0, NAN, "every track ended");
+        return;
+    }
+    if (done || atomic_load(&p->state) == MQ_STATE_ERROR)
+        return;
+    p->ended_sent = false;
+    bool playing = atomic_load(&p->frames_presented) > 0 || atomic_load(&p->audio_frames_played) > 0;
+    atomic_store(&p->state, playing ? MQ_STATE_PLAYING : MQ_STATE_BUFFERING);
+}
+
+static void *monitor_main(void *arg)
+{
+    mq_player *p = arg;
+    pthread_mutex_lock(&p->lock);
+    while (!atomic_load(&p->quit)) {
+        mq_cond_wait_until(&p->cond, &p->lock, mq_clock_now() + 0.01);
+        monitor_audio(p);
+        monitor_state(p);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+/* ---- create / destroy ---- */
+
+static int apply_config(mq_player *p, const mq_player_config *cfg, int *buffer_ms, int *queue)
+{
+    p->sample_rate = cfg->sample_rate > 0 ? cfg->sample_rate : 48000;
+    p->channels = cfg->channels > 0 ? cfg->channels : 2;
+    *buffer_ms = cfg->audio_buffer_ms > 0 ? cfg->audio_buffer_ms : 60;
+    *queue = cfg->video_queue_frames > 0 ? cfg->video_queue_frames : 8;
+    if (p->sample_rate < 8000 || p->sample_rate > 192000 || p->channels > 8 ||
+        *buffer_ms < 20 || *buffer_ms > 2000 || *queue < 2 || *queue > 240 ||
+        cfg->sample_rate < 0 || cfg->channels < 0)
+        return MQ_ERR_INVALID_ARGUMENT;
+    return MQ_OK;
+}
+
+static void init_shared(mq_player *p)
+{
+    mq_clock_init(&p->clock);
+    atomic_init(&p->state, MQ_STATE_IDLE);
+    atomic_init(&p->wall_offset, 0.0);
+    atomic_init(&p->audio_delay, 0.0);
+    atomic_init(&p->first_frame_mono, 0.0);
+    atomic_init(&p->underrun_media, NAN);
+    atomic_init(&p->drained_gen, -1);
+    atomic_init(&p->drained_mono, 0.0);
+}
+
+static void quiet_ffmpeg_once(void)
+{
+    if (!getenv("MQ_FFMPEG_LOG"))
+        av_log_set_level(AV_LOG_FATAL); // our events report errors; keep stderr clean
+}
+
+static int open_outputs(mq_player *p, const mq_player_config *cfg, int buffer_ms, int queue)
+{
+    int ret = mq_audio_out_create(cfg->audio_out, p->sample_rate, p->channels, buffer_ms, &p->ao);
+    if (ret < 0)
+        return ret;
+    p->sample_rate = p->ao->rate; // the device may have picked another rate
+    p->period_frames = p->sample_rate / 100;
+    p->buffer_frames = buffer_ms * p->sample_rate / 1000;
+    if (p->buffer_frames < 2 * p->period_frames)
+        p->buffer_frames = 2 * p->period_frames;
+    if ((ret = mq_pcm_ring_create(MQ_PCM_BLOCKS, MQ_PCM_BLOCK_FRAMES, p->channels, &p->pcm)) < 0 ||
+        (ret = mq_frame_queue_create(queue, &p->vq)) < 0 ||
+        (ret = mq_video_out_create(cfg->video_out, &p->vo)) < 0)
+        return ret;
+    return mq_audio_sync_init(p);
+}
+
+int mq_player_create(const mq_player_config *cfg, mq_player **out)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    if (!cfg || !out)
+        return MQ_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    pthread_once(&once, quiet_ffmpeg_once);
+    mq_player *p = calloc(1, sizeof *p);
+    if (!p)
+        return MQ_ERR_NO_MEMORY;
+    init_shared(p);
+    int buffer_ms, queue;
+    int ret = apply_config(p, cfg, &buffer_ms, &queue);
+    if (ret < 0)
+        goto fail;
+    ret = MQ_ERR_NO_MEMORY;
+    if (pthread_mutex_init(&p->lock, NULL) != 0)
+        goto fail;
+    p->sync_ok = 1;
+    if (mq_cond_init_mono(&p->cond) < 0)
+        goto fail;
+    p->sync_ok = 2;
+    if ((ret = mq_event_queue_create(256, &p->events)) < 0 ||
+        (ret = open_outputs(p, cfg, buffer_ms, queue)) < 0)
+        goto fail;
+    *out = p;
+    return MQ_OK;
+fail:
+    mq_player_destroy(&p);
+    return ret;
+}
+
+static void stop_threads(mq_player *p)
+{
+    atomic_store(&p->quit, true);
+    for (int i = 0; i < p->ntracks; i++)
+        mq_byte_queue_abort(p->tracks[i]->input); // unblocks its decode thread
+    if (p->vq)
+        mq_frame_queue_kick(p->vq);
+    if (p->sync_ok >= 2) {
+        pthread_mutex_lock(&p->lock);
+        pthread_cond_broadcast(&p->cond);
+        pthread_mutex_unlock(&p->lock);
+    }
+    if (p->audio_running)
+        pthread_join(p->audio_thread, NULL);
+    if (p->video_running)
+        pthread_join(p->video_thread, NULL);
+    if (p->monitor_running)
+        pthread_join(p->monitor_thread, NULL);
+    p->audio_running = p->video_running = p->monitor_running = false;
+    for (int i = 0; i < p->ntracks; i++)
+        track_destroy(&p->tracks[i]); // joins its decode thread
+}
+
+void mq_player_destroy(mq_player **pp)
+{
+    mq_player *p = pp ? *pp : NULL;
+    if (!p)
+        return;
+    stop_threads(p);
+    mq_video_out_destroy(&p->vo);
+    mq_audio_out_destroy(&p->ao); // finalises a WAV header
+    mq_audio_sync_uninit(p);
+    mq_frame_queue_destroy(&p->vq);
+    mq_pcm_ring_destroy(&p->pcm);
+    mq_event_queue_destroy(&p->events);
+    if (p->sync_ok >= 1)
+        pthread_mutex_destroy(&p->lock);
+    if (p->sync_ok >= 2)
+        pthread_cond_destroy(&p->cond);
+    free(p);
+    *pp = NULL;
+}
+
+/* ---- tracks API ---- */
+
+int mq_player_add_track(mq_player *p, mq_track_kind kind, double pts_offset, int32_t *track_id)
+{
+    if (!p || !track_id || (kind != MQ_TRACK_AUDIO && kind != MQ_TRACK_VIDEO) || !isfinite(pts_offset))
+        return MQ_ERR_INVALID_ARGUMENT;
+    for (int i = 0; i < p->ntracks; i++)
+        if (p->tracks[i]->kind == kind)
+            return MQ_ERR_UNSUPPORTED; // one audio and one video track (the mixer will lift this)
+    if (p->ntracks == MQ_MAX_TRACKS)
+        return MQ_ERR_UNSUPPORTED;
+    mq_track *t = NULL;
+    int ret = track_create(p, kind, pts_offset, p->ntracks + 1, &t);
+    if (ret < 0)
+        return ret;
+    pthread_mutex_lock(&p->lock);
+    p->tracks[p->ntracks++] = t;
+    pthread_mutex_unlock(&p->lock);
+    *track_id = t->id;
+    return MQ_OK;
+}
+
+int mq_player_push(mq_player *p, int32_t track_id, const uint8_t *data, size_t size)
+{
+    mq_track *t = p ? find_track(p, track_id) : NULL;
+    if (!p || (!data && size > 0))
+        return MQ_ERR_INVALID_ARGUMENT;
+    if (!t)
+        return MQ_ERR_NOT_FOUND;
+    return mq_byte_queue_push(t->input, data, size);
+}
+
+int mq_player_reset_track(mq_player *p, int32_t track_id)
+{
+    mq_track *t = p ? find_track(p, track_id) : NULL;
+    if (!p)
+        return MQ_ERR_INVALID_ARGUMENT;
+    if (!t)
+        return MQ_ERR_NOT_FOUND;
+    atomic_store(&t->input_done, false);
+    mq_byte_queue_reset(t->input);
+    return MQ_OK;
+}
+
+int mq_player_end_track(mq_player *p, int32_t track_id)
+{
+    mq_track *t = p ? find_track(p, track_id) : NULL;
+    if (!p)
+        return MQ_ERR_INVALID_ARGUMENT;
+    if (!t)
+        return MQ_ERR_NOT_FOUND;
+    return mq_byte_queue_end(t->input);
+}
+
+/* ---- timing, start ---- */
+
+int mq_player_set_wall_offset(mq_player *p, double offset)
+{
+    if (!p || !isfinite(offset))
+        return MQ_ERR_INVALID_ARGUMENT;
+    atomic_store(&p->wall_offset, offset);
+    return MQ_OK;
+}
+
+int mq_player_set_timeline(mq_player *p, double mono_anchor, double media_anchor, double rate)
+{
+    if (!p || !isfinite(mono_anchor) || !isfinite(media_anchor) || !isfinite(rate) || rate < 0)
+        return MQ_ERR_INVALID_ARGUMENT;
+    mq_seq3_store(&p->clock.timeline, mono_anchor, media_anchor, rate);
+    mq_frame_queue_kick(p->vq);
+    return MQ_OK;
+}
+
+int mq_player_start(mq_player *p)
+{
+    if (!p)
+        return MQ_ERR_INVALID_ARGUMENT;
+    if (p->started)
+        return MQ_ERR_STATE;
+    p->started = true;
+    atomic_store(&p->state, MQ_STATE_BUFFERING);
+    int ret = mq_thread_start(&p->audio_thread, mq_audio_thread_main, p, "mq-audio");
+    p->audio_running = ret >= 0;
+    if (ret >= 0)
+        ret = mq_thread_start(&p->video_thread, mq_video_thread_main, p, "mq-video");
+    p->video_running = p->audio_running && ret >= 0;
+    if (ret >= 0)
+        ret = mq_thread_start(&p->monitor_thread, monitor_main, p, "mq-monitor");
+    p->monitor_running = p->video_running && ret >= 0;
+    return ret;
+}
+
+/* ---- status, events ---- */
+
+static double status_position(mq_player *p, double now)
+{
+    double media;
+    if (atomic_load(&p->frames_presented) == 0 && atomic_load(&p->audio_frames_played) == 0)
+        return NAN;
+    return mq_clock_master(&p->clock, now, &media) ? media : NAN;
+}
+
+int mq_player_get_status(mq_player *p, mq_status *out)
+{
+    if (!p || !out)
+        return MQ_ERR_INVALID_ARGUMENT;
+    double now = mq_clock_now(), last;
+    mq_frame_queue_pending(p->vq, &last);
+    *out = (mq_status){
+        .state = atomic_load(&p->state),
+        .width = atomic_load(&p->width),
+        .height = atomic_load(&p->height),
+        .mono = now,
+        .position = status_position(p, now),
+        .audio_delay = atomic_load(&p->audio_delay),
+        .audio_queued_until = atomic_load(&p->pcm->queued_until),
+        .video_queued_until = last,
+        .first_frame_mono = atomic_load(&p->first_frame_mono),
+        .frames_decoded = atomic_load(&p->frames_decoded),
+        .frames_presented = atomic_load(&p->frames_presented),
+        .frames_dropped = atomic_load(&p->frames_dropped),
+        .audio_frames_played = atomic_load(&p->audio_frames_played),
+        .audio_frames_dropped = atomic_load(&p->audio_frames_dropped),
+        .audio_silence_frames = atomic_load(&p->audio_silence_frames),
+    };
+    return MQ_OK;
+}
+
+int mq_player_poll_event(mq_player *p, mq_event *out)
+{
+    if (!p || !out)
+        return MQ_ERR_INVALID_ARGUMENT;
+    return mq_event_queue_poll(p->events, out);
+}
+
+void mq_player_set_wakeup(mq_player *p, void (*cb)(void *ctx), void *ctx)
+{
+    if (p)
+        mq_event_queue_set_wakeup(p->events, cb, ctx);
+}

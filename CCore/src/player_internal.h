@@ -1,0 +1,107 @@
+#ifndef MQ_PLAYER_INTERNAL_H
+#define MQ_PLAYER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "audio_out.h"
+#include "clock.h"
+#include "event_queue.h"
+#include "frame_queue.h"
+#include "mq_player.h"
+#include "pcm_ring.h"
+#include "segment_io.h"
+#include "video_out.h"
+
+#define MQ_MAX_TRACKS 8
+#define MQ_PCM_BLOCKS 64u
+#define MQ_PCM_BLOCK_FRAMES 2048
+
+typedef struct mq_player mq_player;
+
+/// One input: a byte queue and the decode thread that demuxes and decodes it.
+typedef struct mq_track {
+    // immutable after create
+    mq_player *player;
+    int32_t id;
+    mq_track_kind kind;
+    double pts_offset;
+    mq_byte_queue *input;
+    pthread_t thread;
+    bool thread_started;
+    // written by the decode thread, read anywhere
+    _Atomic bool input_done; // everything of the ended input was decoded and handed on
+} mq_track;
+
+/// State of the audio (master clock) loop. Audio thread only.
+typedef struct mq_audio_sync {
+    float *mix;          // period × channels, preallocated
+    int16_t *out;        // period × channels, preallocated
+    bool locked;         // writing stream audio continuously
+    bool started;        // stream audio began (silence after it is an underrun)
+    bool underrun;       // in an underrun episode
+    bool paced;          // the device paces us; else the virtual device below does
+    double virt_t0;      // virtual device: monotonic time of frame 0
+    int64_t virt_frames; // virtual device: frames written since virt_t0
+    uint32_t gen;        // ring generation last seen
+    uint32_t xruns_seen;
+} mq_audio_sync;
+
+struct mq_player {
+    // immutable after create
+    int32_t sample_rate, channels, period_frames, buffer_frames;
+    mq_audio_out *ao;
+    mq_video_out *vo;
+    mq_event_queue *events;
+    mq_pcm_ring *pcm;
+    mq_frame_queue *vq;
+    int sync_ok;
+
+    // protected by lock (monitor sleeps on cond)
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    mq_track *tracks[MQ_MAX_TRACKS];
+    int ntracks;
+    bool started, audio_running, video_running, monitor_running;
+    pthread_t audio_thread, video_thread, monitor_thread;
+
+    // atomics: written by the thread named, read anywhere
+    _Atomic bool quit;                 // controlling thread (destroy)
+    _Atomic int state;                 // monitor, controlling thread
+    _Atomic double wall_offset;        // controlling thread
+    mq_clock clock;                    // timeline: controlling thread; audio: audio thread
+    _Atomic int64_t frames_decoded;    // decode threads
+    _Atomic int64_t frames_presented;  // video thread
+    _Atomic int64_t frames_dropped;    // video and decode threads
+    _Atomic int64_t audio_frames_played, audio_frames_dropped, audio_silence_frames; // audio (+decode)
+    _Atomic double audio_delay;        // audio thread, seconds
+    _Atomic double first_frame_mono;   // video thread
+    _Atomic int32_t width, height;     // video thread
+    _Atomic uint32_t underruns;        // audio thread: count of underrun episodes
+    _Atomic double underrun_media;     // audio thread: where the last one began
+    _Atomic uint32_t xruns;            // audio thread: device xruns recovered
+    _Atomic int audio_error;           // audio thread: last device error (mq_err), 0 none
+    _Atomic int64_t drained_gen;       // audio thread: ring generation fully heard, -1 none
+    _Atomic double drained_mono;       // audio thread: when its last sample is heard
+
+    // audio thread only
+    mq_audio_sync as;
+
+    // monitor thread only
+    uint32_t seen_underruns, seen_xruns;
+    int seen_audio_error;
+    bool ended_sent;
+};
+
+/// decode.c: the body of a track's decode thread.
+void *mq_decode_thread_main(void *track);
+/// audio_thread.c
+int mq_audio_sync_init(mq_player *p);
+void mq_audio_sync_uninit(mq_player *p);
+void *mq_audio_thread_main(void *player);
+/// video_thread.c
+void *mq_video_thread_main(void *player);
+
+#endif

@@ -1,0 +1,57 @@
+#include "video_out.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "mq_err.h"
+
+static const mq_video_out_driver *const drivers[] = {
+    &mq_video_out_headless,
+    &mq_video_out_frames,
+};
+
+static const mq_video_out_driver *find_driver(const char *spec, const char **arg)
+{
+    const char *colon = strchr(spec, ':');
+    size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
+    *arg = colon ? colon + 1 : NULL;
+    for (size_t i = 0; i < sizeof drivers / sizeof drivers[0]; i++)
+        if (strlen(drivers[i]->name) == len && strncmp(drivers[i]->name, spec, len) == 0)
+            return drivers[i];
+    return NULL;
+}
+
+int mq_video_out_create(const char *spec, mq_video_out **out)
+{
+    const char *arg = NULL;
+    const mq_video_out_driver *drv = find_driver(spec ? spec : "headless", &arg);
+    if (!drv) {
+        mq_log(MQ_LOG_ERROR, "unknown video output '%s'", spec);
+        return MQ_ERR_UNSUPPORTED;
+    }
+    mq_video_out *vo = calloc(1, sizeof *vo);
+    if (!vo)
+        return MQ_ERR_NO_MEMORY;
+    vo->driver = drv;
+    vo->priv = drv->priv_size ? calloc(1, drv->priv_size) : NULL;
+    int ret = drv->priv_size && !vo->priv ? MQ_ERR_NO_MEMORY : drv->open(vo, arg);
+    if (ret < 0) {
+        mq_video_out_destroy(&vo); // drivers' close undoes a partial open
+        return ret;
+    }
+    *out = vo;
+    return MQ_OK;
+}
+
+void mq_video_out_destroy(mq_video_out **pvo)
+{
+    mq_video_out *vo = pvo ? *pvo : NULL;
+    if (!vo)
+        return;
+    if (vo->priv || !vo->driver->priv_size)
+        vo->driver->close(vo);
+    free(vo->priv);
+    free(vo);
+    *pvo = NULL;
+}

@@ -1,0 +1,96 @@
+#include <math.h>
+
+#include "mq_err.h"
+#include "player_internal.h"
+
+/// The video thread: presents the head picture when the master clock reaches its pts, drops
+/// pictures that are late (the next one is also due, or it is over a frame duration behind),
+/// and sleeps on the frame queue's condvar (monotonic, timed) until the next one is due.
+
+static void drop_head(mq_player *p, const mq_vframe *head)
+{
+    mq_vframe v;
+    if (!mq_frame_queue_pop(p->vq, head->frame, &v))
+        return;
+    av_frame_free(&v.frame);
+    mq_frame_queue_release(p->vq);
+    atomic_fetch_add(&p->frames_dropped, 1);
+}
+
+static int configure(mq_player *p, const AVFrame *f)
+{
+    mq_video_out *vo = p->vo;
+    mq_video_format fmt = {.width = f->width, .height = f->height, .pix_fmt = f->format}, ok;
+    if (vo->fmt.width == fmt.width && vo->fmt.height == fmt.height && vo->fmt.pix_fmt == fmt.pix_fmt)
+        return MQ_OK;
+    vo->fmt.width = 0;
+    int ret = vo->driver->configure(vo, &fmt, &ok);
+    if (ret >= 0 && (ok.width != fmt.width || ok.height != fmt.height || ok.pix_fmt != fmt.pix_fmt))
+        ret = MQ_ERR_UNSUPPORTED; // no scaler in front of the outputs yet
+    if (ret >= 0)
+        vo->fmt = fmt;
+    return ret;
+}
+
+static void after_present(mq_player *p, const mq_vframe *v, double now)
+{
+    atomic_store(&p->width, v->frame->width);
+    atomic_store(&p->height, v->frame->height);
+    if (atomic_fetch_add(&p->frames_presented, 1) == 0) {
+        atomic_store(&p->first_frame_mono, now);
+        mq_event_queue_push(p->events, MQ_EVENT_FIRST_FRAME, -1, 0, v->pts,
+                            "first frame %dx%d at %.3f", v->frame->width, v->frame->height, v->pts);
+    }
+}
+
+static void present_head(mq_player *p, const mq_vframe *head)
+{
+    mq_vframe v;
+    if (!mq_frame_queue_pop(p->vq, head->frame, &v))
+        return; // flushed meanwhile
+    int ret = configure(p, v.frame);
+    double now = mq_clock_now();
+    if (ret >= 0)
+        ret = p->vo->driver->present(p->vo, &v, now + atomic_load(&p->wall_offset));
+    if (ret >= 0)
+        after_present(p, &v, now);
+    else
+        mq_event_queue_push(p->events, MQ_EVENT_ERROR, -1, MQ_ERR_VIDEO_DEVICE, v.pts,
+                            "video output failed: %s", mq_err_string(ret));
+    av_frame_free(&v.frame);
+    mq_frame_queue_release(p->vq);
+}
+
+static void video_step(mq_player *p)
+{
+    mq_vframe head, next;
+    int n = mq_frame_queue_peek(p->vq, &head, &next);
+    double now = mq_clock_now(), clock;
+    if (n == 0) {
+        mq_frame_queue_wait(p->vq, now + 0.05, true);
+        return;
+    }
+    if (!mq_clock_master(&p->clock, now, &clock)) {
+        mq_frame_queue_wait(p->vq, now + 0.005, false); // no timeline yet
+        return;
+    }
+    if ((n > 1 && next.pts <= clock) || clock - head.pts > head.duration) {
+        drop_head(p, &head);
+        return;
+    }
+    if (head.pts <= clock) {
+        present_head(p, &head);
+        return;
+    }
+    double rate = mq_clock_rate(&p->clock);
+    double due = rate > 0 ? now + (head.pts - clock) / rate : now + 0.1;
+    mq_frame_queue_wait(p->vq, fmin(due, now + 0.1), false);
+}
+
+void *mq_video_thread_main(void *arg)
+{
+    mq_player *p = arg;
+    while (!atomic_load(&p->quit))
+        video_step(p);
+    return NULL;
+}
