@@ -262,7 +262,12 @@ static void run_session(mq_decoder *d)
     }
     d->decode_error_reported = d->format_reported = false;
     int rd;
+    _Atomic bool *cancel = mq_byte_queue_cancel_flag(t->input);
     while ((rd = mq_demux_read(d->dmx, d->pkt)) >= 0) {
+        if (atomic_load(cancel)) { // a reset cut this packet short: it is not the stream's
+            av_packet_unref(d->pkt);
+            break;
+        }
         ret = decode_packet(d, d->pkt);
         av_packet_unref(d->pkt);
         if (ret < 0)

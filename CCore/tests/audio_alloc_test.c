@@ -1,0 +1,124 @@
+// Proves the audio thread never allocates or frees: malloc & co. are interposed for the whole
+// process (shared libraries included) and every call made on the thread named "mq-audio" is
+// counted. The player plays a tone through the given audio output, with an underrun (input
+// paused), a reset (ring generation change) and the end (drain) on the way.
+//
+//   audio_alloc_test <tone.mp4> <audio-out-spec>     exit 0 and "audio-thread allocs 0 frees 0"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "CCore.h"
+
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t m);
+extern void *__libc_realloc(void *p, size_t n);
+extern void *__libc_memalign(size_t a, size_t n);
+extern void __libc_free(void *p);
+
+static _Atomic pid_t watched;
+static _Atomic long allocs, frees;
+
+static void note(_Atomic long *counter)
+{
+    pid_t w = atomic_load_explicit(&watched, memory_order_relaxed);
+    if (w != 0 && gettid() == w)
+        atomic_fetch_add(counter, 1);
+}
+
+void *malloc(size_t n) { note(&allocs); return __libc_malloc(n); }
+void *calloc(size_t n, size_t m) { note(&allocs); return __libc_calloc(n, m); }
+void *realloc(void *p, size_t n) { note(&allocs); return __libc_realloc(p, n); }
+void *memalign(size_t a, size_t n) { note(&allocs); return __libc_memalign(a, n); }
+void *aligned_alloc(size_t a, size_t n) { note(&allocs); return __libc_memalign(a, n); }
+void free(void *p) { if (p) note(&frees); __libc_free(p); }
+int posix_memalign(void **out, size_t a, size_t n)
+{
+    note(&allocs);
+    void *p = __libc_memalign(a, n);
+    if (!p)
+        return ENOMEM;
+    *out = p;
+    return 0;
+}
+
+static pid_t find_thread(const char *name)
+{
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    pid_t found = 0;
+    while (d && !found && (e = readdir(d))) {
+        char path[300], comm[64] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f && fgets(comm, sizeof comm, f) && strncmp(comm, name, strlen(name)) == 0)
+            found = (pid_t)atoi(e->d_name);
+        if (f)
+            fclose(f);
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+static uint8_t *read_file(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    uint8_t *buf = malloc(16 << 20);
+    *size = buf ? fread(buf, 1, 16 << 20, f) : 0;
+    fclose(f);
+    return buf;
+}
+
+static void sleep_s(double s) { usleep((useconds_t)(s * 1e6)); }
+
+int main(int argc, char **argv)
+{
+    if (argc < 3)
+        return 2;
+    size_t size = 0;
+    uint8_t *tone = read_file(argv[1], &size);
+    mq_player_config cfg = {.audio_out = argv[2], .video_out = "headless"};
+    mq_player *p = NULL;
+    int32_t a = 0;
+    if (!tone || mq_player_create(&cfg, &p) < 0 || mq_player_add_track(p, MQ_TRACK_AUDIO, 0, &a) < 0)
+        return 2;
+    mq_player_set_timeline(p, mq_clock_now() + 0.1, 0, 1);
+    mq_player_start(p);
+    sleep_s(0.05);
+    atomic_store(&watched, find_thread("mq-audio"));
+    if (atomic_load(&watched) == 0)
+        return 3;
+    mq_player_push(p, a, tone, size / 2); // plays, then runs dry: underrun
+    sleep_s(1.5);
+    mq_player_reset_track(p, a); // new ring generation
+    mq_player_set_timeline(p, mq_clock_now() + 0.1, 0, 1);
+    mq_player_push(p, a, tone, size);
+    mq_player_end_track(p, a);
+    mq_event ev;
+    double deadline = mq_clock_now() + 10;
+    int ended = 0, underruns = 0;
+    while (!ended && mq_clock_now() < deadline) {
+        while (mq_player_poll_event(p, &ev) == 1) {
+            ended |= ev.type == MQ_EVENT_ENDED;
+            underruns += ev.type == MQ_EVENT_UNDERRUN;
+        }
+        sleep_s(0.01);
+    }
+    mq_status st;
+    mq_player_get_status(p, &st);
+    long n_alloc = atomic_load(&allocs), n_free = atomic_load(&frees);
+    atomic_store(&watched, 0); // destroy joins the thread: its exit may free TLS
+    mq_player_destroy(&p);
+    free(tone);
+    printf("audio-thread allocs %ld frees %ld ended %d underruns %d played %lld\n", n_alloc, n_free,
+           ended, underruns, (long long)st.audio_frames_played);
+    return n_alloc == 0 && n_free == 0 && ended ? 0 : 1;
+}
