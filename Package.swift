@@ -14,7 +14,7 @@ let systemLibraries: [(name: String, pkgConfig: String, apt: String)] = [
 
 let package = Package(
     name: "Marquee",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         .library(name: "Marquee", targets: ["Marquee"]),
         .library(name: "MarqueeOrigin", targets: ["MarqueeOrigin"]),
@@ -66,6 +66,7 @@ let package = Package(
             dependencies: [
                 "MarqueeBridge", "MarqueeStreaming",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         .target(

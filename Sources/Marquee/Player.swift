@@ -1,0 +1,137 @@
+import Foundation
+import Logging
+import MarqueeBridge
+import MarqueeStreaming
+import Synchronization
+
+/// Plays one live (or on-demand) DASH stream from a list of sources.
+///
+/// Create it with ``PlayerOptions``, call ``play()``, read ``status`` and ``events``, and
+/// ``stop()`` when done. Safe to use from any task.
+///
+/// ```swift
+/// let player = try Player(options: PlayerOptions(sources: [url], audioOutput: .alsa()))
+/// try await player.play()
+/// for await event in player.events { print(event) }
+/// ```
+public final class Player: Sendable {
+    public let options: PlayerOptions
+    /// Every change, in order (bounded; see ``PlayerEvents``).
+    public let events: PlayerEvents
+    private let sink: PlayerEvents.Sink
+    private let logger: Logger
+    private let fetcher: HTTPFetcher
+    private let inner = Mutex(Inner())
+
+    private struct Inner {
+        var session: PlaybackSession?
+        var task: Task<Void, Never>?
+        var state: PlaybackState = .idle
+        var error: PlayerError?
+    }
+
+    /// Validates `options`; throws ``PlayerError/Code-swift.struct/invalidOptions`` or
+    /// ``PlayerError/Code-swift.struct/invalidOptionsSources`` when they cannot be used.
+    public init(options: PlayerOptions, logger: Logger = Logger(label: "marquee.player")) throws(PlayerError) {
+        self.options = try options.validated()
+        self.logger = logger
+        (events, sink) = PlayerEvents.make()
+        fetcher = HTTPFetcher(headers: options.httpHeaders.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+    }
+
+    deinit {
+        inner.withLock { $0.task?.cancel() }
+        sink.finish()
+    }
+
+    /// The current state.
+    public var state: PlaybackState {
+        inner.withLock { $0.session?.state ?? $0.state }
+    }
+
+    /// The last fatal error, if playback failed.
+    public var error: PlayerError? { inner.withLock { $0.error } }
+
+    /// State, latency, buffer, frame rate and counts, measured now.
+    public var status: PlaybackStatus {
+        let (session, state) = inner.withLock { ($0.session, $0.state) }
+        return session?.status() ?? PlaybackStatus(state: state)
+    }
+
+    /// Opens the outputs, loads the first source that plays and starts playback. Returns once
+    /// media is being fetched; the first frame is reported by ``PlayerEvent/firstFrame(seconds:)``.
+    public func play() async throws(PlayerError) {
+        let already = inner.withLock { inner -> Bool in
+            if inner.session != nil || inner.state == .loading { return true }
+            inner.state = .loading
+            return false
+        }
+        if already { return }
+        sink.send(.stateChanged(.loading))
+        let startMono = Monotonic.now()
+        do throws(PlayerError) {
+            let core: CoreHandle
+            do {
+                core = try CoreHandle(audio: options.audioOutput.spec, video: options.videoOutput.spec)
+            } catch {
+                throw PlayerError(error.isUnsupported || error.isInvalidArgument ? .invalidOptions : .output, error.message, coreCode: error.code)
+            }
+            let session = try await openFirstSource(core: core, startMono: startMono)
+            do { try core.start() } catch { throw PlayerError(.output, error.message, coreCode: error.code) }
+            let task = Task { await session.run() }
+            inner.withLock {
+                $0.session = session
+                $0.task = task
+                $0.state = .buffering
+            }
+            sink.send(.stateChanged(.buffering))
+        } catch {
+            inner.withLock {
+                $0.state = .error
+                $0.error = error
+            }
+            sink.send(.error(error, fatal: true))
+            sink.send(.stateChanged(.error))
+            throw error
+        }
+    }
+
+    private func openFirstSource(core: CoreHandle, startMono: Double) async throws(PlayerError) -> PlaybackSession {
+        var lastError = PlayerError(.invalidOptionsSources, "no sources")
+        for source in options.sources {
+            do {
+                return try await PlaybackSession(
+                    source: source, options: options, core: core, fetcher: fetcher, startMono: startMono, logger: logger, events: sink)
+            } catch {
+                logger.warning("source failed", metadata: ["source": "\(source)", "error": "\(error)"])
+                sink.send(.error(error, fatal: false))
+                lastError = error
+            }
+        }
+        throw lastError
+    }
+
+    /// Waits until playback ends (on-demand end, fatal error) or the calling task is cancelled.
+    public func waitUntilFinished() async {
+        let task = inner.withLock { $0.task }
+        await withTaskCancellationHandler {
+            await task?.value
+        } onCancel: {}
+    }
+
+    /// Stops playback and closes the outputs (the WAV file and frames.tsv are complete after it).
+    public func stop() async {
+        let (task, session) = inner.withLock { inner -> (Task<Void, Never>?, PlaybackSession?) in
+            defer {
+                inner.task = nil
+                inner.session = nil
+                if inner.state != .error { inner.state = .idle }
+            }
+            return (inner.task, inner.session)
+        }
+        task?.cancel()
+        await task?.value
+        session?.core.close()
+        sink.send(.stateChanged(.idle))
+    }
+}

@@ -1,0 +1,52 @@
+import MarqueeStreaming
+
+/// A player failure. `code` says what kind; `message` says what exactly, in English.
+public struct PlayerError: Error, Hashable, Sendable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String, Hashable, Sendable {
+            case invalidOptions, invalidOptionsSources, manifest, network, noPlayableContent, media, output, state
+        }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// An option has a value that cannot be used.
+        public static let invalidOptions = Code(.invalidOptions)
+        /// `sources` is empty or holds a URL that cannot be played.
+        public static let invalidOptionsSources = Code(.invalidOptionsSources)
+        /// A manifest could not be parsed or used.
+        public static let manifest = Code(.manifest)
+        /// A request failed (status, timeout, connection).
+        public static let network = Code(.network)
+        /// Nothing in the manifest is decodable.
+        public static let noPlayableContent = Code(.noPlayableContent)
+        /// A segment could not be demuxed or decoded.
+        public static let media = Code(.media)
+        /// The audio or video output failed.
+        public static let output = Code(.output)
+        /// The call is not valid now (e.g. `play()` after `dispose()`).
+        public static let state = Code(.state)
+
+        public var description: String { base.rawValue }
+    }
+
+    public var code: Code
+    public var message: String
+    /// The C core's `mq_err` value when the core reported it, else `nil`.
+    public var coreCode: Int32?
+
+    public init(_ code: Code, _ message: String, coreCode: Int32? = nil) {
+        self.code = code
+        self.message = message
+        self.coreCode = coreCode
+    }
+
+    public var description: String { "\(code): \(message)" }
+
+    init(_ error: ManifestError) {
+        self.init(error.code == .noPlayableContent ? .noPlayableContent : .manifest, error.description)
+    }
+
+    init(_ error: FetchError) {
+        self.init(.network, error.description)
+    }
+}

@@ -1,0 +1,78 @@
+import Synchronization
+
+/// What a player is doing.
+public enum PlaybackState: String, Sendable, Hashable {
+    case idle, loading, buffering, playing, paused, ended, error
+}
+
+/// Live presentation or on demand, from the manifest.
+public enum StreamType: String, Sendable, Hashable {
+    case live, onDemand, unknown
+}
+
+/// A rendition being played.
+public struct Quality: Sendable, Hashable {
+    public var kind: String
+    public var id: String
+    public var bandwidth: Int
+    public var codecs: String?
+    public var width: Int?
+    public var height: Int?
+}
+
+/// Something that happened in a player.
+public enum PlayerEvent: Sendable, Hashable {
+    case stateChanged(PlaybackState)
+    /// A source's manifest loaded and its renditions were chosen.
+    case sourceLoaded(url: String, streamType: StreamType)
+    case activeQualityChanged(Quality)
+    /// The first frame was presented, `seconds` after `play()`.
+    case firstFrame(seconds: Double)
+    /// The server clock was measured (server − local wall clock, ms).
+    case timeOffsetChanged(milliseconds: Double)
+    /// A failure. Playback goes on unless `fatal`.
+    case error(PlayerError, fatal: Bool)
+    case ended
+}
+
+/// The events of one player, oldest first. Bounded: when a consumer falls behind, the oldest
+/// undelivered events are dropped and counted in ``droppedCount``. One consumer at a time.
+public struct PlayerEvents: AsyncSequence, Sendable {
+    public typealias Element = PlayerEvent
+
+    let stream: AsyncStream<PlayerEvent>
+    let dropped: DroppedCounter
+
+    final class DroppedCounter: Sendable {
+        let value = Atomic<Int>(0)
+    }
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var base: AsyncStream<PlayerEvent>.AsyncIterator
+        public mutating func next() async -> PlayerEvent? { await base.next() }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: stream.makeAsyncIterator()) }
+
+    /// Events dropped because the consumer fell more than the buffer behind.
+    public var droppedCount: Int { dropped.value.load(ordering: .relaxed) }
+
+    static func make(capacity: Int = 512) -> (PlayerEvents, Sink) {
+        let (stream, continuation) = AsyncStream.makeStream(of: PlayerEvent.self, bufferingPolicy: .bufferingNewest(capacity))
+        let counter = DroppedCounter()
+        return (PlayerEvents(stream: stream, dropped: counter), Sink(continuation: continuation, dropped: counter))
+    }
+
+    struct Sink: Sendable {
+        let continuation: AsyncStream<PlayerEvent>.Continuation
+        let dropped: DroppedCounter
+
+        func send(_ event: PlayerEvent) {
+            if case .dropped = continuation.yield(event) {
+                dropped.value.add(1, ordering: .relaxed)
+            }
+        }
+
+        func finish() { continuation.finish() }
+    }
+}

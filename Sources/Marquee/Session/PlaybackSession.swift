@@ -1,0 +1,249 @@
+import Foundation
+import Logging
+import MarqueeBridge
+import MarqueeStreaming
+import Synchronization
+
+/// One playing source: its manifest, the server clock, the core and a feeder per track.
+final class PlaybackSession: Sendable {
+    let source: URL
+    let mpd: MPD
+    let clock: ServerClock
+    let core: CoreHandle
+    let feeders: [TrackFeeder]
+    let plans: [TrackPlan]
+    let targetLatency: Double
+    /// Presentation time the session starts at.
+    let startPosition: Double
+    let startMono: Double
+    private let logger: Logger
+    private let events: PlayerEvents.Sink
+    private let monitor = Mutex(Monitor())
+
+    struct Monitor {
+        var state: PlaybackState = .buffering
+        var fps: Double = 0
+        var samples: [(mono: Double, frames: Int)] = []
+        var firstFrameReported = false
+        var fatal: PlayerError?
+    }
+
+    /// Loads `source`, measures the server clock, picks the renditions, creates the core
+    /// tracks and sets the presentation schedule. Nothing is fetched beyond the manifest and
+    /// the clock yet.
+    init(
+        source: URL, options: PlayerOptions, core: CoreHandle, fetcher: HTTPFetcher, startMono: Double, logger: Logger,
+        events: PlayerEvents.Sink
+    ) async throws(PlayerError) {
+        let manifest = ManifestSource(url: source, fetcher: fetcher)
+        let mpd = try await manifest.load()
+        let clock =
+            mpd.isLive
+            ? await ClockSync(fetcher: fetcher, logger: logger).synchronize(timings: mpd.utcTimings, fallback: await manifest.lastResult)
+            : ServerClock.local()
+        let target = options.targetLatency
+        let start: Double
+        if mpd.isLive, let ast = mpd.availabilityStartTime {
+            start = clock.now().timeIntervalSince(ast) - target
+        } else {
+            start = 0
+        }
+        let periodIndex = Self.period(of: mpd, containing: start)
+        let plans = try Self.plan(mpd: mpd, period: periodIndex, manifestURL: source, core: core, now: mpd.availabilityStartTime.map { clock.now().timeIntervalSince($0) })
+        do {
+            try core.setWallOffset(clock.offset)
+            let mono = Monotonic.now()
+            if mpd.isLive, let ast = mpd.availabilityStartTime {
+                // Presentation time p is due at server time AST + p + targetLatency.
+                try core.setTimeline(monoAnchor: mono, mediaAnchor: mono + clock.offset - ast.timeIntervalSince1970 - target)
+            } else {
+                let first = plans.compactMap { $0.timeline.segment(containing: 0)?.start }.min() ?? 0
+                try core.setTimeline(monoAnchor: mono + 0.25, mediaAnchor: first)
+            }
+        } catch {
+            throw PlayerError(.output, error.message, coreCode: error.code)
+        }
+        self.source = source
+        self.mpd = mpd
+        self.clock = clock
+        self.core = core
+        self.plans = plans
+        self.targetLatency = target
+        self.startPosition = start
+        self.startMono = startMono
+        self.logger = logger
+        self.events = events
+        let positionOf: @Sendable () -> Double? = { [core] in core.status()?.position }
+        self.feeders = plans.map { plan in
+            TrackFeeder(
+                plan: plan, core: core, fetcher: fetcher, manifest: manifest, clock: clock, targetLatency: target, logger: logger,
+                events: events, position: positionOf)
+        }
+        events.send(.sourceLoaded(url: source.absoluteString, streamType: mpd.isLive ? .live : .onDemand))
+        events.send(.timeOffsetChanged(milliseconds: clock.localClockDifferenceMs))
+        for plan in plans {
+            let r = plan.representation
+            events.send(.activeQualityChanged(Quality(kind: r.kind.rawValue, id: r.id, bandwidth: r.bandwidth, codecs: r.codecs, width: r.width, height: r.height)))
+        }
+    }
+
+    static func period(of mpd: MPD, containing time: Double) -> Int {
+        var index = 0
+        for (i, p) in mpd.periods.enumerated() where (p.start ?? 0) <= time { index = i }
+        return index
+    }
+
+    /// One audio and one video track: the first audio AdaptationSet's first representation, the
+    /// video representation with the highest bandwidth (ABR comes later).
+    static func plan(mpd: MPD, period: Int, manifestURL: URL, core: CoreHandle, now: Double?) throws(PlayerError) -> [TrackPlan] {
+        var plans: [TrackPlan] = []
+        for kind in [MediaKind.video, .audio] {
+            let candidates = mpd.periods[period].adaptationSets.flatMap { set in
+                set.representations.filter { $0.kind == kind && $0.segmentTemplate?.media != nil }.map { (set, $0) }
+            }
+            let chosen = kind == .video ? candidates.max { $0.1.bandwidth < $1.1.bandwidth } : candidates.first
+            guard let (set, rep) = chosen else { continue }
+            let timeline: RepresentationTimeline
+            do {
+                timeline = try RepresentationTimeline(mpd: mpd, period: period, adaptationSet: set, representation: rep, manifestURL: manifestURL, liveEdge: now)
+            } catch {
+                throw PlayerError(error)
+            }
+            let track: Int32
+            do {
+                track = try core.addTrack(kind == .video ? .video : .audio, ptsOffset: timeline.ptsOffset)
+            } catch {
+                throw PlayerError(.output, error.message, coreCode: error.code)
+            }
+            plans.append(TrackPlan(kind: kind == .video ? .video : .audio, periodIndex: period, adaptationSet: set, representation: rep, timeline: timeline, coreTrack: track))
+        }
+        guard !plans.isEmpty else {
+            throw PlayerError(.noPlayableContent, "no audio or video representation with a SegmentTemplate in period \(period)")
+        }
+        return plans
+    }
+
+    /// Feeds every track and watches the core until the presentation ends or the task is cancelled.
+    func run() async {
+        await withTaskGroup(of: Void.self) { group in
+            for feeder in feeders {
+                group.addTask { await feeder.run(from: self.startPosition) }
+            }
+            group.addTask { await self.watch() }
+            // The watcher returns when playback ended or failed for good: stop the feeders.
+            _ = await group.next()
+            group.cancelAll()
+        }
+    }
+
+    private func watch() async {
+        while !Task.isCancelled {
+            while let event = core.pollEvent() { if handle(event) { return } }
+            if let status = core.status() { update(status) }
+            try? await Task.sleep(for: .milliseconds(40))
+        }
+    }
+
+    /// Returns `true` when playback is over.
+    private func handle(_ event: CoreEvent) -> Bool {
+        switch event.kind {
+        case .firstFrame:
+            let seconds = (core.status()?.firstFrameMono ?? Monotonic.now()) - startMono
+            events.send(.firstFrame(seconds: seconds))
+            logger.info("first frame", metadata: ["seconds": "\(String(format: "%.3f", seconds))"])
+        case .ended:
+            setState(.ended)
+            events.send(.ended)
+            return true
+        case .error:
+            let coreError = event.error
+            let code: PlayerError.Code = coreError?.isOutputFailure == true ? .output : .media
+            let error = PlayerError(code, event.message, coreCode: coreError?.code)
+            let fatal = code == .output
+            logger.warning("core error", metadata: ["error": "\(error)", "track": "\(event.track ?? -1)"])
+            events.send(.error(error, fatal: fatal))
+            if fatal {
+                monitor.withLock { $0.fatal = error }
+                setState(.error)
+                return true
+            }
+        case .trackFormat:
+            logger.info("track opened", metadata: ["track": "\(event.track ?? -1)", "format": "\(event.message)"])
+        case .underrun, .other:
+            logger.debug("core event", metadata: ["message": "\(event.message)"])
+        }
+        return false
+    }
+
+    private func update(_ status: CoreStatus) {
+        let newState: PlaybackState? =
+            switch status.state {
+            case .playing: .playing
+            case .buffering: .buffering
+            default: nil
+            }
+        monitor.withLock { m in
+            m.samples.append((status.mono, status.framesPresented))
+            m.samples.removeAll { status.mono - $0.mono > 1.0 }
+            if let first = m.samples.first, status.mono - first.mono > 0.25 {
+                m.fps = Double(status.framesPresented - first.frames) / (status.mono - first.mono)
+            }
+        }
+        if let newState { setState(newState) }
+    }
+
+    private func setState(_ state: PlaybackState) {
+        let changed = monitor.withLock { m in
+            defer { m.state = state }
+            return m.state != state
+        }
+        if changed { events.send(.stateChanged(state)) }
+    }
+
+    var state: PlaybackState { monitor.withLock { $0.state } }
+
+    func status() -> PlaybackStatus {
+        let core = self.core.status()
+        let (state, fps) = monitor.withLock { ($0.state, $0.fps) }
+        var status = PlaybackStatus(state: state)
+        status.framesPerSecond = fps
+        status.timeOffset = clock.localClockDifferenceMs
+        guard let core else { return status }
+        status.position = core.position
+        status.framesPresented = core.framesPresented
+        status.framesDropped = core.framesDropped
+        status.width = core.width
+        status.height = core.height
+        if let position = core.position {
+            if mpd.isLive, let ast = mpd.availabilityStartTime {
+                status.latency = core.mono + clock.offset - ast.timeIntervalSince1970 - position
+            }
+            let ends = feeders.compactMap { $0.pushedEnd.withLock { $0 } }
+            if let end = ends.min() { status.buffer = max(0, end - position) }
+        }
+        return status
+    }
+}
+
+/// A snapshot of what a player is doing, for status lines and the SDK's properties.
+public struct PlaybackStatus: Sendable, Hashable {
+    public var state: PlaybackState
+    /// Seconds between the live edge (server time) and what is presented now; `nil` on demand.
+    public var latency: Double?
+    /// Seconds of media fetched ahead of the presented position.
+    public var buffer: Double = 0
+    /// Presentation time presented now.
+    public var position: Double?
+    /// Frames presented per second, over the last second.
+    public var framesPerSecond: Double = 0
+    public var framesPresented: Int = 0
+    public var framesDropped: Int = 0
+    public var width: Int = 0
+    public var height: Int = 0
+    /// Server clock minus local wall clock, ms.
+    public var timeOffset: Double = 0
+
+    public init(state: PlaybackState) {
+        self.state = state
+    }
+}

@@ -1,0 +1,198 @@
+import Foundation
+import Logging
+import MarqueeBridge
+import MarqueeStreaming
+import NIOCore
+import Synchronization
+
+/// A value shared between tasks behind a lock.
+final class SharedValue<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+    init(_ value: Value) { mutex = Mutex(value) }
+    func withLock<R>(_ body: (inout Value) -> R) -> R { mutex.withLock { body(&$0) } }
+}
+
+/// The chosen representation of one track and the core track it feeds.
+struct TrackPlan: Sendable {
+    var kind: CoreTrackKind
+    var periodIndex: Int
+    var adaptationSet: AdaptationSet
+    var representation: Representation
+    var timeline: RepresentationTimeline
+    var coreTrack: Int32
+}
+
+/// Fetches one track's segments around the wanted position and pushes them into the core:
+/// waits for each live segment's availability on the server clock, streams its body chunk by
+/// chunk, retries what can be retried, and jumps forward when it has fallen behind live.
+struct TrackFeeder: Sendable {
+    let plan: TrackPlan
+    let core: CoreHandle
+    let fetcher: HTTPFetcher
+    let manifest: ManifestSource
+    let clock: ServerClock
+    let targetLatency: Double
+    let logger: Logger
+    let events: PlayerEvents.Sink
+    /// Presentation time at the end of the last segment pushed.
+    let pushedEnd = SharedValue<Double?>(nil)
+    /// What the core presents now (for the on-demand read-ahead limit).
+    let position: @Sendable () -> Double?
+
+    /// How far ahead of the presented position an on-demand stream is fetched.
+    static let readAhead = 30.0
+
+    private var isLive: Bool { plan.timeline.isLive }
+
+    /// The presentation time that should be on screen now (live).
+    func wantedPosition() -> Double {
+        guard let ast = plan.timeline.availabilityStartTime else { return 0 }
+        return clock.now().timeIntervalSince(ast) - targetLatency
+    }
+
+    func run(from start: Double) async {
+        guard let initBytes = await fetchInit() else { return }
+        var timeline = plan.timeline
+        var next: SegmentReference? = timeline.segment(containing: start)
+        var lastEnd: Double? = nil
+        while !Task.isCancelled {
+            guard let segment = next else {
+                guard isLive else {
+                    try? core.endTrack(plan.coreTrack)
+                    return
+                }
+                // The timeline is exhausted: reload the manifest and look again.
+                timeline = await reloadedTimeline(after: lastEnd) ?? timeline
+                next = lastEnd.map { timeline.segment(containing: $0 + 1e-6) } ?? timeline.segment(containing: wantedPosition())
+                if next == nil || (lastEnd != nil && next!.start < lastEnd! - 1e-6) {
+                    next = nil
+                    try? await Task.sleep(for: .milliseconds(Int(min(2, max(0.2, segmentDuration(timeline) / 2)) * 1000)))
+                }
+                continue
+            }
+            if isLive, let jump = await catchUp(segment, timeline: timeline) {
+                next = jump
+                continue
+            }
+            if !isLive { await waitForReadAhead(segment) }
+            if isLive, let available = timeline.availabilityStart(of: segment) {
+                let wait = available.timeIntervalSince(clock.now())
+                if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(wait * 1000) + 5)) }
+            }
+            if Task.isCancelled { return }
+            switch await fetch(segment, initBytes: initBytes) {
+            case .pushed:
+                pushedEnd.withLock { $0 = segment.end }
+            case .skipped:
+                break
+            case .cancelled:
+                return
+            }
+            lastEnd = segment.end
+            next = timeline.segment(after: segment)
+        }
+    }
+
+    private func segmentDuration(_ timeline: RepresentationTimeline) -> Double {
+        let t = timeline.template
+        if let d = t.duration { return Double(d) / Double(t.timescale) }
+        return timeline.lastListedSegment.map { $0.end - $0.start } ?? 2
+    }
+
+    /// When a live segment ended more than a segment before the wanted position (a stall, a
+    /// slow fetch), the segment holding the wanted position instead.
+    private func catchUp(_ segment: SegmentReference, timeline: RepresentationTimeline) async -> SegmentReference? {
+        let wanted = wantedPosition()
+        guard segment.end < wanted - (segment.end - segment.start) else { return nil }
+        guard let jump = timeline.segment(containing: wanted), jump.start > segment.start else { return nil }
+        logger.info("behind live, skipping ahead", metadata: ["track": "\(plan.representation.id)", "from": "\(segment.number)", "to": "\(jump.number)"])
+        return jump
+    }
+
+    private func waitForReadAhead(_ segment: SegmentReference) async {
+        while !Task.isCancelled, let pos = position(), segment.start - pos > Self.readAhead {
+            try? await Task.sleep(for: .milliseconds(500))
+        }
+    }
+
+    private func reloadedTimeline(after lastEnd: Double?) async -> RepresentationTimeline? {
+        let (mpd, error) = await manifest.refreshed(maxAge: 0.5)
+        if let error { events.send(.error(error, fatal: false)) }
+        guard let mpd, mpd.periods.indices.contains(plan.periodIndex) else { return nil }
+        let period = mpd.periods[plan.periodIndex]
+        for set in period.adaptationSets {
+            guard let rep = set.representations.first(where: { $0.id == plan.representation.id }) else { continue }
+            let edge = mpd.availabilityStartTime.map { clock.now().timeIntervalSince($0) }
+            return try? RepresentationTimeline(
+                mpd: mpd, period: plan.periodIndex, adaptationSet: set, representation: rep, manifestURL: manifest.url, liveEdge: edge)
+        }
+        return nil
+    }
+
+    // MARK: fetching
+
+    private func fetchInit() async -> ByteBuffer? {
+        guard let url = plan.timeline.initializationURL else {
+            events.send(.error(PlayerError(.manifest, "representation \(plan.representation.id) has no initialization segment"), fatal: false))
+            return nil
+        }
+        var delay = 0.5
+        while !Task.isCancelled {
+            do {
+                let result = try await fetcher.get(url, timeout: .seconds(10), maxBytes: 4 << 20)
+                try push(result.body)
+                return result.body
+            } catch let error as FetchError {
+                if error.code == .cancelled { return nil }
+                events.send(.error(PlayerError(error), fatal: false))
+            } catch {
+                return nil  // the core is closed
+            }
+            try? await Task.sleep(for: .milliseconds(Int(delay * 1000)))
+            delay = min(delay * 2, 8)
+        }
+        return nil
+    }
+
+    private enum Outcome { case pushed, skipped, cancelled }
+
+    private func fetch(_ segment: SegmentReference, initBytes: ByteBuffer) async -> Outcome {
+        var attempt = 0
+        let duration = segment.end - segment.start
+        while !Task.isCancelled {
+            attempt += 1
+            var pushedBytes = false
+            do {
+                _ = try await fetcher.stream(segment.url, timeout: .milliseconds(Int(max(4, duration * 3) * 1000))) { (chunk) throws(FetchError) in
+                    do { try push(chunk) } catch { throw FetchError(.cancelled, url: segment.url.absoluteString, message: "core closed") }
+                    pushedBytes = true
+                }
+                return .pushed
+            } catch {
+                if error.code == .cancelled { return .cancelled }
+                if pushedBytes {
+                    // A partial segment is in the demuxer: restart the track at the next one.
+                    try? core.resetTrack(plan.coreTrack)
+                    try? push(initBytes)
+                    events.send(.error(PlayerError(error), fatal: false))
+                    return .skipped
+                }
+                let retryable = error.code != .status || error.status == 404 || error.status >= 500
+                let late = isLive && segment.end < wantedPosition()
+                if !retryable || error.status == 410 || late || attempt >= 4 {
+                    logger.warning("segment skipped", metadata: ["url": "\(segment.url)", "error": "\(error)"])
+                    events.send(.error(PlayerError(error), fatal: false))
+                    return .skipped
+                }
+                try? await Task.sleep(for: .milliseconds(error.status == 404 ? 150 * attempt : 400 * attempt))
+            }
+        }
+        return .cancelled
+    }
+
+    private func push(_ buffer: ByteBuffer) throws {
+        try buffer.withUnsafeReadableBytes { raw in
+            try core.push(track: plan.coreTrack, bytes: raw)
+        }
+    }
+}

@@ -1,0 +1,189 @@
+internal import CCore
+import Synchronization
+
+/// A C core failure: the `mq_err` code and what the core said.
+package struct CoreError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The `mq_err` value (negative).
+    package var code: Int32
+    package var message: String
+
+    package init(code: Int32, message: String? = nil) {
+        self.code = code
+        self.message = message ?? String(cString: mq_err_string(code))
+    }
+
+    package var description: String { message }
+
+    /// `MQ_ERR_INVALID_ARGUMENT`.
+    package var isInvalidArgument: Bool { code == MQ_ERR_INVALID_ARGUMENT.rawValue }
+    /// `MQ_ERR_UNSUPPORTED`: unknown output name or codec without a decoder.
+    package var isUnsupported: Bool { code == MQ_ERR_UNSUPPORTED.rawValue }
+    /// `MQ_ERR_AUDIO_DEVICE` / `MQ_ERR_VIDEO_DEVICE` / `MQ_ERR_IO`: an output failed.
+    package var isOutputFailure: Bool {
+        code == MQ_ERR_AUDIO_DEVICE.rawValue || code == MQ_ERR_VIDEO_DEVICE.rawValue || code == MQ_ERR_IO.rawValue
+    }
+    /// `MQ_ERR_DEMUX` / `MQ_ERR_DECODE`: the media itself is bad.
+    package var isMediaFailure: Bool { code == MQ_ERR_DEMUX.rawValue || code == MQ_ERR_DECODE.rawValue }
+}
+
+/// What a core track carries (`mq_track_kind`).
+package enum CoreTrackKind: Sendable {
+    case audio, video
+}
+
+/// A snapshot of the core's presentation state (`mq_status`).
+package struct CoreStatus: Sendable {
+    package enum State: Sendable { case idle, buffering, playing, ended, error }
+    package var state: State
+    package var width: Int
+    package var height: Int
+    package var mono: Double
+    /// Presentation time presented now; `nil` before media.
+    package var position: Double?
+    package var audioDelay: Double
+    package var audioQueuedUntil: Double?
+    package var videoQueuedUntil: Double?
+    package var firstFrameMono: Double?
+    package var framesDecoded: Int
+    package var framesPresented: Int
+    package var framesDropped: Int
+    package var audioFramesPlayed: Int
+    package var audioFramesDropped: Int
+    package var audioSilenceFrames: Int
+}
+
+/// Something the core reported (`mq_event`).
+package struct CoreEvent: Sendable {
+    package enum Kind: Sendable { case firstFrame, trackFormat, error, ended, underrun, other(Int32) }
+    package var kind: Kind
+    package var track: Int32?
+    package var error: CoreError?
+    package var mediaTime: Double?
+    package var message: String
+}
+
+/// Owns one `mq_player`; `deinit` destroys it. Calls are serialised, as the C API requires.
+package final class CoreHandle: Sendable {
+    private let player: Mutex<OpaquePointer?>
+
+    /// Opens the outputs. `audio`: `alsa[:pcm]`, `wav:<path>`, `null`; `video`: `headless`, `frames:<dir>`.
+    package init(audio: String, video: String, sampleRate: Int = 48_000, channels: Int = 2) throws(CoreError) {
+        var created: OpaquePointer?
+        let rc: Int32 = audio.withCString { a in
+            video.withCString { v in
+                var cfg = mq_player_config()
+                cfg.audio_out = a
+                cfg.video_out = v
+                cfg.sample_rate = Int32(sampleRate)
+                cfg.channels = Int32(channels)
+                return mq_player_create(&cfg, &created)
+            }
+        }
+        guard rc >= 0, let created else { throw CoreError(code: rc) }
+        player = Mutex(created)
+    }
+
+    deinit {
+        player.withLock { p in
+            mq_player_destroy(&p)
+        }
+    }
+
+    /// Stops every core thread and closes the outputs now (WAV header, frames.tsv finalised).
+    package func close() {
+        player.withLock { p in mq_player_destroy(&p) }
+    }
+
+    private func call(_ body: (OpaquePointer) -> Int32) throws(CoreError) {
+        let rc: Int32 = player.withLock { p in
+            guard let p else { return MQ_ERR_CLOSED.rawValue }
+            return body(p)
+        }
+        if rc < 0 { throw CoreError(code: rc) }
+    }
+
+    package func addTrack(_ kind: CoreTrackKind, ptsOffset: Double) throws(CoreError) -> Int32 {
+        var id: Int32 = -1
+        try call { mq_player_add_track($0, kind == .audio ? MQ_TRACK_AUDIO : MQ_TRACK_VIDEO, ptsOffset, &id) }
+        return id
+    }
+
+    package func push(track: Int32, bytes: UnsafeRawBufferPointer) throws(CoreError) {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        try call { mq_player_push($0, track, base.assumingMemoryBound(to: UInt8.self), bytes.count) }
+    }
+
+    package func resetTrack(_ track: Int32) throws(CoreError) {
+        try call { mq_player_reset_track($0, track) }
+    }
+
+    package func endTrack(_ track: Int32) throws(CoreError) {
+        try call { mq_player_end_track($0, track) }
+    }
+
+    /// Server Unix time = monotonic seconds + `offset`.
+    package func setWallOffset(_ offset: Double) throws(CoreError) {
+        try call { mq_player_set_wall_offset($0, offset) }
+    }
+
+    /// Presentation time due at monotonic `t` = `mediaAnchor + (t − monoAnchor) × rate`.
+    package func setTimeline(monoAnchor: Double, mediaAnchor: Double, rate: Double = 1) throws(CoreError) {
+        try call { mq_player_set_timeline($0, monoAnchor, mediaAnchor, rate) }
+    }
+
+    package func start() throws(CoreError) {
+        try call { mq_player_start($0) }
+    }
+
+    package func status() -> CoreStatus? {
+        var s = mq_status()
+        let rc: Int32 = player.withLock { p in
+            guard let p else { return MQ_ERR_CLOSED.rawValue }
+            return mq_player_get_status(p, &s)
+        }
+        guard rc >= 0 else { return nil }
+        func finite(_ v: Double) -> Double? { v.isFinite ? v : nil }
+        let state: CoreStatus.State
+        switch s.state {
+        case Int32(MQ_STATE_BUFFERING.rawValue): state = .buffering
+        case Int32(MQ_STATE_PLAYING.rawValue): state = .playing
+        case Int32(MQ_STATE_ENDED.rawValue): state = .ended
+        case Int32(MQ_STATE_ERROR.rawValue): state = .error
+        default: state = .idle
+        }
+        return CoreStatus(
+            state: state, width: Int(s.width), height: Int(s.height), mono: s.mono, position: finite(s.position),
+            audioDelay: s.audio_delay, audioQueuedUntil: finite(s.audio_queued_until), videoQueuedUntil: finite(s.video_queued_until),
+            firstFrameMono: s.first_frame_mono > 0 ? s.first_frame_mono : nil, framesDecoded: Int(s.frames_decoded),
+            framesPresented: Int(s.frames_presented), framesDropped: Int(s.frames_dropped), audioFramesPlayed: Int(s.audio_frames_played),
+            audioFramesDropped: Int(s.audio_frames_dropped), audioSilenceFrames: Int(s.audio_silence_frames))
+    }
+
+    /// The oldest pending core event, if any.
+    package func pollEvent() -> CoreEvent? {
+        var e = mq_event()
+        let got: Int32 = player.withLock { p in
+            guard let p else { return 0 }
+            return mq_player_poll_event(p, &e)
+        }
+        guard got == 1 else { return nil }
+        let message = withUnsafeBytes(of: e.message) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
+        let kind: CoreEvent.Kind
+        switch e.type {
+        case Int32(MQ_EVENT_FIRST_FRAME.rawValue): kind = .firstFrame
+        case Int32(MQ_EVENT_TRACK_FORMAT.rawValue): kind = .trackFormat
+        case Int32(MQ_EVENT_ERROR.rawValue): kind = .error
+        case Int32(MQ_EVENT_ENDED.rawValue): kind = .ended
+        case Int32(MQ_EVENT_UNDERRUN.rawValue): kind = .underrun
+        default: kind = .other(e.type)
+        }
+        return CoreEvent(
+            kind: kind, track: e.track >= 0 ? e.track : nil, error: e.code < 0 ? CoreError(code: e.code, message: message) : nil,
+            mediaTime: e.media_time.isFinite ? e.media_time : nil, message: message)
+    }
+
+    /// `mq_clock_now()`: CLOCK_MONOTONIC seconds.
+    package static func now() -> Double { mq_clock_now() }
+}
