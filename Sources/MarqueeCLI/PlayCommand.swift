@@ -1,0 +1,125 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Marquee
+
+struct PlayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "play", abstract: "Play a live DASH stream.")
+
+    @Argument(help: "Manifest URL(s); later ones are backups.")
+    var urls: [String]
+
+    @OptionGroup var output: OutputOptions
+
+    func run() async throws {
+        let sources = try urls.map { text -> URL in
+            guard let url = URL(string: text), url.scheme != nil else { throw ValidationError("\"\(text)\" is not a URL") }
+            return url
+        }
+        let code = await PlaybackRunner(output: output).play(sources: sources)
+        if code != 0 { throw ExitCode(code) }
+    }
+}
+
+/// Plays sources through the public API with a status line; shared by `play` and `demo`.
+struct PlaybackRunner {
+    let output: OutputOptions
+
+    func makeLogger() -> Logger {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = Logger.Level(rawValue: output.logLevel) ?? .notice
+            return handler
+        }
+        return Logger(label: "marquee")
+    }
+
+    func play(sources: [URL]) async -> Int32 {
+        let logger = makeLogger()
+        guard let audio = AudioOutput(spec: output.audio ?? Self.defaultAudio()) else {
+            return fail("--audio \(output.audio ?? ""): expected alsa[:<pcm>], wav:<path> or null")
+        }
+        guard let video = VideoOutput(spec: output.video) else {
+            return fail("--video \(output.video): expected headless or frames:<dir>")
+        }
+        let options = PlayerOptions(
+            sources: sources, autoplay: true, targetLatency: output.targetLatency, audioOutput: audio, videoOutput: video)
+        let player: Player
+        do {
+            player = try Player(options: options, logger: logger)
+            try await player.play()
+        } catch {
+            return fail("\(error)")
+        }
+        let status = StatusLine(interactive: isatty(STDOUT_FILENO) != 0)
+        let outcome = await withTaskGroup(of: Int32?.self) { group -> Int32 in
+            group.addTask { await watchEvents(player, status: status) }
+            group.addTask {
+                while !Task.isCancelled {
+                    status.show(player.status)
+                    try? await Task.sleep(for: .milliseconds(250))
+                }
+                return nil
+            }
+            if let duration = output.duration {
+                group.addTask {
+                    try? await Task.sleep(for: .milliseconds(Int(duration * 1000)))
+                    return Task.isCancelled ? nil : 0
+                }
+            }
+            group.addTask {
+                await Signals.waitForInterrupt()
+                return Task.isCancelled ? nil : 0
+            }
+            var code: Int32 = 0
+            for await result in group {
+                if let result {
+                    code = result
+                    break
+                }
+            }
+            group.cancelAll()
+            return code
+        }
+        let final = player.status
+        await player.stop()
+        status.finish(final)
+        return outcome
+    }
+
+    private func watchEvents(_ player: Player, status: StatusLine) async -> Int32? {
+        for await event in player.events {
+            switch event {
+            case .error(let error, let fatal):
+                status.log(fatal ? "error: \(error)" : "warning: \(error)")
+                if fatal { return 1 }
+            case .ended:
+                status.log("stream ended")
+                return 0
+            case .firstFrame(let seconds):
+                status.log(String(format: "first frame after %.3f s", seconds))
+            case .sourceLoaded(let url, let type):
+                status.log("playing \(url) (\(type.rawValue))")
+            case .activeQualityChanged(let q):
+                let size = q.width.map { w in " \(w)x\(q.height ?? 0)" } ?? ""
+                status.log("\(q.kind) \(q.id) \(q.codecs ?? "")\(size) \(q.bandwidth / 1000) kb/s")
+            case .timeOffsetChanged(let ms):
+                status.log(String(format: "server clock offset %+.1f ms", ms))
+            case .stateChanged:
+                break
+            }
+        }
+        return nil
+    }
+
+    private func fail(_ message: String) -> Int32 {
+        FileHandle.standardError.write(Data("marquee: \(message)\n".utf8))
+        return 1
+    }
+
+    /// ALSA's default device when the machine has a playback PCM, else the null output.
+    static func defaultAudio() -> String {
+        let devices = (try? FileManager.default.contentsOfDirectory(atPath: "/dev/snd")) ?? []
+        return devices.contains { $0.hasPrefix("pcmC") && $0.hasSuffix("p") } ? "alsa:default" : "null"
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import Marquee
+import Synchronization
+
+/// The live status line: rewritten in place on a terminal, a plain line every 2 s otherwise.
+final class StatusLine: Sendable {
+    let interactive: Bool
+    private let last = Mutex<(Double, Int)>((0, 0))
+
+    init(interactive: Bool) {
+        self.interactive = interactive
+    }
+
+    static func format(_ s: PlaybackStatus) -> String {
+        let latency = s.latency.map { String(format: "%.3f s", $0) } ?? "-"
+        let size = s.width > 0 ? " \(s.width)x\(s.height)" : ""
+        let numbers = String(format: "buffer %.1f s  %.1f fps", s.buffer, s.framesPerSecond)
+        return "\(s.state.rawValue)  latency \(latency)  \(numbers)\(size)  presented \(s.framesPresented)  dropped \(s.framesDropped)"
+    }
+
+    func show(_ status: PlaybackStatus) {
+        let text = Self.format(status)
+        if interactive {
+            let width = last.withLock { l -> Int in
+                defer { l.1 = text.count }
+                return l.1
+            }
+            let pad = String(repeating: " ", count: max(0, width - text.count))
+            write("\r\(text)\(pad)")
+        } else {
+            let now = Date().timeIntervalSince1970
+            let due = last.withLock { l -> Bool in
+                guard now - l.0 >= 2 else { return false }
+                l.0 = now
+                return true
+            }
+            if due { write("status: \(text)\n") }
+        }
+    }
+
+    func log(_ message: String) {
+        if interactive {
+            let width = last.withLock { l -> Int in
+                defer { l.1 = 0 }
+                return l.1
+            }
+            write("\r" + String(repeating: " ", count: width) + "\r\(message)\n")
+        } else {
+            write("\(message)\n")
+        }
+    }
+
+    func finish(_ status: PlaybackStatus) {
+        if interactive { write("\n") }
+        write("final: \(Self.format(status))\n")
+    }
+
+    private func write(_ text: String) {
+        FileHandle.standardOutput.write(Data(text.utf8))
+    }
+}
