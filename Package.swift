@@ -85,11 +85,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "CCoreTests", dependencies: ["CCore"]),
+        // Helpers shared by the test targets (external tools, WAV/frames.tsv readers, tone analysis).
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "CCoreTests", dependencies: ["CCore", "TestSupport"]),
         .testTarget(name: "MarqueeStreamingTests", dependencies: ["MarqueeStreaming"]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["Marquee", "MarqueeOrigin", "MarqueeStreaming"]
+            dependencies: [
+                "Marquee", "MarqueeOrigin", "MarqueeStreaming", "TestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]
         ),
     ]
 )

@@ -1,0 +1,152 @@
+import Foundation
+
+/// One row of a `frames:<dir>/frames.tsv` file.
+public struct PresentedFrame: Sendable, Equatable {
+    public var wallTime: Double
+    public var pts: Double
+    public var md5: String
+    public var width: Int
+    public var height: Int
+}
+
+public enum FramesFile {
+    /// Parses frames.tsv (header line first).
+    public static func read(_ url: URL) throws -> [PresentedFrame] {
+        let text = try String(contentsOf: url, encoding: .utf8)
+        let lines = text.split(separator: "\n")
+        guard lines.first?.hasPrefix("wall_time\tpts\tmd5\twidth\theight") == true else {
+            throw ToolFailure(message: "\(url.path): missing frames.tsv header")
+        }
+        return lines.dropFirst().compactMap { line in
+            let f = line.split(separator: "\t")
+            guard f.count == 5, let wall = Double(f[0]), let pts = Double(f[1]), let w = Int(f[3]), let h = Int(f[4]) else { return nil }
+            return PresentedFrame(wallTime: wall, pts: pts, md5: String(f[2]), width: w, height: h)
+        }
+    }
+}
+
+/// An independent decode with the ffmpeg CLI: every picture's pts_time and md5, as
+/// `ffmpeg -f framemd5` prints them, with the input's own timestamps kept.
+public enum ReferenceDecode {
+    public struct Frame: Sendable { public var pts: Double; public var md5: String }
+
+    public static func frames(of file: URL) throws -> [Frame] {
+        let out = try Tools.run("ffmpeg", ["-v", "error", "-copyts", "-i", file.path, "-map", "0:v:0", "-fps_mode", "passthrough",
+                                           "-f", "framemd5", "-"])
+        var timebase = 1.0
+        var frames: [Frame] = []
+        for line in out.split(separator: "\n") {
+            if line.hasPrefix("#tb 0:") {
+                let parts = line.dropFirst(6).trimmingCharacters(in: .whitespaces).split(separator: "/")
+                if parts.count == 2, let n = Double(parts[0]), let d = Double(parts[1]) { timebase = n / d }
+                continue
+            }
+            if line.hasPrefix("#") { continue }
+            let f = line.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard f.count >= 6, let pts = Double(f[2]) else { continue }
+            frames.append(Frame(pts: pts * timebase, md5: f[5]))
+        }
+        return frames
+    }
+}
+
+/// 16-bit PCM from a WAV file or a raw S16LE file.
+public struct PCM: Sendable {
+    public var sampleRate: Int
+    public var channels: Int
+    /// Interleaved samples.
+    public var samples: [Int16]
+
+    public var frameCount: Int { samples.count / max(1, channels) }
+
+    public static func wav(_ url: URL) throws -> PCM {
+        let data = try Data(contentsOf: url)
+        guard data.count >= 44, data.prefix(4) == Data("RIFF".utf8) else { throw ToolFailure(message: "\(url.path) is not a WAV file") }
+        var offset = 12, rate = 0, channels = 0
+        while offset + 8 <= data.count {
+            let id = String(decoding: data[offset..<offset + 4], as: UTF8.self)
+            let size = Int(data.le32(offset + 4))
+            if id == "fmt " {
+                channels = Int(data.le16(offset + 10))
+                rate = Int(data.le32(offset + 12))
+            } else if id == "data" {
+                let end = min(data.count, offset + 8 + size)
+                return PCM(sampleRate: rate, channels: channels, samples: data.s16(from: offset + 8, to: end))
+            }
+            offset += 8 + size + (size & 1)
+        }
+        throw ToolFailure(message: "\(url.path) has no data chunk")
+    }
+
+    public static func raw(_ url: URL, sampleRate: Int = 48_000, channels: Int = 2) throws -> PCM {
+        let data = try Data(contentsOf: url)
+        return PCM(sampleRate: sampleRate, channels: channels, samples: data.s16(from: 0, to: data.count))
+    }
+
+    /// One channel as Double.
+    public func channel(_ c: Int) -> [Double] {
+        stride(from: c, to: samples.count, by: channels).map { Double(samples[$0]) }
+    }
+
+    /// Index of the first frame louder than `threshold`, if any.
+    public func firstSound(threshold: Double = 500) -> Int? {
+        channel(0).firstIndex { abs($0) > threshold }
+    }
+}
+
+public enum ToneAnalysis {
+    /// Frequency by counting rising zero crossings over `signal` (accurate for a clean tone).
+    public static func frequency(_ signal: ArraySlice<Double>, sampleRate: Int) -> Double {
+        var crossings: [Int] = []
+        var previous = signal.first ?? 0
+        for (i, v) in zip(signal.indices, signal) {
+            if previous < 0 && v >= 0 { crossings.append(i) }
+            previous = v
+        }
+        guard crossings.count > 2 else { return 0 }
+        return Double(crossings.count - 1) * Double(sampleRate) / Double(crossings.last! - crossings.first!)
+    }
+
+    /// RMS of consecutive windows of `window` samples.
+    public static func windowRMS(_ signal: ArraySlice<Double>, window: Int) -> [Double] {
+        stride(from: signal.startIndex, to: signal.endIndex - window + 1, by: window).map { start in
+            let slice = signal[start..<start + window]
+            return (slice.reduce(0) { $0 + $1 * $1 } / Double(window)).squareRoot()
+        }
+    }
+
+    /// Goertzel power of `frequency` in `signal`, normalised to the squared amplitude.
+    public static func power(_ signal: ArraySlice<Double>, frequency: Double, sampleRate: Int) -> Double {
+        let k = 2 * cos(2 * Double.pi * frequency / Double(sampleRate))
+        var s1 = 0.0, s2 = 0.0
+        for x in signal {
+            let s0 = x + k * s1 - s2
+            s2 = s1
+            s1 = s0
+        }
+        let n = Double(signal.count)
+        return (s1 * s1 + s2 * s2 - k * s1 * s2) / (n * n / 4)
+    }
+}
+
+extension Data {
+    func le16(_ i: Int) -> UInt16 { UInt16(self[startIndex + i]) | UInt16(self[startIndex + i + 1]) << 8 }
+    func le32(_ i: Int) -> UInt32 { UInt32(le16(i)) | UInt32(le16(i + 2)) << 16 }
+    func s16(from: Int, to: Int) -> [Int16] {
+        var out = [Int16](repeating: 0, count: (to - from) / 2)
+        for k in 0..<out.count { out[k] = Int16(bitPattern: le16(from + 2 * k)) }
+        return out
+    }
+}
+
+/// Simple statistics for measured figures.
+public enum Stats {
+    public static func percentile(_ values: [Double], _ p: Double) -> Double {
+        guard !values.isEmpty else { return .nan }
+        let sorted = values.sorted()
+        let rank = min(sorted.count - 1, max(0, Int((p / 100 * Double(sorted.count - 1)).rounded())))
+        return sorted[rank]
+    }
+
+    public static func median(_ values: [Double]) -> Double { percentile(values, 50) }
+}

@@ -1,0 +1,64 @@
+import Foundation
+
+/// A command-line tool failed.
+public struct ToolFailure: Error, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+}
+
+/// Runs external tools (ffmpeg, ffprobe) for tests.
+public enum Tools {
+    /// Runs `tool` found on PATH; returns its stdout, throws on a non-zero exit.
+    @discardableResult
+    public static func run(_ tool: String, _ args: [String], cwd: URL? = nil) throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = [tool] + args
+        if let cwd { p.currentDirectoryURL = cwd }
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        // Read stderr concurrently so a chatty tool cannot block on a full pipe.
+        let errBox = DataBox()
+        let reader = Thread { errBox.data = err.fileHandleForReading.readDataToEndOfFile() }
+        reader.start()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        while !errBox.done { usleep(1000) }
+        guard p.terminationStatus == 0 else {
+            throw ToolFailure(message: "\(tool) \(args.joined(separator: " ")) failed: \(String(decoding: errBox.data, as: UTF8.self))")
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Starts `tool` in the background; the caller terminates it.
+    public static func spawn(_ tool: String, _ args: [String], cwd: URL? = nil) throws -> Process {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = [tool] + args
+        if let cwd { p.currentDirectoryURL = cwd }
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        return p
+    }
+
+    public static func tempDirectory(_ prefix: String) throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    /// The package root, from this file's path.
+    public static let packageRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// `../shared/media/dashif-livesim2` beside the package.
+    public static let sharedMedia = packageRoot.appendingPathComponent("../shared/media/dashif-livesim2").standardized
+}
+
+private final class DataBox: @unchecked Sendable {
+    var data = Data() { didSet { done = true } }
+    var done = false
+}
