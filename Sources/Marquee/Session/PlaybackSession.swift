@@ -41,7 +41,8 @@ final class PlaybackSession: Sendable {
             mpd.isLive
             ? await ClockSync(fetcher: fetcher, logger: logger).synchronize(timings: mpd.utcTimings, fallback: await manifest.lastResult)
             : ServerClock.local()
-        let target = options.targetLatency
+        // 0 means "no latency target": as close to live as whole segments allow.
+        let target = options.targetLatency > 0 ? options.targetLatency : (mpd.maxSegmentDuration ?? 2) + 0.5
         let start: Double
         if mpd.isLive, let ast = mpd.availabilityStartTime {
             start = clock.now().timeIntervalSince(ast) - target
