@@ -9,7 +9,7 @@
 /// The audio thread: the master clock. Every period it works out when the next sample written
 /// will be heard (device delay, or a virtual device for outputs that do not pace), asks the
 /// schedule which presentation time is due then, and writes the PCM ring's samples so they
-/// are heard on time: late samples are skipped, early ones wait behind silence, and once
+/// are heard on time (to the sample): late samples are skipped, early ones wait behind silence, and once
 /// locked the stream is written continuously (errors under 20 ms are not corrected: no clicks).
 ///
 /// It NEVER allocates, locks, logs or calls back: it reads the SPSC ring and atomics, writes
@@ -108,9 +108,11 @@ static void fill_period(mq_player *p, mq_audio_sync *s, double t_hear)
         }
         double next = b->pts + p->pcm->read_off / sr;   // media time of the next ring frame
         double err = next - (want + i * rate / sr);    // > 0: early, < 0: late
-        double tol = s->locked ? MQ_LOCKED_TOLERANCE : 0.5 * n / sr;
+        // Unlocked we align to the sample (skip or wait exactly); locked we write on.
+        double tol = s->locked ? MQ_LOCKED_TOLERANCE : 0.5 / sr;
         if (err < -tol) { // late: skip it
-            int k = (int)ceil(-err * sr), avail = b->frames - p->pcm->read_off;
+            int k = (int)lrint(-err * sr), avail = b->frames - p->pcm->read_off;
+            k = k > 0 ? k : 1;
             k = k < avail ? k : avail;
             mq_pcm_ring_consume(p->pcm, k);
             atomic_fetch_add_explicit(&p->audio_frames_dropped, k, memory_order_relaxed);
@@ -119,7 +121,7 @@ static void fill_period(mq_player *p, mq_audio_sync *s, double t_hear)
         }
         if (err > tol) { // early: silence until it is due
             int k = (int)lrint(err * sr);
-            k = k < n - i ? k : n - i;
+            k = k < n - i ? (k > 0 ? k : 1) : n - i;
             silence(p, i, i + k);
             if (s->started)
                 atomic_fetch_add_explicit(&p->audio_silence_frames, k, memory_order_relaxed);
