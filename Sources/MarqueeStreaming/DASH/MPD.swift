@@ -102,8 +102,25 @@ public struct AdaptationSet: Sendable, Equatable {
     public var baseURLs: [String] = []
     public var representations: [Representation] = []
     public var eventStreams: [EventStream] = []
+    /// `Role` descriptors (e.g. `urn:mpeg:dash:role:2011` / `main`).
+    public var roles: [Descriptor] = []
+    /// `AudioChannelConfiguration` descriptors given on the AdaptationSet.
+    public var audioChannelConfigurations: [Descriptor] = []
+    /// Every XML attribute of the element as written (`par`, `sar`, `startWithSAP`, `maxWidth`, ...).
+    public var attributes: [String: String] = [:]
 
     public init() {}
+}
+
+/// A DASH descriptor element (`Role`, `AudioChannelConfiguration`, `Accessibility`, ...).
+public struct Descriptor: Sendable, Equatable {
+    public var schemeIdUri: String
+    public var value: String?
+
+    public init(schemeIdUri: String, value: String? = nil) {
+        self.schemeIdUri = schemeIdUri
+        self.value = value
+    }
 }
 
 /// The kind of media a representation carries.
@@ -128,6 +145,10 @@ public struct Representation: Sendable, Equatable {
     public var hasSegmentBase: Bool = false
     /// `contentType`/`mimeType` of the representation or, failing that, its AdaptationSet.
     public var kind: MediaKind = .unknown
+    /// `AudioChannelConfiguration` descriptors given on the Representation itself.
+    public var audioChannelConfigurations: [Descriptor] = []
+    /// Every XML attribute of the element as written (`sar`, `scanType`, `startWithSAP`, ...).
+    public var attributes: [String: String] = [:]
 
     public init(id: String, bandwidth: Int) {
         self.id = id

@@ -185,6 +185,9 @@ private enum MPDBuilder {
         set.lang = node["lang"]
         set.baseURLs = baseURLs(node)
         set.eventStreams = node.children("InbandEventStream").map { n in EventStream(schemeIdUri: n["schemeIdUri"] ?? "") }
+        set.roles = descriptors(node, "Role")
+        set.audioChannelConfigurations = descriptors(node, "AudioChannelConfiguration")
+        set.attributes = node.attributes
         var setTemplate = parentTemplate
         if let n = node.child("SegmentTemplate") { setTemplate = try template(n, parent: parentTemplate) }
         for rep in node.children("Representation") {
@@ -207,6 +210,8 @@ private enum MPDBuilder {
         if let n = node.child("SegmentTemplate") { rep.segmentTemplate = try template(n, parent: setTemplate) }
         rep.hasSegmentBase = node.child("SegmentBase") != nil || set.child("SegmentBase") != nil
         rep.kind = kind(contentType: node["contentType"] ?? set["contentType"], mimeType: rep.mimeType, codecs: rep.codecs)
+        rep.audioChannelConfigurations = descriptors(node, "AudioChannelConfiguration")
+        rep.attributes = node.attributes
         return rep
     }
 
@@ -272,6 +277,10 @@ private enum MPDBuilder {
             stream.events.append(event)
         }
         return stream
+    }
+
+    static func descriptors(_ node: XMLNode, _ name: String) -> [Descriptor] {
+        node.children(name).compactMap { n in n["schemeIdUri"].map { Descriptor(schemeIdUri: $0, value: n["value"]) } }
     }
 
     static func baseURLs(_ node: XMLNode) -> [String] {
