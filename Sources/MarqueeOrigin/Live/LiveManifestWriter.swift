@@ -1,0 +1,173 @@
+import Foundation
+import MarqueeStreaming
+
+/// Writes the dynamic MPD of a looped asset under one set of options.
+///
+/// Segment URLs are relative and owned by the origin, whatever the VOD used:
+/// `$RepresentationID$/init.mp4`, `$RepresentationID$/$Number$.m4s` (default) or
+/// `$RepresentationID$/t$Time$.m4s` (`segtimeline_1`).
+struct LiveManifestWriter {
+    var asset: LoopAsset
+    var options: LiveOptions
+    /// `host[:port]` the client used, for the absolute UTCTiming URLs.
+    var authority: String
+
+    static let initializationTemplate = "$RepresentationID$/init.mp4"
+    static let numberTemplate = "$RepresentationID$/$Number$.m4s"
+    static let timeTemplate = "$RepresentationID$/t$Time$.m4s"
+
+    func write(now: Double) -> String {
+        var xml = XMLWriter()
+        xml.line("<?xml version=\"1.0\" encoding=\"utf-8\"?>")
+        var mpd: [(String, String)] = [
+            ("xmlns", "urn:mpeg:dash:schema:mpd:2011"),
+            ("profiles", "urn:mpeg:dash:profile:isoff-live:2011"),
+            ("type", "dynamic"),
+            ("availabilityStartTime", XSDateTime.string(Date(timeIntervalSince1970: options.availabilityStartTime), milliseconds: false)),
+            ("publishTime", XSDateTime.string(Date(timeIntervalSince1970: (now * 1000).rounded(.down) / 1000))),
+        ]
+        if let mup = options.effectiveMinimumUpdatePeriod { mpd.append(("minimumUpdatePeriod", ISO8601Duration.string(mup))) }
+        mpd.append(("timeShiftBufferDepth", ISO8601Duration.string(options.timeShiftBufferDepth)))
+        if let spd = options.suggestedPresentationDelay { mpd.append(("suggestedPresentationDelay", ISO8601Duration.string(spd))) }
+        let maxSegment = asset.maxSegmentDuration
+        mpd.append(("maxSegmentDuration", ISO8601Duration.string(maxSegment)))
+        mpd.append(("minBufferTime", ISO8601Duration.string(asset.mpd.minBufferTime ?? maxSegment)))
+        xml.open("MPD", mpd)
+        xml.open("ProgramInformation", [])
+        xml.element("Title", [], text: "Marquee origin: \(asset.name) looped every \(LiveOptions.format(asset.loopDuration)) s")
+        xml.close("ProgramInformation")
+        if let target = options.latencyTarget {
+            xml.open("ServiceDescription", [("id", "0")])
+            xml.element("Latency", [("target", String(target))])
+            xml.close("ServiceDescription")
+        }
+        xml.open("Period", [("id", "p0"), ("start", "PT0S")])
+        for set in asset.adaptationSets { writeAdaptationSet(set, now: now, to: &xml) }
+        xml.close("Period")
+        let timePath = (["time"] + (options.timeOffset != 0 ? ["timeoffset_\(LiveOptions.format(options.timeOffset))"] : [])).joined(separator: "/")
+        xml.element("UTCTiming", [("schemeIdUri", "urn:mpeg:dash:utc:http-xsdate:2014"), ("value", "http://\(authority)/\(timePath)/xsdate")])
+        xml.element("UTCTiming", [("schemeIdUri", "urn:mpeg:dash:utc:http-iso:2014"), ("value", "http://\(authority)/\(timePath)/iso")])
+        xml.close("MPD")
+        return xml.text
+    }
+
+    private func writeAdaptationSet(_ set: LoopAdaptationSet, now: Double, to xml: inout XMLWriter) {
+        var attributes = Self.copied(set.adaptationSet.attributes)
+        if set.adaptationSet.attributes["contentType"] == nil { attributes.append(("contentType", set.kind.rawValue)) }
+        let repsHaveMime = set.representations.allSatisfy { $0.representation.attributes["mimeType"] != nil }
+        if set.adaptationSet.attributes["mimeType"] == nil && !repsHaveMime {
+            attributes.append(("mimeType", set.kind == .video ? "video/mp4" : "audio/mp4"))
+        }
+        xml.open("AdaptationSet", attributes)
+        for role in set.adaptationSet.roles { xml.element("Role", Self.descriptor(role)) }
+        for acc in set.adaptationSet.audioChannelConfigurations { xml.element("AudioChannelConfiguration", Self.descriptor(acc)) }
+        for rep in set.representations {
+            xml.open("Representation", Self.copied(rep.representation.attributes))
+            for acc in rep.representation.audioChannelConfigurations { xml.element("AudioChannelConfiguration", Self.descriptor(acc)) }
+            writeTemplate(rep, now: now, to: &xml)
+            xml.close("Representation")
+        }
+        xml.close("AdaptationSet")
+    }
+
+    private func writeTemplate(_ rep: LoopRepresentation, now: Double, to xml: inout XMLWriter) {
+        var attributes: [(String, String)] = [("timescale", String(rep.timescale))]
+        if !options.segmentTimeline {
+            attributes.append(("duration", String(rep.nominalDuration)))
+            attributes.append(("startNumber", String(options.startNumber)))
+        }
+        attributes.append(("presentationTimeOffset", "0"))
+        if options.availabilityTimeOffset > 0 { attributes.append(("availabilityTimeOffset", LiveOptions.format(options.availabilityTimeOffset))) }
+        attributes.append(("initialization", Self.initializationTemplate))
+        attributes.append(("media", options.segmentTimeline ? Self.timeTemplate : Self.numberTemplate))
+        guard options.segmentTimeline else {
+            xml.element("SegmentTemplate", attributes)
+            return
+        }
+        xml.open("SegmentTemplate", attributes)
+        xml.open("SegmentTimeline", [])
+        let timeline = LiveTimeline(representation: rep, options: options)
+        for entry in Self.compress(timeline.listedSegments(now: now)) {
+            var s: [(String, String)] = []
+            if let t = entry.t { s.append(("t", String(t))) }
+            s.append(("d", String(entry.d)))
+            if entry.r > 0 { s.append(("r", String(entry.r))) }
+            xml.element("S", s)
+        }
+        xml.close("SegmentTimeline")
+        xml.close("SegmentTemplate")
+    }
+
+    /// `S` entries for consecutive segments: `@t` where the timeline does not continue from the
+    /// previous end (the first one, and an overlap or gap at a loop point), `@r` for repeats.
+    static func compress(_ segments: [LiveSegment]) -> [SegmentTimelineEntry] {
+        var out: [SegmentTimelineEntry] = []
+        var end: UInt64?
+        for seg in segments {
+            if let last = out.last, seg.mediaTime == end, seg.duration == last.d {
+                out[out.count - 1].r += 1
+            } else {
+                out.append(SegmentTimelineEntry(t: seg.mediaTime == end ? nil : seg.mediaTime, d: seg.duration))
+            }
+            end = seg.mediaTime + seg.duration
+        }
+        return out
+    }
+
+    /// The VOD element's attributes worth repeating (no xlink/namespace ones), `id` first.
+    private static func copied(_ attributes: [String: String]) -> [(String, String)] {
+        attributes.filter { !$0.key.hasPrefix("xlink:") && !$0.key.hasPrefix("xmlns") }
+            .sorted { ($0.key == "id" ? "" : $0.key) < ($1.key == "id" ? "" : $1.key) }
+            .map { ($0.key, $0.value) }
+    }
+
+    private static func descriptor(_ d: Descriptor) -> [(String, String)] {
+        [("schemeIdUri", d.schemeIdUri)] + (d.value.map { [("value", $0)] } ?? [])
+    }
+}
+
+/// A small indenting XML writer that escapes attribute values and text.
+struct XMLWriter {
+    private(set) var text = ""
+    private var depth = 0
+
+    mutating func line(_ s: String) { text += String(repeating: "  ", count: depth) + s + "\n" }
+
+    mutating func open(_ name: String, _ attributes: [(String, String)]) {
+        line("<\(name)\(Self.attributes(attributes))>")
+        depth += 1
+    }
+
+    mutating func close(_ name: String) {
+        depth -= 1
+        line("</\(name)>")
+    }
+
+    mutating func element(_ name: String, _ attributes: [(String, String)], text content: String? = nil) {
+        if let content {
+            line("<\(name)\(Self.attributes(attributes))>\(Self.escape(content))</\(name)>")
+        } else {
+            line("<\(name)\(Self.attributes(attributes))/>")
+        }
+    }
+
+    static func attributes(_ list: [(String, String)]) -> String {
+        list.map { " \($0.0)=\"\(escape($0.1))\"" }.joined()
+    }
+
+    static func escape(_ s: String) -> String {
+        var out = ""
+        out.reserveCapacity(s.utf8.count)
+        for c in s {
+            switch c {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&apos;"
+            default: out.append(c)
+            }
+        }
+        return out
+    }
+}

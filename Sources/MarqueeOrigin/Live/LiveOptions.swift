@@ -1,0 +1,102 @@
+import Foundation
+
+/// The options of a live URL, `/live/<key>_<value>/.../<asset>/<path>`, modelled on the DASH-IF
+/// live simulator (livesim2). Options are path components, so relative segment URLs in the MPD
+/// repeat them and the origin stays stateless.
+///
+/// | option | meaning | default |
+/// | --- | --- | --- |
+/// | `ast_<s>` | availabilityStartTime, Unix seconds | 0 (1970-01-01: numbers follow the wall clock) |
+/// | `tsbd_<s>` | timeShiftBufferDepth (0 < s ≤ 48 h) | 60 |
+/// | `mup_<s>` | minimumUpdatePeriod (> 0) | 2 with SegmentTimeline, omitted with `$Number$` (the MPD never changes) |
+/// | `snr_<n>` | startNumber; `$Number$` of live segment i is n + i | 0 |
+/// | `spd_<s>` | suggestedPresentationDelay | omitted |
+/// | `segtimeline_1` | SegmentTimeline + `$Time$` instead of `$Number$` + `@duration` | 0 |
+/// | `ato_<s>` | availabilityTimeOffset: segments available that much earlier | 0 (omitted) |
+/// | `timeoffset_<s>` | the origin's clock runs that far off real time (availability, MPD times, time endpoints, Date headers) | 0 |
+/// | `ltgt_<ms>` | `ServiceDescription/Latency@target` | omitted |
+struct LiveOptions: Sendable, Equatable {
+    var availabilityStartTime: Double = 0
+    var timeShiftBufferDepth: Double = 60
+    var minimumUpdatePeriod: Double?
+    var startNumber: UInt64 = 0
+    var suggestedPresentationDelay: Double?
+    var segmentTimeline = false
+    var availabilityTimeOffset: Double = 0
+    var timeOffset: Double = 0
+    var latencyTarget: Int?
+
+    static let keys: Set<String> = ["ast", "tsbd", "mup", "snr", "spd", "segtimeline", "ato", "timeoffset", "ltgt"]
+
+    /// The minimumUpdatePeriod the MPD announces.
+    var effectiveMinimumUpdatePeriod: Double? { minimumUpdatePeriod ?? (segmentTimeline ? 2 : nil) }
+
+    /// The path components that reproduce these options (only those off their default), for
+    /// building URLs.
+    var pathComponents: [String] {
+        var out: [String] = []
+        if availabilityStartTime != 0 { out.append("ast_\(Self.format(availabilityStartTime))") }
+        if timeShiftBufferDepth != 60 { out.append("tsbd_\(Self.format(timeShiftBufferDepth))") }
+        if let m = minimumUpdatePeriod { out.append("mup_\(Self.format(m))") }
+        if startNumber != 0 { out.append("snr_\(startNumber)") }
+        if let s = suggestedPresentationDelay { out.append("spd_\(Self.format(s))") }
+        if segmentTimeline { out.append("segtimeline_1") }
+        if availabilityTimeOffset != 0 { out.append("ato_\(Self.format(availabilityTimeOffset))") }
+        if timeOffset != 0 { out.append("timeoffset_\(Self.format(timeOffset))") }
+        if let l = latencyTarget { out.append("ltgt_\(l)") }
+        return out
+    }
+
+    static func format(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+    }
+
+    /// Whether a path component looks like an option (`key_value` with a known or unknown key).
+    static func looksLikeOption(_ component: Substring) -> Bool {
+        guard let underscore = component.firstIndex(of: "_") else { return false }
+        return component[..<underscore].allSatisfy { $0.isLetter || $0.isNumber } && underscore != component.startIndex
+    }
+
+    /// Applies one `key_value` component; the error text is the 400 response body.
+    mutating func apply(_ component: Substring) throws(OptionError) {
+        guard let underscore = component.firstIndex(of: "_") else { throw OptionError("\"\(component)\" is not a key_value option") }
+        let key = String(component[..<underscore])
+        let value = String(component[component.index(after: underscore)...])
+        func number(_ range: ClosedRange<Double>) throws(OptionError) -> Double {
+            guard let v = Double(value), v.isFinite, range.contains(v) else {
+                throw OptionError("option \(key)_: \"\(value)\" is not a number in \(Self.format(range.lowerBound))...\(Self.format(range.upperBound))")
+            }
+            return v
+        }
+        switch key {
+        case "ast": availabilityStartTime = try number(0...4e9)
+        case "tsbd":
+            timeShiftBufferDepth = try number(0...172_800)
+            guard timeShiftBufferDepth > 0 else { throw OptionError("option tsbd_ must be positive") }
+        case "mup":
+            let v = try number(0...86_400)
+            guard v > 0 else { throw OptionError("option mup_ must be positive") }
+            minimumUpdatePeriod = v
+        case "snr":
+            guard let n = UInt64(value), n < 1 << 40 else { throw OptionError("option snr_: \"\(value)\" is not a non-negative integer") }
+            startNumber = n
+        case "spd": suggestedPresentationDelay = try number(0...86_400)
+        case "segtimeline":
+            guard value == "0" || value == "1" else { throw OptionError("option segtimeline_ takes 0 or 1, not \"\(value)\"") }
+            segmentTimeline = value == "1"
+        case "ato": availabilityTimeOffset = try number(0...86_400)
+        case "timeoffset": timeOffset = try number(-1e9...1e9)
+        case "ltgt":
+            guard let ms = Int(value), ms >= 0, ms <= 86_400_000 else { throw OptionError("option ltgt_: \"\(value)\" is not a latency in ms") }
+            latencyTarget = ms
+        default:
+            throw OptionError("unknown option \"\(component)\" (known: \(Self.keys.sorted().map { $0 + "_" }.joined(separator: ", ")))")
+        }
+    }
+}
+
+/// A bad URL option; its text is the body of the 400 response.
+struct OptionError: Error, Sendable {
+    var message: String
+    init(_ message: String) { self.message = message }
+}

@@ -1,0 +1,102 @@
+import Foundation
+
+/// A live segment of a looped representation.
+struct LiveSegment: Sendable, Equatable {
+    /// 0-based index from the availabilityStartTime (`$Number$` = startNumber + index).
+    var index: UInt64
+    /// Media time in the track timescale (`$Time$`, and the tfdt written into the segment).
+    var mediaTime: UInt64
+    var duration: UInt64
+    /// Which VOD segment it plays.
+    var vodIndex: Int
+}
+
+/// Whether a segment can be fetched at a given instant.
+enum Availability: Equatable {
+    case available
+    /// Not yet produced: 404.
+    case tooEarly(availableIn: Double)
+    /// Fallen out of the time-shift buffer: 410.
+    case expired
+}
+
+/// The live timeline of one looped representation under one set of options: presentation time
+/// 0 is the availabilityStartTime (PTO 0), loop L of VOD segment k plays at media time
+/// `L·D + (tfdt_k − tfdt_0)`.
+struct LiveTimeline {
+    var representation: LoopRepresentation
+    var options: LiveOptions
+
+    private var rep: LoopRepresentation { representation }
+    private var count: UInt64 { UInt64(rep.segments.count) }
+    private var timescale: Double { Double(rep.timescale) }
+
+    // MARK: $Number$ addressing
+
+    /// Live segment `index` (0-based from AST).
+    func segment(index: UInt64) -> LiveSegment? {
+        let (loop, k) = index.quotientAndRemainder(dividingBy: count)
+        let (base, overflow) = loop.multipliedReportingOverflow(by: rep.loopTicks)
+        guard !overflow, base <= UInt64.max / 2 else { return nil }
+        let seg = rep.segments[Int(k)]
+        return LiveSegment(index: index, mediaTime: base + seg.offset, duration: seg.duration, vodIndex: Int(k))
+    }
+
+    /// The segment a `$Number$` URL names.
+    func segment(number: UInt64) -> LiveSegment? {
+        guard number >= options.startNumber else { return nil }
+        return segment(index: number - options.startNumber)
+    }
+
+    /// `$Number$` addressing: available from AST + (i+1)·d − ato until AST + (i+1)·d + tsbd.
+    func availability(numberedIndex index: UInt64, now: Double) -> Availability {
+        let end = Double(index + 1) * Double(rep.nominalDuration) / timescale
+        return availability(end: end, now: now)
+    }
+
+    // MARK: $Time$ addressing
+
+    /// The segment a `$Time$` URL names, if one starts exactly there.
+    func segment(time: UInt64) -> LiveSegment? {
+        let (loop, offset) = time.quotientAndRemainder(dividingBy: rep.loopTicks)
+        guard let k = rep.segmentIndex(atOffset: offset) else { return nil }
+        return LiveSegment(index: loop * count + UInt64(k), mediaTime: time, duration: rep.segments[k].duration, vodIndex: k)
+    }
+
+    /// `$Time$` addressing: available from AST + end − ato until AST + end + tsbd.
+    func availability(timed segment: LiveSegment, now: Double) -> Availability {
+        availability(end: Double(segment.mediaTime + segment.duration) / timescale, now: now)
+    }
+
+    /// `end` is the segment's end in presentation seconds; `now` is Unix seconds on the origin clock.
+    private func availability(end: Double, now: Double) -> Availability {
+        let endWall = options.availabilityStartTime + end
+        let start = endWall - options.availabilityTimeOffset
+        if now < start { return .tooEarly(availableIn: start - now) }
+        if now >= endWall + options.timeShiftBufferDepth { return .expired }
+        return .available
+    }
+
+    /// The segments listed in a SegmentTimeline at `now`: available and not yet expired, in
+    /// media-time order (the last one is the live edge).
+    func listedSegments(now: Double) -> [LiveSegment] {
+        let elapsed = now - options.availabilityStartTime
+        let high = elapsed + options.availabilityTimeOffset          // newest end allowed
+        let low = elapsed - options.timeShiftBufferDepth             // ends must be after this
+        guard high > 0 else { return [] }
+        let loopSeconds = Double(rep.loopTicks) / timescale
+        let maxDuration = Double(rep.maxSegmentDuration) / timescale
+        let firstLoop = UInt64(max(0, ((low - maxDuration) / loopSeconds).rounded(.down)))
+        let lastLoop = UInt64(max(0, (high / loopSeconds).rounded(.down)))
+        guard lastLoop >= firstLoop else { return [] }
+        var out: [LiveSegment] = []
+        for loop in firstLoop...lastLoop {
+            for k in 0..<rep.segments.count {
+                guard let seg = segment(index: loop * count + UInt64(k)) else { continue }
+                let end = Double(seg.mediaTime + seg.duration) / timescale
+                if end > low && end <= high { out.append(seg) }
+            }
+        }
+        return out.sorted { $0.mediaTime < $1.mediaTime }
+    }
+}

@@ -1,0 +1,137 @@
+import Foundation
+import Hummingbird
+import HummingbirdCore
+import Logging
+import Synchronization
+
+/// A loopback live DASH origin, like the DASH-IF live simulator: it loops VOD DASH assets into
+/// endless wall-clock-synchronised live streams.
+///
+/// URLs:
+/// - `/live/<key>_<value>/.../<asset>/<manifest>`: the dynamic MPD (options: ``LiveOptions``);
+///   `.../<asset>/<rep>/init.mp4`, `.../<asset>/<rep>/<number>.m4s`, `.../<asset>/<rep>/t<time>.m4s`:
+///   segments, with their tfdt rewritten to the live media time. Too early → 404, expired → 410.
+/// - `/time/xsdate`, `/time/iso`, `/time/ms`, `/time?ms`, `/time/head` (GET/HEAD, `Date`), each
+///   also as `/time/timeoffset_<s>/...` on an offset clock.
+/// - `/static/<path>`: files of ``OriginConfiguration/staticRoot``.
+///
+/// The server is HummingbirdCore's HTTP/1 server driven directly (not `Application`), so that
+/// the `Date` header can follow the request's offset clock.
+public final class Origin: Sendable {
+    public let configuration: OriginConfiguration
+    private let logger: Logger
+    private let responder: OriginResponder
+    private let state = Mutex(State())
+
+    private struct State {
+        var port: Int?
+        var task: Task<Void, Never>?
+    }
+
+    /// Loads and indexes every asset; throws an ``OriginError`` naming the first bad one.
+    public init(configuration: OriginConfiguration, logger: Logger) throws {
+        self.configuration = configuration
+        self.logger = logger
+        var assets: [String: LoopAsset] = [:]
+        for (name, directory) in configuration.assetRoots.sorted(by: { $0.key < $1.key }) {
+            guard !name.isEmpty, !name.contains("/"), !LiveOptions.looksLikeOption(Substring(name)) || !LiveOptions.keys.contains(String(name.prefix { $0 != "_" })) else {
+                throw OriginError(.invalidConfiguration, "asset name \"\(name)\" cannot be told from a URL option")
+            }
+            let asset = try AssetLoader(name: name, directory: directory).load()
+            logger.debug("origin: asset \(name) loops \(asset.loopDuration) s, \(asset.adaptationSets.flatMap(\.representations).map { "\($0.id): \($0.segments.count) segments" })")
+            assets[name] = asset
+        }
+        responder = OriginResponder(assets: assets, staticRoot: configuration.staticRoot, logger: logger)
+    }
+
+    /// Binds and serves in the background; returns the bound port.
+    public func start() async throws -> Int {
+        if let port = state.withLock({ $0.port }) { return port }
+        let responder = self.responder
+        let host = configuration.host
+        let (bound, continuation) = AsyncStream<Result<Int, any Error>>.makeStream()
+        let fallback = Mutex("\(host):\(configuration.port)")
+        let server = try HTTPServerBuilder.http1().buildServer(
+            configuration: ServerConfiguration(address: .hostname(host, port: configuration.port), serverName: nil),
+            eventLoopGroup: EventLoopGroupProvider.singleton.eventLoopGroup,
+            logger: logger,
+            responder: { (request: Request, writer: consuming ResponseWriter, _) in
+                let response = await responder.respond(to: request, fallbackAuthority: fallback.withLock { $0 })
+                try await writer.write(response: response.head, body: response.body)
+            },
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? 0
+                fallback.withLock { $0 = "\(Self.urlHost(host)):\(port)" }
+                continuation.yield(.success(port))
+            }
+        )
+        let logger = self.logger
+        let task = Task {
+            do {
+                try await server.run()
+            } catch {
+                logger.warning("origin: server stopped: \(error)")
+                continuation.yield(.failure(error))
+            }
+            continuation.finish()
+        }
+        var result: Result<Int, any Error> = .failure(OriginError(.notRunning, "the server stopped before it was listening"))
+        for await first in bound {
+            result = first
+            break
+        }
+        let port = try result.get()
+        state.withLock {
+            $0.port = port
+            $0.task = task
+        }
+        logger.info("origin: listening on http://\(Self.urlHost(host)):\(port)")
+        return port
+    }
+
+    /// Stops listening and closes open connections.
+    public func stop() async {
+        let task = state.withLock { state -> Task<Void, Never>? in
+            defer { state = State() }
+            return state.task
+        }
+        task?.cancel()
+        await task?.value
+    }
+
+    /// Starts (if needed) and serves until the calling task is cancelled.
+    public func run() async throws {
+        _ = try await start()
+        let task = state.withLock { $0.task }
+        await withTaskCancellationHandler {
+            await task?.value
+        } onCancel: {
+            task?.cancel()
+        }
+        await stop()
+    }
+
+    /// `http://127.0.0.1:<port>` (the configured port until ``start()`` has bound one).
+    public var baseURL: URL {
+        let port = state.withLock { $0.port } ?? configuration.port
+        return URL(string: "http://\(Self.urlHost(configuration.host)):\(port)")!
+    }
+
+    /// The live manifest URL of an asset: `http://127.0.0.1:<port>/live/<options...>/<asset>/<mpd name>`.
+    /// `mpdName` defaults to the asset's VOD manifest name; `options` are `key_value` components
+    /// (see ``LiveOptions``).
+    public func manifestURL(asset: String, mpdName: String? = nil, options: [String] = []) -> URL {
+        let name = mpdName ?? responder.assets[asset]?.manifestName ?? "manifest.mpd"
+        var url = baseURL.appendingPathComponent("live")
+        for component in options + [asset, name] { url.appendPathComponent(component) }
+        return url
+    }
+
+    /// Names of the loaded assets.
+    public var assetNames: [String] { responder.assets.keys.sorted() }
+
+    private static func urlHost(_ host: String) -> String {
+        if host == "0.0.0.0" || host.isEmpty { return "127.0.0.1" }
+        return host.contains(":") ? "[\(host)]" : host
+    }
+}

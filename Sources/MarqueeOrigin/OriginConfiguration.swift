@@ -1,0 +1,42 @@
+import Foundation
+
+/// What the origin serves and where it listens.
+public struct OriginConfiguration: Sendable {
+    /// Address to bind (loopback by default).
+    public var host: String = "127.0.0.1"
+    /// Port to bind; 0 picks a free port (``Origin/start()`` returns the bound one).
+    public var port: Int = 0
+    /// Asset name -> directory holding a VOD DASH asset (one `.mpd` + its segments). When the
+    /// directory holds several MPDs, `manifest.mpd` (any case) is used, else the only one, else the
+    /// first by name.
+    public var assetRoots: [String: String]
+    /// A directory served as plain files under `/static/` (e.g. ffmpeg's own live DASH output).
+    public var staticRoot: String?
+
+    public init(host: String = "127.0.0.1", port: Int = 0, assetRoots: [String: String]) {
+        self.host = host
+        self.port = port
+        self.assetRoots = assetRoots
+    }
+
+    /// The default set: "generated" -> <repo>/assets/generated (made by scripts/make-assets), plus
+    /// "testpic_2s" -> ../shared/media/dashif-livesim2/testpic_2s and "wave" ->
+    /// ../shared/media/dashif-livesim2/WAVE/av when present.
+    public static func defaultAssets(repoRoot: String) -> [String: String] {
+        let root = URL(fileURLWithPath: repoRoot).standardizedFileURL
+        let media = root.deletingLastPathComponent().appendingPathComponent("shared/media/dashif-livesim2")
+        let candidates = [
+            "generated": root.appendingPathComponent("assets/generated"),
+            "testpic_2s": media.appendingPathComponent("testpic_2s"),
+            "wave": media.appendingPathComponent("WAVE/av"),
+        ]
+        var assets: [String: String] = [:]
+        for (name, url) in candidates {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue {
+                assets[name] = url.path
+            }
+        }
+        return assets
+    }
+}

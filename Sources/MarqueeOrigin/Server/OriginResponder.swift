@@ -1,0 +1,209 @@
+import Foundation
+import Hummingbird
+import HummingbirdCore
+import Logging
+
+/// Turns one request into one response: `/live/...` (manifests, init and media segments),
+/// `/time/...` (clock endpoints), `/static/...` (plain files). Stateless: everything a response
+/// depends on is in its URL and the clock.
+struct OriginResponder: Sendable {
+    var assets: [String: LoopAsset]
+    var staticRoot: String?
+    var logger: Logger
+
+    /// A response being built: status, body, content type, and the clock its `Date` header uses.
+    struct Reply {
+        var status: HTTPResponse.Status
+        var body: [UInt8] = []
+        var contentType = "text/plain; charset=utf-8"
+        var clock = OriginClock()
+
+        init(_ status: HTTPResponse.Status, _ text: String = "", clock: OriginClock = OriginClock()) {
+            self.status = status
+            self.body = Array((text.isEmpty || text.hasSuffix("\n") ? text : text + "\n").utf8)
+            self.clock = clock
+        }
+
+        init(bytes: [UInt8], contentType: String, clock: OriginClock) {
+            self.status = .ok
+            self.body = bytes
+            self.contentType = contentType
+            self.clock = clock
+        }
+    }
+
+    func respond(to request: Request, fallbackAuthority: String) async -> Response {
+        let started = ContinuousClock.now
+        let path = request.uri.path
+        var reply: Reply
+        if request.method != .get && request.method != .head {
+            reply = Reply(.methodNotAllowed, "only GET and HEAD")
+        } else {
+            let components = path.split(separator: "/", omittingEmptySubsequences: true)
+                .map { String($0).removingPercentEncoding ?? String($0) }
+            switch components.first {
+            case "live": reply = live(Array(components.dropFirst()), authority: request.head.authority ?? fallbackAuthority)
+            case "time": reply = time(Array(components.dropFirst()), query: request.uri.query)
+            case "static": reply = staticFile(Array(components.dropFirst()))
+            default: reply = Reply(.notFound, "no such resource: \(path) (try /live/<options>/<asset>/<manifest>, /time/xsdate, /static/<file>)")
+            }
+        }
+        var headers = HTTPFields()
+        headers[.contentType] = reply.contentType
+        headers[.date] = OriginClock.httpDate(reply.clock.now())
+        headers[.accessControlAllowOrigin] = "*"
+        headers[.cacheControl] = "no-store"
+        var buffer = ByteBuffer()
+        buffer.writeBytes(reply.body)
+        let response = Response(status: reply.status, headers: headers, body: ResponseBody(byteBuffer: buffer))
+        let elapsed = ContinuousClock.now - started
+        let line: Logger.Message = "\(request.method) \(path)\(request.uri.query.map { "?" + $0 } ?? "") -> \(reply.status.code) (\(reply.body.count) bytes, \(elapsed))"
+        if reply.status.code >= 500 { logger.warning(line) } else { logger.debug(line) }
+        return request.method == .head ? response.createHeadResponse() : response
+    }
+
+    // MARK: /live
+
+    private func live(_ components: [String], authority: String) -> Reply {
+        var options = LiveOptions()
+        var index = 0
+        while index < components.count, assets[components[index]] == nil {
+            let component = components[index]
+            guard LiveOptions.looksLikeOption(Substring(component)) else {
+                return Reply(.notFound, "no asset \"\(component)\" (assets: \(assets.keys.sorted().joined(separator: ", ")))")
+            }
+            do {
+                try options.apply(Substring(component))
+            } catch {
+                return Reply(.badRequest, error.message)
+            }
+            index += 1
+        }
+        let clock = OriginClock(offset: options.timeOffset)
+        guard index < components.count, let asset = assets[components[index]] else {
+            return Reply(.notFound, "no asset in the URL (assets: \(assets.keys.sorted().joined(separator: ", ")))", clock: clock)
+        }
+        let rest = Array(components[(index + 1)...])
+        if rest.count == 1 {
+            guard rest[0] == asset.manifestName else {
+                return Reply(.notFound, "asset \"\(asset.name)\" has the manifest \"\(asset.manifestName)\", not \"\(rest[0])\"", clock: clock)
+            }
+            let text = LiveManifestWriter(asset: asset, options: options, authority: authority).write(now: clock.now())
+            return Reply(bytes: Array(text.utf8), contentType: "application/dash+xml", clock: clock)
+        }
+        guard rest.count == 2, let rep = asset.representation(id: rest[0]) else {
+            return Reply(.notFound, "no such resource in asset \"\(asset.name)\": \(rest.joined(separator: "/"))", clock: clock)
+        }
+        return segment(asset, rep, name: rest[1], options: options, clock: clock)
+    }
+
+    private func segment(_ asset: LoopAsset, _ rep: LoopRepresentation, name: String, options: LiveOptions, clock: OriginClock) -> Reply {
+        let mime = rep.representation.kind == .audio ? "audio/mp4" : "video/mp4"
+        if name == "init.mp4" {
+            do {
+                return Reply(bytes: try AssetLoader.bytes(rep.initFile), contentType: mime, clock: clock)
+            } catch {
+                return Reply(.internalServerError, error.description, clock: clock)
+            }
+        }
+        guard name.hasSuffix(".m4s") else { return Reply(.notFound, "no segment \"\(name)\"", clock: clock) }
+        let stem = name.dropLast(4)
+        let timeline = LiveTimeline(representation: rep, options: options)
+        let now = clock.now()
+        let live: LiveSegment
+        let availability: Availability
+        if stem.hasPrefix("t"), let time = UInt64(stem.dropFirst()) {
+            guard let found = timeline.segment(time: time) else {
+                return Reply(.notFound, "no segment starts at media time \(time) in \"\(rep.id)\"", clock: clock)
+            }
+            live = found
+            availability = timeline.availability(timed: found, now: now)
+        } else if let number = UInt64(stem), let found = timeline.segment(number: number) {
+            live = found
+            availability = timeline.availability(numberedIndex: found.index, now: now)
+        } else {
+            return Reply(.notFound, "no segment \"\(name)\" in \"\(rep.id)\" (startNumber \(options.startNumber))", clock: clock)
+        }
+        switch availability {
+        case .tooEarly(let wait):
+            return Reply(.notFound, "segment \(name) of \"\(rep.id)\" is available in \(String(format: "%.3f", wait)) s", clock: clock)
+        case .expired:
+            return Reply(.gone, "segment \(name) of \"\(rep.id)\" has left the \(LiveOptions.format(options.timeShiftBufferDepth)) s time-shift buffer", clock: clock)
+        case .available:
+            break
+        }
+        let vod = rep.segments[live.vodIndex]
+        do {
+            let bytes = try AssetLoader.bytes(vod.file)
+            let rewriter = DecodeTimeRewriter(trackID: rep.track.trackID, trackTimescale: rep.timescale)
+            let delta = Int64(clamping: live.mediaTime) - Int64(clamping: vod.baseMediaDecodeTime)
+            return Reply(bytes: try rewriter.rewrite(bytes, delta: delta, name: vod.file), contentType: mime, clock: clock)
+        } catch {
+            return Reply(.internalServerError, error.description, clock: clock)
+        }
+    }
+
+    // MARK: /time
+
+    private func time(_ components: [String], query: String?) -> Reply {
+        var options = LiveOptions()
+        var endpoint: String?
+        for (i, component) in components.enumerated() {
+            if i == components.count - 1 && !LiveOptions.looksLikeOption(Substring(component)) {
+                endpoint = component
+                break
+            }
+            do {
+                try options.apply(Substring(component))
+            } catch {
+                return Reply(.badRequest, error.message)
+            }
+        }
+        let clock = OriginClock(offset: options.timeOffset)
+        let now = clock.now()
+        switch endpoint ?? query ?? "xsdate" {
+        case "xsdate", "iso": return Reply(.ok, OriginClock.xsDate(now), clock: clock).noNewline
+        case "ms": return Reply(.ok, OriginClock.milliseconds(now), clock: clock).noNewline
+        case "head": return Reply(.ok, clock: clock)
+        case let other: return Reply(.notFound, "no time endpoint \"\(other)\" (xsdate, iso, ms, head)", clock: clock)
+        }
+    }
+
+    // MARK: /static
+
+    private func staticFile(_ components: [String]) -> Reply {
+        guard let root = staticRoot else { return Reply(.notFound, "no static directory is configured") }
+        guard !components.isEmpty, !components.contains(where: { $0 == ".." || $0 == "." || $0.contains("/") || $0.contains("\0") }) else {
+            return Reply(.notFound, "no such static file")
+        }
+        let path = ([root] + components).joined(separator: "/")
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
+              let data = FileManager.default.contents(atPath: path)
+        else {
+            return Reply(.notFound, "no static file \(components.joined(separator: "/"))")
+        }
+        return Reply(bytes: [UInt8](data), contentType: Self.contentType(path), clock: OriginClock())
+    }
+
+    static func contentType(_ path: String) -> String {
+        switch (path as NSString).pathExtension.lowercased() {
+        case "mpd": return "application/dash+xml"
+        case "m3u8": return "application/vnd.apple.mpegurl"
+        case "mp4", "m4v", "m4s", "cmfv": return "video/mp4"
+        case "m4a", "cmfa": return "audio/mp4"
+        case "ts": return "video/mp2t"
+        case "txt": return "text/plain; charset=utf-8"
+        default: return "application/octet-stream"
+        }
+    }
+}
+
+extension OriginResponder.Reply {
+    /// The body without the trailing newline plain-text replies get (time values are exact text).
+    var noNewline: Self {
+        var copy = self
+        if copy.body.last == UInt8(ascii: "\n") { copy.body.removeLast() }
+        return copy
+    }
+}
