@@ -1,0 +1,23 @@
+#!/bin/sh
+# Generates the small fMP4 inputs of the pure-C tests with the ffmpeg CLI of the build machine
+# (lavfi sources; nothing is committed). Run by ctest as the "media" fixture.
+#
+#   make_test_media.sh <outdir>
+#     tone440.mp4   2 s stereo 440 Hz sine, AAC-LC 48 kHz, fragmented (empty moov, tfdt)
+#     tone1k.mp4    2 s stereo 1000 Hz sine, same format
+#     video.mp4     2 s 160x120 25 fps testsrc2, H.264 (libx264), GOP 1 s, fragment per GOP
+#     video.md5     ffmpeg's own decode of video.mp4 (framemd5): the pictures a test must see
+set -eu
+out="$1"
+mkdir -p "$out"
+ff="ffmpeg -hide_banner -nostdin -loglevel error -y"
+frag="-f mp4 -movflags frag_keyframe+empty_moov+default_base_moof"
+for hz in 440 1000; do
+  name=tone$hz.mp4
+  [ $hz = 1000 ] && name=tone1k.mp4
+  $ff -f lavfi -i "sine=f=$hz:r=48000" -t 2 -ac 2 -c:a aac $frag "$out/$name"
+done
+$ff -f lavfi -i "testsrc2=size=160x120:rate=25" -t 2 -pix_fmt yuv420p -c:v libx264 \
+  -preset ultrafast -g 25 -keyint_min 25 -sc_threshold 0 -bf 0 $frag "$out/video.mp4"
+$ff -i "$out/video.mp4" -map 0:v:0 -fps_mode passthrough -f framemd5 "$out/video.md5"
+echo "test media in $out"

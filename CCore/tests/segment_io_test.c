@@ -1,0 +1,178 @@
+// The track input (byte queue + blocking AVIOContext + box scanner) on a real ffmpeg-made
+// fMP4: bytes pushed in odd-sized chunks from another thread come out of avio_read exactly;
+// a second init segment is a session boundary (EOF there, then the next session); garbage and
+// a truncated segment are reported corrupt; a reset cancels a blocked reader and the queue
+// takes new bytes after it.
+//
+//   segment_io_test <stream.mp4>      exit 0 when every check passed
+
+#include <pthread.h>
+
+#include <libavformat/avio.h>
+#include <libavutil/error.h>
+
+#include "mq_err.h"
+#include "segment_io.h"
+#include "test_util.h"
+
+static const uint8_t *media;
+static size_t media_size;
+
+typedef struct pusher {
+    mq_byte_queue *q;
+    int copies;
+    bool end;
+} pusher;
+
+/// Pushes `copies` copies of the media in chunks of 1, 7, 4093, ... bytes, then ends.
+static void *push_main(void *arg)
+{
+    pusher *ps = arg;
+    static const size_t sizes[] = {1, 7, 4093, 13, 65536, 333, 2};
+    size_t k = 0;
+    for (int c = 0; c < ps->copies; c++) {
+        for (size_t off = 0; off < media_size;) {
+            size_t n = sizes[k++ % (sizeof sizes / sizeof sizes[0])];
+            n = n > media_size - off ? media_size - off : n;
+            mq_byte_queue_push(ps->q, media + off, n);
+            off += n;
+            if (k % 64 == 0)
+                mqt_sleep(0.0005); // let the reader block now and then
+        }
+    }
+    if (ps->end)
+        mq_byte_queue_end(ps->q);
+    return NULL;
+}
+
+/// Reads one session through a fresh AVIOContext; returns the byte count (or -1), the last
+/// avio_read error in *err.
+static long read_session(mq_byte_queue *q, uint8_t *out, size_t cap, int *err)
+{
+    AVIOContext *pb = NULL;
+    if (mq_segment_io_open(q, &pb) < 0)
+        return -1;
+    long total = 0;
+    int n;
+    while ((n = avio_read(pb, out + total, (int)(cap - (size_t)total > 65536 ? 65536 : cap - (size_t)total))) > 0)
+        total += n;
+    *err = n;
+    mq_segment_io_close(&pb);
+    CHECK(pb == NULL, "close clears the pointer");
+    return total;
+}
+
+static void test_chunks_and_boundary(void)
+{
+    mq_byte_queue *q = NULL;
+    CHECK(mq_byte_queue_create(&q) == MQ_OK, "create");
+    uint8_t *out = malloc(media_size * 2 + 1);
+    pusher ps = {.q = q, .copies = 2, .end = true};
+    pthread_t th;
+    pthread_create(&th, NULL, push_main, &ps);
+    CHECK(mq_byte_queue_wait(q) == MQ_INPUT_DATA, "bytes arrive");
+    int err = 0;
+    long n = read_session(q, out, media_size * 2 + 1, &err);
+    CHECK(n == (long)media_size, "first session: %ld bytes of %zu", n, media_size);
+    CHECK(err == AVERROR_EOF, "EOF (never 0) at the boundary: %d", err);
+    CHECK(n > 0 && memcmp(out, media, (size_t)n) == 0, "first session byte-exact");
+    CHECK(mq_byte_queue_wait(q) == MQ_INPUT_BOUNDARY, "stopped at the new init segment");
+    mq_byte_queue_pass_boundary(q);
+    n = read_session(q, out, media_size * 2 + 1, &err);
+    CHECK(n == (long)media_size && memcmp(out, media, media_size) == 0, "second session byte-exact (%ld)", n);
+    CHECK(err == AVERROR_EOF, "EOF at the end");
+    pthread_join(th, NULL);
+    CHECK(mq_byte_queue_wait(q) == MQ_INPUT_ENDED, "ended");
+    CHECK(mq_byte_queue_push(q, media, 8) == MQ_ERR_CLOSED, "push after end is refused");
+    free(out);
+    mq_byte_queue_destroy(&q);
+    CHECK(q == NULL, "destroy clears the pointer");
+}
+
+static void test_garbage(void)
+{
+    mq_byte_queue *q = NULL;
+    mq_byte_queue_create(&q);
+    static const uint8_t junk[] = "\x00\x00\x00\x10<html>not a box at all</html>";
+    mq_byte_queue_push(q, junk, sizeof junk);
+    CHECK(mq_byte_queue_wait(q) == MQ_INPUT_CORRUPT, "garbage is corrupt at once");
+    CHECK(strlen(mq_byte_queue_corrupt_reason(q)) > 0, "with a reason");
+    uint8_t buf[64];
+    int err = 0;
+    long n = read_session(q, buf, sizeof buf, &err);
+    CHECK(n == 0 && err == AVERROR_INVALIDDATA, "the reader gets INVALIDDATA (%ld, %d)", n, err);
+    mq_byte_queue_fail(q);
+    CHECK(mq_byte_queue_state(q) == MQ_INPUT_ENDED, "failed input reads as ended");
+    mq_byte_queue_destroy(&q);
+}
+
+static void test_truncated(void)
+{
+    mq_byte_queue *q = NULL;
+    mq_byte_queue_create(&q);
+    mq_byte_queue_push(q, media, media_size - 100); // the last box cut short
+    mq_byte_queue_end(q);
+    uint8_t *out = malloc(media_size);
+    int err = 0;
+    long n = read_session(q, out, media_size, &err);
+    CHECK(err == AVERROR_INVALIDDATA, "a cut segment ends in INVALIDDATA, not a clean EOF (%d)", err);
+    CHECK(n > 0 && n < (long)media_size - 100, "the complete boxes before it are readable (%ld)", n);
+    CHECK(strstr(mq_byte_queue_corrupt_reason(q), "truncated") != NULL, "reason: %s",
+          mq_byte_queue_corrupt_reason(q));
+    free(out);
+    mq_byte_queue_destroy(&q);
+}
+
+static void *reset_later(void *arg)
+{
+    mqt_sleep(0.2);
+    mq_byte_queue_reset(arg);
+    return NULL;
+}
+
+static void test_reset(void)
+{
+    mq_byte_queue *q = NULL;
+    mq_byte_queue_create(&q);
+    size_t half = media_size / 2;
+    mq_byte_queue_push(q, media, half);
+    uint8_t *out = malloc(media_size);
+    pthread_t th;
+    pthread_create(&th, NULL, reset_later, q);
+    int err = 0;
+    long n = read_session(q, out, media_size, &err); // blocks for more, until the reset
+    pthread_join(th, NULL);
+    CHECK(n == (long)half && err == AVERROR_EOF, "a reset wakes the blocked reader with EOF (%ld, %d)", n, err);
+    CHECK(mq_byte_queue_state(q) == MQ_INPUT_RESET, "reset pending");
+    CHECK(atomic_load(mq_byte_queue_cancel_flag(q)) && mq_segment_io_interrupt(q) == 1, "cancel raised");
+    mq_byte_queue_ack_reset(q);
+    CHECK(!atomic_load(mq_byte_queue_cancel_flag(q)) && mq_segment_io_interrupt(q) == 0, "cancel cleared");
+    mq_byte_queue_push(q, media, media_size);
+    mq_byte_queue_end(q);
+    n = read_session(q, out, media_size, &err);
+    CHECK(n == (long)media_size && memcmp(out, media, media_size) == 0, "new bytes after the reset (%ld)", n);
+    free(out);
+    mq_byte_queue_abort(q);
+    CHECK(mq_byte_queue_wait(q) == MQ_INPUT_ABORTED, "abort wins");
+    mq_byte_queue_destroy(&q);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: segment_io_test <stream.mp4>\n");
+        return 2;
+    }
+    uint8_t *file = mqt_read_file(argv[1], &media_size);
+    if (!file || media_size < 1000) {
+        fprintf(stderr, "cannot read %s\n", argv[1]);
+        return 2;
+    }
+    media = file;
+    test_chunks_and_boundary();
+    test_garbage();
+    test_truncated();
+    test_reset();
+    free(file);
+    return mqt_done("segment_io_test");
+}

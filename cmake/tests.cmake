@@ -1,0 +1,57 @@
+# The pure-C tests of CCore/tests, run by ctest. When cross-compiling, ctest runs each test
+# executable through CMAKE_CROSSCOMPILING_EMULATOR (qemu-aarch64); the media they read is made
+# on the build machine by the "media" fixture (ffmpeg CLI), and the board-profile checker runs
+# with the build machine's python3.
+set(MQ_TESTS "${MQ_CCORE}/tests")
+set(MQ_MEDIA "${CMAKE_CURRENT_BINARY_DIR}/test-media")
+
+function(mq_test name)
+  add_executable(${name} "${MQ_TESTS}/${name}.c")
+  target_compile_definitions(${name} PRIVATE _GNU_SOURCE)
+  target_compile_options(${name} PRIVATE ${MQ_WARNINGS})
+  target_include_directories(${name} PRIVATE "${MQ_CCORE}/src" "${MQ_TESTS}")
+  # Static: the executables run under qemu without an LD_LIBRARY_PATH to the build tree.
+  target_link_libraries(${name} PRIVATE marquee-core-static)
+endfunction()
+
+find_program(MQ_FFMPEG ffmpeg)
+find_program(MQ_PYTHON3 python3)
+if(NOT MQ_FFMPEG)
+  message(WARNING "ffmpeg not found: the tests that read generated media will fail")
+endif()
+
+add_test(NAME make_media COMMAND sh "${MQ_TESTS}/make_test_media.sh" "${MQ_MEDIA}")
+set_tests_properties(make_media PROPERTIES FIXTURES_SETUP media)
+
+mq_test(pcm_ring_test)
+add_test(NAME pcm_ring COMMAND pcm_ring_test)
+
+mq_test(segment_io_test)
+add_test(NAME segment_io COMMAND segment_io_test "${MQ_MEDIA}/video.mp4")
+
+mq_test(demux_decode_test)
+add_test(NAME demux_decode COMMAND demux_decode_test
+  "${MQ_MEDIA}/video.mp4" "${MQ_MEDIA}/video.md5" "${MQ_MEDIA}/tone440.mp4" 2)
+
+mq_test(audio_alloc_test)
+add_test(NAME audio_alloc_wav COMMAND audio_alloc_test
+  "${MQ_MEDIA}/tone440.mp4" "wav:${CMAKE_CURRENT_BINARY_DIR}/alloc.wav")
+add_test(NAME audio_alloc_alsa_file COMMAND audio_alloc_test
+  "${MQ_MEDIA}/tone440.mp4" "alsa:file:'${CMAKE_CURRENT_BINARY_DIR}/alloc.raw',raw")
+set_tests_properties(audio_alloc_wav audio_alloc_alsa_file PROPERTIES
+  PASS_REGULAR_EXPRESSION "allocs 0 frees 0 ended 1")
+
+mq_test(e2e_wav_test)
+add_test(NAME e2e_wav COMMAND e2e_wav_test
+  "${MQ_MEDIA}/tone1k.mp4" 1000 2 "${MQ_MEDIA}/video.mp4" "${MQ_MEDIA}/video.md5"
+  "${CMAKE_CURRENT_BINARY_DIR}/e2e-out")
+
+set_tests_properties(segment_io demux_decode audio_alloc_wav audio_alloc_alsa_file e2e_wav
+  PROPERTIES FIXTURES_REQUIRED media)
+# Real-time tests: keep them off each other's CPU (2-core CI machine, qemu).
+set_tests_properties(audio_alloc_wav audio_alloc_alsa_file e2e_wav PROPERTIES RUN_SERIAL ON)
+
+if(MQ_PYTHON3)
+  file(GLOB MQ_BOARDS "${MQ_ROOT}/boards/*.json")
+  add_test(NAME board_profiles COMMAND "${MQ_PYTHON3}" "${MQ_ROOT}/boards/check_boards.py" ${MQ_BOARDS})
+endif()
