@@ -34,11 +34,29 @@ typedef enum mq_state {
     MQ_STATE_ERROR = 4,     ///< An output failed; see the error event.
 } mq_state;
 
+/// How a picture is fitted to a display (`mq_player_config.video_fit`).
+typedef enum mq_fit {
+    MQ_FIT_CONTAIN = 0,   ///< The whole picture, aspect kept, black bars (letterbox / pillarbox).
+    MQ_FIT_COVER = 1,     ///< The whole screen, aspect kept, the overflow cropped (centred).
+    MQ_FIT_FILL = 2,      ///< Stretched to the screen.
+    MQ_FIT_SCALEDOWN = 3, ///< As contain, but never enlarged (a small picture is centred 1:1).
+} mq_fit;
+
+/// What a display output draws over or instead of the pictures (`mq_player_set_overlay`).
+typedef enum mq_overlay {
+    MQ_OVERLAY_NONE = 0,      ///< Pictures only.
+    MQ_OVERLAY_BUFFERING = 1, ///< A band at the bottom over the held/current picture (or poster).
+    MQ_OVERLAY_SLATE = 2,     ///< A full-screen slate with a message; pictures are not shown.
+} mq_overlay;
+
 typedef struct mq_player_config {
     /// Audio output spec: `alsa[:<pcm>]` (default PCM "default"), `wav:<path>`, `null`.
     /// NULL means `null`.
     const char *_Nullable audio_out;
-    /// Video output spec: `headless`, `frames:<dir>`. NULL means `headless`.
+    /// Video output spec: `headless`, `frames:<dir>`, `drm[:<card>[,<connector>[,<WxH>]]]`
+    /// (card `0`, `card1` or a path; connector a name such as `HDMI-A-1` or an id; a mode size;
+    /// defaults: the first card and connector with a display, its preferred mode).
+    /// NULL means `headless`.
     const char *_Nullable video_out;
     /// Output sample rate in Hz; 0 means 48000.
     int32_t sample_rate;
@@ -48,6 +66,14 @@ typedef struct mq_player_config {
     int32_t audio_buffer_ms;
     /// Decoded video frames queued ahead of presentation; 0 means 8.
     int32_t video_queue_frames;
+    /// Display outputs: how pictures fit the screen (`mq_fit`); 0 means contain.
+    int32_t video_fit;
+    /// Display outputs: clockwise rotation of the picture in degrees, 0, 90, 180 or 270
+    /// (done in software by the drm output).
+    int32_t video_rotation;
+    /// Display outputs: a PNG or JPEG shown (contain) from create until the first picture.
+    /// NULL: black. Read during create only.
+    const char *_Nullable poster;
 } mq_player_config;
 
 /// Creates a player and opens its outputs (nothing plays until `mq_player_start`).
@@ -84,6 +110,15 @@ int mq_player_set_wall_offset(mq_player *p, double offset);
 /// later is waited for. May be changed while playing.
 int mq_player_set_timeline(mq_player *p, double mono_anchor, double media_anchor, double rate);
 
+/// Sets what a display output shows over or instead of pictures: `MQ_OVERLAY_BUFFERING`
+/// (a band with `message`, default "BUFFERING"), `MQ_OVERLAY_SLATE` (full screen, `message`,
+/// default "RECONNECTING..."; pictures keep playing on the clock, unseen), or
+/// `MQ_OVERLAY_NONE`. `message` is copied (127 bytes kept; NULL = the default). The video thread
+/// draws it within ~50 ms. Without an explicit overlay, the output itself shows the buffering
+/// band when no picture came for 1 s after the first one (the last picture stays under it).
+/// Outputs without a display ignore overlays.
+int mq_player_set_overlay(mq_player *p, int32_t kind, const char *_Nullable message);
+
 /// Starts the audio and video threads.
 int mq_player_start(mq_player *p);
 
@@ -113,6 +148,8 @@ typedef enum mq_event_type {
     MQ_EVENT_ERROR = 3,         ///< `code` is an `mq_err`; `track` is set when it is a track's.
     MQ_EVENT_ENDED = 4,         ///< Every track ended and was presented.
     MQ_EVENT_UNDERRUN = 5,      ///< Audio ran dry after it began (`media_time` where it did).
+    MQ_EVENT_OUTPUT_CHANGED = 6, ///< The display was unplugged, plugged back or changed mode and
+                                 ///< the output was set up again; `message` says which.
 } mq_event_type;
 
 typedef struct mq_event {

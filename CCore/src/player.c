@@ -1,4 +1,5 @@
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <libavutil/log.h>
@@ -138,7 +139,9 @@ static int apply_config(mq_player *p, const mq_player_config *cfg, int *buffer_m
     *queue = cfg->video_queue_frames > 0 ? cfg->video_queue_frames : 8;
     if (p->sample_rate < 8000 || p->sample_rate > 192000 || p->channels > 8 ||
         *buffer_ms < 20 || *buffer_ms > 2000 || *queue < 2 || *queue > 240 ||
-        cfg->sample_rate < 0 || cfg->channels < 0)
+        cfg->sample_rate < 0 || cfg->channels < 0 || cfg->video_fit < MQ_FIT_CONTAIN ||
+        cfg->video_fit > MQ_FIT_SCALEDOWN || cfg->video_rotation < 0 || cfg->video_rotation > 270 ||
+        cfg->video_rotation % 90 != 0)
         return MQ_ERR_INVALID_ARGUMENT;
     return MQ_OK;
 }
@@ -163,6 +166,7 @@ static void quiet_ffmpeg_once(void)
 
 static int open_outputs(mq_player *p, const mq_player_config *cfg, int buffer_ms, int queue)
 {
+    mq_video_out_options vopts = {.fit = cfg->video_fit, .rotation = cfg->video_rotation, .poster = cfg->poster};
     int ret = mq_audio_out_create(cfg->audio_out, p->sample_rate, p->channels, buffer_ms, &p->ao);
     if (ret < 0)
         return ret;
@@ -173,7 +177,7 @@ static int open_outputs(mq_player *p, const mq_player_config *cfg, int buffer_ms
         p->buffer_frames = 2 * p->period_frames;
     if ((ret = mq_pcm_ring_create(MQ_PCM_BLOCKS, MQ_PCM_BLOCK_FRAMES, p->channels, &p->pcm)) < 0 ||
         (ret = mq_frame_queue_create(queue, &p->vq)) < 0 ||
-        (ret = mq_video_out_create(cfg->video_out, &p->vo)) < 0)
+        (ret = mq_video_out_create(cfg->video_out, &vopts, &p->vo)) < 0)
         return ret;
     return mq_audio_sync_init(p);
 }
@@ -343,6 +347,19 @@ int mq_player_start(mq_player *p)
         ret = mq_thread_start(&p->monitor_thread, monitor_main, p, "mq-monitor");
     p->monitor_running = p->video_running && ret >= 0;
     return ret;
+}
+
+int mq_player_set_overlay(mq_player *p, int32_t kind, const char *message)
+{
+    if (!p || kind < MQ_OVERLAY_NONE || kind > MQ_OVERLAY_SLATE)
+        return MQ_ERR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&p->lock);
+    p->overlay_req.kind = kind;
+    snprintf(p->overlay_req.message, sizeof p->overlay_req.message, "%s", message ? message : "");
+    pthread_mutex_unlock(&p->lock);
+    atomic_fetch_add(&p->overlay_gen, 1);
+    mq_frame_queue_kick(p->vq);
+    return MQ_OK;
 }
 
 /* ---- status, events ---- */

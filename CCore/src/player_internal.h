@@ -89,6 +89,15 @@ struct mq_player {
     // audio thread only
     mq_audio_sync as;
 
+    // overlay requested by mq_player_set_overlay: written under lock, overlay_gen bumped after
+    mq_vo_overlay overlay_req;
+    _Atomic uint32_t overlay_gen;
+
+    // video thread only
+    uint32_t overlay_seen;       // overlay_gen last copied
+    mq_vo_overlay overlay_want;  // copy of overlay_req
+    double last_present_mono;    // when the last picture was presented, 0 before one
+
     // monitor thread only
     uint32_t seen_underruns, seen_xruns;
     int seen_audio_error;

@@ -9,6 +9,7 @@
 static const mq_video_out_driver *const drivers[] = {
     &mq_video_out_headless,
     &mq_video_out_frames,
+    &mq_video_out_drm,
 };
 
 static const mq_video_out_driver *find_driver(const char *spec, const char **arg)
@@ -22,7 +23,7 @@ static const mq_video_out_driver *find_driver(const char *spec, const char **arg
     return NULL;
 }
 
-int mq_video_out_create(const char *spec, mq_video_out **out)
+int mq_video_out_create(const char *spec, const mq_video_out_options *opts, mq_video_out **out)
 {
     const char *arg = NULL;
     const mq_video_out_driver *drv = find_driver(spec ? spec : "headless", &arg);
@@ -34,6 +35,8 @@ int mq_video_out_create(const char *spec, mq_video_out **out)
     if (!vo)
         return MQ_ERR_NO_MEMORY;
     vo->driver = drv;
+    if (opts)
+        vo->opts = *opts;
     vo->priv = drv->priv_size ? calloc(1, drv->priv_size) : NULL;
     int ret = drv->priv_size && !vo->priv ? MQ_ERR_NO_MEMORY : drv->open(vo, arg);
     if (ret < 0) {

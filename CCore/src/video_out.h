@@ -1,6 +1,7 @@
 #ifndef MQ_VIDEO_OUT_H
 #define MQ_VIDEO_OUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "frame_queue.h"
@@ -14,6 +15,19 @@ typedef struct mq_video_format {
     int pix_fmt; ///< enum AVPixelFormat
 } mq_video_format;
 
+/// How a display output composes pictures (from mq_player_config).
+typedef struct mq_video_out_options {
+    int fit;             ///< mq_fit
+    int rotation;        ///< 0, 90, 180, 270 (clockwise)
+    const char *poster;  ///< image shown before the first picture, NULL none (only read in open)
+} mq_video_out_options;
+
+/// What is drawn over / instead of pictures (mq_overlay + message).
+typedef struct mq_vo_overlay {
+    int kind;
+    char message[128];
+} mq_vo_overlay;
+
 typedef struct mq_video_out_driver {
     const char *name;
     size_t priv_size;
@@ -26,21 +40,33 @@ typedef struct mq_video_out_driver {
     /// Shows `f` now; `wall_time` is the server-corrected Unix time of this presentation.
     int (*present)(mq_video_out *vo, const mq_vframe *f, double wall_time);
     void (*close)(mq_video_out *vo);
+    /// Optional (display outputs). Video thread, every ≤ 50 ms and at once when `vo->overlay`
+    /// changed (`overlay_changed`): redraws what is shown without a new picture (poster, held
+    /// picture + overlay) and checks the display. Returns 1 when the display was lost, came
+    /// back or changed mode (an English line in `what`), 0 otherwise, negative on failure.
+    int (*refresh)(mq_video_out *vo, bool overlay_changed, char *what, size_t what_size);
+    /// Optional. The monotonic time at which a picture presented now would become visible
+    /// (the next vblank a flip can make); NULL or `now` when unknown.
+    double (*next_vblank)(mq_video_out *vo, double now);
 } mq_video_out_driver;
 
 struct mq_video_out {
     // immutable after open
     const mq_video_out_driver *driver;
     void *priv;
+    mq_video_out_options opts;
     // video thread only
-    mq_video_format fmt; // configured format, width 0 before the first picture
+    mq_video_format fmt;   // configured format, width 0 before the first picture
+    mq_vo_overlay overlay; // what present/refresh draw over pictures
 };
 
-/// Chooses a driver by spec: `headless`, `frames:<dir>` (NULL spec: headless).
-int mq_video_out_create(const char *spec, mq_video_out **out);
+/// Chooses a driver by spec: `headless`, `frames:<dir>`, `drm[:<card>[,<connector>[,<WxH>]]]`
+/// (NULL spec: headless). `opts` may be NULL (contain, no rotation, no poster).
+int mq_video_out_create(const char *spec, const mq_video_out_options *opts, mq_video_out **out);
 void mq_video_out_destroy(mq_video_out **vo);
 
 extern const mq_video_out_driver mq_video_out_headless;
 extern const mq_video_out_driver mq_video_out_frames;
+extern const mq_video_out_driver mq_video_out_drm;
 
 #endif

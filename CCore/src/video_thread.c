@@ -1,4 +1,5 @@
 #include <math.h>
+#include <string.h>
 
 #include "mq_err.h"
 #include "player_internal.h"
@@ -52,8 +53,10 @@ static void present_head(mq_player *p, const mq_vframe *head)
     double now = mq_clock_now();
     if (ret >= 0)
         ret = p->vo->driver->present(p->vo, &v, now + atomic_load(&p->wall_offset));
-    if (ret >= 0)
+    if (ret >= 0) {
         after_present(p, &v, now);
+        p->last_present_mono = now;
+    }
     else
         mq_event_queue_push(p->events, MQ_EVENT_ERROR, -1, MQ_ERR_VIDEO_DEVICE, v.pts,
                             "video output failed: %s", mq_err_string(ret));
@@ -61,16 +64,66 @@ static void present_head(mq_player *p, const mq_vframe *head)
     mq_frame_queue_release(p->vq);
 }
 
+/// The overlay the display should show: the one requested, else the buffering band when
+/// pictures stopped coming for a second while playing (the last picture stays under it).
+static mq_vo_overlay wanted_overlay(mq_player *p, double now)
+{
+    uint32_t gen = atomic_load(&p->overlay_gen);
+    if (gen != p->overlay_seen) {
+        pthread_mutex_lock(&p->lock);
+        p->overlay_want = p->overlay_req;
+        pthread_mutex_unlock(&p->lock);
+        p->overlay_seen = gen;
+    }
+    mq_vo_overlay want = p->overlay_want;
+    int state = atomic_load(&p->state);
+    if (want.kind == MQ_OVERLAY_NONE && p->last_present_mono > 0 && now - p->last_present_mono > 1.0 &&
+        (state == MQ_STATE_PLAYING || state == MQ_STATE_BUFFERING))
+        want.kind = MQ_OVERLAY_BUFFERING;
+    return want;
+}
+
+/// Display upkeep between pictures: overlays, poster, hotplug.
+static void refresh_output(mq_player *p, double now)
+{
+    mq_video_out *vo = p->vo;
+    if (!vo->driver->refresh)
+        return;
+    mq_vo_overlay want = wanted_overlay(p, now);
+    bool changed = want.kind != vo->overlay.kind || strcmp(want.message, vo->overlay.message) != 0;
+    vo->overlay = want;
+    char what[200] = "";
+    int ret = vo->driver->refresh(vo, changed, what, sizeof what);
+    if (ret > 0)
+        mq_event_queue_push(p->events, MQ_EVENT_OUTPUT_CHANGED, -1, 0, NAN, "%s", what);
+    else if (ret < 0)
+        mq_event_queue_push(p->events, MQ_EVENT_ERROR, -1, ret, NAN, "video output: %s", mq_err_string(ret));
+}
+
+/// The master clock at the moment a picture presented now becomes visible (next vblank).
+static bool clock_at_display(mq_player *p, double now, double *clock)
+{
+    if (!mq_clock_master(&p->clock, now, clock))
+        return false;
+    if (p->vo->driver->next_vblank) {
+        double lead = p->vo->driver->next_vblank(p->vo, now) - now;
+        if (lead > 0 && lead < 0.1)
+            *clock += lead * mq_clock_rate(&p->clock);
+    }
+    return true;
+}
+
 static void video_step(mq_player *p)
 {
     mq_vframe head, next;
-    int n = mq_frame_queue_peek(p->vq, &head, &next);
     double now = mq_clock_now(), clock;
+    refresh_output(p, now);
+    int n = mq_frame_queue_peek(p->vq, &head, &next);
     if (n == 0) {
         mq_frame_queue_wait(p->vq, now + 0.05, true);
         return;
     }
-    if (!mq_clock_master(&p->clock, now, &clock)) {
+    if (!clock_at_display(p, now, &clock)) {
         mq_frame_queue_wait(p->vq, now + 0.005, false); // no timeline yet
         return;
     }
@@ -84,7 +137,7 @@ static void video_step(mq_player *p)
     }
     double rate = mq_clock_rate(&p->clock);
     double due = rate > 0 ? now + (head.pts - clock) / rate : now + 0.1;
-    mq_frame_queue_wait(p->vq, fmin(due, now + 0.1), false);
+    mq_frame_queue_wait(p->vq, fmin(due, now + 0.05), false);
 }
 
 void *mq_video_thread_main(void *arg)

@@ -72,7 +72,9 @@ public final class Player: Sendable {
         do throws(PlayerError) {
             let core: CoreHandle
             do {
-                core = try CoreHandle(audio: options.audioOutput.spec, video: options.videoOutput.spec)
+                core = try CoreHandle(
+                    audio: options.audioOutput.spec, video: options.videoOutput.spec, fit: options.fit.rawValue,
+                    rotation: options.rotation, poster: options.poster)
             } catch {
                 throw PlayerError(error.isUnsupported || error.isInvalidArgument ? .invalidOptions : .output, error.message, coreCode: error.code)
             }

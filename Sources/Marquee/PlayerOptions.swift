@@ -26,7 +26,7 @@ public struct AudioOutput: Sendable, Hashable, CustomStringConvertible {
     public var description: String { spec }
 }
 
-/// Where video goes (`headless`, `frames:<dir>`).
+/// Where video goes (`headless`, `frames:<dir>`, `drm[:<card>[,<connector>]]`).
 public struct VideoOutput: Sendable, Hashable, CustomStringConvertible {
     public let spec: String
 
@@ -36,15 +36,56 @@ public struct VideoOutput: Sendable, Hashable, CustomStringConvertible {
     /// server wall time, pts, picture md5, width and height.
     public static func frames(_ directory: String) -> VideoOutput { VideoOutput(unchecked: "frames:\(directory)") }
 
-    /// Parses `headless`, `frames:<dir>`.
+    /// A screen driven through DRM/KMS: `card` is `0`, `card1` or a path (default: the first
+    /// card with a display), `connector` a name such as `HDMI-A-1` (default: the first connected).
+    public static func drm(card: String? = nil, connector: String? = nil) -> VideoOutput {
+        switch (card, connector) {
+        case (nil, nil): VideoOutput(unchecked: "drm")
+        case (let card?, nil): VideoOutput(unchecked: "drm:\(card)")
+        case (let card, let connector?): VideoOutput(unchecked: "drm:\(card ?? "0"),\(connector)")
+        }
+    }
+
+    /// Parses `headless`, `frames:<dir>`, `drm[:<card>[,<connector>[,<WxH>]]]`.
     public init?(spec: String) {
-        guard spec == "headless" || (spec.hasPrefix("frames:") && spec.count > 7) else { return nil }
+        guard spec == "headless" || (spec.hasPrefix("frames:") && spec.count > 7) || spec == "drm" || spec.hasPrefix("drm:") else {
+            return nil
+        }
         self.spec = spec
     }
 
     private init(unchecked: String) { self.spec = unchecked }
 
     public var description: String { spec }
+}
+
+/// How a picture fits the screen of a display output. The C spelling is `mq_fit`.
+public struct VideoFit: Sendable, Hashable, CustomStringConvertible {
+    /// The `mq_fit` value.
+    public let rawValue: Int32
+    private init(_ rawValue: Int32) { self.rawValue = rawValue }
+
+    /// The whole picture, aspect kept, black bars (`MQ_FIT_CONTAIN`).
+    public static let contain = VideoFit(0)
+    /// The whole screen, aspect kept, the overflow cropped (`MQ_FIT_COVER`).
+    public static let cover = VideoFit(1)
+    /// Stretched to the screen (`MQ_FIT_FILL`).
+    public static let fill = VideoFit(2)
+    /// As contain, but never enlarged (`MQ_FIT_SCALEDOWN`).
+    public static let scaleDown = VideoFit(3)
+
+    /// Parses `contain`, `cover`, `fill`, `scaledown`.
+    public init?(name: String) {
+        switch name.lowercased() {
+        case "contain": self = .contain
+        case "cover": self = .cover
+        case "fill": self = .fill
+        case "scaledown", "scale-down": self = .scaleDown
+        default: return nil
+        }
+    }
+
+    public var description: String { ["contain", "cover", "fill", "scaledown"][Int(rawValue)] }
 }
 
 /// Everything a ``Player`` is created with. Defaults follow DESIGN.md §7.
@@ -60,11 +101,21 @@ public struct PlayerOptions: Sendable {
     public var videoOutput: VideoOutput
     /// Headers sent with every request (tokens, cookies).
     public var httpHeaders: [String: String]
+    /// Display outputs: how pictures fit the screen. Default contain.
+    public var fit: VideoFit
+    /// Display outputs: clockwise rotation in degrees (0, 90, 180, 270).
+    public var rotation: Int
+    /// Display outputs: a PNG or JPEG path shown until the first picture (nil: black).
+    public var poster: String?
 
     public init(
         sources: [URL], autoplay: Bool = false, muted: Bool = false, targetLatency: Double = 3,
-        audioOutput: AudioOutput = .null, videoOutput: VideoOutput = .headless, httpHeaders: [String: String] = [:]
+        audioOutput: AudioOutput = .null, videoOutput: VideoOutput = .headless, httpHeaders: [String: String] = [:],
+        fit: VideoFit = .contain, rotation: Int = 0, poster: String? = nil
     ) {
+        self.fit = fit
+        self.rotation = rotation
+        self.poster = poster
         self.sources = sources
         self.autoplay = autoplay
         self.muted = muted
@@ -81,6 +132,9 @@ public struct PlayerOptions: Sendable {
         }
         guard targetLatency.isFinite, targetLatency >= 0, targetLatency <= 300 else {
             throw PlayerError(.invalidOptions, "targetLatency \(targetLatency) s is outside 0…300")
+        }
+        guard [0, 90, 180, 270].contains(rotation) else {
+            throw PlayerError(.invalidOptions, "rotation \(rotation) is not 0, 90, 180 or 270")
         }
         return self
     }

@@ -66,17 +66,27 @@ package struct CoreEvent: Sendable {
 package final class CoreHandle: Sendable {
     private let player: Mutex<OpaquePointer?>
 
-    /// Opens the outputs. `audio`: `alsa[:pcm]`, `wav:<path>`, `null`; `video`: `headless`, `frames:<dir>`.
-    package init(audio: String, video: String, sampleRate: Int = 48_000, channels: Int = 2) throws(CoreError) {
+    /// Opens the outputs. `audio`: `alsa[:pcm]`, `wav:<path>`, `null`; `video`: `headless`,
+    /// `frames:<dir>`, `drm[:<card>[,<connector>[,<WxH>]]]`. Display outputs only: `fit` (`mq_fit`),
+    /// `rotation` (degrees clockwise), `poster` (PNG/JPEG shown until the first picture).
+    package init(
+        audio: String, video: String, sampleRate: Int = 48_000, channels: Int = 2, fit: Int32 = 0, rotation: Int = 0,
+        poster: String? = nil
+    ) throws(CoreError) {
         var created: OpaquePointer?
         let rc: Int32 = audio.withCString { a in
             video.withCString { v in
-                var cfg = mq_player_config()
-                cfg.audio_out = a
-                cfg.video_out = v
-                cfg.sample_rate = Int32(sampleRate)
-                cfg.channels = Int32(channels)
-                return mq_player_create(&cfg, &created)
+                withOptionalCString(poster) { posterPath in
+                    var cfg = mq_player_config()
+                    cfg.audio_out = a
+                    cfg.video_out = v
+                    cfg.sample_rate = Int32(sampleRate)
+                    cfg.channels = Int32(channels)
+                    cfg.video_fit = fit
+                    cfg.video_rotation = Int32(rotation)
+                    cfg.poster = posterPath
+                    return mq_player_create(&cfg, &created)
+                }
             }
         }
         guard rc >= 0, let created else { throw CoreError(code: rc) }
@@ -129,6 +139,26 @@ package final class CoreHandle: Sendable {
     /// Presentation time due at monotonic `t` = `mediaAnchor + (t − monoAnchor) × rate`.
     package func setTimeline(monoAnchor: Double, mediaAnchor: Double, rate: Double = 1) throws(CoreError) {
         try call { mq_player_set_timeline($0, monoAnchor, mediaAnchor, rate) }
+    }
+
+    /// What a display shows over the pictures (`mq_player_set_overlay`).
+    package enum Overlay: Sendable {
+        /// Pictures only (`MQ_OVERLAY_NONE`).
+        case none
+        /// A band at the bottom over the held picture (`MQ_OVERLAY_BUFFERING`); nil message: "BUFFERING".
+        case buffering(String?)
+        /// A full-screen slate (`MQ_OVERLAY_SLATE`); nil message: "RECONNECTING...".
+        case slate(String?)
+    }
+
+    package func setOverlay(_ overlay: Overlay) throws(CoreError) {
+        let (kind, message): (Int32, String?) =
+            switch overlay {
+            case .none: (Int32(MQ_OVERLAY_NONE.rawValue), nil)
+            case .buffering(let m): (Int32(MQ_OVERLAY_BUFFERING.rawValue), m)
+            case .slate(let m): (Int32(MQ_OVERLAY_SLATE.rawValue), m)
+            }
+        try call { p in withOptionalCString(message) { mq_player_set_overlay(p, kind, $0) } }
     }
 
     package func start() throws(CoreError) {
@@ -186,4 +216,9 @@ package final class CoreHandle: Sendable {
 
     /// `mq_clock_now()`: CLOCK_MONOTONIC seconds.
     package static func now() -> Double { mq_clock_now() }
+}
+
+private func withOptionalCString<R>(_ s: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
+    guard let s else { return body(nil) }
+    return s.withCString { body($0) }
 }

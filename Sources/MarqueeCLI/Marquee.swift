@@ -16,8 +16,17 @@ struct OutputOptions: ParsableArguments {
     @Option(name: .long, help: "Audio output: alsa[:<pcm>], wav:<path>, null (default: alsa when a sound card exists, else null).")
     var audio: String?
 
-    @Option(name: .long, help: "Video output: headless, frames:<dir> (default: headless).")
+    @Option(name: .long, help: "Video output: headless, frames:<dir>, drm[:<card>[,<connector>[,<WxH>]]] (default: headless).")
     var video: String = "headless"
+
+    @Option(name: .long, help: "Display fit: contain, cover, fill, scaledown.")
+    var fit: String = "contain"
+
+    @Option(name: .long, help: "Display rotation in degrees clockwise: 0, 90, 180, 270.")
+    var rotation: Int = 0
+
+    @Option(name: .long, help: "PNG or JPEG shown on the display until the first frame.")
+    var poster: String?
 
     @Option(name: .long, help: "Seconds behind live to present at.")
     var targetLatency: Double = 3

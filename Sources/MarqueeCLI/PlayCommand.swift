@@ -40,10 +40,14 @@ struct PlaybackRunner {
             return fail("--audio \(output.audio ?? ""): expected alsa[:<pcm>], wav:<path> or null")
         }
         guard let video = VideoOutput(spec: output.video) else {
-            return fail("--video \(output.video): expected headless or frames:<dir>")
+            return fail("--video \(output.video): expected headless, frames:<dir> or drm[:<card>[,<connector>]]")
+        }
+        guard let fit = VideoFit(name: output.fit) else {
+            return fail("--fit \(output.fit): expected contain, cover, fill or scaledown")
         }
         let options = PlayerOptions(
-            sources: sources, autoplay: true, targetLatency: output.targetLatency, audioOutput: audio, videoOutput: video)
+            sources: sources, autoplay: true, targetLatency: output.targetLatency, audioOutput: audio, videoOutput: video,
+            fit: fit, rotation: output.rotation, poster: output.poster)
         let player: Player
         do {
             player = try Player(options: options, logger: logger)

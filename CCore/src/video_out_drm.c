@@ -1,0 +1,189 @@
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "drm_setup.h"
+#include "log.h"
+#include "mq_err.h"
+#include "mq_player.h"
+#include "video_out.h"
+#include "video_render.h"
+
+/// `drm[:<card>[,<connector>[,<WxH>]]]`: a screen driven through DRM/KMS dumb buffers.
+/// Every picture is converted and fitted with libswscale into XRGB8888 (fit rectangle cached
+/// per size change), rotated in software (0/90/180/270), and shown by a page flip. Before the
+/// first picture the poster (or black) is shown; the last picture is held under overlays and
+/// redrawn after the display comes back. The connector is checked 4 times a second
+/// (drmModeGetConnectorCurrent: no probe) for unplug / replug / a new preferred mode.
+
+#define CHECK_PERIOD 0.25
+
+typedef struct drm_priv {
+    // video thread only (the controlling thread during open)
+    mq_drm drm;
+    mq_scaler video, still; // still: the poster
+    AVFrame *poster;        // decoded poster, NULL if none
+    AVFrame *held;          // reference to the last picture shown, NULL before one
+    double next_check;      // monotonic time of the next connector check
+} drm_priv;
+
+static mq_canvas canvas_of(const mq_drm *d, int i)
+{
+    return (mq_canvas){d->fb[i].map, (int)d->fb[i].pitch, d->width, d->height};
+}
+
+/// Draws what should be on screen now into buffer `i`: the held picture (else the poster,
+/// else black) unless a slate hides it, then the overlay.
+static int compose(mq_video_out *vo, int i)
+{
+    drm_priv *p = vo->priv;
+    mq_canvas c = canvas_of(&p->drm, i);
+    int ret = MQ_OK;
+    if (vo->overlay.kind == MQ_OVERLAY_SLATE)
+        mq_overlay_draw_slate(&c, vo->overlay.message);
+    else if (p->held)
+        ret = mq_scaler_draw(&p->video, p->held, vo->opts.fit, vo->opts.rotation, &c);
+    else if (p->poster)
+        ret = mq_scaler_draw(&p->still, p->poster, MQ_FIT_CONTAIN, vo->opts.rotation, &c);
+    else
+        mq_canvas_fill(&c, (mq_rect){0, 0, c.width, c.height}, 0);
+    if (ret >= 0 && vo->overlay.kind == MQ_OVERLAY_BUFFERING)
+        mq_overlay_draw_buffering(&c, vo->overlay.message);
+    return ret;
+}
+
+static int redraw(mq_video_out *vo)
+{
+    drm_priv *p = vo->priv;
+    if (!p->drm.connected)
+        return MQ_OK;
+    int i = mq_drm_back(&p->drm);
+    int ret = compose(vo, i);
+    return ret < 0 ? ret : mq_drm_show(&p->drm, i);
+}
+
+static int parse_spec(const char *arg, char *card, char *conn, char *mode, size_t size)
+{
+    card[0] = conn[0] = mode[0] = '\0';
+    if (!arg)
+        return MQ_OK;
+    char buf[256];
+    if (snprintf(buf, sizeof buf, "%s", arg) >= (int)sizeof buf)
+        return MQ_ERR_INVALID_ARGUMENT;
+    char *fields[3] = {card, conn, mode}, *save = NULL, *tok = buf;
+    for (int n = 0; n < 3; n++, tok = NULL) {
+        char *f = strtok_r(tok, ",", &save);
+        if (!f)
+            break;
+        snprintf(fields[n], size, "%s", f);
+    }
+    return strtok_r(NULL, ",", &save) ? MQ_ERR_INVALID_ARGUMENT : MQ_OK;
+}
+
+static int drm_open(mq_video_out *vo, const char *arg)
+{
+    drm_priv *p = vo->priv;
+    p->drm.fd = -1; // close is safe from here on
+    int rot = vo->opts.rotation;
+    if (vo->opts.fit < MQ_FIT_CONTAIN || vo->opts.fit > MQ_FIT_SCALEDOWN ||
+        (rot != 0 && rot != 90 && rot != 180 && rot != 270))
+        return MQ_ERR_INVALID_ARGUMENT;
+    char card[64], conn[64], mode[64];
+    int ret = parse_spec(arg, card, conn, mode, sizeof card);
+    if (ret >= 0)
+        ret = mq_drm_open(&p->drm, card[0] ? card : NULL, conn[0] ? conn : NULL, mode[0] ? mode : NULL);
+    if (ret >= 0 && vo->opts.poster && *vo->opts.poster)
+        ret = mq_image_load(vo->opts.poster, &p->poster);
+    if (ret >= 0)
+        ret = redraw(vo); // poster or black: never the console
+    p->next_check = mq_clock_now() + CHECK_PERIOD;
+    return ret;
+}
+
+static int drm_configure(mq_video_out *vo, const mq_video_format *fmt, mq_video_format *accepted)
+{
+    (void)vo;
+    *accepted = *fmt; // any format: swscale converts
+    return MQ_OK;
+}
+
+static int drm_present(mq_video_out *vo, const mq_vframe *f, double wall_time)
+{
+    (void)wall_time;
+    drm_priv *p = vo->priv;
+    av_frame_free(&p->held);
+    p->held = av_frame_clone(f->frame); // a reference, kept for overlays and replug
+    if (!p->held)
+        return MQ_ERR_NO_MEMORY;
+    if (vo->overlay.kind == MQ_OVERLAY_SLATE && p->drm.front >= 0)
+        return MQ_OK; // the slate stays; the picture is held for when it goes
+    return redraw(vo); // not connected: consumed on the clock, nothing shown
+}
+
+static int reconnect(mq_video_out *vo, bool connected, char *what, size_t size)
+{
+    drm_priv *p = vo->priv;
+    mq_drm *d = &p->drm;
+    if (!connected) {
+        mq_drm_teardown(d); // removing the scanned-out buffers switches the CRTC off
+        d->connected = false;
+        snprintf(what, size, "display %s disconnected", d->conn_name);
+        return 1;
+    }
+    int ret = mq_drm_setup(d);
+    if (ret >= 0 && d->connected)
+        ret = redraw(vo);
+    if (ret < 0)
+        return ret;
+    snprintf(what, size, "display %s %s %dx%d@%u", d->conn_name, d->connected ? "connected" : "lost",
+             d->width, d->height, d->mode.vrefresh);
+    return 1;
+}
+
+static int drm_refresh(mq_video_out *vo, bool overlay_changed, char *what, size_t size)
+{
+    drm_priv *p = vo->priv;
+    double now = mq_clock_now();
+    if (now >= p->next_check) {
+        p->next_check = now + CHECK_PERIOD;
+        bool connected;
+        if (mq_drm_check(&p->drm, &connected) > 0)
+            return reconnect(vo, connected, what, size);
+    }
+    if (overlay_changed)
+        return redraw(vo) < 0 ? MQ_ERR_VIDEO_DEVICE : 0;
+    if (p->drm.pending >= 0)
+        mq_drm_wait_flip(&p->drm, 0); // collect a completed flip event
+    return 0;
+}
+
+static double drm_next_vblank(mq_video_out *vo, double now)
+{
+    drm_priv *p = vo->priv;
+    double last = p->drm.last_vblank, period = mq_drm_period(&p->drm);
+    if (last <= 0 || now - last > 1)
+        return now;
+    double next = last + ceil((now - last) / period) * period;
+    return p->drm.pending >= 0 ? next + period : next; // a queued flip takes the next one
+}
+
+static void drm_close(mq_video_out *vo)
+{
+    drm_priv *p = vo->priv;
+    mq_drm_close(&p->drm); // restores the console's CRTC
+    mq_scaler_uninit(&p->video);
+    mq_scaler_uninit(&p->still);
+    av_frame_free(&p->poster);
+    av_frame_free(&p->held);
+}
+
+const mq_video_out_driver mq_video_out_drm = {
+    .name = "drm",
+    .priv_size = sizeof(drm_priv),
+    .open = drm_open,
+    .configure = drm_configure,
+    .present = drm_present,
+    .close = drm_close,
+    .refresh = drm_refresh,
+    .next_vblank = drm_next_vblank,
+};
