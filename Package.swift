@@ -89,6 +89,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "CCoreTests", dependencies: ["CCore", "TestSupport"]),
         .testTarget(name: "MarqueeStreamingTests", dependencies: ["MarqueeStreaming"]),
+        .testTarget(name: "MarqueeOriginTests", dependencies: ["MarqueeOrigin", "MarqueeStreaming", .product(name: "AsyncHTTPClient", package: "async-http-client")]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [

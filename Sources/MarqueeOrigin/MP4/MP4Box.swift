@@ -22,7 +22,8 @@ struct FourCC: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringL
     }
 
     var description: String {
-        String(decoding: (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * $0)) }, as: UTF8.self)
+        let bytes = (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * $0)) }
+        return String(decoding: bytes.map { $0 >= 0x20 && $0 < 0x7F ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
     }
 
     static let moov: FourCC = "moov", trak: FourCC = "trak", tkhd: FourCC = "tkhd", mdia: FourCC = "mdia"

@@ -1,0 +1,205 @@
+import Foundation
+import MarqueeStreaming
+import Testing
+@testable import MarqueeOrigin
+
+@Suite("Live origin over loopback")
+struct OriginTests {
+    @Test("the three default assets index")
+    func assetsIndex() async throws {
+        let origin = try await SharedOrigin.shared.get()
+        #expect(origin.assetNames.contains("generated"))
+        let expected: [String: (loop: Double, segments: [String: Int])] = [
+            "generated": (32, ["0": 16, "1": 16]),
+            "testpic_2s": (8, ["V300": 4, "A48": 4]),
+            "wave": (8, ["video25fps": 4, "aac": 5]),
+        ]
+        for (name, want) in expected {
+            guard let directory = OriginConfiguration.defaultAssets(repoRoot: repoRoot)[name] else { continue }
+            let asset = try AssetLoader(name: name, directory: directory).load()
+            #expect(asset.loopDuration == want.loop, "\(name)")
+            let counts = Dictionary(uniqueKeysWithValues: asset.adaptationSets.flatMap(\.representations).map { ($0.id, $0.segments.count) })
+            #expect(counts == want.segments, "\(name)")
+            #expect(asset.adaptationSets.map(\.kind) == [.video, .audio], "\(name)")
+        }
+    }
+
+    @Test("the live MPD parses as dynamic with the right AST and template")
+    func liveManifest() async throws {
+        let origin = try await SharedOrigin.shared.get()
+        let fetched = try await fetch(origin.manifestURL(asset: "generated", options: ["ast_1700000000", "snr_5", "ltgt_3500", "spd_4"]))
+        #expect(fetched.status == 200)
+        #expect(fetched.headers["Content-Type"].first == "application/dash+xml")
+        #expect(fetched.headers["Date"].first != nil)
+        let mpd = try MPDParser().parse(Data(fetched.body))
+        #expect(mpd.type == .dynamic)
+        #expect(mpd.availabilityStartTime == Date(timeIntervalSince1970: 1_700_000_000))
+        #expect(mpd.timeShiftBufferDepth == 60)
+        #expect(mpd.minimumUpdatePeriod == nil)
+        #expect(mpd.suggestedPresentationDelay == 4)
+        #expect(mpd.maxSegmentDuration != nil)
+        #expect(mpd.serviceDescription?.latencyTarget == 3500)
+        #expect(mpd.periods.count == 1 && mpd.periods[0].start == 0)
+        let port = origin.baseURL.port ?? 0
+        #expect(mpd.utcTimings.map(\.value) == ["http://127.0.0.1:\(port)/time/xsdate", "http://127.0.0.1:\(port)/time/iso"])
+        let sets = mpd.periods[0].adaptationSets
+        #expect(sets.count == 2)
+        let video = try #require(sets.first?.representations.first)
+        #expect(video.kind == .video && video.width == 1280 && video.height == 720 && video.codecs?.hasPrefix("avc1") == true)
+        let template = try #require(video.segmentTemplate)
+        #expect(template.timescale == 15360 && template.duration == 30720 && template.startNumber == 5)
+        #expect(template.presentationTimeOffset == 0 && template.timeline == nil)
+        #expect(template.media == "$RepresentationID$/$Number$.m4s")
+        let audio = try #require(sets.last?.representations.first)
+        #expect(audio.kind == .audio && audio.audioSamplingRate == 48000)
+        #expect(audio.audioChannelConfigurations.first?.value == "2")
+        #expect(audio.segmentTemplate?.timescale == 48000 && audio.segmentTemplate?.duration == 96000)
+
+        let testpic = try MPDParser().parse(Data(try await fetch(origin.manifestURL(asset: "testpic_2s")).body))
+        #expect(testpic.periods[0].adaptationSets.map { $0.roles.first?.value } == ["main", "main"])
+        #expect(testpic.periods[0].adaptationSets.flatMap(\.representations).map(\.id) == ["V300", "A48"])
+    }
+
+    @Test("now's segment is served, a future one is 404, one older than tsbd is 410")
+    func availability() async throws {
+        let origin = try await SharedOrigin.shared.get()
+        let base = origin.manifestURL(asset: "generated").deletingLastPathComponent()
+        let t = now()
+        let current = UInt64(t / 2) - 1                 // complete: ends at ≤ now
+        #expect(try await fetch(base.appendingPathComponent("0/\(current).m4s")).status == 200)
+        #expect(try await fetch(base.appendingPathComponent("0/\(current + 3).m4s")).status == 404)
+        #expect(try await fetch(base.appendingPathComponent("1/\(UInt64((t - 60) / 2) - 2).m4s")).status == 410)
+        #expect(try await fetch(base.appendingPathComponent("0/init.mp4")).status == 200)
+        #expect(try await fetch(base.appendingPathComponent("9/init.mp4")).status == 404)
+        #expect(try await fetch(base.appendingPathComponent("0/t123.m4s")).status == 404)
+        // ato_ makes segments available that much earlier.
+        let early = origin.manifestURL(asset: "generated", options: ["ato_7"]).deletingLastPathComponent()
+        #expect(try await fetch(early.appendingPathComponent("0/\(UInt64(now() / 2) + 2).m4s")).status == 200)
+    }
+
+    @Test("the served segment's tfdt is the live media time and ffprobe decodes it there")
+    func servedTimestamps() async throws {
+        let origin = try await SharedOrigin.shared.get()
+        let base = origin.manifestURL(asset: "generated").deletingLastPathComponent()
+        let number = UInt64(now() / 2) - 2
+        for (rep, timescale, frames) in [("0", UInt64(15360), 60), ("1", UInt64(48000), -1)] {
+            let initSegment = try await fetch(base.appendingPathComponent("\(rep)/init.mp4")).body
+            let segment = try await fetch(base.appendingPathComponent("\(rep)/\(number).m4s"))
+            #expect(segment.status == 200)
+            // Segment i: loop i/16, VOD segment i%16; the VOD offsets of this asset are k·2 s for video.
+            let asset = try AssetLoader(name: "generated", directory: "\(repoRoot)/assets/generated").load()
+            let looped = try #require(asset.representation(id: rep))
+            let expected = number / 16 * 32 * timescale + looped.segments[Int(number % 16)].offset
+            let tfdt = try firstDecodeTime(segment.body)
+            #expect(tfdt.value == expected)
+            let pts = try decodedFramePTS(initSegment, segment.body, stream: rep == "0" ? "v" : "a")
+            if frames > 0 { #expect(pts.count == frames) } else { #expect(pts.count >= 91) }
+            #expect(pts.min() == Int64(expected), "rep \(rep)")
+        }
+    }
+
+    @Test("the $Time$ variant's timeline ends at the live edge and its URLs resolve")
+    func segmentTimeline() async throws {
+        let origin = try await SharedOrigin.shared.get()
+        for asset in ["wave", "generated", "testpic_2s"] where origin.assetNames.contains(asset) {
+            let url = origin.manifestURL(asset: asset, options: ["segtimeline_1", "tsbd_20"])
+            let mpd = try MPDParser().parse(Data(try await fetch(url).body))
+            let t = now()
+            #expect(mpd.minimumUpdatePeriod == 2)
+            for rep in mpd.periods[0].adaptationSets.flatMap(\.representations) {
+                let template = try #require(rep.segmentTemplate)
+                #expect(template.media == "$RepresentationID$/t$Time$.m4s")
+                var times: [(UInt64, UInt64)] = []
+                var next: UInt64 = 0
+                for s in try #require(template.timeline) {
+                    var start = s.t ?? next
+                    for _ in 0...max(0, s.r) {
+                        times.append((start, s.d))
+                        start += s.d
+                    }
+                    next = start
+                }
+                let last = try #require(times.last)
+                let edge = Double(last.0 + last.1) / Double(template.timescale)
+                #expect(edge <= t + 0.5 && edge > t - 2.5, "\(asset)/\(rep.id): edge \(edge) vs now \(t)")
+                let first = try #require(times.first)
+                #expect(Double(first.0 + first.1) / Double(template.timescale) > t - 21)
+                for (time, _) in [first, last] {
+                    let path = SegmentTemplateExpander.expand(template.media!, representationID: rep.id, bandwidth: rep.bandwidth, number: nil, time: time)
+                    let segment = try await fetch(url.deletingLastPathComponent().appendingPathComponent(path))
+                    #expect(segment.status == 200, "\(asset) \(path)")
+                    #expect(try firstDecodeTime(segment.body).value == time)
+                }
+            }
+        }
+    }
+
+    @Test("a tfdt v0 → v1 rewrite (chunked WAVE video, testpic) keeps every frame decodable")
+    func versionUpgrade() async throws {
+        let origin = try await SharedOrigin.shared.get()
+        for (asset, rep, frames, vod) in [("wave", "video25fps", 50, "video25fps/25600.m4s"), ("testpic_2s", "A48", 94, "A48/2.m4s")]
+        where origin.assetNames.contains(asset) {
+            let directory = try #require(OriginConfiguration.defaultAssets(repoRoot: repoRoot)[asset])
+            let original = [UInt8](try Data(contentsOf: URL(fileURLWithPath: "\(directory)/\(vod)")))
+            #expect(try firstDecodeTime(original).version == 0)
+            let base = origin.manifestURL(asset: asset).deletingLastPathComponent()
+            let count: UInt64 = asset == "wave" ? 4 : 4
+            var number = UInt64(now() / 2) - 3
+            while number % count != 1 { number -= 1 }   // the live segment that plays `vod`
+            let served = try await fetch(base.appendingPathComponent("\(rep)/\(number).m4s")).body
+            let moofs = try MP4Reader(bytes: served, name: "served").boxes(in: 0..<served.count).filter { $0.type == .moof }.count
+            #expect(served.count == original.count + 4 * moofs)
+            #expect(try firstDecodeTime(served).version == 1)
+            let initSegment = try await fetch(base.appendingPathComponent("\(rep)/init.mp4")).body
+            let pts = try decodedFramePTS(initSegment, served, stream: asset == "wave" ? "v" : "a")
+            #expect(pts.count == frames, "\(asset)")
+            #expect(pts.first.map(UInt64.init) == (try firstDecodeTime(served).value))
+        }
+    }
+
+    @Test("timeoffset_ shifts the time endpoints, the Date header and the UTCTiming URLs")
+    func timeOffset() async throws {
+        let origin = try await SharedOrigin.shared.get()
+        let plain = try await fetch(origin.baseURL.appendingPathComponent("time/ms"))
+        let shifted = try await fetch(origin.baseURL.appendingPathComponent("time/timeoffset_100/ms"))
+        let a = try #require(Double(plain.text)), b = try #require(Double(shifted.text))
+        #expect(abs((b - a) - 100_000) < 1000)
+        #expect(abs(a / 1000 - now()) < 2)
+        let query = try await fetch(URL(string: origin.baseURL.absoluteString + "/time?ms")!)
+        #expect(abs((Double(query.text) ?? 0) / 1000 - now()) < 2)
+        let xs = try await fetch(origin.baseURL.appendingPathComponent("time/timeoffset_-3600/xsdate"))
+        let date = try #require(XSDateTime.date(xs.text))
+        #expect(abs(date.timeIntervalSince1970 - (now() - 3600)) < 2)
+        #expect(xs.text.contains("."))
+        let head = try await fetch(origin.baseURL.appendingPathComponent("time/timeoffset_-3600/head"), method: .HEAD)
+        #expect(head.status == 200)
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        let headDate = try #require(formatter.date(from: head.headers["Date"].first ?? ""))
+        #expect(abs(headDate.timeIntervalSince1970 - (now() - 3600)) < 3)
+        let mpd = try MPDParser().parse(Data(try await fetch(origin.manifestURL(asset: "generated", options: ["timeoffset_100"])).body))
+        #expect(mpd.utcTimings.first?.value.hasSuffix("/time/timeoffset_100/xsdate") == true)
+    }
+
+    @Test("an unknown or bad option is a 400 that says why")
+    func badOptions() async throws {
+        let origin = try await SharedOrigin.shared.get()
+        let unknown = try await fetch(origin.manifestURL(asset: "generated", options: ["foo_1"]))
+        #expect(unknown.status == 400)
+        #expect(unknown.text.contains("foo_1"))
+        let bad = try await fetch(origin.manifestURL(asset: "generated", options: ["tsbd_x"]))
+        #expect(bad.status == 400 && bad.text.contains("tsbd_"))
+        #expect(try await fetch(origin.manifestURL(asset: "nope")).status == 404)
+        #expect(try await fetch(origin.manifestURL(asset: "generated", mpdName: "other.mpd")).status == 404)
+    }
+
+    @Test("/static serves the configured directory")
+    func staticFiles() async throws {
+        let origin = try await SharedOrigin.shared.get()
+        let fetched = try await fetch(origin.baseURL.appendingPathComponent("static/hello.txt"))
+        #expect(fetched.status == 200 && fetched.text == "hello static\n")
+        #expect(try await fetch(URL(string: origin.baseURL.absoluteString + "/static/../Package.swift")!).status == 404)
+    }
+}

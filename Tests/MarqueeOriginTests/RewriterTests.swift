@@ -1,0 +1,95 @@
+import Foundation
+import Testing
+@testable import MarqueeOrigin
+
+@Suite("MP4 box walker and tfdt rewriter")
+struct RewriterTests {
+    /// A moof with one traf (tfhd default-base-is-moof, tfdt v0, trun with data_offset) + mdat.
+    static func fragment(tfdt: UInt32, payload: [UInt8] = [1, 2, 3, 4]) -> [UInt8] {
+        var tfhdFull: [UInt8] = []; tfhdFull.appendU32(20); tfhdFull.appendU32(FourCC.tfhd.value); tfhdFull.appendU32(0x02_0008)
+        tfhdFull.appendU32(1); tfhdFull.appendU32(512)     // track 1, default duration 512
+        var tfdtBox: [UInt8] = []; tfdtBox.appendU32(16); tfdtBox.appendU32(FourCC.tfdt.value); tfdtBox.appendU32(0); tfdtBox.appendU32(tfdt)
+        var trun: [UInt8] = []; trun.appendU32(20); trun.appendU32(FourCC.trun.value); trun.appendU32(0x01); trun.appendU32(2)
+        let trafSize = 8 + tfhdFull.count + tfdtBox.count + trun.count + 4   // + data_offset
+        let moofSize = 8 + trafSize
+        trun.appendU32(UInt32(moofSize + 8))                // data_offset: start of mdat payload
+        var traf: [UInt8] = []; traf.appendU32(UInt32(trafSize)); traf.appendU32(FourCC.traf.value)
+        traf += tfhdFull + tfdtBox + trun
+        var out: [UInt8] = []; out.appendU32(UInt32(moofSize)); out.appendU32(FourCC.moof.value); out += traf
+        out.appendU32(UInt32(8 + payload.count)); out.appendU32(FourCC.mdat.value); out += payload
+        return out
+    }
+
+    let rewriter = DecodeTimeRewriter(trackID: 1, trackTimescale: 1000)
+    let track = InitSegmentInfo(trackID: 1, timescale: 1000, defaultSampleDuration: nil)
+
+    @Test("a small shift keeps tfdt v0 and the size")
+    func smallShift() throws {
+        let input = Self.fragment(tfdt: 1000) + Self.fragment(tfdt: 2024)
+        let output = try rewriter.rewrite(input, delta: 500, name: "t")
+        #expect(output.count == input.count)
+        let reader = MP4Reader(bytes: output, name: "t")
+        let tfdts = try reader.find([.moof, .traf, .tfdt]).map { try MediaSegmentTiming.decodeTime(reader, $0) }
+        #expect(tfdts == [1500, 2524])
+        #expect(try MediaSegmentTiming.parse(reader, track: track).duration == 2048)
+    }
+
+    @Test("a shift past 32 bits makes tfdt v1 and fixes moof/traf sizes and data_offset, per moof")
+    func growth() throws {
+        let input = Self.fragment(tfdt: 0, payload: [9, 8, 7]) + Self.fragment(tfdt: 1024, payload: [6, 5])
+        let delta = Int64(1) << 40
+        let output = try rewriter.rewrite(input, delta: delta, name: "t")
+        #expect(output.count == input.count + 8)
+        let reader = MP4Reader(bytes: output, name: "t")
+        let tfdts = try reader.find([.moof, .traf, .tfdt])
+        #expect(try tfdts.map { try MediaSegmentTiming.decodeTime(reader, $0) } == [UInt64(delta), UInt64(delta) + 1024])
+        #expect(try tfdts.map { try reader.fullBoxHeader($0).version } == [1, 1])
+        // data_offset still points at each mdat's payload.
+        let top = try reader.boxes(in: 0..<output.count)
+        for (moof, mdat, first) in [(top[0], top[1], UInt8(9)), (top[2], top[3], UInt8(6))] {
+            let trun = try #require(try reader.find([.moof, .traf, .trun]).first { $0.start > moof.start && $0.start < moof.end })
+            let offset = Int(try reader.u32(trun.contentStart + 8))
+            #expect(moof.start + offset == mdat.contentStart)
+            #expect(output[moof.start + offset] == first)
+        }
+    }
+
+    @Test("malformed boxes are typed errors, never crashes")
+    func malformed() {
+        let good = Self.fragment(tfdt: 0)
+        for cut in [3, 9, 30, 50, good.count - 3] {
+            let truncated = Array(good.prefix(cut))
+            #expect(throws: OriginError.self) { _ = try rewriter.rewrite(truncated, delta: 1 << 40, name: "cut") }
+            #expect(throws: OriginError.self) { _ = try MediaSegmentTiming.parse(MP4Reader(bytes: truncated, name: "cut"), track: track) }
+        }
+        var huge = good
+        huge.putU32(0xFFFF_FFF0, at: 0)   // moof claims more than the file holds
+        #expect(throws: OriginError.self) { _ = try rewriter.rewrite(huge, delta: 1, name: "huge") }
+        var samples = good
+        samples.putU32(0x101, at: 8 + 8 + 20 + 16 + 8)          // trun: data_offset + per-sample durations
+        samples.putU32(0x7FFF_FFFF, at: 8 + 8 + 20 + 16 + 12)   // trun sample_count
+        #expect(throws: OriginError.self) { _ = try MediaSegmentTiming.parse(MP4Reader(bytes: samples, name: "samples"), track: track) }
+    }
+
+    @Test("live timeline: number/time addressing and availability windows")
+    func timeline() {
+        let segments = (0..<4).map { LoopSegment(file: "\($0)", baseMediaDecodeTime: UInt64($0) * 2000, offset: UInt64($0) * 2000, duration: 2000) }
+        let rep = LoopRepresentation(representation: .init(id: "v", bandwidth: 1), initFile: "", track: track,
+                                     segments: segments, loopTicks: 8000, nominalDuration: 2000)
+        var options = LiveOptions()
+        options.startNumber = 10
+        let timeline = LiveTimeline(representation: rep, options: options)
+        #expect(timeline.segment(number: 9) == nil)
+        #expect(timeline.segment(number: 15) == LiveSegment(index: 5, mediaTime: 10_000, duration: 2000, vodIndex: 1))
+        #expect(timeline.segment(time: 10_000)?.index == 5)
+        #expect(timeline.segment(time: 10_001) == nil)
+        let early = timeline.availability(numberedIndex: 5, now: 11.9)
+        #expect(early != .available && early != .expired)
+        #expect(timeline.availability(numberedIndex: 5, now: 12) == .available)
+        #expect(timeline.availability(numberedIndex: 5, now: 71.9) == .available)
+        #expect(timeline.availability(numberedIndex: 5, now: 72) == .expired)
+        let listed = timeline.listedSegments(now: 13)
+        #expect(listed.first?.mediaTime == 0 && listed.last?.mediaTime == 10_000)
+        #expect(LiveManifestWriter.compress(listed).count == 1)
+    }
+}
