@@ -53,5 +53,6 @@ set_tests_properties(audio_alloc_wav audio_alloc_alsa_file e2e_wav PROPERTIES RU
 
 if(MQ_PYTHON3)
   file(GLOB MQ_BOARDS "${MQ_ROOT}/boards/*.json")
-  add_test(NAME board_profiles COMMAND "${MQ_PYTHON3}" "${MQ_ROOT}/boards/check_boards.py" ${MQ_BOARDS})
+  add_test(NAME board_profiles COMMAND "${MQ_PYTHON3}" "${MQ_ROOT}/boards/check_boards.py" --self-test
+    --service "${MQ_ROOT}/boards/marquee.service" ${MQ_BOARDS})
 endif()
