@@ -46,8 +46,13 @@ add_test(NAME e2e_wav COMMAND e2e_wav_test
   "${MQ_MEDIA}/tone1k.mp4" 1000 2 "${MQ_MEDIA}/video.mp4" "${MQ_MEDIA}/video.md5"
   "${CMAKE_CURRENT_BINARY_DIR}/e2e-out")
 
+mq_test(decoder_pref_test)
+add_test(NAME decoder_pref COMMAND decoder_pref_test
+  "${MQ_MEDIA}/video.mp4" "${MQ_MEDIA}/video.md5" "${MQ_MEDIA}/tone440.mp4"
+  "${CMAKE_CURRENT_BINARY_DIR}/pref-out")
+
 set_tests_properties(segment_io demux_decode audio_alloc_wav audio_alloc_alsa_file e2e_wav
-  PROPERTIES FIXTURES_REQUIRED media)
+  decoder_pref PROPERTIES FIXTURES_REQUIRED media)
 # Real-time tests: keep them off each other's CPU (2-core CI machine, qemu).
 set_tests_properties(audio_alloc_wav audio_alloc_alsa_file e2e_wav PROPERTIES RUN_SERIAL ON)
 

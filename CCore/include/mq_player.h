@@ -74,6 +74,14 @@ typedef struct mq_player_config {
     /// Display outputs: a PNG or JPEG shown (contain) from create until the first picture.
     /// NULL: black. Read during create only.
     const char *_Nullable poster;
+    /// Decoder preference: comma-separated libavcodec decoder names tried in order for each
+    /// track whose codec they decode, before the codec's default (software) decoder, e.g.
+    /// "h264_v4l2m2m,h264_rkmpp" (a board profile's `decode.decoders`). Names for other codecs
+    /// are skipped; a name this libavcodec lacks applies to the codec its `<codec>_` prefix
+    /// names. When an applicable preference cannot be used the next is tried, and the track
+    /// reports it once with MQ_EVENT_DECODER_FALLBACK. NULL or "" means the default decoder.
+    /// Copied during create; at most 1023 characters of [A-Za-z0-9_], commas and spaces.
+    const char *_Nullable decoders;
 } mq_player_config;
 
 /// Creates a player and opens its outputs (nothing plays until `mq_player_start`).
@@ -150,6 +158,8 @@ typedef enum mq_event_type {
     MQ_EVENT_UNDERRUN = 5,      ///< Audio ran dry after it began (`media_time` where it did).
     MQ_EVENT_OUTPUT_CHANGED = 6, ///< The display was unplugged, plugged back or changed mode and
                                  ///< the output was set up again; `message` says which.
+    MQ_EVENT_DECODER_FALLBACK = 7, ///< A track's preferred decoder(s) could not be used;
+                                   ///< `message` names them, why, and the decoder used.
 } mq_event_type;
 
 typedef struct mq_event {

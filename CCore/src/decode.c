@@ -6,6 +6,7 @@
 #include <libavutil/pixdesc.h>
 #include <libswresample/swresample.h>
 
+#include "decoder_open.h"
 #include "demux.h"
 #include "log.h"
 #include "mq_err.h"
@@ -30,6 +31,7 @@ typedef struct mq_decoder {
     double next_pts;                        // expected pts of the next picture (no pts)
     bool decode_error_reported;             // once per session
     bool format_reported;                   // TRACK_FORMAT sent for this session
+    bool fallback_reported;                 // DECODER_FALLBACK sent (once per track)
 } mq_decoder;
 
 static void post_error(mq_decoder *d, int code, const char *what)
@@ -58,26 +60,26 @@ static void describe(mq_decoder *d, const AVFrame *f, char *buf, size_t n)
     }
 }
 
+/// Opens the preferred decoder that works (mq_player_config.decoders), else the default one.
 static int open_codec(mq_decoder *d)
 {
     const AVCodecParameters *par = d->dmx->st->codecpar;
-    const AVCodec *codec = avcodec_find_decoder(par->codec_id);
-    char msg[256];
-    if (!codec) {
-        snprintf(msg, sizeof msg, "no decoder for codec '%s'", avcodec_get_name(par->codec_id));
-        post_error(d, MQ_ERR_UNSUPPORTED, msg);
-        return MQ_ERR_UNSUPPORTED;
-    }
-    d->codec = avcodec_alloc_context3(codec);
-    if (!d->codec || avcodec_parameters_to_context(d->codec, par) < 0)
-        return MQ_ERR_NO_MEMORY;
-    d->codec->pkt_timebase = d->dmx->st->time_base;
-    d->codec->thread_count = 0; // one per core
-    int ret = avcodec_open2(d->codec, codec, NULL);
+    const char *cname = avcodec_get_name(par->codec_id);
+    char failed[160], msg[256];
+    int ret = mq_decoder_open(d->p->decoders, par, d->dmx->st->time_base, &d->codec, failed,
+                              sizeof failed);
     if (ret < 0) {
-        snprintf(msg, sizeof msg, "cannot open the %s decoder: %s", codec->name, av_err2str(ret));
-        post_error(d, MQ_ERR_DECODE, msg);
-        return MQ_ERR_DECODE;
+        snprintf(msg, sizeof msg, ret == MQ_ERR_UNSUPPORTED ? "no decoder for codec '%s'%s%s"
+                                                            : "cannot open a %s decoder%s%s",
+                 cname, failed[0] ? "; " : "", failed);
+        post_error(d, ret, msg);
+        return ret;
+    }
+    if (failed[0] && !d->fallback_reported) {
+        d->fallback_reported = true;
+        mq_log(MQ_LOG_WARN, "track %d: %s; using %s", d->t->id, failed, d->codec->codec->name);
+        mq_event_queue_push(d->p->events, MQ_EVENT_DECODER_FALLBACK, d->t->id, 0, NAN,
+                            "%s; using %s", failed, d->codec->codec->name);
     }
     return MQ_OK;
 }

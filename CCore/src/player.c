@@ -1,9 +1,11 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <libavutil/log.h>
 
+#include "decoder_open.h"
 #include "log.h"
 #include "mq_err.h"
 #include "player_internal.h"
@@ -141,8 +143,10 @@ static int apply_config(mq_player *p, const mq_player_config *cfg, int *buffer_m
         *buffer_ms < 20 || *buffer_ms > 2000 || *queue < 2 || *queue > 240 ||
         cfg->sample_rate < 0 || cfg->channels < 0 || cfg->video_fit < MQ_FIT_CONTAIN ||
         cfg->video_fit > MQ_FIT_SCALEDOWN || cfg->video_rotation < 0 || cfg->video_rotation > 270 ||
-        cfg->video_rotation % 90 != 0)
+        cfg->video_rotation % 90 != 0 || mq_decoder_prefs_check(cfg->decoders) < 0)
         return MQ_ERR_INVALID_ARGUMENT;
+    if (cfg->decoders && cfg->decoders[0] && !(p->decoders = strdup(cfg->decoders)))
+        return MQ_ERR_NO_MEMORY;
     return MQ_OK;
 }
 
@@ -253,6 +257,7 @@ void mq_player_destroy(mq_player **pp)
         pthread_mutex_destroy(&p->lock);
     if (p->sync_ok >= 2)
         pthread_cond_destroy(&p->cond);
+    free(p->decoders);
     free(p);
     *pp = NULL;
 }

@@ -52,6 +52,7 @@ typedef struct mq_audio_sync {
 struct mq_player {
     // immutable after create
     int32_t sample_rate, channels, period_frames, buffer_frames;
+    char *decoders; // mq_player_config.decoders (copy), NULL: the default decoders
     mq_audio_out *ao;
     mq_video_out *vo;
     mq_event_queue *events;

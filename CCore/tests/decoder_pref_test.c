@@ -1,0 +1,185 @@
+// Decoder preference (mq_player_config.decoders) and the software fallback:
+//  - mq_decoder_open on real streams: which names apply to which codec, a missing decoder
+//    ("h264_nosuch") and a hardware one with no device here (h264_v4l2m2m: no /dev/video*)
+//    fall back to libavcodec's default with the reasons, names for other codecs are skipped;
+//  - through the player: one DECODER_FALLBACK event per track (not per session), and the
+//    fallback decoder's pictures are ffmpeg's own (framemd5);
+//  - malformed lists are refused at create.
+//
+//   decoder_pref_test <video.mp4> <video.md5> <audio.mp4> <outdir>
+
+#include <glob.h>
+#include <sys/stat.h>
+
+#include "CCore.h"
+#include "decoder_open.h"
+#include "demux.h"
+#include "test_util.h"
+
+typedef struct stream {
+    mq_byte_queue *q;
+    mq_demux *d;
+} stream;
+
+static int open_stream(const char *path, enum AVMediaType type, stream *s)
+{
+    size_t size = 0;
+    uint8_t *bytes = mqt_read_file(path, &size);
+    char why[256];
+    if (!bytes || mq_byte_queue_create(&s->q) < 0)
+        return -1;
+    mq_byte_queue_push(s->q, bytes, size);
+    mq_byte_queue_end(s->q);
+    free(bytes);
+    int ret = mq_demux_open(s->q, type, &s->d, why, sizeof why);
+    CHECK(ret == MQ_OK, "demux %s: %s", path, why);
+    return ret;
+}
+
+static void close_stream(stream *s)
+{
+    mq_demux_destroy(&s->d);
+    mq_byte_queue_destroy(&s->q);
+}
+
+/// Opens with `prefs`; returns the decoder's name ("" on failure) and the failure notes.
+static const char *open_with(const stream *s, const char *prefs, char *failed, size_t n)
+{
+    static char used[64];
+    AVCodecContext *c = NULL;
+    int ret = mq_decoder_open(prefs, s->d->st->codecpar, s->d->st->time_base, &c, failed, n);
+    snprintf(used, sizeof used, "%s", ret == MQ_OK && c ? c->codec->name : "");
+    CHECK(ret == MQ_OK && c && avcodec_is_open(c), "prefs \"%s\": opened (%d)", prefs ? prefs : "NULL", ret);
+    avcodec_free_context(&c);
+    return used;
+}
+
+static bool have_video_devices(void)
+{
+    glob_t g;
+    int found = glob("/dev/video*", 0, NULL, &g) == 0 && g.gl_pathc > 0;
+    globfree(&g);
+    return found;
+}
+
+static void test_selection(const char *video, const char *audio)
+{
+    stream v = {0}, a = {0};
+    if (open_stream(video, AVMEDIA_TYPE_VIDEO, &v) < 0 || open_stream(audio, AVMEDIA_TYPE_AUDIO, &a) < 0)
+        return;
+    char failed[256];
+    const char *used = open_with(&v, NULL, failed, sizeof failed);
+    CHECK(!strcmp(used, "h264") && !failed[0], "no list: the default decoder (%s) [%s]", used, failed);
+
+    used = open_with(&v, "h264_nosuch", failed, sizeof failed);
+    CHECK(!strcmp(used, "h264"), "a missing preference falls back to h264 (%s)", used);
+    CHECK(strstr(failed, "h264_nosuch: not in this libavcodec") != NULL, "and says why: [%s]", failed);
+
+    used = open_with(&v, " aac , mp3float,hevc_nosuch,,h264 ", failed, sizeof failed);
+    CHECK(!strcmp(used, "h264") && !failed[0], "other codecs' names are skipped, h264 chosen (%s) [%s]", used, failed);
+
+    used = open_with(&v, "h264_v4l2m2m,h264", failed, sizeof failed);
+    printf("h264_v4l2m2m here: used %s [%s]\n", used, failed);
+    if (!have_video_devices()) {
+        CHECK(!strcmp(used, "h264"), "no V4L2 device: software h264 (%s)", used);
+        CHECK(strncmp(failed, "h264_v4l2m2m: ", 14) == 0, "the hardware decoder's failure is noted [%s]", failed);
+    }
+
+    used = open_with(&a, "h264_v4l2m2m,hevc_rkmpp,h264_nosuch", failed, sizeof failed);
+    CHECK(!strcmp(used, "aac") && !failed[0], "video names do not apply to AAC (%s) [%s]", used, failed);
+
+    CHECK(mq_decoder_prefs_check(NULL) == MQ_OK && mq_decoder_prefs_check("h264_v4l2m2m, h264") == MQ_OK, "valid lists");
+    CHECK(mq_decoder_prefs_check("h264;reboot") == MQ_ERR_INVALID_ARGUMENT, "bad characters refused");
+    char longlist[1100];
+    memset(longlist, 'a', sizeof longlist - 1);
+    longlist[sizeof longlist - 1] = '\0';
+    CHECK(mq_decoder_prefs_check(longlist) == MQ_ERR_INVALID_ARGUMENT, "over-long list refused");
+    close_stream(&v);
+    close_stream(&a);
+}
+
+/// Plays the video twice (two sessions: the second init segment reopens the decoder) with a
+/// preference that cannot be used; counts the events.
+static void test_player(const char *video, const char *md5_path, const char *outdir)
+{
+    mq_player *p = NULL;
+    mq_player_config bad = {.decoders = "h264_v4l2m2m\n"};
+    CHECK(mq_player_create(&bad, &p) == MQ_ERR_INVALID_ARGUMENT && !p, "malformed list refused at create");
+
+    char frames[4096], tsv[4200];
+    mkdir(outdir, 0755);
+    snprintf(frames, sizeof frames, "frames:%s/pref-frames", outdir);
+    snprintf(tsv, sizeof tsv, "%s/pref-frames/frames.tsv", outdir);
+    mq_player_config cfg = {.audio_out = "null", .video_out = frames, .decoders = "h264_nosuch,h264"};
+    int ret = mq_player_create(&cfg, &p);
+    CHECK(ret == MQ_OK, "create: %s", mq_err_string(ret));
+    if (ret < 0)
+        return;
+    int32_t v = 0;
+    mq_player_add_track(p, MQ_TRACK_VIDEO, 0, &v);
+    size_t size = 0;
+    uint8_t *bytes = mqt_read_file(video, &size);
+    mq_player_push(p, v, bytes, size);
+    mq_player_push(p, v, bytes, size); // a second session (same timestamps: late, dropped)
+    mq_player_end_track(p, v);
+    free(bytes);
+    mq_player_set_timeline(p, mq_clock_now() + 0.2, 0, 1);
+    mq_player_start(p);
+    int fallbacks = 0, errors = 0, ended = 0;
+    char fallback_msg[256] = "", format_msg[256] = "";
+    mq_event ev;
+    double deadline = mq_clock_now() + 20;
+    while (!ended && mq_clock_now() < deadline) {
+        while (mq_player_poll_event(p, &ev) == 1) {
+            printf("event %d track %d: %s\n", ev.type, ev.track, ev.message);
+            if (ev.type == MQ_EVENT_DECODER_FALLBACK) {
+                fallbacks++;
+                snprintf(fallback_msg, sizeof fallback_msg, "%s", ev.message);
+                CHECK(ev.track == v && ev.code == 0, "event on the video track");
+            }
+            if (ev.type == MQ_EVENT_TRACK_FORMAT && !format_msg[0])
+                snprintf(format_msg, sizeof format_msg, "%s", ev.message);
+            errors += ev.type == MQ_EVENT_ERROR;
+            ended |= ev.type == MQ_EVENT_ENDED;
+        }
+        mqt_sleep(0.01);
+    }
+    mq_player_destroy(&p);
+    CHECK(ended && errors == 0, "ended %d, %d errors", ended, errors);
+    CHECK(fallbacks == 1, "one DECODER_FALLBACK per track, not per session (%d)", fallbacks);
+    CHECK(strstr(fallback_msg, "h264_nosuch") && strstr(fallback_msg, "using h264"), "message: %s", fallback_msg);
+    CHECK(strncmp(format_msg, "video h264 ", 11) == 0, "decoded by h264: %s", format_msg);
+
+    // The fallback decoder's pictures are ffmpeg's.
+    size_t n_ref = 0, n_tsv = 0;
+    char *ref = (char *)mqt_read_file(md5_path, &n_ref), *rows = (char *)mqt_read_file(tsv, &n_tsv);
+    int presented = 0, unmatched = 0;
+    if (ref && rows) {
+        ref = realloc(ref, n_ref + 1);
+        ref[n_ref] = 0;
+        rows = realloc(rows, n_tsv + 1);
+        rows[n_tsv] = 0;
+        for (char *line = strtok(rows, "\n"); line; line = strtok(NULL, "\n")) {
+            char md5[64];
+            double wall, pts;
+            if (sscanf(line, "%lf\t%lf\t%63s", &wall, &pts, md5) == 3) {
+                presented++;
+                unmatched += strstr(ref, md5) == NULL;
+            }
+        }
+    }
+    CHECK(presented >= 45 && unmatched == 0, "%d pictures presented, %d not ffmpeg's", presented, unmatched);
+    free(ref);
+    free(rows);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 5) {
+        fprintf(stderr, "usage: decoder_pref_test <video.mp4> <video.md5> <audio.mp4> <outdir>\n");
+        return 2;
+    }
+    test_selection(argv[1], argv[3]);
+    test_player(argv[1], argv[2], argv[4]);
+    return mqt_done("decoder_pref_test");
+}
