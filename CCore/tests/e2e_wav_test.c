@@ -4,7 +4,7 @@
 // dropout, starting when it was due; frames.tsv holds ffmpeg's own decode of the pictures,
 // in order.
 //
-//   e2e_wav_test <tone.mp4> <hz> <seconds> <video.mp4> <video.md5> <outdir>
+//   e2e_wav_test <tone.mp4> <hz> <seconds> <video.mp4> <video.md5> <outdir> [onset-tolerance-s]
 
 #include <sys/stat.h>
 
@@ -42,7 +42,7 @@ static double play(mq_player *p, double lead, int *errors, int *formats)
     return -1;
 }
 
-static void check_tone(const char *wav_path, double hz, double seconds, double due)
+static void check_tone(const char *wav_path, double hz, double seconds, double due, double tolerance)
 {
     mqt_wav w;
     CHECK(mqt_wav_read(wav_path, &w) == 0, "read %s", wav_path);
@@ -61,10 +61,15 @@ static void check_tone(const char *wav_path, double hz, double seconds, double d
     printf("tone: %.2f Hz (right %.2f) for %.3f s, onset %.4f s (due %.4f), longest quiet %zu samples\n",
            freq, freq_r, length, onset, due, gap);
     CHECK(fabs(freq - hz) < 0.5 && fabs(freq_r - hz) < 0.5, "tone at %.2f / %.2f Hz, want %.0f", freq, freq_r, hz);
-    CHECK(fabs(length - seconds) < 0.05, "tone lasts %.3f s, want %.1f", length, seconds);
+    // A starved start (qemu, a loaded machine) drops the media that was already late: the
+    // tone may be short by what the onset may be early; it is never longer.
+    CHECK(length - seconds < 0.005 && seconds - length < tolerance, "tone lasts %.3f s, want %.1f", length, seconds);
     CHECK(gap < 24, "a dropout of %zu samples", gap);
-    // Loose: under qemu-user the audio thread starts later than natively.
-    CHECK(fabs(onset - due) < 0.05, "tone began at %.4f s, due at %.4f s", onset, due);
+    // The WAV's frame 0 is written when the audio thread starts, a little after `start` was
+    // read (ms natively; a tenth of a second under qemu-user or on a loaded machine): the
+    // onset may look that much early, never late.
+    CHECK(onset - due < 0.005 && due - onset < tolerance, "tone began at %.4f s, due at %.4f s (tolerance %.3f)",
+          onset, due, tolerance);
     free(w.file);
 }
 
@@ -127,7 +132,9 @@ int main(int argc, char **argv)
     CHECK(mq_player_add_track(p, MQ_TRACK_VIDEO, 0, &v) == MQ_OK, "video track");
     push_file(p, a, argv[1]);
     push_file(p, v, argv[4]);
-    const double lead = 0.3;
+    // Time for the decoders to fill the queues before media is due, even under qemu-user on a
+    // loaded 2-core machine (late media is dropped, as it must be live).
+    const double lead = 1.0;
     int errors = 0, formats = 0;
     double elapsed = play(p, lead, &errors, &formats);
     mq_status st;
@@ -140,7 +147,7 @@ int main(int argc, char **argv)
     printf("played in %.3f s: %lld audio frames, %lld pictures presented, %lld dropped\n", elapsed,
            (long long)st.audio_frames_played, (long long)st.frames_presented, (long long)st.frames_dropped);
     // ffmpeg's AAC encoder primes 1024 samples; the fMP4 has no edit list, so they play first.
-    check_tone(wav + 4, atof(argv[2]), atof(argv[3]), lead + 1024 / 48000.0);
+    check_tone(wav + 4, atof(argv[2]), atof(argv[3]), lead + 1024 / 48000.0, argc > 7 ? atof(argv[7]) : 0.02);
     check_frames(tsv, argv[5]);
     return mqt_done("e2e_wav_test");
 }
