@@ -1,0 +1,97 @@
+#!/bin/sh
+# Runs INSIDE the VM, in a chroot of the host's root (read-only 9p). $1: the writable output
+# share. Talks to run_vm.py over the serial console: "@@SNAP <name>" (the host takes a QMP
+# screendump, then answers "ok" on the console), "@@RESULT <key> <value>", "@@FAIL <why>".
+OUT=$1
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+VM=$REPO/.build-vm
+M=$VM/media
+MQ=$(cat "$VM/marquee-path")
+RB=$VM/render_bench
+URL=http://127.0.0.1:8080
+export HOME=/tmp MQ_LOG=info
+fails=0
+
+snap() { echo "@@SNAP $1"; read -r ack; }
+fail() { echo "@@FAIL $*"; fails=$((fails + 1)); }
+wait_for() { # <log> <pattern> <seconds>
+  i=0
+  while ! grep -q "$2" "$1" 2>/dev/null; do
+    i=$((i + 1))
+    if [ $i -gt $(($3 * 5)) ]; then fail "no '$2' in $1 after $3 s"; tail -5 "$1"; return 1; fi
+    sleep 0.2
+  done
+}
+play() { # <name> <marquee play args...>: in the background, log in /tmp/<name>.log
+  NAME=$1; shift
+  "$MQ" play "$@" </dev/null >"/tmp/$NAME.log" 2>&1 &
+  PID=$!
+}
+stop() { # SIGINT: graceful stop restores the console's CRTC
+  kill -INT $PID 2>/dev/null
+  i=0; while kill -0 $PID 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+  kill -KILL $PID 2>/dev/null
+  wait $PID 2>/dev/null
+  grep -q "error:" "/tmp/$NAME.log" && { echo "--- $NAME.log"; grep "error:" "/tmp/$NAME.log" | head -3; }
+}
+fit_case() { # <snap name> <args...>
+  snapname=$1; shift
+  play "$snapname" "$URL/still/manifest.mpd" --video drm --audio null "$@"
+  wait_for "/tmp/$snapname.log" "fit 640x360" 60 && sleep 0.5 && snap "$snapname"
+}
+
+busybox ip link set lo up
+busybox httpd -p 127.0.0.1:8080 -h "$M"
+t0=$(date +%s.%N)
+
+# 1. poster: the manifest request hangs (nc accepts and never answers)
+busybox nc -l -p 8081 >/dev/null &
+NC=$!
+play poster http://127.0.0.1:8081/live.mpd --video drm --audio null --poster "$M/poster.png"
+wait_for /tmp/poster.log "fit 512x384" 60 && sleep 0.3 && snap poster
+kill $NC 2>/dev/null
+stop
+
+# 2. fit modes; hotplug during contain (connector forced off, then back to detect)
+fit_case fit-contain --fit contain
+STATUS=$(ls -d /sys/class/drm/card0-*/status | head -1)
+echo off > "$STATUS"
+wait_for /tmp/fit-contain.log "hotplug: display .* disconnected" 10 && sleep 0.3 && snap hotplug-off
+echo detect > "$STATUS"
+wait_for /tmp/fit-contain.log "hotplug: display .* connected" 10 && sleep 0.5 && snap hotplug-on
+echo "@@RESULT hotplug-setups $(grep -c 'drm: /dev/dri/card0' /tmp/fit-contain.log)"
+kill -0 $PID 2>/dev/null || fail "player died during hotplug"
+stop
+for f in cover fill scaledown; do fit_case "fit-$f" --fit $f; stop; done
+fit_case rot-180 --rotation 180; stop
+fit_case rot-90 --rotation 90; stop
+
+# 3. buffering band: the video track stops after 2 s, audio goes on; the last picture is held
+play band "$URL/short/manifest.mpd" --video drm --audio null
+wait_for /tmp/band.log "fit 640x360" 60 && sleep 4 && snap band
+stop
+
+# 4. stall slate (drawn by the output's overlay code on the real driver)
+"$RB" slate "STREAM LOST - RECONNECTING" >/tmp/slate.log 2>&1 &
+SL=$!
+wait_for /tmp/slate.log "SLATE READY" 20 && snap slate
+kill $SL; wait $SL 2>/dev/null
+
+# 5. ALSA through snd-aloop: capture started first, the player writes hw:Loopback,0,0
+arecord -q -D hw:Loopback,1,0 -f S16_LE -c 2 -r 48000 -t raw -d 40 "$OUT/alsa.raw" &
+AR=$!
+sleep 0.5
+a0=$(date +%s.%N)
+"$MQ" play "$URL/still/manifest.mpd" --video headless --audio alsa:hw:Loopback,0,0 --duration 6 </dev/null >/tmp/alsa.log 2>&1
+echo "@@RESULT alsa-exit $? $(awk "BEGIN{print $(date +%s.%N) - $a0}")"
+grep -E "error" /tmp/alsa.log | head -3
+sleep 0.3
+kill -INT $AR; wait $AR
+
+# 6. benchmark: CPU per presented frame through KMS (1920x1080 mode) and in memory
+# (TCG emulates the CPU: these figures compare paths, not boxes)
+"$RB" drm 1920x1080 contain 12 1920x1080
+"$RB" drm 1280x720 contain 12 1920x1080
+
+echo "@@RESULT guest-seconds $(awk "BEGIN{print $(date +%s.%N) - $t0}")"
+exit $fails

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Builds $VM_DIR/initrd.cpio.gz: busybox-static, the module closures (bochs-drm, virtio 9p,
+# snd-aloop) and an /init that mounts the host root read-only over 9p at /host, the writable
+# output share at /host$OUT_DIR, and runs tests/vm/guest.sh in a chroot there.
+set -euo pipefail
+VM_DIR=${VM_DIR:?} KVER=${KVER:?} REPO=${REPO:?} OUT_DIR=${OUT_DIR:?}
+K=$VM_DIR/kroot
+R=$VM_DIR/initrd
+rm -rf "$R"
+mkdir -p "$R"/{bin,sbin,proc,sys,dev,host,lib/modules}
+cp /bin/busybox "$R/bin/busybox"
+for app in $(/bin/busybox --list); do
+  [ "$app" = busybox ] || ln -sf busybox "$R/bin/$app"   # (a self-link would loop)
+done
+mods=()
+for m in bochs virtio_pci 9pnet_virtio 9p snd-aloop; do
+  while read -r _ path _; do
+    mods+=("$path")
+  done < <(modprobe -d "$K" -S "$KVER" --show-depends "$m" | grep '^insmod')
+done
+: > "$R/modules"
+for path in "${mods[@]}"; do
+  base=$(basename "$path")
+  grep -qx "$base" "$R/modules" && continue
+  cp "$path" "$R/lib/modules/$base"
+  echo "$base" >> "$R/modules"
+done
+cat > "$R/init" <<INIT
+#!/bin/sh
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+for m in \$(cat /modules); do insmod /lib/modules/\$m || echo "INIT: insmod \$m failed"; done
+echo "INIT: modules loaded"
+mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose hostroot /host || echo "INIT: 9p root failed"
+mount -t 9p -o trans=virtio,version=9p2000.L,cache=none vmout /host$OUT_DIR || echo "INIT: 9p out failed"
+mount -t proc proc /host/proc; mount -t sysfs sys /host/sys; mount -t devtmpfs dev /host/dev
+mount -t tmpfs tmp /host/tmp; mount -t tmpfs run /host/run 2>/dev/null
+chroot /host /bin/sh $REPO/tests/vm/guest.sh $OUT_DIR
+echo "INIT: test exit \$?"
+poweroff -f
+INIT
+chmod +x "$R/init"
+(cd "$R" && find . | cpio -o -H newc --quiet | gzip -1) > "$VM_DIR/initrd.cpio.gz"
+echo "initrd: $(du -h "$VM_DIR/initrd.cpio.gz" | cut -f1), ${#mods[@]} modules"

@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""Boots the test VM, answers the guest's snapshot requests with QMP screendumps, then checks
+every screen against its expected image and the snd-aloop capture against the decoded audio.
+python3 stdlib only. Exit status 0 when everything passed."""
+import argparse
+import json
+import os
+import select
+import socket
+import subprocess
+import sys
+import time
+
+import expect
+
+W, H = 1280, 800  # bochs-drm's preferred mode (set from the first screendump)
+
+
+class QMP:
+    def __init__(self, path, deadline):
+        while True:
+            try:
+                self.s = socket.socket(socket.AF_UNIX)
+                self.s.connect(path)
+                break
+            except OSError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.05)
+        self.f = self.s.makefile("rw")
+        self.f.readline()  # greeting
+        self.cmd("qmp_capabilities")
+
+    def cmd(self, name, **args):
+        self.f.write(json.dumps({"execute": name, "arguments": args}) + "\n")
+        self.f.flush()
+        while True:
+            reply = json.loads(self.f.readline())
+            if "return" in reply or "error" in reply:
+                return reply
+
+
+def run_vm(a):
+    out = a.out
+    sock = os.path.join(out, "qmp.sock")
+    if os.path.exists(sock):
+        os.unlink(sock)
+    cmd = ["qemu-system-x86_64", "-accel", "tcg", "-m", "1024", "-smp", "2", "-nodefaults", "-no-reboot",
+           "-display", "none", "-vga", "std", "-global", "VGA.vgamem_mb=64",
+           "-serial", "stdio", "-qmp", "unix:%s,server=on,wait=off" % sock,
+           "-kernel", a.kernel, "-initrd", a.initrd, "-append", "console=ttyS0 panic=-1 quiet",
+           "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
+           "-virtfs", "local,path=%s,mount_tag=vmout,security_model=none" % out]
+    start = time.time()
+    deadline = start + a.timeout
+    vm = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    qmp = QMP(sock, deadline)
+    snaps, results, fails, bench, exit_code = [], {}, [], [], None
+    console = open(os.path.join(out, "console.log"), "w")
+    buf = b""
+    while time.time() < deadline and exit_code is None:
+        r, _, _ = select.select([vm.stdout], [], [], 1.0)
+        if not r:
+            if vm.poll() is not None:
+                break
+            continue
+        chunk = os.read(vm.stdout.fileno(), 65536)
+        if not chunk:
+            break
+        buf += chunk
+        while b"\n" in buf:
+            raw, buf = buf.split(b"\n", 1)
+            line = raw.decode("utf-8", "replace").rstrip("\r")
+            console.write(line + "\n")
+            t = time.time() - start
+            if "@@SNAP " in line:
+                name = line.split("@@SNAP ", 1)[1].strip()
+                path = os.path.join(out, name + ".ppm")
+                qmp.cmd("screendump", filename=path)
+                snaps.append((name, path, t))
+                vm.stdin.write(b"ok\n")
+                vm.stdin.flush()
+                print("  [%6.1fs] snapshot %s" % (t, name), flush=True)
+            elif "@@RESULT " in line:
+                k, _, v = line.split("@@RESULT ", 1)[1].partition(" ")
+                results[k] = v
+                print("  [%6.1fs] %s = %s" % (t, k, v), flush=True)
+            elif "@@FAIL " in line:
+                fails.append(line.split("@@FAIL ", 1)[1])
+                print("  [%6.1fs] guest FAIL: %s" % (t, fails[-1]), flush=True)
+            elif line.startswith("BENCH "):
+                bench.append(line)
+                print("  [%6.1fs] %s" % (t, line), flush=True)
+            elif "INIT: test exit" in line:
+                exit_code = int(line.rsplit(" ", 1)[1])
+            elif "INIT:" in line or "error" in line.lower() or "Kernel panic" in line or line.startswith("---"):
+                print("  [%6.1fs] %s" % (t, line), flush=True)
+    try:
+        qmp.cmd("quit")
+    except OSError:
+        pass
+    try:
+        vm.wait(5)
+    except subprocess.TimeoutExpired:
+        vm.kill()
+    if exit_code is None:
+        fails.append("the VM did not finish in %d s" % a.timeout)
+    return snaps, results, fails, bench, time.time() - start
+
+
+def expected_screens(media):
+    head = os.path.join(media, "video-head.mp4")
+    exp = {}
+    for fit in ("contain", "cover", "fill", "scaledown"):
+        exp["fit-" + fit] = expect.expected_fit(head, 640, 360, W, H, fit)[0]
+    exp["rot-180"] = expect.expected_fit(head, 640, 360, W, H, "contain", 180)[0]
+    exp["rot-90"] = expect.expected_fit(head, 640, 360, W, H, "contain", 90)[0]
+    exp["hotplug-on"] = exp["fit-contain"]
+    exp["hotplug-off"] = bytes(W * H * 3)
+    exp["band"] = expect.band(exp["fit-contain"], W, H)
+    exp["slate"] = expect.slate(W, H, "STREAM LOST - RECONNECTING")
+    exp["poster"] = expect.expected_fit(os.path.join(media, "poster.png"), 512, 384, W, H, "contain")[0]
+    return exp
+
+
+def check_screens(snaps, exp):
+    ok = True
+    print("  %-12s %10s %9s %8s  %s" % ("screen", "bad px", "bad %", "max err", "verdict"))
+    for name, path, _ in snaps:
+        w, h, got = expect.read_ppm(path)
+        want = exp.get(name)
+        if want is None or (w, h) != (W, H):
+            print("  %-12s size %dx%d: FAIL" % (name, w, h))
+            ok = False
+            continue
+        c = expect.compare(got, want, W, H)
+        # exact overlays / black; scaled pictures: a few edge pixels may round differently
+        limit = 0 if name in ("slate", "hotplug-off") else c["total"] // 200
+        passed = c["bad"] <= limit
+        ok &= passed
+        print("  %-12s %10d %8.3f%% %8d  %s" % (name, c["bad"], 100.0 * c["bad"] / c["total"], c["max"],
+                                                 "pass" if passed else "FAIL"))
+    missing = set(exp) - {s[0] for s in snaps}
+    if missing:
+        print("  missing screens: %s" % ", ".join(sorted(missing)))
+        ok = False
+    return ok
+
+
+def check_audio(capture, reference):
+    """The captured stream audio must be a bit-exact, gap-free run of the decoded track."""
+    if not os.path.exists(capture):
+        print("  alsa: no capture")
+        return False
+    cap, ref = open(capture, "rb").read(), open(reference, "rb").read()
+    fb = 4  # s16 stereo
+    nz = next((i for i in range(0, len(cap) - fb, fb) if cap[i:i + fb] != b"\0\0\0\0"), None)
+    if nz is None:
+        print("  alsa: capture is silent (%d frames)" % (len(cap) // fb))
+        return False
+    key = cap[nz:nz + 64 * fb]
+    at = ref.find(key)
+    while at >= 0 and at % fb:
+        at = ref.find(key, at + 1)
+    if at < 0:
+        print("  alsa: captured audio not found in the decoded track")
+        return False
+    n = 0
+    limit = min(len(cap) - nz, len(ref) - at)
+    while n < limit and cap[nz + n:nz + n + 4800 * fb] == ref[at + n:at + n + 4800 * fb]:
+        n += 4800 * fb
+    while n < limit and cap[nz + n:nz + n + fb] == ref[at + n:at + n + fb]:
+        n += fb
+    exact = n // fb
+    tail = cap[nz + n:]
+    rest_silent = tail.count(b"\0") >= len(tail) - 4 * 192 * fb  # snd-aloop's drain jiffy
+    print("  alsa: %d frames (%.3f s) bit-exact from track offset %.3f s, captured %d frames in all, lead-in %.3f s; after it %s"
+          % (exact, exact / 48000, at / fb / 48000, len(cap) // fb, nz / fb / 48000,
+             "silence" if rest_silent else "%d non-silent bytes" % (len(tail) - tail.count(b"\0"))))
+    return exact >= 4 * 48000 and rest_silent
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kernel", required=True)
+    ap.add_argument("--initrd", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--media", required=True)
+    ap.add_argument("--timeout", type=int, default=200)
+    a = ap.parse_args()
+    snaps, results, fails, bench, wall = run_vm(a)
+    print("VM finished in %.1f s" % wall)
+    global W, H
+    if snaps:
+        W, H, _ = expect.read_ppm(snaps[0][1])
+    exp = expected_screens(a.media)
+    ok = check_screens(snaps, exp)
+    ok &= check_audio(os.path.join(a.out, "alsa.raw"), os.path.join(a.media, "audio.s16"))
+    setups = int(results.get("hotplug-setups", "0") or 0)
+    print("  hotplug: %d output setups in the contain run (initial + after replug), %s" % (setups, "pass" if setups >= 2 else "FAIL"))
+    ok &= setups >= 2
+    for line in bench:
+        print("  " + line)
+    for f in fails:
+        print("  guest: " + f)
+    ok &= not fails
+    print("VM suite: %s" % ("PASS" if ok else "FAIL"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
