@@ -351,6 +351,12 @@ int mq_player_start(mq_player *p)
     if (ret >= 0)
         ret = mq_thread_start(&p->monitor_thread, monitor_main, p, "mq-monitor");
     p->monitor_running = p->video_running && ret >= 0;
+    if (ret >= 0) {
+        // Output threads keep their timing on a loaded box when the process may use RT
+        // scheduling; without the privilege they simply stay SCHED_OTHER.
+        mq_thread_set_realtime(p->audio_thread, 20);
+        mq_thread_set_realtime(p->video_thread, 10);
+    }
     return ret;
 }
 

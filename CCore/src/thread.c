@@ -1,6 +1,7 @@
 #include "thread.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <math.h>
 #include <time.h>
 
@@ -42,6 +43,12 @@ void mq_sleep_until(double deadline)
     struct timespec ts = timespec_from(deadline);
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
     }
+}
+
+bool mq_thread_set_realtime(pthread_t t, int priority)
+{
+    struct sched_param param = { .sched_priority = priority };
+    return pthread_setschedparam(t, SCHED_RR, &param) == 0;
 }
 
 int mq_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, const char *name)
