@@ -147,8 +147,11 @@ static int drm_refresh(mq_video_out *vo, bool overlay_changed, char *what, size_
     if (now >= p->next_check) {
         p->next_check = now + CHECK_PERIOD;
         bool connected;
-        if (mq_drm_check(&p->drm, &connected) > 0)
-            return reconnect(vo, connected, what, size);
+        if (mq_drm_check(&p->drm, &connected) > 0) {
+            int ret = reconnect(vo, connected, what, size);
+            mq_log(MQ_LOG_INFO, "drm: hotplug: %s", ret > 0 ? what : mq_err_string(ret));
+            return ret;
+        }
     }
     if (overlay_changed)
         return redraw(vo) < 0 ? MQ_ERR_VIDEO_DEVICE : 0;

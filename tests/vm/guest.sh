@@ -37,7 +37,9 @@ stop() { # SIGINT: graceful stop restores the console's CRTC
 fit_case() { # <snap name> <args...>
   snapname=$1; shift
   play "$snapname" "$URL/still/manifest.mpd" --video drm --audio null "$@"
-  wait_for "/tmp/$snapname.log" "fit 640x360" 60 && sleep 0.5 && snap "$snapname"
+  # 2.5 s: under TCG the start-up catch-up can starve pictures for over 1 s, which rightly
+  # shows the buffering band; snap once presentation is steady
+  wait_for "/tmp/$snapname.log" "fit 640x360" 60 && sleep 2.5 && snap "$snapname"
 }
 
 busybox ip link set lo up
@@ -82,7 +84,7 @@ arecord -q -D hw:Loopback,1,0 -f S16_LE -c 2 -r 48000 -t raw -d 40 "$OUT/alsa.ra
 AR=$!
 sleep 0.5
 a0=$(date +%s.%N)
-"$MQ" play "$URL/still/manifest.mpd" --video headless --audio alsa:hw:Loopback,0,0 --duration 6 </dev/null >/tmp/alsa.log 2>&1
+"$MQ" play "$URL/still/manifest.mpd" --video headless --audio alsa:hw:Loopback,0,0 --duration 8 </dev/null >/tmp/alsa.log 2>&1
 echo "@@RESULT alsa-exit $? $(awk "BEGIN{print $(date +%s.%N) - $a0}")"
 grep -E "error" /tmp/alsa.log | head -3
 sleep 0.3
