@@ -37,9 +37,9 @@ stop() { # SIGINT: graceful stop restores the console's CRTC
 fit_case() { # <snap name> <args...>
   snapname=$1; shift
   play "$snapname" "$URL/still/manifest.mpd" --video drm --audio null "$@"
-  # 2.5 s: under TCG the start-up catch-up can starve pictures for over 1 s, which rightly
+  # 1.5 s: under TCG the start-up catch-up can starve pictures for over 1 s, which rightly
   # shows the buffering band; snap once presentation is steady
-  wait_for "/tmp/$snapname.log" "fit 640x360" 60 && sleep 2.5 && snap "$snapname"
+  wait_for "/tmp/$snapname.log" "fit 640x360" 60 && sleep 1.5 && snap "$snapname"
 }
 
 busybox ip link set lo up
