@@ -25,9 +25,9 @@ struct OriginCommand: AsyncParsableCommand {
         configuration.staticRoot = staticRoot
         let origin = try Origin(configuration: configuration, logger: logger)
         let bound = try await origin.start()
-        print("origin on http://127.0.0.1:\(bound)")
+        say("origin on http://127.0.0.1:\(bound)")
         for name in configuration.assetRoots.keys.sorted() {
-            print("  \(origin.manifestURL(asset: name).absoluteString)")
+            say("  \(origin.manifestURL(asset: name).absoluteString)")
         }
         await Signals.waitForInterrupt()
         await origin.stop()
@@ -53,9 +53,14 @@ struct DemoCommand: AsyncParsableCommand {
         let origin = try Origin(configuration: OriginConfiguration(assetRoots: assets), logger: logger)
         _ = try await origin.start()
         let url = origin.manifestURL(asset: name)
-        print("demo: origin serving \(url.absoluteString)")
+        say("demo: origin serving \(url.absoluteString)")
         let code = await PlaybackRunner(output: output).play(sources: [url])
         await origin.stop()
         if code != 0 { throw ExitCode(code) }
     }
+}
+
+/// Writes a line to stdout unbuffered (scripts read these lines while the command runs).
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
