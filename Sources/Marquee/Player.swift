@@ -74,7 +74,8 @@ public final class Player: Sendable {
             do {
                 core = try CoreHandle(
                     audio: options.audioOutput.spec, video: options.videoOutput.spec, fit: options.fit.rawValue,
-                    rotation: options.rotation, poster: options.poster)
+                    rotation: options.rotation, poster: options.poster,
+                    decoders: options.decoders.isEmpty ? nil : options.decoders.joined(separator: ","))
             } catch {
                 throw PlayerError(error.isUnsupported || error.isInvalidArgument ? .invalidOptions : .output, error.message, coreCode: error.code)
             }

@@ -32,6 +32,10 @@ public enum PlayerEvent: Sendable, Hashable {
     case timeOffsetChanged(milliseconds: Double)
     /// A failure. Playback goes on unless `fatal`.
     case error(PlayerError, fatal: Bool)
+    /// The display was unplugged, plugged back or changed mode; the output set itself up again.
+    case outputChanged(String)
+    /// A track's preferred (hardware) decoder could not be used; software decoding took over.
+    case decoderFallback(String)
     case ended
 }
 

@@ -107,6 +107,9 @@ public struct PlayerOptions: Sendable {
     public var rotation: Int
     /// Display outputs: a PNG or JPEG path shown until the first picture (nil: black).
     public var poster: String?
+    /// Decoders to try first, in order (e.g. `h264_v4l2m2m`); the codec's software decoder is
+    /// the fallback, reported by ``PlayerEvent/decoderFallback(_:)``. Empty: software only.
+    public var decoders: [String] = []
 
     public init(
         sources: [URL], autoplay: Bool = false, muted: Bool = false, targetLatency: Double = 3,
@@ -123,6 +126,17 @@ public struct PlayerOptions: Sendable {
         self.audioOutput = audioOutput
         self.videoOutput = videoOutput
         self.httpHeaders = httpHeaders
+    }
+
+    /// These options with a board profile's device settings applied: its ALSA PCM, display
+    /// output, rotation and decoder preference.
+    public func applying(_ board: BoardProfile) -> PlayerOptions {
+        var options = self
+        options.audioOutput = AudioOutput(spec: board.audio.outputSpec) ?? audioOutput
+        options.videoOutput = VideoOutput(spec: board.video.outputSpec) ?? videoOutput
+        options.rotation = board.video.rotation
+        options.decoders = board.decode.decoders
+        return options
     }
 
     func validated() throws(PlayerError) -> PlayerOptions {

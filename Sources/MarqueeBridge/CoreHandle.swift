@@ -54,7 +54,7 @@ package struct CoreStatus: Sendable {
 
 /// Something the core reported (`mq_event`).
 package struct CoreEvent: Sendable {
-    package enum Kind: Sendable { case firstFrame, trackFormat, error, ended, underrun, other(Int32) }
+    package enum Kind: Sendable { case firstFrame, trackFormat, error, ended, underrun, outputChanged, decoderFallback, other(Int32) }
     package var kind: Kind
     package var track: Int32?
     package var error: CoreError?
@@ -68,15 +68,17 @@ package final class CoreHandle: Sendable {
 
     /// Opens the outputs. `audio`: `alsa[:pcm]`, `wav:<path>`, `null`; `video`: `headless`,
     /// `frames:<dir>`, `drm[:<card>[,<connector>[,<WxH>]]]`. Display outputs only: `fit` (`mq_fit`),
-    /// `rotation` (degrees clockwise), `poster` (PNG/JPEG shown until the first picture).
+    /// `rotation` (degrees clockwise), `poster` (PNG/JPEG shown until the first picture);
+    /// `decoders`: comma-separated decoder names tried first, software fallback.
     package init(
         audio: String, video: String, sampleRate: Int = 48_000, channels: Int = 2, fit: Int32 = 0, rotation: Int = 0,
-        poster: String? = nil
+        poster: String? = nil, decoders: String? = nil
     ) throws(CoreError) {
         var created: OpaquePointer?
         let rc: Int32 = audio.withCString { a in
             video.withCString { v in
                 withOptionalCString(poster) { posterPath in
+                  withOptionalCString(decoders) { decoderList in
                     var cfg = mq_player_config()
                     cfg.audio_out = a
                     cfg.video_out = v
@@ -85,7 +87,9 @@ package final class CoreHandle: Sendable {
                     cfg.video_fit = fit
                     cfg.video_rotation = Int32(rotation)
                     cfg.poster = posterPath
+                    cfg.decoders = decoderList
                     return mq_player_create(&cfg, &created)
+                  }
                 }
             }
         }
@@ -207,6 +211,8 @@ package final class CoreHandle: Sendable {
         case Int32(MQ_EVENT_ERROR.rawValue): kind = .error
         case Int32(MQ_EVENT_ENDED.rawValue): kind = .ended
         case Int32(MQ_EVENT_UNDERRUN.rawValue): kind = .underrun
+        case Int32(MQ_EVENT_OUTPUT_CHANGED.rawValue): kind = .outputChanged
+        case Int32(MQ_EVENT_DECODER_FALLBACK.rawValue): kind = .decoderFallback
         default: kind = .other(e.type)
         }
         return CoreEvent(

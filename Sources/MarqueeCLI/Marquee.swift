@@ -1,13 +1,14 @@
 import ArgumentParser
 import Foundation
 import Logging
+import Marquee
 
 @main
 struct MarqueeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "marquee",
         abstract: "Marquee: a live-stream player for set-top boxes, kiosks and signage.",
-        subcommands: [PlayCommand.self, DemoCommand.self, OriginCommand.self]
+        subcommands: [PlayCommand.self, DemoCommand.self, OriginCommand.self, BoardsCommand.self]
     )
 }
 
@@ -17,16 +18,19 @@ struct OutputOptions: ParsableArguments {
     var audio: String?
 
     @Option(name: .long, help: "Video output: headless, frames:<dir>, drm[:<card>[,<connector>[,<WxH>]]] (default: headless).")
-    var video: String = "headless"
+    var video: String?
 
     @Option(name: .long, help: "Display fit: contain, cover, fill, scaledown.")
     var fit: String = "contain"
 
     @Option(name: .long, help: "Display rotation in degrees clockwise: 0, 90, 180, 270.")
-    var rotation: Int = 0
+    var rotation: Int?
 
     @Option(name: .long, help: "PNG or JPEG shown on the display until the first frame.")
     var poster: String?
+
+    @Option(name: .long, help: "Board profile (see `marquee boards`): its ALSA PCM, display, rotation and decoders; explicit --audio/--video/--rotation win.")
+    var board: String?
 
     @Option(name: .long, help: "Seconds behind live to present at.")
     var targetLatency: Double = 3
@@ -36,4 +40,29 @@ struct OutputOptions: ParsableArguments {
 
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error.")
     var logLevel: String = "notice"
+}
+
+struct BoardsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "boards", abstract: "List the board profiles.")
+
+    func run() throws {
+        let paths = BoardProfile.searchPaths(repoRoot: repoRoot())
+        let names = BoardProfile.available(searchPaths: paths)
+        if names.isEmpty { throw ValidationError("no board profiles in \(paths.map(\.path).joined(separator: ", "))") }
+        for name in names {
+            do {
+                let board = try BoardProfile.load(named: name, searchPaths: paths)
+                say("\(name)\t\(board.arch)\taudio \(board.audio.outputSpec)\tvideo \(board.video.outputSpec)\tdecoders \(board.decode.decoders.joined(separator: ",").isEmpty ? "software" : board.decode.decoders.joined(separator: ","))")
+            } catch {
+                say("\(name)\tINVALID: \(error)")
+            }
+        }
+    }
+}
+
+extension BoardProfile {
+    /// The default search paths, then the repository's `boards/` (running from a checkout).
+    static func searchPaths(repoRoot: String) -> [URL] {
+        defaultSearchPaths + [URL(fileURLWithPath: repoRoot).appendingPathComponent("boards", isDirectory: true)]
+    }
 }

@@ -36,18 +36,31 @@ struct PlaybackRunner {
 
     func play(sources: [URL]) async -> Int32 {
         let logger = makeLogger()
-        guard let audio = AudioOutput(spec: output.audio ?? Self.defaultAudio()) else {
-            return fail("--audio \(output.audio ?? ""): expected alsa[:<pcm>], wav:<path> or null")
-        }
-        guard let video = VideoOutput(spec: output.video) else {
-            return fail("--video \(output.video): expected headless, frames:<dir> or drm[:<card>[,<connector>]]")
-        }
         guard let fit = VideoFit(name: output.fit) else {
             return fail("--fit \(output.fit): expected contain, cover, fill or scaledown")
         }
-        let options = PlayerOptions(
-            sources: sources, autoplay: true, targetLatency: output.targetLatency, audioOutput: audio, videoOutput: video,
-            fit: fit, rotation: output.rotation, poster: output.poster)
+        var options = PlayerOptions(
+            sources: sources, autoplay: true, targetLatency: output.targetLatency, fit: fit, poster: output.poster)
+        if let name = output.board {
+            do {
+                options = options.applying(try BoardProfile.load(named: name, searchPaths: BoardProfile.searchPaths(repoRoot: repoRoot())))
+            } catch {
+                return fail("--board \(name): \(error)")
+            }
+        } else {
+            options.audioOutput = AudioOutput(spec: Self.defaultAudio()) ?? .null
+        }
+        if let spec = output.audio {
+            guard let audio = AudioOutput(spec: spec) else { return fail("--audio \(spec): expected alsa[:<pcm>], wav:<path> or null") }
+            options.audioOutput = audio
+        }
+        if let spec = output.video {
+            guard let video = VideoOutput(spec: spec) else {
+                return fail("--video \(spec): expected headless, frames:<dir> or drm[:<card>[,<connector>]]")
+            }
+            options.videoOutput = video
+        }
+        if let rotation = output.rotation { options.rotation = rotation }
         let player: Player
         do {
             player = try Player(options: options, logger: logger)
@@ -109,6 +122,8 @@ struct PlaybackRunner {
                 status.log("\(q.kind) \(q.id) \(q.codecs ?? "")\(size) \(q.bandwidth / 1000) kb/s")
             case .timeOffsetChanged(let ms):
                 status.log(String(format: "server clock offset %+.1f ms", ms))
+            case .outputChanged(let detail), .decoderFallback(let detail):
+                status.log(detail)
             case .stateChanged:
                 break
             }

@@ -170,6 +170,12 @@ final class PlaybackSession: Sendable {
             }
         case .trackFormat:
             logger.info("track opened", metadata: ["track": "\(event.track ?? -1)", "format": "\(event.message)"])
+        case .outputChanged:
+            logger.notice("display changed", metadata: ["detail": "\(event.message)"])
+            events.send(.outputChanged(event.message))
+        case .decoderFallback:
+            logger.notice("decoder fallback", metadata: ["detail": "\(event.message)"])
+            events.send(.decoderFallback(event.message))
         case .underrun, .other:
             logger.debug("core event", metadata: ["message": "\(event.message)"])
         }
