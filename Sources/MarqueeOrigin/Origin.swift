@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdCore
 import Logging
+import ServiceLifecycle
 import Synchronization
 
 /// A loopback live DASH origin, like the DASH-IF live simulator: it loops VOD DASH assets into
@@ -26,6 +27,7 @@ public final class Origin: Sendable {
     private struct State {
         var port: Int?
         var task: Task<Void, Never>?
+        var group: ServiceGroup?
     }
 
     /// Loads and indexes every asset; throws an ``OriginError`` naming the first bad one.
@@ -66,9 +68,10 @@ public final class Origin: Sendable {
             }
         )
         let logger = self.logger
+        let group = ServiceGroup(configuration: .init(services: [server], logger: logger))
         let task = Task {
             do {
-                try await server.run()
+                try await group.run()
             } catch {
                 logger.warning("origin: server stopped: \(error)")
                 continuation.yield(.failure(error))
@@ -84,19 +87,26 @@ public final class Origin: Sendable {
         state.withLock {
             $0.port = port
             $0.task = task
+            $0.group = group
         }
         logger.info("origin: listening on http://\(Self.urlHost(host)):\(port)")
         return port
     }
 
-    /// Stops listening and closes open connections.
+    /// Stops listening, lets in-flight responses finish (for up to 2 s) and closes the connections.
     public func stop() async {
-        let task = state.withLock { state -> Task<Void, Never>? in
+        let (task, group) = state.withLock { state -> (Task<Void, Never>?, ServiceGroup?) in
             defer { state = State() }
-            return state.task
+            return (state.task, state.group)
         }
-        task?.cancel()
-        await task?.value
+        guard let task else { return }
+        await group?.triggerGracefulShutdown()
+        let deadline = Task {
+            try? await Task.sleep(for: .seconds(2))
+            task.cancel()
+        }
+        await task.value
+        deadline.cancel()
     }
 
     /// Starts (if needed) and serves until the calling task is cancelled.
@@ -106,7 +116,7 @@ public final class Origin: Sendable {
         await withTaskCancellationHandler {
             await task?.value
         } onCancel: {
-            task?.cancel()
+            Task { await self.stop() }
         }
         await stop()
     }

@@ -195,6 +195,30 @@ struct OriginTests {
         #expect(try await fetch(origin.manifestURL(asset: "generated", mpdName: "other.mpd")).status == 404)
     }
 
+    @Test("start binds a free port, stop closes it, a bad asset is a typed error")
+    func lifecycle() async throws {
+        let directory = "\(repoRoot)/assets/generated"
+        _ = try await SharedOrigin.shared.get()   // makes the assets
+        let origin = try Origin(configuration: OriginConfiguration(assetRoots: ["g": directory]), logger: .init(label: "test"))
+        let port = try await origin.start()
+        #expect(port > 0 && origin.baseURL.absoluteString == "http://127.0.0.1:\(port)")
+        #expect(origin.manifestURL(asset: "g", options: ["tsbd_30"]).absoluteString == "http://127.0.0.1:\(port)/live/tsbd_30/g/manifest.mpd")
+        #expect(try await fetch(origin.manifestURL(asset: "g")).status == 200)
+        await origin.stop()
+        // curl, not AsyncHTTPClient: its pool retries refused connections until the deadline.
+        if try run(["sh", "-c", "command -v curl"]).status == 0 {
+            let refused = try run(["curl", "-sS", "-m", "3", "-o", "/dev/null", origin.baseURL.absoluteString + "/time/ms"])
+            #expect(refused.status == 7, "curl exit \(refused.status): the port should refuse connections")
+        }
+
+        let empty = NSTemporaryDirectory() + "marquee-origin-empty-\(getpid())"
+        try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: true)
+        try Data("<MPD><nope".utf8).write(to: URL(fileURLWithPath: empty + "/manifest.mpd"))
+        #expect { _ = try Origin(configuration: OriginConfiguration(assetRoots: ["bad": empty]), logger: .init(label: "test")) } throws: {
+            ($0 as? OriginError)?.code == .badManifest
+        }
+    }
+
     @Test("/static serves the configured directory")
     func staticFiles() async throws {
         let origin = try await SharedOrigin.shared.get()
