@@ -80,7 +80,9 @@ import Testing
         try #require(FileManager.default.fileExists(atPath: Self.generated.appendingPathComponent("manifest.mpd").path), "run scripts/make-assets")
         let origin = try await Self.origin()
         defer { Task { await origin.stop() } }
-        let url = origin.manifestURL(asset: "generated")
+        // availabilityStartTime chosen so that the asset's 32 s loop point comes ~5 s into playback.
+        let ast = Int(Date().timeIntervalSince1970) - 32_000 + 2
+        let url = origin.manifestURL(asset: "generated", options: ["ast_\(ast)"])
         let run = try await Self.play(url, seconds: 12, audio: { .alsa("file:'\($0.path)/out.raw',raw") })
         let frames = run.frames
         try #require(frames.count > 200, "frames presented: \(frames.count)")
@@ -89,9 +91,10 @@ import Testing
         let reference = try await Self.referenceFrames(manifest: url, from: frames.first!.pts, to: frames.last!.pts)
         Self.expectFramesMatch(frames, reference: reference, fps: 30)
 
-        // Timing: the origin's availabilityStartTime is the Unix epoch and its presentation time
-        // is the media time, so latency = wall_time − pts. Each frame within one frame of target.
-        let latencies = frames.map { $0.wallTime - $0.pts }
+        // Timing: the origin's presentation time is the media time, so latency = wall_time − AST − pts.
+        // Each frame within one frame of target.
+        let latencies = frames.map { $0.wallTime - Double(ast) - $0.pts }
+        #expect(frames.contains { $0.pts < 32_000 } && frames.contains { $0.pts > 32_001 }, "playback crossed the loop point")
         let errors = latencies.map { abs($0 - 3) }
         #expect(Stats.median(errors) < 0.02, "median |latency − 3 s| = \(Stats.median(errors))")
         #expect(errors.max()! < 1.0 / 30, "max |latency − 3 s| = \(errors.max()!)")
