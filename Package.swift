@@ -26,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.24.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
     ],
     targets: systemLibraries.map { lib in
         .systemLibrary(
@@ -59,6 +60,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         .target(
@@ -74,6 +76,8 @@ let package = Package(
             dependencies: [
                 "MarqueeStreaming",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -89,12 +93,22 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "CCoreTests", dependencies: ["CCore", "TestSupport"]),
         .testTarget(name: "MarqueeStreamingTests", dependencies: ["MarqueeStreaming"]),
-        .testTarget(name: "MarqueeOriginTests", dependencies: ["MarqueeOrigin", "MarqueeStreaming", .product(name: "AsyncHTTPClient", package: "async-http-client")]),
+        .testTarget(
+            name: "MarqueeOriginTests",
+            dependencies: [
+                "MarqueeOrigin", "MarqueeStreaming",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
                 "Marquee", "MarqueeOrigin", "MarqueeStreaming", "TestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
     ]
