@@ -69,13 +69,12 @@ struct PlaybackRunner {
             return fail("\(error)")
         }
         let status = StatusLine(interactive: isatty(STDOUT_FILENO) != 0)
+        let systemd = SystemdNotifier()
+        systemd.ready(status: "playing \(sources[0].absoluteString)")
         let outcome = await withTaskGroup(of: Int32?.self) { group -> Int32 in
             group.addTask { await watchEvents(player, status: status) }
             group.addTask {
-                while !Task.isCancelled {
-                    status.show(player.status)
-                    try? await Task.sleep(for: .milliseconds(250))
-                }
+                await showStatus(player, status: status, systemd: systemd)
                 return nil
             }
             if let duration = output.duration {
@@ -99,9 +98,33 @@ struct PlaybackRunner {
             return code
         }
         let final = player.status
+        systemd.stopping()
         await player.stop()
         status.finish(final)
         return outcome
+    }
+
+    /// The status line 4 times a second; under systemd also `STATUS=` and, only while pictures
+    /// (or, audio-only, the media position) keep advancing, `WATCHDOG=1`.
+    private func showStatus(_ player: Player, status: StatusLine, systemd: SystemdNotifier) async {
+        var lastProgress: (frames: Int, position: Double?) = (-1, nil)
+        var lastPing = ContinuousClock.now
+        var lastStatus = ContinuousClock.now
+        while !Task.isCancelled {
+            let now = player.status
+            status.show(now)
+            let advancing = now.framesPresented > lastProgress.frames || (now.position ?? 0) > (lastProgress.position ?? .infinity)
+            lastProgress = (now.framesPresented, now.position)
+            if let interval = systemd.watchdogInterval, advancing, ContinuousClock.now - lastPing >= interval / 2 {
+                systemd.watchdog()
+                lastPing = .now
+            }
+            if systemd.socketPath != nil, ContinuousClock.now - lastStatus >= .seconds(5) {
+                systemd.status(StatusLine.format(now))
+                lastStatus = .now
+            }
+            try? await Task.sleep(for: .milliseconds(250))
+        }
     }
 
     private func watchEvents(_ player: Player, status: StatusLine) async -> Int32? {

@@ -4,6 +4,7 @@ import Foundation
 public struct ToolFailure: Error, CustomStringConvertible {
     public var message: String
     public var description: String { message }
+    public init(message: String) { self.message = message }
 }
 
 /// Runs external tools (ffmpeg, ffprobe) for tests.
