@@ -1,5 +1,6 @@
 import CCore
 import Foundation
+import TestSupport
 import Testing
 
 /// Paths, tools and a thin owner of `mq_player` for the CCore tests.
@@ -30,21 +31,7 @@ enum Fixtures {
     /// Runs a command (found on PATH); returns stdout, throws on a non-zero exit.
     @discardableResult
     static func run(_ tool: String, _ args: [String], cwd: URL? = nil) throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = [tool] + args
-        if let cwd { p.currentDirectoryURL = cwd }
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else {
-            throw ToolError(message: "\(tool) failed: " + String(decoding: errData, as: UTF8.self))
-        }
-        return String(decoding: data, as: UTF8.self)
+        try Tools.run(tool, args, cwd: cwd)
     }
 
     /// `run` on a Dispatch thread: tests run concurrently on Swift's small cooperative pool,

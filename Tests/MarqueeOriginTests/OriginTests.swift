@@ -124,7 +124,9 @@ struct OriginTests {
                 #expect(edge <= t + 0.5 && edge > t - 2.5, "\(asset)/\(rep.id): edge \(edge) vs now \(t)")
                 let first = try #require(times.first)
                 #expect(Double(first.0 + first.1) / Double(template.timescale) > t - 21)
-                for (time, _) in [first, last] {
+                // The oldest entry may expire while the test runs on a loaded box: check the second.
+                let early = times[min(1, times.count - 1)]
+                for (time, _) in [early, last] {
                     let path = SegmentTemplateExpander.expand(template.media!, representationID: rep.id, bandwidth: rep.bandwidth, number: nil, time: time)
                     let segment = try await fetch(url.deletingLastPathComponent().appendingPathComponent(path))
                     #expect(segment.status == 200, "\(asset) \(path)")
