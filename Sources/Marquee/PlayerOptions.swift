@@ -92,10 +92,14 @@ public struct VideoFit: Sendable, Hashable, CustomStringConvertible {
 public struct PlayerOptions: Sendable {
     /// Manifest URLs (DASH `.mpd`), tried in order; the first that plays is used. Required.
     public var sources: [URL]
-    /// Start playing as soon as the player is created by ``MarqueeSDK`` (the CLI plays explicitly).
+    /// Whether playback should start without a `play()` call. Recorded for the remote-config SDK
+    /// (issue 6); a ``Player`` itself starts only on ``Player/play()``.
     public var autoplay: Bool
+    /// Start muted. Recorded for the audio mixer (issue 4), which applies volume and mute; the
+    /// current core plays at full level.
     public var muted: Bool
-    /// Seconds behind the live edge (server time) at which media is presented. Default 3.
+    /// Seconds behind the live edge (server time) at which media is presented. Default 3; 0 means
+    /// no target: one segment (`MPD@maxSegmentDuration`) plus 0.5 s behind live.
     public var targetLatency: Double
     public var audioOutput: AudioOutput
     public var videoOutput: VideoOutput
