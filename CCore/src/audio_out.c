@@ -5,6 +5,7 @@
 
 #include "log.h"
 #include "mq_err.h"
+#include "spec.h"
 
 static const mq_audio_out_driver *const drivers[] = {
     &mq_audio_out_alsa,
@@ -14,11 +15,8 @@ static const mq_audio_out_driver *const drivers[] = {
 
 static const mq_audio_out_driver *find_driver(const char *spec, const char **arg)
 {
-    const char *colon = strchr(spec, ':');
-    size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
-    *arg = colon ? colon + 1 : NULL;
     for (size_t i = 0; i < sizeof drivers / sizeof drivers[0]; i++)
-        if (strlen(drivers[i]->name) == len && strncmp(drivers[i]->name, spec, len) == 0)
+        if (mq_spec_matches(spec, drivers[i]->name, arg))
             return drivers[i];
     return NULL;
 }

@@ -70,14 +70,13 @@ static int parse_spec(const char *arg, char *card, char *conn, char *mode, size_
     char buf[256];
     if (snprintf(buf, sizeof buf, "%s", arg) >= (int)sizeof buf)
         return MQ_ERR_INVALID_ARGUMENT;
-    char *fields[3] = {card, conn, mode}, *save = NULL, *tok = buf;
-    for (int n = 0; n < 3; n++, tok = NULL) {
-        char *f = strtok_r(tok, ",", &save);
-        if (!f)
-            break;
+    // strsep keeps empty fields: `drm:,HDMI-A-1` is "any card, connector HDMI-A-1".
+    char *fields[3] = {card, conn, mode}, *rest = buf;
+    for (int n = 0; n < 3 && rest; n++) {
+        char *f = strsep(&rest, ",");
         snprintf(fields[n], size, "%s", f);
     }
-    return strtok_r(NULL, ",", &save) ? MQ_ERR_INVALID_ARGUMENT : MQ_OK;
+    return rest ? MQ_ERR_INVALID_ARGUMENT : MQ_OK;
 }
 
 static int drm_open(mq_video_out *vo, const char *arg)
