@@ -49,8 +49,11 @@ t0=$(date +%s.%N)
 # 1. poster: the manifest request hangs (nc accepts and never answers)
 busybox nc -l -p 8081 >/dev/null &
 NC=$!
+# the player must find the port open (a refused connection is a failed source, which ends `play`)
+i=0; until busybox netstat -ltn | grep -q ':8081 '; do i=$((i + 1)); [ $i -gt 50 ] && break; sleep 0.1; done
 play poster http://127.0.0.1:8081/live.mpd --video drm --audio null --poster "$M/poster.png"
 wait_for /tmp/poster.log "fit 512x384" 60 && sleep 0.3 && snap poster
+kill -0 $PID 2>/dev/null || { fail "player exited before the poster snapshot"; tail -5 /tmp/poster.log; }
 kill $NC 2>/dev/null
 stop
 
