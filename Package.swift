@@ -6,6 +6,7 @@ let systemLibraries: [(name: String, pkgConfig: String, apt: String)] = [
     ("CAVFormat", "libavformat", "libavformat-dev"),
     ("CAVCodec", "libavcodec", "libavcodec-dev"),
     ("CAVUtil", "libavutil", "libavutil-dev"),
+    ("CAVFilter", "libavfilter", "libavfilter-dev"),
     ("CSwResample", "libswresample", "libswresample-dev"),
     ("CSwScale", "libswscale", "libswscale-dev"),
     ("CALSA", "alsa", "libasound2-dev"),
@@ -45,7 +46,7 @@ let package = Package(
                 .unsafeFlags(["-std=c11", "-Wall", "-Wextra", "-O2"]),
             ],
             linkerSettings: [
-                .linkedLibrary("avformat"), .linkedLibrary("avcodec"), .linkedLibrary("avutil"),
+                .linkedLibrary("avformat"), .linkedLibrary("avcodec"), .linkedLibrary("avutil"), .linkedLibrary("avfilter"),
                 .linkedLibrary("swresample"), .linkedLibrary("swscale"), .linkedLibrary("asound"),
                 .linkedLibrary("drm"), .linkedLibrary("pthread"), .linkedLibrary("m"),
             ]

@@ -26,6 +26,9 @@ set_tests_properties(make_media PROPERTIES FIXTURES_SETUP media)
 mq_test(pcm_ring_test)
 add_test(NAME pcm_ring COMMAND pcm_ring_test)
 
+mq_test(stretch_test)
+add_test(NAME stretch COMMAND stretch_test)
+
 mq_test(segment_io_test)
 add_test(NAME segment_io COMMAND segment_io_test "${MQ_MEDIA}/video.mp4")
 

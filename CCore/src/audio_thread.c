@@ -6,7 +6,7 @@
 #include "player_internal.h"
 #include "thread.h"
 
-/// The audio thread: the master clock. Every period it works out when the next sample written
+/// The audio thread: the master clock. It plays the tempo stage's ring (`out`, see tempo_thread.c). Every period it works out when the next sample written
 /// will be heard (device delay, or a virtual device for outputs that do not pace), asks the
 /// schedule which presentation time is due then, and writes the PCM ring's samples so they
 /// are heard on time (to the sample): late samples are skipped, early ones wait behind silence, and once
@@ -44,7 +44,7 @@ static void silence(mq_player *p, int from, int to)
 
 static void check_generation(mq_player *p, mq_audio_sync *s)
 {
-    uint32_t gen = atomic_load_explicit(&p->pcm->gen, memory_order_acquire);
+    uint32_t gen = atomic_load_explicit(&p->out->gen, memory_order_acquire);
     if (gen == s->gen)
         return;
     s->gen = gen; // the track was reset: a new stream starts
@@ -55,7 +55,7 @@ static void check_generation(mq_player *p, mq_audio_sync *s)
 /// The ring is empty at output index `i` (heard at `t`, where `media` was due).
 static void ring_empty(mq_player *p, mq_audio_sync *s, double t, double media, int i)
 {
-    if (atomic_load_explicit(&p->pcm->eof, memory_order_acquire)) {
+    if (atomic_load_explicit(&p->out->eof, memory_order_acquire)) {
         if (atomic_load_explicit(&p->drained_gen, memory_order_relaxed) != (int64_t)s->gen) {
             atomic_store(&p->drained_mono, t);
             atomic_store(&p->drained_gen, (int64_t)s->gen);
@@ -79,12 +79,12 @@ static void ring_empty(mq_player *p, mq_audio_sync *s, double t, double media, i
 /// Copies up to `max` frames of block `b` to output index `i`; returns frames copied.
 static int copy_block(mq_player *p, const mq_pcm_block *b, int i, int max)
 {
-    int avail = b->frames - p->pcm->read_off;
+    int avail = b->frames - p->out->read_off;
     int k = avail < max ? avail : max;
     memcpy(p->as.mix + (size_t)i * (size_t)p->channels,
-           b->data + (size_t)p->pcm->read_off * (size_t)p->channels,
+           b->data + (size_t)p->out->read_off * (size_t)p->channels,
            (size_t)k * (size_t)p->channels * sizeof(float));
-    mq_pcm_ring_consume(p->pcm, k);
+    mq_pcm_ring_consume(p->out, k);
     atomic_fetch_add_explicit(&p->audio_frames_played, k, memory_order_relaxed);
     return k;
 }
@@ -99,22 +99,22 @@ static void fill_period(mq_player *p, mq_audio_sync *s, double t_hear)
     bool published = false;
     check_generation(p, s);
     for (int i = 0; i < n;) {
-        mq_pcm_block *b = scheduled ? mq_pcm_ring_peek(p->pcm) : NULL;
+        mq_pcm_block *b = scheduled ? mq_pcm_ring_peek(p->out) : NULL;
         if (!b) {
             if (scheduled)
                 ring_empty(p, s, t_hear + i / sr, want + i * rate / sr, i);
             silence(p, i, n);
             return;
         }
-        double next = b->pts + p->pcm->read_off / sr;   // media time of the next ring frame
+        double next = b->pts + p->out->read_off * b->rate / sr; // media time of the next ring frame
         double err = next - (want + i * rate / sr);    // > 0: early, < 0: late
         // Unlocked we align to the sample (skip or wait exactly); locked we write on.
         double tol = s->locked ? MQ_LOCKED_TOLERANCE : 0.5 / sr;
         if (err < -tol) { // late: skip it
-            int k = (int)lrint(-err * sr), avail = b->frames - p->pcm->read_off;
+            int k = (int)lrint(-err * sr / b->rate), avail = b->frames - p->out->read_off;
             k = k > 0 ? k : 1;
             k = k < avail ? k : avail;
-            mq_pcm_ring_consume(p->pcm, k);
+            mq_pcm_ring_consume(p->out, k);
             atomic_fetch_add_explicit(&p->audio_frames_dropped, k, memory_order_relaxed);
             s->locked = false;
             continue;
@@ -197,7 +197,7 @@ void *mq_audio_thread_main(void *arg)
     mq_player *p = arg;
     mq_audio_sync *s = &p->as;
     s->virt_t0 = mq_clock_now();
-    s->gen = atomic_load(&p->pcm->gen);
+    s->gen = atomic_load(&p->out->gen);
     bool device_ok = true;
     while (!atomic_load_explicit(&p->quit, memory_order_relaxed)) {
         double now, delay;

@@ -182,6 +182,7 @@ static int push_audio(mq_decoder *d, const AVFrame *f, double pts)
         if (n <= 0)
             return n < 0 ? MQ_ERR_DECODE : MQ_OK;
         b->pts = pts;
+        b->rate = 1.0;
         b->frames = n;
         pts += (double)n / p->sample_rate;
         mq_pcm_ring_commit(p->pcm, pts);

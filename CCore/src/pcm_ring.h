@@ -8,6 +8,8 @@
 /// One block of decoded audio: float interleaved at the output rate and channel count.
 typedef struct mq_pcm_block {
     double pts;     ///< Presentation time of the first frame.
+    double rate;    ///< Presentation seconds per second of these frames: 1 as decoded, the
+                    ///< tempo when time-stretched (frame k is at pts + k × rate / sample rate).
     int32_t frames; ///< Valid frames in `data`.
     uint32_t gen;   ///< Ring generation the block was written in (stale after a flush).
     float *data;    ///< capacity × channels floats, allocated once.

@@ -94,7 +94,7 @@ static bool track_presented(mq_player *p, mq_track *t, double now)
         double last;
         return mq_frame_queue_pending(p->vq, &last) == 0;
     }
-    return atomic_load(&p->drained_gen) == (int64_t)atomic_load(&p->pcm->gen) &&
+    return atomic_load(&p->drained_gen) == (int64_t)atomic_load(&p->out->gen) &&
            now >= atomic_load(&p->drained_mono);
 }
 
@@ -180,6 +180,7 @@ static int open_outputs(mq_player *p, const mq_player_config *cfg, int buffer_ms
     if (p->buffer_frames < 2 * p->period_frames)
         p->buffer_frames = 2 * p->period_frames;
     if ((ret = mq_pcm_ring_create(MQ_PCM_BLOCKS, MQ_PCM_BLOCK_FRAMES, p->channels, &p->pcm)) < 0 ||
+        (ret = mq_pcm_ring_create(MQ_OUT_BLOCKS, MQ_OUT_BLOCK_FRAMES, p->channels, &p->out)) < 0 ||
         (ret = mq_frame_queue_create(queue, &p->vq)) < 0 ||
         (ret = mq_video_out_create(cfg->video_out, &vopts, &p->vo)) < 0)
         return ret;
@@ -232,11 +233,13 @@ static void stop_threads(mq_player *p)
     }
     if (p->audio_running)
         pthread_join(p->audio_thread, NULL);
+    if (p->tempo_running)
+        pthread_join(p->tempo_thread, NULL);
     if (p->video_running)
         pthread_join(p->video_thread, NULL);
     if (p->monitor_running)
         pthread_join(p->monitor_thread, NULL);
-    p->audio_running = p->video_running = p->monitor_running = false;
+    p->audio_running = p->video_running = p->monitor_running = p->tempo_running = false;
     for (int i = 0; i < p->ntracks; i++)
         track_destroy(&p->tracks[i]); // joins its decode thread
 }
@@ -252,6 +255,7 @@ void mq_player_destroy(mq_player **pp)
     mq_audio_sync_uninit(p);
     mq_frame_queue_destroy(&p->vq);
     mq_pcm_ring_destroy(&p->pcm);
+    mq_pcm_ring_destroy(&p->out);
     mq_event_queue_destroy(&p->events);
     if (p->sync_ok >= 1)
         pthread_mutex_destroy(&p->lock);
@@ -343,8 +347,11 @@ int mq_player_start(mq_player *p)
         return MQ_ERR_STATE;
     p->started = true;
     atomic_store(&p->state, MQ_STATE_BUFFERING);
-    int ret = mq_thread_start(&p->audio_thread, mq_audio_thread_main, p, "mq-audio");
-    p->audio_running = ret >= 0;
+    int ret = mq_thread_start(&p->tempo_thread, mq_tempo_thread_main, p, "mq-tempo");
+    p->tempo_running = ret >= 0;
+    if (ret >= 0)
+        ret = mq_thread_start(&p->audio_thread, mq_audio_thread_main, p, "mq-audio");
+    p->audio_running = p->tempo_running && ret >= 0;
     if (ret >= 0)
         ret = mq_thread_start(&p->video_thread, mq_video_thread_main, p, "mq-video");
     p->video_running = p->audio_running && ret >= 0;
@@ -355,6 +362,7 @@ int mq_player_start(mq_player *p)
         // Output threads keep their timing on a loaded box when the process may use RT
         // scheduling; without the privilege they simply stay SCHED_OTHER.
         mq_thread_set_realtime(p->audio_thread, 20);
+        mq_thread_set_realtime(p->tempo_thread, 15); // feeds the audio thread ~170 ms ahead
         mq_thread_set_realtime(p->video_thread, 10);
     }
     return ret;

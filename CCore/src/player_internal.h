@@ -13,11 +13,14 @@
 #include "mq_player.h"
 #include "pcm_ring.h"
 #include "segment_io.h"
+#include "stretch.h"
 #include "video_out.h"
 
 #define MQ_MAX_TRACKS 8
 #define MQ_PCM_BLOCKS 64u
 #define MQ_PCM_BLOCK_FRAMES 2048
+#define MQ_OUT_BLOCKS 8u          // the tempo stage's output ring: short, so a new rate is heard soon
+#define MQ_OUT_BLOCK_FRAMES 1024
 
 typedef struct mq_player mq_player;
 
@@ -49,6 +52,15 @@ typedef struct mq_audio_sync {
     uint32_t xruns_seen;
 } mq_audio_sync;
 
+/// State of the tempo stage (tempo_thread.c). Tempo thread only.
+typedef struct mq_tempo {
+    mq_stretch st;   // open while stretching
+    double media;    // presentation time of the next stretched frame
+    uint32_t gen;    // `pcm` generation being passed on
+    bool eof_passed; // `out` was marked ended for this generation
+    bool failed;     // the stretch could not be built: rate 1 from then on
+} mq_tempo;
+
 struct mq_player {
     // immutable after create
     int32_t sample_rate, channels, period_frames, buffer_frames;
@@ -56,7 +68,8 @@ struct mq_player {
     mq_audio_out *ao;
     mq_video_out *vo;
     mq_event_queue *events;
-    mq_pcm_ring *pcm;
+    mq_pcm_ring *pcm; // decoded stream audio: decode thread → tempo thread
+    mq_pcm_ring *out; // audio to play, stamped: tempo thread → audio thread
     mq_frame_queue *vq;
     int sync_ok;
 
@@ -65,8 +78,8 @@ struct mq_player {
     pthread_cond_t cond;
     mq_track *tracks[MQ_MAX_TRACKS];
     int ntracks;
-    bool started, audio_running, video_running, monitor_running;
-    pthread_t audio_thread, video_thread, monitor_thread;
+    bool started, audio_running, video_running, monitor_running, tempo_running;
+    pthread_t audio_thread, video_thread, monitor_thread, tempo_thread;
 
     // atomics: written by the thread named, read anywhere
     _Atomic bool quit;                 // controlling thread (destroy)
@@ -90,6 +103,9 @@ struct mq_player {
     // audio thread only
     mq_audio_sync as;
 
+    // tempo thread only
+    mq_tempo tempo;
+
     // overlay requested by mq_player_set_overlay: written under lock, overlay_gen bumped after
     mq_vo_overlay overlay_req;
     _Atomic uint32_t overlay_gen;
@@ -111,6 +127,8 @@ void *mq_decode_thread_main(void *track);
 int mq_audio_sync_init(mq_player *p);
 void mq_audio_sync_uninit(mq_player *p);
 void *mq_audio_thread_main(void *player);
+/// tempo_thread.c
+void *mq_tempo_thread_main(void *player);
 /// video_thread.c
 void *mq_video_thread_main(void *player);
 

@@ -14,7 +14,7 @@ import Testing
         let sources = try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("CCore/src").path)
             .filter { $0.hasSuffix(".c") }.map { "CCore/src/\($0)" }
         let flags = try await Fixtures.runAsync("pkg-config", ["--cflags", "--libs", "libavformat", "libavcodec",
-                                                    "libavutil", "libswresample", "libswscale", "alsa", "libdrm"])
+                                                    "libavutil", "libavfilter", "libswresample", "libswscale", "alsa", "libdrm"])
             .split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
             .filter { !$0.isEmpty }
         let exe = dir.appendingPathComponent("audio_alloc_test")

@@ -1,0 +1,1 @@
+#include <libavfilter/avfilter.h>
