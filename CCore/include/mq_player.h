@@ -115,7 +115,10 @@ int mq_player_set_wall_offset(mq_player *p, double offset);
 
 /// The presentation schedule: the presentation time due at monotonic time `t` is
 /// `media_anchor + (t - mono_anchor) * rate`. Media earlier than that is late (dropped),
-/// later is waited for. May be changed while playing.
+/// later is waited for. May be changed while playing: to steer without a jump, anchor at the
+/// time due now. At a rate other than 1 (0.5–2) stream audio is time-stretched with the pitch
+/// kept (libavfilter `atempo`), heard within ~0.25 s of the change; at exactly 1 it plays
+/// bit-exact.
 int mq_player_set_timeline(mq_player *p, double mono_anchor, double media_anchor, double rate);
 
 /// Sets what a display output shows over or instead of pictures: `MQ_OVERLAY_BUFFERING`

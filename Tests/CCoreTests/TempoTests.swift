@@ -1,0 +1,123 @@
+import CCore
+import Foundation
+import Testing
+
+/// Playback rate ≠ 1: the schedule runs faster or slower, the audio is time-stretched (pitch
+/// kept) and the pictures follow the audio clock. What a listener hears is measured from the
+/// WAV: each tone step's pitch, and how long each step lasts.
+@Suite(.serialized) struct TempoTests {
+    /// 300 Hz in media [0,1), 400 in [1,2), … 800 in [5,6).
+    private func stepsTone(in dir: URL) async throws -> URL {
+        try await Fixtures.makeAudio(
+            "aevalsrc=0.25*sin(2*PI*t*(300+100*floor(t))):s=48000:d=6", seconds: 6, in: dir, name: "steps.mp4")
+    }
+
+    /// Output sample index where step `k` (tone 300+100k Hz) gives way to step k+1, searched
+    /// from `from`; 2.5 ms resolution.
+    private func boundary(_ pcm: PCM, step k: Int, from: Int) -> Int? {
+        let f1 = 300.0 + 100 * Double(k), f2 = f1 + 100, win = 480
+        var i = from
+        while i + win < pcm.samples.count {
+            if pcm.power(f2, in: i..<i + win) > pcm.power(f1, in: i..<i + win) { return i + win / 2 }
+            i += win / 4
+        }
+        return nil
+    }
+
+    private struct Heard {
+        var pcm: PCM
+        var span: Range<Int>
+        var boundaries: [Int] // output index of media 1, 2, 3, 4, 5
+        var frames: [FrameRow]
+        var offset: Double
+    }
+
+    /// Plays the steps tone and 6 s of pictures; `steer` runs once playback started and may
+    /// change the rate.
+    private func play(rate: Double, dir: URL, steer: @Sendable (TestPlayer, Double) async throws -> Void = { _, _ in })
+        async throws -> Heard
+    {
+        let player = try TestPlayer(audio: "wav:\(dir.path)/out.wav", video: "frames:\(dir.path)/out")
+        let v = player.addTrack(MQ_TRACK_VIDEO), a = player.addTrack(MQ_TRACK_AUDIO)
+        player.push(v, try Fixtures.segments("V300", [1, 2, 3]))
+        player.push(a, try Data(contentsOf: try await stepsTone(in: dir)))
+        mq_player_end_track(player.p, v)
+        mq_player_end_track(player.p, a)
+        let offset = wallOffset()
+        mq_player_set_wall_offset(player.p, offset)
+        let start = mq_clock_now() + 0.3
+        mq_player_set_timeline(player.p, start, 0, rate)
+        #expect(mq_player_start(player.p) == 0)
+        try await steer(player, start)
+        #expect(try await player.waitFor(MQ_EVENT_ENDED, timeout: 15) != nil)
+        #expect(player.count(MQ_EVENT_ERROR) == 0)
+        player.destroy()
+        let pcm = try PCM.wav(dir.appendingPathComponent("out.wav")).pcm
+        let span = try #require(pcm.soundSpan())
+        var boundaries: [Int] = []
+        var from = span.lowerBound
+        for k in 0..<5 {
+            let b = try #require(boundary(pcm, step: k, from: from), "step \(k) never ends")
+            boundaries.append(b)
+            from = b + 4800
+        }
+        return Heard(pcm: pcm, span: span, boundaries: boundaries, frames: try FrameRow.read(dir.appendingPathComponent("out")), offset: offset)
+    }
+
+    /// Pitch of each step, away from its edges.
+    private func checkPitch(_ h: Heard, label: String) {
+        let edges = [h.span.lowerBound] + h.boundaries + [h.span.upperBound]
+        for k in 0..<6 {
+            let hz = h.pcm.frequency(in: edges[k] + 2400..<edges[k + 1] - 2400)
+            #expect(abs(hz - (300 + 100 * Double(k))) < 2, "\(label): step \(k) heard at \(hz) Hz")
+        }
+        let gap = h.pcm.longestQuietRun(in: h.span)
+        #expect(gap < 24, "\(label): a dropout of \(gap) samples")
+        // A skip or a jump in the waveform is a click: a second difference far above what a
+        // tone of ≤ 800 Hz at this level has (≈ 90). The steps' own edges are left out.
+        var clicks: [Double] = []
+        for i in h.span.dropFirst().dropLast() where !h.boundaries.contains(where: { abs($0 - i) < 720 }) {
+            let d2 = abs(Int(h.pcm.samples[i + 1]) - 2 * Int(h.pcm.samples[i]) + Int(h.pcm.samples[i - 1]))
+            if d2 > 1500 { clicks.append(Double(i) / h.pcm.rate) }
+        }
+        #expect(clicks.isEmpty, "\(label): \(clicks.count) clicks, first at \(clicks.prefix(5)) s")
+    }
+
+    @Test func fasterRateKeepsPitchAndShortensEverySecond() async throws {
+        let dir = try Fixtures.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let h = try await play(rate: 1.03, dir: dir)
+        checkPitch(h, label: "1.03")
+        let steps = zip(h.boundaries, h.boundaries.dropFirst()).map { Double($1 - $0) / h.pcm.rate }
+        for s in steps { #expect(abs(s - 1 / 1.03) < 0.010, "a media second lasted \(s) s at rate 1.03") }
+        // Pictures follow the audio clock: media advances 1.03 s per second on screen too.
+        let f = h.frames, n = f.count
+        let slope = (Double(f[n - 1].pts)! - Double(f[0].pts)!) / (f[n - 1].wall - f[0].wall)
+        #expect(abs(slope - 1.03) < 0.005, "pictures advance \(slope) media s per s")
+        print("rate 1.03: media seconds heard as \(steps.map { String(format: "%.4f", $0) }) s, pictures at \(String(format: "%.4f", slope))×")
+    }
+
+    @Test func rateChangesWhilePlayingAreSeamless() async throws {
+        let dir = try Fixtures.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        // Continuous schedule: each change re-anchors at the media time due now.
+        let h = try await play(rate: 1.0, dir: dir) { player, start in
+            var anchorMono = start, anchorMedia = 0.0, rate = 1.0
+            for (atMedia, newRate) in [(1.5, 1.03), (3.5, 0.97), (5.0, 1.0)] {
+                let at = anchorMono + (atMedia - anchorMedia) / rate
+                try await Task.sleep(nanoseconds: UInt64(max(0, at - mq_clock_now()) * 1e9))
+                let now = mq_clock_now()
+                anchorMedia += (now - anchorMono) * rate
+                anchorMono = now
+                rate = newRate
+                mq_player_set_timeline(player.p, anchorMono, anchorMedia, rate)
+            }
+        }
+        checkPitch(h, label: "changes")
+        let second2 = Double(h.boundaries[2] - h.boundaries[1]) / h.pcm.rate  // media [2,3) at 1.03
+        let second4 = Double(h.boundaries[4] - h.boundaries[3]) / h.pcm.rate  // media [4,5) at 0.97
+        #expect(abs(second2 - 1 / 1.03) < 0.010, "media [2,3) lasted \(second2) s")
+        #expect(abs(second4 - 1 / 0.97) < 0.010, "media [4,5) lasted \(second4) s")
+        print("rate changes: media [2,3) heard in \(String(format: "%.4f", second2)) s, [4,5) in \(String(format: "%.4f", second4)) s")
+    }
+}
