@@ -94,6 +94,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "CCoreTests", dependencies: ["CCore", "TestSupport"]),
         .testTarget(name: "MarqueeStreamingTests", dependencies: ["MarqueeStreaming"]),
+        .testTarget(name: "MarqueeTests", dependencies: ["Marquee", "MarqueeStreaming"]),
         .testTarget(
             name: "MarqueeOriginTests",
             dependencies: [

@@ -120,6 +120,8 @@ static void fill_period(mq_player *p, mq_audio_sync *s, double t_hear)
             continue;
         }
         if (err > tol) { // early: silence until it is due
+            if (!published) // nothing heard yet this period: the schedule is the clock (a jump back)
+                mq_clock_invalidate_audio(&p->clock);
             int k = (int)lrint(err * sr);
             k = k < n - i ? (k > 0 ? k : 1) : n - i;
             silence(p, i, i + k);

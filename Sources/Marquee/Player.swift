@@ -28,6 +28,7 @@ public final class Player: Sendable {
         var task: Task<Void, Never>?
         var state: PlaybackState = .idle
         var error: PlayerError?
+        var targetLatency: Double?
     }
 
     /// Validates `options`; throws ``PlayerError/Code-swift.struct/invalidOptions`` or
@@ -101,6 +102,8 @@ public final class Player: Sendable {
 
     private func openFirstSource(core: CoreHandle, startMono: Double) async throws(PlayerError) -> PlaybackSession {
         var lastError = PlayerError(.invalidOptionsSources, "no sources")
+        var options = self.options
+        if let target = inner.withLock({ $0.targetLatency }) { options.targetLatency = target }
         for source in options.sources {
             do {
                 return try await PlaybackSession(
@@ -120,6 +123,21 @@ public final class Player: Sendable {
         await withTaskCancellationHandler {
             await task?.value
         } onCancel: {}
+    }
+
+    /// Changes the latency target (seconds behind live, 0 < seconds ≤ 300) while playing: the
+    /// controller steers to it by rate, or jumps when it is more than
+    /// ``SyncOptions/jumpThreshold`` away. Before ``play()`` it replaces the options' target.
+    /// Throws ``PlayerError/Code-swift.struct/invalidOptions`` for a value out of range.
+    public func setTargetLatency(_ seconds: Double) throws(PlayerError) {
+        guard seconds.isFinite, seconds > 0, seconds <= 300 else {
+            throw PlayerError(.invalidOptions, "targetLatency \(seconds) s is outside 0…300")
+        }
+        let session = inner.withLock { inner -> PlaybackSession? in
+            inner.targetLatency = seconds
+            return inner.session
+        }
+        session?.setTargetLatency(seconds)
     }
 
     /// Stops playback and closes the outputs (the WAV file and frames.tsv are complete after it).

@@ -30,6 +30,11 @@ public enum PlayerEvent: Sendable, Hashable {
     case firstFrame(seconds: Double)
     /// The server clock was measured (server − local wall clock, ms).
     case timeOffsetChanged(milliseconds: Double)
+    /// The latency controller changed the playback rate (1 when it stops steering).
+    case playbackRateChanged(Double)
+    /// The latency controller jumped: the latency was `error` seconds off target (positive:
+    /// behind) and is now on target.
+    case latencyJump(error: Double)
     /// A failure. Playback goes on unless `fatal`.
     case error(PlayerError, fatal: Bool)
     /// The display was unplugged, plugged back or changed mode; the output set itself up again.

@@ -92,15 +92,25 @@ public struct VideoFit: Sendable, Hashable, CustomStringConvertible {
 public struct PlayerOptions: Sendable {
     /// Manifest URLs (DASH `.mpd`), tried in order; the first that plays is used. Required.
     public var sources: [URL]
+    /// The default ``targetLatency``.
+    public static let defaultTargetLatency = 3.0
+
     /// Whether playback should start without a `play()` call. Recorded for the remote-config SDK
     /// (issue 6); a ``Player`` itself starts only on ``Player/play()``.
     public var autoplay: Bool
     /// Start muted. Recorded for the audio mixer (issue 4), which applies volume and mute; the
     /// current core plays at full level.
     public var muted: Bool
-    /// Seconds behind the live edge (server time) at which media is presented. Default 3; 0 means
-    /// no target: one segment (`MPD@maxSegmentDuration`) plus 0.5 s behind live.
+    /// Seconds behind the live edge (server time) at which media is presented, held there by
+    /// the latency controller (see ``sync``). Default 3. A manifest's `ServiceDescription`
+    /// latency target replaces the default 3 (an explicit other value wins), clamped to its
+    /// min/max. 0 disables sync: playback starts one segment (`MPD@maxSegmentDuration`) plus
+    /// 0.5 s behind live and is not steered. Change it while playing with
+    /// ``Player/setTargetLatency(_:)``.
     public var targetLatency: Double
+    /// How latency is held: playback-rate bounds, gain, dead band, jump threshold. A manifest's
+    /// `ServiceDescription` `PlaybackRate` min/max narrow the rate bounds.
+    public var sync = SyncOptions()
     public var audioOutput: AudioOutput
     public var videoOutput: VideoOutput
     /// Headers sent with every request (tokens, cookies).
@@ -116,7 +126,7 @@ public struct PlayerOptions: Sendable {
     public var decoders: [String] = []
 
     public init(
-        sources: [URL], autoplay: Bool = false, muted: Bool = false, targetLatency: Double = 3,
+        sources: [URL], autoplay: Bool = false, muted: Bool = false, targetLatency: Double = PlayerOptions.defaultTargetLatency,
         audioOutput: AudioOutput = .null, videoOutput: VideoOutput = .headless, httpHeaders: [String: String] = [:],
         fit: VideoFit = .contain, rotation: Int = 0, poster: String? = nil
     ) {
@@ -151,6 +161,7 @@ public struct PlayerOptions: Sendable {
         guard targetLatency.isFinite, targetLatency >= 0, targetLatency <= 300 else {
             throw PlayerError(.invalidOptions, "targetLatency \(targetLatency) s is outside 0…300")
         }
+        _ = try sync.validated()
         guard [0, 90, 180, 270].contains(rotation) else {
             throw PlayerError(.invalidOptions, "rotation \(rotation) is not 0, 90, 180 or 270")
         }

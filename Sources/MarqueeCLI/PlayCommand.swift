@@ -147,7 +147,9 @@ struct PlaybackRunner {
                 status.log(String(format: "server clock offset %+.1f ms", ms))
             case .outputChanged(let detail), .decoderFallback(let detail):
                 status.log(detail)
-            case .stateChanged:
+            case .latencyJump(let error):
+                status.log(String(format: "latency %+.3f s off target: jumped", error))
+            case .stateChanged, .playbackRateChanged:
                 break
             }
         }

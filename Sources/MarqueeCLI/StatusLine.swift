@@ -12,7 +12,9 @@ final class StatusLine: Sendable {
     }
 
     static func format(_ s: PlaybackStatus) -> String {
-        let latency = s.latency.map { String(format: "%.3f s", $0) } ?? "-"
+        var latency = s.latency.map { String(format: "%.3f s", $0) } ?? "-"
+        if let target = s.targetLatency { latency += String(format: " (target %.1f)", target) }
+        if s.playbackRate != 1 { latency += String(format: " rate %.3f", s.playbackRate) }
         let size = s.width > 0 ? " \(s.width)x\(s.height)" : ""
         let numbers = String(format: "buffer %.1f s  %.1f fps", s.buffer, s.framesPerSecond)
         return "\(s.state.rawValue)  latency \(latency)  \(numbers)\(size)  presented \(s.framesPresented)  dropped \(s.framesDropped)"

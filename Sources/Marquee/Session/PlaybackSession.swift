@@ -12,7 +12,11 @@ final class PlaybackSession: Sendable {
     let core: CoreHandle
     let feeders: [TrackFeeder]
     let plans: [TrackPlan]
-    let targetLatency: Double
+    /// Seconds behind live the session holds (changed by ``setTargetLatency(_:)``).
+    let targetLatency: SharedValue<Double>
+    /// Whether the latency controller steers (live, target > 0).
+    let syncEnabled: Bool
+    private let controller: Mutex<LatencyController>
     /// Presentation time the session starts at.
     let startPosition: Double
     let startMono: Double
@@ -41,8 +45,7 @@ final class PlaybackSession: Sendable {
             mpd.isLive
             ? await ClockSync(fetcher: fetcher, logger: logger).synchronize(timings: mpd.utcTimings, fallback: await manifest.lastResult)
             : ServerClock.local()
-        // 0 means "no latency target": as close to live as whole segments allow.
-        let target = options.targetLatency > 0 ? options.targetLatency : (mpd.maxSegmentDuration ?? 2) + 0.5
+        let (target, syncOptions) = Self.syncSettings(options: options, mpd: mpd)
         let start: Double
         if mpd.isLive, let ast = mpd.availabilityStartTime {
             start = clock.now().timeIntervalSince(ast) - target
@@ -69,7 +72,10 @@ final class PlaybackSession: Sendable {
         self.clock = clock
         self.core = core
         self.plans = plans
-        self.targetLatency = target
+        let shared = SharedValue(target)
+        self.targetLatency = shared
+        self.syncEnabled = mpd.isLive && options.targetLatency > 0
+        self.controller = Mutex(LatencyController(options: syncOptions))
         self.startPosition = start
         self.startMono = startMono
         self.logger = logger
@@ -77,7 +83,7 @@ final class PlaybackSession: Sendable {
         let positionOf: @Sendable () -> Double? = { [core] in core.status()?.position }
         self.feeders = plans.map { plan in
             TrackFeeder(
-                plan: plan, core: core, fetcher: fetcher, manifest: manifest, clock: clock, targetLatency: target, logger: logger,
+                plan: plan, core: core, fetcher: fetcher, manifest: manifest, clock: clock, targetLatency: shared, logger: logger,
                 events: events, position: positionOf)
         }
         events.send(.sourceLoaded(url: source.absoluteString, streamType: mpd.isLive ? .live : .onDemand))
@@ -86,6 +92,31 @@ final class PlaybackSession: Sendable {
             let r = plan.representation
             events.send(.activeQualityChanged(Quality(kind: r.kind.rawValue, id: r.id, bandwidth: r.bandwidth, codecs: r.codecs, width: r.width, height: r.height)))
         }
+    }
+
+    /// The latency target and steering bounds for `mpd`: the options', with a manifest's
+    /// `ServiceDescription` applied (its latency target replaces the default target and is
+    /// clamped to its min/max; its playback-rate range narrows the options'). Target 0 (no
+    /// sync): one segment plus 0.5 s behind live.
+    static func syncSettings(options: PlayerOptions, mpd: MPD) -> (target: Double, sync: SyncOptions) {
+        var sync = options.sync
+        guard options.targetLatency > 0 else { return ((mpd.maxSegmentDuration ?? 2) + 0.5, sync) }
+        var target = options.targetLatency
+        if let sd = mpd.serviceDescription {
+            if target == PlayerOptions.defaultTargetLatency, let wanted = sd.latencyTarget, wanted > 0 {
+                target = wanted / 1000
+                if let low = sd.latencyMin, low > 0 { target = max(target, low / 1000) }
+                if let high = sd.latencyMax, high > 0 { target = min(target, high / 1000) }
+            }
+            if let low = sd.playbackRateMin, low > sync.minRate, low <= 1 { sync.minRate = low }
+            if let high = sd.playbackRateMax, high < sync.maxRate, high >= 1 { sync.maxRate = high }
+        }
+        return (target, sync)
+    }
+
+    /// Changes the latency target while playing; the controller steers (or jumps) to it.
+    func setTargetLatency(_ seconds: Double) {
+        targetLatency.withLock { $0 = seconds }
     }
 
     static func period(of mpd: MPD, containing time: Double) -> Int {
@@ -140,7 +171,10 @@ final class PlaybackSession: Sendable {
     private func watch() async {
         while !Task.isCancelled {
             while let event = core.pollEvent() { if handle(event) { return } }
-            if let status = core.status() { update(status) }
+            if let status = core.status() {
+                update(status)
+                steer(status)
+            }
             try? await Task.sleep(for: .milliseconds(40))
         }
     }
@@ -182,6 +216,38 @@ final class PlaybackSession: Sendable {
         return false
     }
 
+    /// One latency-control step (live with a target): measures the latency of what is heard
+    /// (or shown) now and re-anchors the core's schedule as the controller says.
+    private func steer(_ status: CoreStatus) {
+        guard syncEnabled, status.state == .playing, let position = status.position,
+            let ast = mpd.availabilityStartTime?.timeIntervalSince1970
+        else { return }
+        let target = targetLatency.withLock { $0 }
+        let latency = status.mono + clock.offset - ast - position
+        let (action, before) = controller.withLock { c in
+            let before = c.rate
+            return (c.update(now: status.mono, latency: latency, target: target), before)
+        }
+        do {
+            switch action {
+            case .hold:
+                return
+            case .steer(let rate):
+                try core.setTimeline(monoAnchor: status.mono, mediaAnchor: position, rate: rate)
+                logger.debug("steering", metadata: ["rate": "\(rate)", "error": "\(latency - target)"])
+                events.send(.playbackRateChanged(rate))
+            case .jump(let error):
+                let mono = Monotonic.now()
+                try core.setTimeline(monoAnchor: mono, mediaAnchor: mono + clock.offset - ast - target)
+                logger.info("latency jump", metadata: ["error": "\(String(format: "%.3f", error))", "target": "\(target)"])
+                events.send(.latencyJump(error: error))
+                if before != 1 { events.send(.playbackRateChanged(1)) }
+            }
+        } catch {
+            logger.warning("cannot steer", metadata: ["error": "\(error.message)"])
+        }
+    }
+
     private func update(_ status: CoreStatus) {
         let newState: PlaybackState? =
             switch status.state {
@@ -215,6 +281,8 @@ final class PlaybackSession: Sendable {
         var status = PlaybackStatus(state: state)
         status.framesPerSecond = fps
         status.timeOffset = clock.localClockDifferenceMs
+        status.playbackRate = controller.withLock { $0.rate }
+        status.targetLatency = mpd.isLive ? targetLatency.withLock { $0 } : nil
         guard let core else { return status }
         status.position = core.position
         status.framesPresented = core.framesPresented
@@ -249,6 +317,10 @@ public struct PlaybackStatus: Sendable, Hashable {
     public var height: Int = 0
     /// Server clock minus local wall clock, ms.
     public var timeOffset: Double = 0
+    /// The rate media plays at (the latency controller's; 1 when not steering).
+    public var playbackRate: Double = 1
+    /// The latency the session holds, seconds; `nil` on demand.
+    public var targetLatency: Double?
 
     public init(state: PlaybackState) {
         self.state = state

@@ -31,7 +31,8 @@ struct TrackFeeder: Sendable {
     let fetcher: HTTPFetcher
     let manifest: ManifestSource
     let clock: ServerClock
-    let targetLatency: Double
+    /// The session's latency target (it may change while playing).
+    let targetLatency: SharedValue<Double>
     let logger: Logger
     let events: PlayerEvents.Sink
     /// Presentation time at the end of the last segment pushed.
@@ -47,7 +48,7 @@ struct TrackFeeder: Sendable {
     /// The presentation time that should be on screen now (live).
     func wantedPosition() -> Double {
         guard let ast = plan.timeline.availabilityStartTime else { return 0 }
-        return clock.now().timeIntervalSince(ast) - targetLatency
+        return clock.now().timeIntervalSince(ast) - targetLatency.withLock { $0 }
     }
 
     func run(from start: Double) async {

@@ -1,0 +1,109 @@
+/// How the latency controller steers (``PlayerOptions/sync``).
+public struct SyncOptions: Sendable, Equatable {
+    /// Slowest playback rate used to add latency. Default 0.97.
+    public var minRate: Double = 0.97
+    /// Fastest playback rate used to catch up. Default 1.03.
+    public var maxRate: Double = 1.03
+    /// Rate per second of latency error: `rate = 1 + gain × (latency − target)` (ExoPlayer's
+    /// 0.1). Default 0.1.
+    public var gain: Double = 0.1
+    /// Steering starts when the error exceeds this (seconds) and stops once it is under a
+    /// quarter of it. Default 0.020.
+    public var deadBand: Double = 0.020
+    /// Errors larger than this (seconds) are corrected at once by a jump instead of by rate:
+    /// forward by dropping late media, back by holding the picture. Default 1.
+    public var jumpThreshold: Double = 1.0
+
+    public init(minRate: Double = 0.97, maxRate: Double = 1.03, gain: Double = 0.1, deadBand: Double = 0.020, jumpThreshold: Double = 1.0) {
+        self.minRate = minRate
+        self.maxRate = maxRate
+        self.gain = gain
+        self.deadBand = deadBand
+        self.jumpThreshold = jumpThreshold
+    }
+
+    func validated() throws(PlayerError) -> SyncOptions {
+        guard minRate >= 0.5, minRate <= 1, maxRate >= 1, maxRate <= 2 else {
+            throw PlayerError(.invalidOptions, "sync rates \(minRate)…\(maxRate) must lie in 0.5…1 and 1…2")
+        }
+        guard gain > 0, gain <= 10, deadBand >= 0.001, deadBand <= 1, jumpThreshold > deadBand, jumpThreshold <= 300 else {
+            throw PlayerError(.invalidOptions, "sync gain \(gain), deadBand \(deadBand) s or jumpThreshold \(jumpThreshold) s out of range")
+        }
+        return self
+    }
+}
+
+/// Keeps the presented position at the target latency: a pure state machine, fed with
+/// measurements, answering with what the core's schedule should become.
+///
+/// The error is `latency − target` (positive: behind, too far from live). Small errors are
+/// steered by playback rate `1 + gain × error`, clamped to `[minRate, maxRate]` (the audio is
+/// time-stretched, pitch kept); steering starts outside ``SyncOptions/deadBand`` and stops
+/// inside a quarter of it, so a settled stream plays at exactly rate 1 (bit-exact audio). An
+/// error beyond ``SyncOptions/jumpThreshold`` is removed by a jump. The rate only ever pulls
+/// the error toward zero and shrinks with it, so convergence after a rebuffer or a target
+/// change does not overshoot.
+public struct LatencyController: Sendable, Equatable {
+    public enum Action: Sendable, Equatable {
+        /// Nothing to change.
+        case hold
+        /// Re-anchor the schedule at the presented position with this rate.
+        case steer(rate: Double)
+        /// Re-anchor the schedule at the target position, rate 1.
+        case jump(error: Double)
+    }
+
+    public var options: SyncOptions
+    /// The rate the schedule runs at now.
+    public private(set) var rate: Double = 1
+    public private(set) var steering = false
+    /// After a jump, measurements are ignored until then (monotonic seconds): the pipeline
+    /// drops or waits its way to the new position first.
+    public private(set) var settleUntil = -Double.infinity
+
+    /// How long a jump is given to take effect.
+    public static let settleTime = 1.0
+
+    /// Rates closer than this to the current one are not worth re-anchoring the schedule for.
+    static let rateStep = 0.0005
+
+    public init(options: SyncOptions = SyncOptions()) {
+        self.options = options
+    }
+
+    /// One control step at monotonic time `now`. `latency` is the measured latency (server
+    /// time − presented media time), `target` the wanted one, both in seconds.
+    public mutating func update(now: Double, latency: Double, target: Double) -> Action {
+        let error = latency - target
+        guard error.isFinite, now >= settleUntil else { return .hold }
+        if abs(error) > options.jumpThreshold {
+            steering = false
+            rate = 1
+            settleUntil = now + Self.settleTime
+            return .jump(error: error)
+        }
+        if !steering, abs(error) > options.deadBand {
+            steering = true
+        } else if steering, abs(error) < options.deadBand / 4 {
+            steering = false
+        }
+        var wanted = 1.0
+        if steering {
+            wanted = min(options.maxRate, max(options.minRate, 1 + options.gain * error))
+            wanted = (wanted * 10_000).rounded() / 10_000
+            // Never the identity while steering (a stretch of nothing), never the wrong way.
+            wanted = error > 0 ? max(wanted, 1 + Self.rateStep) : min(wanted, 1 - Self.rateStep)
+        }
+        let changed = wanted == 1 ? rate != 1 : abs(wanted - rate) >= Self.rateStep
+        guard changed else { return .hold }
+        rate = wanted
+        return .steer(rate: wanted)
+    }
+
+    /// Forget the steering state (after a jump done elsewhere, a reload).
+    public mutating func reset() {
+        steering = false
+        rate = 1
+        settleUntil = -.infinity
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import Marquee
+import MarqueeOrigin
+import TestSupport
+import Testing
+
+/// The latency controller on a live stream from our origin, measured from the outputs: every
+/// presented frame's latency is `wall_time − AST − pts` (frames.tsv), the sound is the WAV.
+/// Part of the serialized live suite: real-time players must not share the CPU with each other.
+extension LivePlaybackTests {
+    @Test func targetChangesAreSteeredByRateOrJumped() async throws {
+        try #require(FileManager.default.fileExists(atPath: Self.generated.appendingPathComponent("manifest.mpd").path), "run scripts/make-assets")
+        let origin = try await Self.origin()
+        defer { Task { await origin.stop() } }
+        let ast = Double(Int(Date().timeIntervalSince1970) - 3600)
+        let url = origin.manifestURL(asset: "generated", options: ["ast_\(Int(ast))"])
+        let dir = try Tools.tempDirectory("sync")
+        var options = PlayerOptions(
+            sources: [url], targetLatency: 3, audioOutput: .wav(dir.appendingPathComponent("out.wav").path),
+            videoOutput: .frames(dir.path))
+        options.sync.gain = 0.5  // converge in seconds, not tens of seconds
+        let player = try Player(options: options)
+        let log = EventLog()
+        let listener = Task { for await e in player.events { log.append(e) } }
+        let playStart = Date().timeIntervalSince1970
+        try await player.play()
+        // Time from the first picture: on a loaded machine start-up may take a while.
+        for _ in 0..<200 where !log.events.contains(where: { if case .firstFrame = $0 { true } else { false } }) {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let firstFrameAt = Date().timeIntervalSince1970
+        try await Task.sleep(for: .seconds(3))
+        let steerAt = Date().timeIntervalSince1970
+        try player.setTargetLatency(2.85)  // 150 ms closer to live: steered by rate
+        try await Task.sleep(for: .seconds(8))
+        let jumpAt = Date().timeIntervalSince1970
+        try player.setTargetLatency(4.0)  // 1.15 s further: beyond the 1 s threshold, a jump
+        try await Task.sleep(for: .seconds(3))
+        await player.stop()
+        listener.cancel()
+        #expect(throws: PlayerError.self) { try player.setTargetLatency(-1) }
+
+        let frames = try FramesFile.read(dir.appendingPathComponent("frames.tsv"))
+        let lat = frames.map { (wall: $0.wallTime, latency: $0.wallTime - ast - $0.pts) }
+        func during(_ from: Double, _ to: Double) -> [Double] { lat.filter { $0.wall >= from && $0.wall < to }.map(\.latency) }
+
+        let settled = during(firstFrameAt + 0.5, steerAt)
+        try #require(settled.count > 40)
+        #expect(settled.allSatisfy { abs($0 - 3) < 0.020 }, "before: latency \(settled.min()!)…\(settled.max()!)")
+
+        // Steering: down from 3 s to 2.85 s, never faster than the 3 % bound, not below target
+        // by more than the stretch's time-stamp granularity (its ~10 ms WSOLA window: the clock
+        // moves by up to that when the stretch ends and exact samples resume).
+        let steering = lat.filter { $0.wall >= steerAt && $0.wall < jumpAt }
+        try #require(steering.count > 150)
+        let lowest = steering.map(\.latency).min()!
+        #expect(lowest > 2.85 - 0.015, "overshoot: latency reached \(lowest)")
+        for (a, b) in zip(steering, steering.dropFirst(30)) {
+            let slope = (a.latency - b.latency) / (b.wall - a.wall)
+            #expect(slope < 0.03 + 0.005, "latency fell \(slope) s per s")
+        }
+        let end = during(jumpAt - 1, jumpAt)
+        #expect(end.allSatisfy { abs($0 - 2.85) < 0.020 }, "after steering: latency \(end.min()!)…\(end.max()!)")
+        let halfway = during(steerAt + 2, steerAt + 2.5)
+        #expect(halfway.allSatisfy { $0 < 2.99 && $0 > 2.86 }, "steered gradually, at 2 s: \(halfway.first ?? .nan)")
+
+        // Jump: on the new target once the held picture resumes.
+        let after = during(jumpAt + 1.5, jumpAt + 10)
+        try #require(after.count > 20)
+        #expect(after.allSatisfy { abs($0 - 4.0) < 0.020 }, "after the jump: latency \(after.min()!)…\(after.max()!)")
+        #expect(log.events.contains { if case .latencyJump(let e) = $0 { abs(e + 1.15) < 0.05 } else { false } })
+        #expect(log.events.contains(.playbackRateChanged(1.03)))
+
+        // Sound while steering: 440 Hz (pitch kept by the time-stretch), no dropout.
+        let pcm = try PCM.wav(dir.appendingPathComponent("out.wav"))
+        let left = pcm.channel(0)
+        // The file's sample k was heard at most k/48000 s after play() (a little later: the
+        // audio starts after the manifest, and a preempted virtual device writes nothing), so
+        // the steering span starts at `from` and ends before the jump's held silence.
+        let from = Int((steerAt - playStart) * 48_000)
+        var to = from
+        while to + 480 < left.count, ToneAnalysis.windowRMS(left[to..<to + 480], window: 480)[0] > 100 { to += 480 }
+        let steeredSeconds = Double(to - from) / 48_000
+        #expect(steeredSeconds > 6, "sound while steering lasted only \(steeredSeconds) s before a gap")
+        let body = left[from..<max(from + 4800, to - 4800)]
+        let hz = ToneAnalysis.frequency(body, sampleRate: 48_000)
+        #expect(abs(hz - 440) < 1, "tone at \(hz) Hz while steering")
+        let rms = ToneAnalysis.windowRMS(body, window: 480)
+        #expect(rms.min()! > 0.8 * Stats.median(rms), "a dip to \(rms.min()! / Stats.median(rms)) of the level while steering")
+        print(String(format: "sync: settled %.4f s; steered 3 → 2.85 s, lowest %.4f, last second %.4f…%.4f; jump to 4 s: %.4f…%.4f; %.2f Hz",
+                     Stats.median(settled), lowest, end.min()!, end.max()!, after.min()!, after.max()!, hz))
+    }
+}
