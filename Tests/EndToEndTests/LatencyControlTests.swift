@@ -91,3 +91,41 @@ extension LivePlaybackTests {
                      Stats.median(settled), lowest, end.min()!, end.max()!, after.min()!, after.max()!, hz))
     }
 }
+
+extension LivePlaybackTests {
+    /// The origin's clock runs 10 minutes off real time (as a box with a wrong clock would see
+    /// it): segments exist only on the server's clock, so playback works at all only when the
+    /// player runs on the measured server time; re-measured every second, the latency holds.
+    @Test(arguments: [600.0, -600.0])
+    func playsAtTargetOnTheServersClock(serverAhead: Double) async throws {
+        let origin = try await Self.origin()
+        defer { Task { await origin.stop() } }
+        let serverNow = Date().timeIntervalSince1970 + serverAhead
+        let ast = Double(Int(serverNow) - 3600)
+        let url = origin.manifestURL(asset: "generated", options: ["ast_\(Int(ast))", "timeoffset_\(Int(serverAhead))"])
+        let dir = try Tools.tempDirectory("clock")
+        var options = PlayerOptions(sources: [url], targetLatency: 3, audioOutput: .null, videoOutput: .frames(dir.path))
+        options.sync.resyncInterval = 1
+        let player = try Player(options: options)
+        let log = EventLog()
+        let listener = Task { for await e in player.events { log.append(e) } }
+        try await player.play()
+        try await Task.sleep(for: .seconds(6))
+        let offsetMs = player.status.timeOffset
+        await player.stop()
+        let stoppedAt = Date().timeIntervalSince1970
+        listener.cancel()
+
+        #expect(abs(offsetMs - serverAhead * 1000) < 50, "timeOffset \(offsetMs) ms, server is \(serverAhead * 1000) ms off")
+        let frames = try FramesFile.read(dir.appendingPathComponent("frames.tsv"))
+        try #require(frames.count > 90, "\(frames.count) frames")
+        // frames.tsv stamps presentation in server time: the last one is the server's now.
+        #expect(abs(frames.last!.wallTime - (stoppedAt + serverAhead)) < 0.5)
+        let latencies = frames.dropFirst(15).map { $0.wallTime - ast - $0.pts }
+        let worst = latencies.map { abs($0 - 3) }.max()!
+        #expect(worst < 0.020, "latency off target by up to \(worst) s")
+        #expect(!log.events.contains { if case .latencyJump = $0 { true } else { false } }, "no jump while re-measuring")
+        print(String(format: "server clock %+.0f s: timeOffset %.1f ms, latency %.4f…%.4f s over %d frames", serverAhead, offsetMs,
+                     latencies.min()!, latencies.max()!, latencies.count))
+    }
+}

@@ -8,7 +8,11 @@ import Synchronization
 final class PlaybackSession: Sendable {
     let source: URL
     let mpd: MPD
-    let clock: ServerClock
+    /// The server clock, re-measured while playing live.
+    let clock: SharedServerClock
+    private let manifest: ManifestSource
+    private let fetcher: HTTPFetcher
+    private let resyncInterval: Double
     let core: CoreHandle
     let feeders: [TrackFeeder]
     let plans: [TrackPlan]
@@ -69,7 +73,11 @@ final class PlaybackSession: Sendable {
         }
         self.source = source
         self.mpd = mpd
-        self.clock = clock
+        let sharedClock = SharedServerClock(clock)
+        self.clock = sharedClock
+        self.manifest = manifest
+        self.fetcher = fetcher
+        self.resyncInterval = options.sync.resyncInterval
         self.core = core
         self.plans = plans
         let shared = SharedValue(target)
@@ -83,7 +91,7 @@ final class PlaybackSession: Sendable {
         let positionOf: @Sendable () -> Double? = { [core] in core.status()?.position }
         self.feeders = plans.map { plan in
             TrackFeeder(
-                plan: plan, core: core, fetcher: fetcher, manifest: manifest, clock: clock, targetLatency: shared, logger: logger,
+                plan: plan, core: core, fetcher: fetcher, manifest: manifest, clock: sharedClock, targetLatency: shared, logger: logger,
                 events: events, position: positionOf)
         }
         events.send(.sourceLoaded(url: source.absoluteString, streamType: mpd.isLive ? .live : .onDemand))
@@ -161,10 +169,31 @@ final class PlaybackSession: Sendable {
             for feeder in feeders {
                 group.addTask { await feeder.run(from: self.startPosition) }
             }
+            if mpd.isLive { group.addTask { await self.resync() } }
             group.addTask { await self.watch() }
             // The watcher returns when playback ended or failed for good: stop the feeders.
             _ = await group.next()
             group.cancelAll()
+        }
+    }
+
+    /// Re-measures the server clock every ``SyncOptions/resyncInterval`` (longer while it holds
+    /// steady) and applies it: the latency controller steers away any difference.
+    private func resync() async {
+        var interval = resyncInterval
+        let sync = ClockSync(fetcher: fetcher, logger: logger)
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(Int(interval * 1000)))
+            if Task.isCancelled { return }
+            let fresh = await sync.synchronize(timings: mpd.utcTimings, fallback: await manifest.lastResult)
+            let old = clock.current
+            guard fresh.source != "local clock" || old.source == "local clock" else { continue }  // keep a measured clock
+            let moved = fresh.offset - old.offset
+            clock.current = fresh
+            try? core.setWallOffset(fresh.offset)
+            interval = abs(moved) < 0.002 ? min(interval * 2, resyncInterval * 10) : resyncInterval
+            logger.debug("server clock re-measured", metadata: ["moved_ms": "\(String(format: "%.2f", moved * 1000))", "source": "\(fresh.source)"])
+            if abs(moved) >= 0.001 { events.send(.timeOffsetChanged(milliseconds: fresh.localClockDifferenceMs)) }
         }
     }
 

@@ -30,7 +30,7 @@ struct TrackFeeder: Sendable {
     let core: CoreHandle
     let fetcher: HTTPFetcher
     let manifest: ManifestSource
-    let clock: ServerClock
+    let clock: SharedServerClock
     /// The session's latency target (it may change while playing).
     let targetLatency: SharedValue<Double>
     let logger: Logger

@@ -13,8 +13,16 @@ public struct SyncOptions: Sendable, Equatable {
     /// Errors larger than this (seconds) are corrected at once by a jump instead of by rate:
     /// forward by dropping late media, back by holding the picture. Default 1.
     public var jumpThreshold: Double = 1.0
+    /// Seconds between server-clock measurements while playing live. After a measurement that
+    /// moved the clock less than 2 ms the next waits twice as long (up to 10 × this); a larger
+    /// move brings it back to this. Default 30.
+    public var resyncInterval: Double = 30
 
-    public init(minRate: Double = 0.97, maxRate: Double = 1.03, gain: Double = 0.1, deadBand: Double = 0.020, jumpThreshold: Double = 1.0) {
+    public init(
+        minRate: Double = 0.97, maxRate: Double = 1.03, gain: Double = 0.1, deadBand: Double = 0.020, jumpThreshold: Double = 1.0,
+        resyncInterval: Double = 30
+    ) {
+        self.resyncInterval = resyncInterval
         self.minRate = minRate
         self.maxRate = maxRate
         self.gain = gain
@@ -25,6 +33,9 @@ public struct SyncOptions: Sendable, Equatable {
     func validated() throws(PlayerError) -> SyncOptions {
         guard minRate >= 0.5, minRate <= 1, maxRate >= 1, maxRate <= 2 else {
             throw PlayerError(.invalidOptions, "sync rates \(minRate)…\(maxRate) must lie in 0.5…1 and 1…2")
+        }
+        guard resyncInterval >= 1, resyncInterval <= 86_400 else {
+            throw PlayerError(.invalidOptions, "sync resyncInterval \(resyncInterval) s is outside 1…86400")
         }
         guard gain > 0, gain <= 10, deadBand >= 0.001, deadBand <= 1, jumpThreshold > deadBand, jumpThreshold <= 300 else {
             throw PlayerError(.invalidOptions, "sync gain \(gain), deadBand \(deadBand) s or jumpThreshold \(jumpThreshold) s out of range")

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NIOCore
+import Synchronization
 
 /// The server's wall clock as seen from this box: server Unix time = monotonic seconds + ``offset``.
 ///
@@ -36,18 +37,35 @@ public struct ServerClock: Sendable, Equatable {
     }
 }
 
+/// A ``ServerClock`` that re-synchronisation may replace while tasks read it.
+public final class SharedServerClock: Sendable {
+    private let value: Mutex<ServerClock>
+
+    public init(_ clock: ServerClock) { value = Mutex(clock) }
+
+    /// The current estimate.
+    public var current: ServerClock {
+        get { value.withLock { $0 } }
+        set { value.withLock { $0 = newValue } }
+    }
+    public var offset: Double { current.offset }
+    public func now() -> Date { current.now() }
+    public var localClockDifferenceMs: Double { current.localClockDifferenceMs }
+}
+
 /// Measures the server's clock with the manifest's `UTCTiming` schemes (http-xsdate, http-iso,
 /// http-head, direct, and a URL answering Unix milliseconds), falling back to the manifest
 /// response's `Date` header, then to the local clock.
 ///
-/// Each HTTP scheme is sampled a few times; the sample with the shortest round trip wins and
-/// the server time is taken at its midpoint (NTP-style round-trip correction).
+/// Each HTTP scheme is sampled a few times (5 by default); each sample takes the server time at
+/// the midpoint of its round trip (NTP-style correction) and ``combine(_:)`` rejects the slow,
+/// unreliable ones. Everything is on the monotonic clock: a step of the local clock changes nothing.
 public struct ClockSync: Sendable {
     public var fetcher: HTTPFetcher
     public var samples: Int
     public var logger: Logger
 
-    public init(fetcher: HTTPFetcher, samples: Int = 3, logger: Logger) {
+    public init(fetcher: HTTPFetcher, samples: Int = 5, logger: Logger) {
         self.fetcher = fetcher
         self.samples = samples
         self.logger = logger
@@ -84,14 +102,26 @@ public struct ClockSync: Sendable {
         // `value` may list several URLs separated by spaces.
         for text in timing.value.split(separator: " ") {
             guard let url = URL(string: String(text)) else { continue }
-            var best: ServerClock?
+            var taken: [ServerClock] = []
             for _ in 0..<max(1, samples) {
                 guard let sample = await sampleOnce(url, head: timing.scheme == .httpHead) else { break }
-                if best == nil || sample.roundTrip! < best!.roundTrip! { best = sample }
+                taken.append(sample)
             }
-            if let best { return best }
+            if let best = Self.combine(taken) { return best }
         }
         return nil
+    }
+
+    /// The estimate from several samples: those whose round trip is within twice the shortest
+    /// (+ 2 ms) are kept — a slow answer's midpoint can be off by half its round trip — and the
+    /// median of their offsets is taken, so one odd answer cannot move the clock.
+    public static func combine(_ samples: [ServerClock]) -> ServerClock? {
+        guard let shortest = samples.compactMap(\.roundTrip).min() else { return samples.first }
+        let kept = samples.filter { ($0.roundTrip ?? .infinity) <= 2 * shortest + 0.002 }.sorted { $0.offset < $1.offset }
+        guard !kept.isEmpty else { return nil }
+        var best = kept[kept.count / 2]
+        best.roundTrip = kept.compactMap(\.roundTrip).min()
+        return best
     }
 
     /// One request: server time against the midpoint of send and response head.
