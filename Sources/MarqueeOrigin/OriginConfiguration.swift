@@ -27,6 +27,7 @@ public struct OriginConfiguration: Sendable {
         let media = root.deletingLastPathComponent().appendingPathComponent("shared/media/dashif-livesim2")
         let candidates = [
             "generated": root.appendingPathComponent("assets/generated"),
+            "generated-ll": root.appendingPathComponent("assets/generated-ll"),
             "testpic_2s": media.appendingPathComponent("testpic_2s"),
             "wave": media.appendingPathComponent("WAVE/av"),
         ]

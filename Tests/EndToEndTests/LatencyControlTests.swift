@@ -173,3 +173,33 @@ extension LivePlaybackTests {
                      median * 1000, p95 * 1000, worst * 1000))
     }
 }
+
+extension LivePlaybackTests {
+    /// Low-latency DASH: 1 s segments of five 0.2 s CMAF chunks, available 0.8 s early
+    /// (availabilityTimeOffset) and delivered chunk by chunk while "produced"; played at 1.0 s
+    /// behind live.
+    @Test func lowLatencyChunkedDASHAtOneSecond() async throws {
+        let ll = Tools.packageRoot.appendingPathComponent("assets/generated-ll/manifest.mpd")
+        try #require(FileManager.default.fileExists(atPath: ll.path), "run scripts/make-assets")
+        let origin = try await Self.origin()
+        defer { Task { await origin.stop() } }
+        let ast = Double(Int(Date().timeIntervalSince1970) - 3600)
+        let url = origin.manifestURL(asset: "generated-ll", options: ["ast_\(Int(ast))", "ato_0.8"])
+        let run = try await Self.play(url, seconds: 8, audio: { .wav("\($0.path)/out.wav") }, target: 1.0)
+        let frames = run.frames
+        try #require(frames.count > 150, "\(frames.count) frames")
+        let latencies = frames.dropFirst(10).map { $0.wallTime - ast - $0.pts }
+        let worst = latencies.map { abs($0 - 1.0) }.max()!
+        #expect(worst < 0.020, "latency \(latencies.min()!)…\(latencies.max()!) s, target 1.0")
+        let expected = Int(((frames.last!.pts - frames.first!.pts) * 30).rounded()) + 1
+        #expect(Double(frames.count) >= 0.98 * Double(expected), "\(frames.count) of \(expected) frames presented")
+        let pcm = try PCM.wav(run.dir.appendingPathComponent("out.wav"))
+        let left = pcm.channel(0)
+        let start = try #require(pcm.firstSound())
+        let body = left[(start + 4800)..<(left.count - 4800)]
+        let rms = ToneAnalysis.windowRMS(body, window: 480)
+        #expect(rms.min()! > 0.5 * Stats.median(rms), "a dropout: quietest 10 ms at \(rms.min()! / Stats.median(rms)) of the level")
+        #expect(abs(ToneAnalysis.frequency(body, sampleRate: 48_000) - 440) < 1)
+        print(String(format: "low latency: %d frames, latency %.4f…%.4f s (target 1.0)", frames.count, latencies.min()!, latencies.max()!))
+    }
+}

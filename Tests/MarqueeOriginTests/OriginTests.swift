@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Foundation
 import MarqueeStreaming
 import Testing
@@ -5,12 +6,13 @@ import Testing
 
 @Suite("Live origin over loopback")
 struct OriginTests {
-    @Test("the three default assets index")
+    @Test("the default assets index")
     func assetsIndex() async throws {
         let origin = try await SharedOrigin.shared.get()
         #expect(origin.assetNames.contains("generated"))
         let expected: [String: (loop: Double, segments: [String: Int])] = [
             "generated": (32, ["0": 16, "1": 16]),
+            "generated-ll": (32, ["0": 32, "1": 32]),
             "testpic_2s": (8, ["V300": 4, "A48": 4]),
             "wave": (8, ["video25fps": 4, "aac": 5]),
         ]
@@ -74,7 +76,37 @@ struct OriginTests {
         #expect(try await fetch(base.appendingPathComponent("0/t123.m4s")).status == 404)
         // ato_ makes segments available that much earlier.
         let early = origin.manifestURL(asset: "generated", options: ["ato_7"]).deletingLastPathComponent()
-        #expect(try await fetch(early.appendingPathComponent("0/\(UInt64(now() / 2) + 2).m4s")).status == 200)
+        #expect(try await fetch(early.appendingPathComponent("0/\(UInt64(now() / 2) + 2).m4s"), method: .HEAD).status == 200)
+    }
+
+    @Test("a low-latency segment requested early arrives chunk by chunk, each chunk when produced")
+    func chunkedDelivery() async throws {
+        let origin = try await SharedOrigin.shared.get()
+        let base = origin.manifestURL(asset: "generated-ll", options: ["ato_0.8"]).deletingLastPathComponent()
+        // Segment k covers [k, k+1) s after the epoch; with ato 0.8 it is available from k + 0.2.
+        let k = (now() + 0.5).rounded(.up) + 1
+        try await Task.sleep(for: .milliseconds(Int((k + 0.25 - now()) * 1000)))
+        var request = HTTPClientRequest(url: base.appendingPathComponent("0/\(Int(k)).m4s").absoluteString)
+        request.method = .GET
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(5))
+        #expect(response.status == .ok)
+        #expect(response.headers["content-length"].isEmpty, "sent as chunked transfer")
+        var body: [UInt8] = [], arrivals: [(count: Int, at: Double)] = []
+        for try await part in response.body {
+            body += part.readableBytesView
+            arrivals.append((body.count, now()))
+        }
+        let track = try AssetLoader(name: "generated-ll", directory: OriginConfiguration.defaultAssets(repoRoot: repoRoot)["generated-ll"]!)
+            .load().representation(id: "0")!.track
+        let chunks = try MediaSegmentTiming.chunks(MP4Reader(bytes: body, name: "segment"), track: track)
+        #expect(chunks.count == 5)
+        for chunk in chunks {
+            let produced = k + Double(chunk.end) / Double(track.timescale)
+            let arrived = try #require(arrivals.first { $0.count >= chunk.bytes.upperBound }).at
+            // Not before it exists; then promptly (the first chunk was due before the request).
+            #expect(arrived >= produced - 0.005 && arrived < max(produced, k + 0.25) + 0.1,
+                    "chunk ending at \(produced - k) s arrived at \(arrived - k) s")
+        }
     }
 
     @Test("the served segment's tfdt is the live media time and ffprobe decodes it there")

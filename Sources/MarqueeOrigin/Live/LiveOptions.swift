@@ -12,7 +12,7 @@ import Foundation
 /// | `snr_<n>` | startNumber; `$Number$` of live segment i is n + i | 0 |
 /// | `spd_<s>` | suggestedPresentationDelay | omitted |
 /// | `segtimeline_1` | SegmentTimeline + `$Time$` instead of `$Number$` + `@duration` | 0 |
-/// | `ato_<s>` | availabilityTimeOffset: segments available that much earlier | 0 (omitted) |
+/// | `ato_<s>` | availabilityTimeOffset: segments available that much earlier; a segment requested before its end is sent chunk by chunk (CMAF chunks, chunked transfer), each chunk when its last sample's time comes | 0 (omitted) |
 /// | `timeoffset_<s>` | the origin's clock runs that far off real time (availability, MPD times, time endpoints, Date headers) | 0 |
 /// | `ltgt_<ms>` | `ServiceDescription/Latency@target` | omitted |
 struct LiveOptions: Sendable, Equatable {

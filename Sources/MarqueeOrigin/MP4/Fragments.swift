@@ -57,6 +57,34 @@ struct MediaSegmentTiming: Sendable, Equatable {
         return MediaSegmentTiming(baseMediaDecodeTime: first, duration: total, moofCount: moofs)
     }
 
+    /// The CMAF chunks of a segment: for each `moof` (with the `styp` or anything before the
+    /// first one, and its `mdat`), the byte range and the track duration up to its end.
+    static func chunks(_ reader: MP4Reader, track: InitSegmentInfo) throws(OriginError) -> [(bytes: Range<Int>, end: UInt64)] {
+        var out: [(bytes: Range<Int>, end: UInt64)] = []
+        var start = 0, total: UInt64 = 0, current: UInt64? = nil
+        for box in try reader.boxes(in: 0..<reader.bytes.count) where box.type == .moof {
+            if let duration = current {
+                total += duration
+                out.append((start..<box.start, total))
+                start = box.start
+            }
+            var duration: UInt64 = 0
+            for traf in try reader.children(of: box) where traf.type == .traf {
+                let children = try reader.children(of: traf)
+                guard let tfhdBox = children.first(where: { $0.type == .tfhd }) else { throw reader.malformed("traf without tfhd") }
+                let tfhd = try TrackFragmentHeader.parse(reader, tfhdBox)
+                guard tfhd.trackID == track.trackID else { continue }
+                for trun in children where trun.type == .trun {
+                    duration += try runDuration(reader, trun, defaultDuration: tfhd.defaultSampleDuration ?? track.defaultSampleDuration)
+                }
+            }
+            current = duration
+        }
+        guard let last = current else { throw reader.malformed("no moof box") }
+        out.append((start..<reader.bytes.count, total + last))
+        return out
+    }
+
     static func decodeTime(_ reader: MP4Reader, _ tfdt: MP4Box) throws(OriginError) -> UInt64 {
         let (version, _) = try reader.fullBoxHeader(tfdt)
         guard tfdt.size - tfdt.headerSize >= (version == 1 ? 12 : 8) else { throw reader.malformed("tfdt at \(tfdt.start) is too short") }

@@ -17,6 +17,9 @@ struct OriginResponder: Sendable {
         var body: [UInt8] = []
         var contentType = "text/plain; charset=utf-8"
         var clock = OriginClock()
+        /// Low-latency delivery: `body` is sent in these pieces, each once the origin's clock
+        /// reaches its time (chunked transfer encoding, no Content-Length).
+        var schedule: [(bytes: Range<Int>, at: Double)]?
 
         init(_ status: HTTPResponse.Status, _ text: String = "", clock: OriginClock = OriginClock()) {
             self.status = status
@@ -53,13 +56,32 @@ struct OriginResponder: Sendable {
         headers[.date] = OriginClock.httpDate(reply.clock.now())
         headers[.accessControlAllowOrigin] = "*"
         headers[.cacheControl] = "no-store"
-        var buffer = ByteBuffer()
-        buffer.writeBytes(reply.body)
-        let response = Response(status: reply.status, headers: headers, body: ResponseBody(byteBuffer: buffer))
+        let response: Response
+        if let schedule = reply.schedule, request.method == .get {
+            response = Response(status: reply.status, headers: headers, body: Self.paced(reply.body, schedule, clock: reply.clock))
+        } else {
+            var buffer = ByteBuffer()
+            buffer.writeBytes(reply.body)
+            response = Response(status: reply.status, headers: headers, body: ResponseBody(byteBuffer: buffer))
+        }
         let elapsed = ContinuousClock.now - started
         let line: Logger.Message = "\(request.method) \(path)\(request.uri.query.map { "?" + $0 } ?? "") -> \(reply.status.code) (\(reply.body.count) bytes, \(elapsed))"
         if reply.status.code >= 500 { logger.warning(line) } else { logger.debug(line) }
         return request.method == .head ? response.createHeadResponse() : response
+    }
+
+    /// A body written piece by piece as the clock reaches each piece's time.
+    static func paced(_ body: [UInt8], _ schedule: [(bytes: Range<Int>, at: Double)], clock: OriginClock) -> ResponseBody {
+        ResponseBody { writer in
+            for piece in schedule {
+                let wait = piece.at - clock.now()
+                if wait > 0 { try await Task.sleep(for: .milliseconds(Int((wait * 1000).rounded(.up)))) }
+                var buffer = ByteBuffer()
+                buffer.writeBytes(body[piece.bytes])
+                try await writer.write(buffer)
+            }
+            try await writer.finish(nil)
+        }
     }
 
     // MARK: /live
@@ -137,7 +159,15 @@ struct OriginResponder: Sendable {
             let bytes = try AssetLoader.bytes(vod.file)
             let rewriter = DecodeTimeRewriter(trackID: rep.track.trackID, trackTimescale: rep.timescale)
             let delta = Int64(clamping: live.mediaTime) - Int64(clamping: vod.baseMediaDecodeTime)
-            return Reply(bytes: try rewriter.rewrite(bytes, delta: delta, name: vod.file), contentType: mime, clock: clock)
+            var reply = Reply(bytes: try rewriter.rewrite(bytes, delta: delta, name: vod.file), contentType: mime, clock: clock)
+            // Still being "produced" (available early through availabilityTimeOffset): each CMAF
+            // chunk goes out when its last sample exists, as a low-latency encoder would send it.
+            let start = options.availabilityStartTime + Double(live.mediaTime) / Double(rep.timescale)
+            if start + Double(live.duration) / Double(rep.timescale) > now {
+                let chunks = try MediaSegmentTiming.chunks(MP4Reader(bytes: reply.body, name: vod.file), track: rep.track)
+                reply.schedule = chunks.map { ($0.bytes, start + Double($0.end) / Double(rep.timescale)) }
+            }
+            return reply
         } catch {
             return Reply(.internalServerError, error.description, clock: clock)
         }
