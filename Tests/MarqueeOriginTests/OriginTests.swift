@@ -83,30 +83,36 @@ struct OriginTests {
     func chunkedDelivery() async throws {
         let origin = try await SharedOrigin.shared.get()
         let base = origin.manifestURL(asset: "generated-ll", options: ["ato_0.8"]).deletingLastPathComponent()
-        // Segment k covers [k, k+1) s after the epoch; with ato 0.8 it is available from k + 0.2.
-        let k = (now() + 0.5).rounded(.up) + 1
-        try await Task.sleep(for: .milliseconds(Int((k + 0.25 - now()) * 1000)))
-        var request = HTTPClientRequest(url: base.appendingPathComponent("0/\(Int(k)).m4s").absoluteString)
-        request.method = .GET
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(5))
-        #expect(response.status == .ok)
-        #expect(response.headers["content-length"].isEmpty, "sent as chunked transfer")
-        var body: [UInt8] = [], arrivals: [(count: Int, at: Double)] = []
-        for try await part in response.body {
-            body += part.readableBytesView
-            arrivals.append((body.count, now()))
-        }
         let track = try AssetLoader(name: "generated-ll", directory: OriginConfiguration.defaultAssets(repoRoot: repoRoot)["generated-ll"]!)
             .load().representation(id: "0")!.track
-        let chunks = try MediaSegmentTiming.chunks(MP4Reader(bytes: body, name: "segment"), track: track)
-        #expect(chunks.count == 5)
-        for chunk in chunks {
-            let produced = k + Double(chunk.end) / Double(track.timescale)
-            let arrived = try #require(arrivals.first { $0.count >= chunk.bytes.upperBound }).at
-            // Not before it exists; then promptly (the first chunk was due before the request).
-            #expect(arrived >= produced - 0.005 && arrived < max(produced, k + 0.25) + 0.1,
-                    "chunk ending at \(produced - k) s arrived at \(arrived - k) s")
+        // Segment k covers [k, k+1) s after the epoch; with ato 0.8 it is available from k + 0.2.
+        // On a loaded machine the request may go out too late to see the pacing: try another.
+        for _ in 0..<4 {
+            let k = (now() + 0.5).rounded(.up) + 1
+            try await Task.sleep(for: .milliseconds(Int((k + 0.25 - now()) * 1000)))
+            let sent = now()
+            guard sent < k + 0.4 else { continue }
+            let request = HTTPClientRequest(url: base.appendingPathComponent("0/\(Int(k)).m4s").absoluteString)
+            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(5))
+            #expect(response.status == .ok)
+            #expect(response.headers["content-length"].isEmpty, "sent as chunked transfer")
+            var body: [UInt8] = [], arrivals: [(count: Int, at: Double)] = []
+            for try await part in response.body {
+                body += part.readableBytesView
+                arrivals.append((body.count, now()))
+            }
+            let chunks = try MediaSegmentTiming.chunks(MP4Reader(bytes: body, name: "segment"), track: track)
+            #expect(chunks.count == 5)
+            for chunk in chunks {
+                let produced = k + Double(chunk.end) / Double(track.timescale)
+                let arrived = try #require(arrivals.first { $0.count >= chunk.bytes.upperBound }).at
+                // Never before it exists; then promptly (slack for a loaded machine).
+                #expect(arrived >= produced - 0.005, "chunk ending at \(produced - k) s arrived early, at \(arrived - k) s")
+                #expect(arrived < max(produced, sent) + 0.5, "chunk ending at \(produced - k) s arrived at \(arrived - k) s (asked at \(sent - k) s)")
+            }
+            return
         }
+        Issue.record("the test process never got to send its request in time (machine overloaded)")
     }
 
     @Test("the served segment's tfdt is the live media time and ffprobe decodes it there")
