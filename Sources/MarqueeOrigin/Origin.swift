@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdCore
 import Logging
+import NIOCore
 import ServiceLifecycle
 import Synchronization
 
@@ -15,6 +16,7 @@ import Synchronization
 /// - `/time/xsdate`, `/time/iso`, `/time/ms`, `/time?ms`, `/time/head` (GET/HEAD, `Date`), each
 ///   also as `/time/timeoffset_<s>/...` on an offset clock.
 /// - `/static/<path>`: files of ``OriginConfiguration/staticRoot``.
+/// - SNTP on UDP (``sntpServerPort``), listed in a manifest by the `utc_ntp` option.
 ///
 /// The server is HummingbirdCore's HTTP/1 server driven directly (not `Application`), so that
 /// the `Date` header can follow the request's offset clock.
@@ -24,8 +26,11 @@ public final class Origin: Sendable {
     private let responder: OriginResponder
     private let state = Mutex(State())
 
+    private let sntpPort = BoundPort()
+
     private struct State {
         var port: Int?
+        var sntp: (any Channel)?
         var task: Task<Void, Never>?
         var group: ServiceGroup?
     }
@@ -43,7 +48,7 @@ public final class Origin: Sendable {
             logger.debug("origin: asset \(name) loops \(asset.loopDuration) s, \(asset.adaptationSets.flatMap(\.representations).map { "\($0.id): \($0.segments.count) segments" })")
             assets[name] = asset
         }
-        responder = OriginResponder(assets: assets, staticRoot: configuration.staticRoot, logger: logger)
+        responder = OriginResponder(assets: assets, staticRoot: configuration.staticRoot, logger: logger, sntpPort: sntpPort)
     }
 
     /// Binds and serves in the background; returns the bound port.
@@ -84,7 +89,10 @@ public final class Origin: Sendable {
             break
         }
         let port = try result.get()
+        let sntp = try? await SNTPServer.start(host: host, port: 0, clock: OriginClock())
+        sntpPort.port = sntp?.localAddress?.port
         state.withLock {
+            $0.sntp = sntp
             $0.port = port
             $0.task = task
             $0.group = group
@@ -95,10 +103,12 @@ public final class Origin: Sendable {
 
     /// Stops listening, lets in-flight responses finish (for up to 2 s) and closes the connections.
     public func stop() async {
-        let (task, group) = state.withLock { state -> (Task<Void, Never>?, ServiceGroup?) in
+        let (task, group, sntp) = state.withLock { state -> (Task<Void, Never>?, ServiceGroup?, (any Channel)?) in
             defer { state = State() }
-            return (state.task, state.group)
+            return (state.task, state.group, state.sntp)
         }
+        try? await sntp?.close()
+        sntpPort.port = nil
         guard let task else { return }
         await group?.triggerGracefulShutdown()
         let deadline = Task {
@@ -120,6 +130,9 @@ public final class Origin: Sendable {
         }
         await stop()
     }
+
+    /// The UDP port of the origin's SNTP server (real time, no offset) once started.
+    public var sntpServerPort: Int? { sntpPort.port }
 
     /// `http://127.0.0.1:<port>` (the configured port until ``start()`` has bound one).
     public var baseURL: URL {

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import Logging
 import MarqueeStreaming
 import Testing
 @testable import MarqueeOrigin
@@ -232,6 +233,25 @@ struct OriginTests {
         #expect(abs(headDate.timeIntervalSince1970 - (now() - 3600)) < 3)
         let mpd = try MPDParser().parse(Data(try await fetch(origin.manifestURL(asset: "generated", options: ["timeoffset_100"])).body))
         #expect(mpd.utcTimings.first?.value.hasSuffix("/time/timeoffset_100/xsdate") == true)
+    }
+
+    @Test("utc_ntp lists the origin's SNTP server, which answers with its clock to the millisecond")
+    func sntp() async throws {
+        let origin = try await SharedOrigin.shared.get()
+        let port = try #require(origin.sntpServerPort)
+        let mpd = try MPDParser().parse(Data(try await fetch(origin.manifestURL(asset: "generated", options: ["utc_ntp-head"])).body))
+        #expect(mpd.utcTimings.map(\.scheme) == [.ntp, .httpHead])
+        #expect(mpd.utcTimings.first?.value == "127.0.0.1:\(port)")
+        var logger = Logger(label: "test")
+        logger.logLevel = .warning
+        let clock = await ClockSync(fetcher: HTTPFetcher(), logger: logger).synchronize(timings: mpd.utcTimings)
+        #expect(clock.source.hasPrefix("sntp 127.0.0.1:"), "measured by \(clock.source)")
+        let truth = Monotonic.realtime() - Monotonic.now()  // the origin runs on this machine's clock
+        #expect(abs(clock.offset - truth) < 0.002, "SNTP offset off by \((clock.offset - truth) * 1000) ms")
+        #expect((clock.roundTrip ?? 1) < 0.05)
+        // Nothing listens there: no answer, no clock.
+        #expect(await SNTP.sample(host: "127.0.0.1", port: 9, timeout: .milliseconds(300)) == nil)
+        #expect(try await fetch(origin.manifestURL(asset: "generated", options: ["utc_gps"])).status == 400)
     }
 
     @Test("an unknown or bad option is a 400 that says why")

@@ -26,3 +26,24 @@ import Testing
         #expect(abs(shared.now().timeIntervalSince1970 - (Monotonic.now() + 20)) < 0.01)
     }
 }
+
+@Suite struct SNTPPacketTests {
+    @Test func timestampsRoundTripAndRepliesEchoTheRequest() throws {
+        let t = 1_795_330_524.123456
+        #expect(abs(SNTP.unix(SNTP.timestamp(t)) - t) < 1e-6)
+        #expect(SNTP.timestamp(0) >> 32 == 2_208_988_800)
+        let request = SNTP.request(transmit: SNTP.timestamp(t))
+        #expect(request.count == 48 && request[0] & 7 == 3)
+        let reply = try #require(SNTP.reply(to: request, received: t + 10, transmitted: t + 10.001))
+        #expect(Array(reply[24..<32]) == Array(request[40..<48]), "originate = our transmit")
+        let parsed = try #require(SNTP.parseReply(reply))
+        #expect(abs(parsed.received - (t + 10)) < 1e-6 && abs(parsed.transmitted - (t + 10.001)) < 1e-6)
+        // Not answers: a request, a short packet, a kiss-of-death (stratum 0).
+        #expect(SNTP.parseReply(request) == nil)
+        #expect(SNTP.parseReply(Array(reply.prefix(40))) == nil)
+        var kiss = reply
+        kiss[1] = 0
+        #expect(SNTP.parseReply(kiss) == nil)
+        #expect(SNTP.reply(to: reply, received: t, transmitted: t) == nil, "a server does not answer a server")
+    }
+}

@@ -9,6 +9,8 @@ import MarqueeStreaming
 struct LiveManifestWriter {
     var asset: LoopAsset
     var options: LiveOptions
+    /// The origin's SNTP port, for `utc_ntp`.
+    var sntpPort: Int? = nil
     /// `host[:port]` the client used, for the absolute UTCTiming URLs.
     var authority: String
 
@@ -45,8 +47,21 @@ struct LiveManifestWriter {
         for set in asset.adaptationSets { writeAdaptationSet(set, now: now, to: &xml) }
         xml.close("Period")
         let timePath = (["time"] + (options.timeOffset != 0 ? ["timeoffset_\(LiveOptions.format(options.timeOffset))"] : [])).joined(separator: "/")
-        xml.element("UTCTiming", [("schemeIdUri", "urn:mpeg:dash:utc:http-xsdate:2014"), ("value", "http://\(authority)/\(timePath)/xsdate")])
-        xml.element("UTCTiming", [("schemeIdUri", "urn:mpeg:dash:utc:http-iso:2014"), ("value", "http://\(authority)/\(timePath)/iso")])
+        for scheme in options.utcTimings {
+            switch scheme {
+            case "xsdate": xml.element("UTCTiming", [("schemeIdUri", "urn:mpeg:dash:utc:http-xsdate:2014"), ("value", "http://\(authority)/\(timePath)/xsdate")])
+            case "iso": xml.element("UTCTiming", [("schemeIdUri", "urn:mpeg:dash:utc:http-iso:2014"), ("value", "http://\(authority)/\(timePath)/iso")])
+            case "head": xml.element("UTCTiming", [("schemeIdUri", "urn:mpeg:dash:utc:http-head:2014"), ("value", "http://\(authority)/\(timePath)/head")])
+            case "direct": xml.element("UTCTiming", [("schemeIdUri", "urn:mpeg:dash:utc:direct:2014"), ("value", OriginClock.xsDate(now))])
+            case "ntp":
+                // The SNTP server runs on real time: with timeoffset_ it would contradict the rest.
+                if let port = sntpPort, options.timeOffset == 0 {
+                    let host = authority.split(separator: ":").dropLast().joined(separator: ":")
+                    xml.element("UTCTiming", [("schemeIdUri", "urn:mpeg:dash:utc:ntp:2014"), ("value", "\(host.isEmpty ? "127.0.0.1" : host):\(port)")])
+                }
+            default: break
+            }
+        }
         xml.close("MPD")
         return xml.text
     }

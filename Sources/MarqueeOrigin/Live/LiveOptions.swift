@@ -15,6 +15,7 @@ import Foundation
 /// | `ato_<s>` | availabilityTimeOffset: segments available that much earlier; a segment requested before its end is sent chunk by chunk (CMAF chunks, chunked transfer), each chunk when its last sample's time comes | 0 (omitted) |
 /// | `timeoffset_<s>` | the origin's clock runs that far off real time (availability, MPD times, time endpoints, Date headers) | 0 |
 /// | `ltgt_<ms>` | `ServiceDescription/Latency@target` | omitted |
+/// | `utc_<a-b-…>` | the UTCTiming elements, in order: `xsdate`, `iso`, `head`, `direct`, `ntp` (the origin's SNTP server; not with `timeoffset_`), `none` | `xsdate-iso` |
 struct LiveOptions: Sendable, Equatable {
     var availabilityStartTime: Double = 0
     var timeShiftBufferDepth: Double = 60
@@ -25,8 +26,9 @@ struct LiveOptions: Sendable, Equatable {
     var availabilityTimeOffset: Double = 0
     var timeOffset: Double = 0
     var latencyTarget: Int?
+    var utcTimings = ["xsdate", "iso"]
 
-    static let keys: Set<String> = ["ast", "tsbd", "mup", "snr", "spd", "segtimeline", "ato", "timeoffset", "ltgt"]
+    static let keys: Set<String> = ["ast", "tsbd", "mup", "snr", "spd", "segtimeline", "ato", "timeoffset", "ltgt", "utc"]
 
     /// The minimumUpdatePeriod the MPD announces.
     var effectiveMinimumUpdatePeriod: Double? { minimumUpdatePeriod ?? (segmentTimeline ? 2 : nil) }
@@ -44,6 +46,7 @@ struct LiveOptions: Sendable, Equatable {
         if availabilityTimeOffset != 0 { out.append("ato_\(Self.format(availabilityTimeOffset))") }
         if timeOffset != 0 { out.append("timeoffset_\(Self.format(timeOffset))") }
         if let l = latencyTarget { out.append("ltgt_\(l)") }
+        if utcTimings != ["xsdate", "iso"] { out.append("utc_\(utcTimings.isEmpty ? "none" : utcTimings.joined(separator: "-"))") }
         return out
     }
 
@@ -89,6 +92,13 @@ struct LiveOptions: Sendable, Equatable {
         case "ltgt":
             guard let ms = Int(value), ms >= 0, ms <= 86_400_000 else { throw OptionError("option ltgt_: \"\(value)\" is not a latency in ms") }
             latencyTarget = ms
+        case "utc":
+            let schemes = value.split(separator: "-").map(String.init)
+            let known: Set<String> = ["xsdate", "iso", "head", "direct", "ntp", "none"]
+            guard !schemes.isEmpty, schemes.allSatisfy(known.contains) else {
+                throw OptionError("option utc_: \"\(value)\" is not a list of \(known.sorted().joined(separator: ", ")) joined by -")
+            }
+            utcTimings = schemes.filter { $0 != "none" }
         default:
             throw OptionError("unknown option \"\(component)\" (known: \(Self.keys.sorted().map { $0 + "_" }.joined(separator: ", ")))")
         }

@@ -10,6 +10,7 @@ struct OriginResponder: Sendable {
     var assets: [String: LoopAsset]
     var staticRoot: String?
     var logger: Logger
+    var sntpPort = BoundPort()
 
     /// A response being built: status, body, content type, and the clock its `Date` header uses.
     struct Reply {
@@ -110,7 +111,7 @@ struct OriginResponder: Sendable {
             guard rest[0] == asset.manifestName else {
                 return Reply(.notFound, "asset \"\(asset.name)\" has the manifest \"\(asset.manifestName)\", not \"\(rest[0])\"", clock: clock)
             }
-            let text = LiveManifestWriter(asset: asset, options: options, authority: authority).write(now: clock.now())
+            let text = LiveManifestWriter(asset: asset, options: options, sntpPort: sntpPort.port, authority: authority).write(now: clock.now())
             return Reply(bytes: Array(text.utf8), contentType: "application/dash+xml", clock: clock)
         }
         guard rest.count == 2, let rep = asset.representation(id: rest[0]) else {

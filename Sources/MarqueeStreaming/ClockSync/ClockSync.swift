@@ -54,8 +54,8 @@ public final class SharedServerClock: Sendable {
 }
 
 /// Measures the server's clock with the manifest's `UTCTiming` schemes (http-xsdate, http-iso,
-/// http-head, direct, and a URL answering Unix milliseconds), falling back to the manifest
-/// response's `Date` header, then to the local clock.
+/// http-head, direct, ntp/sntp over UDP, and a URL answering Unix milliseconds), falling back to
+/// the manifest response's `Date` header, then to the local clock.
 ///
 /// Each HTTP scheme is sampled a few times (5 by default); each sample takes the server time at
 /// the midpoint of its round trip (NTP-style correction) and ``combine(_:)`` rejects the slow,
@@ -93,7 +93,21 @@ public struct ClockSync: Sendable {
             return ServerClock(offset: date.timeIntervalSince1970 - Monotonic.now(), source: "direct")
         case .httpXSDate, .httpISO, .httpHead:
             return await sampleHTTP(timing)
-        case .httpNTP, .ntp, .sntp, .unknown:
+        case .ntp, .sntp:
+            // `value`: one or more `host[:port]`, space-separated.
+            for server in timing.value.split(separator: " ") {
+                let parts = server.split(separator: ":")
+                let host = String(parts.first ?? ""), port = parts.count > 1 ? Int(parts[1]) ?? 123 : 123
+                guard !host.isEmpty else { continue }
+                var taken: [ServerClock] = []
+                for _ in 0..<max(1, samples) {
+                    guard let sample = await SNTP.sample(host: host, port: port) else { break }
+                    taken.append(sample)
+                }
+                if let clock = Self.combine(taken) { return clock }
+            }
+            return nil
+        case .httpNTP, .unknown:
             return nil
         }
     }
