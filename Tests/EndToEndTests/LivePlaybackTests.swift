@@ -122,12 +122,12 @@ import Testing
         let encoder = try Tools.spawn(
             "ffmpeg",
             [
-                "-v", "error", "-re", "-f", "lavfi", "-i", "testsrc2=s=640x360:r=30", "-f", "lavfi", "-i", "sine=f=440:r=48000",
+                "-v", "error", "-nostdin", "-re", "-f", "lavfi", "-i", "testsrc2=s=640x360:r=30", "-f", "lavfi", "-i", "sine=f=440:r=48000",
                 "-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency", "-g", "30", "-keyint_min", "30", "-sc_threshold", "0",
                 "-c:a", "aac", "-ac", "2", "-f", "dash", "-seg_duration", "1", "-streaming", "1", "-window_size", "30",
                 "-use_timeline", "1", "-use_template", "1", "-utc_timing_url", timeURL, "live.mpd",
             ], cwd: dir)
-        defer { encoder.terminate() }
+        defer { Tools.stop(encoder) }
         try await Task.sleep(for: .seconds(4))
         let url = origin.baseURL.appendingPathComponent("static/live.mpd")
         let run = try await Self.play(url, seconds: 10, audio: { .wav("\($0.path)/out.wav") })

@@ -33,16 +33,27 @@ public enum Tools {
         return String(decoding: data, as: UTF8.self)
     }
 
-    /// Starts `tool` in the background; the caller terminates it.
+    /// Starts `tool` in the background; the caller ends it with ``stop(_:)``.
     public static func spawn(_ tool: String, _ args: [String], cwd: URL? = nil) throws -> Process {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         p.arguments = [tool] + args
         if let cwd { p.currentDirectoryURL = cwd }
+        p.standardInput = FileHandle.nullDevice
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
         try p.run()
         return p
+    }
+
+    /// Ends a spawned process for sure: SIGTERM, then SIGKILL if it is still there after 2 s
+    /// (an encoder left running would load every later test), and reaps it.
+    public static func stop(_ process: Process) {
+        guard process.isRunning else { return }
+        process.terminate()
+        for _ in 0..<20 where process.isRunning { usleep(100_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
     }
 
     public static func tempDirectory(_ prefix: String) throws -> URL {
