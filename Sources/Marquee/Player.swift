@@ -119,10 +119,20 @@ public final class Player: Sendable {
 
     /// Waits until playback ends (on-demand end, fatal error) or the calling task is cancelled.
     public func waitUntilFinished() async {
-        let task = inner.withLock { $0.task }
+        guard let task = inner.withLock({ $0.task }) else { return }
+        // Awaiting the session's task cannot be interrupted; a stream ended by either the
+        // session or the caller's cancellation can.
+        let (done, finish) = AsyncStream<Never>.makeStream()
+        let waiter = Task {
+            await task.value
+            finish.finish()
+        }
         await withTaskCancellationHandler {
-            await task?.value
-        } onCancel: {}
+            for await _ in done {}
+        } onCancel: {
+            finish.finish()
+        }
+        waiter.cancel()
     }
 
     /// Changes the latency target (seconds behind live, 0 < seconds ≤ 300) while playing: the

@@ -191,6 +191,26 @@ import Testing
         #expect(try FramesFile.read(dir.appendingPathComponent("frames.tsv")).count > 30)
     }
 
+    /// `waitUntilFinished()` waits while a live stream plays, and returns when its caller is cancelled.
+    @Test func waitUntilFinishedReturnsOnCancellation() async throws {
+        let origin = try await Self.origin()
+        defer { Task { await origin.stop() } }
+        let player = try Player(options: PlayerOptions(sources: [origin.manifestURL(asset: "testpic_2s")]))
+        try await player.play()
+        let returned = SharedFlag()
+        let waiter = Task {
+            await player.waitUntilFinished()
+            returned.set()
+        }
+        try await Task.sleep(for: .milliseconds(800))
+        #expect(!returned.value, "returned while the live stream plays")
+        waiter.cancel()
+        for _ in 0..<40 where !returned.value { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(returned.value, "still waiting 2 s after its caller was cancelled")
+        #expect(player.state == .playing || player.state == .buffering)
+        await player.stop()
+    }
+
     @Test func everySourceBadGivesATypedError() async throws {
         let origin = try await Self.origin()
         defer { Task { await origin.stop() } }
@@ -208,6 +228,13 @@ import Testing
 }
 
 /// Events collected from a player's stream.
+final class SharedFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored = false
+    func set() { lock.withLock { stored = true } }
+    var value: Bool { lock.withLock { stored } }
+}
+
 final class EventLog: @unchecked Sendable {
     private let lock = NSLock()
     private var stored: [PlayerEvent] = []
