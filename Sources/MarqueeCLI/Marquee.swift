@@ -20,8 +20,8 @@ struct OutputOptions: ParsableArguments {
     @Option(name: .long, help: "Video output: headless, frames:<dir>, drm[:<card>[,<connector>[,<WxH>]]] (default: headless).")
     var video: String?
 
-    @Option(name: .long, help: "Display fit: contain, cover, fill, scaledown.")
-    var fit: String = "contain"
+    @Option(name: .long, help: "Display fit: contain, cover, fill, scaledown (default: contain, or the remote config's).")
+    var fit: String?
 
     @Option(name: .long, help: "Display rotation in degrees clockwise: 0, 90, 180, 270.")
     var rotation: Int?
@@ -32,8 +32,8 @@ struct OutputOptions: ParsableArguments {
     @Option(name: .long, help: "Board profile (see `marquee boards`): its ALSA PCM, display, rotation and decoders; explicit --audio/--video/--rotation win.")
     var board: String?
 
-    @Option(name: .long, help: "Seconds behind live to present at.")
-    var targetLatency: Double = 3
+    @Option(name: .long, help: "Seconds behind live to present at (default: 3, or the remote config's).")
+    var targetLatency: Double?
 
     @Option(name: .long, help: "Play this many seconds, then exit 0 (default: until interrupted or the stream ends).")
     var duration: Double?

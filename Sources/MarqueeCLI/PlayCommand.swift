@@ -6,17 +6,37 @@ import Marquee
 struct PlayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "play", abstract: "Play a live DASH stream.")
 
-    @Argument(help: "Manifest URL(s); later ones are backups.")
-    var urls: [String]
+    @Argument(help: "Manifest URL(s); later ones are backups. None with --stream-id.")
+    var urls: [String] = []
+
+    @Option(name: .long, help: "Play what the remote config of this stream id says (MarqueeSDK.initialize); explicit options win.")
+    var streamId: String?
+
+    @Option(name: .long, help: "Config URL template for --stream-id; {streamId} is replaced (default: \(MarqueeSDK.defaultConfigURLTemplate)).")
+    var configUrl: String = MarqueeSDK.defaultConfigURLTemplate
 
     @OptionGroup var output: OutputOptions
 
+    func validate() throws {
+        if urls.isEmpty && streamId == nil { throw ValidationError("give manifest URL(s) or --stream-id") }
+    }
+
     func run() async throws {
-        let sources = try urls.map { text -> URL in
+        var sources = try urls.map { text -> URL in
             guard let url = URL(string: text), url.scheme != nil else { throw ValidationError("\"\(text)\" is not a URL") }
             return url
         }
-        let code = await PlaybackRunner(output: output).play(sources: sources)
+        var config: MarqueeConfig?
+        if let streamId {
+            do {
+                config = try await MarqueeSDK.initialize(streamId: streamId, configURL: configUrl)
+            } catch {
+                FileHandle.standardError.write(Data("marquee: stream \(streamId): \(error)\n".utf8))
+                throw ExitCode(1)
+            }
+            if sources.isEmpty { sources = config?.sources ?? [] }
+        }
+        let code = await PlaybackRunner(output: output).play(sources: sources, config: config)
         if code != 0 { throw ExitCode(code) }
     }
 }
@@ -34,13 +54,17 @@ struct PlaybackRunner {
         return Logger(label: "marquee")
     }
 
-    func play(sources: [URL]) async -> Int32 {
+    func play(sources: [URL], config: MarqueeConfig? = nil) async -> Int32 {
         let logger = makeLogger()
-        guard let fit = VideoFit(name: output.fit) else {
-            return fail("--fit \(output.fit): expected contain, cover, fill or scaledown")
+        var options = config.map { PlayerOptions(config: $0) } ?? PlayerOptions(sources: sources)
+        options.sources = sources
+        options.autoplay = true
+        if let name = output.fit {
+            guard let fit = VideoFit(name: name) else { return fail("--fit \(name): expected contain, cover, fill or scaledown") }
+            options.fit = fit
         }
-        var options = PlayerOptions(
-            sources: sources, autoplay: true, targetLatency: output.targetLatency, fit: fit, poster: output.poster)
+        if let target = output.targetLatency { options.targetLatency = target }
+        if let poster = output.poster { options.poster = poster }
         if let name = output.board {
             do {
                 options = options.applying(try BoardProfile.load(named: name, searchPaths: BoardProfile.searchPaths(repoRoot: repoRoot())))

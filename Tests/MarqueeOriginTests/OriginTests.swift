@@ -296,5 +296,14 @@ struct OriginTests {
         let fetched = try await fetch(origin.baseURL.appendingPathComponent("static/hello.txt"))
         #expect(fetched.status == 200 && fetched.text == "hello static\n")
         #expect(try await fetch(URL(string: origin.baseURL.absoluteString + "/static/../Package.swift")!).status == 404)
+        // Conditional requests: the ETag names the content; a match is a bodiless 304.
+        let etag = try #require(fetched.headers.first(name: "ETag"))
+        #expect(fetched.headers.first(name: "Last-Modified") != nil)
+        var request = HTTPClientRequest(url: origin.baseURL.absoluteString + "/static/hello.txt")
+        request.headers.add(name: "If-None-Match", value: etag)
+        let again = try await HTTPClient.shared.execute(request, timeout: .seconds(5))
+        #expect(again.status == .notModified)
+        request.headers.replaceOrAdd(name: "If-None-Match", value: "\"other\"")
+        #expect(try await HTTPClient.shared.execute(request, timeout: .seconds(5)).status == .ok)
     }
 }

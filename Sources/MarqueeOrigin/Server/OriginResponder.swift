@@ -21,6 +21,9 @@ struct OriginResponder: Sendable {
         /// Low-latency delivery: `body` is sent in these pieces, each once the origin's clock
         /// reaches its time (chunked transfer encoding, no Content-Length).
         var schedule: [(bytes: Range<Int>, at: Double)]?
+        /// `ETag` and `Last-Modified` of a static file (conditional requests).
+        var etag: String?
+        var lastModified: String?
 
         init(_ status: HTTPResponse.Status, _ text: String = "", clock: OriginClock = OriginClock()) {
             self.status = status
@@ -48,7 +51,7 @@ struct OriginResponder: Sendable {
             switch components.first {
             case "live": reply = live(Array(components.dropFirst()), authority: request.head.authority ?? fallbackAuthority)
             case "time": reply = time(Array(components.dropFirst()), query: request.uri.query)
-            case "static": reply = staticFile(Array(components.dropFirst()))
+            case "static": reply = staticFile(Array(components.dropFirst()), ifNoneMatch: request.headers[.ifNoneMatch])
             default: reply = Reply(.notFound, "no such resource: \(path) (try /live/<options>/<asset>/<manifest>, /time/xsdate, /static/<file>)")
             }
         }
@@ -57,6 +60,8 @@ struct OriginResponder: Sendable {
         headers[.date] = OriginClock.httpDate(reply.clock.now())
         headers[.accessControlAllowOrigin] = "*"
         headers[.cacheControl] = "no-store"
+        if let etag = reply.etag { headers[.eTag] = etag }
+        if let modified = reply.lastModified { headers[.lastModified] = modified }
         let response: Response
         if let schedule = reply.schedule, request.method == .get {
             response = Response(status: reply.status, headers: headers, body: Self.paced(reply.body, schedule, clock: reply.clock))
@@ -202,7 +207,7 @@ struct OriginResponder: Sendable {
 
     // MARK: /static
 
-    private func staticFile(_ components: [String]) -> Reply {
+    private func staticFile(_ components: [String], ifNoneMatch: String?) -> Reply {
         guard let root = staticRoot else { return Reply(.notFound, "no static directory is configured") }
         guard !components.isEmpty, !components.contains(where: { $0 == ".." || $0 == "." || $0.contains("/") || $0.contains("\0") }) else {
             return Reply(.notFound, "no such static file")
@@ -214,7 +219,18 @@ struct OriginResponder: Sendable {
         else {
             return Reply(.notFound, "no static file \(components.joined(separator: "/"))")
         }
-        return Reply(bytes: [UInt8](data), contentType: Self.contentType(path), clock: OriginClock())
+        var reply = Reply(bytes: [UInt8](data), contentType: Self.contentType(path), clock: OriginClock())
+        // FNV-1a of the content: a changed file gets a new ETag, an unchanged one a 304.
+        let hash = data.reduce(UInt64(0xcbf2_9ce4_8422_2325)) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
+        reply.etag = "\"\(String(hash, radix: 16))\""
+        if let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date {
+            reply.lastModified = OriginClock.httpDate(modified.timeIntervalSince1970)
+        }
+        if let ifNoneMatch, ifNoneMatch.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == reply.etag }) {
+            reply.status = .notModified
+            reply.body = []
+        }
+        return reply
     }
 
     static func contentType(_ path: String) -> String {

@@ -1,0 +1,140 @@
+import Foundation
+
+/// A stream's remote configuration: the JSON document ``MarqueeSDK/initialize(streamId:configURL:httpHeaders:)``
+/// fetches.
+///
+/// ```json
+/// { "sources": ["https://cdn.example/live/manifest.mpd"], "autoplay": true, "fit": "cover",
+///   "muted": false, "poster": "/opt/poster.png",
+///   "advanced": { "stall": { "minRecoveryDelay": 10, "maxRecoveryDelay": 90 },
+///                 "sync": { "targetLatency": 3 },
+///                 "analytics": { "customerId": "c1", "endpoint": "https://stats.example/e" },
+///                 "interactive": { "url": "https://app.example/overlay" } } }
+/// ```
+///
+/// Only `sources` is required. Unknown keys are ignored (newer servers, older boxes); a known
+/// key with the wrong type or an unusable value is an ``MarqueeSDKError/Code-swift.struct/invalidConfig``
+/// naming the field's path (`advanced.sync.targetLatency`).
+public struct MarqueeConfig: Sendable, Equatable, Decodable {
+    /// Manifest URLs, main first, then backups.
+    public var sources: [URL]
+    public var autoplay: Bool?
+    public var fit: VideoFit?
+    public var muted: Bool?
+    public var poster: String?
+    public var advanced: Advanced?
+
+    public struct Advanced: Sendable, Equatable, Decodable {
+        public var stall: Stall?
+        public var sync: Sync?
+        public var analytics: Analytics?
+        public var interactive: Interactive?
+    }
+
+    /// Stall recovery: the reload timeout backs off from `minRecoveryDelay` to `maxRecoveryDelay` (s).
+    public struct Stall: Sendable, Equatable, Decodable {
+        public var minRecoveryDelay: Double?
+        public var maxRecoveryDelay: Double?
+    }
+
+    public struct Sync: Sendable, Equatable, Decodable {
+        /// Seconds behind live (``PlayerOptions/targetLatency``).
+        public var targetLatency: Double?
+    }
+
+    public struct Analytics: Sendable, Equatable, Decodable {
+        public var customerId: String?
+        public var endpoint: URL?
+    }
+
+    public struct Interactive: Sendable, Equatable, Decodable {
+        public var url: URL?
+    }
+
+    /// Decodes and validates a config document.
+    public static func parse(_ data: Data) throws(MarqueeSDKError) -> MarqueeConfig {
+        let config: MarqueeConfig
+        do {
+            config = try JSONDecoder().decode(MarqueeConfig.self, from: data)
+        } catch let error as DecodingError {
+            throw MarqueeSDKError(.invalidConfig, Self.describe(error))
+        } catch {
+            throw MarqueeSDKError(.invalidConfig, "\(error)")
+        }
+        try config.validate()
+        return config
+    }
+
+    func validate() throws(MarqueeSDKError) {
+        guard !sources.isEmpty else { throw MarqueeSDKError(.invalidConfig, "sources: at least one URL is required") }
+        for (i, url) in sources.enumerated() where !["http", "https"].contains(url.scheme?.lowercased() ?? "") {
+            throw MarqueeSDKError(.invalidConfig, "sources[\(i)]: \"\(url.absoluteString)\" is not an http(s) URL")
+        }
+        if let t = advanced?.sync?.targetLatency, !(t >= 0 && t <= 300) {
+            throw MarqueeSDKError(.invalidConfig, "advanced.sync.targetLatency: \(t) s is outside 0…300")
+        }
+        let stall = advanced?.stall
+        for (name, value) in [("minRecoveryDelay", stall?.minRecoveryDelay), ("maxRecoveryDelay", stall?.maxRecoveryDelay)] {
+            if let v = value, !(v > 0 && v <= 86_400) { throw MarqueeSDKError(.invalidConfig, "advanced.stall.\(name): \(v) s is outside 0…86400") }
+        }
+        if let low = stall?.minRecoveryDelay, let high = stall?.maxRecoveryDelay, low > high {
+            throw MarqueeSDKError(.invalidConfig, "advanced.stall: minRecoveryDelay \(low) s is above maxRecoveryDelay \(high) s")
+        }
+    }
+
+    /// `path: what was wrong`, from a decoding error's coding path.
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ keys: [any CodingKey]) -> String {
+            keys.reduce("") { text, key in
+                if let i = key.intValue { return text + "[\(i)]" }
+                return text.isEmpty ? key.stringValue : text + "." + key.stringValue
+            }
+        }
+        switch error {
+        case .typeMismatch(let type, let context):
+            return "\(path(context.codingPath)): expected \(Self.jsonName(type))"
+        case .valueNotFound(let type, let context):
+            return "\(path(context.codingPath)): expected \(Self.jsonName(type)), found null"
+        case .keyNotFound(let key, let context):
+            return "\(path(context.codingPath + [key])): missing"
+        case .dataCorrupted(let context):
+            let at = path(context.codingPath)
+            return at.isEmpty ? "not a JSON object: \(context.debugDescription)" : "\(at): \(context.debugDescription)"
+        @unknown default:
+            return "\(error)"
+        }
+    }
+
+    private static func jsonName(_ type: Any.Type) -> String {
+        switch type {
+        case is Bool.Type: "a boolean"
+        case is Double.Type, is Int.Type: "a number"
+        case is String.Type, is URL.Type, is VideoFit.Type: "a string"
+        case is [URL].Type: "an array of URL strings"
+        default: "an object"
+        }
+    }
+}
+
+extension VideoFit: Decodable {
+    /// Decodes `"contain"`, `"cover"`, `"fill"` or `"scaledown"`.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let name = try container.decode(String.self)
+        guard let fit = VideoFit(name: name) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "\"\(name)\" is not contain, cover, fill or scaledown")
+        }
+        self = fit
+    }
+}
+
+extension PlayerOptions {
+    /// Options from a remote config: its sources, autoplay, muted, fit, poster and latency
+    /// target, the rest at their defaults. Set outputs, headers and board afterwards.
+    public init(config: MarqueeConfig) {
+        self.init(
+            sources: config.sources, autoplay: config.autoplay ?? false, muted: config.muted ?? false,
+            targetLatency: config.advanced?.sync?.targetLatency ?? PlayerOptions.defaultTargetLatency,
+            fit: config.fit ?? .contain, poster: config.poster)
+    }
+}

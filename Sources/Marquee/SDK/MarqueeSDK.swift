@@ -1,0 +1,185 @@
+import Foundation
+import Logging
+import MarqueeStreaming
+import Synchronization
+
+/// A failure of ``MarqueeSDK``: which kind, and a sentence for people.
+public struct MarqueeSDKError: Error, Sendable, Hashable, CustomStringConvertible {
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private let name: String
+        private init(_ name: String) { self.name = name }
+        /// The stream id or the URL template does not make a usable http(s) URL.
+        public static let invalidURL = Code("invalidURL")
+        /// The config server's response carries no usable `Date` (its clock cannot be read).
+        public static let invalidServerTime = Code("invalidServerTime")
+        /// The config could not be downloaded (status, timeout, connection); see ``fetchError``.
+        public static let downloadError = Code("downloadError")
+        /// The response is empty.
+        public static let missingData = Code("missingData")
+        /// The document is not a valid config; the message names the bad field's path.
+        public static let invalidConfig = Code("invalidConfig")
+        public var description: String { name }
+    }
+
+    public var code: Code
+    public var message: String
+    /// The download failure, for ``Code-swift.struct/downloadError``.
+    public var fetchError: FetchError?
+
+    public init(_ code: Code, _ message: String, fetchError: FetchError? = nil) {
+        self.code = code
+        self.message = message
+        self.fetchError = fetchError
+    }
+
+    public var description: String { "\(code): \(message)" }
+}
+
+/// The entry point for firmware that configures players remotely: a stream id names a JSON
+/// config (``MarqueeConfig``) on the config server, fetched once by ``initialize(streamId:configURL:httpHeaders:)``
+/// and kept fresh by a ``RemoteConfig``.
+public enum MarqueeSDK {
+    /// Where configs live unless told otherwise; `{streamId}` is replaced by the
+    /// percent-encoded stream id.
+    public static let defaultConfigURLTemplate = "https://config.marquee.live/streams/{streamId}.json"
+
+    /// The config URL for `streamId` under `template` (a template without `{streamId}` is
+    /// used as it is).
+    public static func configURL(streamId: String, template: String = defaultConfigURLTemplate) throws(MarqueeSDKError) -> URL {
+        guard !streamId.isEmpty, streamId.count <= 256,
+              let id = streamId.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~")))
+        else { throw MarqueeSDKError(.invalidURL, "stream id \"\(streamId)\" is empty or too long") }
+        let text = template.replacingOccurrences(of: "{streamId}", with: id)
+        guard let url = URL(string: text), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false else {
+            throw MarqueeSDKError(.invalidURL, "\"\(text)\" is not an http(s) URL")
+        }
+        return url
+    }
+
+    /// Fetches and validates the config of `streamId`.
+    public static func initialize(
+        streamId: String, configURL template: String = defaultConfigURLTemplate, httpHeaders: [String: String] = [:]
+    ) async throws(MarqueeSDKError) -> MarqueeConfig {
+        let url = try configURL(streamId: streamId, template: template)
+        let fetcher = HTTPFetcher(headers: httpHeaders.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+        guard case .changed(let config, _) = try await RemoteConfig.fetch(url, fetcher: fetcher, validators: nil) else {
+            throw MarqueeSDKError(.missingData, "\(url.absoluteString) answered 304 to an unconditional request")
+        }
+        return config
+    }
+}
+
+/// A config kept fresh: refetched every ``interval`` with conditional requests (`ETag` /
+/// `Last-Modified`); a changed config is published on ``changes``, and a failed or invalid
+/// refresh keeps the last good one (and is published on ``failures``).
+public final class RemoteConfig: Sendable {
+    public let url: URL
+    public let interval: Duration
+    /// Every new config, in order (the first is the initial one).
+    public let changes: AsyncStream<MarqueeConfig>
+    /// Every refresh that failed (the last good config stays).
+    public let failures: AsyncStream<MarqueeSDKError>
+    private let changesSink: AsyncStream<MarqueeConfig>.Continuation
+    private let failuresSink: AsyncStream<MarqueeSDKError>.Continuation
+    private let fetcher: HTTPFetcher
+    private let state: Mutex<State>
+
+    private struct State {
+        var config: MarqueeConfig
+        var validators: Validators?
+        var task: Task<Void, Never>?
+    }
+
+    struct Validators: Sendable {
+        var etag: String?
+        var lastModified: String?
+    }
+
+    enum Outcome: Sendable {
+        case changed(MarqueeConfig, Validators)
+        case notModified
+    }
+
+    /// Fetches the config of `streamId` now and refreshes it every `interval` (60 s by default)
+    /// until ``stop()``.
+    public init(
+        streamId: String, configURL template: String = MarqueeSDK.defaultConfigURLTemplate, httpHeaders: [String: String] = [:],
+        interval: Duration = .seconds(60)
+    ) async throws(MarqueeSDKError) {
+        url = try MarqueeSDK.configURL(streamId: streamId, template: template)
+        self.interval = interval
+        fetcher = HTTPFetcher(headers: httpHeaders.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+        guard case .changed(let config, let validators) = try await Self.fetch(url, fetcher: fetcher, validators: nil) else {
+            throw MarqueeSDKError(.missingData, "\(url.absoluteString) answered 304 to an unconditional request")
+        }
+        state = Mutex(State(config: config, validators: validators))
+        (changes, changesSink) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(16))
+        (failures, failuresSink) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(16))
+        changesSink.yield(config)
+        let task = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                guard let self, !Task.isCancelled else { return }
+                await self.refresh()
+            }
+        }
+        state.withLock { $0.task = task }
+    }
+
+    deinit {
+        state.withLock { $0.task?.cancel() }
+        changesSink.finish()
+        failuresSink.finish()
+    }
+
+    /// The last good config.
+    public var current: MarqueeConfig { state.withLock { $0.config } }
+
+    /// Refetches now (conditionally); returns whether the config changed.
+    @discardableResult
+    public func refresh() async -> Bool {
+        let validators = state.withLock { $0.validators }
+        do {
+            switch try await Self.fetch(url, fetcher: fetcher, validators: validators) {
+            case .notModified:
+                return false
+            case .changed(let config, let newValidators):
+                let changed = state.withLock { s -> Bool in
+                    defer { s.config = config; s.validators = newValidators }
+                    return s.config != config
+                }
+                if changed { changesSink.yield(config) }
+                return changed
+            }
+        } catch {
+            failuresSink.yield(error)
+            return false
+        }
+    }
+
+    /// Stops refreshing.
+    public func stop() {
+        state.withLock { $0.task?.cancel() }
+        changesSink.finish()
+        failuresSink.finish()
+    }
+
+    static func fetch(_ url: URL, fetcher: HTTPFetcher, validators: Validators?) async throws(MarqueeSDKError) -> Outcome {
+        var conditional = fetcher
+        if let etag = validators?.etag { conditional.headers.append(("If-None-Match", etag)) }
+        if let modified = validators?.lastModified { conditional.headers.append(("If-Modified-Since", modified)) }
+        let result: FetchResult
+        do {
+            result = try await conditional.get(url, timeout: .seconds(10), maxBytes: 1 << 20)
+        } catch {
+            if error.code == .status, error.status == 304, validators != nil { return .notModified }
+            throw MarqueeSDKError(.downloadError, error.description, fetchError: error)
+        }
+        guard result.date != nil else {
+            throw MarqueeSDKError(.invalidServerTime, "\(url.absoluteString) sent no usable Date header")
+        }
+        guard result.body.readableBytes > 0 else { throw MarqueeSDKError(.missingData, "\(url.absoluteString) sent an empty body") }
+        let config = try MarqueeConfig.parse(Data(result.body.readableBytesView))
+        return .changed(config, Validators(etag: result.header("ETag"), lastModified: result.header("Last-Modified")))
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import Marquee
+import MarqueeOrigin
+import TestSupport
+import Testing
+
+/// `MarqueeSDK` and `RemoteConfig` against configs served by the loopback origin's `/static/`
+/// (with ETag / If-None-Match, as a CDN would).
+@Suite(.serialized) struct SDKTests {
+    let dir: URL
+    let origin: Origin
+    let template: String
+
+    init() async throws {
+        dir = try Tools.tempDirectory("configs")
+        origin = try await LivePlaybackTests.origin(staticRoot: dir.path)
+        template = origin.baseURL.absoluteString + "/static/{streamId}.json"
+    }
+
+    func write(_ id: String, _ json: String) throws {
+        try Data(json.utf8).write(to: dir.appendingPathComponent("\(id).json"))
+    }
+
+    @Test func initializeFetchesAndValidatesTheConfig() async throws {
+        defer { Task { await origin.stop() } }
+        try write("lobby", """
+            {"sources": ["http://a.example/live.mpd", "http://b.example/live.mpd"], "autoplay": true, "fit": "cover",
+             "muted": true, "poster": "/opt/p.png", "somethingNew": {"x": 1},
+             "advanced": {"stall": {"minRecoveryDelay": 5, "maxRecoveryDelay": 60}, "sync": {"targetLatency": 2.5},
+                          "analytics": {"customerId": "c1", "endpoint": "https://stats.example/e"},
+                          "interactive": {"url": "https://app.example/o"}}}
+            """)
+        let config = try await MarqueeSDK.initialize(streamId: "lobby", configURL: template)
+        #expect(config.sources.map(\.absoluteString) == ["http://a.example/live.mpd", "http://b.example/live.mpd"])
+        #expect(config.autoplay == true && config.muted == true && config.fit == .cover && config.poster == "/opt/p.png")
+        #expect(config.advanced?.stall?.minRecoveryDelay == 5 && config.advanced?.stall?.maxRecoveryDelay == 60)
+        #expect(config.advanced?.analytics?.customerId == "c1")
+        let options = PlayerOptions(config: config)
+        #expect(options.targetLatency == 2.5 && options.fit == .cover && options.autoplay && options.muted)
+    }
+
+    @Test func everyInitFailureIsTyped() async throws {
+        defer { Task { await origin.stop() } }
+        func code(_ id: String, template: String? = nil) async -> (MarqueeSDKError.Code?, String) {
+            do {
+                _ = try await MarqueeSDK.initialize(streamId: id, configURL: template ?? self.template)
+                return (nil, "")
+            } catch {
+                return (error.code, error.message)
+            }
+        }
+        #expect(await code("", template: nil).0 == .invalidURL)
+        #expect(await code("x", template: "ftp://h/{streamId}").0 == .invalidURL)
+        let missing = await code("nobody")
+        #expect(missing.0 == .downloadError && missing.1.contains("404"), "\(missing)")
+        try write("empty", "")
+        #expect(await code("empty").0 == .missingData)
+        try write("notjson", "<html>")
+        #expect(await code("notjson").0 == .invalidConfig)
+        let bad: [(String, String)] = [
+            ("{\"autoplay\": true}", "sources: missing"),
+            ("{\"sources\": []}", "sources: at least one"),
+            ("{\"sources\": [\"file:///etc/passwd\"]}", "sources[0]"),
+            ("{\"sources\": [\"http://a/x.mpd\"], \"advanced\": {\"sync\": {\"targetLatency\": \"3\"}}}", "advanced.sync.targetLatency: expected a number"),
+            ("{\"sources\": [\"http://a/x.mpd\"], \"fit\": \"zoom\"}", "fit:"),
+            ("{\"sources\": [\"http://a/x.mpd\"], \"advanced\": {\"stall\": {\"minRecoveryDelay\": 50, \"maxRecoveryDelay\": 10}}}", "advanced.stall: minRecoveryDelay"),
+            ("{\"sources\": [\"http://a/x.mpd\"], \"muted\": 1}", "muted: expected a boolean"),
+        ]
+        for (json, says) in bad {
+            try write("bad", json)
+            let (c, message) = await code("bad")
+            #expect(c == .invalidConfig && message.contains(says), "\(json) → \(String(describing: c)): \(message)")
+        }
+    }
+
+    @Test func refreshIsConditionalAppliesChangesAndKeepsTheLastGoodConfig() async throws {
+        defer { Task { await origin.stop() } }
+        try write("wall", #"{"sources": ["http://a/x.mpd"], "advanced": {"sync": {"targetLatency": 3}}}"#)
+        let remote = try await RemoteConfig(streamId: "wall", configURL: template, interval: .seconds(3600))
+        var changes = remote.changes.makeAsyncIterator()
+        #expect(await changes.next()?.advanced?.sync?.targetLatency == 3)
+        #expect(await remote.refresh() == false, "unchanged: 304")
+
+        try write("wall", #"{"sources": ["http://a/x.mpd"], "advanced": {"sync": {"targetLatency": 4}}}"#)
+        #expect(await remote.refresh() == true)
+        #expect(await changes.next()?.advanced?.sync?.targetLatency == 4)
+
+        try write("wall", #"{"sources": "oops"}"#)
+        var failures = remote.failures.makeAsyncIterator()
+        #expect(await remote.refresh() == false)
+        let failure = await failures.next()
+        #expect(failure?.code == .invalidConfig && failure?.message.contains("sources") == true)
+        #expect(remote.current.advanced?.sync?.targetLatency == 4, "the last good config stays")
+        try FileManager.default.removeItem(at: dir.appendingPathComponent("wall.json"))
+        #expect(await remote.refresh() == false)
+        #expect(await failures.next()?.code == .downloadError)
+        remote.stop()
+    }
+}
+
+extension SDKTests {
+    /// `marquee play --stream-id` plays what the remote config says, through the public SDK.
+    @Test func cliPlaysAStreamIdsConfig() async throws {
+        defer { Task { await origin.stop() } }
+        let marquee = Tools.packageRoot.appendingPathComponent(".build/debug/marquee")
+        try #require(FileManager.default.isExecutableFile(atPath: marquee.path), "swift build first")
+        let live = origin.manifestURL(asset: "testpic_2s").absoluteString
+        try write("foyer", #"{"sources": ["\#(live)"], "advanced": {"sync": {"targetLatency": 4}}}"#)
+        let out = try Tools.run(marquee.path, ["play", "--stream-id", "foyer", "--config-url", template, "--audio", "null",
+                                               "--duration", "3"])
+        #expect(out.contains("playing \(live)"), "\(out)")
+        #expect(out.contains("(target 4.0)"), "the config's target latency: \(out)")
+        // A stream id without a config: a typed SDK error and exit status 1.
+        #expect(throws: (any Error).self) {
+            try Tools.run(marquee.path, ["play", "--stream-id", "nobody", "--config-url", template, "--duration", "1"])
+        }
+    }
+}
