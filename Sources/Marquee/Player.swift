@@ -150,6 +150,16 @@ public final class Player: Sendable {
         session?.setTargetLatency(seconds)
     }
 
+    /// Applies a refreshed remote config to this player: what can change while playing does now
+    /// (the latency target); the rest (sources, fit, poster, muted) takes effect at the next
+    /// load. Reported as ``PlayerEvent/configApplied(targetLatency:)``.
+    public func apply(_ config: MarqueeConfig) throws(PlayerError) {
+        if let target = config.advanced?.sync?.targetLatency, target > 0 {
+            try setTargetLatency(target)
+        }
+        sink.send(.configApplied(targetLatency: config.advanced?.sync?.targetLatency))
+    }
+
     /// Stops playback and closes the outputs (the WAV file and frames.tsv are complete after it).
     public func stop() async {
         let (task, session) = inner.withLock { inner -> (Task<Void, Never>?, PlaybackSession?) in

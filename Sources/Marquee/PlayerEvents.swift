@@ -35,6 +35,8 @@ public enum PlayerEvent: Sendable, Hashable {
     /// The latency controller jumped: the latency was `error` seconds off target (positive:
     /// behind) and is now on target.
     case latencyJump(error: Double)
+    /// A refreshed remote config was applied (``Player/apply(_:)``).
+    case configApplied(targetLatency: Double?)
     /// A failure. Playback goes on unless `fatal`.
     case error(PlayerError, fatal: Bool)
     /// The display was unplugged, plugged back or changed mode; the output set itself up again.

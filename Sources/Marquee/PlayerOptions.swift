@@ -111,6 +111,11 @@ public struct PlayerOptions: Sendable {
     /// How latency is held: playback-rate bounds, gain, dead band, jump threshold. A manifest's
     /// `ServiceDescription` `PlaybackRate` min/max narrow the rate bounds.
     public var sync = SyncOptions()
+    /// Stall recovery: a stall this long (s) reloads the stream; each reload doubles it up to
+    /// ``maxRecoveryDelay``, and stable playback resets it (``RecoveryPolicy``). Default 10.
+    public var minRecoveryDelay: Double = 10
+    /// The longest stall before a reload, s. Default 90.
+    public var maxRecoveryDelay: Double = 90
     public var audioOutput: AudioOutput
     public var videoOutput: VideoOutput
     /// Headers sent with every request (tokens, cookies).
@@ -162,6 +167,9 @@ public struct PlayerOptions: Sendable {
             throw PlayerError(.invalidOptions, "targetLatency \(targetLatency) s is outside 0…300")
         }
         _ = try sync.validated()
+        guard minRecoveryDelay > 0, minRecoveryDelay <= maxRecoveryDelay, maxRecoveryDelay <= 86_400 else {
+            throw PlayerError(.invalidOptions, "recovery delays \(minRecoveryDelay)…\(maxRecoveryDelay) s: need 0 < min ≤ max ≤ 86400")
+        }
         guard [0, 90, 180, 270].contains(rotation) else {
             throw PlayerError(.invalidOptions, "rotation \(rotation) is not 0, 90, 180 or 270")
         }

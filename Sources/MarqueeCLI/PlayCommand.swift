@@ -26,17 +26,18 @@ struct PlayCommand: AsyncParsableCommand {
             guard let url = URL(string: text), url.scheme != nil else { throw ValidationError("\"\(text)\" is not a URL") }
             return url
         }
-        var config: MarqueeConfig?
+        var remote: RemoteConfig?
         if let streamId {
             do {
-                config = try await MarqueeSDK.initialize(streamId: streamId, configURL: configUrl)
+                remote = try await RemoteConfig(streamId: streamId, configURL: configUrl)
             } catch {
                 FileHandle.standardError.write(Data("marquee: stream \(streamId): \(error)\n".utf8))
                 throw ExitCode(1)
             }
-            if sources.isEmpty { sources = config?.sources ?? [] }
+            if sources.isEmpty { sources = remote?.current.sources ?? [] }
         }
-        let code = await PlaybackRunner(output: output).play(sources: sources, config: config)
+        let code = await PlaybackRunner(output: output).play(sources: sources, remote: remote)
+        remote?.stop()
         if code != 0 { throw ExitCode(code) }
     }
 }
@@ -54,9 +55,11 @@ struct PlaybackRunner {
         return Logger(label: "marquee")
     }
 
-    func play(sources: [URL], config: MarqueeConfig? = nil) async -> Int32 {
+    /// Plays `sources`; with `remote`, its config gives the defaults and every refreshed config
+    /// is applied to the playing player.
+    func play(sources: [URL], remote: RemoteConfig? = nil) async -> Int32 {
         let logger = makeLogger()
-        var options = config.map { PlayerOptions(config: $0) } ?? PlayerOptions(sources: sources)
+        var options = remote.map { PlayerOptions(config: $0.current) } ?? PlayerOptions(sources: sources)
         options.sources = sources
         options.autoplay = true
         if let name = output.fit {
@@ -97,6 +100,18 @@ struct PlaybackRunner {
         systemd.ready(status: "playing \(sources[0].absoluteString)")
         let outcome = await withTaskGroup(of: Int32?.self) { group -> Int32 in
             group.addTask { await watchEvents(player, status: status) }
+            if let remote {
+                group.addTask {
+                    for await config in remote.changes.dropFirst() {  // the first is the one playing
+                        do { try player.apply(config) } catch { status.log("warning: remote config: \(error)") }
+                    }
+                    return nil
+                }
+                group.addTask {
+                    for await failure in remote.failures { status.log("warning: remote config refresh: \(failure)") }
+                    return nil
+                }
+            }
             group.addTask {
                 await showStatus(player, status: status, systemd: systemd)
                 return nil
@@ -173,6 +188,8 @@ struct PlaybackRunner {
                 status.log(detail)
             case .latencyJump(let error):
                 status.log(String(format: "latency %+.3f s off target: jumped", error))
+            case .configApplied(let target):
+                status.log("remote config applied" + (target.map { String(format: " (target latency %.1f s)", $0) } ?? ""))
             case .stateChanged, .playbackRateChanged:
                 break
             }

@@ -98,9 +98,21 @@ import Testing
     }
 }
 
-extension SDKTests {
+extension LivePlaybackTests {
+    /// Players of the SDK tests run in the serialized live suite (real time, one at a time).
+    /// An origin serving configs from a temporary `/static/` directory: (origin, URL template, writer).
+    static func configOrigin() async throws -> (Origin, String, @Sendable (String, String) throws -> Void) {
+        let dir = try Tools.tempDirectory("configs")
+        let origin = try await Self.origin(staticRoot: dir.path)
+        let write: @Sendable (String, String) throws -> Void = { id, json in
+            try Data(json.utf8).write(to: dir.appendingPathComponent("\(id).json"))
+        }
+        return (origin, origin.baseURL.absoluteString + "/static/{streamId}.json", write)
+    }
+
     /// `marquee play --stream-id` plays what the remote config says, through the public SDK.
     @Test func cliPlaysAStreamIdsConfig() async throws {
+        let (origin, template, write) = try await Self.configOrigin()
         defer { Task { await origin.stop() } }
         let marquee = Tools.packageRoot.appendingPathComponent(".build/debug/marquee")
         try #require(FileManager.default.isExecutableFile(atPath: marquee.path), "swift build first")
@@ -114,5 +126,41 @@ extension SDKTests {
         #expect(throws: (any Error).self) {
             try Tools.run(marquee.path, ["play", "--stream-id", "nobody", "--config-url", template, "--duration", "1"])
         }
+    }
+}
+
+extension LivePlaybackTests {
+    /// A config refreshed while playing is applied live: its new latency target is on screen.
+    @Test func aRefreshedConfigIsAppliedLive() async throws {
+        let (origin, template, write) = try await Self.configOrigin()
+        defer { Task { await origin.stop() } }
+        let ast = Int(Date().timeIntervalSince1970) - 3600
+        let live = origin.manifestURL(asset: "generated", options: ["ast_\(ast)"]).absoluteString
+        try write("hall", #"{"sources": ["\#(live)"], "advanced": {"sync": {"targetLatency": 3}}}"#)
+        let remote = try await RemoteConfig(streamId: "hall", configURL: template, interval: .seconds(3600))
+        let out = try Tools.tempDirectory("hall")
+        var options = PlayerOptions(config: remote.current)
+        options.videoOutput = .frames(out.path)
+        let player = try Player(options: options)
+        let log = EventLog()
+        let listener = Task { for await e in player.events { log.append(e) } }
+        try await player.play()
+        try await Task.sleep(for: .seconds(3))
+        try write("hall", #"{"sources": ["\#(live)"], "advanced": {"sync": {"targetLatency": 4.5}}}"#)
+        #expect(await remote.refresh())
+        let appliedAt = Date().timeIntervalSince1970
+        try player.apply(remote.current)
+        try await Task.sleep(for: .seconds(3.5))
+        await player.stop()
+        listener.cancel()
+        remote.stop()
+        let frames = try FramesFile.read(out.appendingPathComponent("frames.tsv"))
+        // (The first half second of start-up aside, as in the other latency tests.)
+        let before = frames.dropFirst(15).filter { $0.wallTime < appliedAt - 0.5 }.map { $0.wallTime - Double(ast) - $0.pts }
+        let after = frames.filter { $0.wallTime > appliedAt + 2 }.map { $0.wallTime - Double(ast) - $0.pts }
+        try #require(before.count > 30 && after.count > 20)
+        #expect(before.allSatisfy { abs($0 - 3) < 0.02 }, "before: \(before.min()!)…\(before.max()!)")
+        #expect(after.allSatisfy { abs($0 - 4.5) < 0.02 }, "after: \(after.min()!)…\(after.max()!)")
+        #expect(log.events.contains(.configApplied(targetLatency: 4.5)))
     }
 }

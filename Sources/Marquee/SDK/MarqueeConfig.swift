@@ -129,12 +129,15 @@ extension VideoFit: Decodable {
 }
 
 extension PlayerOptions {
-    /// Options from a remote config: its sources, autoplay, muted, fit, poster and latency
-    /// target, the rest at their defaults. Set outputs, headers and board afterwards.
+    /// Options from a remote config: its sources, autoplay, muted, fit, poster, latency target
+    /// and recovery delays, the rest at their defaults. Set outputs, headers and board afterwards.
     public init(config: MarqueeConfig) {
         self.init(
             sources: config.sources, autoplay: config.autoplay ?? false, muted: config.muted ?? false,
             targetLatency: config.advanced?.sync?.targetLatency ?? PlayerOptions.defaultTargetLatency,
             fit: config.fit ?? .contain, poster: config.poster)
+        if let low = config.advanced?.stall?.minRecoveryDelay { minRecoveryDelay = low }
+        if let high = config.advanced?.stall?.maxRecoveryDelay { maxRecoveryDelay = high }
+        if maxRecoveryDelay < minRecoveryDelay { maxRecoveryDelay = minRecoveryDelay }
     }
 }

@@ -1,0 +1,42 @@
+/// When to reload a stalled stream: a pure state machine fed with the time and whether playback
+/// is stalled now.
+///
+/// A stall that lasts the current delay triggers a reload; each reload doubles the delay, from
+/// `minDelay` up to `maxDelay` (10 → 20 → 40 → 80 → 90 s with the defaults), and
+/// ``stableTime`` of uninterrupted playback resets it to `minDelay`.
+public struct RecoveryPolicy: Sendable, Equatable {
+    public let minDelay: Double
+    public let maxDelay: Double
+    /// Seconds of playback without a stall after which the delay starts again at `minDelay`.
+    public let stableTime: Double
+    /// The stall time that triggers the next reload.
+    public private(set) var delay: Double
+    private var stalledSince: Double?
+    private var playingSince: Double?
+
+    public init(minDelay: Double = 10, maxDelay: Double = 90, stableTime: Double = 30) {
+        self.minDelay = minDelay
+        self.maxDelay = max(minDelay, maxDelay)
+        self.stableTime = stableTime
+        delay = minDelay
+    }
+
+    /// One step at monotonic time `now`; returns `true` when the stream should be reloaded now.
+    public mutating func update(now: Double, stalled: Bool) -> Bool {
+        guard stalled else {
+            stalledSince = nil
+            if playingSince == nil { playingSince = now }
+            if let since = playingSince, now - since >= stableTime { delay = minDelay }
+            return false
+        }
+        playingSince = nil
+        guard let since = stalledSince else {
+            stalledSince = now
+            return false
+        }
+        guard now - since >= delay else { return false }
+        stalledSince = now  // the reload's own time counts as stalled until playback resumes
+        delay = min(delay * 2, maxDelay)
+        return true
+    }
+}
