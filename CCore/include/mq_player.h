@@ -103,6 +103,10 @@ int mq_player_push(mq_player *p, int32_t track_id, const uint8_t *data, size_t s
 /// begin with an init segment (used for a seek, a jump or a representation change).
 int mq_player_reset_track(mq_player *p, int32_t track_id);
 
+/// Changes the offset added to a track's `pts_time` (see `mq_player_add_track`), for what is
+/// pushed after a `mq_player_reset_track`: a reload or another source reuses the track.
+int mq_player_set_track_offset(mq_player *p, int32_t track_id, double pts_offset);
+
 /// Marks the end of a track's input; once everything queued is presented the player ends.
 int mq_player_end_track(mq_player *p, int32_t track_id);
 

@@ -94,7 +94,7 @@ static void report_format(mq_decoder *d, const AVFrame *f)
     describe(d, f, msg, sizeof msg);
     mq_log(MQ_LOG_INFO, "track %d: %s", d->t->id, msg);
     double pts = f->pts != AV_NOPTS_VALUE ? f->pts * av_q2d(d->dmx->st->time_base) : NAN;
-    mq_event_queue_push(d->p->events, MQ_EVENT_TRACK_FORMAT, d->t->id, 0, pts + d->t->pts_offset,
+    mq_event_queue_push(d->p->events, MQ_EVENT_TRACK_FORMAT, d->t->id, 0, pts + atomic_load(&d->t->pts_offset),
                         "%s", msg);
 }
 
@@ -114,7 +114,7 @@ static int deliver_video(mq_decoder *d, AVFrame *f)
     int64_t ts = f->pts != AV_NOPTS_VALUE ? f->pts : f->best_effort_timestamp;
     mq_vframe v = {.duration = frame_duration(d, f)};
     v.media_pts = ts != AV_NOPTS_VALUE ? (double)ts * av_q2d(d->dmx->st->time_base) : d->next_pts;
-    v.pts = v.media_pts + d->t->pts_offset;
+    v.pts = v.media_pts + atomic_load(&d->t->pts_offset);
     d->next_pts = v.media_pts + v.duration;
     atomic_fetch_add(&p->frames_decoded, 1);
 
@@ -202,7 +202,7 @@ static int deliver_audio(mq_decoder *d, AVFrame *f)
     double pts = ts != AV_NOPTS_VALUE ? (double)ts * av_q2d(d->dmx->st->time_base) : d->next_pts;
     d->next_pts = pts + (double)f->nb_samples / f->sample_rate;
     // What comes out first is what the resampler still holds from before this frame.
-    pts += d->t->pts_offset - (double)swr_get_delay(d->swr, 1000000) / 1e6;
+    pts += atomic_load(&d->t->pts_offset) - (double)swr_get_delay(d->swr, 1000000) / 1e6;
     ret = push_audio(d, f, pts);
     av_frame_unref(f);
     return ret;

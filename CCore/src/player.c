@@ -40,7 +40,7 @@ static int track_create(mq_player *p, mq_track_kind kind, double pts_offset, int
     t->player = p;
     t->id = id;
     t->kind = kind;
-    t->pts_offset = pts_offset;
+    atomic_init(&t->pts_offset, pts_offset);
     int ret = mq_byte_queue_create(&t->input);
     if (ret < 0)
         goto fail;
@@ -307,6 +307,17 @@ int mq_player_reset_track(mq_player *p, int32_t track_id)
         return MQ_ERR_NOT_FOUND;
     atomic_store(&t->input_done, false);
     mq_byte_queue_reset(t->input);
+    return MQ_OK;
+}
+
+int mq_player_set_track_offset(mq_player *p, int32_t track_id, double pts_offset)
+{
+    mq_track *t = p ? find_track(p, track_id) : NULL;
+    if (!p || !isfinite(pts_offset))
+        return MQ_ERR_INVALID_ARGUMENT;
+    if (!t)
+        return MQ_ERR_NOT_FOUND;
+    atomic_store(&t->pts_offset, pts_offset);
     return MQ_OK;
 }
 

@@ -30,7 +30,7 @@ typedef struct mq_track {
     mq_player *player;
     int32_t id;
     mq_track_kind kind;
-    double pts_offset;
+    _Atomic double pts_offset; // controlling thread (add, set_track_offset); decode thread reads
     mq_byte_queue *input;
     pthread_t thread;
     bool thread_started;

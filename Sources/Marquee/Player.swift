@@ -29,6 +29,10 @@ public final class Player: Sendable {
         var state: PlaybackState = .idle
         var error: PlayerError?
         var targetLatency: Double?
+        /// The outputs, open from the first `play()` to `stop()`: reloads keep them (and what
+        /// they show).
+        var core: CoreHandle?
+        var supervisor: Task<Void, Never>?
     }
 
     /// Validates `options`; throws ``PlayerError/Code-swift.struct/invalidOptions`` or
@@ -41,7 +45,10 @@ public final class Player: Sendable {
     }
 
     deinit {
-        inner.withLock { $0.task?.cancel() }
+        inner.withLock {
+            $0.task?.cancel()
+            $0.supervisor?.cancel()
+        }
         sink.finish()
     }
 
@@ -83,9 +90,19 @@ public final class Player: Sendable {
             let session = try await openFirstSource(core: core, startMono: startMono)
             do { try core.start() } catch { throw PlayerError(.output, error.message, coreCode: error.code) }
             let task = Task { await session.run() }
+            let delays = (options.minRecoveryDelay, options.maxRecoveryDelay)
+            let supervisor = Task { [weak self] in
+                var watch = StallWatch(policy: RecoveryPolicy(minDelay: delays.0, maxDelay: delays.1))
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(250))
+                    guard let self, await self.superviseStep(&watch) else { return }  // held only for a step
+                }
+            }
             inner.withLock {
                 $0.session = session
                 $0.task = task
+                $0.core = core
+                $0.supervisor = supervisor
                 $0.state = .buffering
             }
             sink.send(.stateChanged(.buffering))
@@ -100,14 +117,17 @@ public final class Player: Sendable {
         }
     }
 
-    private func openFirstSource(core: CoreHandle, startMono: Double) async throws(PlayerError) -> PlaybackSession {
+    private func openFirstSource(
+        core: CoreHandle, startMono: Double, reuse: [CoreTrackKind: Int32] = [:]
+    ) async throws(PlayerError) -> PlaybackSession {
         var lastError = PlayerError(.invalidOptionsSources, "no sources")
         var options = self.options
         if let target = inner.withLock({ $0.targetLatency }) { options.targetLatency = target }
         for source in options.sources {
             do {
                 return try await PlaybackSession(
-                    source: source, options: options, core: core, fetcher: fetcher, startMono: startMono, logger: logger, events: sink)
+                    source: source, options: options, core: core, fetcher: fetcher, startMono: startMono, logger: logger, events: sink,
+                    reuse: reuse)
             } catch {
                 logger.warning("source failed", metadata: ["source": "\(source)", "error": "\(error)"])
                 sink.send(.error(error, fatal: false))
@@ -115,6 +135,72 @@ public final class Player: Sendable {
             }
         }
         throw lastError
+    }
+
+    /// Reloads: the playing session stops and the sources are tried again in order (main first,
+    /// then the backups) on the same outputs, so the last picture (or the poster) stays on screen.
+    /// Called by stall recovery; before ``play()`` it is ``play()``. Throws the last source's
+    /// error when none plays (the outputs stay open; recovery tries again later).
+    public func load() async throws(PlayerError) {
+        let (old, task, core) = inner.withLock { ($0.session, $0.task, $0.core) }
+        guard let core, let old else { return try await play() }
+        task?.cancel()
+        await task?.value
+        inner.withLock { $0.task = nil }
+        let reuse = Dictionary(old.plans.map { ($0.kind, $0.coreTrack) }, uniquingKeysWith: { first, _ in first })
+        let session = try await openFirstSource(core: core, startMono: Monotonic.now(), reuse: reuse)
+        let next = Task { await session.run() }
+        let stopped = inner.withLock { inner -> Bool in
+            guard inner.core != nil else { return true }  // stop() ran meanwhile
+            inner.session = session
+            inner.task = next
+            return false
+        }
+        if stopped { next.cancel() }
+    }
+
+    /// What stall recovery remembers between steps.
+    struct StallWatch {
+        var policy: RecoveryPolicy
+        var lastCount = -1
+        var lastProgress = Monotonic.now()
+        var played = false
+        var recovering = false
+    }
+
+    /// One step of stall recovery: reloads when nothing has been presented for the
+    /// ``RecoveryPolicy``'s delay (``PlayerOptions/minRecoveryDelay`` doubling up to
+    /// ``PlayerOptions/maxRecoveryDelay``). Returns `false` once there is nothing to watch.
+    private func superviseStep(_ watch: inout StallWatch) async -> Bool {
+        let (session, task, core) = inner.withLock { ($0.session, $0.task, $0.core) }
+        guard let core, let session else { return false }
+        if session.state == .ended || session.state == .error { return false }  // on-demand end, output failure
+        let now = Monotonic.now()
+        if let status = core.status() {
+            let count = status.framesPresented + status.audioFramesPlayed
+            if count != watch.lastCount {
+                watch.lastCount = count
+                watch.lastProgress = now
+                watch.played = watch.played || count > 0
+            }
+        }
+        // Stalled: nothing presented for half a second after playback began, or no session runs.
+        let stalled = (watch.played && now - watch.lastProgress > 0.5) || task == nil
+        if !stalled && watch.recovering {
+            watch.recovering = false
+            sink.send(.recovered)
+        }
+        guard watch.policy.update(now: now, stalled: stalled) else { return true }
+        watch.recovering = true
+        logger.notice("stalled: reloading", metadata: ["next_delay": "\(watch.policy.delay)"])
+        sink.send(.recovering(nextDelay: watch.policy.delay))
+        do {
+            try await load()
+        } catch {
+            logger.warning("reload failed", metadata: ["error": "\(error)"])
+            sink.send(.error(error, fatal: false))
+        }
+        return true
     }
 
     /// Waits until playback ends (on-demand end, fatal error) or the calling task is cancelled.
@@ -162,14 +248,17 @@ public final class Player: Sendable {
 
     /// Stops playback and closes the outputs (the WAV file and frames.tsv are complete after it).
     public func stop() async {
-        let (task, session) = inner.withLock { inner -> (Task<Void, Never>?, PlaybackSession?) in
+        let (task, session, supervisor) = inner.withLock { inner -> (Task<Void, Never>?, PlaybackSession?, Task<Void, Never>?) in
             defer {
                 inner.task = nil
                 inner.session = nil
+                inner.core = nil
+                inner.supervisor = nil
                 if inner.state != .error { inner.state = .idle }
             }
-            return (inner.task, inner.session)
+            return (inner.task, inner.session, inner.supervisor)
         }
+        supervisor?.cancel()
         task?.cancel()
         await task?.value
         session?.core.close()

@@ -35,6 +35,11 @@ public enum PlayerEvent: Sendable, Hashable {
     /// The latency controller jumped: the latency was `error` seconds off target (positive:
     /// behind) and is now on target.
     case latencyJump(error: Double)
+    /// Playback stalled for the recovery delay and the stream is being reloaded; the next
+    /// stall waits `nextDelay` seconds.
+    case recovering(nextDelay: Double)
+    /// Pictures or sound are being presented again after ``recovering(nextDelay:)``.
+    case recovered
     /// A refreshed remote config was applied (``Player/apply(_:)``).
     case configApplied(targetLatency: Double?)
     /// A failure. Playback goes on unless `fatal`.

@@ -131,6 +131,13 @@ package final class CoreHandle: Sendable {
         try call { mq_player_reset_track($0, track) }
     }
 
+    /// Reuses a track for a new source: discards its queue, restarts its demuxer (the next bytes
+    /// are an init segment) and sets its pts offset.
+    package func reuseTrack(_ track: Int32, ptsOffset: Double) throws(CoreError) {
+        try call { mq_player_reset_track($0, track) }
+        try call { mq_player_set_track_offset($0, track, ptsOffset) }
+    }
+
     package func endTrack(_ track: Int32) throws(CoreError) {
         try call { mq_player_end_track($0, track) }
     }

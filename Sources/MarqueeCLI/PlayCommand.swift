@@ -188,6 +188,10 @@ struct PlaybackRunner {
                 status.log(detail)
             case .latencyJump(let error):
                 status.log(String(format: "latency %+.3f s off target: jumped", error))
+            case .recovering(let next):
+                status.log(String(format: "stalled: reloading (next reload after %.0f s)", next))
+            case .recovered:
+                status.log("recovered")
             case .configApplied(let target):
                 status.log("remote config applied" + (target.map { String(format: " (target latency %.1f s)", $0) } ?? ""))
             case .stateChanged, .playbackRateChanged:

@@ -164,3 +164,50 @@ extension LivePlaybackTests {
         #expect(log.events.contains(.configApplied(targetLatency: 4.5)))
     }
 }
+
+extension LivePlaybackTests {
+    /// Stall recovery, measured from frames.tsv: the origin answers 503 to everything of the
+    /// stream's URL for 7 s (longer than the feeders' own retries bridge). The player holds the last picture, reloads after 1 s of stall
+    /// (recovery delay 1 s doubling to 2 s, retried while the origin is down), and presents
+    /// again, at its target latency, soon after the origin is back. With a backup source, the
+    /// reload switches to it instead.
+    @Test(arguments: [false, true])
+    func stallRecoveryReloads(withBackup: Bool) async throws {
+        let origin = try await Self.origin()
+        defer { Task { await origin.stop() } }
+        let now = Date().timeIntervalSince1970
+        let ast = Int(now) - 3600
+        let (from, to) = (now + 4, withBackup ? now + 1000 : now + 11)
+        let main = origin.manifestURL(asset: "generated", options: ["ast_\(ast)", String(format: "outage_%.3f-%.3f", from, to)])
+        let backup = origin.manifestURL(asset: "generated", options: ["ast_\(ast)"])
+        let dir = try Tools.tempDirectory("recovery")
+        var options = PlayerOptions(sources: withBackup ? [main, backup] : [main], videoOutput: .frames(dir.path))
+        options.minRecoveryDelay = 1
+        options.maxRecoveryDelay = 2
+        let player = try Player(options: options)
+        let log = EventLog()
+        let listener = Task { for await e in player.events { log.append(e) } }
+        try await player.play()
+        try await Task.sleep(for: .seconds(withBackup ? 13 : 16))
+        await player.stop()
+        listener.cancel()
+
+        let frames = try FramesFile.read(dir.appendingPathComponent("frames.tsv"))
+        let gaps = zip(frames, frames.dropFirst()).map { (at: $0.wallTime, length: $1.wallTime - $0.wallTime, next: $1) }
+        let stall = try #require(gaps.max { $0.length < $1.length })
+        #expect(stall.length > 1, "no stall seen: longest gap \(stall.length) s")
+        #expect(stall.at >= from - 0.1, "stalled at \(stall.at - now) s, before the outage began at 4 s")
+        let resumed = stall.at + stall.length
+        // Back within the 2 s recovery delay plus a start-up after the origin returns (or,
+        // with a backup, after the first reload: 0.5 s to see the stall, the 1 s delay, a start-up).
+        let deadline = withBackup ? stall.at + 1.5 + 2.0 : to + 2 + 2.0
+        #expect(resumed < deadline, "resumed \(resumed - (withBackup ? stall.at : to)) s after \(withBackup ? "the stall" : "the origin returned")")
+        let after = frames.filter { $0.wallTime > resumed + 0.5 }.map { $0.wallTime - Double(ast) - $0.pts }
+        try #require(after.count > 20, "\(after.count) frames after the recovery")
+        #expect(after.allSatisfy { abs($0 - 3) < 0.020 }, "latency after recovery \(after.min()!)…\(after.max()!)")
+        #expect(log.events.contains { if case .recovering = $0 { true } else { false } })
+        #expect(log.events.contains(.recovered))
+        print(String(format: "recovery%@: stalled at %.2f s for %.2f s, resumed %.2f s after %@", withBackup ? " (backup)" : "",
+                     stall.at - now, stall.length, resumed - (withBackup ? stall.at : to), withBackup ? "the stall" : "the origin returned"))
+    }
+}

@@ -41,7 +41,7 @@ final class PlaybackSession: Sendable {
     /// the clock yet.
     init(
         source: URL, options: PlayerOptions, core: CoreHandle, fetcher: HTTPFetcher, startMono: Double, logger: Logger,
-        events: PlayerEvents.Sink
+        events: PlayerEvents.Sink, reuse: [CoreTrackKind: Int32] = [:]
     ) async throws(PlayerError) {
         let manifest = ManifestSource(url: source, fetcher: fetcher)
         let mpd = try await manifest.load()
@@ -57,7 +57,9 @@ final class PlaybackSession: Sendable {
             start = 0
         }
         let periodIndex = Self.period(of: mpd, containing: start)
-        let plans = try Self.plan(mpd: mpd, period: periodIndex, manifestURL: source, core: core, now: mpd.availabilityStartTime.map { clock.now().timeIntervalSince($0) })
+        let plans = try Self.plan(
+            mpd: mpd, period: periodIndex, manifestURL: source, core: core, now: mpd.availabilityStartTime.map { clock.now().timeIntervalSince($0) },
+            reuse: reuse)
         do {
             try core.setWallOffset(clock.offset)
             let mono = Monotonic.now()
@@ -135,7 +137,11 @@ final class PlaybackSession: Sendable {
 
     /// One audio and one video track: the first audio AdaptationSet's first representation, the
     /// video representation with the highest bandwidth (ABR comes later).
-    static func plan(mpd: MPD, period: Int, manifestURL: URL, core: CoreHandle, now: Double?) throws(PlayerError) -> [TrackPlan] {
+    /// `reuse`: the core's tracks from an earlier session (a reload): reset and re-offset
+    /// instead of added.
+    static func plan(
+        mpd: MPD, period: Int, manifestURL: URL, core: CoreHandle, now: Double?, reuse: [CoreTrackKind: Int32] = [:]
+    ) throws(PlayerError) -> [TrackPlan] {
         var plans: [TrackPlan] = []
         for kind in [MediaKind.video, .audio] {
             let candidates = mpd.periods[period].adaptationSets.flatMap { set in
@@ -150,8 +156,14 @@ final class PlaybackSession: Sendable {
                 throw PlayerError(error)
             }
             let track: Int32
+            let coreKind: CoreTrackKind = kind == .video ? .video : .audio
             do {
-                track = try core.addTrack(kind == .video ? .video : .audio, ptsOffset: timeline.ptsOffset)
+                if let existing = reuse[coreKind] {
+                    try core.reuseTrack(existing, ptsOffset: timeline.ptsOffset)
+                    track = existing
+                } else {
+                    track = try core.addTrack(coreKind, ptsOffset: timeline.ptsOffset)
+                }
             } catch {
                 throw PlayerError(.output, error.message, coreCode: error.code)
             }

@@ -15,6 +15,7 @@ import Foundation
 /// | `ato_<s>` | availabilityTimeOffset: segments available that much earlier; a segment requested before its end is sent chunk by chunk (CMAF chunks, chunked transfer), each chunk when its last sample's time comes | 0 (omitted) |
 /// | `timeoffset_<s>` | the origin's clock runs that far off real time (availability, MPD times, time endpoints, Date headers) | 0 |
 /// | `ltgt_<ms>` | `ServiceDescription/Latency@target` | omitted |
+/// | `outage_<from>-<to>` | every request of this URL (manifest, segments) is a 503 from Unix second `from` until `to` (origin clock) | none |
 /// | `utc_<a-b-…>` | the UTCTiming elements, in order: `xsdate`, `iso`, `head`, `direct`, `ntp` (the origin's SNTP server; not with `timeoffset_`), `none` | `xsdate-iso` |
 struct LiveOptions: Sendable, Equatable {
     var availabilityStartTime: Double = 0
@@ -27,8 +28,9 @@ struct LiveOptions: Sendable, Equatable {
     var timeOffset: Double = 0
     var latencyTarget: Int?
     var utcTimings = ["xsdate", "iso"]
+    var outage: Range<Double>?
 
-    static let keys: Set<String> = ["ast", "tsbd", "mup", "snr", "spd", "segtimeline", "ato", "timeoffset", "ltgt", "utc"]
+    static let keys: Set<String> = ["ast", "tsbd", "mup", "snr", "spd", "segtimeline", "ato", "timeoffset", "ltgt", "utc", "outage"]
 
     /// The minimumUpdatePeriod the MPD announces.
     var effectiveMinimumUpdatePeriod: Double? { minimumUpdatePeriod ?? (segmentTimeline ? 2 : nil) }
@@ -46,6 +48,7 @@ struct LiveOptions: Sendable, Equatable {
         if availabilityTimeOffset != 0 { out.append("ato_\(Self.format(availabilityTimeOffset))") }
         if timeOffset != 0 { out.append("timeoffset_\(Self.format(timeOffset))") }
         if let l = latencyTarget { out.append("ltgt_\(l)") }
+        if let o = outage { out.append("outage_\(Self.format(o.lowerBound))-\(Self.format(o.upperBound))") }
         if utcTimings != ["xsdate", "iso"] { out.append("utc_\(utcTimings.isEmpty ? "none" : utcTimings.joined(separator: "-"))") }
         return out
     }
@@ -92,6 +95,10 @@ struct LiveOptions: Sendable, Equatable {
         case "ltgt":
             guard let ms = Int(value), ms >= 0, ms <= 86_400_000 else { throw OptionError("option ltgt_: \"\(value)\" is not a latency in ms") }
             latencyTarget = ms
+        case "outage":
+            let parts = value.split(separator: "-").compactMap { Double($0) }
+            guard parts.count == 2, parts[0] < parts[1] else { throw OptionError("option outage_: \"\(value)\" is not <from>-<to> in Unix seconds") }
+            outage = parts[0]..<parts[1]
         case "utc":
             let schemes = value.split(separator: "-").map(String.init)
             let known: Set<String> = ["xsdate", "iso", "head", "direct", "ntp", "none"]

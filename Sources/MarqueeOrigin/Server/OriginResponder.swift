@@ -108,6 +108,9 @@ struct OriginResponder: Sendable {
             index += 1
         }
         let clock = OriginClock(offset: options.timeOffset)
+        if let outage = options.outage, outage.contains(clock.now()) {
+            return Reply(.serviceUnavailable, "outage until \(LiveOptions.format(outage.upperBound)) (outage_ option)", clock: clock)
+        }
         guard index < components.count, let asset = assets[components[index]] else {
             return Reply(.notFound, "no asset in the URL (assets: \(assets.keys.sorted().joined(separator: ", ")))", clock: clock)
         }
