@@ -47,7 +47,8 @@ busybox httpd -p 127.0.0.1:8080 -h "$M"
 t0=$(date +%s.%N)
 
 # 1. poster: the manifest request hangs (nc accepts and never answers)
-busybox nc -l -p 8081 >/dev/null &
+# (nc's stdin must not end: at EOF it closes the accepted connection and the request fails)
+sleep 1000 | busybox nc -l -p 8081 >/dev/null &
 NC=$!
 # the player must find the port open (a refused connection is a failed source, which ends `play`)
 i=0; until busybox netstat -ltn | grep -q ':8081 '; do i=$((i + 1)); [ $i -gt 50 ] && break; sleep 0.1; done
@@ -57,6 +58,7 @@ play poster http://127.0.0.1:8081/live.mpd --video drm --audio null --poster "$M
 wait_for /tmp/poster.log "fit 512x384" 60 && sleep 1.5 && snap poster
 kill -0 $PID 2>/dev/null || { fail "player exited before the poster snapshot"; tail -5 /tmp/poster.log; }
 kill $NC 2>/dev/null
+pkill -f "sleep 1000" 2>/dev/null
 stop
 
 # 2. fit modes; hotplug during contain (connector forced off, then back to detect)
