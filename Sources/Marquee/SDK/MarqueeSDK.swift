@@ -61,11 +61,7 @@ public enum MarqueeSDK {
         streamId: String, configURL template: String = defaultConfigURLTemplate, httpHeaders: [String: String] = [:]
     ) async throws(MarqueeSDKError) -> MarqueeConfig {
         let url = try configURL(streamId: streamId, template: template)
-        let fetcher = HTTPFetcher(headers: httpHeaders.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
-        guard case .changed(let config, _) = try await RemoteConfig.fetch(url, fetcher: fetcher, validators: nil) else {
-            throw MarqueeSDKError(.missingData, "\(url.absoluteString) answered 304 to an unconditional request")
-        }
-        return config
+        return try await RemoteConfig.fetchFirst(url, fetcher: RemoteConfig.fetcher(httpHeaders)).config
     }
 }
 
@@ -108,10 +104,8 @@ public final class RemoteConfig: Sendable {
     ) async throws(MarqueeSDKError) {
         url = try MarqueeSDK.configURL(streamId: streamId, template: template)
         self.interval = interval
-        fetcher = HTTPFetcher(headers: httpHeaders.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
-        guard case .changed(let config, let validators) = try await Self.fetch(url, fetcher: fetcher, validators: nil) else {
-            throw MarqueeSDKError(.missingData, "\(url.absoluteString) answered 304 to an unconditional request")
-        }
+        fetcher = Self.fetcher(httpHeaders)
+        let (config, validators) = try await Self.fetchFirst(url, fetcher: fetcher)
         state = Mutex(State(config: config, validators: validators))
         (changes, changesSink) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(16))
         (failures, failuresSink) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(16))
@@ -162,6 +156,18 @@ public final class RemoteConfig: Sendable {
         state.withLock { $0.task?.cancel() }
         changesSink.finish()
         failuresSink.finish()
+    }
+
+    static func fetcher(_ httpHeaders: [String: String]) -> HTTPFetcher {
+        HTTPFetcher(headers: httpHeaders.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+    }
+
+    /// The unconditional first fetch.
+    static func fetchFirst(_ url: URL, fetcher: HTTPFetcher) async throws(MarqueeSDKError) -> (config: MarqueeConfig, validators: Validators) {
+        guard case .changed(let config, let validators) = try await fetch(url, fetcher: fetcher, validators: nil) else {
+            throw MarqueeSDKError(.missingData, "\(url.absoluteString) answered 304 to an unconditional request")
+        }
+        return (config, validators)
     }
 
     static func fetch(_ url: URL, fetcher: HTTPFetcher, validators: Validators?) async throws(MarqueeSDKError) -> Outcome {

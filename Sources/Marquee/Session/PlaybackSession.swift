@@ -199,7 +199,7 @@ final class PlaybackSession: Sendable {
             if Task.isCancelled { return }
             let fresh = await sync.synchronize(timings: mpd.utcTimings, fallback: await manifest.lastResult)
             let old = clock.current
-            guard fresh.source != "local clock" || old.source == "local clock" else { continue }  // keep a measured clock
+            guard !fresh.isLocal || old.isLocal else { continue }  // keep a measured clock over the local one
             let moved = fresh.offset - old.offset
             clock.current = fresh
             try? core.setWallOffset(fresh.offset)

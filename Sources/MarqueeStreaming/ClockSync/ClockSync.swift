@@ -20,9 +20,13 @@ public struct ServerClock: Sendable, Equatable {
         self.roundTrip = roundTrip
     }
 
+    /// Whether this is the local wall clock, not a measurement of the server's.
+    public var isLocal: Bool { roundTrip == nil && source == Self.localSource }
+    static let localSource = "local clock"
+
     /// The local wall clock taken as the server's.
     public static func local() -> ServerClock {
-        ServerClock(offset: Monotonic.realtime() - Monotonic.now(), source: "local clock")
+        ServerClock(offset: Monotonic.realtime() - Monotonic.now(), source: localSource)
     }
 
     /// Server time now.
@@ -99,12 +103,7 @@ public struct ClockSync: Sendable {
                 let parts = server.split(separator: ":")
                 let host = String(parts.first ?? ""), port = parts.count > 1 ? Int(parts[1]) ?? 123 : 123
                 guard !host.isEmpty else { continue }
-                var taken: [ServerClock] = []
-                for _ in 0..<max(1, samples) {
-                    guard let sample = await SNTP.sample(host: host, port: port) else { break }
-                    taken.append(sample)
-                }
-                if let clock = Self.combine(taken) { return clock }
+                if let clock = await sampled({ await SNTP.sample(host: host, port: port) }) { return clock }
             }
             return nil
         case .httpNTP, .unknown:
@@ -116,14 +115,19 @@ public struct ClockSync: Sendable {
         // `value` may list several URLs separated by spaces.
         for text in timing.value.split(separator: " ") {
             guard let url = URL(string: String(text)) else { continue }
-            var taken: [ServerClock] = []
-            for _ in 0..<max(1, samples) {
-                guard let sample = await sampleOnce(url, head: timing.scheme == .httpHead) else { break }
-                taken.append(sample)
-            }
-            if let best = Self.combine(taken) { return best }
+            if let best = await sampled({ await sampleOnce(url, head: timing.scheme == .httpHead) }) { return best }
         }
         return nil
+    }
+
+    /// ``samples`` exchanges (stopping at the first that fails), ``combine(_:)``d.
+    private func sampled(_ once: () async -> ServerClock?) async -> ServerClock? {
+        var taken: [ServerClock] = []
+        for _ in 0..<max(1, samples) {
+            guard let sample = await once() else { break }
+            taken.append(sample)
+        }
+        return Self.combine(taken)
     }
 
     /// The estimate from several samples: those whose round trip is within twice the shortest
