@@ -272,7 +272,9 @@ private enum MPDBuilder {
             event.presentationTime = try uint(e, "presentationTime") ?? 0
             event.duration = try uint(e, "duration")
             event.id = e["id"]
-            let body = e["messageData"] ?? e.text.trimmingCharacters(in: .whitespacesAndNewlines)
+            // SCTE 214 / DASH-IF: an XML+bin SCTE-35 cue is `<scte35:Signal><scte35:Binary>base64…`.
+            let binary = e.children.first { $0.name.hasSuffix("Signal") }?.children.first { $0.name.hasSuffix("Binary") }
+            let body = e["messageData"] ?? (binary ?? e).text.trimmingCharacters(in: .whitespacesAndNewlines)
             event.messageData = body.isEmpty ? nil : body
             stream.events.append(event)
         }

@@ -1,0 +1,155 @@
+/// An ISO BMFF `emsg` box (ISO/IEC 23009-1 §5.10.3.3): an event carried in the media.
+public struct EventMessageBox: Sendable, Hashable {
+    public var schemeIdUri: String
+    public var value: String
+    public var timescale: UInt32
+    /// Version 0: `presentation_time_delta` from the segment's earliest presentation time.
+    /// Version 1: `presentation_time` on the track's media timeline.
+    public var version: UInt8
+    public var time: UInt64
+    public var duration: UInt32
+    public var id: UInt32
+    public var messageData: [UInt8]
+
+    /// Parses the body of an `emsg` box (after its 8-byte size/type header).
+    public init(body: [UInt8]) throws(ManifestError) {
+        var r = ByteReader(body)
+        func fail(_ why: String) -> ManifestError { ManifestError(.invalidValue, "emsg: \(why)") }
+        guard let fullBox = r.u32() else { throw fail("truncated") }
+        version = UInt8(fullBox >> 24)
+        switch version {
+        case 0:
+            guard let scheme = r.cString(), let value = r.cString(), let timescale = r.u32(), let delta = r.u32(),
+                let duration = r.u32(), let id = r.u32()
+            else { throw fail("truncated version 0 box") }
+            (schemeIdUri, self.value, self.timescale, time, self.duration, self.id) = (scheme, value, timescale, UInt64(delta), duration, id)
+        case 1:
+            guard let timescale = r.u32(), let time = r.u64(), let duration = r.u32(), let id = r.u32(), let scheme = r.cString(),
+                let value = r.cString()
+            else { throw fail("truncated version 1 box") }
+            (schemeIdUri, self.value, self.timescale, self.time, self.duration, self.id) = (scheme, value, timescale, time, duration, id)
+        default:
+            throw fail("version \(version) is not 0 or 1")
+        }
+        guard timescale > 0 else { throw fail("timescale 0") }
+        messageData = r.rest()
+    }
+
+    /// The timed event this box announces. `segmentStart`: presentation time of the segment
+    /// that carried it (version 0); `ptsOffset`: presentation time minus media time of the track
+    /// (version 1). `nil` for a cue that places nothing.
+    public func timedEvent(segmentStart: Double, ptsOffset: Double) throws(ManifestError) -> TimedEvent? {
+        let scale = Double(timescale)
+        let t = version == 0 ? segmentStart + Double(time) / scale : Double(time) / scale + ptsOffset
+        return try EventScheme.event(
+            scheme: schemeIdUri, value: value, time: t, duration: duration == 0xFFFF_FFFF ? nil : Double(duration) / scale, id: String(id),
+            message: messageData, origin: .inband)
+    }
+}
+
+/// Finds the `emsg` boxes among a segment's top-level boxes as its bytes stream in, chunk by
+/// chunk, without holding anything but the box headers and the `emsg` bodies (an `mdat` is
+/// skipped as it passes).
+public struct EventMessageScanner: Sendable {
+    private var header: [UInt8] = []
+    private var skipping: UInt64 = 0
+    private var collecting: [UInt8]? = nil
+    private var wanted = 0
+    /// Refuse to buffer an implausible emsg.
+    public static let maxEventBytes = 1 << 20
+
+    public init() {}
+
+    /// Feeds the next bytes of the segment; returns the bodies of the `emsg` boxes completed.
+    public mutating func feed(_ bytes: UnsafeRawBufferPointer) -> [[UInt8]] {
+        var found: [[UInt8]] = []
+        var i = 0
+        while i < bytes.count {
+            if skipping > 0 {
+                let k = Int(min(skipping, UInt64(bytes.count - i)))
+                skipping -= UInt64(k)
+                i += k
+            } else if collecting != nil {
+                let k = min(wanted - collecting!.count, bytes.count - i)
+                collecting!.append(contentsOf: bytes[i..<(i + k)])
+                i += k
+                if collecting!.count == wanted {
+                    found.append(collecting!)
+                    collecting = nil
+                }
+            } else {
+                header.append(bytes[i])
+                i += 1
+                guard header.count >= 8 else { continue }
+                let size32 = UInt64(header[0]) << 24 | UInt64(header[1]) << 16 | UInt64(header[2]) << 8 | UInt64(header[3])
+                var size = size32, headerLength = 8
+                if size32 == 1 {  // 64-bit largesize follows
+                    guard header.count >= 16 else { continue }
+                    size = header[8..<16].reduce(0) { $0 << 8 | UInt64($1) }
+                    headerLength = 16
+                }
+                let isEmsg = header[4...7].elementsEqual("emsg".utf8)
+                header.removeAll(keepingCapacity: true)
+                if size32 == 0 {  // to the end of the segment
+                    skipping = .max
+                } else if size < UInt64(headerLength) {
+                    skipping = .max  // corrupt: stop looking in this segment
+                } else if isEmsg && size - UInt64(headerLength) <= UInt64(Self.maxEventBytes) {
+                    wanted = Int(size) - headerLength
+                    collecting = []
+                    if wanted == 0 { collecting = nil }
+                } else {
+                    skipping = size - UInt64(headerLength)
+                }
+            }
+        }
+        return found
+    }
+}
+
+struct ByteReader {
+    private let bytes: [UInt8]
+    private var offset = 0
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    mutating func u32() -> UInt32? {
+        guard offset + 4 <= bytes.count else { return nil }
+        defer { offset += 4 }
+        return bytes[offset..<(offset + 4)].reduce(0) { $0 << 8 | UInt32($1) }
+    }
+
+    mutating func u64() -> UInt64? {
+        guard offset + 8 <= bytes.count else { return nil }
+        defer { offset += 8 }
+        return bytes[offset..<(offset + 8)].reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    mutating func cString() -> String? {
+        guard let end = bytes[offset...].firstIndex(of: 0) else { return nil }
+        defer { offset = end + 1 }
+        return String(decoding: bytes[offset..<end], as: UTF8.self)
+    }
+
+    mutating func rest() -> [UInt8] {
+        defer { offset = bytes.count }
+        return Array(bytes[offset...])
+    }
+}
+
+extension EventMessageBox {
+    /// A whole version-1 `emsg` box (size, type, body) for `time` in `timescale` ticks on the
+    /// track's media timeline.
+    public static func version1(
+        scheme: String, value: String = "", timescale: UInt32, time: UInt64, duration: UInt32, id: UInt32, message: [UInt8]
+    ) -> [UInt8] {
+        var body: [UInt8] = [1, 0, 0, 0]
+        func be<T: FixedWidthInteger>(_ v: T) { body += withUnsafeBytes(of: v.bigEndian, Array.init) }
+        be(timescale)
+        be(time)
+        be(duration)
+        be(id)
+        body += Array(scheme.utf8) + [0] + Array(value.utf8) + [0] + message
+        let size = UInt32(body.count + 8)
+        return withUnsafeBytes(of: size.bigEndian, Array.init) + Array("emsg".utf8) + body
+    }
+}
