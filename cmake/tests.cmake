@@ -44,6 +44,10 @@ add_test(NAME audio_alloc_alsa_file COMMAND audio_alloc_test
 set_tests_properties(audio_alloc_wav audio_alloc_alsa_file PROPERTIES
   PASS_REGULAR_EXPRESSION "allocs 0 frees 0 ended 1")
 
+mq_test(clip_test)
+add_test(NAME clip COMMAND clip_test "${MQ_MEDIA}/music660.m4a" "${MQ_MEDIA}/music660.wav")
+set_tests_properties(clip PROPERTIES FIXTURES_REQUIRED media)
+
 mq_test(e2e_wav_test)
 # Start-up tolerance (s): the audio thread starts later under an emulator (see the test).
 if(CMAKE_CROSSCOMPILING_EMULATOR)

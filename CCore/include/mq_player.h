@@ -137,6 +137,45 @@ int mq_player_set_overlay(mq_player *p, int32_t kind, const char *_Nullable mess
 /// Starts the audio and video threads.
 int mq_player_start(mq_player *p);
 
+/* ---- mixing ----
+ * Audio is mixed from inputs: 0 is the stream; 1…3 play clips (the mute music, an ad creative,
+ * a spare). Each input has a gain ramped sample-accurately, then master volume and mute, then a
+ * limiter (loud sums are limited, never wrapped). A ramp or a clip start can be timed on the
+ * presentation timeline (`at`, seconds): it begins on the first sample due at or after `at`;
+ * NAN means now. Timed gains wait in the mixer; `mq_player_cancel_timed_gains` drops those not
+ * begun (a jump or a seek: recompute and re-send). */
+
+/// Number of mixer inputs (the stream and three clip inputs).
+#define MQ_MIXER_INPUTS 4
+/// The mixer input of the stream's audio.
+#define MQ_INPUT_STREAM 0
+
+/// Ramp shapes (`mq_player_set_gain`; the mixer's `mq_ramp_shape`).
+#define MQ_RAMP_SHAPE_LINEAR 0      ///< Linear in amplitude.
+#define MQ_RAMP_SHAPE_EQUAL_POWER 1 ///< Sine/cosine: a rise and a fall of the same length cross-fade at constant power.
+
+/// Plays the audio of the file at `path` (any format libavformat reads) on clip input `input`
+/// (1…3), replacing what it played: from `offset` seconds into it (modulo its length when
+/// `loop`), heard from presentation time `at` (NAN: now). A looping clip restarts with a
+/// `crossfade`-second linear cross-fade of its end into its start (0…5; the loop is that much
+/// shorter than the file). The file is opened before this returns: MQ_ERR_IO when it cannot be
+/// read, MQ_ERR_DEMUX when it is not media, MQ_ERR_UNSUPPORTED without a decodable audio stream.
+/// When a clip that does not loop has played to its end, MQ_EVENT_CLIP_ENDED reports it.
+int mq_player_play_clip(mq_player *p, int32_t input, const char *path, double offset, bool loop, double crossfade,
+                        double at);
+/// Stops clip input `input` (1…3) at once; ramp its gain down first to avoid a click.
+int mq_player_stop_clip(mq_player *p, int32_t input);
+/// Ramps input `input`'s gain to `gain` (0…4, 1 = unity) over `ramp` seconds (0: a step, up to
+/// 60) with shape `shape` (`MQ_RAMP_SHAPE_*`), from presentation time `at` (NAN: now). A ramp replaces
+/// one in progress from the gain it has reached. MQ_ERR_STATE when too many are waiting.
+int mq_player_set_gain(mq_player *p, int32_t input, float gain, double ramp, int32_t shape, double at);
+/// Drops the timed gain changes not yet begun.
+int mq_player_cancel_timed_gains(mq_player *p);
+/// Master volume 0…1 (linear) and mute; each change ramps over 10 ms.
+int mq_player_set_volume(mq_player *p, float volume, bool muted);
+/// The gain input `input` has reached (as of the last audio period), or NAN for a bad input.
+float mq_player_gain(mq_player *p, int32_t input);
+
 typedef struct mq_status {
     int32_t state;                   ///< `mq_state`.
     int32_t width, height;           ///< Size of the last presented picture, 0 before one.
@@ -167,6 +206,8 @@ typedef enum mq_event_type {
                                  ///< the output was set up again; `message` says which.
     MQ_EVENT_DECODER_FALLBACK = 7, ///< A track's preferred decoder(s) could not be used;
                                    ///< `message` names them, why, and the decoder used.
+    MQ_EVENT_CLIP_ENDED = 8,    ///< A clip that does not loop was heard to its end (`track` is the
+                                ///< mixer input; `code` an `mq_err` when it ended on a decode error).
 } mq_event_type;
 
 typedef struct mq_event {

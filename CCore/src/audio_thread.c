@@ -23,8 +23,13 @@ int mq_audio_sync_init(mq_player *p)
     size_t n = (size_t)p->period_frames * (size_t)p->channels;
     s->mix = calloc(n, sizeof *s->mix);
     s->out = calloc(n, sizeof *s->out);
+    bool ok = s->mix && s->out;
+    for (int i = 1; i < MQ_MIXER_MAX_INPUTS; i++)
+        ok = ok && (s->clip[i] = calloc(n, sizeof(float))) != NULL;
     s->paced = p->ao->paced;
-    return s->mix && s->out ? MQ_OK : MQ_ERR_NO_MEMORY;
+    if (!ok)
+        return MQ_ERR_NO_MEMORY;
+    return mq_mixer_create(MQ_MIXER_MAX_INPUTS, p->channels, p->sample_rate, p->period_frames, &p->mixer);
 }
 
 void mq_audio_sync_uninit(mq_player *p)
@@ -33,6 +38,11 @@ void mq_audio_sync_uninit(mq_player *p)
     free(p->as.out);
     p->as.mix = NULL;
     p->as.out = NULL;
+    for (int i = 0; i < MQ_MIXER_MAX_INPUTS; i++) {
+        free(p->as.clip[i]);
+        p->as.clip[i] = NULL;
+    }
+    mq_mixer_destroy(&p->mixer);
 }
 
 static void silence(mq_player *p, int from, int to)
@@ -89,13 +99,16 @@ static int copy_block(mq_player *p, const mq_pcm_block *b, int i, int max)
     return k;
 }
 
-/// Fills one period of s->mix whose first frame is heard at monotonic `t_hear`.
-static void fill_period(mq_player *p, mq_audio_sync *s, double t_hear)
+/// Fills one period of s->mix whose first frame is heard at monotonic `t_hear`. Gives the
+/// presentation time due at its first frame (NAN without a schedule) and the step per frame.
+static void fill_period(mq_player *p, mq_audio_sync *s, double t_hear, double *t0, double *dt)
 {
     const int n = p->period_frames;
     const double sr = p->sample_rate;
     double want, rate = mq_clock_rate(&p->clock);
     bool scheduled = mq_clock_schedule(&p->clock, t_hear, &want);
+    *t0 = scheduled ? want : NAN;
+    *dt = rate / sr;
     bool published = false;
     check_generation(p, s);
     for (int i = 0; i < n;) {
@@ -141,14 +154,60 @@ static void fill_period(mq_player *p, mq_audio_sync *s, double t_hear)
     }
 }
 
-static void to_s16(mq_player *p)
+/// Fills clip input `i` for the period starting at presentation time `t0` (step `dt`); NULL when
+/// it is silent (no clip, or not yet due).
+static const float *fill_clip(mq_player *p, mq_audio_sync *s, int i, double t0, double dt)
 {
-    size_t n = (size_t)p->period_frames * (size_t)p->channels;
-    for (size_t j = 0; j < n; j++) {
-        float v = p->as.mix[j] * 32768.0f;
-        v = v > 32767.0f ? 32767.0f : (v < -32768.0f ? -32768.0f : v);
-        p->as.out[j] = (int16_t)lrintf(v);
+    mq_slot *sl = &p->slots[i];
+    mq_clip *c = atomic_load_explicit(&sl->want, memory_order_acquire);
+    if (c != sl->cur) {
+        sl->cur = c;
+        sl->started = sl->ended_seen = false;
     }
+    if (!c)
+        return NULL;
+    const int n = p->period_frames, ch = p->channels;
+    float *buf = s->clip[i];
+    int k = 0;
+    if (!sl->started) {
+        if (!isnan(c->start_at)) {
+            if (isnan(t0))
+                return NULL;
+            double due = ceil((c->start_at - t0) / dt - 1e-6); // the first frame at or after start_at
+            if (due >= n)
+                return NULL;
+            k = due > 0 ? (int)due : 0;
+        }
+        sl->started = true;
+        memset(buf, 0, (size_t)k * (size_t)ch * sizeof(float));
+    }
+    while (k < n) {
+        mq_pcm_block *b = mq_pcm_ring_peek(c->ring);
+        if (!b) {
+            if (atomic_load_explicit(&c->ring->eof, memory_order_acquire) && !sl->ended_seen) {
+                sl->ended_seen = true;
+                atomic_store(&sl->ended_error, atomic_load(&c->error));
+                atomic_fetch_add(&sl->ended, 1);
+            }
+            memset(buf + (size_t)k * (size_t)ch, 0, (size_t)(n - k) * (size_t)ch * sizeof(float));
+            break;
+        }
+        int avail = b->frames - c->ring->read_off, m = avail < n - k ? avail : n - k;
+        memcpy(buf + (size_t)k * (size_t)ch, b->data + (size_t)c->ring->read_off * (size_t)ch, (size_t)m * (size_t)ch * sizeof(float));
+        mq_pcm_ring_consume(c->ring, m);
+        k += m;
+    }
+    return buf;
+}
+
+/// Mixes the stream (s->mix) with the clip inputs into s->out.
+static void mix_period(mq_player *p, mq_audio_sync *s, double t0, double dt)
+{
+    const float *in[MQ_MIXER_MAX_INPUTS] = {s->mix};
+    for (int i = 1; i < MQ_MIXER_MAX_INPUTS; i++)
+        in[i] = fill_clip(p, s, i, t0, dt);
+    mq_mixer_process(p->mixer, in, p->period_frames, t0, dt, s->out, MQ_SAMPLE_S16);
+    atomic_fetch_add(&p->audio_periods, 1); // after the last read of a clip this period
 }
 
 /// Virtual device for outputs that do not pace: frames written minus frames "played" since
@@ -206,8 +265,9 @@ void *mq_audio_thread_main(void *arg)
         if (!wait_room(p, s, &now, &delay))
             continue;
         atomic_store_explicit(&p->audio_delay, delay / p->sample_rate, memory_order_relaxed);
-        fill_period(p, s, now + delay / p->sample_rate);
-        to_s16(p);
+        double t0, dt;
+        fill_period(p, s, now + delay / p->sample_rate, &t0, &dt);
+        mix_period(p, s, t0, dt);
         if (device_ok && p->ao->driver->write(p->ao, s->out, p->period_frames) < 0) {
             device_ok = false; // keep the clock running on the virtual device
             atomic_store(&p->audio_error, MQ_ERR_AUDIO_DEVICE);

@@ -86,6 +86,20 @@ static void monitor_audio(mq_player *p)
     }
 }
 
+static void monitor_clips(mq_player *p)
+{
+    for (int i = 1; i < MQ_MIXER_MAX_INPUTS; i++) {
+        mq_slot *sl = &p->slots[i];
+        uint32_t ended = atomic_load(&sl->ended);
+        if (ended == sl->ended_reported)
+            continue;
+        sl->ended_reported = ended;
+        int err = atomic_load(&sl->ended_error);
+        mq_event_queue_push(p->events, MQ_EVENT_CLIP_ENDED, i, err, NAN, err ? "clip on input %d ended: %s" : "clip on input %d ended",
+                            i, mq_err_string(err));
+    }
+}
+
 static bool track_presented(mq_player *p, mq_track *t, double now)
 {
     if (!atomic_load(&t->input_done))
@@ -125,6 +139,7 @@ static void *monitor_main(void *arg)
     while (!atomic_load(&p->quit)) {
         mq_cond_wait_until(&p->cond, &p->lock, mq_clock_now() + 0.01);
         monitor_audio(p);
+        monitor_clips(p);
         monitor_state(p);
     }
     pthread_mutex_unlock(&p->lock);
@@ -252,6 +267,10 @@ void mq_player_destroy(mq_player **pp)
     stop_threads(p);
     mq_video_out_destroy(&p->vo);
     mq_audio_out_destroy(&p->ao); // finalises a WAV header
+    for (int i = 1; i < MQ_MIXER_MAX_INPUTS; i++) {
+        mq_clip *c = atomic_exchange(&p->slots[i].want, NULL);
+        mq_clip_destroy(&c); // every thread is stopped
+    }
     mq_audio_sync_uninit(p);
     mq_frame_queue_destroy(&p->vq);
     mq_pcm_ring_destroy(&p->pcm);
@@ -439,4 +458,77 @@ void mq_player_set_wakeup(mq_player *p, void (*cb)(void *ctx), void *ctx)
 {
     if (p)
         mq_event_queue_set_wakeup(p->events, cb, ctx);
+}
+
+/* ---- mixing API ---- */
+
+/// Installs `c` (or nothing) on clip input `i` and destroys the clip it replaces once the audio
+/// thread has finished a period after the swap (it reads `want` once per period).
+static void swap_clip(mq_player *p, int i, mq_clip *c)
+{
+    mq_clip *old = atomic_exchange(&p->slots[i].want, c);
+    if (!old)
+        return;
+    pthread_mutex_lock(&p->lock);
+    bool running = p->audio_running;
+    pthread_mutex_unlock(&p->lock);
+    if (running) {
+        uint64_t epoch = atomic_load(&p->audio_periods);
+        double deadline = mq_clock_now() + 2.0;
+        while (atomic_load(&p->audio_periods) == epoch && mq_clock_now() < deadline)
+            mq_sleep_until(mq_clock_now() + 0.001);
+        if (atomic_load(&p->audio_periods) == epoch) {
+            // The audio thread is stuck in the device: leak rather than free what it may read.
+            mq_log(MQ_LOG_WARN, "clip on input %d left allocated: the audio thread made no progress for 2 s", i);
+            return;
+        }
+    }
+    mq_clip_destroy(&old);
+}
+
+int mq_player_play_clip(mq_player *p, int32_t input, const char *path, double offset, bool loop, double crossfade, double at)
+{
+    if (!p || !path || input < 1 || input >= MQ_MIXER_MAX_INPUTS || !(offset >= 0) || !isfinite(offset) ||
+        !(crossfade >= 0 && crossfade <= 5) || isinf(at))
+        return MQ_ERR_INVALID_ARGUMENT;
+    mq_clip *c = NULL;
+    int ret = mq_clip_create(path, p->sample_rate, p->channels, offset, loop, crossfade, at, &c);
+    if (ret < 0)
+        return ret;
+    swap_clip(p, input, c);
+    return MQ_OK;
+}
+
+int mq_player_stop_clip(mq_player *p, int32_t input)
+{
+    if (!p || input < 1 || input >= MQ_MIXER_MAX_INPUTS)
+        return MQ_ERR_INVALID_ARGUMENT;
+    swap_clip(p, input, NULL);
+    return MQ_OK;
+}
+
+int mq_player_set_gain(mq_player *p, int32_t input, float gain, double ramp, int32_t shape, double at)
+{
+    if (!p || !(ramp >= 0 && ramp <= 60) || (shape != MQ_RAMP_SHAPE_LINEAR && shape != MQ_RAMP_SHAPE_EQUAL_POWER) || isinf(at))
+        return MQ_ERR_INVALID_ARGUMENT;
+    return mq_mixer_set_gain(p->mixer, input, gain, (int32_t)lrint(ramp * p->sample_rate), shape == MQ_RAMP_SHAPE_LINEAR ? MQ_RAMP_LINEAR : MQ_RAMP_EQUAL_POWER, at);
+}
+
+int mq_player_cancel_timed_gains(mq_player *p)
+{
+    return p ? mq_mixer_cancel_timed(p->mixer) : MQ_ERR_INVALID_ARGUMENT;
+}
+
+int mq_player_set_volume(mq_player *p, float volume, bool muted)
+{
+    if (!p || !(volume >= 0 && volume <= 1))
+        return MQ_ERR_INVALID_ARGUMENT;
+    return mq_mixer_set_master(p->mixer, volume, muted);
+}
+
+float mq_player_gain(mq_player *p, int32_t input)
+{
+    if (!p || input < 0 || input >= MQ_MIXER_MAX_INPUTS)
+        return NAN;
+    return mq_mixer_gain(p->mixer, input);
 }

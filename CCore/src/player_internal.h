@@ -7,9 +7,11 @@
 #include <stdint.h>
 
 #include "audio_out.h"
+#include "clip.h"
 #include "clock.h"
 #include "event_queue.h"
 #include "frame_queue.h"
+#include "mixer.h"
 #include "mq_player.h"
 #include "pcm_ring.h"
 #include "segment_io.h"
@@ -38,9 +40,26 @@ typedef struct mq_track {
     _Atomic bool input_done; // everything of the ended input was decoded and handed on
 } mq_track;
 
+/// A mixer input that plays clips (inputs 1…MQ_MIXER_MAX_INPUTS−1; input 0 is the stream).
+/// The controlling thread installs a clip by storing `want`; the audio thread picks it up at its
+/// next period. A replaced clip is destroyed once `audio_periods` shows that a whole period
+/// ended after the swap (no lock on the audio thread: an epoch, not a mutex).
+typedef struct mq_slot {
+    _Atomic(mq_clip *) want;     // controlling thread
+    _Atomic uint32_t ended;      // audio thread: clips that played to their end
+    _Atomic int ended_error;     // audio thread: the last ended clip's decode error (mq_err), 0 none
+    // audio thread only
+    mq_clip *cur;                // the clip being played
+    bool started;                // cur has reached its start time
+    bool ended_seen;
+    // monitor thread only
+    uint32_t ended_reported;
+} mq_slot;
+
 /// State of the audio (master clock) loop. Audio thread only.
 typedef struct mq_audio_sync {
-    float *mix;          // period × channels, preallocated
+    float *mix;          // period × channels, preallocated: the stream (mixer input 0)
+    float *clip[MQ_MIXER_MAX_INPUTS]; // period × channels each, preallocated: clip inputs 1…
     int16_t *out;        // period × channels, preallocated
     bool locked;         // writing stream audio continuously
     bool started;        // stream audio began (silence after it is an underrun)
@@ -70,6 +89,8 @@ struct mq_player {
     mq_event_queue *events;
     mq_pcm_ring *pcm; // decoded stream audio: decode thread → tempo thread
     mq_pcm_ring *out; // audio to play, stamped: tempo thread → audio thread
+    mq_mixer *mixer;  // gains: controlling thread; mixing: audio thread
+    mq_slot slots[MQ_MIXER_MAX_INPUTS]; // [0] unused (the stream)
     mq_frame_queue *vq;
     int sync_ok;
 
@@ -99,6 +120,7 @@ struct mq_player {
     _Atomic int audio_error;           // audio thread: last device error (mq_err), 0 none
     _Atomic int64_t drained_gen;       // audio thread: ring generation fully heard, -1 none
     _Atomic double drained_mono;       // audio thread: when its last sample is heard
+    _Atomic uint64_t audio_periods;    // audio thread: periods mixed (the clip-swap epoch)
 
     // audio thread only
     mq_audio_sync as;

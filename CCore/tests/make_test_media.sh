@@ -7,6 +7,9 @@
 #     tone1k.mp4    2 s stereo 1000 Hz sine, same format
 #     video.mp4     2 s 160x120 25 fps testsrc2, H.264 (libx264), GOP 1 s, fragment per GOP
 #     video.md5     ffmpeg's own decode of video.mp4 (framemd5): the pictures a test must see
+#     music660.m4a  2.31 s stereo 660 Hz sine (1524.6 cycles: a loop restarts mid-cycle), AAC in
+#                   plain MP4 (priming and end padding trimmed by its edit list / duration)
+#     music660.wav  the same tone as PCM
 set -eu
 out="$1"
 mkdir -p "$out"
@@ -20,4 +23,7 @@ done
 $ff -f lavfi -i "testsrc2=size=160x120:rate=25" -t 2 -pix_fmt yuv420p -c:v libx264 \
   -preset ultrafast -g 25 -keyint_min 25 -sc_threshold 0 -bf 0 $frag "$out/video.mp4"
 $ff -i "$out/video.mp4" -map 0:v:0 -fps_mode passthrough -f framemd5 "$out/video.md5"
+for ext in m4a wav; do
+  $ff -f lavfi -i "sine=f=660:r=48000:d=2.31" -af "pan=stereo|c0=c0|c1=c0" "$out/music660.$ext"
+done
 echo "test media in $out"

@@ -33,6 +33,11 @@ public final class Player: Sendable {
         /// they show).
         var core: CoreHandle?
         var supervisor: Task<Void, Never>?
+        var mixer: MixDirector?
+        /// Events scheduled before `play()`.
+        var scheduled: [TimedEvent] = []
+        var volume: Double = 1
+        var muted = false
     }
 
     /// Validates `options`; throws ``PlayerError/Code-swift.struct/invalidOptions`` or
@@ -42,6 +47,7 @@ public final class Player: Sendable {
         self.logger = logger
         (events, sink) = PlayerEvents.make()
         fetcher = HTTPFetcher(headers: options.httpHeaders.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+        inner.withLock { $0.muted = options.muted }
     }
 
     deinit {
@@ -87,6 +93,12 @@ public final class Player: Sendable {
             } catch {
                 throw PlayerError(error.isUnsupported || error.isInvalidArgument ? .invalidOptions : .output, error.message, coreCode: error.code)
             }
+            let mixer = MixDirector(core: core, options: options.mixing, fetcher: fetcher, events: sink, logger: logger)
+            let (volume, muted, scheduled) = inner.withLock { ($0.volume, $0.muted, $0.scheduled) }
+            try? core.setVolume(volume, muted: muted)
+            mixer.insert(scheduled)
+            Task { await mixer.prepare() }
+            inner.withLock { $0.mixer = mixer }
             let session = try await openFirstSource(core: core, startMono: startMono)
             do { try core.start() } catch { throw PlayerError(.output, error.message, coreCode: error.code) }
             let task = Task { await session.run() }
@@ -123,11 +135,12 @@ public final class Player: Sendable {
         var lastError = PlayerError(.invalidOptionsSources, "no sources")
         var options = self.options
         if let target = inner.withLock({ $0.targetLatency }) { options.targetLatency = target }
+        let mixer = inner.withLock { $0.mixer }
         for source in options.sources {
             do {
                 return try await PlaybackSession(
                     source: source, options: options, core: core, fetcher: fetcher, startMono: startMono, logger: logger, events: sink,
-                    reuse: reuse)
+                    reuse: reuse, mixer: mixer)
             } catch {
                 logger.warning("source failed", metadata: ["source": "\(source)", "error": "\(error)"])
                 sink.send(.error(error, fatal: false))
@@ -246,6 +259,44 @@ public final class Player: Sendable {
         sink.send(.configApplied(targetLatency: config.advanced?.sync?.targetLatency))
     }
 
+    // MARK: audio
+
+    /// Output volume, 0…1 (linear gain); changes ramp over 10 ms. Default 1.
+    public var volume: Double { inner.withLock { $0.volume } }
+    /// Whether the output is muted (``PlayerOptions/muted`` initially).
+    public var muted: Bool { inner.withLock { $0.muted } }
+
+    /// Sets the output volume (0…1) and/or mute; applies at once while playing, else at ``play()``.
+    /// Throws ``PlayerError/Code-swift.struct/invalidOptions`` for a volume outside 0…1.
+    public func setVolume(_ volume: Double? = nil, muted: Bool? = nil) throws(PlayerError) {
+        if let volume, !(volume >= 0 && volume <= 1) {
+            throw PlayerError(.invalidOptions, "volume \(volume) is outside 0…1")
+        }
+        let (core, v, m) = inner.withLock { inner in
+            if let volume { inner.volume = volume }
+            if let muted { inner.muted = muted }
+            return (inner.core, inner.volume, inner.muted)
+        }
+        try? core?.setVolume(v, muted: m)
+    }
+
+    /// Places an event on the presentation timeline, as if the stream had carried it: a
+    /// broadcaster mute, an ad break (with its creative), an unmute. What it does follows the
+    /// presented time (a user delay replays it late; a jump over it applies or undoes it).
+    /// Throws ``PlayerError/Code-swift.struct/invalidOptions`` for a time or duration that is
+    /// not finite and ≥ 0.
+    public func schedule(_ kind: TimedEvent.Kind, at time: Double, duration: Double? = nil, id: String? = nil) throws(PlayerError) {
+        guard time.isFinite, time >= 0, duration.map({ $0.isFinite && $0 > 0 }) ?? true else {
+            throw PlayerError(.invalidOptions, "schedule: time \(time) / duration \(duration.map { "\($0)" } ?? "nil") must be finite, ≥ 0 (> 0)")
+        }
+        let event = TimedEvent(time: time, duration: duration, kind: kind, id: id, origin: .api)
+        let mixer = inner.withLock { inner -> MixDirector? in
+            if inner.mixer == nil { inner.scheduled.append(event) }
+            return inner.mixer
+        }
+        mixer?.insert([event])
+    }
+
     /// Stops playback and closes the outputs (the WAV file and frames.tsv are complete after it).
     public func stop() async {
         let (task, session, supervisor) = inner.withLock { inner -> (Task<Void, Never>?, PlaybackSession?, Task<Void, Never>?) in
@@ -254,6 +305,7 @@ public final class Player: Sendable {
                 inner.session = nil
                 inner.core = nil
                 inner.supervisor = nil
+                inner.mixer = nil
                 if inner.state != .error { inner.state = .idle }
             }
             return (inner.task, inner.session, inner.supervisor)

@@ -48,6 +48,18 @@ public enum PlayerEvent: Sendable, Hashable {
     case outputChanged(String)
     /// A track's preferred (hardware) decoder could not be used; software decoding took over.
     case decoderFallback(String)
+    /// The presented stream reached a broadcaster mute (or a jump moved into one)…
+    case streamerMuted
+    /// …and its end (or a jump moved out of it).
+    case streamerUnmuted
+    /// The mute music began / stopped being heard (it fades in and out over
+    /// ``MixOptions/muteCrossfade``).
+    case muteMusicStarted
+    case muteMusicStopped
+    /// The presented stream reached an ad break (or a jump moved into one): the creative plays.
+    case adStarted(AdBreak)
+    /// The break ended, or a jump left it (forward past its end, or back before its start).
+    case adFinished(AdBreak)
     case ended
 }
 

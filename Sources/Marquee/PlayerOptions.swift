@@ -98,9 +98,10 @@ public struct PlayerOptions: Sendable {
     /// Whether playback should start without a `play()` call. Recorded for the remote-config SDK
     /// (issue 6); a ``Player`` itself starts only on ``Player/play()``.
     public var autoplay: Bool
-    /// Start muted. Recorded for the audio mixer (issue 4), which applies volume and mute; the
-    /// current core plays at full level.
+    /// Start muted (``Player/setVolume(_:muted:)`` changes it).
     public var muted: Bool
+    /// Mute music, ad breaks and their ramps.
+    public var mixing = MixOptions()
     /// Seconds behind the live edge (server time) at which media is presented, held there by
     /// the latency controller (see ``sync``). Default 3. A manifest's `ServiceDescription`
     /// latency target replaces the default 3 (an explicit other value wins), clamped to its
@@ -167,6 +168,7 @@ public struct PlayerOptions: Sendable {
             throw PlayerError(.invalidOptions, "targetLatency \(targetLatency) s is outside 0…300")
         }
         _ = try sync.validated()
+        _ = try mixing.validated()
         guard minRecoveryDelay > 0, minRecoveryDelay <= maxRecoveryDelay, maxRecoveryDelay <= 86_400 else {
             throw PlayerError(.invalidOptions, "recovery delays \(minRecoveryDelay)…\(maxRecoveryDelay) s: need 0 < min ≤ max ≤ 86400")
         }

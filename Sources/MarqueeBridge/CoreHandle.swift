@@ -54,7 +54,7 @@ package struct CoreStatus: Sendable {
 
 /// Something the core reported (`mq_event`).
 package struct CoreEvent: Sendable {
-    package enum Kind: Sendable { case firstFrame, trackFormat, error, ended, underrun, outputChanged, decoderFallback, other(Int32) }
+    package enum Kind: Sendable { case firstFrame, trackFormat, error, ended, underrun, outputChanged, decoderFallback, clipEnded, other(Int32) }
     package var kind: Kind
     package var track: Int32?
     package var error: CoreError?
@@ -172,6 +172,51 @@ package final class CoreHandle: Sendable {
         try call { p in withOptionalCString(message) { mq_player_set_overlay(p, kind, $0) } }
     }
 
+    // MARK: mixing
+
+    /// A mixer input: the stream's audio or one of the clip inputs.
+    package enum MixInput: Int32, Sendable, CaseIterable {
+        case stream = 0, music = 1, ad = 2, spare = 3
+    }
+
+    package enum Ramp: Int32, Sendable {
+        /// `MQ_RAMP_SHAPE_LINEAR`.
+        case linear = 0
+        /// `MQ_RAMP_SHAPE_EQUAL_POWER`.
+        case equalPower = 1
+    }
+
+    /// Plays `path` on a clip input (see `mq_player_play_clip`); `at` nil: now.
+    package func playClip(_ input: MixInput, path: String, offset: Double, loop: Bool, crossfade: Double, at: Double?) throws(CoreError) {
+        try call { p in mq_player_play_clip(p, input.rawValue, path, offset, loop, crossfade, at ?? .nan) }
+    }
+
+    package func stopClip(_ input: MixInput) throws(CoreError) {
+        try call { p in mq_player_stop_clip(p, input.rawValue) }
+    }
+
+    /// Ramps an input's gain (see `mq_player_set_gain`); `at` nil: now.
+    package func setGain(_ input: MixInput, _ gain: Double, ramp: Double, shape: Ramp, at: Double?) throws(CoreError) {
+        try call { p in mq_player_set_gain(p, input.rawValue, Float(gain), ramp, shape.rawValue, at ?? .nan) }
+    }
+
+    package func cancelTimedGains() throws(CoreError) {
+        try call { p in mq_player_cancel_timed_gains(p) }
+    }
+
+    package func setVolume(_ volume: Double, muted: Bool) throws(CoreError) {
+        try call { p in mq_player_set_volume(p, Float(volume), muted) }
+    }
+
+    /// The gain an input has reached, nil when closed.
+    package func gain(_ input: MixInput) -> Double? {
+        player.withLock { p in
+            guard let p else { return nil }
+            let g = mq_player_gain(p, input.rawValue)
+            return g.isFinite ? Double(g) : nil
+        }
+    }
+
     package func start() throws(CoreError) {
         try call { mq_player_start($0) }
     }
@@ -220,6 +265,7 @@ package final class CoreHandle: Sendable {
         case Int32(MQ_EVENT_UNDERRUN.rawValue): kind = .underrun
         case Int32(MQ_EVENT_OUTPUT_CHANGED.rawValue): kind = .outputChanged
         case Int32(MQ_EVENT_DECODER_FALLBACK.rawValue): kind = .decoderFallback
+        case Int32(MQ_EVENT_CLIP_ENDED.rawValue): kind = .clipEnded
         default: kind = .other(e.type)
         }
         return CoreEvent(

@@ -194,6 +194,12 @@ struct PlaybackRunner {
                 status.log("recovered")
             case .configApplied(let target):
                 status.log("remote config applied" + (target.map { String(format: " (target latency %.1f s)", $0) } ?? ""))
+            case .streamerMuted: status.log("broadcaster muted")
+            case .streamerUnmuted: status.log("broadcaster unmuted")
+            case .muteMusicStarted: status.log("mute music playing")
+            case .muteMusicStopped: status.log("mute music stopped")
+            case .adStarted(let ad): status.log(String(format: "ad break %.1f s", ad.end - ad.start))
+            case .adFinished: status.log("ad break over")
             case .stateChanged, .playbackRateChanged:
                 break
             }

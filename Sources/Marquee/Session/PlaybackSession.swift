@@ -27,6 +27,8 @@ final class PlaybackSession: Sendable {
     private let logger: Logger
     private let events: PlayerEvents.Sink
     private let monitor = Mutex(Monitor())
+    /// Mute music, ads: fed with the manifest's and the media's events, ticked while playing.
+    let mixer: MixDirector?
 
     struct Monitor {
         var state: PlaybackState = .buffering
@@ -41,7 +43,7 @@ final class PlaybackSession: Sendable {
     /// the clock yet.
     init(
         source: URL, options: PlayerOptions, core: CoreHandle, fetcher: HTTPFetcher, startMono: Double, logger: Logger,
-        events: PlayerEvents.Sink, reuse: [CoreTrackKind: Int32] = [:]
+        events: PlayerEvents.Sink, reuse: [CoreTrackKind: Int32] = [:], mixer: MixDirector? = nil
     ) async throws(PlayerError) {
         let manifest = ManifestSource(url: source, fetcher: fetcher)
         let mpd = try await manifest.load()
@@ -90,11 +92,17 @@ final class PlaybackSession: Sendable {
         self.startMono = startMono
         self.logger = logger
         self.events = events
+        self.mixer = mixer
+        if let mixer { Self.insertEvents(of: mpd, into: mixer, events: events) }
         let positionOf: @Sendable () -> Double? = { [core] in core.status()?.position }
         self.feeders = plans.map { plan in
             TrackFeeder(
                 plan: plan, core: core, fetcher: fetcher, manifest: manifest, clock: sharedClock, targetLatency: shared, logger: logger,
-                events: events, position: positionOf)
+                events: events, position: positionOf,
+                onEvents: { [mixer] timed, mpd in
+                    if let timed { mixer?.insert(timed) }
+                    if let mpd, let mixer { Self.insertEvents(of: mpd, into: mixer, events: events) }
+                })
         }
         events.send(.sourceLoaded(url: source.absoluteString, streamType: mpd.isLive ? .live : .onDemand))
         events.send(.timeOffsetChanged(milliseconds: clock.localClockDifferenceMs))
@@ -122,6 +130,19 @@ final class PlaybackSession: Sendable {
             if let high = sd.playbackRateMax, high < sync.maxRate, high >= 1 { sync.maxRate = high }
         }
         return (target, sync)
+    }
+
+    /// Places the manifest's `EventStream` events on the mix timeline; unreadable ones are
+    /// reported as non-fatal errors.
+    static func insertEvents(of mpd: MPD, into mixer: MixDirector, events: PlayerEvents.Sink) {
+        for period in mpd.periods {
+            let start = period.start ?? 0
+            for stream in period.eventStreams {
+                let (timed, errors) = EventScheme.events(of: stream, periodStart: start)
+                mixer.insert(timed)
+                for error in errors { events.send(.error(PlayerError(error), fatal: false)) }
+            }
+        }
     }
 
     /// Changes the latency target while playing; the controller steers (or jumps) to it.
@@ -215,6 +236,9 @@ final class PlaybackSession: Sendable {
             if let status = core.status() {
                 update(status)
                 steer(status)
+                if let mixer, let position = status.position {
+                    mixer.tick(position: position, mono: status.mono, rate: controller.withLock { $0.rate })
+                }
             }
             try? await Task.sleep(for: .milliseconds(40))
         }
@@ -251,6 +275,8 @@ final class PlaybackSession: Sendable {
         case .decoderFallback:
             logger.notice("decoder fallback", metadata: ["detail": "\(event.message)"])
             events.send(.decoderFallback(event.message))
+        case .clipEnded:
+            logger.debug("clip ended", metadata: ["input": "\(event.track ?? -1)", "detail": "\(event.message)"])
         case .underrun, .other:
             logger.debug("core event", metadata: ["message": "\(event.message)"])
         }

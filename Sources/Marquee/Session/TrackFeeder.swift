@@ -39,6 +39,8 @@ struct TrackFeeder: Sendable {
     let pushedEnd = SharedValue<Double?>(nil)
     /// What the core presents now (for the on-demand read-ahead limit).
     let position: @Sendable () -> Double?
+    /// Receives the events found in the media (`emsg`) and each refreshed manifest.
+    let onEvents: @Sendable ([TimedEvent]?, MPD?) -> Void
 
     /// How far ahead of the presented position an on-demand stream is fetched.
     static let readAhead = 30.0
@@ -119,6 +121,7 @@ struct TrackFeeder: Sendable {
     private func reloadedTimeline(after lastEnd: Double?) async -> RepresentationTimeline? {
         let (mpd, error) = await manifest.refreshed(maxAge: 0.5)
         if let error { events.send(.error(error, fatal: false)) }
+        if let mpd { onEvents(nil, mpd) }  // its EventStreams (repeats are ignored)
         guard let mpd, mpd.periods.indices.contains(plan.periodIndex) else { return nil }
         let period = mpd.periods[plan.periodIndex]
         for set in period.adaptationSets {
@@ -160,6 +163,7 @@ struct TrackFeeder: Sendable {
     private func fetch(_ segment: SegmentReference, initBytes: ByteBuffer) async -> Outcome {
         var attempt = 0
         let duration = segment.end - segment.start
+        var scanner = EventMessageScanner()
         while !Task.isCancelled {
             attempt += 1
             var pushedBytes = false
@@ -167,6 +171,8 @@ struct TrackFeeder: Sendable {
                 _ = try await fetcher.stream(segment.url, timeout: .milliseconds(Int(max(4, duration * 3) * 1000))) { (chunk) throws(FetchError) in
                     do { try push(chunk) } catch { throw FetchError(.cancelled, url: segment.url.absoluteString, message: "core closed") }
                     pushedBytes = true
+                    let boxes = chunk.withUnsafeReadableBytes { scanner.feed($0) }
+                    if !boxes.isEmpty { inbandEvents(boxes, segment: segment) }
                 }
                 return .pushed
             } catch {
@@ -189,6 +195,21 @@ struct TrackFeeder: Sendable {
             }
         }
         return .cancelled
+    }
+
+    /// Places the events of `emsg` boxes found in `segment`; unreadable boxes are reported.
+    private func inbandEvents(_ bodies: [[UInt8]], segment: SegmentReference) {
+        var timed: [TimedEvent] = []
+        for body in bodies {
+            do {
+                if let e = try EventMessageBox(body: body).timedEvent(segmentStart: segment.start, ptsOffset: plan.timeline.ptsOffset) {
+                    timed.append(e)
+                }
+            } catch {
+                events.send(.error(PlayerError(error), fatal: false))
+            }
+        }
+        onEvents(timed, nil)
     }
 
     private func push(_ buffer: ByteBuffer) throws {

@@ -44,6 +44,17 @@ struct LiveManifestWriter {
             xml.close("ServiceDescription")
         }
         xml.open("Period", [("id", "p0"), ("start", "PT0S")])
+        if let mute = options.mute {
+            // Presentation time = now − AST on this origin; list the window and 10 min ahead.
+            let edge = now - options.availabilityStartTime
+            xml.open("EventStream", [("schemeIdUri", EventScheme.broadcast), ("timescale", "1000")])
+            for (k, t) in mute.occurrences(in: max(0, edge - options.timeShiftBufferDepth - mute.length)...(edge + 600)) {
+                xml.element(
+                    "Event", [("presentationTime", String(Int64((t * 1000).rounded()))), ("duration", String(Int64((mute.length * 1000).rounded()))), ("id", String(k))],
+                    text: "mute")
+            }
+            xml.close("EventStream")
+        }
         for set in asset.adaptationSets { writeAdaptationSet(set, now: now, to: &xml) }
         xml.close("Period")
         let timePath = (["time"] + (options.timeOffset != 0 ? ["timeoffset_\(LiveOptions.format(options.timeOffset))"] : [])).joined(separator: "/")
@@ -74,6 +85,7 @@ struct LiveManifestWriter {
             attributes.append(("mimeType", set.kind == .video ? "video/mp4" : "audio/mp4"))
         }
         xml.open("AdaptationSet", attributes)
+        if options.ad != nil { xml.element("InbandEventStream", [("schemeIdUri", EventScheme.scte35Binary)]) }
         for role in set.adaptationSet.roles { xml.element("Role", Self.descriptor(role)) }
         for acc in set.adaptationSet.audioChannelConfigurations { xml.element("AudioChannelConfiguration", Self.descriptor(acc)) }
         for rep in set.representations {

@@ -16,6 +16,8 @@ import Foundation
 /// | `timeoffset_<s>` | the origin's clock runs that far off real time (availability, MPD times, time endpoints, Date headers) | 0 |
 /// | `ltgt_<ms>` | `ServiceDescription/Latency@target` | omitted |
 /// | `outage_<from>-<to>` | every request of this URL (manifest, segments) is a 503 from Unix second `from` until `to` (origin clock) | none |
+/// | `mute_<period>-<start>-<len>` | the broadcaster mutes for `len` s from `k·period + start` (presentation time, every `period` s): an MPD `EventStream` of scheme `urn:marquee:broadcast:2026` listing the mutes from the time-shift buffer's start to 10 min ahead | none |
+/// | `ad_<period>-<start>-<len>` | an ad break of `len` s at `k·period + start`: a SCTE-35 `splice_insert` (out of network, break_duration) in an `emsg` v1 box (`urn:scte:scte35:2013:bin`) at the start of the segment holding the splice point and of the one before it, in every representation, announced by `InbandEventStream` | none |
 /// | `utc_<a-b-…>` | the UTCTiming elements, in order: `xsdate`, `iso`, `head`, `direct`, `ntp` (the origin's SNTP server; not with `timeoffset_`), `none` | `xsdate-iso` |
 struct LiveOptions: Sendable, Equatable {
     var availabilityStartTime: Double = 0
@@ -29,8 +31,30 @@ struct LiveOptions: Sendable, Equatable {
     var latencyTarget: Int?
     var utcTimings = ["xsdate", "iso"]
     var outage: Range<Double>?
+    var mute: Recurring?
+    var ad: Recurring?
 
-    static let keys: Set<String> = ["ast", "tsbd", "mup", "snr", "spd", "segtimeline", "ato", "timeoffset", "ltgt", "utc", "outage"]
+    /// Events every `period` seconds from `start`, each `length` long.
+    struct Recurring: Sendable, Equatable {
+        var period: Double
+        var start: Double
+        var length: Double
+
+        /// The occurrences whose start lies in `range`, as (index, start).
+        func occurrences(in range: ClosedRange<Double>) -> [(index: Int64, time: Double)] {
+            let first = Int64(((range.lowerBound - start) / period).rounded(.up))
+            let last = Int64(((range.upperBound - start) / period).rounded(.down))
+            guard first <= last else { return [] }
+            return (max(first, 0)...max(last, 0)).compactMap { k in
+                let t = start + Double(k) * period
+                return range.contains(t) ? (k, t) : nil
+            }
+        }
+
+        var component: String { "\(LiveOptions.format(period))-\(LiveOptions.format(start))-\(LiveOptions.format(length))" }
+    }
+
+    static let keys: Set<String> = ["ast", "tsbd", "mup", "snr", "spd", "segtimeline", "ato", "timeoffset", "ltgt", "utc", "outage", "mute", "ad"]
 
     /// The minimumUpdatePeriod the MPD announces.
     var effectiveMinimumUpdatePeriod: Double? { minimumUpdatePeriod ?? (segmentTimeline ? 2 : nil) }
@@ -49,6 +73,8 @@ struct LiveOptions: Sendable, Equatable {
         if timeOffset != 0 { out.append("timeoffset_\(Self.format(timeOffset))") }
         if let l = latencyTarget { out.append("ltgt_\(l)") }
         if let o = outage { out.append("outage_\(Self.format(o.lowerBound))-\(Self.format(o.upperBound))") }
+        if let m = mute { out.append("mute_\(m.component)") }
+        if let a = ad { out.append("ad_\(a.component)") }
         if utcTimings != ["xsdate", "iso"] { out.append("utc_\(utcTimings.isEmpty ? "none" : utcTimings.joined(separator: "-"))") }
         return out
     }
@@ -99,6 +125,13 @@ struct LiveOptions: Sendable, Equatable {
             let parts = value.split(separator: "-").compactMap { Double($0) }
             guard parts.count == 2, parts[0] < parts[1] else { throw OptionError("option outage_: \"\(value)\" is not <from>-<to> in Unix seconds") }
             outage = parts[0]..<parts[1]
+        case "mute", "ad":
+            let parts = value.split(separator: "-").compactMap { Double($0) }
+            guard parts.count == 3, parts[0] > 0, parts[1] >= 0, parts[2] > 0, parts[2] < parts[0], parts.allSatisfy(\.isFinite) else {
+                throw OptionError("option \(key)_: \"\(value)\" is not <period>-<start>-<length> in seconds with 0 < length < period")
+            }
+            let r = Recurring(period: parts[0], start: parts[1], length: parts[2])
+            if key == "mute" { mute = r } else { ad = r }
         case "utc":
             let schemes = value.split(separator: "-").map(String.init)
             let known: Set<String> = ["xsdate", "iso", "head", "direct", "ntp", "none"]

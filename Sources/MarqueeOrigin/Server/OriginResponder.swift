@@ -1,4 +1,5 @@
 import Foundation
+import MarqueeStreaming
 import Hummingbird
 import HummingbirdCore
 import Logging
@@ -168,7 +169,9 @@ struct OriginResponder: Sendable {
             let bytes = try AssetLoader.bytes(vod.file)
             let rewriter = DecodeTimeRewriter(trackID: rep.track.trackID, trackTimescale: rep.timescale)
             let delta = Int64(clamping: live.mediaTime) - Int64(clamping: vod.baseMediaDecodeTime)
-            var reply = Reply(bytes: try rewriter.rewrite(bytes, delta: delta, name: vod.file), contentType: mime, clock: clock)
+            var body = try rewriter.rewrite(bytes, delta: delta, name: vod.file)
+            if let ad = options.ad { body = Self.insertingCues(ad, into: body, segment: live, timescale: rep.timescale) }
+            var reply = Reply(bytes: body, contentType: mime, clock: clock)
             // Still being "produced" (available early through availabilityTimeOffset): each CMAF
             // chunk goes out when its last sample exists, as a low-latency encoder would send it.
             let start = options.availabilityStartTime + Double(live.mediaTime) / Double(rep.timescale)
@@ -180,6 +183,28 @@ struct OriginResponder: Sendable {
         } catch {
             return Reply(.internalServerError, error.description, clock: clock)
         }
+    }
+
+    /// `body` with an `emsg` SCTE-35 splice_insert for each ad break starting in this segment
+    /// or the next one (same length assumed), placed before the first `moof` (after `styp`).
+    static func insertingCues(_ ad: LiveOptions.Recurring, into body: [UInt8], segment: LiveSegment, timescale: UInt64) -> [UInt8] {
+        let start = Double(segment.mediaTime) / Double(timescale), length = Double(segment.duration) / Double(timescale)
+        let breaks = ad.occurrences(in: start...(start + 2 * length - 1e-9)).filter { $0.time < start + 2 * length }
+        guard !breaks.isEmpty else { return body }
+        var boxes: [UInt8] = []
+        for (k, t) in breaks {
+            let id = UInt32(truncatingIfNeeded: k)
+            let cue = SpliceInfo.spliceInsertSection(eventID: id, outOfNetwork: true, duration: ad.length)
+            boxes += EventMessageBox.version1(
+                scheme: EventScheme.scte35Binary, timescale: 1000, time: UInt64((t * 1000).rounded()), duration: UInt32((ad.length * 1000).rounded()),
+                id: id, message: cue)
+        }
+        // After a leading styp (if any).
+        var at = 0
+        if body.count >= 8, body[4...7].elementsEqual("styp".utf8) {
+            at = Int(body[0]) << 24 | Int(body[1]) << 16 | Int(body[2]) << 8 | Int(body[3])
+        }
+        return Array(body[..<at]) + boxes + Array(body[at...])
     }
 
     // MARK: /time
