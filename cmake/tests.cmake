@@ -29,6 +29,14 @@ add_test(NAME pcm_ring COMMAND pcm_ring_test)
 mq_test(stretch_test)
 add_test(NAME stretch COMMAND stretch_test)
 
+mq_test(mixer_test)
+add_test(NAME mixer COMMAND mixer_test)
+
+mq_test(mixer_alloc_test)
+add_test(NAME mixer_alloc COMMAND mixer_alloc_test)
+# Keeps a core busy for 1.5 s sending commands: run alone (real-time tests, 2-core CI).
+set_tests_properties(mixer_alloc PROPERTIES PASS_REGULAR_EXPRESSION "mixer allocs 0 frees 0" RUN_SERIAL ON)
+
 mq_test(segment_io_test)
 add_test(NAME segment_io COMMAND segment_io_test "${MQ_MEDIA}/video.mp4")
 
