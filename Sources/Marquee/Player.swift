@@ -259,6 +259,41 @@ public final class Player: Sendable {
         sink.send(.configApplied(targetLatency: config.advanced?.sync?.targetLatency))
     }
 
+    // MARK: time shift
+
+    /// Plays a live stream `seconds` later than the latency target (0 = at the target), e.g. to
+    /// line the sound up with a TV picture. Limited to what the segment store holds
+    /// (``PlaybackStatus/availableDelay``, growing from `play()` up to
+    /// ``PlayerOptions/maxDelay``); returns the delay applied. Events in the stream replay
+    /// delayed with it; moving the delay across one applies it (toward live) or undoes it (back).
+    /// Throws ``PlayerError/Code-swift.struct/invalidOptions`` for a negative or non-finite
+    /// value, ``PlayerError/Code-swift.struct/state`` when nothing plays.
+    @discardableResult
+    public func setDelay(_ seconds: Double) throws(PlayerError) -> Double {
+        guard seconds.isFinite, seconds >= 0 else { throw PlayerError(.invalidOptions, "delay \(seconds) s must be finite and ≥ 0") }
+        guard let session = inner.withLock({ $0.session }) else { throw PlayerError(.state, "setDelay: nothing is playing") }
+        let applied = session.setDelay(seconds)
+        sink.send(.delayChanged(seconds: applied))
+        return applied
+    }
+
+    /// Pauses: presentation stops (the picture stays, the sound goes silent). A live stream keeps
+    /// being collected, so ``resume()`` continues from the paused point as long as the segment
+    /// store reaches back that far (then from the oldest point kept). Throws
+    /// ``PlayerError/Code-swift.struct/state`` when nothing plays.
+    public func pause() throws(PlayerError) {
+        guard let session = inner.withLock({ $0.session }) else { throw PlayerError(.state, "pause: nothing is playing") }
+        guard !session.isPaused else { return }
+        session.pausePresentation()
+    }
+
+    /// Resumes after ``pause()`` (a no-op when not paused).
+    public func resume() {
+        guard let session = inner.withLock({ $0.session }), session.isPaused else { return }
+        session.resumePresentation()
+        sink.send(.delayChanged(seconds: session.shift.delay))
+    }
+
     // MARK: audio
 
     /// Output volume, 0…1 (linear gain); changes ramp over 10 ms. Default 1.

@@ -48,6 +48,8 @@ public enum PlayerEvent: Sendable, Hashable {
     case outputChanged(String)
     /// A track's preferred (hardware) decoder could not be used; software decoding took over.
     case decoderFallback(String)
+    /// The user delay in effect changed (``Player/setDelay(_:)``, ``Player/resume()``), seconds.
+    case delayChanged(seconds: Double)
     /// The presented stream reached a broadcaster mute (or a jump moved into one)…
     case streamerMuted
     /// …and its end (or a jump moved out of it).

@@ -102,6 +102,13 @@ public struct PlayerOptions: Sendable {
     public var muted: Bool
     /// Mute music, ad breaks and their ramps.
     public var mixing = MixOptions()
+    /// Live: how far back the user delay (``Player/setDelay(_:)``) and a pause can reach, s.
+    /// Segments are kept in memory for this long as they are fetched. Default 300 (5 min);
+    /// 0 keeps nothing (no delay, a pause resumes at live).
+    public var maxDelay: Double = 300
+    /// The most bytes the delay's segment store holds (the oldest segments leave first; a high
+    /// bitrate then reaches back less than ``maxDelay``). Default 64 MiB.
+    public var maxDelayBytes: Int = 64 << 20
     /// Seconds behind the live edge (server time) at which media is presented, held there by
     /// the latency controller (see ``sync``). Default 3. A manifest's `ServiceDescription`
     /// latency target replaces the default 3 (an explicit other value wins), clamped to its
@@ -169,6 +176,10 @@ public struct PlayerOptions: Sendable {
         }
         _ = try sync.validated()
         _ = try mixing.validated()
+        guard maxDelay.isFinite, maxDelay >= 0, maxDelay <= 3600 else {
+            throw PlayerError(.invalidOptions, "maxDelay \(maxDelay) s is outside 0…3600")
+        }
+        guard maxDelayBytes >= 0 else { throw PlayerError(.invalidOptions, "maxDelayBytes \(maxDelayBytes) is negative") }
         guard minRecoveryDelay > 0, minRecoveryDelay <= maxRecoveryDelay, maxRecoveryDelay <= 86_400 else {
             throw PlayerError(.invalidOptions, "recovery delays \(minRecoveryDelay)…\(maxRecoveryDelay) s: need 0 < min ≤ max ≤ 86400")
         }

@@ -200,6 +200,7 @@ struct PlaybackRunner {
             case .muteMusicStopped: status.log("mute music stopped")
             case .adStarted(let ad): status.log(String(format: "ad break %.1f s", ad.end - ad.start))
             case .adFinished: status.log("ad break over")
+            case .delayChanged(let seconds): status.log(String(format: "delay %.1f s", seconds))
             case .stateChanged, .playbackRateChanged:
                 break
             }

@@ -145,3 +145,97 @@ extension LivePlaybackTests {
         #expect(names == ["muted", "music", "unmuted", "music-off", "ad 3", "ad-off"])
     }
 }
+
+/// The user delay and pause on a live stream: segments are kept as they are fetched, so the
+/// delay can move back up to what was collected; moving it across an event undoes (back) or
+/// applies (forward) it, and the event replays when the delayed position reaches it. Measured
+/// from frames.tsv (latency of every presented frame) and the events.
+extension LivePlaybackTests {
+    @Test func delayAndPauseReplayEventsAndJumpsApplyOrUndoThem() async throws {
+        try #require(FileManager.default.fileExists(atPath: Self.generated.appendingPathComponent("manifest.mpd").path), "run scripts/make-assets")
+        let dir = try Tools.tempDirectory("delay")
+        let music = dir.appendingPathComponent("music.wav")
+        try Self.makeTone(660, seconds: 3, to: music)
+        let origin = try await Self.origin()
+        defer { Task { await origin.stop() } }
+        // Muted 8…12 of every 20 s; the start (now − 3 s) is 2 s into a cycle.
+        let ast = Int(Date().timeIntervalSince1970) - 3 - 2 - 3600
+        let url = origin.manifestURL(asset: "generated", options: ["ast_\(ast)", "mute_20-8-4"])
+        var options = PlayerOptions(
+            sources: [url], targetLatency: 3, audioOutput: .wav(dir.appendingPathComponent("out.wav").path), videoOutput: .frames(dir.path))
+        options.mixing = MixOptions(muteMusic: music)
+        let player = try Player(options: options)
+        #expect(throws: PlayerError.self) { try player.setDelay(1) }  // nothing plays yet
+        let log = EventLog()
+        let listener = Task { for await e in player.events { log.append(e) } }
+        try await player.play()
+        func waitCycle(_ at: Double) async throws {
+            for _ in 0..<600 {
+                if let p = player.status.position, p > 3600, p.truncatingRemainder(dividingBy: 20) >= at { return }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            Issue.record("position never reached \(at) s into the cycle")
+        }
+        func mark() -> Int { log.events.count }
+        try await waitCycle(9.2)  // live, 1.2 s into the mute
+        let available = player.status.availableDelay
+        #expect(available > 5, "only \(available) s collected after ~7 s of playback")
+        #expect(throws: PlayerError.self) { try player.setDelay(-1) }
+        let backAt = Date().timeIntervalSince1970, back = mark()
+        #expect(try player.setDelay(5) == 5)  // back to 4.2, before the mute: undone
+        try await Task.sleep(for: .milliseconds(500))  // the position reported moves with the first samples heard
+        try await waitCycle(6.5)
+        let forwardAt = Date().timeIntervalSince1970, forward = mark()
+        #expect(try player.setDelay(0) == 0)  // forward to 11.5, into the mute: applied
+        try await Task.sleep(for: .milliseconds(500))
+        try await waitCycle(13.8)  // the mute ends at 12 (as it plays)
+        let pausedAt = Date().timeIntervalSince1970
+        let before = try #require(player.status.position)
+        try player.pause()
+        #expect(player.state == .paused)
+        try await Task.sleep(for: .seconds(2))
+        let resumedAt = Date().timeIntervalSince1970
+        player.resume()
+        try await Task.sleep(for: .seconds(2.5))
+        let clamped = try player.setDelay(3000)  // far beyond what is kept: clamped to it
+        await player.stop()
+        listener.cancel()
+        #expect(clamped < 20, "delay clamped to \(clamped) s")
+
+        let frames = try FramesFile.read(dir.appendingPathComponent("frames.tsv"))
+        func latencies(_ from: Double, _ to: Double) -> [Double] {
+            frames.filter { $0.wallTime >= from && $0.wallTime < to }.map { $0.wallTime - Double(ast) - $0.pts }
+        }
+        // Each setting is held to the frame once it has settled (1 s after the change).
+        let delayed = latencies(backAt + 1, forwardAt)
+        try #require(delayed.count > 20)
+        #expect(delayed.allSatisfy { abs($0 - 8) < 0.03 }, "delay 5: latency \(delayed.min()!)…\(delayed.max()!)")
+        let live = latencies(forwardAt + 1, pausedAt)
+        try #require(live.count > 20)
+        #expect(live.allSatisfy { abs($0 - 3) < 0.03 }, "delay 0: latency \(live.min()!)…\(live.max()!)")
+        // Paused: nothing presented; resumed where it stopped, 2 s later than live.
+        #expect(frames.filter { $0.wallTime > pausedAt + 0.2 && $0.wallTime < resumedAt }.isEmpty)
+        let after = frames.filter { $0.wallTime > resumedAt }
+        let first = try #require(after.first)
+        #expect(abs(first.pts - before) < 0.2, "resumed at \(first.pts), paused at \(before)")
+        let resumed = latencies(resumedAt + 1, .infinity)
+        try #require(resumed.count > 20)
+        #expect(resumed.allSatisfy { abs($0 - 5) < 0.1 }, "after a 2 s pause: latency \(resumed.min()!)…\(resumed.max()!)")
+
+        func names(_ events: ArraySlice<PlayerEvent>) -> [String] {
+            events.compactMap { e in
+                switch e {
+                case .streamerMuted: "muted"
+                case .streamerUnmuted: "unmuted"
+                case .muteMusicStarted: "music"
+                case .muteMusicStopped: "music-off"
+                default: nil
+                }
+            }
+        }
+        let all = log.events
+        #expect(names(all[..<back]) == ["muted", "music"])  // live, into the mute
+        #expect(names(all[back..<forward]) == ["unmuted", "music-off"])  // delayed back before it: undone
+        #expect(names(all[forward...]).prefix(4) == ["muted", "music", "unmuted", "music-off"])  // applied, then it ended
+    }
+}

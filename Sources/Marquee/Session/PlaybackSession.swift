@@ -29,6 +29,11 @@ final class PlaybackSession: Sendable {
     private let monitor = Mutex(Monitor())
     /// Mute music, ads: fed with the manifest's and the media's events, ticked while playing.
     let mixer: MixDirector?
+    /// The user delay and pause (live), and the store of segments that makes them possible.
+    let shift = TimeShift()
+    let store: SegmentStore?
+    let maxDelay: Double
+    private let pause = Mutex<(mono: Double, position: Double)?>(nil)
 
     struct Monitor {
         var state: PlaybackState = .buffering
@@ -94,6 +99,10 @@ final class PlaybackSession: Sendable {
         self.events = events
         self.mixer = mixer
         if let mixer { Self.insertEvents(of: mpd, into: mixer, events: events) }
+        self.maxDelay = options.maxDelay
+        let store = mpd.isLive && options.maxDelay > 0 ? SegmentStore(maxDuration: options.maxDelay, maxBytes: options.maxDelayBytes) : nil
+        self.store = store
+        let shift = self.shift
         let positionOf: @Sendable () -> Double? = { [core] in core.status()?.position }
         self.feeders = plans.map { plan in
             TrackFeeder(
@@ -102,7 +111,7 @@ final class PlaybackSession: Sendable {
                 onEvents: { [mixer] timed, mpd in
                     if let timed { mixer?.insert(timed) }
                     if let mpd, let mixer { Self.insertEvents(of: mpd, into: mixer, events: events) }
-                })
+                }, shift: shift, store: store)
         }
         events.send(.sourceLoaded(url: source.absoluteString, streamType: mpd.isLive ? .live : .onDemand))
         events.send(.timeOffsetChanged(milliseconds: clock.localClockDifferenceMs))
@@ -148,6 +157,70 @@ final class PlaybackSession: Sendable {
     /// Changes the latency target while playing; the controller steers (or jumps) to it.
     func setTargetLatency(_ seconds: Double) {
         targetLatency.withLock { $0 = seconds }
+    }
+
+    // MARK: time shift
+
+    /// Seconds behind the latency target the kept segments reach back (live; 0 without a store):
+    /// how far ``setDelay(_:)`` can go now.
+    var availableDelay: Double {
+        guard let store, let ast = mpd.availabilityStartTime,
+            let since = store.continuousSince(tracks: plans.map(\.coreTrack))
+        else { return 0 }
+        let live = clock.now().timeIntervalSince(ast) - targetLatency.withLock { $0 }
+        return max(0, min(maxDelay, live - since))
+    }
+
+    /// Sets the user delay (live): clamped to ``availableDelay``; returns the delay applied.
+    /// A change of more than the jump threshold jumps (the feeders restart from the store);
+    /// a smaller one is steered by rate.
+    @discardableResult
+    func setDelay(_ seconds: Double) -> Double {
+        guard mpd.isLive, store != nil else { return 0 }
+        let delay = max(0, min(seconds, availableDelay))
+        let old = shift.delay
+        let jump = abs(delay - old) >= controllerJumpThreshold || !syncEnabled
+        shift.set(delay: delay, reposition: jump)
+        if jump { jumpToTarget() }
+        return delay
+    }
+
+    /// Stops presenting (live: keeps collecting into the store; the picture stays).
+    func pausePresentation() {
+        let position = core.status()?.position
+        guard let position else { return }
+        pause.withLock { $0 = (Monotonic.now(), position) }
+        shift.set(delay: shift.delay, paused: true, reposition: true)
+        for plan in plans { try? core.resetTrack(plan.coreTrack) }
+        setState(.paused)
+    }
+
+    /// Resumes from the paused position (live: as a delay, as far as the store reaches).
+    func resumePresentation() {
+        guard let paused = pause.withLock({ p in defer { p = nil }; return p }) else { return }
+        if mpd.isLive, let ast = mpd.availabilityStartTime {
+            let live = clock.now().timeIntervalSince(ast) - targetLatency.withLock { $0 }
+            let delay = max(0, min(live - paused.position, availableDelay))
+            shift.set(delay: delay, paused: false, reposition: true)
+            jumpToTarget()
+        } else {
+            shift.set(delay: 0, paused: false, reposition: true, anchor: paused.position)
+            try? core.setTimeline(monoAnchor: Monotonic.now() + 0.25, mediaAnchor: paused.position)
+        }
+        setState(.buffering)
+    }
+
+    var isPaused: Bool { shift.paused }
+
+    private var controllerJumpThreshold: Double { controller.withLock { $0.options.jumpThreshold } }
+
+    /// Re-anchors the schedule on the latency target plus the delay, now.
+    private func jumpToTarget() {
+        guard let ast = mpd.availabilityStartTime?.timeIntervalSince1970 else { return }
+        let mono = Monotonic.now()
+        let latency = targetLatency.withLock { $0 } + shift.delay
+        try? core.setTimeline(monoAnchor: mono, mediaAnchor: mono + clock.offset - ast - latency)
+        controller.withLock { $0.reset() }
     }
 
     static func period(of mpd: MPD, containing time: Double) -> Int {
@@ -286,10 +359,10 @@ final class PlaybackSession: Sendable {
     /// One latency-control step (live with a target): measures the latency of what is heard
     /// (or shown) now and re-anchors the core's schedule as the controller says.
     private func steer(_ status: CoreStatus) {
-        guard syncEnabled, status.state == .playing, let position = status.position,
+        guard syncEnabled, !shift.paused, status.state == .playing, let position = status.position,
             let ast = mpd.availabilityStartTime?.timeIntervalSince1970
         else { return }
-        let target = targetLatency.withLock { $0 }
+        let target = targetLatency.withLock { $0 } + shift.delay
         let latency = status.mono + clock.offset - ast - position
         let (action, before) = controller.withLock { c in
             let before = c.rate
@@ -316,12 +389,13 @@ final class PlaybackSession: Sendable {
     }
 
     private func update(_ status: CoreStatus) {
-        let newState: PlaybackState? =
+        var newState: PlaybackState? =
             switch status.state {
             case .playing: .playing
             case .buffering: .buffering
             default: nil
             }
+        if shift.paused { newState = nil }
         monitor.withLock { m in
             m.samples.append((status.mono, status.framesPresented))
             m.samples.removeAll { status.mono - $0.mono > 1.0 }
@@ -350,6 +424,9 @@ final class PlaybackSession: Sendable {
         status.timeOffset = clock.localClockDifferenceMs
         status.playbackRate = controller.withLock { $0.rate }
         status.targetLatency = mpd.isLive ? targetLatency.withLock { $0 } : nil
+        status.delay = shift.delay
+        status.availableDelay = availableDelay
+        status.storeBytes = store?.bytes ?? 0
         guard let core else { return status }
         status.position = core.position
         status.framesPresented = core.framesPresented
@@ -386,8 +463,14 @@ public struct PlaybackStatus: Sendable, Hashable {
     public var timeOffset: Double = 0
     /// The rate media plays at (the latency controller's; 1 when not steering).
     public var playbackRate: Double = 1
-    /// The latency the session holds, seconds; `nil` on demand.
+    /// The latency the session holds, seconds; `nil` on demand (the user delay comes on top).
     public var targetLatency: Double?
+    /// The user delay (time-shift) in effect, seconds.
+    public var delay: Double = 0
+    /// How far the delay can go now, seconds: what the segment store reaches back.
+    public var availableDelay: Double = 0
+    /// Bytes of compressed media the segment store holds.
+    public var storeBytes: Int = 0
 
     public init(state: PlaybackState) {
         self.state = state

@@ -41,20 +41,77 @@ struct TrackFeeder: Sendable {
     let position: @Sendable () -> Double?
     /// Receives the events found in the media (`emsg`) and each refreshed manifest.
     let onEvents: @Sendable ([TimedEvent]?, MPD?) -> Void
+    /// Time-shift: the user delay (s, added to the latency target), the pause flag, and a
+    /// counter bumped when the presented position moves (a delay jump, pause, resume): the
+    /// feeder then flushes its core track and continues from the new wanted position.
+    let shift: TimeShift
+    /// Where fetched segments are kept for the delay (live only), nil without one.
+    let store: SegmentStore?
 
     /// How far ahead of the presented position an on-demand stream is fetched.
     static let readAhead = 30.0
 
     private var isLive: Bool { plan.timeline.isLive }
 
-    /// The presentation time that should be on screen now (live).
+    /// The presentation time that should be on screen now (live): the user delay included.
     func wantedPosition() -> Double {
+        livePosition() - shift.delay
+    }
+
+    /// The presentation time at the latency target, without the user delay (live).
+    func livePosition() -> Double {
         guard let ast = plan.timeline.availabilityStartTime else { return 0 }
         return clock.now().timeIntervalSince(ast) - targetLatency.withLock { $0 }
     }
 
     func run(from start: Double) async {
         guard let initBytes = await fetchInit() else { return }
+        await withTaskGroup(of: Void.self) { group in
+            if isLive, store != nil { group.addTask { await collect() } }
+            group.addTask { await present(from: start, initBytes: initBytes) }
+            _ = await group.next()  // presenting is over (on-demand end, cancellation)
+            group.cancelAll()
+        }
+    }
+
+    /// Pushes segments from `start`, starting over from the wanted position whenever the time
+    /// shift moves it (the core track is flushed first); idle while paused.
+    private func present(from start: Double, initBytes: ByteBuffer) async {
+        var from = start, wasPaused = false
+        while !Task.isCancelled {
+            let generation = shift.generation
+            if shift.paused {
+                wasPaused = true
+                try? await Task.sleep(for: .milliseconds(20))
+                continue
+            }
+            if wasPaused {  // resumed: the delay (live) or the anchor (on demand) is the paused position
+                from = shift.anchor ?? wantedPosition()
+                wasPaused = false
+            }
+            let position = from
+            let finished = await withTaskGroup(of: Bool.self) { group in
+                group.addTask { await feed(from: position, initBytes: initBytes) }
+                group.addTask {
+                    while !Task.isCancelled, shift.generation == generation { try? await Task.sleep(for: .milliseconds(20)) }
+                    return false
+                }
+                let first = await group.next() ?? true
+                group.cancelAll()
+                return first
+            }
+            if finished || Task.isCancelled { return }
+            // Moved: drop what the core holds and go on from the new position.
+            try? core.resetTrack(plan.coreTrack)
+            try? push(initBytes)
+            pushedEnd.withLock { $0 = nil }
+            from = shift.anchor ?? wantedPosition()
+            logger.debug("feeder repositioned", metadata: ["track": "\(plan.representation.id)", "from": "\(from)"])
+        }
+    }
+
+    /// The feeding loop from `start`; returns true when the presentation is over (on-demand end).
+    private func feed(from start: Double, initBytes: ByteBuffer) async -> Bool {
         var timeline = plan.timeline
         var next: SegmentReference? = timeline.segment(containing: start)
         var lastEnd: Double? = nil
@@ -62,7 +119,7 @@ struct TrackFeeder: Sendable {
             guard let segment = next else {
                 guard isLive else {
                     try? core.endTrack(plan.coreTrack)
-                    return
+                    return true
                 }
                 // The timeline is exhausted: reload the manifest and look again.
                 timeline = await reloadedTimeline(after: lastEnd) ?? timeline
@@ -78,20 +135,76 @@ struct TrackFeeder: Sendable {
                 continue
             }
             if !isLive { await waitForReadAhead(segment) }
-            if isLive, let available = timeline.availabilityStart(of: segment) {
+            if isLive {
+                // Delayed: from the store, no further ahead of the wanted position than a live
+                // edge would be.
+                let lead = max(3, 2 * (segment.end - segment.start))
+                while !Task.isCancelled, segment.start > wantedPosition() + lead { try? await Task.sleep(for: .milliseconds(100)) }
+            }
+            if isLive, store?.entry(track: plan.coreTrack, number: segment.number) == nil, let available = timeline.availabilityStart(of: segment) {
                 let wait = available.timeIntervalSince(clock.now())
                 if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(wait * 1000) + 5)) }
             }
-            if Task.isCancelled { return }
-            switch await fetch(segment, initBytes: initBytes) {
+            if Task.isCancelled { return false }
+            switch await obtain(segment, initBytes: initBytes) {
             case .pushed:
                 pushedEnd.withLock { $0 = segment.end }
             case .skipped:
                 break
             case .cancelled:
-                return
+                return false
             }
             lastEnd = segment.end
+            next = timeline.segment(after: segment)
+        }
+        return false
+    }
+
+    /// Pushes `segment` from the store when it is kept there, else fetches it.
+    private func obtain(_ segment: SegmentReference, initBytes: ByteBuffer) async -> Outcome {
+        guard let kept = store?.entry(track: plan.coreTrack, number: segment.number) else {
+            return await fetch(segment, initBytes: initBytes)
+        }
+        do { try push(kept.bytes) } catch { return .cancelled }
+        var scanner = EventMessageScanner()
+        let boxes = kept.bytes.withUnsafeReadableBytes { scanner.feed($0) }
+        if !boxes.isEmpty { inbandEvents(boxes, segment: segment) }
+        return .pushed
+    }
+
+    /// Keeps the live edge in the store while the presentation is behind it (a user delay, a
+    /// pause): every segment at the latency target is fetched whole, as it becomes available.
+    private func collect() async {
+        guard let store else { return }
+        var timeline = plan.timeline
+        var next: SegmentReference?
+        while !Task.isCancelled {
+            guard shift.delay > 0 || shift.paused else {
+                next = nil  // the presenter fetches (and keeps) the live edge itself
+                try? await Task.sleep(for: .milliseconds(100))
+                continue
+            }
+            let live = livePosition()
+            if next == nil || next!.end < live - (next!.end - next!.start) { next = timeline.segment(containing: live) }
+            guard let segment = next else {
+                timeline = await reloadedTimeline(after: nil) ?? timeline
+                try? await Task.sleep(for: .milliseconds(500))
+                continue
+            }
+            if store.entry(track: plan.coreTrack, number: segment.number) == nil {
+                if let available = timeline.availabilityStart(of: segment) {
+                    let wait = available.timeIntervalSince(clock.now())
+                    if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(wait * 1000) + 5)) }
+                }
+                if Task.isCancelled { return }
+                do {
+                    let result = try await fetcher.get(segment.url, timeout: .seconds(max(4, (segment.end - segment.start) * 3)))
+                    store.put(track: plan.coreTrack, number: segment.number, start: segment.start, end: segment.end, bytes: result.body)
+                } catch {
+                    if error.code == .cancelled { return }
+                    logger.debug("collector: segment missed", metadata: ["url": "\(segment.url)", "error": "\(error)"])
+                }
+            }
             next = timeline.segment(after: segment)
         }
     }
@@ -167,13 +280,19 @@ struct TrackFeeder: Sendable {
         while !Task.isCancelled {
             attempt += 1
             var pushedBytes = false
+            var whole = ByteBuffer()
             do {
                 _ = try await fetcher.stream(segment.url, timeout: .milliseconds(Int(max(4, duration * 3) * 1000))) { (chunk) throws(FetchError) in
                     do { try push(chunk) } catch { throw FetchError(.cancelled, url: segment.url.absoluteString, message: "core closed") }
                     pushedBytes = true
+                    if store != nil {
+                        var chunk = chunk
+                        whole.writeBuffer(&chunk)
+                    }
                     let boxes = chunk.withUnsafeReadableBytes { scanner.feed($0) }
                     if !boxes.isEmpty { inbandEvents(boxes, segment: segment) }
                 }
+                store?.put(track: plan.coreTrack, number: segment.number, start: segment.start, end: segment.end, bytes: whole)
                 return .pushed
             } catch {
                 if error.code == .cancelled { return .cancelled }

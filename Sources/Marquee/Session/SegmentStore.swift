@@ -1,0 +1,121 @@
+import NIOCore
+import Synchronization
+
+/// The compressed segments of a live session, kept so a user delay (time-shift) and a pause can
+/// go back up to ``maxDuration`` seconds without the network: every segment fetched is kept,
+/// the oldest leave first, bounded by duration and by bytes. Keyed by the core track and the
+/// segment's `$Number$`.
+final class SegmentStore: Sendable {
+    struct Entry: Sendable {
+        var start: Double
+        var end: Double
+        var bytes: ByteBuffer
+    }
+
+    private struct Key: Hashable {
+        var track: Int32
+        var number: UInt64
+    }
+
+    private struct State {
+        var entries: [Key: Entry] = [:]
+        /// Per track: numbers in order of arrival (oldest first).
+        var order: [Int32: [UInt64]] = [:]
+        var bytes = 0
+    }
+
+    let maxDuration: Double
+    let maxBytes: Int
+    private let state = Mutex(State())
+
+    init(maxDuration: Double, maxBytes: Int) {
+        self.maxDuration = maxDuration
+        self.maxBytes = maxBytes
+    }
+
+    /// Keeps a complete segment.
+    func put(track: Int32, number: UInt64, start: Double, end: Double, bytes: ByteBuffer) {
+        state.withLock { s in
+            let key = Key(track: track, number: number)
+            if let old = s.entries[key] {
+                s.bytes -= old.bytes.readableBytes
+            } else {  // kept sorted: the collector and a delayed presenter may add out of order
+                var numbers = s.order[track] ?? []
+                numbers.insert(number, at: numbers.firstIndex { $0 > number } ?? numbers.endIndex)
+                s.order[track] = numbers
+            }
+            s.entries[key] = Entry(start: start, end: end, bytes: bytes)
+            s.bytes += bytes.readableBytes
+            Self.evict(&s, track: track, maxDuration: maxDuration, maxBytes: maxBytes)
+        }
+    }
+
+    private static func evict(_ s: inout State, track: Int32, maxDuration: Double, maxBytes: Int) {
+        guard let newest = s.order[track]?.last.flatMap({ s.entries[Key(track: track, number: $0)] }) else { return }
+        while let oldest = s.order[track]?.first, let entry = s.entries[Key(track: track, number: oldest)],
+            newest.end - entry.start > maxDuration + (entry.end - entry.start) || s.bytes > maxBytes
+        {
+            s.order[track]!.removeFirst()
+            s.entries[Key(track: track, number: oldest)] = nil
+            s.bytes -= entry.bytes.readableBytes
+        }
+    }
+
+    func entry(track: Int32, number: UInt64) -> Entry? {
+        state.withLock { $0.entries[Key(track: track, number: number)] }
+    }
+
+    /// The earliest presentation time from which every segment of `tracks` up to the newest is
+    /// kept, nil when a track has nothing.
+    func continuousSince(tracks: [Int32]) -> Double? {
+        state.withLock { s in
+            var since = -Double.infinity
+            for track in tracks {
+                guard let numbers = s.order[track], let last = numbers.last else { return nil }
+                var start = s.entries[Key(track: track, number: last)]!.start
+                var expected = last
+                for n in numbers.reversed() {
+                    guard n == expected, let e = s.entries[Key(track: track, number: n)] else { break }
+                    start = e.start
+                    if n == 0 { break }
+                    expected = n - 1
+                }
+                since = max(since, start)
+            }
+            return since
+        }
+    }
+
+    /// Bytes held.
+    var bytes: Int { state.withLock { $0.bytes } }
+}
+
+/// The time shift of a live session, shared by its feeders: the user delay, the pause flag and
+/// a generation counter bumped whenever the presented position moves by more than steering
+/// can follow (the feeders then flush and restart from the new position).
+final class TimeShift: Sendable {
+    private struct State {
+        var delay = 0.0
+        var paused = false
+        var generation = 0
+        var anchor: Double?
+    }
+
+    private let state = Mutex(State())
+
+    var delay: Double { state.withLock { $0.delay } }
+    var paused: Bool { state.withLock { $0.paused } }
+    var generation: Int { state.withLock { $0.generation } }
+    /// On demand: the position to restart from after a resume (live restarts from the delay).
+    var anchor: Double? { state.withLock { $0.anchor } }
+
+    /// Sets the delay; `reposition`: the feeders restart from the new position.
+    func set(delay: Double, paused: Bool? = nil, reposition: Bool, anchor: Double? = nil) {
+        state.withLock { s in
+            s.delay = delay
+            s.anchor = anchor
+            if let paused { s.paused = paused }
+            if reposition { s.generation += 1 }
+        }
+    }
+}
