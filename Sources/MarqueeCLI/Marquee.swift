@@ -35,6 +35,15 @@ struct OutputOptions: ParsableArguments {
     @Option(name: .long, help: "Seconds behind live to present at (default: 3, or the remote config's).")
     var targetLatency: Double?
 
+    @Option(name: .long, help: "Mute music: a file or URL (any format libavformat reads), looped while the broadcaster mutes; cached on disk.")
+    var muteMusic: String?
+
+    @Option(name: .long, help: "Ad creative (file or URL) played in ad breaks (SCTE-35 cues); repeat for several, used in turn.")
+    var adCreative: [String] = []
+
+    @Option(name: .long, help: "Live: play this many seconds later than the latency target (user delay; applied once that much has been collected, up to 300 s).")
+    var delay: Double?
+
     @Option(name: .long, help: "Play this many seconds, then exit 0 (default: until interrupted or the stream ends).")
     var duration: Double?
 

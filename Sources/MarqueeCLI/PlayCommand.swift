@@ -88,6 +88,12 @@ struct PlaybackRunner {
             options.videoOutput = video
         }
         if let rotation = output.rotation { options.rotation = rotation }
+        func mediaURL(_ text: String) -> URL {
+            if let url = URL(string: text), url.scheme != nil { return url }
+            return URL(fileURLWithPath: text)
+        }
+        if let music = output.muteMusic { options.mixing.muteMusic = mediaURL(music) }
+        options.mixing.adCreatives += output.adCreative.map(mediaURL)
         let player: Player
         do {
             player = try Player(options: options, logger: logger)
@@ -115,6 +121,19 @@ struct PlaybackRunner {
             group.addTask {
                 await showStatus(player, status: status, systemd: systemd)
                 return nil
+            }
+            if let wanted = output.delay, wanted > 0 {
+                // The delay reaches back only as far as what has been collected: once that is
+                // enough (after about `wanted` seconds of playback), one jump.
+                group.addTask {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: .milliseconds(500))
+                        guard player.status.availableDelay >= wanted else { continue }
+                        _ = try? player.setDelay(wanted)
+                        return nil
+                    }
+                    return nil
+                }
             }
             if let duration = output.duration {
                 group.addTask {

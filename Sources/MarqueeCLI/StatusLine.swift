@@ -15,6 +15,7 @@ final class StatusLine: Sendable {
         var latency = s.latency.map { String(format: "%.3f s", $0) } ?? "-"
         if let target = s.targetLatency { latency += String(format: " (target %.1f)", target) }
         if s.playbackRate != 1 { latency += String(format: " rate %.3f", s.playbackRate) }
+        if s.delay > 0 { latency += String(format: " delay %.1f", s.delay) }
         let size = s.width > 0 ? " \(s.width)x\(s.height)" : ""
         let numbers = String(format: "buffer %.1f s  %.1f fps", s.buffer, s.framesPerSecond)
         return "\(s.state.rawValue)  latency \(latency)  \(numbers)\(size)  presented \(s.framesPresented)  dropped \(s.framesDropped)"
