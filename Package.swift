@@ -71,6 +71,7 @@ let package = Package(
                 "MarqueeBridge", "MarqueeStreaming",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .target(
@@ -113,6 +114,7 @@ let package = Package(
             dependencies: [
                 "Marquee", "MarqueeOrigin", "MarqueeStreaming", "TestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -332,6 +332,19 @@ public final class Player: Sendable {
         mixer?.insert([event])
     }
 
+    /// Stops playback and closes the outputs (the WAV file and frames.tsv are complete after it);
+    /// with `fadeOut` > 0 (seconds, up to 10) the sound first fades to silence over that long.
+    public func stop(fadeOut: Double) async {
+        if fadeOut > 0, let core = inner.withLock({ $0.core }) {
+            let seconds = min(fadeOut, 10)
+            for input in CoreHandle.MixInput.allCases {
+                try? core.setGain(input, 0, ramp: seconds, shape: .equalPower, at: nil)
+            }
+            try? await Task.sleep(for: .milliseconds(Int(seconds * 1000) + 30))
+        }
+        await stop()
+    }
+
     /// Stops playback and closes the outputs (the WAV file and frames.tsv are complete after it).
     public func stop() async {
         let (task, session, supervisor) = inner.withLock { inner -> (Task<Void, Never>?, PlaybackSession?, Task<Void, Never>?) in

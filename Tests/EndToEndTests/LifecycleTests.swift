@@ -1,0 +1,43 @@
+import Foundation
+import Logging
+import Marquee
+import MarqueeOrigin
+import ServiceLifecycle
+import TestSupport
+import Testing
+
+/// `Player` as a swift-service-lifecycle `Service`: a graceful shutdown (what SIGTERM becomes in
+/// a `ServiceGroup`) fades the sound out and closes the outputs; read from the WAV.
+extension LivePlaybackTests {
+    @Test func gracefulShutdownFadesOutAndStops() async throws {
+        try #require(FileManager.default.fileExists(atPath: Self.generated.appendingPathComponent("manifest.mpd").path), "run scripts/make-assets")
+        let origin = try await Self.origin()
+        defer { Task { await origin.stop() } }
+        let dir = try Tools.tempDirectory("service")
+        let wav = dir.appendingPathComponent("out.wav")
+        let player = try Player(options: PlayerOptions(sources: [origin.manifestURL(asset: "generated")], audioOutput: .wav(wav.path)))
+        var logger = Logger(label: "test.service")
+        logger.logLevel = .warning
+        let group = ServiceGroup(configuration: .init(services: [player], logger: logger))
+        let running = Task { try await group.run() }
+        try await Task.sleep(for: .seconds(3))
+        let shutdownAt = Date()
+        await group.triggerGracefulShutdown()
+        try await running.value  // returns once the player has faded out and stopped
+        let took = Date().timeIntervalSince(shutdownAt)
+        #expect(took >= Player.shutdownFade && took < Player.shutdownFade + 1, "shutdown took \(took) s")
+        #expect(player.state == .idle)
+
+        let pcm = try PCM.wav(wav)  // readable: the header was finalised
+        let x = pcm.channel(0)
+        let rms = ToneAnalysis.windowRMS(x[...], window: 480)  // 10 ms windows
+        try #require(rms.count > 100)
+        let full = rms[rms.count - 60]  // 0.6 s before the end: before the fade
+        // The last 300 ms fall from full to silence (equal-power: cos), never back up by much.
+        let tail = Array(rms.suffix(40))
+        #expect(full > 2000, "level before the fade \(full)")
+        #expect(tail.last! < full * 0.1, "still \(tail.last!) at the end (from \(full))")
+        #expect(zip(tail, tail.dropFirst()).allSatisfy { $1 <= $0 * 1.05 + 20 }, "the fade is not monotonic: \(tail.map { Int($0) })")
+        #expect(rms[rms.count - 36] > full * 0.7, "the fade began too early")
+    }
+}
