@@ -1,5 +1,6 @@
 #include "mixer.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,7 @@ typedef struct mq_mixer_cmd {
     int32_t ramp;        // frames
     int16_t input;       // MQ_CMD_GAIN
     uint8_t kind, shape; // MQ_CMD_*, mq_ramp_shape
-    uint32_t cancel_gen; // cancel generation it was sent in: older than the current one → dropped
+    uint32_t cancel_gen; // cancel generation it was sent in: a timed command of an older one is dropped
 } mq_mixer_cmd;
 
 /// A gain and its ramp: frame `pos` of `len` has g(pos / len); settled at g1 when pos >= len.
@@ -42,7 +43,7 @@ struct mq_mixer {
     int32_t master_ramp; // frames
     double release;      // limiter: fraction of the way back to unity gain per frame
     float *sum;          // max_frames × channels (audio thread's scratch)
-    float *curve;        // max_frames gains (audio thread's scratch)
+    float *curve;        // max_frames × channels gains, one per sample (audio thread's scratch)
 
     // command queue: SPSC ring, controlling thread → audio thread
     mq_mixer_cmd ring[MQ_MIXER_QUEUE_CAPACITY];
@@ -97,23 +98,26 @@ static void ramp_start(mq_ramp *r, float to, int32_t len, int32_t shape)
     }
 }
 
-/// Writes the gains of the ramp's next `n` frames (n ≤ len − pos) to `curve` and advances it.
-/// Equal-power: cos/sin exact at the first frame, then a rotation per frame (double: the error
-/// after a million frames is ~1e-10).
-static void ramp_fill(mq_ramp *r, float *restrict curve, int32_t n)
+/// Writes the gains of the ramp's next `n` frames (n ≤ len − pos) to `curve`, `ch` copies of
+/// each (one per sample, so the mixing loops stay flat), and advances it. Equal-power: cos/sin
+/// exact at the first frame, then a rotation per frame (in double: ~1e-10 off after a million).
+static void ramp_fill(mq_ramp *r, float *restrict curve, int32_t n, int32_t ch)
 {
     double g0 = r->g0, g1 = r->g1, d = g1 - g0;
     if (r->shape == MQ_RAMP_LINEAR) {
         double step = d / r->len;
         for (int32_t i = 0; i < n; i++)
-            curve[i] = (float)(g0 + step * (r->pos + i));
+            for (int32_t c = 0; c < ch; c++)
+                curve[i * ch + c] = (float)(g0 + step * (r->pos + i));
     } else {
-        double a = r->pos * (MQ_HALF_PI / r->len), c = cos(a), s = sin(a), cd = r->cos_d, sd = r->sin_d;
+        double a = r->pos * (MQ_HALF_PI / r->len), co = cos(a), si = sin(a), cd = r->cos_d, sd = r->sin_d;
         for (int32_t i = 0; i < n; i++) {
-            curve[i] = (float)(d > 0 ? g0 + d * s : g1 - d * c);
-            double c2 = c * cd - s * sd;
-            s = s * cd + c * sd;
-            c = c2;
+            float g = (float)(d > 0 ? g0 + d * si : g1 - d * co);
+            for (int32_t c = 0; c < ch; c++)
+                curve[i * ch + c] = g;
+            double co2 = co * cd - si * sd;
+            si = si * cd + co * sd;
+            co = co2;
         }
     }
     r->pos += n;
@@ -140,15 +144,22 @@ static void mix_const(float *restrict acc, const float *restrict src, float g, s
     }
 }
 
-/// acc (+)= curve[frame] × src over n frames of `ch` channels.
-static void mix_curve(float *restrict acc, const float *restrict src, const float *restrict curve, int32_t n,
-                      int32_t ch, bool add)
+/// acc (+)= g[i] × src[i] over n floats.
+static void mix_curve(float *restrict acc, const float *restrict src, const float *restrict g, size_t n, bool add)
 {
-    for (int32_t f = 0; f < n; f++) {
-        float g = curve[f];
-        size_t o = (size_t)f * (size_t)ch;
-        for (int32_t c = 0; c < ch; c++)
-            acc[o + c] = (add ? acc[o + c] : 0.0f) + g * src[o + c];
+    size_t i = 0;
+    if (add) {
+        for (; i + MQ_CHUNK <= n; i += MQ_CHUNK)
+            for (size_t j = 0; j < MQ_CHUNK; j++)
+                acc[i + j] += g[i + j] * src[i + j];
+        for (; i < n; i++)
+            acc[i] += g[i] * src[i];
+    } else {
+        for (; i + MQ_CHUNK <= n; i += MQ_CHUNK)
+            for (size_t j = 0; j < MQ_CHUNK; j++)
+                acc[i + j] = g[i + j] * src[i + j];
+        for (; i < n; i++)
+            acc[i] = g[i] * src[i];
     }
 }
 
@@ -162,29 +173,55 @@ static void scale_const(float *restrict x, float g, size_t n)
         x[i] *= g;
 }
 
+static void scale_curve(float *restrict x, const float *restrict g, size_t n)
+{
+    size_t i = 0;
+    for (; i + MQ_CHUNK <= n; i += MQ_CHUNK)
+        for (size_t j = 0; j < MQ_CHUNK; j++)
+            x[i + j] *= g[i + j];
+    for (; i < n; i++)
+        x[i] *= g[i];
+}
+
+/// The largest |x|, NAN if there is a NaN: compared as bits, where |NaN| sorts above infinity
+/// (a float max would drop a NaN or not depending on the order).
 static float peak(const float *restrict x, size_t n)
 {
-    float p8[MQ_CHUNK] = {0}, p = 0;
+    uint32_t p8[MQ_CHUNK] = {0}, p = 0, b;
     size_t i = 0;
     for (; i + MQ_CHUNK <= n; i += MQ_CHUNK)
         for (size_t j = 0; j < MQ_CHUNK; j++) {
-            float v = fabsf(x[i + j]);
-            p8[j] = p8[j] > v ? p8[j] : v;
+            memcpy(&b, &x[i + j], sizeof b);
+            b &= 0x7fffffffu;
+            p8[j] = p8[j] > b ? p8[j] : b;
         }
-    for (; i < n; i++)
-        p = p > fabsf(x[i]) ? p : fabsf(x[i]);
+    for (; i < n; i++) {
+        memcpy(&b, &x[i], sizeof b);
+        b &= 0x7fffffffu;
+        p = p > b ? p : b;
+    }
     for (size_t j = 0; j < MQ_CHUNK; j++)
         p = p > p8[j] ? p : p8[j];
-    return p;
+    float f;
+    memcpy(&f, &p, sizeof f);
+    return f;
 }
 
-// rintf: round to nearest even in the default mode, like lrintf, but inlined (no errno).
-static inline int16_t to_s16(float x)
+// Rounding to nearest, ties to even (lrintf's result in the default mode) without a libm call
+// (clang calls rintf on x86-64) and vectorisable: adding 1.5·2^23 (2^52 in double) leaves no
+// fraction bits in the sum, for |v| ≤ 2^22 (2^51). Needs strict float evaluation (not x87).
+#if FLT_EVAL_METHOD == 0
+static inline float round_even(float v) { return (v + 12582912.0f) - 12582912.0f; }
+static inline double round_even_d(double v) { return (v + 6755399441055744.0) - 6755399441055744.0; }
+#else
+static inline float round_even(float v) { return rintf(v); }
+static inline double round_even_d(double v) { return rint(v); }
+#endif
+
+static inline float clamp(float v, float lo, float hi)
 {
-    float v = x * 32768.0f;
-    v = v < 32767.0f ? v : 32767.0f;
-    v = v > -32768.0f ? v : -32768.0f;
-    return (int16_t)rintf(v);
+    v = v < hi ? v : hi;
+    return v > lo ? v : lo;
 }
 
 static inline int32_t to_s32(float x)
@@ -192,7 +229,7 @@ static inline int32_t to_s32(float x)
     double v = (double)x * 2147483648.0; // exact
     v = v < 2147483647.0 ? v : 2147483647.0;
     v = v > -2147483648.0 ? v : -2147483648.0;
-    return (int32_t)rint(v);
+    return (int32_t)round_even_d(v);
 }
 
 static void convert(const float *restrict x, size_t n, void *restrict out, size_t offset, mq_sample_format fmt)
@@ -202,11 +239,15 @@ static void convert(const float *restrict x, size_t n, void *restrict out, size_
     } else if (fmt == MQ_SAMPLE_S16) {
         int16_t *restrict o = (int16_t *)out + offset;
         size_t i = 0;
-        for (; i + MQ_CHUNK <= n; i += MQ_CHUNK)
+        for (; i + MQ_CHUNK <= n; i += MQ_CHUNK) { // two inner loops: gcc -O2 vectorises both
+            float v[MQ_CHUNK];
             for (size_t j = 0; j < MQ_CHUNK; j++)
-                o[i + j] = to_s16(x[i + j]);
+                v[j] = clamp(x[i + j] * 32768.0f, -32768.0f, 32767.0f);
+            for (size_t j = 0; j < MQ_CHUNK; j++)
+                o[i + j] = (int16_t)round_even(v[j]);
+        }
         for (; i < n; i++)
-            o[i] = to_s16(x[i]);
+            o[i] = (int16_t)round_even(clamp(x[i] * 32768.0f, -32768.0f, 32767.0f));
     } else {
         int32_t *restrict o = (int32_t *)out + offset;
         for (size_t i = 0; i < n; i++)
@@ -224,8 +265,8 @@ static bool mix_input(mq_mixer *m, mq_ramp *r, const float *src, float *acc, int
     int32_t rn = ramping(r) ? (r->len - r->pos < n ? r->len - r->pos : n) : 0;
     bool audible = src && (rn > 0 || r->g1 != 0.0f);
     if (rn > 0 && audible) {
-        ramp_fill(r, m->curve, rn);
-        mix_curve(acc, src, m->curve, rn, m->channels, add);
+        ramp_fill(r, m->curve, rn, m->channels);
+        mix_curve(acc, src, m->curve, (size_t)rn * ch, add);
     } else {
         r->pos += rn;
     }
@@ -258,17 +299,16 @@ static void apply_master(mq_mixer *m, int32_t n)
     size_t ch = (size_t)m->channels;
     int32_t rn = ramping(r) ? (r->len - r->pos < n ? r->len - r->pos : n) : 0;
     if (rn > 0) {
-        ramp_fill(r, m->curve, rn);
-        for (int32_t f = 0; f < rn; f++)
-            for (size_t c = 0; c < ch; c++)
-                m->sum[(size_t)f * ch + c] *= m->curve[f];
+        ramp_fill(r, m->curve, rn, m->channels);
+        scale_curve(m->sum, m->curve, (size_t)rn * ch);
     }
     if (r->g1 != 1.0f)
         scale_const(m->sum + (size_t)rn * ch, r->g1, (size_t)(n - rn) * ch);
 }
 
 /// Instant attack: a frame whose peak × gain would exceed the ceiling sets the gain to
-/// ceiling / peak; release: the gain returns toward 1 with a 50 ms time constant.
+/// ceiling / peak; release: the gain returns toward 1 with a 50 ms time constant. Skipped for a
+/// piece that needs nothing (gain 1, peak within the ceiling, no NaN).
 static void limit(mq_mixer *m, int32_t n)
 {
     size_t ch = (size_t)m->channels;
@@ -277,6 +317,8 @@ static void limit(mq_mixer *m, int32_t n)
     double l = m->limit;
     for (int32_t f = 0; f < n; f++) {
         float *x = m->sum + (size_t)f * ch;
+        for (size_t c = 0; c < ch; c++) // garbage in (NaN, ∞): silence out, never full scale
+            x[c] = fabsf(x[c]) <= FLT_MAX ? x[c] : 0.0f;
         float p = peak(x, ch);
         l += (1.0 - l) * m->release;
         if (l > 1.0 - 1e-6)
@@ -287,11 +329,8 @@ static void limit(mq_mixer *m, int32_t n)
             continue;
         m->limited++;
         float g = (float)l;
-        for (size_t c = 0; c < ch; c++) { // the clamp only catches rounding in x × g
-            float v = x[c] * g;
-            v = v < MQ_MIXER_LIMIT ? v : MQ_MIXER_LIMIT;
-            x[c] = v > -MQ_MIXER_LIMIT ? v : -MQ_MIXER_LIMIT;
-        }
+        for (size_t c = 0; c < ch; c++) // the clamp only catches rounding in x × g
+            x[c] = clamp(x[c] * g, -MQ_MIXER_LIMIT, MQ_MIXER_LIMIT);
     }
     m->limit = l;
 }
@@ -323,7 +362,7 @@ static int32_t due_frame(double at, double t0, double dt, int32_t frames)
     double k = ceil((at - t0) / dt);
     if (!(k <= (double)frames + 1.0))
         return MQ_NOT_DUE;
-    int32_t i = (int32_t)k; // ≥ 1: frame 0 is before `at`; now settle the rounding
+    int32_t i = k > 1.0 ? (int32_t)k : 1; // frame 0 is before `at`; now settle the rounding
     while (i > 1 && t0 + (double)(i - 1) * dt >= at)
         i--;
     while (i < frames && t0 + (double)i * dt < at)
@@ -478,7 +517,7 @@ int mq_mixer_create(int32_t inputs, int32_t channels, int32_t sample_rate, int32
     m->release = 1.0 - exp(-1.0 / (MQ_RELEASE_S * sample_rate));
     m->limit = 1.0;
     m->sum = calloc((size_t)max_frames * (size_t)channels, sizeof *m->sum);
-    m->curve = calloc((size_t)max_frames, sizeof *m->curve);
+    m->curve = calloc((size_t)max_frames * (size_t)channels, sizeof *m->curve);
     if (!m->sum || !m->curve)
         goto fail;
     ramp_init(&m->master, 1.0f);

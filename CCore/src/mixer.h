@@ -32,7 +32,7 @@
 ///
 /// After the sum and master volume, a limiter with instant attack (no look-ahead) and a 50 ms
 /// release keeps every sample within ±`MQ_MIXER_LIMIT`; s16/s32 conversion also saturates, so the
-/// output never wraps. Inputs must be finite.
+/// output never wraps. A non-finite sample in the sum (NaN, ∞ in an input) comes out as 0.
 
 #define MQ_MIXER_MAX_INPUTS 4
 #define MQ_MIXER_QUEUE_CAPACITY 64 ///< outstanding commands (see Capacity above)

@@ -4,7 +4,8 @@
 // exact frame (across process calls, dt ≠ 1/rate, several in one call, send order), the
 // pending list (nothing lost or early, a full queue refused), cancel_timed, a ramp interrupted
 // from the gain it reached, master volume/mute ramps; the limiter on four full-scale inputs in
-// phase (ceiling, sign, no wrap in s16, instant attack, release time), s16/s32/f32 values and
+// phase (ceiling, sign, no wrap in s16, instant attack keeping the channels' ratio, release
+// time), s16/s32/f32 values (rounding ties to even), NaN/∞ input coming out as silence, and
 // invalid arguments.
 //
 //   mixer_test        exit 0 when every check passed
@@ -59,12 +60,16 @@ static int due_frame(double at, int total, int period, double t0, double dt)
     return -1;
 }
 
+/// The larger of an error so far and a new one; a NaN is the worst (fmax would drop it).
+/// (Also keeps gcc 12's aarch64 vectoriser off fmax reductions, which crash it.)
+static double worse(double worst, double e) { return e > worst || isnan(e) ? e : worst; }
+
 /// Largest |rec[k·CH + ch] − scale·gain(k)| over [from, to).
 static double max_error(int ch, int from, int to, float scale, double (*gain)(int))
 {
     double worst = 0;
     for (int k = from; k < to; k++)
-        worst = fmax(worst, fabs(rec[k * CH + ch] - scale * gain(k)));
+        worst = worse(worst, fabs(rec[k * CH + ch] - scale * gain(k)));
     return worst;
 }
 
@@ -73,7 +78,7 @@ static double max_step(int ch, int from, int to)
 {
     double worst = 0;
     for (int k = from + 1; k < to; k++)
-        worst = fmax(worst, fabs(rec[k * CH + ch] - rec[(k - 1) * CH + ch]));
+        worst = worse(worst, fabs(rec[k * CH + ch] - rec[(k - 1) * CH + ch]));
     return worst;
 }
 
@@ -246,7 +251,7 @@ static void test_equal_power(void)
     double worst_power = 0;
     for (int k = 0; k < 1200; k++) {
         double ga = rec[k * CH] / 0.5, gb = rec[k * CH + 1] / 0.5;
-        worst_power = fmax(worst_power, fabs(ga * ga + gb * gb - 1));
+        worst_power = worse(worst_power, fabs(ga * ga + gb * gb - 1));
     }
     CHECK(worst_power < 1e-3, "ga² + gb² off 1 by %g", worst_power);
     CHECK(max_error(0, 0, 1200, 0.5f, ep_down) < 1e-4, "fade-out ≠ cos: %g", max_error(0, 0, 1200, 0.5f, ep_down));
@@ -344,6 +349,10 @@ static void test_timed(void)
     mq_mixer_set_gain(m, 1, 1, 0, MQ_RAMP_LINEAR, 30.0);
     run(m, in, 0, 64, 64, 20.0, 0);
     CHECK(rec[0] == 0.5f && rec[1] == 0.5f * 0.2f, "dt 0: %g %g", rec[0], rec[1]);
+    // dt ∞: frame 1 is past any `at` after t0.
+    mq_mixer_set_gain(m, 0, 0.2f, 0, MQ_RAMP_LINEAR, 20.5);
+    mq_mixer_process(m, in, 64, 20.0, INFINITY, rec, MQ_SAMPLE_F32);
+    CHECK(rec[0] == 0.5f && rec[CH] == 0.5f * 0.2f, "dt ∞: %g %g", rec[0], rec[CH]);
     mq_mixer_destroy(&m);
 }
 
@@ -471,7 +480,7 @@ static void test_limiter_sines(void)
         mq_mixer_process(ms, in, 480, NAN, 0, out_s, MQ_SAMPLE_S16);
         for (int i = 0; i < 480 * CH; i++) {
             float s = sine[i];
-            loudest = fmaxf(loudest, fabsf(out_f[i]));
+            loudest = (float)worse(loudest, fabsf(out_f[i]));
             over += fabsf(out_f[i]) > MQ_MIXER_LIMIT;
             s16_over += fabsf((float)out_s[i]) > s16_max;
             if (fabsf(s) > 1e-3f)
@@ -497,7 +506,7 @@ static void test_limiter_sines(void)
             sine[i * CH] = sine[i * CH + 1] = (float)sin(2 * M_PI * 1000 * (p * 480 + i) / SR);
         mq_mixer_process(mf, in, 480, NAN, 0, out_f, MQ_SAMPLE_F32);
         for (int i = 0; p >= 100 && i < 480 * CH; i++)
-            err = fmax(err, fabs(out_f[i] - 0.2 * sine[i]));
+            err = worse(err, fabs(out_f[i] - 0.2 * sine[i]));
         if (p == 99)
             limited_at_1s = mq_mixer_limited_frames(mf);
     }
@@ -553,6 +562,9 @@ static void test_formats(void)
         {1.0f / 65536, 0, 32768},        // 0.5 LSB: ties to even
         {3.0f / 65536, 2, 98304},        // 1.5 → 2
         {5.0f / 65536, 2, 163840},       // 2.5 → 2
+        {0x3p-32f, 0, 2},                // 1.5 LSB of s32 → 2
+        {0x5p-32f, 0, 2},                // 2.5 → 2
+        {0x7p-34f, 0, 1},                // 0.875 → 1
         {0.0f, 0, 0},
         {1.0f, 31654, 2074469248},       // limited to 0.966f: 31653.89
         {0.966f, 31654, 2074469248},
@@ -579,6 +591,36 @@ static void test_formats(void)
     }
 }
 
+/// Garbage in (NaN, ±∞ among normal samples) comes out as silence on those samples, never
+/// full scale, and does not upset the rest.
+static void test_non_finite(void)
+{
+    mq_mixer *m = make(1, SR);
+    if (!m)
+        return;
+    static float in0[64 * CH];
+    const float *in[1] = {in0};
+    int16_t s[64 * CH];
+    float f[64 * CH];
+    // Two blocks: NaNs alone (each followed by normal samples), then infinities.
+    static const int garbage[2][2] = {{10 * CH, 20 * CH + 1}, {30 * CH, 40 * CH + 1}};
+    static const float values[2][2] = {{NAN, NAN}, {INFINITY, -INFINITY}};
+    for (int b = 0; b < 2; b++) {
+        for (int i = 0; i < 64 * CH; i++)
+            in0[i] = 0.25f;
+        in0[garbage[b][0]] = values[b][0];
+        in0[garbage[b][1]] = values[b][1];
+        mq_mixer_process(m, in, 64, NAN, 0, s, MQ_SAMPLE_S16);
+        mq_mixer_process(m, in, 64, NAN, 0, f, MQ_SAMPLE_F32);
+        int bad = 0;
+        for (int i = 0; i < 64 * CH; i++)
+            bad += i == garbage[b][0] || i == garbage[b][1] ? (s[i] != 0 || f[i] != 0.0f)
+                                                             : (s[i] != 8192 || f[i] != 0.25f);
+        CHECK(bad == 0, "%s: %d samples wrong (s16 %d %d)", b ? "inf" : "NaN", bad, s[garbage[b][0]], s[garbage[b][1]]);
+    }
+    mq_mixer_destroy(&m);
+}
+
 int main(void)
 {
     test_arguments();
@@ -592,5 +634,6 @@ int main(void)
     test_limiter_sines();
     test_limiter_release();
     test_formats();
+    test_non_finite();
     return mqt_done("mixer_test");
 }
