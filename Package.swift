@@ -38,7 +38,7 @@ let package = Package(
             name: "CCore",
             dependencies: systemLibraries.map { .target(name: $0.name) },
             path: "CCore",
-            exclude: ["system", "tests"],
+            exclude: ["system", "tests", "bench"],
             sources: ["src"],
             publicHeadersPath: "include",
             cSettings: [
