@@ -179,6 +179,7 @@ public final class Player: Sendable {
         var lastProgress = Monotonic.now()
         var played = false
         var recovering = false
+        var lastMainProbe = Monotonic.now()
     }
 
     /// One step of stall recovery: reloads when nothing has been presented for the
@@ -202,6 +203,17 @@ public final class Player: Sendable {
         if !stalled && watch.recovering {
             watch.recovering = false
             sink.send(.recovered)
+        }
+        if !stalled, !watch.recovering, let main = options.sources.first, session.source != main,
+            now - watch.lastMainProbe >= options.mainSourceRetryInterval
+        {
+            // Playing a backup: when the main source answers again, go back to it.
+            watch.lastMainProbe = now
+            if (try? await ManifestSource(url: main, fetcher: fetcher).load()) != nil {
+                logger.notice("main source is back: switching to it", metadata: ["source": "\(main)"])
+                do { try await load() } catch { sink.send(.error(error, fatal: false)) }
+                return true
+            }
         }
         guard watch.policy.update(now: now, stalled: stalled) else { return true }
         watch.recovering = true
@@ -259,6 +271,40 @@ public final class Player: Sendable {
         sink.send(.configApplied(targetLatency: config.advanced?.sync?.targetLatency))
     }
 
+    // MARK: properties (the SDK's names; times in ms where the SDK says so)
+
+    /// The source playing (the first of ``PlayerOptions/sources`` that played, or a backup).
+    public var currentSrc: URL? { inner.withLock { $0.session?.source } }
+    /// The state (``state``).
+    public var playbackState: PlaybackState { state }
+    /// Live or on demand, by the manifest (unknown before one loaded).
+    public var streamType: StreamType {
+        guard let mpd = inner.withLock({ $0.session?.mpd }) else { return .unknown }
+        return mpd.isLive ? .live : .onDemand
+    }
+    /// On demand: the presentation's length, seconds; nil for live or before a manifest loaded.
+    public var duration: Double? { inner.withLock { $0.session?.mpd }.flatMap { $0.isLive ? nil : $0.mediaPresentationDuration } }
+    /// The presentation time presented now, seconds.
+    public var currentTime: Double? { status.position }
+    /// Server time minus the presented media time, ms (live).
+    public var latency: Double? { status.latency.map { $0 * 1000 } }
+    /// Media fetched ahead of what is presented, ms.
+    public var buffer: Double { status.buffer * 1000 }
+    /// Server clock minus local wall clock, ms.
+    public var timeOffset: Double { status.timeOffset }
+    /// The rate media plays at (the latency controller's).
+    public var playbackRate: Double { status.playbackRate }
+    /// The renditions playing now (one per track: video and audio).
+    public var activeQualities: [Quality] {
+        inner.withLock { $0.session?.plans.map { Quality($0.representation) } } ?? []
+    }
+    /// Every rendition of the playing period's tracks.
+    public var qualities: [Quality] {
+        guard let session = inner.withLock({ $0.session }) else { return [] }
+        let period = session.mpd.periods[session.plans.first?.periodIndex ?? 0]
+        return period.adaptationSets.flatMap { $0.representations.map(Quality.init) }
+    }
+
     // MARK: time shift
 
     /// Plays a live stream `seconds` later than the latency target (0 = at the target), e.g. to
@@ -307,12 +353,14 @@ public final class Player: Sendable {
         if let volume, !(volume >= 0 && volume <= 1) {
             throw PlayerError(.invalidOptions, "volume \(volume) is outside 0…1")
         }
-        let (core, v, m) = inner.withLock { inner in
+        let (core, v, m, changed) = inner.withLock { inner in
+            let before = (inner.volume, inner.muted)
             if let volume { inner.volume = volume }
             if let muted { inner.muted = muted }
-            return (inner.core, inner.volume, inner.muted)
+            return (inner.core, inner.volume, inner.muted, before != (inner.volume, inner.muted))
         }
         try? core?.setVolume(v, muted: m)
+        if changed { sink.send(.volumeChanged(volume: v, muted: m)) }
     }
 
     /// Places an event on the presentation timeline, as if the stream had carried it: a

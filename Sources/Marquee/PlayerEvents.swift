@@ -1,4 +1,5 @@
 import Synchronization
+import MarqueeStreaming
 
 /// What a player is doing.
 public enum PlaybackState: String, Sendable, Hashable {
@@ -18,6 +19,14 @@ public struct Quality: Sendable, Hashable {
     public var codecs: String?
     public var width: Int?
     public var height: Int?
+
+    init(_ r: Representation) {
+        self.init(kind: r.kind.rawValue, id: r.id, bandwidth: r.bandwidth, codecs: r.codecs, width: r.width, height: r.height)
+    }
+
+    init(kind: String, id: String, bandwidth: Int, codecs: String?, width: Int?, height: Int?) {
+        (self.kind, self.id, self.bandwidth, self.codecs, self.width, self.height) = (kind, id, bandwidth, codecs, width, height)
+    }
 }
 
 /// Something that happened in a player.
@@ -48,6 +57,10 @@ public enum PlayerEvent: Sendable, Hashable {
     case outputChanged(String)
     /// A track's preferred (hardware) decoder could not be used; software decoding took over.
     case decoderFallback(String)
+    /// ``Player/setVolume(_:muted:)`` changed the volume or mute.
+    case volumeChanged(volume: Double, muted: Bool)
+    /// The presented position, once a second while playing (seconds).
+    case timeUpdate(Double)
     /// The user delay in effect changed (``Player/setDelay(_:)``, ``Player/resume()``), seconds.
     case delayChanged(seconds: Double)
     /// The presented stream reached a broadcaster mute (or a jump moved into one)…

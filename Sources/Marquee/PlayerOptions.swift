@@ -124,6 +124,9 @@ public struct PlayerOptions: Sendable {
     public var minRecoveryDelay: Double = 10
     /// The longest stall before a reload, s. Default 90.
     public var maxRecoveryDelay: Double = 90
+    /// While a backup source plays, the main one (the first of ``sources``) is tried this often
+    /// (s); when its manifest loads again the player switches back to it. Default 60.
+    public var mainSourceRetryInterval: Double = 60
     public var audioOutput: AudioOutput
     public var videoOutput: VideoOutput
     /// Headers sent with every request (tokens, cookies).
@@ -182,6 +185,9 @@ public struct PlayerOptions: Sendable {
         guard maxDelayBytes >= 0 else { throw PlayerError(.invalidOptions, "maxDelayBytes \(maxDelayBytes) is negative") }
         guard minRecoveryDelay > 0, minRecoveryDelay <= maxRecoveryDelay, maxRecoveryDelay <= 86_400 else {
             throw PlayerError(.invalidOptions, "recovery delays \(minRecoveryDelay)…\(maxRecoveryDelay) s: need 0 < min ≤ max ≤ 86400")
+        }
+        guard mainSourceRetryInterval >= 0.5, mainSourceRetryInterval <= 86_400 else {
+            throw PlayerError(.invalidOptions, "mainSourceRetryInterval \(mainSourceRetryInterval) s is outside 0.5…86400")
         }
         guard [0, 90, 180, 270].contains(rotation) else {
             throw PlayerError(.invalidOptions, "rotation \(rotation) is not 0, 90, 180 or 270")

@@ -45,6 +45,8 @@ struct PlayCommand: AsyncParsableCommand {
 /// Plays sources through the public API with a status line; shared by `play` and `demo`.
 struct PlaybackRunner {
     let output: OutputOptions
+    /// The outcome of a SIGTERM/SIGINT (exit status 0).
+    static let interrupted: Int32 = -2
 
     func makeLogger() -> Logger {
         LoggingSystem.bootstrap { label in
@@ -143,7 +145,7 @@ struct PlaybackRunner {
             }
             group.addTask {
                 await Signals.waitForInterrupt()
-                return Task.isCancelled ? nil : 0
+                return Task.isCancelled ? nil : Self.interrupted
             }
             var code: Int32 = 0
             for await result in group {
@@ -157,9 +159,10 @@ struct PlaybackRunner {
         }
         let final = player.status
         systemd.stopping()
-        await player.stop()
+        // SIGTERM/SIGINT: the sound fades out rather than stopping mid-waveform.
+        await player.stop(fadeOut: outcome == Self.interrupted ? Player.shutdownFade : 0)
         status.finish(final)
-        return outcome
+        return outcome == Self.interrupted ? 0 : outcome
     }
 
     /// The status line 4 times a second; under systemd also `STATUS=` and, only while pictures
@@ -220,7 +223,7 @@ struct PlaybackRunner {
             case .adStarted(let ad): status.log(String(format: "ad break %.1f s", ad.end - ad.start))
             case .adFinished: status.log("ad break over")
             case .delayChanged(let seconds): status.log(String(format: "delay %.1f s", seconds))
-            case .stateChanged, .playbackRateChanged:
+            case .stateChanged, .playbackRateChanged, .volumeChanged, .timeUpdate:
                 break
             }
         }

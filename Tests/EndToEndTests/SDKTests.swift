@@ -177,18 +177,19 @@ extension LivePlaybackTests {
         defer { Task { await origin.stop() } }
         let now = Date().timeIntervalSince1970
         let ast = Int(now) - 3600
-        let (from, to) = (now + 4, withBackup ? now + 1000 : now + 11)
+        let (from, to) = (now + 4, now + 11)
         let main = origin.manifestURL(asset: "generated", options: ["ast_\(ast)", String(format: "outage_%.3f-%.3f", from, to)])
         let backup = origin.manifestURL(asset: "generated", options: ["ast_\(ast)"])
         let dir = try Tools.tempDirectory("recovery")
         var options = PlayerOptions(sources: withBackup ? [main, backup] : [main], videoOutput: .frames(dir.path))
         options.minRecoveryDelay = 1
         options.maxRecoveryDelay = 2
+        options.mainSourceRetryInterval = 1
         let player = try Player(options: options)
         let log = EventLog()
         let listener = Task { for await e in player.events { log.append(e) } }
         try await player.play()
-        try await Task.sleep(for: .seconds(withBackup ? 13 : 16))
+        try await Task.sleep(for: .seconds(16))
         await player.stop()
         listener.cancel()
 
@@ -202,11 +203,19 @@ extension LivePlaybackTests {
         // with a backup, after the first reload: 0.5 s to see the stall, the 1 s delay, a start-up).
         let deadline = withBackup ? stall.at + 1.5 + 2.0 : to + 2 + 2.0
         #expect(resumed < deadline, "resumed \(resumed - (withBackup ? stall.at : to)) s after \(withBackup ? "the stall" : "the origin returned")")
-        let after = frames.filter { $0.wallTime > resumed + 0.5 }.map { $0.wallTime - Double(ast) - $0.pts }
+        // (With a backup: until the main source is back; the switch back is a reload of its own.)
+        let after = frames.filter { $0.wallTime > resumed + 0.5 && (!withBackup || $0.wallTime < to) }.map { $0.wallTime - Double(ast) - $0.pts }
         try #require(after.count > 20, "\(after.count) frames after the recovery")
         #expect(after.allSatisfy { abs($0 - 3) < 0.020 }, "latency after recovery \(after.min()!)…\(after.max()!)")
         #expect(log.events.contains { if case .recovering = $0 { true } else { false } })
         #expect(log.events.contains(.recovered))
+        if withBackup {
+            // Main, the backup after the stall, and main again once it answered (≤ 1 s probes).
+            let loaded = log.events.compactMap { e -> String? in if case .sourceLoaded(let url, _) = e { url } else { nil } }
+            #expect(loaded == [main.absoluteString, backup.absoluteString, main.absoluteString], "sources: \(loaded)")
+            let back = frames.filter { $0.wallTime > to + 3 }.map { $0.wallTime - Double(ast) - $0.pts }
+            #expect(back.count > 20 && back.allSatisfy { abs($0 - 3) < 0.020 }, "on main again: \(back.count) frames")
+        }
         print(String(format: "recovery%@: stalled at %.2f s for %.2f s, resumed %.2f s after %@", withBackup ? " (backup)" : "",
                      stall.at - now, stall.length, resumed - (withBackup ? stall.at : to), withBackup ? "the stall" : "the origin returned"))
     }

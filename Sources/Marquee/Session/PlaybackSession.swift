@@ -41,6 +41,7 @@ final class PlaybackSession: Sendable {
         var samples: [(mono: Double, frames: Int)] = []
         var firstFrameReported = false
         var fatal: PlayerError?
+        var lastTimeUpdate = -Double.infinity
     }
 
     /// Loads `source`, measures the server clock, picks the renditions, creates the core
@@ -117,7 +118,7 @@ final class PlaybackSession: Sendable {
         events.send(.timeOffsetChanged(milliseconds: clock.localClockDifferenceMs))
         for plan in plans {
             let r = plan.representation
-            events.send(.activeQualityChanged(Quality(kind: r.kind.rawValue, id: r.id, bandwidth: r.bandwidth, codecs: r.codecs, width: r.width, height: r.height)))
+            events.send(.activeQualityChanged(Quality(r)))
         }
     }
 
@@ -396,6 +397,14 @@ final class PlaybackSession: Sendable {
             default: nil
             }
         if shift.paused { newState = nil }
+        if status.state == .playing, let position = status.position, !shift.paused {
+            let due = monitor.withLock { m in
+                guard status.mono - m.lastTimeUpdate >= 1 else { return false }
+                m.lastTimeUpdate = status.mono
+                return true
+            }
+            if due { events.send(.timeUpdate(position)) }
+        }
         monitor.withLock { m in
             m.samples.append((status.mono, status.framesPresented))
             m.samples.removeAll { status.mono - $0.mono > 1.0 }
