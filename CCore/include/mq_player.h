@@ -47,6 +47,7 @@ typedef enum mq_overlay {
     MQ_OVERLAY_NONE = 0,      ///< Pictures only.
     MQ_OVERLAY_BUFFERING = 1, ///< A band at the bottom over the held/current picture (or poster).
     MQ_OVERLAY_SLATE = 2,     ///< A full-screen slate with a message; pictures are not shown.
+    MQ_OVERLAY_BLANK = 3,     ///< The display is off: black; pictures are consumed on the clock, unseen (audio plays on).
 } mq_overlay;
 
 typedef struct mq_player_config {
@@ -127,11 +128,12 @@ int mq_player_set_timeline(mq_player *p, double mono_anchor, double media_anchor
 
 /// Sets what a display output shows over or instead of pictures: `MQ_OVERLAY_BUFFERING`
 /// (a band with `message`, default "BUFFERING"), `MQ_OVERLAY_SLATE` (full screen, `message`,
-/// default "RECONNECTING..."; pictures keep playing on the clock, unseen), or
-/// `MQ_OVERLAY_NONE`. `message` is copied (127 bytes kept; NULL = the default). The video thread
-/// draws it within ~50 ms. Without an explicit overlay, the output itself shows the buffering
-/// band when no picture came for 1 s after the first one (the last picture stays under it).
-/// Outputs without a display ignore overlays.
+/// default "RECONNECTING..."; pictures keep playing on the clock, unseen), `MQ_OVERLAY_BLANK`
+/// (display off: black, pictures consumed on the clock without being presented — on every
+/// output, so `frames:` records none — while audio plays on), or `MQ_OVERLAY_NONE`. `message` is
+/// copied (127 bytes kept; NULL = the default). The video thread draws it within ~50 ms. Without
+/// an explicit overlay, the output itself shows the buffering band when no picture came for 1 s
+/// after the first one (the last picture stays under it). Outputs without a display draw nothing.
 int mq_player_set_overlay(mq_player *p, int32_t kind, const char *_Nullable message);
 
 /// Starts the audio and video threads.

@@ -400,7 +400,7 @@ int mq_player_start(mq_player *p)
 
 int mq_player_set_overlay(mq_player *p, int32_t kind, const char *message)
 {
-    if (!p || kind < MQ_OVERLAY_NONE || kind > MQ_OVERLAY_SLATE)
+    if (!p || kind < MQ_OVERLAY_NONE || kind > MQ_OVERLAY_BLANK)
         return MQ_ERR_INVALID_ARGUMENT;
     pthread_mutex_lock(&p->lock);
     p->overlay_req.kind = kind;

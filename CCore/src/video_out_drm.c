@@ -41,6 +41,8 @@ static int compose(mq_video_out *vo, int i)
     int ret = MQ_OK;
     if (vo->overlay.kind == MQ_OVERLAY_SLATE)
         mq_overlay_draw_slate(&c, vo->overlay.message);
+    else if (vo->overlay.kind == MQ_OVERLAY_BLANK)
+        mq_canvas_fill(&c, (mq_rect){0, 0, c.width, c.height}, 0);
     else if (p->held)
         ret = mq_scaler_draw(&p->video, p->held, vo->opts.fit, vo->opts.rotation, &c);
     else if (p->poster)

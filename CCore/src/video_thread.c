@@ -64,6 +64,16 @@ static void present_head(mq_player *p, const mq_vframe *head)
     mq_frame_queue_release(p->vq);
 }
 
+/// Takes the due picture off the queue without showing it (display off).
+static void consume_head(mq_player *p, const mq_vframe *head)
+{
+    mq_vframe v;
+    if (!mq_frame_queue_pop(p->vq, head->frame, &v))
+        return;
+    av_frame_free(&v.frame);
+    mq_frame_queue_release(p->vq);
+}
+
 /// The overlay the display should show: the one requested, else the buffering band when
 /// pictures stopped coming for a second while playing (the last picture stays under it).
 static mq_vo_overlay wanted_overlay(mq_player *p, double now)
@@ -87,9 +97,9 @@ static mq_vo_overlay wanted_overlay(mq_player *p, double now)
 static void refresh_output(mq_player *p, double now)
 {
     mq_video_out *vo = p->vo;
+    mq_vo_overlay want = wanted_overlay(p, now); // also for outputs without a display (BLANK)
     if (!vo->driver->refresh)
         return;
-    mq_vo_overlay want = wanted_overlay(p, now);
     bool changed = want.kind != vo->overlay.kind || strcmp(want.message, vo->overlay.message) != 0;
     vo->overlay = want;
     char what[200] = "";
@@ -132,7 +142,10 @@ static void video_step(mq_player *p)
         return;
     }
     if (head.pts <= clock) {
-        present_head(p, &head);
+        if (p->overlay_want.kind == MQ_OVERLAY_BLANK)
+            consume_head(p, &head); // the display is off: on the clock, unseen
+        else
+            present_head(p, &head);
         return;
     }
     double rate = mq_clock_rate(&p->clock);

@@ -38,6 +38,8 @@ public final class Player: Sendable {
         var scheduled: [TimedEvent] = []
         var volume: Double = 1
         var muted = false
+        var displayOff = false
+        var suspended = false
     }
 
     /// Validates `options`; throws ``PlayerError/Code-swift.struct/invalidOptions`` or
@@ -96,6 +98,7 @@ public final class Player: Sendable {
             let mixer = MixDirector(core: core, options: options.mixing, fetcher: fetcher, events: sink, logger: logger)
             let (volume, muted, scheduled) = inner.withLock { ($0.volume, $0.muted, $0.scheduled) }
             try? core.setVolume(volume, muted: muted)
+            if inner.withLock({ $0.displayOff }) { try? core.setOverlay(.blank) }
             mixer.insert(scheduled)
             Task { await mixer.prepare() }
             inner.withLock { $0.mixer = mixer }
@@ -333,12 +336,47 @@ public final class Player: Sendable {
         session.pausePresentation()
     }
 
-    /// Resumes after ``pause()`` (a no-op when not paused).
+    /// Resumes after ``pause()`` or ``suspend()`` (a no-op otherwise).
     public func resume() {
-        guard let session = inner.withLock({ $0.session }), session.isPaused else { return }
+        let (session, suspended) = inner.withLock { inner in
+            defer { inner.suspended = false }
+            return (inner.session, inner.suspended)
+        }
+        if suspended { displayOn() }
+        guard let session, session.isPaused else { return }
         session.resumePresentation()
         sink.send(.delayChanged(seconds: session.shift.delay))
     }
+
+    /// Device power state "standby": pauses (a live stream keeps being collected, as with
+    /// ``pause()``) and turns the picture off; ``resume()`` undoes both.
+    public func suspend() throws(PlayerError) {
+        try pause()
+        inner.withLock { $0.suspended = true }
+        displayOff()
+    }
+
+    /// Turns the picture off (black; on DRM the buffers stay, so turning it on is immediate)
+    /// while the sound plays on. Pictures keep being decoded on the clock, unseen.
+    public func displayOff() {
+        let core = inner.withLock { inner -> CoreHandle? in
+            inner.displayOff = true
+            return inner.core
+        }
+        try? core?.setOverlay(.blank)
+    }
+
+    /// Shows pictures again after ``displayOff()``.
+    public func displayOn() {
+        let core = inner.withLock { inner -> CoreHandle? in
+            inner.displayOff = false
+            return inner.core
+        }
+        try? core?.setOverlay(.none)
+    }
+
+    /// Whether ``displayOff()`` is in effect.
+    public var isDisplayOff: Bool { inner.withLock { $0.displayOff } }
 
     // MARK: audio
 

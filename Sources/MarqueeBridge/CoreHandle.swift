@@ -160,6 +160,8 @@ package final class CoreHandle: Sendable {
         case buffering(String?)
         /// A full-screen slate (`MQ_OVERLAY_SLATE`); nil message: "RECONNECTING...".
         case slate(String?)
+        /// `MQ_OVERLAY_BLANK`: the display is off (black); pictures are consumed unseen.
+        case blank
     }
 
     package func setOverlay(_ overlay: Overlay) throws(CoreError) {
@@ -168,6 +170,7 @@ package final class CoreHandle: Sendable {
             case .none: (Int32(MQ_OVERLAY_NONE.rawValue), nil)
             case .buffering(let m): (Int32(MQ_OVERLAY_BUFFERING.rawValue), m)
             case .slate(let m): (Int32(MQ_OVERLAY_SLATE.rawValue), m)
+            case .blank: (Int32(MQ_OVERLAY_BLANK.rawValue), nil)
             }
         try call { p in withOptionalCString(message) { mq_player_set_overlay(p, kind, $0) } }
     }

@@ -41,3 +41,43 @@ extension LivePlaybackTests {
         #expect(rms[rms.count - 36] > full * 0.7, "the fade began too early")
     }
 }
+
+/// Device power states: with the display off the pictures stop (none presented, frames.tsv)
+/// while the sound plays on without a gap (WAV); on again, pictures come back on the clock.
+extension LivePlaybackTests {
+    @Test func displayOffKeepsTheSoundAndDropsThePictures() async throws {
+        try #require(FileManager.default.fileExists(atPath: Self.generated.appendingPathComponent("manifest.mpd").path), "run scripts/make-assets")
+        let origin = try await Self.origin()
+        defer { Task { await origin.stop() } }
+        let dir = try Tools.tempDirectory("display")
+        let ast = Int(Date().timeIntervalSince1970) - 3600
+        let player = try Player(
+            options: PlayerOptions(
+                sources: [origin.manifestURL(asset: "generated", options: ["ast_\(ast)"])], audioOutput: .wav(dir.appendingPathComponent("out.wav").path),
+                videoOutput: .frames(dir.path)))
+        try await player.play()
+        try await Task.sleep(for: .seconds(2.5))
+        let offAt = Date().timeIntervalSince1970
+        player.displayOff()
+        #expect(player.isDisplayOff)
+        try await Task.sleep(for: .seconds(2))
+        let onAt = Date().timeIntervalSince1970
+        player.displayOn()
+        try await Task.sleep(for: .seconds(1.5))
+        await player.stop()
+
+        let frames = try FramesFile.read(dir.appendingPathComponent("frames.tsv"))
+        let during = frames.filter { $0.wallTime > offAt + 0.1 && $0.wallTime < onAt }
+        #expect(during.isEmpty, "\(during.count) pictures presented with the display off")
+        let after = frames.filter { $0.wallTime > onAt + 0.2 }
+        #expect(after.count > 25, "\(after.count) pictures after the display came back")
+        #expect(after.allSatisfy { abs($0.wallTime - Double(ast) - $0.pts - 3) < 0.02 }, "pictures back on the clock")
+        // The sound never stopped: the 440 Hz tone is continuous from its onset to the end.
+        let pcm = try PCM.wav(dir.appendingPathComponent("out.wav"))
+        let x = pcm.channel(0)
+        let start = try #require(pcm.firstSound())
+        let rms = ToneAnalysis.windowRMS(x[(start + 480)...], window: 480)
+        #expect(rms.dropLast().allSatisfy { $0 > 1000 }, "a gap in the sound: min 10 ms RMS \(rms.min() ?? 0)")
+        #expect(Double(x.count - start) / 48_000 > 5.5, "sound for \(Double(x.count - start) / 48_000) s")
+    }
+}

@@ -4,7 +4,8 @@ import Synchronization
 /// The compressed segments of a live session, kept so a user delay (time-shift) and a pause can
 /// go back up to ``maxDuration`` seconds without the network: every segment fetched is kept,
 /// the oldest leave first, bounded by duration and by bytes. Keyed by the core track and the
-/// segment's `$Number$`.
+/// segment's media time (`$Time$`, also computed for `$Number$` templates: unlike a number in a
+/// moving SegmentTimeline window, it names one segment for good).
 final class SegmentStore: Sendable {
     struct Entry: Sendable {
         var start: Double
@@ -14,12 +15,12 @@ final class SegmentStore: Sendable {
 
     private struct Key: Hashable {
         var track: Int32
-        var number: UInt64
+        var time: UInt64
     }
 
     private struct State {
         var entries: [Key: Entry] = [:]
-        /// Per track: numbers in order of arrival (oldest first).
+        /// Per track: media times in order (oldest first).
         var order: [Int32: [UInt64]] = [:]
         var bytes = 0
     }
@@ -34,15 +35,15 @@ final class SegmentStore: Sendable {
     }
 
     /// Keeps a complete segment.
-    func put(track: Int32, number: UInt64, start: Double, end: Double, bytes: ByteBuffer) {
+    func put(track: Int32, time: UInt64, start: Double, end: Double, bytes: ByteBuffer) {
         state.withLock { s in
-            let key = Key(track: track, number: number)
+            let key = Key(track: track, time: time)
             if let old = s.entries[key] {
                 s.bytes -= old.bytes.readableBytes
             } else {  // kept sorted: the collector and a delayed presenter may add out of order
-                var numbers = s.order[track] ?? []
-                numbers.insert(number, at: numbers.firstIndex { $0 > number } ?? numbers.endIndex)
-                s.order[track] = numbers
+                var times = s.order[track] ?? []
+                times.insert(time, at: times.firstIndex { $0 > time } ?? times.endIndex)
+                s.order[track] = times
             }
             s.entries[key] = Entry(start: start, end: end, bytes: bytes)
             s.bytes += bytes.readableBytes
@@ -51,18 +52,18 @@ final class SegmentStore: Sendable {
     }
 
     private static func evict(_ s: inout State, track: Int32, maxDuration: Double, maxBytes: Int) {
-        guard let newest = s.order[track]?.last.flatMap({ s.entries[Key(track: track, number: $0)] }) else { return }
-        while let oldest = s.order[track]?.first, let entry = s.entries[Key(track: track, number: oldest)],
+        guard let newest = s.order[track]?.last.flatMap({ s.entries[Key(track: track, time: $0)] }) else { return }
+        while let oldest = s.order[track]?.first, let entry = s.entries[Key(track: track, time: oldest)],
             newest.end - entry.start > maxDuration + (entry.end - entry.start) || s.bytes > maxBytes
         {
             s.order[track]!.removeFirst()
-            s.entries[Key(track: track, number: oldest)] = nil
+            s.entries[Key(track: track, time: oldest)] = nil
             s.bytes -= entry.bytes.readableBytes
         }
     }
 
-    func entry(track: Int32, number: UInt64) -> Entry? {
-        state.withLock { $0.entries[Key(track: track, number: number)] }
+    func entry(track: Int32, time: UInt64) -> Entry? {
+        state.withLock { $0.entries[Key(track: track, time: time)] }
     }
 
     /// The earliest presentation time from which every segment of `tracks` up to the newest is
@@ -71,14 +72,11 @@ final class SegmentStore: Sendable {
         state.withLock { s in
             var since = -Double.infinity
             for track in tracks {
-                guard let numbers = s.order[track], let last = numbers.last else { return nil }
-                var start = s.entries[Key(track: track, number: last)]!.start
-                var expected = last
-                for n in numbers.reversed() {
-                    guard n == expected, let e = s.entries[Key(track: track, number: n)] else { break }
+                guard let times = s.order[track], let last = times.last, let newest = s.entries[Key(track: track, time: last)] else { return nil }
+                var start = newest.start
+                for t in times.reversed().dropFirst() {  // back while each segment ends where the next starts
+                    guard let e = s.entries[Key(track: track, time: t)], abs(e.end - start) < 0.01 else { break }
                     start = e.start
-                    if n == 0 { break }
-                    expected = n - 1
                 }
                 since = max(since, start)
             }

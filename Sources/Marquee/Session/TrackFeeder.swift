@@ -141,7 +141,7 @@ struct TrackFeeder: Sendable {
                 let lead = max(3, 2 * (segment.end - segment.start))
                 while !Task.isCancelled, segment.start > wantedPosition() + lead { try? await Task.sleep(for: .milliseconds(100)) }
             }
-            if isLive, store?.entry(track: plan.coreTrack, number: segment.number) == nil, let available = timeline.availabilityStart(of: segment) {
+            if isLive, store?.entry(track: plan.coreTrack, time: segment.time) == nil, let available = timeline.availabilityStart(of: segment) {
                 let wait = available.timeIntervalSince(clock.now())
                 if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(wait * 1000) + 5)) }
             }
@@ -162,7 +162,7 @@ struct TrackFeeder: Sendable {
 
     /// Pushes `segment` from the store when it is kept there, else fetches it.
     private func obtain(_ segment: SegmentReference, initBytes: ByteBuffer) async -> Outcome {
-        guard let kept = store?.entry(track: plan.coreTrack, number: segment.number) else {
+        guard let kept = store?.entry(track: plan.coreTrack, time: segment.time) else {
             return await fetch(segment, initBytes: initBytes)
         }
         do { try push(kept.bytes) } catch { return .cancelled }
@@ -191,7 +191,7 @@ struct TrackFeeder: Sendable {
                 try? await Task.sleep(for: .milliseconds(500))
                 continue
             }
-            if store.entry(track: plan.coreTrack, number: segment.number) == nil {
+            if store.entry(track: plan.coreTrack, time: segment.time) == nil {
                 if let available = timeline.availabilityStart(of: segment) {
                     let wait = available.timeIntervalSince(clock.now())
                     if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(wait * 1000) + 5)) }
@@ -199,7 +199,7 @@ struct TrackFeeder: Sendable {
                 if Task.isCancelled { return }
                 do {
                     let result = try await fetcher.get(segment.url, timeout: .seconds(max(4, (segment.end - segment.start) * 3)))
-                    store.put(track: plan.coreTrack, number: segment.number, start: segment.start, end: segment.end, bytes: result.body)
+                    store.put(track: plan.coreTrack, time: segment.time, start: segment.start, end: segment.end, bytes: result.body)
                 } catch {
                     if error.code == .cancelled { return }
                     logger.debug("collector: segment missed", metadata: ["url": "\(segment.url)", "error": "\(error)"])
@@ -292,7 +292,7 @@ struct TrackFeeder: Sendable {
                     let boxes = chunk.withUnsafeReadableBytes { scanner.feed($0) }
                     if !boxes.isEmpty { inbandEvents(boxes, segment: segment) }
                 }
-                store?.put(track: plan.coreTrack, number: segment.number, start: segment.start, end: segment.end, bytes: whole)
+                store?.put(track: plan.coreTrack, time: segment.time, start: segment.start, end: segment.end, bytes: whole)
                 return .pushed
             } catch {
                 if error.code == .cancelled { return .cancelled }
