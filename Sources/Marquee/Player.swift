@@ -15,15 +15,18 @@ import Synchronization
 /// for await event in player.events { print(event) }
 /// ```
 public final class Player: Sendable {
-    public let options: PlayerOptions
+    /// The options in effect (see ``updateOptions(_:)``).
+    public var options: PlayerOptions { inner.withLock { $0.options } }
     /// Every change, in order (bounded; see ``PlayerEvents``).
     public let events: PlayerEvents
     private let sink: PlayerEvents.Sink
     private let logger: Logger
     private let fetcher: HTTPFetcher
-    private let inner = Mutex(Inner())
+    private let inner: Mutex<Inner>
 
     private struct Inner {
+        var options: PlayerOptions
+        var disposed = false
         var session: PlaybackSession?
         var task: Task<Void, Never>?
         var state: PlaybackState = .idle
@@ -45,7 +48,7 @@ public final class Player: Sendable {
     /// Validates `options`; throws ``PlayerError/Code-swift.struct/invalidOptions`` or
     /// ``PlayerError/Code-swift.struct/invalidOptionsSources`` when they cannot be used.
     public init(options: PlayerOptions, logger: Logger = Logger(label: "marquee.player")) throws(PlayerError) {
-        self.options = try options.validated()
+        inner = Mutex(Inner(options: try options.validated()))
         self.logger = logger
         (events, sink) = PlayerEvents.make()
         fetcher = HTTPFetcher(headers: options.httpHeaders.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
@@ -77,6 +80,8 @@ public final class Player: Sendable {
     /// Opens the outputs, loads the first source that plays and starts playback. Returns once
     /// media is being fetched; the first frame is reported by ``PlayerEvent/firstFrame(seconds:)``.
     public func play() async throws(PlayerError) {
+        if inner.withLock({ $0.disposed }) { throw PlayerError(.state, "play: the player was disposed") }
+        let options = self.options
         let already = inner.withLock { inner -> Bool in
             if inner.session != nil || inner.state == .loading { return true }
             inner.state = .loading
@@ -107,7 +112,7 @@ public final class Player: Sendable {
             let task = Task { await session.run() }
             let delays = (options.minRecoveryDelay, options.maxRecoveryDelay)
             let supervisor = Task { [weak self] in
-                var watch = StallWatch(policy: RecoveryPolicy(minDelay: delays.0, maxDelay: delays.1))
+                var watch = StallWatch(policy: RecoveryPolicy(minDelay: delays.0, maxDelay: delays.1), delays: delays)
                 while !Task.isCancelled {
                     try? await Task.sleep(for: .milliseconds(250))
                     guard let self, await self.superviseStep(&watch) else { return }  // held only for a step
@@ -183,15 +188,20 @@ public final class Player: Sendable {
         var played = false
         var recovering = false
         var lastMainProbe = Monotonic.now()
+        var delays: (min: Double, max: Double)
     }
 
     /// One step of stall recovery: reloads when nothing has been presented for the
     /// ``RecoveryPolicy``'s delay (``PlayerOptions/minRecoveryDelay`` doubling up to
     /// ``PlayerOptions/maxRecoveryDelay``). Returns `false` once there is nothing to watch.
     private func superviseStep(_ watch: inout StallWatch) async -> Bool {
-        let (session, task, core) = inner.withLock { ($0.session, $0.task, $0.core) }
+        let (session, task, core, options, displayOff) = inner.withLock { ($0.session, $0.task, $0.core, $0.options, $0.displayOff) }
         guard let core, let session else { return false }
         if session.state == .ended || session.state == .error { return false }  // on-demand end, output failure
+        if (options.minRecoveryDelay, options.maxRecoveryDelay) != watch.delays {  // updateOptions
+            watch.delays = (options.minRecoveryDelay, options.maxRecoveryDelay)
+            watch.policy = RecoveryPolicy(minDelay: options.minRecoveryDelay, maxDelay: options.maxRecoveryDelay)
+        }
         let now = Monotonic.now()
         if let status = core.status() {
             let count = status.framesPresented + status.audioFramesPlayed
@@ -205,6 +215,7 @@ public final class Player: Sendable {
         let stalled = (watch.played && now - watch.lastProgress > 0.5) || task == nil
         if !stalled && watch.recovering {
             watch.recovering = false
+            if !displayOff { try? core.setOverlay(.none) }
             sink.send(.recovered)
         }
         if !stalled, !watch.recovering, let main = options.sources.first, session.source != main,
@@ -220,6 +231,7 @@ public final class Player: Sendable {
         }
         guard watch.policy.update(now: now, stalled: stalled) else { return true }
         watch.recovering = true
+        if !displayOff { try? core.setOverlay(.slate(nil)) }  // "RECONNECTING..." over the held picture
         logger.notice("stalled: reloading", metadata: ["next_delay": "\(watch.policy.delay)"])
         sink.send(.recovering(nextDelay: watch.policy.delay))
         do {
@@ -416,6 +428,29 @@ public final class Player: Sendable {
             return inner.mixer
         }
         mixer?.insert([event])
+    }
+
+    /// Changes the options. What can change while playing does at once: the latency target,
+    /// mute, the recovery delays and the main-source retry interval; the sources take effect at
+    /// the next (re)load; outputs, fit, rotation, poster, decoders, headers, mixing and the
+    /// delay store at the next ``play()`` after ``stop()``. Throws what ``init(options:logger:)``
+    /// throws for invalid options (nothing changes then).
+    public func updateOptions(_ new: PlayerOptions) throws(PlayerError) {
+        let validated = try new.validated()
+        let old = inner.withLock { inner in
+            defer { inner.options = validated }
+            return inner.options
+        }
+        if validated.targetLatency != old.targetLatency, validated.targetLatency > 0 { try setTargetLatency(validated.targetLatency) }
+        if validated.muted != old.muted { try setVolume(muted: validated.muted) }
+    }
+
+    /// Stops and releases everything for good: the event sequence finishes, and ``play()``
+    /// throws ``PlayerError/Code-swift.struct/state`` afterwards.
+    public func dispose() async {
+        await stop()
+        inner.withLock { $0.disposed = true }
+        sink.finish()
     }
 
     /// Stops playback and closes the outputs (the WAV file and frames.tsv are complete after it);

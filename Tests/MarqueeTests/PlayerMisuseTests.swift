@@ -63,4 +63,23 @@ import Testing
         player.resume()  // not paused: nothing
         #expect(player.streamType == .unknown && player.currentSrc == nil && player.qualities.isEmpty)
     }
+
+    @Test func updateOptionsAndDispose() async throws {
+        let player = try Player(options: PlayerOptions(sources: [url]))
+        var bad = player.options
+        bad.targetLatency = -3
+        #expect(code { try player.updateOptions(bad) } == .invalidOptions)
+        #expect(player.options.targetLatency == 3)  // unchanged
+        var good = player.options
+        good.targetLatency = 5
+        good.muted = true
+        good.minRecoveryDelay = 2
+        #expect(code { try player.updateOptions(good) } == nil)
+        #expect(player.options.targetLatency == 5 && player.options.minRecoveryDelay == 2 && player.muted)
+        await player.dispose()
+        await #expect(throws: PlayerError.self) { try await player.play() }
+        var count = 0
+        for await _ in player.events { count += 1 }  // finished: the loop ends
+        #expect(count >= 0)
+    }
 }
