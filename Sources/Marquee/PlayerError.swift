@@ -26,6 +26,11 @@ public struct PlayerError: Error, Hashable, Sendable, CustomStringConvertible {
         /// The call is not valid now (e.g. `play()` after `dispose()`).
         public static let state = Code(.state)
 
+        /// The SDK's name for ``invalidOptions`` (`createPlayer(options:)`).
+        public static let invalidPlayerOptions = invalidOptions
+        /// The SDK's name for ``invalidOptionsSources``.
+        public static let invalidPlayerOptionsSources = invalidOptionsSources
+
         public var description: String { base.rawValue }
     }
 

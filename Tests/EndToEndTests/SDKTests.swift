@@ -219,4 +219,37 @@ extension LivePlaybackTests {
         print(String(format: "recovery%@: stalled at %.2f s for %.2f s, resumed %.2f s after %@", withBackup ? " (backup)" : "",
                      stall.at - now, stall.length, resumed - (withBackup ? stall.at : to), withBackup ? "the stall" : "the origin returned"))
     }
+
+    /// The main origin hangs (accepts, never answers): the stall is caught the same way, the
+    /// reload gives up on the main manifest after its 10 s timeout and plays the backup.
+    @Test func hungMainSourceSwitchesToTheBackup() async throws {
+        let origin = try await Self.origin()
+        defer { Task { await origin.stop() } }
+        let now = Date().timeIntervalSince1970
+        let ast = Int(now) - 3600
+        let main = origin.manifestURL(asset: "generated", options: ["ast_\(ast)", String(format: "hang_%.3f-%.3f", now + 4, now + 1000)])
+        let backup = origin.manifestURL(asset: "generated", options: ["ast_\(ast)"])
+        let dir = try Tools.tempDirectory("hang")
+        var options = PlayerOptions(sources: [main, backup], videoOutput: .frames(dir.path))
+        options.minRecoveryDelay = 1
+        options.maxRecoveryDelay = 2
+        let player = try Player(options: options)
+        let log = EventLog()
+        let listener = Task { for await e in player.events { log.append(e) } }
+        try await player.play()
+        try await Task.sleep(for: .seconds(21))
+        let source = player.currentSrc
+        await player.stop()
+        listener.cancel()
+        #expect(source == backup, "playing \(source?.absoluteString ?? "nothing")")
+        let frames = try FramesFile.read(dir.appendingPathComponent("frames.tsv"))
+        let gaps = zip(frames, frames.dropFirst()).map { (at: $0.wallTime, length: $1.wallTime - $0.wallTime) }
+        let stall = try #require(gaps.max { $0.length < $1.length })
+        // Stalled after the hang began; back within the recovery delay + the 10 s manifest
+        // timeout + a start-up.
+        #expect(stall.at >= now + 4 - 0.1 && stall.length < 0.5 + 1 + 10 + 2.5, "stall at \(stall.at - now) s for \(stall.length) s")
+        let after = frames.filter { $0.wallTime > stall.at + stall.length + 0.5 }.map { $0.wallTime - Double(ast) - $0.pts }
+        #expect(after.count > 20 && after.allSatisfy { abs($0 - 3) < 0.020 }, "\(after.count) frames on the backup")
+        print(String(format: "hang: stalled at %.2f s for %.2f s, playing the backup", stall.at - now, stall.length))
+    }
 }

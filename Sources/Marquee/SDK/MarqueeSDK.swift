@@ -39,6 +39,13 @@ public struct MarqueeSDKError: Error, Sendable, Hashable, CustomStringConvertibl
 /// config (``MarqueeConfig``) on the config server, fetched once by ``initialize(streamId:configURL:httpHeaders:)``
 /// and kept fresh by a ``RemoteConfig``.
 public enum MarqueeSDK {
+    /// Creates a player: the SDK's spelling of ``Player/init(options:logger:)``. Throws
+    /// ``PlayerError/Code-swift.struct/invalidPlayerOptions`` or
+    /// ``PlayerError/Code-swift.struct/invalidPlayerOptionsSources`` for options that cannot be used.
+    public static func createPlayer(options: PlayerOptions, logger: Logger = Logger(label: "marquee.player")) throws(PlayerError) -> Player {
+        try Player(options: options, logger: logger)
+    }
+
     /// Where configs live unless told otherwise; `{streamId}` is replaced by the
     /// percent-encoded stream id.
     public static let defaultConfigURLTemplate = "https://config.marquee.live/streams/{streamId}.json"

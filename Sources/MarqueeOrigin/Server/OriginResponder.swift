@@ -25,6 +25,8 @@ struct OriginResponder: Sendable {
         /// `ETag` and `Last-Modified` of a static file (conditional requests).
         var etag: String?
         var lastModified: String?
+        /// A hung server (`hang_`): nothing is sent until this origin-clock time.
+        var hangUntil: Double?
 
         init(_ status: HTTPResponse.Status, _ text: String = "", clock: OriginClock = OriginClock()) {
             self.status = status
@@ -55,6 +57,10 @@ struct OriginResponder: Sendable {
             case "static": reply = staticFile(Array(components.dropFirst()), ifNoneMatch: request.headers[.ifNoneMatch])
             default: reply = Reply(.notFound, "no such resource: \(path) (try /live/<options>/<asset>/<manifest>, /time/xsdate, /static/<file>)")
             }
+        }
+        if let until = reply.hangUntil {  // the client gives up first (or gets a late 503)
+            let wait = min(3600, until - reply.clock.now())
+            if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(wait * 1000))) }
         }
         var headers = HTTPFields()
         headers[.contentType] = reply.contentType
@@ -109,6 +115,11 @@ struct OriginResponder: Sendable {
             index += 1
         }
         let clock = OriginClock(offset: options.timeOffset)
+        if let hang = options.hang, hang.contains(clock.now()) {
+            var reply = Reply(.serviceUnavailable, "hung until \(LiveOptions.format(hang.upperBound)) (hang_ option)", clock: clock)
+            reply.hangUntil = hang.upperBound
+            return reply
+        }
         if let outage = options.outage, outage.contains(clock.now()) {
             return Reply(.serviceUnavailable, "outage until \(LiveOptions.format(outage.upperBound)) (outage_ option)", clock: clock)
         }
