@@ -1,0 +1,144 @@
+import Foundation
+import Testing
+
+@testable import MarqueeStreaming
+
+@Suite struct HLSParserTests {
+    let base = URL(string: "http://origin.test/live/stream/master.m3u8")!
+
+    func media(_ text: String) throws -> HLSMediaPlaylist {
+        guard case .media(let p) = try HLSPlaylist.parse(text, url: base) else { throw ManifestError(.notAManifest, "not a media playlist") }
+        return p
+    }
+
+    @Test func multivariantWithAudioRenditions() throws {
+        let text = """
+            #EXTM3U
+            #EXT-X-INDEPENDENT-SEGMENTS
+            #EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID="aac",NAME="English, main",LANGUAGE="en",DEFAULT=YES,AUTOSELECT=YES,URI="audio/en.m3u8"
+            #EXT-X-STREAM-INF:BANDWIDTH=2800000,AVERAGE-BANDWIDTH=2500000,CODECS="avc1.64001f,mp4a.40.2",RESOLUTION=1280x720,FRAME-RATE=30.000,AUDIO="aac"
+            v720/index.m3u8
+            #EXT-X-STREAM-INF:BANDWIDTH=800000,RESOLUTION=640x360,AUDIO="aac"
+            http://cdn.test/v360/index.m3u8
+            """
+        guard case .multivariant(let m) = try HLSPlaylist.parse(text, url: base) else {
+            Issue.record("not multivariant")
+            return
+        }
+        #expect(m.independentSegments)
+        #expect(m.variants.count == 2)
+        #expect(m.variants[0].uri.absoluteString == "http://origin.test/live/stream/v720/index.m3u8")
+        #expect(m.variants[0].bandwidth == 2_800_000 && m.variants[0].averageBandwidth == 2_500_000)
+        #expect(m.variants[0].codecs == "avc1.64001f,mp4a.40.2")  // a quoted value keeps its comma
+        #expect(m.variants[0].width == 1280 && m.variants[0].height == 720 && m.variants[0].frameRate == 30)
+        #expect(m.variants[1].uri.absoluteString == "http://cdn.test/v360/index.m3u8" && m.variants[1].audioGroup == "aac")
+        #expect(m.renditions == [HLSRendition(kind: .audio, groupID: "aac", name: "English, main", language: "en", isDefault: true, autoselect: true,
+                                              uri: URL(string: "http://origin.test/live/stream/audio/en.m3u8"))])
+    }
+
+    @Test func liveMediaPlaylistWithEverything() throws {
+        let cue = SpliceInfo.spliceInsertSection(eventID: 7, outOfNetwork: true, duration: 30)
+        let hex = "0x" + cue.map { String(format: "%02X", $0) }.joined()
+        let p = try media("""
+            #EXTM3U
+            #EXT-X-VERSION:7
+            #EXT-X-TARGETDURATION:2
+            #EXT-X-MEDIA-SEQUENCE:100
+            #EXT-X-DISCONTINUITY-SEQUENCE:3
+            #EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=1.0,HOLD-BACK=6
+            #EXT-X-PART-INF:PART-TARGET=0.2
+            #EXT-X-MAP:URI="init.mp4"
+            #EXT-X-KEY:METHOD=AES-128,URI="key.bin",IV=0x000102030405060708090A0B0C0D0E0F
+            #EXT-X-PROGRAM-DATE-TIME:2026-11-22T10:00:00.000Z
+            #EXTINF:2.000,first
+            s100.m4s
+            #EXT-X-DATERANGE:ID="ad-7",CLASS="com.example.ad",START-DATE="2026-11-22T10:00:02Z",PLANNED-DURATION=30,SCTE35-OUT=\(hex),X-AD-ID="abc"
+            #EXT-X-CUE-OUT:30
+            #EXT-X-BYTERANGE:1000@0
+            #EXTINF:2.0,
+            big.m4s
+            #EXT-X-BYTERANGE:500
+            #EXTINF:1.5,
+            big.m4s
+            #EXT-X-DISCONTINUITY
+            #EXT-X-KEY:METHOD=NONE
+            #EXT-X-CUE-IN
+            #EXTINF:2,
+            s103.m4s
+            #EXT-X-PART:DURATION=0.2,URI="s104.p0.m4s",INDEPENDENT=YES
+            #EXT-X-PART:DURATION=0.2,URI="s104.p1.m4s"
+            #EXT-X-PRELOAD-HINT:TYPE=PART,URI="s104.p2.m4s"
+            """)
+        #expect(p.version == 7 && p.targetDuration == 2 && p.mediaSequence == 100 && p.isLive)
+        #expect(p.canBlockReload && p.partHoldBack == 1.0 && p.holdBack == 6 && p.partTarget == 0.2)
+        #expect(p.segments.map(\.sequence) == [100, 101, 102, 103])
+        #expect(p.segments.map(\.discontinuitySequence) == [3, 3, 3, 4] && p.segments[3].discontinuity)
+        #expect(p.segments[0].title == "first" && p.segments[1].title == nil)
+        #expect(p.segments.allSatisfy { $0.map?.uri.lastPathComponent == "init.mp4" })
+        #expect(p.segments[0].key?.method == .aes128 && p.segments[0].key?.iv == Array(0...15))
+        #expect(p.segments[2].key != nil && p.segments[3].key == nil)
+        #expect(p.segments[1].byteRange == HLSByteRange(length: 1000, offset: 0))
+        #expect(p.segments[2].byteRange == HLSByteRange(length: 500, offset: 1000))  // continues the previous range
+        let start = XSDateTime.date("2026-11-22T10:00:00Z")!
+        #expect(p.segments.map { $0.programDateTime?.timeIntervalSince(start) } == [0, 2, 4, 5.5])  // carried forward
+        #expect(p.segments[1].cueOut && p.segments[1].cueOutDuration == 30 && p.segments[3].cueIn)
+        let range = try #require(p.dateRanges.first)
+        #expect(range.id == "ad-7" && range.plannedDuration == 30 && range.clientAttributes == ["X-AD-ID": "abc"])
+        #expect(try SpliceInfo(bytes: range.scte35Out!).command == .spliceInsert(.init(eventID: 7, cancelled: false, outOfNetwork: true, breakDuration: 30)))
+        #expect(p.pendingParts.map(\.uri.lastPathComponent) == ["s104.p0.m4s", "s104.p1.m4s"] && p.pendingParts[0].independent)
+        #expect(p.preloadHint?.lastPathComponent == "s104.p2.m4s")
+        #expect(p.nextSequence == 104 && abs(p.totalDuration - 7.5) < 1e-9)
+    }
+
+    @Test func vodAndEventPlaylists() throws {
+        let vod = try media("#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXT-X-PLAYLIST-TYPE:VOD\n#EXTINF:4,\na.ts\n#EXTINF:3.2,\nb.ts\n#EXT-X-ENDLIST\n")
+        #expect(vod.playlistType == .vod && vod.endList && !vod.isLive && vod.segments.count == 2)
+        let event = try media("#EXTM3U\r\n#EXT-X-TARGETDURATION:4\r\n#EXT-X-PLAYLIST-TYPE:EVENT\r\n#EXTINF:4,\r\na.ts\r\n")
+        #expect(event.playlistType == .event && event.isLive && event.segments.first?.uri.lastPathComponent == "a.ts")
+    }
+
+    @Test func badPlaylistsAreTypedErrorsWithTheLine() {
+        let cases: [(String, String)] = [
+            ("#EXTM4U\n", "not an HLS playlist"),
+            ("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:abc,\na.ts\n", "line 3"),
+            ("#EXTM3U\n#EXT-X-TARGETDURATION:2\na.ts\n", "without #EXTINF"),
+            ("#EXTM3U\n#EXT-X-STREAM-INF:RESOLUTION=1x1\nv.m3u8\n", "BANDWIDTH"),
+            ("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-KEY:METHOD=ROT13,URI=\"k\"\n", "METHOD"),
+            ("#EXTM3U\n#EXT-X-MAP:URI=\"init.mp4\n", "unterminated"),
+            ("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-BYTERANGE:100\n#EXTINF:2,\na.ts\n", "previous range"),
+            ("#EXTM3U\n#EXTINF:2,\na.ts\n", "TARGETDURATION"),
+        ]
+        for (text, expected) in cases {
+            do {
+                _ = try HLSPlaylist.parse(text, url: base)
+                Issue.record("accepted: \(text)")
+            } catch {
+                #expect(error.message.contains(expected), "\(error.message) (wanted \(expected))")
+            }
+        }
+    }
+
+    /// ffmpeg's own HLS output (fMP4 and MPEG-TS) parses, segment for segment.
+    @Test(arguments: ["fmp4", "mpegts"])
+    func ffmpegsPlaylistsParse(type: String) throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let ffmpeg = Process()
+        ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        ffmpeg.arguments = [
+            "ffmpeg", "-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25:duration=6", "-f", "lavfi", "-i",
+            "sine=f=440:duration=6", "-c:v", "libx264", "-g", "25", "-c:a", "aac", "-f", "hls", "-hls_time", "2", "-hls_playlist_type", "vod",
+            "-hls_segment_type", type, "-hls_flags", "program_date_time", dir.appendingPathComponent("index.m3u8").path,
+        ]
+        try ffmpeg.run()
+        ffmpeg.waitUntilExit()
+        try #require(ffmpeg.terminationStatus == 0)
+        let url = dir.appendingPathComponent("index.m3u8")
+        let p = try media(String(contentsOf: url, encoding: .utf8))
+        #expect(p.endList && p.playlistType == .vod && p.segments.count == 3)
+        #expect(abs(p.totalDuration - 6) < 0.1)
+        #expect(p.segments.allSatisfy { $0.programDateTime != nil })
+        #expect((type == "fmp4") == (p.segments.first?.map != nil))
+    }
+}
