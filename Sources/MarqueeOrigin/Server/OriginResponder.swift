@@ -127,6 +127,18 @@ struct OriginResponder: Sendable {
             return Reply(.notFound, "no asset in the URL (assets: \(assets.keys.sorted().joined(separator: ", ")))", clock: clock)
         }
         let rest = Array(components[(index + 1)...])
+        if rest.count == 1, rest[0].hasSuffix(".m3u8") {  // the same live stream as HLS
+            let writer = LiveHLSWriter(asset: asset, options: options)
+            let text: String
+            if rest[0] == LiveHLSWriter.masterName {
+                text = writer.master()
+            } else if let rep = asset.representation(id: String(rest[0].dropLast(5))) {
+                text = writer.media(rep, now: clock.now())
+            } else {
+                return Reply(.notFound, "no HLS playlist \"\(rest[0])\" in asset \"\(asset.name)\" (master.m3u8, <representation>.m3u8)", clock: clock)
+            }
+            return Reply(bytes: Array(text.utf8), contentType: "application/vnd.apple.mpegurl", clock: clock)
+        }
         if rest.count == 1 {
             guard rest[0] == asset.manifestName else {
                 return Reply(.notFound, "asset \"\(asset.name)\" has the manifest \"\(asset.manifestName)\", not \"\(rest[0])\"", clock: clock)

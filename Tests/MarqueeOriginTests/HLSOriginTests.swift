@@ -1,0 +1,48 @@
+import Foundation
+import MarqueeStreaming
+import Testing
+
+@testable import MarqueeOrigin
+
+/// The origin's live HLS: the same live timeline as its DASH, read with our own HLS parser.
+@Suite("Live origin as HLS")
+struct HLSOriginTests {
+    @Test("master and media playlists: a sliding window of complete segments on the live timeline")
+    func liveHLS() async throws {
+        let origin = try await SharedOrigin.shared.get()
+        let base = origin.manifestURL(asset: "generated", options: ["tsbd_20"]).deletingLastPathComponent()
+        let masterURL = base.appendingPathComponent("master.m3u8")
+        let master = try await fetch(masterURL)
+        #expect(master.status == 200)
+        #expect(master.headers["content-type"].first == "application/vnd.apple.mpegurl")
+        guard case .multivariant(let m) = try HLSPlaylist.parse(String(decoding: master.body, as: UTF8.self), url: masterURL) else {
+            Issue.record("not a multivariant playlist")
+            return
+        }
+        #expect(m.variants.count == 1 && m.variants[0].width == 1280 && m.variants[0].audioGroup == "audio")
+        #expect(m.renditions.count == 1 && m.renditions[0].kind == .audio)
+        for url in [m.variants[0].uri, m.renditions[0].uri!] {
+            let fetchedAt = now()
+            let text = String(decoding: try await fetch(url).body, as: UTF8.self)
+            guard case .media(let p) = try HLSPlaylist.parse(text, url: url) else {
+                Issue.record("\(url) is not a media playlist")
+                continue
+            }
+            #expect(p.isLive && p.targetDuration == 2)
+            // 20 s window of 2 s segments, every one complete and no older than the window.
+            #expect((9...10).contains(p.segments.count), "\(p.segments.count) segments")
+            let last = try #require(p.segments.last), first = try #require(p.segments.first)
+            let lastEnd = last.programDateTime!.timeIntervalSince1970 + last.duration
+            #expect(lastEnd <= fetchedAt + 0.01 && lastEnd > fetchedAt - 2.1, "live edge \(lastEnd - fetchedAt) s from now")
+            // Media sequence = $Number$ = PDT / 2 s (AST 0): the DASH and HLS timelines agree.
+            #expect(p.mediaSequence == first.sequence && first.sequence == UInt64((first.programDateTime!.timeIntervalSince1970 / 2).rounded()))
+            #expect(first.map?.uri.lastPathComponent == "init.mp4")
+            let segment = try await fetch(last.uri)
+            #expect(segment.status == 200)
+            let tfdt = try firstDecodeTime(segment.body)
+            let timescale: Double = url.lastPathComponent == "0.m3u8" ? 15360 : 48000
+            #expect(abs(Double(tfdt.value) / timescale - last.programDateTime!.timeIntervalSince1970) < 0.001)
+        }
+        #expect(try await fetch(base.appendingPathComponent("nope.m3u8")).status == 404)
+    }
+}
