@@ -170,6 +170,8 @@ public struct SegmentTemplate: Sendable, Equatable {
     public var availabilityTimeOffset: Double = 0
     public var availabilityTimeComplete: Bool = true
     public var timeline: [SegmentTimelineEntry]?
+    /// HLS: the URL of each segment by its number (media sequence), where a template has none.
+    public var segmentURLs: [UInt64: URL]?
 
     public init() {}
 }

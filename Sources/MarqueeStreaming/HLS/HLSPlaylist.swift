@@ -8,6 +8,9 @@ public enum HLSPlaylist: Sendable, Equatable {
 
     /// Parses playlist text; `url` resolves relative URIs. Throws ``ManifestError`` with the line
     /// number of what cannot be used.
+    /// Playlists bigger than this are refused.
+    public static let maxBytes = HLSParser.maxBytes
+
     public static func parse(_ text: String, url: URL) throws(ManifestError) -> HLSPlaylist {
         try HLSParser(text: text, url: url).parse()
     }

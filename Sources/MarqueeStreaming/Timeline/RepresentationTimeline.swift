@@ -203,8 +203,13 @@ public struct RepresentationTimeline: Sendable {
     private func reference(_ e: (number: UInt64, time: UInt64, duration: UInt64)) -> SegmentReference {
         let ts = Double(template.timescale)
         let start = periodStart + (Double(e.time) - Double(template.presentationTimeOffset)) / ts
-        let path = expand(template.media ?? "", number: e.number, time: e.time)
-        let url = URL(string: path, relativeTo: baseURL)?.absoluteURL ?? baseURL
+        let url: URL
+        if let listed = template.segmentURLs?[e.number] {
+            url = listed
+        } else {
+            let path = expand(template.media ?? "", number: e.number, time: e.time)
+            url = URL(string: path, relativeTo: baseURL)?.absoluteURL ?? baseURL
+        }
         return SegmentReference(number: e.number, time: e.time, duration: e.duration, timescale: template.timescale, start: start, url: url)
     }
 

@@ -1,0 +1,100 @@
+import Foundation
+
+/// Plays HLS through the same session as DASH: a live media playlist pair (a variant and its
+/// audio rendition) becomes the presentation model of a dynamic MPD whose SegmentTimeline is
+/// the playlists' segments placed by their `EXT-X-PROGRAM-DATE-TIME` (milliseconds since 1970,
+/// availabilityStartTime 1970), each with its own URL. Presentation time is then wall-clock
+/// time of the encoder, so the latency target, the server clock and the controller work as for
+/// DASH. A VOD/EVENT-complete playlist becomes a static presentation from 0.
+///
+/// Assumes the media time in the segments (`tfdt`) is the program date-time (as with our
+/// origin and encoders that stamp UTC); other streams need a measured offset (not yet).
+public enum HLSPresentation {
+    /// The multivariant choice: the highest-bandwidth variant (ABR comes later) and the default
+    /// audio rendition of its group, as media playlist URLs (audio nil: muxed in the variant).
+    public static func choose(_ master: HLSMultivariantPlaylist) -> (video: HLSVariant, audio: URL?)? {
+        guard let variant = master.variants.max(by: { $0.bandwidth < $1.bandwidth }) else { return nil }
+        let group = master.renditions.filter { $0.kind == .audio && $0.groupID == variant.audioGroup }
+        let audio = (group.first { $0.isDefault } ?? group.first)?.uri
+        return (variant, audio)
+    }
+
+    /// The presentation of media playlists (video first). `variant` gives bandwidth, codecs and
+    /// size when known.
+    public static func mpd(video: HLSMediaPlaylist?, audio: HLSMediaPlaylist?, variant: HLSVariant?) throws(ManifestError) -> MPD {
+        let playlists = [video, audio].compactMap { $0 }
+        guard let first = playlists.first else { throw ManifestError(.noPlayableContent, "no media playlist") }
+        var mpd = MPD()
+        let live = playlists.contains { $0.isLive }
+        mpd.type = live ? .dynamic : .static
+        let target = playlists.map(\.targetDuration).max() ?? first.targetDuration
+        mpd.maxSegmentDuration = target
+        mpd.minBufferTime = target
+        if live {
+            mpd.availabilityStartTime = Date(timeIntervalSince1970: 0)
+            mpd.minimumUpdatePeriod = target
+            mpd.timeShiftBufferDepth = playlists.map(\.totalDuration).min()
+        } else {
+            mpd.mediaPresentationDuration = playlists.map(\.totalDuration).max()
+        }
+        var period = Period()
+        period.start = 0
+        for (index, playlist) in [video, audio].enumerated() {
+            guard let playlist else { continue }
+            let videoCodec = variant?.codecs.map { c in ["avc", "hvc", "hev", "av01", "vp09"].contains { c.contains($0) } } ?? true
+            let kind: MediaKind = index == 0 && (variant?.height != nil || videoCodec) ? .video : .audio
+            period.adaptationSets.append(try adaptationSet(playlist, kind: kind, id: index == 0 ? "hls-video" : "hls-audio", variant: index == 0 ? variant : nil, live: live))
+        }
+        mpd.periods = [period]
+        return mpd
+    }
+
+    private static func adaptationSet(
+        _ playlist: HLSMediaPlaylist, kind: MediaKind, id: String, variant: HLSVariant?, live: Bool
+    ) throws(ManifestError) -> AdaptationSet {
+        guard let map = playlist.segments.first?.map else {
+            throw ManifestError(.noPlayableContent, "HLS media playlist without EXT-X-MAP: MPEG-TS segments are not played yet")
+        }
+        var template = SegmentTemplate()
+        template.timescale = 1000
+        template.initialization = map.uri.absoluteString
+        template.media = "$Number$"  // unused: every segment has its URL
+        template.startNumber = playlist.segments.first?.sequence ?? playlist.mediaSequence
+        var entries: [SegmentTimelineEntry] = []
+        var urls: [UInt64: URL] = [:]
+        var clock = 0.0
+        for (i, segment) in playlist.segments.enumerated() {
+            let start: Double
+            if live {
+                guard let date = segment.programDateTime else {
+                    throw ManifestError(.noPlayableContent, "live HLS without EXT-X-PROGRAM-DATE-TIME cannot be placed on the clock")
+                }
+                start = date.timeIntervalSince1970
+            } else {
+                start = clock
+            }
+            let next = i + 1 < playlist.segments.count && live ? playlist.segments[i + 1].programDateTime?.timeIntervalSince1970 : nil
+            let t = UInt64((start * 1000).rounded())
+            let end = next.map { UInt64(($0 * 1000).rounded()) } ?? t + UInt64((segment.duration * 1000).rounded())
+            entries.append(SegmentTimelineEntry(t: t, n: segment.sequence, d: max(1, end - t)))
+            urls[segment.sequence] = segment.uri
+            clock += segment.duration
+        }
+        template.timeline = entries
+        template.segmentURLs = urls
+        var rep = Representation(id: id, bandwidth: variant?.bandwidth ?? 128_000)
+        rep.codecs = variant?.codecs
+        rep.width = variant?.width
+        rep.height = variant?.height
+        rep.frameRate = variant?.frameRate
+        rep.kind = kind
+        rep.mimeType = kind == .video ? "video/mp4" : "audio/mp4"
+        rep.segmentTemplate = template
+        var set = AdaptationSet()
+        set.id = id
+        set.contentType = kind.rawValue
+        set.mimeType = rep.mimeType
+        set.representations = [rep]
+        return set
+    }
+}
