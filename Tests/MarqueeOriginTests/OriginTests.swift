@@ -247,7 +247,8 @@ struct OriginTests {
         let clock = await ClockSync(fetcher: HTTPFetcher(), logger: logger).synchronize(timings: mpd.utcTimings)
         #expect(clock.source.hasPrefix("sntp 127.0.0.1:"), "measured by \(clock.source)")
         let truth = Monotonic.realtime() - Monotonic.now()  // the origin runs on this machine's clock
-        #expect(abs(clock.offset - truth) < 0.002, "SNTP offset off by \((clock.offset - truth) * 1000) ms")
+        // 5 ms: the suite runs in parallel with real-time players on a 2-core box (alone: < 0.5 ms).
+        #expect(abs(clock.offset - truth) < 0.005, "SNTP offset off by \((clock.offset - truth) * 1000) ms")
         #expect((clock.roundTrip ?? 1) < 0.05)
         // Nothing listens there: no answer, no clock.
         #expect(await SNTP.sample(host: "127.0.0.1", port: 9, timeout: .milliseconds(300)) == nil)

@@ -126,7 +126,16 @@ struct TrackFeeder: Sendable {
                 next = lastEnd.map { timeline.segment(containing: $0 + 1e-6) } ?? timeline.segment(containing: wantedPosition())
                 if next == nil || (lastEnd != nil && next!.start < lastEnd! - 1e-6) {
                     next = nil
-                    try? await Task.sleep(for: .milliseconds(Int(min(2, max(0.2, segmentDuration(timeline) / 2)) * 1000)))
+                    // The next segment is listed once it is complete: at the end of the last one
+                    // plus a segment, on the server clock. Reload just after that (not on a fixed
+                    // cadence, which would eat the margin the latency target leaves).
+                    let duration = segmentDuration(timeline)
+                    var wait = min(2, max(0.2, duration / 2))
+                    if let lastEnd, let ast = timeline.availabilityStartTime {
+                        let expected = ast.addingTimeInterval(lastEnd + duration).timeIntervalSince(clock.now())
+                        wait = min(2, max(0.05, expected + 0.03))
+                    }
+                    try? await Task.sleep(for: .milliseconds(Int(wait * 1000)))
                 }
                 continue
             }
@@ -232,7 +241,7 @@ struct TrackFeeder: Sendable {
     }
 
     private func reloadedTimeline(after lastEnd: Double?) async -> RepresentationTimeline? {
-        let (mpd, error) = await manifest.refreshed(maxAge: 0.5)
+        let (mpd, error) = await manifest.refreshed(maxAge: 0.2)
         if let error { events.send(.error(error, fatal: false)) }
         if let mpd { onEvents(nil, mpd) }  // its EventStreams (repeats are ignored)
         guard let mpd, mpd.periods.indices.contains(plan.periodIndex) else { return nil }
