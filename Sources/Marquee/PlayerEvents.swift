@@ -61,6 +61,10 @@ public enum PlayerEvent: Sendable, Hashable {
     case volumeChanged(volume: Double, muted: Bool)
     /// The presented position, once a second while playing (seconds).
     case timeUpdate(Double)
+    /// ``Player/seek(to:)`` moved presentation to this presentation time.
+    case seeked(to: Double)
+    /// A seek asked for a time outside the seekable window; it went to the window's edge.
+    case seekClamped(requested: Double, to: Double)
     /// The user delay in effect changed (``Player/setDelay(_:)``, ``Player/resume()``), seconds.
     case delayChanged(seconds: Double)
     /// The presented stream reached a broadcaster mute (or a jump moved into one)…

@@ -223,7 +223,7 @@ struct PlaybackRunner {
             case .adStarted(let ad): status.log(String(format: "ad break %.1f s", ad.end - ad.start))
             case .adFinished: status.log("ad break over")
             case .delayChanged(let seconds): status.log(String(format: "delay %.1f s", seconds))
-            case .stateChanged, .playbackRateChanged, .volumeChanged, .timeUpdate:
+            case .stateChanged, .playbackRateChanged, .volumeChanged, .timeUpdate, .seeked, .seekClamped:
                 break
             }
         }

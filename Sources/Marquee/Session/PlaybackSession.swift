@@ -172,13 +172,36 @@ final class PlaybackSession: Sendable {
         return max(0, min(maxDelay, live - since))
     }
 
-    /// Sets the user delay (live): clamped to ``availableDelay``; returns the delay applied.
-    /// A change of more than the jump threshold jumps (the feeders restart from the store);
-    /// a smaller one is steered by rate.
+    /// The presentation time at the latency target (live), nil on demand.
+    var livePosition: Double? {
+        guard mpd.isLive, let ast = mpd.availabilityStartTime else { return nil }
+        return clock.now().timeIntervalSince(ast) - targetLatency.withLock { $0 }
+    }
+
+    /// How far behind the latency target the server's own window (DVR: `timeShiftBufferDepth`,
+    /// an HLS playlist's length) still reaches, less a segment of margin; 0 without one.
+    var windowDelay: Double {
+        guard mpd.isLive, let depth = mpd.timeShiftBufferDepth else { return 0 }
+        let target = targetLatency.withLock { $0 }
+        return max(0, depth - target - 2 * (mpd.maxSegmentDuration ?? 2))
+    }
+
+    /// What can be presented (presentation times): live, from what the store or the server's
+    /// window still holds to the latency target; on demand, the whole presentation.
+    var seekableRange: ClosedRange<Double>? {
+        if let live = livePosition { return (live - max(availableDelay, windowDelay))...live }
+        guard let duration = mpd.mediaPresentationDuration else { return nil }
+        return 0...duration
+    }
+
+    /// Sets the user delay (live): clamped to what the store or the server's window reaches
+    /// (``availableDelay``, ``windowDelay``); returns the delay applied. A change of more than
+    /// the jump threshold jumps (the feeders restart from the store, or the server); a smaller
+    /// one is steered by rate.
     @discardableResult
     func setDelay(_ seconds: Double) -> Double {
-        guard mpd.isLive, store != nil else { return 0 }
-        let delay = max(0, min(seconds, availableDelay))
+        guard mpd.isLive, store != nil || windowDelay > 0 else { return 0 }
+        let delay = max(0, min(seconds, max(availableDelay, windowDelay)))
         let old = shift.delay
         let jump = abs(delay - old) >= controllerJumpThreshold || !syncEnabled
         shift.set(delay: delay, reposition: jump)
@@ -201,7 +224,7 @@ final class PlaybackSession: Sendable {
         guard let paused = pause.withLock({ p in defer { p = nil }; return p }) else { return }
         if mpd.isLive, let ast = mpd.availabilityStartTime {
             let live = clock.now().timeIntervalSince(ast) - targetLatency.withLock { $0 }
-            let delay = max(0, min(live - paused.position, availableDelay))
+            let delay = max(0, min(live - paused.position, max(availableDelay, windowDelay)))
             shift.set(delay: delay, paused: false, reposition: true)
             jumpToTarget()
         } else {
@@ -212,6 +235,12 @@ final class PlaybackSession: Sendable {
     }
 
     var isPaused: Bool { shift.paused }
+
+    /// On demand: restarts presentation at `position` (live seeks through ``setDelay(_:)``).
+    func seekOnDemand(to position: Double) {
+        shift.set(delay: 0, paused: shift.paused, reposition: true, anchor: position)
+        if !shift.paused { try? core.setTimeline(monoAnchor: Monotonic.now() + 0.25, mediaAnchor: position) }
+    }
 
     private var controllerJumpThreshold: Double { controller.withLock { $0.options.jumpThreshold } }
 

@@ -85,7 +85,11 @@ public struct ClockSync: Sendable {
         if let fallback, let date = fallback.date {
             // One-second resolution: the server's second started somewhere in the round trip.
             let mid = (fallback.sent + fallback.headReceived) / 2
-            return ServerClock(offset: date.timeIntervalSince1970 + 0.5 - mid, source: "Date header", roundTrip: fallback.headReceived - fallback.sent)
+            let header = ServerClock(offset: date.timeIntervalSince1970 + 0.5 - mid, source: "Date header", roundTrip: fallback.headReceived - fallback.sent)
+            // A local clock that agrees with the header to within its resolution is the better
+            // measure (NTP-synced boxes: milliseconds, not ±0.5 s); one that does not is off.
+            let local = ServerClock.local()
+            return abs(header.offset - local.offset) <= 1.0 + (header.roundTrip ?? 0) / 2 ? local : header
         }
         return .local()
     }
