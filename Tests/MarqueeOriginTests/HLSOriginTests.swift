@@ -46,3 +46,24 @@ struct HLSOriginTests {
         #expect(try await fetch(base.appendingPathComponent("nope.m3u8")).status == 404)
     }
 }
+
+@Suite("Origin bandwidth limit")
+struct BandwidthLimitTests {
+    @Test("bw_<kbps> paces every segment response to that rate")
+    func pacedSegments() async throws {
+        let origin = try await SharedOrigin.shared.get()
+        let number = UInt64(now() / 2) - 3
+        let limited = origin.manifestURL(asset: "generated", options: ["bw_4000"]).deletingLastPathComponent()
+        let free = origin.manifestURL(asset: "generated").deletingLastPathComponent()
+        let t0 = now()
+        let fast = try await fetch(free.appendingPathComponent("0/\(number).m4s"))
+        let t1 = now()
+        let slow = try await fetch(limited.appendingPathComponent("0/\(number).m4s"))
+        let t2 = now()
+        #expect(slow.body == fast.body)
+        let expected = Double(slow.body.count) * 8 / 4_000_000
+        #expect(expected > 0.3, "segment too small to measure: \(slow.body.count) bytes")
+        #expect(abs((t2 - t1) - expected) < 0.15 * expected + 0.05, "took \(t2 - t1) s at 4 Mb/s, expected \(expected) s")
+        #expect(t1 - t0 < expected / 3, "unlimited took \(t1 - t0) s")
+    }
+}

@@ -17,6 +17,7 @@ import Foundation
 /// | `ltgt_<ms>` | `ServiceDescription/Latency@target` | omitted |
 /// | `outage_<from>-<to>` | every request of this URL (manifest, segments) is a 503 from Unix second `from` until `to` (origin clock) | none |
 /// | `hang_<from>-<to>` | every request of this URL arriving between Unix seconds `from` and `to` (origin clock) gets no answer until `to` (then a 503): a hung server | none |
+/// | `bw_<kbps>` | every segment is sent at no more than this many kbit/s (each response paced on its own: a per-connection limit, for ABR tests) | unlimited |
 /// | `mute_<period>-<start>-<len>` | the broadcaster mutes for `len` s from `k·period + start` (presentation time, every `period` s): an MPD `EventStream` of scheme `urn:marquee:broadcast:2026` listing the mutes from the time-shift buffer's start to 10 min ahead | none |
 /// | `ad_<period>-<start>-<len>` | an ad break of `len` s at `k·period + start`: a SCTE-35 `splice_insert` (out of network, break_duration) in an `emsg` v1 box (`urn:scte:scte35:2013:bin`) at the start of the segment holding the splice point and of the one before it, in every representation, announced by `InbandEventStream` | none |
 /// | `utc_<a-b-…>` | the UTCTiming elements, in order: `xsdate`, `iso`, `head`, `direct`, `ntp` (the origin's SNTP server; not with `timeoffset_`), `none` | `xsdate-iso` |
@@ -33,6 +34,7 @@ struct LiveOptions: Sendable, Equatable {
     var utcTimings = ["xsdate", "iso"]
     var outage: Range<Double>?
     var hang: Range<Double>?
+    var bandwidth: Double?
     var mute: Recurring?
     var ad: Recurring?
 
@@ -56,7 +58,7 @@ struct LiveOptions: Sendable, Equatable {
         var component: String { "\(LiveOptions.format(period))-\(LiveOptions.format(start))-\(LiveOptions.format(length))" }
     }
 
-    static let keys: Set<String> = ["ast", "tsbd", "mup", "snr", "spd", "segtimeline", "ato", "timeoffset", "ltgt", "utc", "outage", "hang", "mute", "ad"]
+    static let keys: Set<String> = ["ast", "tsbd", "mup", "snr", "spd", "segtimeline", "ato", "timeoffset", "ltgt", "utc", "outage", "hang", "bw", "mute", "ad"]
 
     /// The minimumUpdatePeriod the MPD announces.
     var effectiveMinimumUpdatePeriod: Double? { minimumUpdatePeriod ?? (segmentTimeline ? 2 : nil) }
@@ -76,6 +78,7 @@ struct LiveOptions: Sendable, Equatable {
         if let l = latencyTarget { out.append("ltgt_\(l)") }
         if let o = outage { out.append("outage_\(Self.format(o.lowerBound))-\(Self.format(o.upperBound))") }
         if let h = hang { out.append("hang_\(Self.format(h.lowerBound))-\(Self.format(h.upperBound))") }
+        if let b = bandwidth { out.append("bw_\(Self.format(b))") }
         if let m = mute { out.append("mute_\(m.component)") }
         if let a = ad { out.append("ad_\(a.component)") }
         if utcTimings != ["xsdate", "iso"] { out.append("utc_\(utcTimings.isEmpty ? "none" : utcTimings.joined(separator: "-"))") }
@@ -128,6 +131,9 @@ struct LiveOptions: Sendable, Equatable {
             let parts = value.split(separator: "-").compactMap { Double($0) }
             guard parts.count == 2, parts[0] < parts[1] else { throw OptionError("option \(key)_: \"\(value)\" is not <from>-<to> in Unix seconds") }
             if key == "outage" { outage = parts[0]..<parts[1] } else { hang = parts[0]..<parts[1] }
+        case "bw":
+            let kbps = try number(1...10_000_000)
+            bandwidth = kbps
         case "mute", "ad":
             let parts = value.split(separator: "-").compactMap { Double($0) }
             guard parts.count == 3, parts[0] > 0, parts[1] >= 0, parts[2] > 0, parts[2] < parts[0], parts.allSatisfy(\.isFinite) else {

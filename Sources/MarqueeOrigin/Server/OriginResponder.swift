@@ -97,6 +97,21 @@ struct OriginResponder: Sendable {
         }
     }
 
+    /// A schedule that sends `count` bytes at no more than `kbps` from `now` (16 kB pieces),
+    /// never before the pieces of `schedule` (low-latency chunks) are produced.
+    static func limited(_ count: Int, kbps: Double, schedule: [(bytes: Range<Int>, at: Double)]?, now: Double) -> [(bytes: Range<Int>, at: Double)] {
+        let bytesPerSecond = kbps * 1000 / 8
+        var out: [(bytes: Range<Int>, at: Double)] = []
+        var offset = 0
+        while offset < count {
+            let end = min(count, offset + 16_384)
+            let produced = schedule?.first { $0.bytes.upperBound >= end }?.at ?? now
+            out.append((offset..<end, max(produced, now + Double(end) / bytesPerSecond)))
+            offset = end
+        }
+        return out
+    }
+
     // MARK: /live
 
     private func live(_ components: [String], authority: String) -> Reply {
@@ -202,6 +217,7 @@ struct OriginResponder: Sendable {
                 let chunks = try MediaSegmentTiming.chunks(MP4Reader(bytes: reply.body, name: vod.file), track: rep.track)
                 reply.schedule = chunks.map { ($0.bytes, start + Double($0.end) / Double(rep.timescale)) }
             }
+            if let kbps = options.bandwidth { reply.schedule = Self.limited(reply.body.count, kbps: kbps, schedule: reply.schedule, now: now) }
             return reply
         } catch {
             return Reply(.internalServerError, error.description, clock: clock)
