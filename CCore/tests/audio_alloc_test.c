@@ -17,37 +17,7 @@
 
 #include "CCore.h"
 
-extern void *__libc_malloc(size_t n);
-extern void *__libc_calloc(size_t n, size_t m);
-extern void *__libc_realloc(void *p, size_t n);
-extern void *__libc_memalign(size_t a, size_t n);
-extern void __libc_free(void *p);
-
-static _Atomic pid_t watched;
-static _Atomic long allocs, frees;
-
-static void note(_Atomic long *counter)
-{
-    pid_t w = atomic_load_explicit(&watched, memory_order_relaxed);
-    if (w != 0 && gettid() == w)
-        atomic_fetch_add(counter, 1);
-}
-
-void *malloc(size_t n) { note(&allocs); return __libc_malloc(n); }
-void *calloc(size_t n, size_t m) { note(&allocs); return __libc_calloc(n, m); }
-void *realloc(void *p, size_t n) { note(&allocs); return __libc_realloc(p, n); }
-void *memalign(size_t a, size_t n) { note(&allocs); return __libc_memalign(a, n); }
-void *aligned_alloc(size_t a, size_t n) { note(&allocs); return __libc_memalign(a, n); }
-void free(void *p) { if (p) note(&frees); __libc_free(p); }
-int posix_memalign(void **out, size_t a, size_t n)
-{
-    note(&allocs);
-    void *p = __libc_memalign(a, n);
-    if (!p)
-        return ENOMEM;
-    *out = p;
-    return 0;
-}
+#include "alloc_watch.h"
 
 static pid_t find_thread(const char *name)
 {
