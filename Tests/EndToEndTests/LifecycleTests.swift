@@ -59,7 +59,6 @@ extension LivePlaybackTests {
         try await Task.sleep(for: .seconds(2.5))
         let offAt = Date().timeIntervalSince1970
         player.displayOff()
-        #expect(player.isDisplayOff)
         try await Task.sleep(for: .seconds(2))
         let onAt = Date().timeIntervalSince1970
         player.displayOn()

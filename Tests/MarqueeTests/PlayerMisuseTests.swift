@@ -80,8 +80,20 @@ import Testing
         #expect(player.options.targetLatency == 5 && player.options.minRecoveryDelay == 2 && player.muted)
         await player.dispose()
         await #expect(throws: PlayerError.self) { try await player.play() }
-        var count = 0
-        for await _ in player.events { count += 1 }  // finished: the loop ends
-        #expect(count >= 0)
+        // The event sequence is finished: draining it ends (within a second, or the test fails).
+        let drained = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                for await _ in player.events {}
+                return true
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(1))
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        #expect(drained, "the events did not finish after dispose()")
     }
 }

@@ -150,10 +150,7 @@ struct TrackFeeder: Sendable {
                 let lead = max(3, 2 * (segment.end - segment.start))
                 while !Task.isCancelled, segment.start > wantedPosition() + lead { try? await Task.sleep(for: .milliseconds(100)) }
             }
-            if isLive, store?.entry(track: plan.coreTrack, time: segment.time) == nil, let available = timeline.availabilityStart(of: segment) {
-                let wait = available.timeIntervalSince(clock.now())
-                if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(wait * 1000) + 5)) }
-            }
+            if isLive, store?.entry(track: plan.coreTrack, time: segment.time) == nil { await waitUntilAvailable(segment, timeline) }
             if Task.isCancelled { return false }
             switch await obtain(segment, initBytes: initBytes) {
             case .pushed:
@@ -167,6 +164,13 @@ struct TrackFeeder: Sendable {
             next = timeline.segment(after: segment)
         }
         return false
+    }
+
+    /// Sleeps until the server makes `segment` available (live; on its clock).
+    private func waitUntilAvailable(_ segment: SegmentReference, _ timeline: RepresentationTimeline) async {
+        guard let available = timeline.availabilityStart(of: segment) else { return }
+        let wait = available.timeIntervalSince(clock.now())
+        if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(wait * 1000) + 5)) }
     }
 
     /// Pushes `segment` from the store when it is kept there, else fetches it.
@@ -201,10 +205,7 @@ struct TrackFeeder: Sendable {
                 continue
             }
             if store.entry(track: plan.coreTrack, time: segment.time) == nil {
-                if let available = timeline.availabilityStart(of: segment) {
-                    let wait = available.timeIntervalSince(clock.now())
-                    if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(wait * 1000) + 5)) }
-                }
+                await waitUntilAvailable(segment, timeline)
                 if Task.isCancelled { return }
                 do {
                     let result = try await fetcher.get(segment.url, timeout: .seconds(max(4, (segment.end - segment.start) * 3)))

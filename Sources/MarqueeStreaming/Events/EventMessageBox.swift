@@ -1,3 +1,5 @@
+import NIOCore
+
 /// An ISO BMFF `emsg` box (ISO/IEC 23009-1 §5.10.3.3): an event carried in the media.
 public struct EventMessageBox: Sendable, Hashable {
     public var schemeIdUri: String
@@ -13,26 +15,26 @@ public struct EventMessageBox: Sendable, Hashable {
 
     /// Parses the body of an `emsg` box (after its 8-byte size/type header).
     public init(body: [UInt8]) throws(ManifestError) {
-        var r = ByteReader(body)
+        var r = ByteBuffer(bytes: body)
         func fail(_ why: String) -> ManifestError { ManifestError(.invalidValue, "emsg: \(why)") }
-        guard let fullBox = r.u32() else { throw fail("truncated") }
+        guard let fullBox = r.readInteger(as: UInt32.self) else { throw fail("truncated") }
         version = UInt8(fullBox >> 24)
         switch version {
         case 0:
-            guard let scheme = r.cString(), let value = r.cString(), let timescale = r.u32(), let delta = r.u32(),
-                let duration = r.u32(), let id = r.u32()
+            guard let scheme = r.readNullTerminatedString(), let value = r.readNullTerminatedString(),
+                let (timescale, delta, duration, id) = r.readMultipleIntegers(as: (UInt32, UInt32, UInt32, UInt32).self)
             else { throw fail("truncated version 0 box") }
             (schemeIdUri, self.value, self.timescale, time, self.duration, self.id) = (scheme, value, timescale, UInt64(delta), duration, id)
         case 1:
-            guard let timescale = r.u32(), let time = r.u64(), let duration = r.u32(), let id = r.u32(), let scheme = r.cString(),
-                let value = r.cString()
+            guard let (timescale, time, duration, id) = r.readMultipleIntegers(as: (UInt32, UInt64, UInt32, UInt32).self),
+                let scheme = r.readNullTerminatedString(), let value = r.readNullTerminatedString()
             else { throw fail("truncated version 1 box") }
             (schemeIdUri, self.value, self.timescale, self.time, self.duration, self.id) = (scheme, value, timescale, time, duration, id)
         default:
             throw fail("version \(version) is not 0 or 1")
         }
         guard timescale > 0 else { throw fail("timescale 0") }
-        messageData = r.rest()
+        messageData = r.readBytes(length: r.readableBytes) ?? []
     }
 
     /// The timed event this box announces. `segmentStart`: presentation time of the segment
@@ -107,49 +109,20 @@ public struct EventMessageScanner: Sendable {
     }
 }
 
-struct ByteReader {
-    private let bytes: [UInt8]
-    private var offset = 0
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
-
-    mutating func u32() -> UInt32? {
-        guard offset + 4 <= bytes.count else { return nil }
-        defer { offset += 4 }
-        return bytes[offset..<(offset + 4)].reduce(0) { $0 << 8 | UInt32($1) }
-    }
-
-    mutating func u64() -> UInt64? {
-        guard offset + 8 <= bytes.count else { return nil }
-        defer { offset += 8 }
-        return bytes[offset..<(offset + 8)].reduce(0) { $0 << 8 | UInt64($1) }
-    }
-
-    mutating func cString() -> String? {
-        guard let end = bytes[offset...].firstIndex(of: 0) else { return nil }
-        defer { offset = end + 1 }
-        return String(decoding: bytes[offset..<end], as: UTF8.self)
-    }
-
-    mutating func rest() -> [UInt8] {
-        defer { offset = bytes.count }
-        return Array(bytes[offset...])
-    }
-}
-
 extension EventMessageBox {
     /// A whole version-1 `emsg` box (size, type, body) for `time` in `timescale` ticks on the
     /// track's media timeline.
     public static func version1(
         scheme: String, value: String = "", timescale: UInt32, time: UInt64, duration: UInt32, id: UInt32, message: [UInt8]
     ) -> [UInt8] {
-        var body: [UInt8] = [1, 0, 0, 0]
-        func be<T: FixedWidthInteger>(_ v: T) { body += withUnsafeBytes(of: v.bigEndian, Array.init) }
-        be(timescale)
-        be(time)
-        be(duration)
-        be(id)
-        body += Array(scheme.utf8) + [0] + Array(value.utf8) + [0] + message
-        let size = UInt32(body.count + 8)
-        return withUnsafeBytes(of: size.bigEndian, Array.init) + Array("emsg".utf8) + body
+        var box = ByteBuffer()
+        box.writeInteger(UInt32(0))  // size, set below
+        box.writeString("emsg")
+        box.writeMultipleIntegers(UInt32(1) << 24, timescale, time, duration, id)  // version 1, flags 0
+        box.writeNullTerminatedString(scheme)
+        box.writeNullTerminatedString(value)
+        box.writeBytes(message)
+        box.setInteger(UInt32(box.readableBytes), at: 0)
+        return Array(box.readableBytesView)
     }
 }

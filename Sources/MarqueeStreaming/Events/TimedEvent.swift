@@ -81,25 +81,19 @@ public enum EventScheme {
     }
 
     private static func scte35(_ cue: SpliceInfo, time: Double, duration: Double?, origin: TimedEvent.Origin) -> TimedEvent? {
+        // A splice_insert and a time_signal's segmentation descriptor say the same three things.
+        let id: UInt32, cancelled: Bool, starts: Bool, cueDuration: Double?
         switch cue.command {
         case .spliceInsert(let insert):
-            let id = "scte35:\(insert.eventID)"
-            if insert.cancelled { return TimedEvent(time: time, kind: .adBreakCancel, id: id, origin: origin) }
-            if insert.outOfNetwork {
-                return TimedEvent(time: time, duration: insert.breakDuration ?? duration, kind: .adBreakStart(creative: nil), id: id, origin: origin)
-            }
-            return TimedEvent(time: time, kind: .adBreakEnd, id: id, origin: origin)
+            (id, cancelled, starts, cueDuration) = (insert.eventID, insert.cancelled, insert.outOfNetwork, insert.breakDuration)
         case .timeSignal:
             guard let s = cue.segmentations.first(where: { $0.cancelled || $0.startsBreak || $0.endsBreak }) else { return nil }
-            let id = "scte35:\(s.eventID)"
-            if s.cancelled { return TimedEvent(time: time, kind: .adBreakCancel, id: id, origin: origin) }
-            if s.startsBreak {
-                return TimedEvent(time: time, duration: s.duration ?? duration, kind: .adBreakStart(creative: nil), id: id, origin: origin)
-            }
-            return TimedEvent(time: time, kind: .adBreakEnd, id: id, origin: origin)
+            (id, cancelled, starts, cueDuration) = (s.eventID, s.cancelled, s.startsBreak, s.duration)
         case .other:
             return nil
         }
+        let kind: TimedEvent.Kind = cancelled ? .adBreakCancel : starts ? .adBreakStart(creative: nil) : .adBreakEnd
+        return TimedEvent(time: time, duration: starts && !cancelled ? cueDuration ?? duration : nil, kind: kind, id: "scte35:\(id)", origin: origin)
     }
 
     /// The events of a manifest `EventStream` of period starting at `periodStart`; events that
