@@ -2,11 +2,12 @@
 import PackageDescription
 
 /// System libraries the C core links, found with pkg-config (`scripts/setup` installs them).
+/// libavfilter is not among them: the core loads it (dlopen) the first time audio is
+/// time-stretched, and only needs its headers (libavfilter-dev, in FFmpeg's include directory).
 let systemLibraries: [(name: String, pkgConfig: String, apt: String)] = [
     ("CAVFormat", "libavformat", "libavformat-dev"),
     ("CAVCodec", "libavcodec", "libavcodec-dev"),
     ("CAVUtil", "libavutil", "libavutil-dev"),
-    ("CAVFilter", "libavfilter", "libavfilter-dev"),
     ("CSwResample", "libswresample", "libswresample-dev"),
     ("CSwScale", "libswscale", "libswscale-dev"),
     ("CALSA", "alsa", "libasound2-dev"),
@@ -46,9 +47,9 @@ let package = Package(
                 .unsafeFlags(["-std=c11", "-Wall", "-Wextra", "-O2"]),
             ],
             linkerSettings: [
-                .linkedLibrary("avformat"), .linkedLibrary("avcodec"), .linkedLibrary("avutil"), .linkedLibrary("avfilter"),
+                .linkedLibrary("avformat"), .linkedLibrary("avcodec"), .linkedLibrary("avutil"),
                 .linkedLibrary("swresample"), .linkedLibrary("swscale"), .linkedLibrary("asound"),
-                .linkedLibrary("drm"), .linkedLibrary("pthread"), .linkedLibrary("m"),
+                .linkedLibrary("drm"), .linkedLibrary("pthread"), .linkedLibrary("m"), .linkedLibrary("dl"),
             ]
         ),
         .target(

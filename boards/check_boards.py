@@ -77,7 +77,7 @@ SCHEMA = {
     "video.rotation": (one_of(*ROTATIONS), 0),
     "video.hardware_rotations": (rotations, [0]),
     "video.format": (one_of(*FORMATS), "XRGB8888"),
-    "video.queue_frames": (int_in(2, 240), 8),
+    "video.queue_frames": (int_in(2, 240), 6),
     "audio.pcm": (string, "default"),
     "audio.sample_rate": (one_of(44100, 48000, 96000), 48000),
     "audio.channels": (int_in(1, 8), 2),

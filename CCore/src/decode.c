@@ -29,6 +29,7 @@ typedef struct mq_decoder {
     SwrContext *swr;
     int swr_rate, swr_format, swr_channels; // input the resampler was set up for
     double next_pts;                        // expected pts of the next picture (no pts)
+    double late_until;                      // late pictures ending by here are counted dropped
     bool decode_error_reported;             // once per session
     bool format_reported;                   // TRACK_FORMAT sent for this session
     bool fallback_reported;                 // DECODER_FALLBACK sent (once per track)
@@ -60,13 +61,25 @@ static void describe(mq_decoder *d, const AVFrame *f, char *buf, size_t n)
     }
 }
 
+/// The decoder's thread count (`mq_player_config.decode_threads`; auto: one up to 720p30).
+static int decode_threads(const mq_decoder *d)
+{
+    if (d->p->decode_threads > 0)
+        return d->p->decode_threads;
+    const AVStream *st = d->dmx->st;
+    AVRational fr = st->avg_frame_rate.num > 0 ? st->avg_frame_rate : st->r_frame_rate;
+    double fps = fr.num > 0 && fr.den > 0 ? av_q2d(fr) : 30;
+    double pixel_rate = (double)st->codecpar->width * st->codecpar->height * fps;
+    return st->codecpar->codec_type == AVMEDIA_TYPE_VIDEO && pixel_rate > 1280.0 * 720 * 30 * 1.01 ? 0 : 1;
+}
+
 /// Opens the preferred decoder that works (mq_player_config.decoders), else the default one.
 static int open_codec(mq_decoder *d)
 {
     const AVCodecParameters *par = d->dmx->st->codecpar;
     const char *cname = avcodec_get_name(par->codec_id);
     char failed[160], msg[256];
-    int ret = mq_decoder_open(d->p->decoders, par, d->dmx->st->time_base, &d->codec, failed,
+    int ret = mq_decoder_open(d->p->decoders, par, d->dmx->st->time_base, decode_threads(d), &d->codec, failed,
                               sizeof failed);
     if (ret < 0) {
         snprintf(msg, sizeof msg, ret == MQ_ERR_UNSUPPORTED ? "no decoder for codec '%s'%s%s"
@@ -120,7 +133,8 @@ static int deliver_video(mq_decoder *d, AVFrame *f)
 
     double clock;
     if (mq_clock_master(&p->clock, mq_clock_now(), &clock) && v.pts + v.duration < clock) {
-        atomic_fetch_add(&p->frames_dropped, 1); // already late: never queue it
+        if (v.pts + v.duration > d->late_until + 1e-6) // not counted when it was sent late
+            atomic_fetch_add(&d->p->frames_dropped, 1); // already late: never queue it
         av_frame_unref(f);
         return MQ_OK;
     }
@@ -210,6 +224,19 @@ static int deliver_audio(mq_decoder *d, AVFrame *f)
 
 /* ---- session ---- */
 
+/// Whether the picture in `pkt` ends before the clock's position now: it would be dropped as
+/// late, so when no other picture refers to it, it need not be decoded at all (the start of a
+/// segment before the wanted position, a catch-up).
+static bool already_late(mq_decoder *d, const AVPacket *pkt, double *end)
+{
+    double clock;
+    if (pkt->pts == AV_NOPTS_VALUE || !mq_clock_master(&d->p->clock, mq_clock_now(), &clock))
+        return false;
+    double tb = av_q2d(d->dmx->st->time_base);
+    *end = (double)(pkt->pts + (pkt->duration > 0 ? pkt->duration : 0)) * tb + atomic_load(&d->t->pts_offset);
+    return *end < clock;
+}
+
 static int deliver(mq_decoder *d, AVFrame *f)
 {
     report_format(d, f);
@@ -220,6 +247,16 @@ static int deliver(mq_decoder *d, AVFrame *f)
 /// reported once per session and skipped; only a cancelled output stops the loop.
 static int decode_packet(mq_decoder *d, const AVPacket *pkt)
 {
+    if (pkt && d->t->kind == MQ_TRACK_VIDEO) {
+        // A late picture no other refers to is not decoded at all; each late one is dropped.
+        double end = 0;
+        bool late = already_late(d, pkt, &end);
+        d->codec->skip_frame = late ? AVDISCARD_NONREF : AVDISCARD_DEFAULT;
+        if (late) {
+            atomic_fetch_add(&d->p->frames_dropped, 1);
+            d->late_until = fmax(d->late_until, end);
+        }
+    }
     int ret = avcodec_send_packet(d->codec, pkt);
     if (ret < 0 && ret != AVERROR(EAGAIN) && ret != AVERROR_EOF && !d->decode_error_reported) {
         char msg[128];
@@ -299,6 +336,7 @@ static void on_reset(mq_decoder *d)
         mq_pcm_ring_flush(p->pcm);
     swr_free(&d->swr);
     d->next_pts = 0;
+    d->late_until = -INFINITY;
     mq_byte_queue_ack_reset(d->t->input);
 }
 
@@ -350,7 +388,7 @@ static void decode_loop(mq_decoder *d)
 
 void *mq_decode_thread_main(void *arg)
 {
-    mq_decoder d = {.t = arg, .p = ((mq_track *)arg)->player};
+    mq_decoder d = {.t = arg, .p = ((mq_track *)arg)->player, .late_until = -INFINITY};
     d.pkt = av_packet_alloc();
     d.frame = av_frame_alloc();
     if (!d.pkt || !d.frame) {

@@ -36,7 +36,7 @@ static bool applies(const char *name, enum AVCodecID id, const AVCodec **codec)
     return strncmp(name, cname, n) == 0 && name[n] == '_';
 }
 
-static int try_open(const AVCodec *codec, const AVCodecParameters *par, AVRational tb,
+static int try_open(const AVCodec *codec, const AVCodecParameters *par, AVRational tb, int threads,
                     AVCodecContext **out)
 {
     AVCodecContext *c = avcodec_alloc_context3(codec);
@@ -45,7 +45,7 @@ static int try_open(const AVCodec *codec, const AVCodecParameters *par, AVRation
     int ret = avcodec_parameters_to_context(c, par);
     if (ret >= 0) {
         c->pkt_timebase = tb;
-        c->thread_count = 0; // one per core
+        c->thread_count = threads;
         ret = avcodec_open2(c, codec, NULL);
     }
     if (ret < 0) {
@@ -71,7 +71,7 @@ static const char *next_name(const char *s, char *name, size_t n)
     return s[len] == ',' ? s + len + 1 : s + len;
 }
 
-int mq_decoder_open(const char *prefs, const AVCodecParameters *par, AVRational tb,
+int mq_decoder_open(const char *prefs, const AVCodecParameters *par, AVRational tb, int threads,
                     AVCodecContext **out, char *failed, size_t failed_size)
 {
     *out = NULL;
@@ -86,7 +86,7 @@ int mq_decoder_open(const char *prefs, const AVCodecParameters *par, AVRational 
             note(failed, failed_size, "%s: not in this libavcodec", name);
             continue;
         }
-        int ret = try_open(codec, par, tb, out);
+        int ret = try_open(codec, par, tb, threads, out);
         if (ret == 0)
             return MQ_OK;
         note(failed, failed_size, "%s: %s", name, av_err2str(ret));
@@ -94,7 +94,7 @@ int mq_decoder_open(const char *prefs, const AVCodecParameters *par, AVRational 
     const AVCodec *codec = avcodec_find_decoder(par->codec_id);
     if (!codec)
         return MQ_ERR_UNSUPPORTED;
-    return try_open(codec, par, tb, out) == 0 ? MQ_OK : MQ_ERR_DECODE;
+    return try_open(codec, par, tb, threads, out) == 0 ? MQ_OK : MQ_ERR_DECODE;
 }
 
 int mq_decoder_prefs_check(const char *prefs)

@@ -11,11 +11,13 @@
 /// when this libavcodec lacks the name, when the name's `<codec>_` prefix is the codec's
 /// (FFmpeg's convention: `h264_v4l2m2m`, `hevc_rkmpp`). Other names are skipped silently.
 ///
-/// On success `*out` is open (`pkt_timebase` = `tb`, one thread per core) and `failed` holds
+/// `threads`: the decoder's thread count (0: one per core).
+///
+/// On success `*out` is open (`pkt_timebase` = `tb`, `threads` threads) and `failed` holds
 /// "" or the applicable preferences that could not be used, with why ("h264_v4l2m2m: Invalid
 /// argument"). Returns MQ_OK, MQ_ERR_UNSUPPORTED (no decoder at all for the codec) or
 /// MQ_ERR_DECODE (the default decoder did not open either).
-int mq_decoder_open(const char *prefs, const AVCodecParameters *par, AVRational tb,
+int mq_decoder_open(const char *prefs, const AVCodecParameters *par, AVRational tb, int threads,
                     AVCodecContext **out, char *failed, size_t failed_size);
 
 /// Checks a preference list before it is used: NULL, or at most 1023 characters of decoder

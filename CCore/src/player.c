@@ -153,13 +153,15 @@ static int apply_config(mq_player *p, const mq_player_config *cfg, int *buffer_m
     p->sample_rate = cfg->sample_rate > 0 ? cfg->sample_rate : 48000;
     p->channels = cfg->channels > 0 ? cfg->channels : 2;
     *buffer_ms = cfg->audio_buffer_ms > 0 ? cfg->audio_buffer_ms : 60;
-    *queue = cfg->video_queue_frames > 0 ? cfg->video_queue_frames : 8;
+    *queue = cfg->video_queue_frames > 0 ? cfg->video_queue_frames : 6;
     if (p->sample_rate < 8000 || p->sample_rate > 192000 || p->channels > 8 ||
         *buffer_ms < 20 || *buffer_ms > 2000 || *queue < 2 || *queue > 240 ||
         cfg->sample_rate < 0 || cfg->channels < 0 || cfg->video_fit < MQ_FIT_CONTAIN ||
         cfg->video_fit > MQ_FIT_SCALEDOWN || cfg->video_rotation < 0 || cfg->video_rotation > 270 ||
-        cfg->video_rotation % 90 != 0 || mq_decoder_prefs_check(cfg->decoders) < 0)
+        cfg->video_rotation % 90 != 0 || mq_decoder_prefs_check(cfg->decoders) < 0 ||
+        cfg->decode_threads < 0 || cfg->decode_threads > 64)
         return MQ_ERR_INVALID_ARGUMENT;
+    p->decode_threads = cfg->decode_threads;
     if (cfg->decoders && cfg->decoders[0] && !(p->decoders = strdup(cfg->decoders)))
         return MQ_ERR_NO_MEMORY;
     return MQ_OK;

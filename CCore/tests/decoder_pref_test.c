@@ -47,7 +47,7 @@ static const char *open_with(const stream *s, const char *prefs, char *failed, s
 {
     static char used[64];
     AVCodecContext *c = NULL;
-    int ret = mq_decoder_open(prefs, s->d->st->codecpar, s->d->st->time_base, &c, failed, n);
+    int ret = mq_decoder_open(prefs, s->d->st->codecpar, s->d->st->time_base, 0, &c, failed, n);
     snprintf(used, sizeof used, "%s", ret == MQ_OK && c ? c->codec->name : "");
     CHECK(ret == MQ_OK && c && avcodec_is_open(c), "prefs \"%s\": opened (%d)", prefs ? prefs : "NULL", ret);
     avcodec_free_context(&c);

@@ -25,7 +25,7 @@ public struct BoardProfile: Sendable, Hashable, Codable {
         /// DRM fourcc of the scan-out buffers (`XRGB8888`).
         public var format: String = "XRGB8888"
         /// Decoded pictures queued ahead of presentation (C: `video_queue_frames`).
-        public var queueFrames: Int = 8
+        public var queueFrames: Int = 6
 
         public init() {}
 
@@ -100,7 +100,8 @@ public struct BoardProfile: Sendable, Hashable, Codable {
     public struct Decode: Sendable, Hashable, Codable {
         /// libavcodec decoder names tried first, in order (C: `mq_player_config.decoders`).
         public var decoders: [String] = []
-        /// Software decoder threads; 0: one per core.
+        /// Software decoder threads per track; 0: auto (one up to 720p30, one per core above;
+        /// ``PlayerOptions/decodeThreads``).
         public var threads: Int = 0
         /// The largest representation ABR may pick.
         public var maxWidth: Int = 1920

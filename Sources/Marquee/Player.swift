@@ -96,7 +96,8 @@ public final class Player: Sendable {
                 core = try CoreHandle(
                     audio: options.audioOutput.spec, video: options.videoOutput.spec, fit: options.fit.rawValue,
                     rotation: options.rotation, poster: options.poster,
-                    decoders: options.decoders.isEmpty ? nil : options.decoders.joined(separator: ","))
+                    decoders: options.decoders.isEmpty ? nil : options.decoders.joined(separator: ","),
+                    decodeThreads: options.decodeThreads, videoQueueFrames: options.videoQueueFrames)
             } catch {
                 throw PlayerError(error.isUnsupported || error.isInvalidArgument ? .invalidOptions : .output, error.message, coreCode: error.code)
             }

@@ -69,10 +69,12 @@ package final class CoreHandle: Sendable {
     /// Opens the outputs. `audio`: `alsa[:pcm]`, `wav:<path>`, `null`; `video`: `headless`,
     /// `frames:<dir>`, `drm[:<card>[,<connector>[,<WxH>]]]`. Display outputs only: `fit` (`mq_fit`),
     /// `rotation` (degrees clockwise), `poster` (PNG/JPEG shown until the first picture);
-    /// `decoders`: comma-separated decoder names tried first, software fallback.
+    /// `decoders`: comma-separated decoder names tried first, software fallback; `decodeThreads`:
+    /// software decoder threads per track (0: auto, see `mq_player_config.decode_threads`);
+    /// `videoQueueFrames`: decoded pictures queued ahead (0: the core's default).
     package init(
         audio: String, video: String, sampleRate: Int = 48_000, channels: Int = 2, fit: Int32 = 0, rotation: Int = 0,
-        poster: String? = nil, decoders: String? = nil
+        poster: String? = nil, decoders: String? = nil, decodeThreads: Int = 0, videoQueueFrames: Int = 0
     ) throws(CoreError) {
         var created: OpaquePointer?
         let rc: Int32 = audio.withCString { a in
@@ -88,6 +90,8 @@ package final class CoreHandle: Sendable {
                     cfg.video_rotation = Int32(rotation)
                     cfg.poster = posterPath
                     cfg.decoders = decoderList
+                    cfg.decode_threads = Int32(clamping: decodeThreads)
+                    cfg.video_queue_frames = Int32(clamping: videoQueueFrames)
                     return mq_player_create(&cfg, &created)
                   }
                 }

@@ -30,6 +30,9 @@ import Testing
         #expect(refused { $0.targetLatency = -1 } == .invalidOptions)
         #expect(refused { $0.minRecoveryDelay = 100 } == .invalidOptions)  // > max
         #expect(refused { $0.rotation = 45 } == .invalidOptions)
+        #expect(refused { $0.decodeThreads = 65 } == .invalidOptions)
+        #expect(refused { $0.decodeThreads = -1 } == .invalidOptions)
+        #expect(refused { $0.videoQueueFrames = 1 } == .invalidOptions)
         #expect(refused { $0.maxDelay = -1 } == .invalidOptions)
         #expect(refused { $0.maxDelayBytes = -1 } == .invalidOptions)
         #expect(refused { $0.mainSourceRetryInterval = 0 } == .invalidOptions)

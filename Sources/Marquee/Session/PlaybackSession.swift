@@ -333,6 +333,10 @@ final class PlaybackSession: Sendable {
         }
     }
 
+    /// How often the core is read: its events, the latency control step and the mixer's look-ahead
+    /// (0.5 s of timed transitions, so a step this long never misses one).
+    static let watchInterval = 0.1
+
     private func watch() async {
         while !Task.isCancelled {
             while let event = core.pollEvent() { if handle(event) { return } }
@@ -343,7 +347,7 @@ final class PlaybackSession: Sendable {
                     mixer.tick(position: position, mono: status.mono, rate: controller.withLock { $0.rate })
                 }
             }
-            try? await Task.sleep(for: .milliseconds(40))
+            try? await Task.sleep(for: .milliseconds(Int(Self.watchInterval * 1000)))
         }
     }
 

@@ -97,6 +97,9 @@ final class TimeShift: Sendable {
         var paused = false
         var generation = 0
         var anchor: Double?
+        var nextWaiter = 0
+        /// Waiters by id: nil until the waiter has registered its continuation.
+        var waiters: [Int: CheckedContinuation<Void, Never>?] = [:]
     }
 
     private let state = Mutex(State())
@@ -107,13 +110,45 @@ final class TimeShift: Sendable {
     /// On demand: the position to restart from after a resume (live restarts from the delay).
     var anchor: Double? { state.withLock { $0.anchor } }
 
-    /// Sets the delay; `reposition`: the feeders restart from the new position.
+    /// Sets the delay; `reposition`: the feeders restart from the new position. Wakes every
+    /// ``changed(from:paused:)`` waiter.
     func set(delay: Double, paused: Bool? = nil, reposition: Bool, anchor: Double? = nil) {
-        state.withLock { s in
+        let waiters = state.withLock { s in
             s.delay = delay
             s.anchor = anchor
             if let paused { s.paused = paused }
             if reposition { s.generation += 1 }
+            let registered = s.waiters.compactMap(\.value)
+            s.waiters = s.waiters.filter { $0.value == nil }
+            return registered
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Returns once the generation is no longer `generation` or the pause flag no longer
+    /// `paused`, or the task is cancelled: the feeders wait here instead of polling.
+    func changed(from generation: Int, paused: Bool) async {
+        let id = state.withLock { s in
+            defer { s.nextWaiter += 1 }
+            s.waiters[s.nextWaiter] = .some(nil)
+            return s.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { s in
+                    // Gone: cancelled before registering.
+                    guard s.waiters[id] != nil, s.generation == generation, s.paused == paused else {
+                        s.waiters[id] = nil
+                        return true
+                    }
+                    s.waiters[id] = waiter
+                    return false
+                }
+                if now { waiter.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { s in s.waiters.removeValue(forKey: id) ?? nil }
+            waiter?.resume()
         }
     }
 }

@@ -82,7 +82,7 @@ struct TrackFeeder: Sendable {
             let generation = shift.generation
             if shift.paused {
                 wasPaused = true
-                try? await Task.sleep(for: .milliseconds(20))
+                await shift.changed(from: generation, paused: true)
                 continue
             }
             if wasPaused {  // resumed: the delay (live) or the anchor (on demand) is the paused position
@@ -93,7 +93,7 @@ struct TrackFeeder: Sendable {
             let finished = await withTaskGroup(of: Bool.self) { group in
                 group.addTask { await feed(from: position, initBytes: initBytes) }
                 group.addTask {
-                    while !Task.isCancelled, shift.generation == generation { try? await Task.sleep(for: .milliseconds(20)) }
+                    await shift.changed(from: generation, paused: false)
                     return false
                 }
                 let first = await group.next() ?? true

@@ -22,7 +22,7 @@ struct HLSParser {
     func parse() throws(ManifestError) -> HLSPlaylist {
         guard text.utf8.count <= Self.maxBytes else { throw ManifestError(.tooLarge, "playlist over \(Self.maxBytes) bytes") }
         var lines = text.split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }.map {
-            $0.trimmingCharacters(in: .whitespaces)
+            $0.trimmedBlanks()
         }
         if let first = lines.first, first.hasPrefix("\u{FEFF}") { lines[0] = String(first.dropFirst()) }
         guard lines.first == "#EXTM3U" else { throw ManifestError(.notAManifest, "not an HLS playlist: the first line is not #EXTM3U") }
@@ -118,7 +118,7 @@ struct HLSParser {
             switch tag {
             case "#EXTINF":
                 let fields = value.split(separator: ",", maxSplits: 1, omittingEmptySubsequences: false)
-                guard let d = fields.first.flatMap({ Double($0.trimmingCharacters(in: .whitespaces)) }), d >= 0, d.isFinite else {
+                guard let d = fields.first.flatMap({ Double($0.trimmedBlanks()) }), d >= 0, d.isFinite else {
                     throw ManifestError(.invalidValue, "line \(n): #EXTINF duration \"\(value)\" is not a number")
                 }
                 next.duration = d
@@ -204,7 +204,7 @@ struct HLSParser {
 
     /// An ISO 8601 date-time; also with a basic-format offset (`+0000`, as ffmpeg writes it).
     static func date(_ text: String) -> Date? {
-        var t = text.trimmingCharacters(in: .whitespaces)
+        var t = text.trimmedBlanks()
         let tail = Array(t.suffix(5))
         if tail.count == 5, tail[0] == "+" || tail[0] == "-", tail.dropFirst().allSatisfy(\.isNumber), t.contains("T") {
             t.insert(":", at: t.index(t.endIndex, offsetBy: -2))
@@ -225,7 +225,7 @@ struct HLSParser {
         var i = list.startIndex
         while i < list.endIndex {
             guard let eq = list[i...].firstIndex(of: "=") else { throw ManifestError(.invalidValue, "line \(n): attribute without '=' in \"\(list)\"") }
-            let name = list[i..<eq].trimmingCharacters(in: .whitespaces)
+            let name = list[i..<eq].trimmedBlanks()
             var j = list.index(after: eq)
             let value: String
             if j < list.endIndex, list[j] == "\"" {
@@ -235,7 +235,7 @@ struct HLSParser {
                 j = list.index(after: close)
             } else {
                 let end = list[j...].firstIndex(of: ",") ?? list.endIndex
-                value = list[j..<end].trimmingCharacters(in: .whitespaces)
+                value = list[j..<end].trimmedBlanks()
                 j = end
             }
             guard !name.isEmpty else { throw ManifestError(.invalidValue, "line \(n): an attribute without a name") }
@@ -293,5 +293,15 @@ struct HLSParser {
             throw ManifestError(.invalidValue, "line \(n): \"\(uri)\" is not a URI")
         }
         return resolved
+    }
+}
+
+extension StringProtocol {
+    /// Without leading and trailing spaces and tabs (Foundation's `trimmingCharacters` bridges
+    /// through NSString, which made it the costliest part of a playlist reload).
+    fileprivate func trimmedBlanks() -> String {
+        let blank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let first = firstIndex(where: { !blank($0) }), let last = lastIndex(where: { !blank($0) }) else { return "" }
+        return String(self[first...last])
     }
 }

@@ -1,1 +1,0 @@
-#include <libavfilter/avfilter.h>
