@@ -8,6 +8,7 @@ actor ManifestSource {
     private let parser: MPDParser
     private(set) var mpd: MPD?
     private(set) var lastResult: FetchResult?
+    /// When the request for the manifest held was sent (monotonic seconds).
     private var fetchedAt = -Double.infinity
     /// HLS: the media playlists chosen from the multivariant playlist (reloads fetch only them).
     private var hls: (video: URL?, audio: URL?, variant: HLSVariant?)?
@@ -18,22 +19,48 @@ actor ManifestSource {
         self.parser = parser
     }
 
-    /// Fetches and parses the manifest now.
+    /// The load in progress: callers arriving meanwhile share it.
+    private var inFlight: Task<MPD, any Error>?
+
+    /// Fetches and parses the manifest now (or joins the load already under way).
     func load() async throws(PlayerError) -> MPD {
-        let result: FetchResult
-        do {
-            result = try await fetcher.get(url, timeout: .seconds(10), maxBytes: parser.maxBytes)
-        } catch {
-            throw PlayerError(error)
+        let task: Task<MPD, any Error>
+        if let running = inFlight {
+            task = running
+        } else {
+            task = Task { try await self.fetchAndParse() }
+            inFlight = task
         }
-        let data = Data(result.body.readableBytesView)
-        let mpd: MPD
+        defer { if inFlight == task { inFlight = nil } }
         do {
-            if data.starts(with: Array("#EXTM3U".utf8)) || data.starts(with: [0xEF, 0xBB, 0xBF] + Array("#EXTM3U".utf8)) {
-                mpd = try await hlsPresentation(String(decoding: data, as: UTF8.self))
+            return try await task.value
+        } catch let error as PlayerError {
+            throw error
+        } catch {
+            throw PlayerError(.manifest, "\(error)")
+        }
+    }
+
+    private func fetchAndParse() async throws(PlayerError) -> MPD {
+        let requested = Monotonic.now()
+        do {
+            let mpd: MPD
+            if let chosen = hls {
+                // HLS reloads: only the chosen media playlists, both at once.
+                mpd = try await mediaPresentation(chosen)
             } else {
-                mpd = try parser.parse(data)
+                let result = try await fetcher.get(url, timeout: .seconds(10), maxBytes: parser.maxBytes)
+                let data = Data(result.body.readableBytesView)
+                if data.starts(with: Array("#EXTM3U".utf8)) || data.starts(with: [0xEF, 0xBB, 0xBF] + Array("#EXTM3U".utf8)) {
+                    mpd = try await hlsPresentation(String(decoding: data, as: UTF8.self), result: result)
+                } else {
+                    mpd = try parser.parse(data)
+                    lastResult = result
+                }
             }
+            self.mpd = mpd
+            self.fetchedAt = requested
+            return mpd
         } catch let error as ManifestError {
             throw PlayerError(error)
         } catch let error as PlayerError {
@@ -43,45 +70,56 @@ actor ManifestSource {
         } catch {
             throw PlayerError(.manifest, "\(error)")
         }
-        self.mpd = mpd
-        self.lastResult = result
-        self.fetchedAt = Monotonic.now()
-        return mpd
     }
 
     /// HLS: the presentation of the variant (highest bandwidth) and its default audio rendition.
-    private func hlsPresentation(_ text: String) async throws -> MPD {
-        var video: HLSMediaPlaylist?, audio: HLSMediaPlaylist?
+    private func hlsPresentation(_ text: String, result: FetchResult) async throws -> MPD {
         switch try HLSPlaylist.parse(text, url: url) {
-        case .media(let p) where hls == nil:
-            video = p
-        case .media:
-            break
+        case .media(let p):
+            lastResult = result
+            return try HLSPresentation.mpd(video: p, audio: nil, variant: nil)
         case .multivariant(let master):
             guard let (variant, audioURL) = HLSPresentation.choose(master) else {
                 throw ManifestError(.noPlayableContent, "multivariant playlist without a variant")
             }
-            hls = (variant.uri, audioURL, variant)
+            let chosen = (video: Optional(variant.uri), audio: audioURL, variant: Optional(variant))
+            let mpd = try await mediaPresentation(chosen)
+            hls = chosen
+            return mpd
         }
-        if let chosen = hls {
-            if let u = chosen.video { video = try await mediaPlaylist(u) }
-            if let u = chosen.audio { audio = try await mediaPlaylist(u) }
-        }
-        return try HLSPresentation.mpd(video: video, audio: audio, variant: hls?.variant)
     }
 
-    private func mediaPlaylist(_ u: URL) async throws -> HLSMediaPlaylist {
+    private func mediaPresentation(_ chosen: (video: URL?, audio: URL?, variant: HLSVariant?)) async throws -> MPD {
+        async let video = optionalPlaylist(chosen.video)
+        async let audio = optionalPlaylist(chosen.audio)
+        let (v, a) = try await (video, audio)
+        lastResult = v?.1 ?? a?.1 ?? lastResult
+        return try HLSPresentation.mpd(video: v?.0, audio: a?.0, variant: chosen.variant)
+    }
+
+    private func optionalPlaylist(_ u: URL?) async throws -> (HLSMediaPlaylist, FetchResult)? {
+        guard let u else { return nil }
+        return try await mediaPlaylist(u)
+    }
+
+    private func mediaPlaylist(_ u: URL) async throws -> (HLSMediaPlaylist, FetchResult) {
         let result = try await fetcher.get(u, timeout: .seconds(10), maxBytes: HLSPlaylist.maxBytes)
         guard case .media(let p) = try HLSPlaylist.parse(String(decoding: result.body.readableBytesView, as: UTF8.self), url: u) else {
             throw ManifestError(.invalidValue, "\(u.absoluteString) is a multivariant playlist where a media playlist was expected")
         }
-        return p
+        return (p, result)
     }
 
     /// The manifest, reloaded if the copy held is older than `maxAge` seconds. A failed reload
     /// keeps the last good manifest (and reports the error).
     func refreshed(maxAge: Double) async -> (MPD?, PlayerError?) {
-        if Monotonic.now() - fetchedAt < maxAge, let mpd { return (mpd, nil) }
+        await refreshed(requestedSince: Monotonic.now() - maxAge)
+    }
+
+    /// The manifest, reloaded unless the copy held was requested at or after monotonic time
+    /// `since` (a reload another feeder made meanwhile serves).
+    func refreshed(requestedSince since: Double) async -> (MPD?, PlayerError?) {
+        if fetchedAt >= since, let mpd { return (mpd, nil) }
         do {
             return (try await load(), nil)
         } catch {

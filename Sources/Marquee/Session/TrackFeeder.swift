@@ -115,6 +115,8 @@ struct TrackFeeder: Sendable {
         var timeline = plan.timeline
         var next: SegmentReference? = timeline.segment(containing: start)
         var lastEnd: Double? = nil
+        var misses = 0  // reloads in a row that listed nothing new
+        var reloadSince: Double? = nil  // after a wait: only a manifest requested since it
         while !Task.isCancelled {
             guard let segment = next else {
                 guard isLive else {
@@ -122,20 +124,25 @@ struct TrackFeeder: Sendable {
                     return true
                 }
                 // The timeline is exhausted: reload the manifest and look again.
-                timeline = await reloadedTimeline(after: lastEnd) ?? timeline
-                next = lastEnd.map { timeline.segment(containing: $0 + 1e-6) } ?? timeline.segment(containing: wantedPosition())
-                if next == nil || (lastEnd != nil && next!.start < lastEnd! - 1e-6) {
-                    next = nil
+                timeline = await reloadedTimeline(since: reloadSince) ?? timeline
+                reloadSince = nil
+                next = lastEnd.map { timeline.segment(following: $0) } ?? timeline.segment(containing: wantedPosition())
+                if next == nil {
                     // The next segment is listed once it is complete: at the end of the last one
                     // plus a segment, on the server clock. Reload just after that (not on a fixed
-                    // cadence, which would eat the margin the latency target leaves).
+                    // cadence, which would eat the margin the latency target leaves); when it is
+                    // not there yet, again after 50 ms, 100, 200, … up to half a segment.
                     let duration = segmentDuration(timeline)
                     var wait = min(2, max(0.2, duration / 2))
                     if let lastEnd, let ast = timeline.availabilityStartTime {
                         let expected = ast.addingTimeInterval(lastEnd + duration).timeIntervalSince(clock.now())
-                        wait = min(2, max(0.05, expected + 0.03))
+                        wait = expected > 0.05 ? min(2, expected + 0.03) : min(max(0.05, duration / 2), 0.05 * Double(1 << min(misses, 6)))
                     }
+                    misses += 1
                     try? await Task.sleep(for: .milliseconds(Int(wait * 1000)))
+                    reloadSince = Monotonic.now()
+                } else {
+                    misses = 0
                 }
                 continue
             }
@@ -200,7 +207,7 @@ struct TrackFeeder: Sendable {
             let live = livePosition()
             if next == nil || next!.end < live - (next!.end - next!.start) { next = timeline.segment(containing: live) }
             guard let segment = next else {
-                timeline = await reloadedTimeline(after: nil) ?? timeline
+                timeline = await reloadedTimeline() ?? timeline
                 try? await Task.sleep(for: .milliseconds(500))
                 continue
             }
@@ -241,8 +248,10 @@ struct TrackFeeder: Sendable {
         }
     }
 
-    private func reloadedTimeline(after lastEnd: Double?) async -> RepresentationTimeline? {
-        let (mpd, error) = await manifest.refreshed(maxAge: 0.2)
+    /// The timeline of a manifest requested at or after monotonic time `since` (default: in the
+    /// last 0.1 s).
+    private func reloadedTimeline(since: Double? = nil) async -> RepresentationTimeline? {
+        let (mpd, error) = await manifest.refreshed(requestedSince: since ?? Monotonic.now() - 0.1)
         if let error { events.send(.error(error, fatal: false)) }
         if let mpd { onEvents(nil, mpd) }  // its EventStreams (repeats are ignored)
         guard let mpd, mpd.periods.indices.contains(plan.periodIndex) else { return nil }

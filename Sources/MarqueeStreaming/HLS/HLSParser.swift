@@ -21,8 +21,9 @@ struct HLSParser {
 
     func parse() throws(ManifestError) -> HLSPlaylist {
         guard text.utf8.count <= Self.maxBytes else { throw ManifestError(.tooLarge, "playlist over \(Self.maxBytes) bytes") }
-        var lines = text.split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }.map {
-            $0.trimmedBlanks()
+        // Lines split on the bytes (CR LF and LF; a CR left at the end is trimmed).
+        var lines = text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map {
+            Substring($0).trimmedBlanks()
         }
         if let first = lines.first, first.hasPrefix("\u{FEFF}") { lines[0] = String(first.dropFirst()) }
         guard lines.first == "#EXTM3U" else { throw ManifestError(.notAManifest, "not an HLS playlist: the first line is not #EXTM3U") }
@@ -297,10 +298,10 @@ struct HLSParser {
 }
 
 extension StringProtocol {
-    /// Without leading and trailing spaces and tabs (Foundation's `trimmingCharacters` bridges
-    /// through NSString, which made it the costliest part of a playlist reload).
+    /// Without leading and trailing spaces, tabs and CRs (Foundation's `trimmingCharacters`
+    /// bridges through NSString, which made it the costliest part of a playlist reload).
     fileprivate func trimmedBlanks() -> String {
-        let blank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        let blank: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r" }
         guard let first = firstIndex(where: { !blank($0) }), let last = lastIndex(where: { !blank($0) }) else { return "" }
         return String(self[first...last])
     }

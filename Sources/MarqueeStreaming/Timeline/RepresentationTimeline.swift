@@ -173,6 +173,20 @@ public struct RepresentationTimeline: Sendable {
         return self.segment(number: segment.number + 1)
     }
 
+    /// The segment that follows one which ended at `end`, found in a reloaded timeline: the
+    /// first listed segment starting at `end`, allowing for the start being rounded differently
+    /// in the new listing (HLS program date-times have millisecond precision) by up to 0.1 s or
+    /// a quarter of its duration; `nil` when the listing does not reach it yet.
+    public func segment(following end: Double) -> SegmentReference? {
+        guard usesTimeline else { return segment(containing: end + 1e-6) }
+        let ts = Double(template.timescale)
+        let ticks = (end - periodStart) * ts + Double(template.presentationTimeOffset)
+        let entry = entries.first { e in
+            Double(e.time) >= ticks - min(0.1 * ts, Double(e.duration) / 4)
+        }
+        return entry.map(reference)
+    }
+
     /// The last segment the timeline lists (SegmentTimeline), or `nil` with number addressing.
     public var lastListedSegment: SegmentReference? { entries.last.map(reference) }
 
