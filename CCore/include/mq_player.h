@@ -25,6 +25,12 @@ typedef enum mq_track_kind {
     MQ_TRACK_VIDEO = 2,
 } mq_track_kind;
 
+/// What the bytes pushed to a track are (`mq_player_set_track_container`).
+typedef enum mq_container {
+    MQ_CONTAINER_FMP4 = 0,   ///< Fragmented MP4 / CMAF: an init segment, then media segments.
+    MQ_CONTAINER_MPEGTS = 1, ///< MPEG-2 transport stream (188-byte packets, e.g. HLS .ts segments).
+} mq_container;
+
 /// Player state as seen by the presentation side.
 typedef enum mq_state {
     MQ_STATE_IDLE = 0,      ///< Created, not started.
@@ -112,6 +118,14 @@ int mq_player_reset_track(mq_player *p, int32_t track_id);
 /// Changes the offset added to a track's `pts_time` (see `mq_player_add_track`), for what is
 /// pushed after a `mq_player_reset_track`: a reload or another source reuses the track.
 int mq_player_set_track_offset(mq_player *p, int32_t track_id, double pts_offset);
+
+/// Sets the container of what is pushed to the track (`mq_container`; a new track expects
+/// fMP4): before its first push or right after `mq_player_reset_track`, else MQ_ERR_STATE.
+/// An MPEG-TS track has no init segment; its demuxer reads the stream's own program tables,
+/// and takes from it the elementary stream of the track's kind (so the same muxed audio+video
+/// bytes may be pushed to an audio and a video track). Bytes without the TS sync byte every 188
+/// are reported as a corrupt input.
+int mq_player_set_track_container(mq_player *p, int32_t track_id, int32_t container);
 
 /// Marks the end of a track's input; once everything queued is presented the player ends.
 int mq_player_end_track(mq_player *p, int32_t track_id);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "mq_err.h"
+#include "mq_player.h"
 
 static int open_input(mq_demux *d, mq_byte_queue *in)
 {
@@ -16,10 +17,15 @@ static int open_input(mq_demux *d, mq_byte_queue *in)
     d->fmt->interrupt_callback.opaque = in;
 
     AVDictionary *opts = NULL;
-    // Fragment timestamps from tfdt, so pts are the stream's real media time on a live edge.
-    av_dict_set(&opts, "use_tfdt", "1", 0);
-    const AVInputFormat *mp4 = av_find_input_format("mp4");
-    int ret = avformat_open_input(&d->fmt, "", mp4, &opts);
+    const AVInputFormat *format;
+    if (mq_byte_queue_container(in) == MQ_CONTAINER_MPEGTS) {
+        format = av_find_input_format("mpegts");
+    } else {
+        // Fragment timestamps from tfdt, so pts are the stream's real media time on a live edge.
+        av_dict_set(&opts, "use_tfdt", "1", 0);
+        format = av_find_input_format("mp4");
+    }
+    int ret = avformat_open_input(&d->fmt, "", format, &opts);
     av_dict_free(&opts);
     return ret; // on failure lavf freed d->fmt (not our pb)
 }
@@ -27,6 +33,14 @@ static int open_input(mq_demux *d, mq_byte_queue *in)
 static int select_stream(mq_demux *d, enum AVMediaType type)
 {
     int idx = av_find_best_stream(d->fmt, type, -1, -1, NULL, 0);
+    // A transport stream's audio has no rate or layout until its frames are parsed (which
+    // av_find_best_stream requires): the first stream of the kind with a known codec, whose
+    // decoder reads them from the stream (ADTS headers, in-band parameter sets).
+    for (unsigned i = 0; idx < 0 && i < d->fmt->nb_streams; i++) {
+        const AVCodecParameters *par = d->fmt->streams[i]->codecpar;
+        if (par->codec_type == type && par->codec_id != AV_CODEC_ID_NONE)
+            idx = (int)i;
+    }
     if (idx < 0)
         return idx;
     for (unsigned i = 0; i < d->fmt->nb_streams; i++)
@@ -46,12 +60,14 @@ int mq_demux_open(mq_byte_queue *in, enum AVMediaType type, mq_demux **out, char
     int ret = open_input(d, in);
     err = MQ_ERR_DEMUX;
     if (ret < 0) {
-        snprintf(why, n, "cannot open the fMP4 stream: %s", av_err2str(ret));
+        snprintf(why, n, "cannot open the %s stream: %s",
+                 mq_byte_queue_container(in) == MQ_CONTAINER_MPEGTS ? "MPEG-TS" : "fMP4", av_err2str(ret));
         goto fail;
     }
     ret = select_stream(d, type);
     if (ret < 0) {
-        snprintf(why, n, "no %s stream in the init segment", av_get_media_type_string(type));
+        snprintf(why, n, "no %s stream in the %s", av_get_media_type_string(type),
+                 mq_byte_queue_container(in) == MQ_CONTAINER_MPEGTS ? "transport stream" : "init segment");
         goto fail;
     }
     *out = d;

@@ -342,6 +342,16 @@ int mq_player_set_track_offset(mq_player *p, int32_t track_id, double pts_offset
     return MQ_OK;
 }
 
+int mq_player_set_track_container(mq_player *p, int32_t track_id, int32_t container)
+{
+    mq_track *t = p ? find_track(p, track_id) : NULL;
+    if (!p || (container != MQ_CONTAINER_FMP4 && container != MQ_CONTAINER_MPEGTS))
+        return MQ_ERR_INVALID_ARGUMENT;
+    if (!t)
+        return MQ_ERR_NOT_FOUND;
+    return mq_byte_queue_set_container(t->input, container);
+}
+
 int mq_player_end_track(mq_player *p, int32_t track_id)
 {
     mq_track *t = p ? find_track(p, track_id) : NULL;

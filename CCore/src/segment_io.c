@@ -8,10 +8,12 @@
 #include <libavutil/mem.h>
 
 #include "mq_err.h"
+#include "mq_player.h"
 
 #define MQ_AVIO_BUFFER 32768
 #define MQ_MAX_BOUNDARIES 16
 #define MQ_MAX_BOX_SIZE ((int64_t)1 << 30)
+#define MQ_TS_PACKET 188
 
 typedef struct mq_chunk {
     struct mq_chunk *next;
@@ -41,6 +43,7 @@ struct mq_byte_queue {
     mq_chunk *head, *tail;
     int64_t pushed; // bytes pushed since the last reset (stream offset of the end)
     int64_t read;   // stream offset of the next byte to read
+    int container;  // mq_container of the bytes
     bool ended, reset_pending, aborted, failed;
     mq_box_scan scan;
     // written under lock, read anywhere
@@ -172,7 +175,39 @@ static void scan_bytes(mq_box_scan *s, int64_t start, const uint8_t *data, size_
     }
 }
 
+/// MPEG-TS: checks the sync byte of each packet that starts in [start, start + size);
+/// `next_box` is the offset of the next packet.
+static void scan_ts(mq_box_scan *s, int64_t start, const uint8_t *data, size_t size)
+{
+    int64_t end = start + (int64_t)size;
+    for (; !s->corrupt && s->next_box < end; s->next_box += MQ_TS_PACKET) {
+        if (data[s->next_box - start] != 0x47) {
+            scan_corrupt(s, s->next_box, "not an MPEG-TS stream (no sync byte where a packet starts)");
+            return;
+        }
+        s->box_start = s->next_box;
+    }
+}
+
 /* ---- controlling thread ---- */
+
+int mq_byte_queue_set_container(mq_byte_queue *q, int container)
+{
+    pthread_mutex_lock(&q->lock);
+    int ret = q->pushed > 0 ? MQ_ERR_STATE : MQ_OK;
+    if (ret == MQ_OK)
+        q->container = container;
+    pthread_mutex_unlock(&q->lock);
+    return ret;
+}
+
+int mq_byte_queue_container(mq_byte_queue *q)
+{
+    pthread_mutex_lock(&q->lock);
+    int container = q->container;
+    pthread_mutex_unlock(&q->lock);
+    return container;
+}
 
 int mq_byte_queue_push(mq_byte_queue *q, const uint8_t *data, size_t size)
 {
@@ -187,7 +222,10 @@ int mq_byte_queue_push(mq_byte_queue *q, const uint8_t *data, size_t size)
     pthread_mutex_lock(&q->lock);
     int ret = q->ended ? MQ_ERR_CLOSED : MQ_OK;
     if (ret == MQ_OK && !q->failed && size > 0) {
-        scan_bytes(&q->scan, q->pushed, data, size);
+        if (q->container == MQ_CONTAINER_MPEGTS)
+            scan_ts(&q->scan, q->pushed, data, size);
+        else
+            scan_bytes(&q->scan, q->pushed, data, size);
         q->pushed += (int64_t)size;
         if (q->tail)
             q->tail->next = c;
@@ -208,7 +246,10 @@ int mq_byte_queue_end(mq_byte_queue *q)
     q->ended = true;
     // A box that runs past the last byte: a segment was cut short.
     mq_box_scan *s = &q->scan;
-    if (!s->corrupt && s->hdr_len > 0)
+    if (q->container == MQ_CONTAINER_MPEGTS) {
+        if (!s->corrupt && s->next_box > q->pushed)
+            scan_corrupt(s, s->box_start, "input ended inside a TS packet (truncated segment)");
+    } else if (!s->corrupt && s->hdr_len > 0)
         scan_corrupt(s, s->next_box, "input ended inside a box header (truncated segment)");
     else if (!s->corrupt && s->next_box != INT64_MAX && s->next_box > q->pushed)
         scan_corrupt(s, s->box_start, "input ended inside a box (truncated segment)");

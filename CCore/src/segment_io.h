@@ -30,6 +30,13 @@ typedef enum mq_input_state {
 int mq_byte_queue_create(mq_byte_queue **out);
 void mq_byte_queue_destroy(mq_byte_queue **q);
 
+/// Controlling thread: what the bytes are (`mq_container`), before any is pushed since the
+/// creation or the last reset (else MQ_ERR_STATE). MPEG-TS input is checked packet by packet
+/// (a sync byte every 188) and has no boundaries.
+int mq_byte_queue_set_container(mq_byte_queue *q, int container);
+/// Decode thread: the container of the bytes being read.
+int mq_byte_queue_container(mq_byte_queue *q);
+
 /// Controlling thread. Copies the bytes (dropped while the track is failed).
 int mq_byte_queue_push(mq_byte_queue *q, const uint8_t *data, size_t size);
 int mq_byte_queue_end(mq_byte_queue *q);

@@ -1,9 +1,11 @@
 // Demux (mq_demux on a track's byte queue) and decode (libavcodec) of ffmpeg-made fMP4
 // segments: every picture of the video stream comes out, in order, with the pts the encoder
 // gave it and the picture ffmpeg's own decode gives (framemd5 list); the audio stream yields
-// its duration in samples, pts from 0.
+// its duration in samples, pts from 0. With a muxed MPEG-TS of the same two streams, the same
+// again through a byte queue in TS mode, once per stream kind (as an HLS .ts segment feeds an
+// audio and a video track); and fMP4 bytes pushed as TS are refused as corrupt.
 //
-//   demux_decode_test <video.mp4> <video.md5> <audio.mp4> <audio-seconds>
+//   demux_decode_test <video.mp4> <video.md5> <audio.mp4> <audio-seconds> [<muxed.ts>]
 
 #include <libavcodec/avcodec.h>
 #include <libavutil/imgutils.h>
@@ -11,6 +13,7 @@
 
 #include "demux.h"
 #include "mq_err.h"
+#include "mq_player.h"
 #include "test_util.h"
 
 /// md5 (hex) of the picture's planes packed without padding, as `ffmpeg -f framemd5` prints.
@@ -53,7 +56,7 @@ static void take_frame(const mq_demux *d, const AVFrame *f, char (*md5s)[33], in
 }
 
 /// Pushes `path` into a byte queue, demuxes the stream of `type` and decodes all of it.
-static int run(const char *path, enum AVMediaType type, char (*md5s)[33], int nmd5, result *r)
+static int run(const char *path, int container, enum AVMediaType type, char (*md5s)[33], int nmd5, result *r)
 {
     size_t size = 0;
     uint8_t *bytes = mqt_read_file(path, &size);
@@ -66,6 +69,7 @@ static int run(const char *path, enum AVMediaType type, char (*md5s)[33], int nm
     memset(r, 0, sizeof *r);
     if (!bytes || mq_byte_queue_create(&q) < 0)
         return -1;
+    mq_byte_queue_set_container(q, container);
     mq_byte_queue_push(q, bytes, size);
     mq_byte_queue_end(q);
     int ret = mq_demux_open(q, type, &d, why, sizeof why);
@@ -129,7 +133,7 @@ int main(int argc, char **argv)
     int nmd5 = read_md5s(argv[2], md5s, 1024);
     CHECK(nmd5 > 10, "reference md5 list: %d pictures", nmd5);
     result v, a;
-    run(argv[1], AVMEDIA_TYPE_VIDEO, md5s, nmd5, &v);
+    run(argv[1], MQ_CONTAINER_FMP4, AVMEDIA_TYPE_VIDEO, md5s, nmd5, &v);
     printf("video: %d pictures, pts %.3f..%.3f, %d md5 mismatches\n", v.frames, v.first_pts,
            v.last_pts, v.md5_errors);
     CHECK(v.frames == nmd5, "every picture decoded: %d of %d", v.frames, nmd5);
@@ -137,12 +141,42 @@ int main(int argc, char **argv)
     CHECK(v.pts_errors == 0 && fabs(v.first_pts) < 1e-6, "pts increase from 0");
 
     double seconds = atof(argv[4]);
-    run(argv[3], AVMEDIA_TYPE_AUDIO, NULL, 0, &a);
+    run(argv[3], MQ_CONTAINER_FMP4, AVMEDIA_TYPE_AUDIO, NULL, 0, &a);
     double got = a.samples / 48000.0;
     printf("audio: %d frames, %lld samples (%.4f s), pts %.4f..%.4f\n", a.frames,
            (long long)a.samples, got, a.first_pts, a.last_pts);
     // AAC: whole 1024-sample frames, plus the encoder's priming frame: at most 2048 more.
     CHECK(got >= seconds && got <= seconds + 2048 / 48000.0, "audio lasts %.4f s, expected %.1f s", got, seconds);
     CHECK(a.pts_errors == 0 && a.first_pts <= 0.0 && a.first_pts > -0.05, "audio pts from 0 (%.4f)", a.first_pts);
+
+    if (argc > 5) {
+        // The same streams muxed in one transport stream, read once per kind.
+        result tv, ta;
+        run(argv[5], MQ_CONTAINER_MPEGTS, AVMEDIA_TYPE_VIDEO, md5s, nmd5, &tv);
+        printf("ts video: %d pictures, pts %.3f..%.3f, %d md5 mismatches\n", tv.frames, tv.first_pts,
+               tv.last_pts, tv.md5_errors);
+        CHECK(tv.frames == nmd5 && tv.md5_errors == 0, "TS: every picture as ffmpeg decodes it (%d of %d, %d differ)",
+              tv.frames, nmd5, tv.md5_errors);
+        CHECK(tv.pts_errors == 0, "TS: pictures in order");
+        CHECK(fabs(tv.last_pts - tv.first_pts - (v.last_pts - v.first_pts)) < 1e-3, "TS: the same picture times");
+        run(argv[5], MQ_CONTAINER_MPEGTS, AVMEDIA_TYPE_AUDIO, NULL, 0, &ta);
+        printf("ts audio: %lld samples (%.4f s)\n", (long long)ta.samples, ta.samples / 48000.0);
+        CHECK(ta.samples == a.samples, "TS: the same audio samples (%lld, fMP4 %lld)", (long long)ta.samples,
+              (long long)a.samples);
+
+        // fMP4 bytes announced as TS: corrupt at the first packet.
+        size_t size = 0;
+        uint8_t *bytes = mqt_read_file(argv[1], &size);
+        mq_byte_queue *q = NULL;
+        mq_byte_queue_create(&q);
+        CHECK(mq_byte_queue_set_container(q, MQ_CONTAINER_MPEGTS) == MQ_OK, "container set before any push");
+        mq_byte_queue_push(q, bytes, size);
+        CHECK(mq_byte_queue_set_container(q, MQ_CONTAINER_FMP4) == MQ_ERR_STATE, "no container change after a push");
+        CHECK(mq_byte_queue_wait(q) == MQ_INPUT_CORRUPT, "fMP4 bytes in TS mode are corrupt input");
+        CHECK(strstr(mq_byte_queue_corrupt_reason(q), "MPEG-TS") != NULL, "the reason says why: %s",
+              mq_byte_queue_corrupt_reason(q));
+        mq_byte_queue_destroy(&q);
+        free(bytes);
+    }
     return mqt_done("demux_decode_test");
 }

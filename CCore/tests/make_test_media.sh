@@ -10,6 +10,8 @@
 #     music660.m4a  2.31 s stereo 660 Hz sine (1524.6 cycles: a loop restarts mid-cycle), AAC in
 #                   plain MP4 (priming and end padding trimmed by its edit list / duration)
 #     music660.wav  the same tone as PCM
+#     muxed.ts      video.mp4 and tone440.mp4 muxed into one MPEG-TS (stream copy: the same
+#                   pictures as video.md5), as an HLS .ts segment carries them
 set -eu
 out="$1"
 mkdir -p "$out"
@@ -26,4 +28,5 @@ $ff -i "$out/video.mp4" -map 0:v:0 -fps_mode passthrough -f framemd5 "$out/video
 for ext in m4a wav; do
   $ff -f lavfi -i "sine=f=660:r=48000:d=2.31" -af "pan=stereo|c0=c0|c1=c0" "$out/music660.$ext"
 done
+$ff -i "$out/video.mp4" -i "$out/tone440.mp4" -map 0:v -map 1:a -c copy -f mpegts "$out/muxed.ts"
 echo "test media in $out"
