@@ -169,7 +169,7 @@ public final class Player: Sendable {
         task?.cancel()
         await task?.value
         inner.withLock { $0.task = nil }
-        let reuse = Dictionary(old.plans.map { ($0.kind, $0.coreTrack) }, uniquingKeysWith: { first, _ in first })
+        let reuse = Dictionary(old.plans.flatMap(\.coreTracksByKind), uniquingKeysWith: { first, _ in first })
         let session = try await openFirstSource(core: core, startMono: Monotonic.now(), reuse: reuse)
         let next = Task { await session.run() }
         let stopped = inner.withLock { inner -> Bool in

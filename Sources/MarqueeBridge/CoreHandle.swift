@@ -142,6 +142,18 @@ package final class CoreHandle: Sendable {
         try call { mq_player_set_track_offset($0, track, ptsOffset) }
     }
 
+    /// What a track's bytes are (`mq_player_set_track_container`): before its first push or
+    /// right after a reset.
+    package func setTrackContainer(_ track: Int32, transportStream: Bool) throws(CoreError) {
+        try call { mq_player_set_track_container($0, track, Int32(transportStream ? MQ_CONTAINER_MPEGTS.rawValue : MQ_CONTAINER_FMP4.rawValue)) }
+    }
+
+    /// Changes the offset added to a track's media time (`mq_player_set_track_offset`), read as
+    /// each frame is decoded.
+    package func setTrackOffset(_ track: Int32, ptsOffset: Double) throws(CoreError) {
+        try call { mq_player_set_track_offset($0, track, ptsOffset) }
+    }
+
     package func endTrack(_ track: Int32) throws(CoreError) {
         try call { mq_player_end_track($0, track) }
     }

@@ -140,5 +140,36 @@ import Testing
         #expect(abs(p.totalDuration - 6) < 0.1)
         #expect(p.segments.allSatisfy { $0.programDateTime != nil })
         #expect((type == "fmp4") == (p.segments.first?.map != nil))
+
+        // As a presentation: TS segments have no init segment and carry the audio muxed.
+        let rep = try #require(HLSPresentation.mpd(video: p, audio: nil, variant: nil).periods.first?.adaptationSets.first?.representations.first)
+        #expect(rep.isTransportStream == (type == "mpegts") && rep.muxesAudio)
+        #expect((rep.segmentTemplate?.initialization == nil) == (type == "mpegts"))
+        guard type == "mpegts" else { return }
+        // The first PTS as libavformat reads it, and moved across the 2³³ wrap.
+        let segment = try Data(contentsOf: dir.appendingPathComponent(try #require(p.segments.first?.uri.lastPathComponent)))
+        let first = try #require(TransportStreamTimestamps.firstPTS(segment))
+        #expect(first == UInt64(try ffprobeFirstVideoPTS(segment, in: dir)))
+        let target = TransportStreamTimestamps.wrap - 45_000  // half a second before the wrap
+        let moved = TransportStreamTimestamps.shifted(Array(segment), by: Int64(target) - Int64(first))
+        #expect(TransportStreamTimestamps.firstPTS(moved) == target)
+        // (libavformat unwraps timestamps this close to the wrap to negative ones: the same instant)
+        let probed = Int64(try ffprobeFirstVideoPTS(Data(moved), in: dir)), wrap = Int64(TransportStreamTimestamps.wrap)
+        #expect(UInt64((probed % wrap + wrap) % wrap) == target, "ffprobe: \(probed)")
+        #expect(moved.count == segment.count)
+    }
+
+    private func ffprobeFirstVideoPTS(_ bytes: Data, in dir: URL) throws -> Int {
+        let file = dir.appendingPathComponent("probe-\(UUID().uuidString).ts")
+        try bytes.write(to: file)
+        let probe = Process()
+        let out = Pipe()
+        probe.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        probe.arguments = ["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts", "-of", "csv=p=0", file.path]
+        probe.standardOutput = out
+        try probe.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        probe.waitUntilExit()
+        return try #require(text.split(separator: "\n").first.flatMap { Int($0.filter { $0.isNumber || $0 == "-" }) })
     }
 }

@@ -215,7 +215,7 @@ final class PlaybackSession: Sendable {
         guard let position else { return }
         pause.withLock { $0 = (Monotonic.now(), position) }
         shift.set(delay: shift.delay, paused: true, reposition: true)
-        for plan in plans { try? core.resetTrack(plan.coreTrack) }
+        for plan in plans { for track in plan.coreTracks { try? core.resetTrack(track) } }
         setState(.paused)
     }
 
@@ -279,19 +279,29 @@ final class PlaybackSession: Sendable {
             } catch {
                 throw PlayerError(error)
             }
-            let track: Int32
-            let coreKind: CoreTrackKind = kind == .video ? .video : .audio
+            // The video segments carry the audio too: one more core track, fed the same bytes.
+            let muxed = kind == .video && rep.muxesAudio && !plans.contains { $0.kind == .audio }
+                && !mpd.periods[period].adaptationSets.contains { $0.representations.contains { $0.kind == .audio } }
+            var tracks: [Int32] = []
             do {
-                if let existing = reuse[coreKind] {
-                    try core.reuseTrack(existing, ptsOffset: timeline.ptsOffset)
-                    track = existing
-                } else {
-                    track = try core.addTrack(coreKind, ptsOffset: timeline.ptsOffset)
+                for coreKind in [kind == .video ? CoreTrackKind.video : .audio] + (muxed ? [.audio] : []) {
+                    let track: Int32
+                    if let existing = reuse[coreKind] {
+                        try core.reuseTrack(existing, ptsOffset: timeline.ptsOffset)
+                        track = existing
+                    } else {
+                        track = try core.addTrack(coreKind, ptsOffset: timeline.ptsOffset)
+                    }
+                    try core.setTrackContainer(track, transportStream: rep.isTransportStream)
+                    tracks.append(track)
                 }
             } catch {
                 throw PlayerError(.output, error.message, coreCode: error.code)
             }
-            plans.append(TrackPlan(kind: kind == .video ? .video : .audio, periodIndex: period, adaptationSet: set, representation: rep, timeline: timeline, coreTrack: track))
+            plans.append(
+                TrackPlan(
+                    kind: kind == .video ? .video : .audio, periodIndex: period, adaptationSet: set, representation: rep, timeline: timeline,
+                    coreTrack: tracks[0], muxedAudioTrack: tracks.count > 1 ? tracks[1] : nil))
         }
         guard !plans.isEmpty else {
             throw PlayerError(.noPlayableContent, "no audio or video representation with a SegmentTemplate in period \(period)")

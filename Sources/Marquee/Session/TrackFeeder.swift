@@ -20,6 +20,13 @@ struct TrackPlan: Sendable {
     var representation: Representation
     var timeline: RepresentationTimeline
     var coreTrack: Int32
+    /// The core's audio track fed the same bytes when the representation muxes audio in.
+    var muxedAudioTrack: Int32? = nil
+
+    /// Every core track the segments feed.
+    var coreTracks: [Int32] { [coreTrack] + (muxedAudioTrack.map { [$0] } ?? []) }
+    /// The core tracks by kind (a reload reuses them).
+    var coreTracksByKind: [(CoreTrackKind, Int32)] { [(kind, coreTrack)] + (muxedAudioTrack.map { [(.audio, $0)] } ?? []) }
 }
 
 /// Fetches one track's segments around the wanted position and pushes them into the core:
@@ -47,6 +54,9 @@ struct TrackFeeder: Sendable {
     let shift: TimeShift
     /// Where fetched segments are kept for the delay (live only), nil without one.
     let store: SegmentStore?
+    /// MPEG-TS: the offset from the stream's PTS to presentation time is still to be measured
+    /// (at the first segment pushed after a start or a restart of the tracks).
+    let offsetPending = SharedValue(true)
 
     /// How far ahead of the presented position an on-demand stream is fetched.
     static let readAhead = 30.0
@@ -102,8 +112,7 @@ struct TrackFeeder: Sendable {
             }
             if finished || Task.isCancelled { return }
             // Moved: drop what the core holds and go on from the new position.
-            try? core.resetTrack(plan.coreTrack)
-            try? push(initBytes)
+            restartTracks(initBytes)
             pushedEnd.withLock { $0 = nil }
             from = shift.anchor ?? wantedPosition()
             logger.debug("feeder repositioned", metadata: ["track": "\(plan.representation.id)", "from": "\(from)"])
@@ -120,7 +129,7 @@ struct TrackFeeder: Sendable {
         while !Task.isCancelled {
             guard let segment = next else {
                 guard isLive else {
-                    try? core.endTrack(plan.coreTrack)
+                    for track in plan.coreTracks { try? core.endTrack(track) }
                     return true
                 }
                 // The timeline is exhausted: reload the manifest and look again.
@@ -185,6 +194,7 @@ struct TrackFeeder: Sendable {
         guard let kept = store?.entry(track: plan.coreTrack, time: segment.time) else {
             return await fetch(segment, initBytes: initBytes)
         }
+        if plan.representation.isTransportStream, offsetPending.withLock({ $0 }) { measureOffset(kept.bytes, segment: segment) }
         do { try push(kept.bytes) } catch { return .cancelled }
         var scanner = EventMessageScanner()
         let boxes = kept.bytes.withUnsafeReadableBytes { scanner.feed($0) }
@@ -268,6 +278,7 @@ struct TrackFeeder: Sendable {
     // MARK: fetching
 
     private func fetchInit() async -> ByteBuffer? {
+        if plan.representation.isTransportStream { return ByteBuffer() }  // no init segment
         guard let url = plan.timeline.initializationURL else {
             events.send(.error(PlayerError(.manifest, "representation \(plan.representation.id) has no initialization segment"), fatal: false))
             return nil
@@ -300,9 +311,23 @@ struct TrackFeeder: Sendable {
             attempt += 1
             var pushedBytes = false
             var whole = ByteBuffer()
+            // MPEG-TS whose offset is still to be measured: the first chunks wait until the first
+            // PTS is in them (the offset must be set before the core decodes a frame).
+            var held: ByteBuffer? = plan.representation.isTransportStream && offsetPending.withLock({ $0 }) ? ByteBuffer() : nil
             do {
                 _ = try await fetcher.stream(segment.url, timeout: .milliseconds(Int(max(4, duration * 3) * 1000))) { (chunk) throws(FetchError) in
-                    do { try push(chunk) } catch { throw FetchError(.cancelled, url: segment.url.absoluteString, message: "core closed") }
+                    var out = chunk
+                    if var waiting = held {
+                        var copy = chunk
+                        waiting.writeBuffer(&copy)
+                        guard measureOffset(waiting, segment: segment) || waiting.readableBytes >= Self.offsetProbeBytes else {
+                            held = waiting
+                            return
+                        }
+                        held = nil
+                        out = waiting
+                    }
+                    do { try push(out) } catch { throw FetchError(.cancelled, url: segment.url.absoluteString, message: "core closed") }
                     pushedBytes = true
                     if store != nil {
                         var chunk = chunk
@@ -311,14 +336,16 @@ struct TrackFeeder: Sendable {
                     let boxes = chunk.withUnsafeReadableBytes { scanner.feed($0) }
                     if !boxes.isEmpty { inbandEvents(boxes, segment: segment) }
                 }
+                if let waiting = held, waiting.readableBytes > 0 {  // a short segment without a PTS
+                    do { try push(waiting) } catch { return .cancelled }
+                }
                 store?.put(track: plan.coreTrack, time: segment.time, start: segment.start, end: segment.end, bytes: whole)
                 return .pushed
             } catch {
                 if error.code == .cancelled { return .cancelled }
                 if pushedBytes {
                     // A partial segment is in the demuxer: restart the track at the next one.
-                    try? core.resetTrack(plan.coreTrack)
-                    try? push(initBytes)
+                    restartTracks(initBytes)
                     events.send(.error(PlayerError(error), fatal: false))
                     return .skipped
                 }
@@ -351,8 +378,33 @@ struct TrackFeeder: Sendable {
     }
 
     private func push(_ buffer: ByteBuffer) throws {
+        guard buffer.readableBytes > 0 else { return }
         try buffer.withUnsafeReadableBytes { raw in
-            try core.push(track: plan.coreTrack, bytes: raw)
+            for track in plan.coreTracks { try core.push(track: track, bytes: raw) }
         }
+    }
+
+    /// Flushes the core's tracks and starts them again on the init segment (fMP4); a transport
+    /// stream's offset is measured again at the next segment.
+    private func restartTracks(_ initBytes: ByteBuffer) {
+        for track in plan.coreTracks { try? core.resetTrack(track) }
+        try? push(initBytes)
+        offsetPending.withLock { $0 = true }
+    }
+
+    /// How far into a transport stream segment its first PTS is looked for.
+    static let offsetProbeBytes = 256 << 10
+
+    /// MPEG-TS: places the stream on the presentation timeline from `bytes`, the start of
+    /// `segment`: its first PTS (a video one if any) is presented at the segment's start (its
+    /// program date-time). Returns false while no PTS is in `bytes`.
+    @discardableResult
+    private func measureOffset(_ bytes: ByteBuffer, segment: SegmentReference) -> Bool {
+        guard let pts = TransportStreamTimestamps.firstPTS(bytes.readableBytesView) else { return false }
+        let offset = segment.start - Double(pts) / Double(TransportStreamTimestamps.clockRate)
+        for track in plan.coreTracks { try? core.setTrackOffset(track, ptsOffset: offset) }
+        offsetPending.withLock { $0 = false }
+        logger.debug("transport stream placed", metadata: ["track": "\(plan.representation.id)", "pts": "\(pts)", "offset": "\(offset)"])
+        return true
     }
 }

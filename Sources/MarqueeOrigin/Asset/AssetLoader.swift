@@ -39,7 +39,23 @@ struct AssetLoader {
             out.append(LoopAdaptationSet(adaptationSet: set, kind: kind, representations: reps))
         }
         guard let loop, loop > 0 else { throw OriginError(.badAsset, "asset \"\(name)\": the loop duration is 0") }
-        return LoopAsset(name: name, directory: directory, manifestName: manifestName, mpd: mpd, loopDuration: loop, adaptationSets: out)
+        var asset = LoopAsset(name: name, directory: directory, manifestName: manifestName, mpd: mpd, loopDuration: loop, adaptationSets: out)
+        asset.transportStream = try transportStream(video: out.first { $0.kind == .video }?.representations.first)
+        return asset
+    }
+
+    /// `ts/seg-1.ts` … `ts/seg-<n>.ts`, one per segment of `video`, when the asset has them.
+    private func transportStream(video: LoopRepresentation?) throws(OriginError) -> LoopTransportStream? {
+        let dir = (directory as NSString).appendingPathComponent("ts")
+        guard let video, FileManager.default.fileExists(atPath: (dir as NSString).appendingPathComponent("seg-1.ts")) else { return nil }
+        let files = (1...video.segments.count).map { (dir as NSString).appendingPathComponent("seg-\($0).ts") }
+        guard files.allSatisfy({ FileManager.default.fileExists(atPath: $0) }) else {
+            throw OriginError(.badAsset, "asset \"\(name)\": ts/ needs seg-1.ts … seg-\(video.segments.count).ts (one per video segment)")
+        }
+        guard let first = TransportStreamTimestamps.firstPTS(try Self.read(files[0])) else {
+            throw OriginError(.badAsset, "asset \"\(name)\": \(files[0]) has no PES timestamp")
+        }
+        return LoopTransportStream(files: files, firstPTS: first, video: video)
     }
 
     // MARK: manifest

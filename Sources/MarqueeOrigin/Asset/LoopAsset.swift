@@ -42,6 +42,16 @@ struct LoopRepresentation: Sendable {
     }
 }
 
+/// MPEG-TS segments of an asset: the video and audio muxed, cut where the first video
+/// representation's segments are (segment `i` of the loop is `files[i]`).
+struct LoopTransportStream: Sendable {
+    var files: [String]
+    /// The first video PTS of the loop's first segment (90 kHz): the loop's time 0.
+    var firstPTS: UInt64
+    /// The video representation whose timeline the segments follow.
+    var video: LoopRepresentation
+}
+
 struct LoopAdaptationSet: Sendable {
     var adaptationSet: AdaptationSet
     var kind: MediaKind
@@ -59,6 +69,9 @@ struct LoopAsset: Sendable {
     var loopDuration: Double
     /// The main video AdaptationSet, then the main audio one (whichever exist).
     var adaptationSets: [LoopAdaptationSet]
+    /// The same media as muxed MPEG-TS segments (`ts/seg-<n>.ts` beside the manifest), one per
+    /// segment of the first video representation, when the asset has them.
+    var transportStream: LoopTransportStream?
 
     func representation(id: String) -> LoopRepresentation? {
         for set in adaptationSets { if let rep = set.representations.first(where: { $0.id == id }) { return rep } }

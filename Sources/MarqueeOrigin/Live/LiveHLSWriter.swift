@@ -11,6 +11,10 @@ struct LiveHLSWriter {
     var options: LiveOptions
 
     static let masterName = "master.m3u8"
+    /// The muxed MPEG-TS rendition (assets with `ts/` segments): a multivariant playlist with
+    /// one variant and no audio group, and its media playlist of `ts/<number>.ts` segments.
+    static let transportStreamMasterName = "master-ts.m3u8"
+    static let transportStreamMediaName = "ts.m3u8"
 
     func master() -> String {
         var out = ["#EXTM3U", "#EXT-X-VERSION:7", "#EXT-X-INDEPENDENT-SEGMENTS"]
@@ -33,7 +37,27 @@ struct LiveHLSWriter {
         return out.joined(separator: "\n") + "\n"
     }
 
+    func transportStreamMaster(_ ts: LoopTransportStream) -> String {
+        let audio = asset.adaptationSets.first { $0.kind == .audio }?.representations.first?.representation
+        let r = ts.video.representation
+        var attributes = ["BANDWIDTH=\(r.bandwidth + (audio?.bandwidth ?? 0))"]
+        let codecs = [r.codecs, audio?.codecs].compactMap { $0 }
+        if !codecs.isEmpty { attributes.append("CODECS=\"\(codecs.joined(separator: ","))\"") }
+        if let w = r.width, let h = r.height { attributes.append("RESOLUTION=\(w)x\(h)") }
+        return ["#EXTM3U", "#EXT-X-VERSION:3", "#EXT-X-STREAM-INF:" + attributes.joined(separator: ","), Self.transportStreamMediaName]
+            .joined(separator: "\n") + "\n"
+    }
+
+    /// The TS media playlist: the video representation's window, `ts/<number>.ts`, no map.
+    func transportStreamMedia(_ ts: LoopTransportStream, now: Double) -> String {
+        media(ts.video, now: now, map: nil, version: 3) { "ts/\($0).ts" }
+    }
+
     func media(_ rep: LoopRepresentation, now: Double) -> String {
+        media(rep, now: now, map: "\(rep.id)/init.mp4", version: 7) { "\(rep.id)/\($0).m4s" }
+    }
+
+    private func media(_ rep: LoopRepresentation, now: Double, map: String?, version: Int, uri: (UInt64) -> String) -> String {
         let timeline = LiveTimeline(representation: rep, options: options)
         let segments = timeline.listedSegments(now: now).filter { segment in
             // Complete segments only (HLS has no availabilityTimeOffset).
@@ -41,16 +65,16 @@ struct LiveHLSWriter {
         }
         let timescale = Double(rep.timescale)
         let target = Int((Double(rep.maxSegmentDuration) / timescale).rounded())  // RFC 8216: EXTINF rounded ≤ it
-        var out = ["#EXTM3U", "#EXT-X-VERSION:7", "#EXT-X-TARGETDURATION:\(target)",
-                   "#EXT-X-MEDIA-SEQUENCE:\(options.startNumber + (segments.first?.index ?? 0))",
-                   "#EXT-X-MAP:URI=\"\(rep.id)/init.mp4\""]
+        var out = ["#EXTM3U", "#EXT-X-VERSION:\(version)", "#EXT-X-TARGETDURATION:\(target)",
+                   "#EXT-X-MEDIA-SEQUENCE:\(options.startNumber + (segments.first?.index ?? 0))"]
+        if let map { out.append("#EXT-X-MAP:URI=\"\(map)\"") }
         for (i, segment) in segments.enumerated() {
             if i == 0 || segment.mediaTime != segments[i - 1].mediaTime + segments[i - 1].duration {
                 let date = Date(timeIntervalSince1970: options.availabilityStartTime + Double(segment.mediaTime) / timescale)
                 out.append("#EXT-X-PROGRAM-DATE-TIME:" + XSDateTime.string(date))
             }
             out.append(String(format: "#EXTINF:%.5f,", Double(segment.duration) / timescale))
-            out.append("\(rep.id)/\(options.startNumber + segment.index).m4s")
+            out.append(uri(options.startNumber + segment.index))
         }
         return out.joined(separator: "\n") + "\n"
     }

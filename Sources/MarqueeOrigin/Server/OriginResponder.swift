@@ -147,6 +147,11 @@ struct OriginResponder: Sendable {
             let text: String
             if rest[0] == LiveHLSWriter.masterName {
                 text = writer.master()
+            } else if rest[0] == LiveHLSWriter.transportStreamMasterName || rest[0] == LiveHLSWriter.transportStreamMediaName {
+                guard let ts = asset.transportStream else {
+                    return Reply(.notFound, "asset \"\(asset.name)\" has no MPEG-TS segments (ts/seg-<n>.ts)", clock: clock)
+                }
+                text = rest[0] == LiveHLSWriter.transportStreamMediaName ? writer.transportStreamMedia(ts, now: clock.now()) : writer.transportStreamMaster(ts)
             } else if let rep = asset.representation(id: String(rest[0].dropLast(5))) {
                 text = writer.media(rep, now: clock.now())
             } else {
@@ -161,10 +166,48 @@ struct OriginResponder: Sendable {
             let text = LiveManifestWriter(asset: asset, options: options, sntpPort: sntpPort.port, authority: authority).write(now: clock.now())
             return Reply(bytes: Array(text.utf8), contentType: "application/dash+xml", clock: clock)
         }
+        if rest.count == 2, rest[0] == "ts", let ts = asset.transportStream {
+            return transportStreamSegment(ts, name: rest[1], options: options, clock: clock)
+        }
         guard rest.count == 2, let rep = asset.representation(id: rest[0]) else {
             return Reply(.notFound, "no such resource in asset \"\(asset.name)\": \(rest.joined(separator: "/"))", clock: clock)
         }
         return segment(asset, rep, name: rest[1], options: options, clock: clock)
+    }
+
+    /// `ts/<number>.ts`: the loop's TS segment with every timestamp moved onto the live
+    /// timeline: its PTS (90 kHz, modulo 2³³) is the media time the DASH video segment of that
+    /// number has, plus the loop's own first PTS (so the stream keeps a realistic, nonzero start).
+    private func transportStreamSegment(_ ts: LoopTransportStream, name: String, options: LiveOptions, clock: OriginClock) -> Reply {
+        let mime = "video/mp2t"
+        guard name.hasSuffix(".ts"), let number = UInt64(name.dropLast(3)) else {
+            return Reply(.notFound, "no segment \"\(name)\" (ts/<number>.ts)", clock: clock)
+        }
+        let rep = ts.video
+        let timeline = LiveTimeline(representation: rep, options: options)
+        guard let live = timeline.segment(number: number) else {
+            return Reply(.notFound, "no segment \"\(name)\" (startNumber \(options.startNumber))", clock: clock)
+        }
+        switch timeline.availability(numberedIndex: live.index, now: clock.now()) {
+        case .tooEarly(let wait):
+            return Reply(.notFound, "segment ts/\(name) is available in \(String(format: "%.3f", wait)) s", clock: clock)
+        case .expired:
+            return Reply(.gone, "segment ts/\(name) has left the \(LiveOptions.format(options.timeShiftBufferDepth)) s time-shift buffer", clock: clock)
+        case .available:
+            break
+        }
+        do {
+            let bytes = try AssetLoader.bytes(ts.files[live.vodIndex])
+            // Loop start on the live timeline (ticks of the video track) → 90 kHz.
+            let loopStart = Int64(clamping: live.mediaTime) - Int64(clamping: rep.segments[live.vodIndex].offset)
+            let rate = Int64(TransportStreamTimestamps.clockRate), scale = Int64(rep.timescale)
+            let loopStart90k = loopStart / scale * rate + loopStart % scale * rate / scale  // no overflow
+            var reply = Reply(bytes: TransportStreamTimestamps.shifted(bytes, by: loopStart90k), contentType: mime, clock: clock)
+            if let kbps = options.bandwidth { reply.schedule = Self.limited(reply.body.count, kbps: kbps, schedule: reply.schedule, now: clock.now()) }
+            return reply
+        } catch {
+            return Reply(.internalServerError, error.description, clock: clock)
+        }
     }
 
     private func segment(_ asset: LoopAsset, _ rep: LoopRepresentation, name: String, options: LiveOptions, clock: OriginClock) -> Reply {

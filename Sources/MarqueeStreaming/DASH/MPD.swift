@@ -145,6 +145,11 @@ public struct Representation: Sendable, Equatable {
     public var hasSegmentBase: Bool = false
     /// `contentType`/`mimeType` of the representation or, failing that, its AdaptationSet.
     public var kind: MediaKind = .unknown
+    /// The segments also carry the audio (an HLS variant without an audio rendition: muxed
+    /// MPEG-TS or fMP4); the player feeds the same bytes to its audio track.
+    public var muxesAudio: Bool = false
+    /// The segments are an MPEG-2 transport stream (mimeType `video/mp2t`/`audio/mp2t`).
+    public var isTransportStream: Bool { mimeType?.hasSuffix("/mp2t") ?? false }
     /// `AudioChannelConfiguration` descriptors given on the Representation itself.
     public var audioChannelConfigurations: [Descriptor] = []
     /// Every XML attribute of the element as written (`sar`, `scanType`, `startWithSAP`, ...).

@@ -7,8 +7,11 @@ import Foundation
 /// time of the encoder, so the latency target, the server clock and the controller work as for
 /// DASH. A VOD/EVENT-complete playlist becomes a static presentation from 0.
 ///
-/// Assumes the media time in the segments (`tfdt`) is the program date-time (as with our
-/// origin and encoders that stamp UTC); other streams need a measured offset (not yet).
+/// Segments with an `EXT-X-MAP` are fMP4; without one they are MPEG-TS. A variant without an
+/// audio rendition carries its audio muxed (``Representation/muxesAudio``) unless its CODECS
+/// name none. The media time in the segments need not be the program date-time: the player
+/// measures a transport stream's offset from its first PTS (fMP4 `tfdt` is taken as the
+/// program date-time, as our origin and UTC-stamping encoders write it).
 public enum HLSPresentation {
     /// The multivariant choice: the highest-bandwidth variant (ABR comes later) and the default
     /// audio rendition of its group, as media playlist URLs (audio nil: muxed in the variant).
@@ -43,7 +46,10 @@ public enum HLSPresentation {
             guard let playlist else { continue }
             let videoCodec = variant?.codecs.map { c in ["avc", "hvc", "hev", "av01", "vp09"].contains { c.contains($0) } } ?? true
             let kind: MediaKind = index == 0 && (variant?.height != nil || videoCodec) ? .video : .audio
-            period.adaptationSets.append(try adaptationSet(playlist, kind: kind, id: index == 0 ? "hls-video" : "hls-audio", variant: index == 0 ? variant : nil, live: live))
+            let audioCodec = variant?.codecs.map { c in ["mp4a", "ac-3", "ec-3", "opus", "mp3", "fLaC"].contains { c.contains($0) } } ?? true
+            var set = try adaptationSet(playlist, kind: kind, id: index == 0 ? "hls-video" : "hls-audio", variant: index == 0 ? variant : nil, live: live)
+            if kind == .video, audio == nil, audioCodec { set.representations[0].muxesAudio = true }
+            period.adaptationSets.append(set)
         }
         mpd.periods = [period]
         return mpd
@@ -52,12 +58,10 @@ public enum HLSPresentation {
     private static func adaptationSet(
         _ playlist: HLSMediaPlaylist, kind: MediaKind, id: String, variant: HLSVariant?, live: Bool
     ) throws(ManifestError) -> AdaptationSet {
-        guard let map = playlist.segments.first?.map else {
-            throw ManifestError(.noPlayableContent, "HLS media playlist without EXT-X-MAP: MPEG-TS segments are not played yet")
-        }
+        let map = playlist.segments.first?.map
         var template = SegmentTemplate()
         template.timescale = 1000
-        template.initialization = map.uri.absoluteString
+        template.initialization = map?.uri.absoluteString  // none: MPEG-TS
         template.media = "$Number$"  // unused: every segment has its URL
         template.startNumber = playlist.segments.first?.sequence ?? playlist.mediaSequence
         var entries: [SegmentTimelineEntry] = []
@@ -88,7 +92,7 @@ public enum HLSPresentation {
         rep.height = variant?.height
         rep.frameRate = variant?.frameRate
         rep.kind = kind
-        rep.mimeType = kind == .video ? "video/mp4" : "audio/mp4"
+        rep.mimeType = (kind == .video ? "video/" : "audio/") + (map == nil ? "mp2t" : "mp4")
         rep.segmentTemplate = template
         var set = AdaptationSet()
         set.id = id
