@@ -312,7 +312,32 @@ public final class Player: Sendable {
     public var playbackRate: Double { status.playbackRate }
     /// The renditions playing now (one per track: video and audio).
     public var activeQualities: [Quality] {
-        inner.withLock { $0.session?.plans.map { Quality($0.representation) } } ?? []
+        guard let session = inner.withLock({ $0.session }) else { return [] }
+        return session.feeders.map { feeder in
+            let id = feeder.active.withLock { $0 }
+            return Quality(feeder.plan.renditions.first { $0.id == id } ?? feeder.plan.representation)
+        }
+    }
+
+    /// The video rendition to play (a representation id of ``qualities``), or nil to let ABR
+    /// choose by throughput (the default). Takes effect from the next segment; an id that is not
+    /// a video rendition of the stream (or one above the board's caps) is refused with
+    /// ``PlayerError/Code/invalidOptions`` and changes nothing.
+    public var selectedQuality: String? {
+        inner.withLock { $0.options.selectedQuality }
+    }
+
+    /// Pins the video rendition (`id`) or returns to automatic choice (nil); see ``selectedQuality``.
+    public func selectQuality(_ id: String?) throws(PlayerError) {
+        let session = inner.withLock { $0.session }
+        if let id {
+            let known = session?.feeders.contains { feeder in
+                feeder.abr?.withLock { $0.renditions.contains { $0.id == id } } ?? (feeder.plan.kind == .video && feeder.plan.representation.id == id)
+            } ?? false
+            guard known else { throw PlayerError(.invalidOptions, "\"\(id)\" is not a video rendition of the stream playing") }
+        }
+        inner.withLock { $0.options.selectedQuality = id }
+        for feeder in session?.feeders ?? [] { feeder.abr?.withLock { $0.pinned = id } }
     }
     /// Every rendition of the playing period's tracks.
     public var qualities: [Quality] {

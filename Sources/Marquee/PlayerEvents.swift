@@ -34,7 +34,11 @@ public enum PlayerEvent: Sendable, Hashable {
     case stateChanged(PlaybackState)
     /// A source's manifest loaded and its renditions were chosen.
     case sourceLoaded(url: String, streamType: StreamType)
+    /// The rendition being played changed (ABR switched, or a pinned quality took effect).
     case activeQualityChanged(Quality)
+    /// ABR is stepping up to `quality` on the strength of a throughput estimate of
+    /// `bitsPerSecond`: a probe of the link (followed by a step back down if it does not hold).
+    case bandwidthTest(bitsPerSecond: Double, quality: Quality)
     /// The first frame was presented, `seconds` after `play()`.
     case firstFrame(seconds: Double)
     /// The server clock was measured (server − local wall clock, ms).

@@ -1,4 +1,5 @@
 import Foundation
+import MarqueeStreaming
 
 /// Where audio goes. The C spelling is the output spec string (`alsa:default`, `wav:/tmp/x.wav`, `null`).
 public struct AudioOutput: Sendable, Hashable, CustomStringConvertible {
@@ -144,6 +145,12 @@ public struct PlayerOptions: Sendable {
     /// ahead of real time (video up to 1280×720 at 30 fps), one per core above that; frame
     /// threads cost CPU and a picture buffer each, so one thread is the cheapest when it keeps up.
     public var decodeThreads: Int = 0
+    /// Adaptive bitrate: safety margin, buffer levels and caps (a board profile sets the caps:
+    /// `decode.max_height`, `decode.max_fps`).
+    public var abr = ABRController.Options()
+    /// A video rendition (representation id, see ``Player/qualities``) to play instead of
+    /// choosing by throughput; nil: automatic. ``Player/selectedQuality`` changes it while playing.
+    public var selectedQuality: String?
     /// Decoded pictures queued ahead of presentation, 2…240; 0: the core's default (6, 200 ms
     /// at 30 fps). More rides out longer decoder stalls at 1.4 MB (720p) to 3.1 MB (1080p) each.
     public var videoQueueFrames: Int = 0
@@ -174,6 +181,8 @@ public struct PlayerOptions: Sendable {
         options.rotation = board.video.rotation
         options.decoders = board.decode.decoders
         options.decodeThreads = board.decode.threads
+        options.abr.maxHeight = board.decode.maxHeight
+        options.abr.maxFrameRate = Double(board.decode.maxFps)
         options.videoQueueFrames = board.video.queueFrames
         return options
     }

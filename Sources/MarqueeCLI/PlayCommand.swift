@@ -204,6 +204,8 @@ struct PlaybackRunner {
             case .activeQualityChanged(let q):
                 let size = q.width.map { w in " \(w)x\(q.height ?? 0)" } ?? ""
                 status.log("\(q.kind) \(q.id) \(q.codecs ?? "")\(size) \(q.bandwidth / 1000) kb/s")
+            case .bandwidthTest(let bps, let q):
+                status.log(String(format: "link estimate %.0f kb/s: trying %@", bps / 1000, q.id))
             case .timeOffsetChanged(let ms):
                 status.log(String(format: "server clock offset %+.1f ms", ms))
             case .outputChanged(let detail), .decoderFallback(let detail):

@@ -20,8 +20,9 @@ public struct OriginConfiguration: Sendable {
     }
 
     /// The default set: "generated" -> <repo>/assets/generated (made by scripts/make-assets), plus
-    /// "testpic_2s" -> ../shared/media/dashif-livesim2/testpic_2s and "wave" ->
-    /// ../shared/media/dashif-livesim2/WAVE/av when present.
+    /// "testpic_2s" -> ../shared/media/dashif-livesim2/testpic_2s, "testpic_abr" ->
+    /// ../shared/media/dashif-livesim2/testpic_2s_low_delay (video at 1080p, 720p and 360p: ABR)
+    /// and "wave" -> ../shared/media/dashif-livesim2/WAVE/av when present.
     public static func defaultAssets(repoRoot: String) -> [String: String] {
         let root = URL(fileURLWithPath: repoRoot).standardizedFileURL
         let media = root.deletingLastPathComponent().appendingPathComponent("shared/media/dashif-livesim2")
@@ -29,6 +30,7 @@ public struct OriginConfiguration: Sendable {
             "generated": root.appendingPathComponent("assets/generated"),
             "generated-ll": root.appendingPathComponent("assets/generated-ll"),
             "testpic_2s": media.appendingPathComponent("testpic_2s"),
+            "testpic_abr": media.appendingPathComponent("testpic_2s_low_delay"),
             "wave": media.appendingPathComponent("WAVE/av"),
         ]
         var assets: [String: String] = [:]

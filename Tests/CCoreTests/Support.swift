@@ -137,7 +137,9 @@ final class TestPlayer {
     }
 
     /// Polls events until one of `type` (and `track`, if given) arrives or `timeout` passes.
-    func waitFor(_ type: mq_event_type, track: Int32? = nil, timeout: Double) async throws -> mq_event? {
+    func waitFor(
+        _ type: mq_event_type, track: Int32? = nil, timeout: Double, where accept: (mq_event) -> Bool = { _ in true }
+    ) async throws -> mq_event? {
         let deadline = mq_clock_now() + timeout
         var seen = events.count
         var last = false
@@ -148,7 +150,7 @@ final class TestPlayer {
             while seen < events.count {
                 let ev = events[seen]
                 seen += 1
-                if ev.type == Int32(type.rawValue) && (track == nil || ev.track == track) { return ev }
+                if ev.type == Int32(type.rawValue) && (track == nil || ev.track == track) && accept(ev) { return ev }
             }
             try await Task.sleep(nanoseconds: 5_000_000)
         }

@@ -106,13 +106,21 @@ final class PlaybackSession: Sendable {
         let shift = self.shift
         let positionOf: @Sendable () -> Double? = { [core] in core.status()?.position }
         self.feeders = plans.map { plan in
-            TrackFeeder(
+            var abr: SharedValue<ABRController>?
+            if plan.renditions.count > 1 {
+                var controller = ABRController(
+                    renditions: plan.renditions.map { ABRController.Rendition(id: $0.id, bandwidth: $0.bandwidth, height: $0.height, frameRate: $0.frameRate) },
+                    options: options.abr)
+                controller.pinned = options.selectedQuality
+                abr = SharedValue(controller)
+            }
+            return TrackFeeder(
                 plan: plan, core: core, fetcher: fetcher, manifest: manifest, clock: sharedClock, targetLatency: shared, logger: logger,
                 events: events, position: positionOf,
                 onEvents: { [mixer] timed, mpd in
                     if let timed { mixer?.insert(timed) }
                     if let mpd, let mixer { Self.insertEvents(of: mpd, into: mixer, events: events) }
-                }, shift: shift, store: store)
+                }, shift: shift, store: store, abr: abr, latestMPD: SharedValue(mpd), active: SharedValue(plan.representation.id))
         }
         events.send(.sourceLoaded(url: source.absoluteString, streamType: mpd.isLive ? .live : .onDemand))
         events.send(.timeOffsetChanged(milliseconds: clock.localClockDifferenceMs))
@@ -259,8 +267,10 @@ final class PlaybackSession: Sendable {
         return index
     }
 
-    /// One audio and one video track: the first audio AdaptationSet's first representation, the
-    /// video representation with the highest bandwidth (ABR comes later).
+    /// One audio and one video track: the first audio AdaptationSet's first representation, and
+    /// the video AdaptationSet of the highest-bandwidth representation, among whose
+    /// representations ABR chooses segment by segment (its timeline is the one the feeder
+    /// follows; a muxed HLS variant feeds the audio track too).
     /// `reuse`: the core's tracks from an earlier session (a reload): reset and re-offset
     /// instead of added.
     static func plan(
@@ -301,7 +311,8 @@ final class PlaybackSession: Sendable {
             plans.append(
                 TrackPlan(
                     kind: kind == .video ? .video : .audio, periodIndex: period, adaptationSet: set, representation: rep, timeline: timeline,
-                    coreTrack: tracks[0], muxedAudioTrack: tracks.count > 1 ? tracks[1] : nil))
+                    coreTrack: tracks[0], muxedAudioTrack: tracks.count > 1 ? tracks[1] : nil,
+                    renditions: kind == .video ? set.representations.filter { $0.kind == .video && $0.segmentTemplate?.media != nil } : []))
         }
         guard !plans.isEmpty else {
             throw PlayerError(.noPlayableContent, "no audio or video representation with a SegmentTemplate in period \(period)")

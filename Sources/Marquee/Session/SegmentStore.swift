@@ -11,6 +11,8 @@ final class SegmentStore: Sendable {
         var start: Double
         var end: Double
         var bytes: ByteBuffer
+        /// The representation the bytes are of (ABR: the init segment to give the core first).
+        var representation: String
     }
 
     private struct Key: Hashable {
@@ -35,7 +37,7 @@ final class SegmentStore: Sendable {
     }
 
     /// Keeps a complete segment.
-    func put(track: Int32, time: UInt64, start: Double, end: Double, bytes: ByteBuffer) {
+    func put(track: Int32, time: UInt64, start: Double, end: Double, bytes: ByteBuffer, representation: String) {
         state.withLock { s in
             let key = Key(track: track, time: time)
             if let old = s.entries[key] {
@@ -45,7 +47,7 @@ final class SegmentStore: Sendable {
                 times.insert(time, at: times.firstIndex { $0 > time } ?? times.endIndex)
                 s.order[track] = times
             }
-            s.entries[key] = Entry(start: start, end: end, bytes: bytes)
+            s.entries[key] = Entry(start: start, end: end, bytes: bytes, representation: representation)
             s.bytes += bytes.readableBytes
             Self.evict(&s, track: track, maxDuration: maxDuration, maxBytes: maxBytes)
         }
@@ -97,6 +99,7 @@ final class TimeShift: Sendable {
         var paused = false
         var generation = 0
         var anchor: Double?
+        var version = 0  // bumped by every set
         var nextWaiter = 0
         /// Waiters by id: nil until the waiter has registered its continuation.
         var waiters: [Int: CheckedContinuation<Void, Never>?] = [:]
@@ -107,6 +110,8 @@ final class TimeShift: Sendable {
     var delay: Double { state.withLock { $0.delay } }
     var paused: Bool { state.withLock { $0.paused } }
     var generation: Int { state.withLock { $0.generation } }
+    /// Bumped by every ``set(delay:paused:reposition:anchor:)``.
+    var version: Int { state.withLock { $0.version } }
     /// On demand: the position to restart from after a resume (live restarts from the delay).
     var anchor: Double? { state.withLock { $0.anchor } }
 
@@ -118,6 +123,7 @@ final class TimeShift: Sendable {
             s.anchor = anchor
             if let paused { s.paused = paused }
             if reposition { s.generation += 1 }
+            s.version += 1
             let registered = s.waiters.compactMap(\.value)
             s.waiters = s.waiters.filter { $0.value == nil }
             return registered
@@ -125,9 +131,9 @@ final class TimeShift: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    /// Returns once the generation is no longer `generation` or the pause flag no longer
-    /// `paused`, or the task is cancelled: the feeders wait here instead of polling.
-    func changed(from generation: Int, paused: Bool) async {
+    /// Returns once anything was set since ``version`` was `version`, or the task is
+    /// cancelled: the feeders wait here instead of polling.
+    func changed(from version: Int) async {
         let id = state.withLock { s in
             defer { s.nextWaiter += 1 }
             s.waiters[s.nextWaiter] = .some(nil)
@@ -137,7 +143,7 @@ final class TimeShift: Sendable {
             await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
                 let now = state.withLock { s in
                     // Gone: cancelled before registering.
-                    guard s.waiters[id] != nil, s.generation == generation, s.paused == paused else {
+                    guard s.waiters[id] != nil, s.version == version else {
                         s.waiters[id] = nil
                         return true
                     }

@@ -22,6 +22,9 @@ struct TrackPlan: Sendable {
     var coreTrack: Int32
     /// The core's audio track fed the same bytes when the representation muxes audio in.
     var muxedAudioTrack: Int32? = nil
+    /// Video: the renditions ABR chooses among (the adaptation set's, aligned segments), empty
+    /// when there is no choice.
+    var renditions: [Representation] = []
 
     /// Every core track the segments feed.
     var coreTracks: [Int32] { [coreTrack] + (muxedAudioTrack.map { [$0] } ?? []) }
@@ -57,6 +60,17 @@ struct TrackFeeder: Sendable {
     /// MPEG-TS: the offset from the stream's PTS to presentation time is still to be measured
     /// (at the first segment pushed after a start or a restart of the tracks).
     let offsetPending = SharedValue(true)
+    /// Adaptive bitrate over ``TrackPlan/renditions`` (nil without a choice).
+    let abr: SharedValue<ABRController>?
+    /// The newest manifest (the other renditions' timelines are built from it).
+    let latestMPD: SharedValue<MPD>
+    /// Init segments fetched, by representation id.
+    private let inits = SharedValue<[String: ByteBuffer]>([:])
+    /// The representation whose init segment the core's track was given last (nil after a
+    /// restart: the next segment brings its own).
+    private let pushedInit = SharedValue<String?>(nil)
+    /// The rendition last reported by ``PlayerEvent/activeQualityChanged(_:)``.
+    let active: SharedValue<String>
 
     /// How far ahead of the presented position an on-demand stream is fetched.
     static let readAhead = 30.0
@@ -75,10 +89,10 @@ struct TrackFeeder: Sendable {
     }
 
     func run(from start: Double) async {
-        guard let initBytes = await fetchInit() else { return }
+        guard await initSegment(plan.representation) != nil else { return }
         await withTaskGroup(of: Void.self) { group in
             if isLive, store != nil { group.addTask { await collect() } }
-            group.addTask { await present(from: start, initBytes: initBytes) }
+            group.addTask { await present(from: start) }
             _ = await group.next()  // presenting is over (on-demand end, cancellation)
             group.cancelAll()
         }
@@ -86,13 +100,14 @@ struct TrackFeeder: Sendable {
 
     /// Pushes segments from `start`, starting over from the wanted position whenever the time
     /// shift moves it (the core track is flushed first); idle while paused.
-    private func present(from start: Double, initBytes: ByteBuffer) async {
+    private func present(from start: Double) async {
         var from = start, wasPaused = false
         while !Task.isCancelled {
+            let version = shift.version
             let generation = shift.generation
             if shift.paused {
                 wasPaused = true
-                await shift.changed(from: generation, paused: true)
+                await shift.changed(from: version)
                 continue
             }
             if wasPaused {  // resumed: the delay (live) or the anchor (on demand) is the paused position
@@ -101,9 +116,13 @@ struct TrackFeeder: Sendable {
             }
             let position = from
             let finished = await withTaskGroup(of: Bool.self) { group in
-                group.addTask { await feed(from: position, initBytes: initBytes) }
+                group.addTask { await feed(from: position) }
                 group.addTask {
-                    await shift.changed(from: generation, paused: false)
+                    var seen = version
+                    while !Task.isCancelled, shift.generation == generation, !shift.paused {
+                        await shift.changed(from: seen)
+                        seen = shift.version
+                    }
                     return false
                 }
                 let first = await group.next() ?? true
@@ -112,7 +131,7 @@ struct TrackFeeder: Sendable {
             }
             if finished || Task.isCancelled { return }
             // Moved: drop what the core holds and go on from the new position.
-            restartTracks(initBytes)
+            restartTracks()
             pushedEnd.withLock { $0 = nil }
             from = shift.anchor ?? wantedPosition()
             logger.debug("feeder repositioned", metadata: ["track": "\(plan.representation.id)", "from": "\(from)"])
@@ -120,7 +139,7 @@ struct TrackFeeder: Sendable {
     }
 
     /// The feeding loop from `start`; returns true when the presentation is over (on-demand end).
-    private func feed(from start: Double, initBytes: ByteBuffer) async -> Bool {
+    private func feed(from start: Double) async -> Bool {
         var timeline = plan.timeline
         var next: SegmentReference? = timeline.segment(containing: start)
         var lastEnd: Double? = nil
@@ -168,11 +187,13 @@ struct TrackFeeder: Sendable {
             }
             if isLive, store?.entry(track: plan.coreTrack, time: segment.time) == nil { await waitUntilAvailable(segment, timeline) }
             if Task.isCancelled { return false }
-            switch await obtain(segment, initBytes: initBytes) {
+            switch await obtain(segment) {
             case .pushed:
                 pushedEnd.withLock { $0 = segment.end }
             case .skipped:
                 break
+            case .abandoned:
+                continue  // the same segment again, in the rendition the new estimate allows
             case .cancelled:
                 return false
             }
@@ -189,12 +210,16 @@ struct TrackFeeder: Sendable {
         if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(wait * 1000) + 5)) }
     }
 
-    /// Pushes `segment` from the store when it is kept there, else fetches it.
-    private func obtain(_ segment: SegmentReference, initBytes: ByteBuffer) async -> Outcome {
+    /// Pushes `segment` from the store when it is kept there, else fetches it in the rendition
+    /// ABR chooses.
+    private func obtain(_ segment: SegmentReference) async -> Outcome {
         guard let kept = store?.entry(track: plan.coreTrack, time: segment.time) else {
-            return await fetch(segment, initBytes: initBytes)
+            let (rep, repSegment) = rendition(for: segment)
+            return await fetch(segment, rep: rep, url: repSegment.url)
         }
-        if plan.representation.isTransportStream, offsetPending.withLock({ $0 }) { measureOffset(kept.bytes, segment: segment) }
+        let rep = plan.renditions.first { $0.id == kept.representation } ?? plan.representation
+        guard await pushInit(rep) else { return .cancelled }
+        if rep.isTransportStream, offsetPending.withLock({ $0 }) { measureOffset(kept.bytes, segment: segment) }
         do { try push(kept.bytes) } catch { return .cancelled }
         var scanner = EventMessageScanner()
         let boxes = kept.bytes.withUnsafeReadableBytes { scanner.feed($0) }
@@ -209,9 +234,10 @@ struct TrackFeeder: Sendable {
         var timeline = plan.timeline
         var next: SegmentReference?
         while !Task.isCancelled {
+            let version = shift.version
             guard shift.delay > 0 || shift.paused else {
                 next = nil  // the presenter fetches (and keeps) the live edge itself
-                try? await Task.sleep(for: .milliseconds(100))
+                await shift.changed(from: version)
                 continue
             }
             let live = livePosition()
@@ -224,9 +250,14 @@ struct TrackFeeder: Sendable {
             if store.entry(track: plan.coreTrack, time: segment.time) == nil {
                 await waitUntilAvailable(segment, timeline)
                 if Task.isCancelled { return }
+                // In the rendition playing last (a choice made for the live edge holds).
+                let rep = plan.renditions.first { $0.id == active.withLock { $0 } } ?? plan.representation
+                let url = rep.id == plan.representation.id ? segment.url : (self.timeline(for: rep)?.segment(containing: segment.start + 1e-3)?.url ?? segment.url)
                 do {
-                    let result = try await fetcher.get(segment.url, timeout: .seconds(max(4, (segment.end - segment.start) * 3)))
-                    store.put(track: plan.coreTrack, time: segment.time, start: segment.start, end: segment.end, bytes: result.body)
+                    let result = try await fetcher.get(url, timeout: .seconds(max(4, (segment.end - segment.start) * 3)))
+                    store.put(
+                        track: plan.coreTrack, time: segment.time, start: segment.start, end: segment.end, bytes: result.body,
+                        representation: url == segment.url ? plan.representation.id : rep.id)
                 } catch {
                     if error.code == .cancelled { return }
                     logger.debug("collector: segment missed", metadata: ["url": "\(segment.url)", "error": "\(error)"])
@@ -263,7 +294,10 @@ struct TrackFeeder: Sendable {
     private func reloadedTimeline(since: Double? = nil) async -> RepresentationTimeline? {
         let (mpd, error) = await manifest.refreshed(requestedSince: since ?? Monotonic.now() - 0.1)
         if let error { events.send(.error(error, fatal: false)) }
-        if let mpd { onEvents(nil, mpd) }  // its EventStreams (repeats are ignored)
+        if let mpd {
+            onEvents(nil, mpd)  // its EventStreams (repeats are ignored)
+            latestMPD.withLock { $0 = mpd }
+        }
         guard let mpd, mpd.periods.indices.contains(plan.periodIndex) else { return nil }
         let period = mpd.periods[plan.periodIndex]
         for set in period.adaptationSets {
@@ -277,23 +311,24 @@ struct TrackFeeder: Sendable {
 
     // MARK: fetching
 
-    private func fetchInit() async -> ByteBuffer? {
-        if plan.representation.isTransportStream { return ByteBuffer() }  // no init segment
-        guard let url = plan.timeline.initializationURL else {
-            events.send(.error(PlayerError(.manifest, "representation \(plan.representation.id) has no initialization segment"), fatal: false))
+    /// `rep`'s init segment, fetched once (retried until it comes or the task ends); empty for
+    /// a transport stream.
+    private func initSegment(_ rep: Representation) async -> ByteBuffer? {
+        if rep.isTransportStream { return ByteBuffer() }  // no init segment
+        if let cached = inits.withLock({ $0[rep.id] }) { return cached }
+        guard let url = timeline(for: rep)?.initializationURL else {
+            events.send(.error(PlayerError(.manifest, "representation \(rep.id) has no initialization segment"), fatal: false))
             return nil
         }
         var delay = 0.5
         while !Task.isCancelled {
             do {
                 let result = try await fetcher.get(url, timeout: .seconds(10), maxBytes: 4 << 20)
-                try push(result.body)
+                inits.withLock { $0[rep.id] = result.body }
                 return result.body
-            } catch let error as FetchError {
+            } catch {
                 if error.code == .cancelled { return nil }
                 events.send(.error(PlayerError(error), fatal: false))
-            } catch {
-                return nil  // the core is closed
             }
             try? await Task.sleep(for: .milliseconds(Int(delay * 1000)))
             delay = min(delay * 2, 8)
@@ -301,58 +336,157 @@ struct TrackFeeder: Sendable {
         return nil
     }
 
-    private enum Outcome { case pushed, skipped, cancelled }
+    /// Gives the core's track `rep`'s init segment unless it has it already (a rendition
+    /// switch: the core starts a new demuxer session there, without a gap), and reports a
+    /// change of the active rendition. False when cancelled or the core is closed.
+    private func pushInit(_ rep: Representation) async -> Bool {
+        guard pushedInit.withLock({ $0 }) != rep.id else { return true }
+        guard let bytes = await initSegment(rep) else { return false }
+        do { try push(bytes) } catch { return false }
+        pushedInit.withLock { $0 = rep.id }
+        let previous = active.withLock { a in
+            defer { a = rep.id }
+            return a
+        }
+        if previous != rep.id {
+            let before = plan.renditions.first { $0.id == previous }
+            if let before, rep.bandwidth > before.bandwidth, let estimate = abr?.withLock({ $0.estimate }) {
+                events.send(.bandwidthTest(bitsPerSecond: estimate, quality: Quality(rep)))
+            }
+            events.send(.activeQualityChanged(Quality(rep)))
+            logger.info("rendition", metadata: ["id": "\(rep.id)", "bandwidth": "\(rep.bandwidth)"])
+        }
+        return true
+    }
 
-    private func fetch(_ segment: SegmentReference, initBytes: ByteBuffer) async -> Outcome {
+    /// The rendition ABR wants for `segment` (a segment of the plan's timeline) and that
+    /// rendition's segment covering the same time.
+    private func rendition(for segment: SegmentReference) -> (Representation, SegmentReference) {
+        guard let abr, plan.renditions.count > 1 else { return (plan.representation, segment) }
+        let buffer = max(0, (pushedEnd.withLock { $0 } ?? segment.start) - (position() ?? segment.start))
+        let choice = abr.withLock { $0.choose(buffer: buffer, segmentDuration: isLive ? segment.end - segment.start : nil) }
+        guard choice.id != plan.representation.id else { return (plan.representation, segment) }
+        guard let rep = plan.renditions.first(where: { $0.id == choice.id }),
+            let other = timeline(for: rep)?.segment(containing: segment.start + 1e-3)
+        else { return (plan.representation, segment) }
+        return (rep, other)
+    }
+
+    /// `rep`'s timeline in the newest manifest.
+    private func timeline(for rep: Representation) -> RepresentationTimeline? {
+        if rep.id == plan.representation.id, latestMPD.withLock({ $0.periods.isEmpty }) { return plan.timeline }
+        let mpd = latestMPD.withLock { $0 }
+        guard mpd.periods.indices.contains(plan.periodIndex) else { return rep.id == plan.representation.id ? plan.timeline : nil }
+        for set in mpd.periods[plan.periodIndex].adaptationSets {
+            guard let r = set.representations.first(where: { $0.id == rep.id }) else { continue }
+            let edge = mpd.availabilityStartTime.map { clock.now().timeIntervalSince($0) }
+            return try? RepresentationTimeline(mpd: mpd, period: plan.periodIndex, adaptationSet: set, representation: r, manifestURL: manifest.url, liveEdge: edge)
+        }
+        return nil
+    }
+
+    private enum Outcome { case pushed, skipped, abandoned, cancelled }
+
+    /// Fetches `segment` (of the plan's timeline) as `rep` from `url` and streams it into the
+    /// core. With ABR the download is measured and, when it would arrive too late, abandoned.
+    private func fetch(_ segment: SegmentReference, rep: Representation, url: URL) async -> Outcome {
         var attempt = 0
         let duration = segment.end - segment.start
         var scanner = EventMessageScanner()
         while !Task.isCancelled {
             attempt += 1
+            guard await pushInit(rep) else { return .cancelled }
             var pushedBytes = false
             var whole = ByteBuffer()
+            var received = 0
+            var abandoned = false
+            let began = Monotonic.now()
+            // Sent as it is produced (low latency): its rate says little about the link.
+            let paced = isLive && (plan.timeline.availabilityStartTime.map { $0.addingTimeInterval(segment.end) > clock.now() } ?? false)
+            let bufferAtStart = max(0, (pushedEnd.withLock { $0 } ?? segment.start) - (position() ?? segment.start))
             // MPEG-TS whose offset is still to be measured: the first chunks wait until the first
             // PTS is in them (the offset must be set before the core decodes a frame).
-            var held: ByteBuffer? = plan.representation.isTransportStream && offsetPending.withLock({ $0 }) ? ByteBuffer() : nil
+            var held: ByteBuffer? = rep.isTransportStream && offsetPending.withLock({ $0 }) ? ByteBuffer() : nil
+            var abrHeld: ByteBuffer? = abr != nil && !paced ? ByteBuffer() : nil
+            /// Hands bytes of the segment on: to the core (after the TS offset is known), the
+            /// store and the event scanner.
+            func deliver(_ bytes: ByteBuffer) throws(FetchError) {
+                var out = bytes
+                if var waiting = held {
+                    var copy = bytes
+                    waiting.writeBuffer(&copy)
+                    guard measureOffset(waiting, segment: segment) || waiting.readableBytes >= Self.offsetProbeBytes else {
+                        held = waiting
+                        return
+                    }
+                    held = nil
+                    out = waiting
+                }
+                do { try push(out) } catch { throw FetchError(.cancelled, url: url.absoluteString, message: "core closed") }
+                pushedBytes = true
+                if store != nil {
+                    var copy = bytes
+                    whole.writeBuffer(&copy)
+                }
+                let boxes = bytes.withUnsafeReadableBytes { scanner.feed($0) }
+                if !boxes.isEmpty { inbandEvents(boxes, segment: segment) }
+            }
             do {
-                _ = try await fetcher.stream(segment.url, timeout: .milliseconds(Int(max(4, duration * 3) * 1000))) { (chunk) throws(FetchError) in
-                    var out = chunk
-                    if var waiting = held {
-                        var copy = chunk
-                        waiting.writeBuffer(&copy)
-                        guard measureOffset(waiting, segment: segment) || waiting.readableBytes >= Self.offsetProbeBytes else {
-                            held = waiting
+                _ = try await fetcher.stream(url, timeout: .milliseconds(Int(max(4, duration * 3) * 1000))) { (chunk) throws(FetchError) in
+                    received += chunk.readableBytes
+                    if let abr, !paced {
+                        let elapsed = Monotonic.now() - began
+                        let expected = max(received + 1, rep.bandwidth * Int(duration * 1000) / 8000)
+                        let buffer = bufferAtStart - elapsed
+                        if abr.withLock({ $0.shouldAbandon(bytes: received, of: expected, elapsed: elapsed, buffer: buffer) }),
+                            abr.withLock({ $0.renditions.first?.id != rep.id })
+                        {
+                            abandoned = true
+                            throw FetchError(.cancelled, url: url.absoluteString, message: "abandoned: too slow for the buffer")
+                        }
+                    }
+                    // ABR: the first moments of a download are held back, so that one abandoned
+                    // then never reaches the core (its reset would drop the pictures queued
+                    // before it too); a fast download is whole by then.
+                    var incoming = chunk
+                    if var pending = abrHeld {
+                        pending.writeBuffer(&incoming)
+                        guard Monotonic.now() >= began + Self.abandonWindow else {
+                            abrHeld = pending
                             return
                         }
-                        held = nil
-                        out = waiting
+                        abrHeld = nil
+                        incoming = pending
                     }
-                    do { try push(out) } catch { throw FetchError(.cancelled, url: segment.url.absoluteString, message: "core closed") }
-                    pushedBytes = true
-                    if store != nil {
-                        var chunk = chunk
-                        whole.writeBuffer(&chunk)
-                    }
-                    let boxes = chunk.withUnsafeReadableBytes { scanner.feed($0) }
-                    if !boxes.isEmpty { inbandEvents(boxes, segment: segment) }
+                    try deliver(incoming)
                 }
+                if let pending = abrHeld, pending.readableBytes > 0 { try deliver(pending) }
                 if let waiting = held, waiting.readableBytes > 0 {  // a short segment without a PTS
                     do { try push(waiting) } catch { return .cancelled }
                 }
-                store?.put(track: plan.coreTrack, time: segment.time, start: segment.start, end: segment.end, bytes: whole)
+                abr?.withLock { $0.downloaded(bytes: received, seconds: Monotonic.now() - began, paced: paced, weight: duration) }
+                store?.put(track: plan.coreTrack, time: segment.time, start: segment.start, end: segment.end, bytes: whole, representation: rep.id)
                 return .pushed
             } catch {
+                if abandoned {
+                    // What came so far is the link's speed now; the partial segment leaves the core.
+                    let elapsed = Monotonic.now() - began
+                    abr?.withLock { $0.downloaded(bytes: received, seconds: elapsed, weight: duration) }
+                    if pushedBytes { restartTracks() }
+                    logger.info("download abandoned", metadata: ["rendition": "\(rep.id)", "bytes": "\(received)", "seconds": "\(String(format: "%.2f", elapsed))"])
+                    return .abandoned
+                }
                 if error.code == .cancelled { return .cancelled }
                 if pushedBytes {
                     // A partial segment is in the demuxer: restart the track at the next one.
-                    restartTracks(initBytes)
+                    restartTracks()
                     events.send(.error(PlayerError(error), fatal: false))
                     return .skipped
                 }
                 let retryable = error.code != .status || error.status == 404 || error.status >= 500
                 let late = isLive && segment.end < wantedPosition()
                 if !retryable || error.status == 410 || late || attempt >= 4 {
-                    logger.warning("segment skipped", metadata: ["url": "\(segment.url)", "error": "\(error)"])
+                    logger.warning("segment skipped", metadata: ["url": "\(url)", "error": "\(error)"])
                     events.send(.error(PlayerError(error), fatal: false))
                     return .skipped
                 }
@@ -384,13 +518,16 @@ struct TrackFeeder: Sendable {
         }
     }
 
-    /// Flushes the core's tracks and starts them again on the init segment (fMP4); a transport
-    /// stream's offset is measured again at the next segment.
-    private func restartTracks(_ initBytes: ByteBuffer) {
+    /// Flushes the core's tracks: the next segment pushed brings its init segment (fMP4), and a
+    /// transport stream's offset is measured again.
+    private func restartTracks() {
         for track in plan.coreTracks { try? core.resetTrack(track) }
-        try? push(initBytes)
+        pushedInit.withLock { $0 = nil }
         offsetPending.withLock { $0 = true }
     }
+
+    /// How long the start of an ABR download is held back before it streams into the core.
+    static let abandonWindow = 0.35
 
     /// How far into a transport stream segment its first PTS is looked for.
     static let offsetProbeBytes = 256 << 10

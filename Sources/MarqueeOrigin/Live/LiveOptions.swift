@@ -18,6 +18,7 @@ import Foundation
 /// | `outage_<from>-<to>` | every request of this URL (manifest, segments) is a 503 from Unix second `from` until `to` (origin clock) | none |
 /// | `hang_<from>-<to>` | every request of this URL arriving between Unix seconds `from` and `to` (origin clock) gets no answer until `to` (then a 503): a hung server | none |
 /// | `bw_<kbps>` | every segment is sent at no more than this many kbit/s (each response paced on its own: a per-connection limit, for ABR tests) | unlimited |
+/// | `bwlow_<kbps>-<from>-<to>` | segments requested between Unix seconds `from` and `to` (origin clock) are sent at no more than `kbps` (a link that degrades, then recovers) | none |
 /// | `mute_<period>-<start>-<len>` | the broadcaster mutes for `len` s from `k·period + start` (presentation time, every `period` s): an MPD `EventStream` of scheme `urn:marquee:broadcast:2026` listing the mutes from the time-shift buffer's start to 10 min ahead | none |
 /// | `ad_<period>-<start>-<len>` | an ad break of `len` s at `k·period + start`: a SCTE-35 `splice_insert` (out of network, break_duration) in an `emsg` v1 box (`urn:scte:scte35:2013:bin`) at the start of the segment holding the splice point and of the one before it, in every representation, announced by `InbandEventStream` | none |
 /// | `utc_<a-b-…>` | the UTCTiming elements, in order: `xsdate`, `iso`, `head`, `direct`, `ntp` (the origin's SNTP server; not with `timeoffset_`), `none` | `xsdate-iso` |
@@ -35,6 +36,13 @@ struct LiveOptions: Sendable, Equatable {
     var outage: Range<Double>?
     var hang: Range<Double>?
     var bandwidth: Double?
+    var lowBandwidth: LowBandwidth?
+
+    /// A lower rate limit for a while.
+    struct LowBandwidth: Sendable, Equatable {
+        var kbps: Double
+        var during: Range<Double>
+    }
     var mute: Recurring?
     var ad: Recurring?
 
@@ -58,7 +66,13 @@ struct LiveOptions: Sendable, Equatable {
         var component: String { "\(LiveOptions.format(period))-\(LiveOptions.format(start))-\(LiveOptions.format(length))" }
     }
 
-    static let keys: Set<String> = ["ast", "tsbd", "mup", "snr", "spd", "segtimeline", "ato", "timeoffset", "ltgt", "utc", "outage", "hang", "bw", "mute", "ad"]
+    static let keys: Set<String> = ["ast", "tsbd", "mup", "snr", "spd", "segtimeline", "ato", "timeoffset", "ltgt", "utc", "outage", "hang", "bw", "bwlow", "mute", "ad"]
+
+    /// The segment rate limit (kbit/s) for a request at origin time `now`, nil: unlimited.
+    func bandwidth(at now: Double) -> Double? {
+        guard let low = lowBandwidth, low.during.contains(now) else { return bandwidth }
+        return min(low.kbps, bandwidth ?? .infinity)
+    }
 
     /// The minimumUpdatePeriod the MPD announces.
     var effectiveMinimumUpdatePeriod: Double? { minimumUpdatePeriod ?? (segmentTimeline ? 2 : nil) }
@@ -79,6 +93,7 @@ struct LiveOptions: Sendable, Equatable {
         if let o = outage { out.append("outage_\(Self.format(o.lowerBound))-\(Self.format(o.upperBound))") }
         if let h = hang { out.append("hang_\(Self.format(h.lowerBound))-\(Self.format(h.upperBound))") }
         if let b = bandwidth { out.append("bw_\(Self.format(b))") }
+        if let l = lowBandwidth { out.append("bwlow_\(Self.format(l.kbps))-\(Self.format(l.during.lowerBound))-\(Self.format(l.during.upperBound))") }
         if let m = mute { out.append("mute_\(m.component)") }
         if let a = ad { out.append("ad_\(a.component)") }
         if utcTimings != ["xsdate", "iso"] { out.append("utc_\(utcTimings.isEmpty ? "none" : utcTimings.joined(separator: "-"))") }
@@ -134,6 +149,12 @@ struct LiveOptions: Sendable, Equatable {
         case "bw":
             let kbps = try number(1...10_000_000)
             bandwidth = kbps
+        case "bwlow":
+            let parts = value.split(separator: "-").compactMap { Double($0) }
+            guard parts.count == 3, parts[0] >= 1, parts[0] <= 10_000_000, parts[1] < parts[2] else {
+                throw OptionError("option bwlow_: \"\(value)\" is not <kbps>-<from>-<to> (Unix seconds)")
+            }
+            lowBandwidth = LowBandwidth(kbps: parts[0], during: parts[1]..<parts[2])
         case "mute", "ad":
             let parts = value.split(separator: "-").compactMap { Double($0) }
             guard parts.count == 3, parts[0] > 0, parts[1] >= 0, parts[2] > 0, parts[2] < parts[0], parts.allSatisfy(\.isFinite) else {

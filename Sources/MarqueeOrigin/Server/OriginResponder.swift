@@ -203,7 +203,7 @@ struct OriginResponder: Sendable {
             let rate = Int64(TransportStreamTimestamps.clockRate), scale = Int64(rep.timescale)
             let loopStart90k = loopStart / scale * rate + loopStart % scale * rate / scale  // no overflow
             var reply = Reply(bytes: TransportStreamTimestamps.shifted(bytes, by: loopStart90k), contentType: mime, clock: clock)
-            if let kbps = options.bandwidth { reply.schedule = Self.limited(reply.body.count, kbps: kbps, schedule: reply.schedule, now: clock.now()) }
+            if let kbps = options.bandwidth(at: clock.now()) { reply.schedule = Self.limited(reply.body.count, kbps: kbps, schedule: reply.schedule, now: clock.now()) }
             return reply
         } catch {
             return Reply(.internalServerError, error.description, clock: clock)
@@ -260,7 +260,7 @@ struct OriginResponder: Sendable {
                 let chunks = try MediaSegmentTiming.chunks(MP4Reader(bytes: reply.body, name: vod.file), track: rep.track)
                 reply.schedule = chunks.map { ($0.bytes, start + Double($0.end) / Double(rep.timescale)) }
             }
-            if let kbps = options.bandwidth { reply.schedule = Self.limited(reply.body.count, kbps: kbps, schedule: reply.schedule, now: now) }
+            if let kbps = options.bandwidth(at: now) { reply.schedule = Self.limited(reply.body.count, kbps: kbps, schedule: reply.schedule, now: now) }
             return reply
         } catch {
             return Reply(.internalServerError, error.description, clock: clock)

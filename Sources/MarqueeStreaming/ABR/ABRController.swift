@@ -63,21 +63,32 @@ public struct ABRController: Sendable {
     }
 
     /// Reports a finished download: `bytes` in `seconds`. `paced`: the server sent it as it was
-    /// produced (low-latency chunks), so its rate is a lower bound of the link's.
-    public mutating func downloaded(bytes: Int, seconds: Double, paced: Bool = false) {
-        guard bytes > 0, seconds > 0.001 else { return }
-        let bps = Double(bytes) * 8 / seconds
+    /// produced (low-latency chunks), so its rate is a lower bound of the link's. `weight`: how
+    /// much the sample counts in the averages (default: its download time); a player passes the
+    /// segment's media duration, so each segment counts alike however fast it came (as dash.js's
+    /// per-segment window does) and a link that recovers is believed within a few segments.
+    public mutating func downloaded(bytes: Int, seconds: Double, paced: Bool = false, weight: Double? = nil) {
+        guard bytes > 0, seconds > 0 else { return }
+        let bps = Double(bytes) * 8 / max(seconds, 0.0005)
         if paced, let e = estimate, bps <= e { return }  // says nothing new about the link
-        fast.add(bps, weight: seconds)
-        slow.add(bps, weight: seconds)
+        let w = weight ?? seconds
+        fast.add(bps, weight: w)
+        slow.add(bps, weight: w)
         last = bps
     }
 
-    /// The rendition to fetch next with `buffer` seconds buffered ahead.
-    public func choose(buffer: Double) -> Rendition {
+    /// The rendition to fetch next with `buffer` seconds buffered ahead. `segmentDuration`
+    /// (live, a small buffer): the segment must also arrive before the buffer runs out (less
+    /// 0.25 s), not only on average, e.g. with 1 s buffered a 2 s segment may use 3/8 of the
+    /// link.
+    public func choose(buffer: Double, segmentDuration: Double? = nil) -> Rendition {
         if let pinned, let r = renditions.first(where: { $0.id == pinned }) { return r }
         guard let estimate else { return renditions[0] }
-        let fits = renditions.last { Double($0.bandwidth) <= options.safety * estimate } ?? renditions[0]
+        var budget = options.safety * estimate
+        if let d = segmentDuration, d > 0, buffer < options.bufferSafe {
+            budget = min(budget, options.safety * estimate * max(0, buffer - 0.25) / d)
+        }
+        let fits = renditions.last { Double($0.bandwidth) <= budget } ?? renditions[0]
         guard buffer > options.bufferSafe, renditions.count > 1 else { return fits }
         // BOLA-like: the buffer level maps linearly onto log-utility from bufferSafe (lowest) to
         // bufferTarget (highest); never more than the estimate sustains over the buffer held.
