@@ -137,7 +137,7 @@ static void *monitor_main(void *arg)
     mq_player *p = arg;
     pthread_mutex_lock(&p->lock);
     while (!atomic_load(&p->quit)) {
-        mq_cond_wait_until(&p->cond, &p->lock, mq_clock_now() + 0.01);
+        mq_cond_wait_until(&p->cond, &p->lock, mq_clock_now() + 0.02);
         monitor_audio(p);
         monitor_clips(p);
         monitor_state(p);

@@ -18,6 +18,7 @@
 #define MQ_RATE_EPSILON 1e-6 // closer to 1 than this is rate 1: pass through
 #define MQ_FEED_FRAMES 1024  // input frames per atempo call
 #define MQ_LATE_MARGIN 0.05  // input this far behind what is due now is dropped here
+#define MQ_TEMPO_IDLE 0.01   // wait for room in `out` (a block lasts ~21 ms) or for input
 
 static bool quitting(mq_player *p) { return atomic_load_explicit(&p->quit, memory_order_relaxed); }
 
@@ -28,7 +29,7 @@ static mq_pcm_block *out_block(mq_player *p, mq_tempo *t)
         mq_pcm_block *b = mq_pcm_ring_acquire(p->out);
         if (b || quitting(p) || atomic_load_explicit(&p->pcm->gen, memory_order_acquire) != t->gen)
             return b;
-        mq_sleep_until(mq_clock_now() + 0.004);
+        mq_sleep_until(mq_clock_now() + MQ_TEMPO_IDLE);
     }
 }
 
@@ -90,7 +91,7 @@ static void pass(mq_player *p, mq_tempo *t, mq_pcm_block *b)
 static void stretch(mq_player *p, mq_tempo *t, mq_pcm_block *b, double rate)
 {
     if (mq_pcm_ring_acquire(p->out) == NULL) {
-        mq_sleep_until(mq_clock_now() + 0.004);
+        mq_sleep_until(mq_clock_now() + MQ_TEMPO_IDLE);
         return;
     }
     int off = p->pcm->read_off;
@@ -158,7 +159,7 @@ void *mq_tempo_thread_main(void *arg)
                 t->eof_passed = true;
                 atomic_store(&p->out->eof, true);
             }
-            mq_sleep_until(mq_clock_now() + 0.004);
+            mq_sleep_until(mq_clock_now() + MQ_TEMPO_IDLE);
             continue;
         }
         if (drop_late(p, t, b))

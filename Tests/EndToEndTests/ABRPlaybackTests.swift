@@ -7,15 +7,19 @@ import Testing
 /// Adaptive bitrate in playback, on the DASH-IF `testpic_2s_low_delay` asset (1080p 2.0 Mb/s,
 /// 720p 1.0 Mb/s, 360p 0.3 Mb/s) from our origin, whose `bwlow_` option slows every segment
 /// response to 1 Mb/s for a while: read from the sizes of the pictures presented (frames.tsv).
+/// As DASH (one adaptation set, three representations) and as HLS (three variants sharing an
+/// audio rendition).
 extension LivePlaybackTests {
-    @Test func abrStepsDownWithinOneSegmentWhenTheLinkDropsAndBackUpWhenItReturns() async throws {
+    @Test(arguments: ["dash", "hls"])
+    func abrStepsDownWithinOneSegmentWhenTheLinkDropsAndBackUpWhenItReturns(format: String) async throws {
         let media = Tools.packageRoot.deletingLastPathComponent().appendingPathComponent("shared/media/dashif-livesim2/testpic_2s_low_delay")
         try #require(FileManager.default.fileExists(atPath: media.appendingPathComponent("Manifest.mpd").path), "../shared/media is needed")
         let origin = try await Self.origin()
         defer { Task { await origin.stop() } }
         let now = Date().timeIntervalSince1970
         let (dropAt, returnAt) = ((now + 9).rounded(), (now + 17).rounded())
-        let url = origin.manifestURL(asset: "testpic_abr", options: ["bwlow_1000-\(Int(dropAt))-\(Int(returnAt))"])
+        let manifest = origin.manifestURL(asset: "testpic_abr", options: ["bwlow_1000-\(Int(dropAt))-\(Int(returnAt))"])
+        let url = format == "dash" ? manifest : manifest.deletingLastPathComponent().appendingPathComponent("master.m3u8")
         let run = try await Self.play(url, seconds: 28, audio: { _ in .null })
         let frames = run.frames
         try #require(frames.count > 600, "\(frames.count) frames")

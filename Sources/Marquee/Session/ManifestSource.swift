@@ -10,8 +10,9 @@ actor ManifestSource {
     private(set) var lastResult: FetchResult?
     /// When the request for the manifest held was sent (monotonic seconds).
     private var fetchedAt = -Double.infinity
-    /// HLS: the media playlists chosen from the multivariant playlist (reloads fetch only them).
-    private var hls: (video: URL?, audio: URL?, variant: HLSVariant?)?
+    /// HLS: the media playlists chosen from the multivariant playlist, the video variants of the
+    /// ABR ladder and the audio rendition (reloads fetch only them).
+    private var hls: (variants: [HLSVariant], audio: URL?)?
 
     init(url: URL, fetcher: HTTPFetcher, parser: MPDParser = MPDParser()) {
         self.url = url
@@ -79,22 +80,32 @@ actor ManifestSource {
             lastResult = result
             return try HLSPresentation.mpd(video: p, audio: nil, variant: nil)
         case .multivariant(let master):
-            guard let (variant, audioURL) = HLSPresentation.choose(master) else {
+            guard let ladder = HLSPresentation.ladder(master) else {
                 throw ManifestError(.noPlayableContent, "multivariant playlist without a variant")
             }
-            let chosen = (video: Optional(variant.uri), audio: audioURL, variant: Optional(variant))
-            let mpd = try await mediaPresentation(chosen)
-            hls = chosen
+            let mpd = try await mediaPresentation(ladder)
+            hls = ladder
             return mpd
         }
     }
 
-    private func mediaPresentation(_ chosen: (video: URL?, audio: URL?, variant: HLSVariant?)) async throws -> MPD {
-        async let video = optionalPlaylist(chosen.video)
+    /// Every variant's media playlist and the audio rendition's, all at once.
+    private func mediaPresentation(_ chosen: (variants: [HLSVariant], audio: URL?)) async throws -> MPD {
         async let audio = optionalPlaylist(chosen.audio)
-        let (v, a) = try await (video, audio)
-        lastResult = v?.1 ?? a?.1 ?? lastResult
-        return try HLSPresentation.mpd(video: v?.0, audio: a?.0, variant: chosen.variant)
+        let videos = try await withThrowingTaskGroup(of: (Int, HLSMediaPlaylist, FetchResult).self) { group in
+            for (i, variant) in chosen.variants.enumerated() {
+                group.addTask {
+                    let (playlist, result) = try await self.mediaPlaylist(variant.uri)
+                    return (i, playlist, result)
+                }
+            }
+            var out: [(Int, HLSMediaPlaylist, FetchResult)] = []
+            for try await loaded in group { out.append(loaded) }
+            return out.sorted { $0.0 < $1.0 }
+        }
+        let a = try await audio
+        lastResult = videos.first?.2 ?? a?.1 ?? lastResult
+        return try HLSPresentation.mpd(videos: videos.map { ($0.1, chosen.variants[$0.0]) }, audio: a?.0)
     }
 
     private func optionalPlaylist(_ u: URL?) async throws -> (HLSMediaPlaylist, FetchResult)? {

@@ -22,10 +22,27 @@ public enum HLSPresentation {
         return (variant, audio)
     }
 
+    /// The ABR ladder of a multivariant playlist: the variants that share the highest one's
+    /// audio group (every video rendition a player may switch among without changing the
+    /// sound), highest first, and that group's default audio rendition.
+    public static func ladder(_ master: HLSMultivariantPlaylist) -> (variants: [HLSVariant], audio: URL?)? {
+        guard let (top, audio) = choose(master) else { return nil }
+        let variants = master.variants.filter { $0.audioGroup == top.audioGroup }.sorted { $0.bandwidth > $1.bandwidth }
+        return (variants, audio)
+    }
+
     /// The presentation of media playlists (video first). `variant` gives bandwidth, codecs and
     /// size when known.
     public static func mpd(video: HLSMediaPlaylist?, audio: HLSMediaPlaylist?, variant: HLSVariant?) throws(ManifestError) -> MPD {
-        let playlists = [video, audio].compactMap { $0 }
+        try mpd(videos: video.map { [($0, variant)] } ?? [], audio: audio)
+    }
+
+    /// The presentation of several variants' media playlists (an ABR ladder: one video
+    /// adaptation set, a representation per variant, segments aligned on the program date-time)
+    /// and an audio rendition's. Representation ids: the variant's playlist name
+    /// (`1080.m3u8` → `1080`), `hls-video` for a lone variant.
+    public static func mpd(videos: [(HLSMediaPlaylist, HLSVariant?)], audio: HLSMediaPlaylist?) throws(ManifestError) -> MPD {
+        let playlists = videos.map(\.0) + [audio].compactMap { $0 }
         guard let first = playlists.first else { throw ManifestError(.noPlayableContent, "no media playlist") }
         var mpd = MPD()
         let live = playlists.contains { $0.isLive }
@@ -42,15 +59,28 @@ public enum HLSPresentation {
         }
         var period = Period()
         period.start = 0
-        for (index, playlist) in [video, audio].enumerated() {
-            guard let playlist else { continue }
+        var ids = Set<String>()
+        var main: AdaptationSet?
+        for (index, (playlist, variant)) in videos.enumerated() {
             let videoCodec = variant?.codecs.map { c in ["avc", "hvc", "hev", "av01", "vp09"].contains { c.contains($0) } } ?? true
-            let kind: MediaKind = index == 0 && (variant?.height != nil || videoCodec) ? .video : .audio
+            let kind: MediaKind = variant?.height != nil || videoCodec ? .video : .audio
             let audioCodec = variant?.codecs.map { c in ["mp4a", "ac-3", "ec-3", "opus", "mp3", "fLaC"].contains { c.contains($0) } } ?? true
-            var set = try adaptationSet(playlist, kind: kind, id: index == 0 ? "hls-video" : "hls-audio", variant: index == 0 ? variant : nil, live: live)
+            var id = videos.count == 1 ? "hls-video" : variant?.uri.deletingPathExtension().lastPathComponent ?? "hls-video-\(index)"
+            if !ids.insert(id).inserted { id = "hls-video-\(index)" }
+            var set = try adaptationSet(playlist, kind: kind, id: id, variant: variant, live: live)
             if kind == .video, audio == nil, audioCodec { set.representations[0].muxesAudio = true }
-            period.adaptationSets.append(set)
+            if var m = main, kind == .video {  // another rung of the ladder
+                m.representations += set.representations
+                main = m
+            } else if main == nil {
+                set.id = "hls-video"
+                main = set
+            } else {
+                period.adaptationSets.append(set)
+            }
         }
+        if let main { period.adaptationSets.insert(main, at: 0) }
+        if let audio { period.adaptationSets.append(try adaptationSet(audio, kind: .audio, id: "hls-audio", variant: nil, live: live)) }
         mpd.periods = [period]
         return mpd
     }
