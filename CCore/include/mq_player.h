@@ -246,6 +246,16 @@ int mq_player_poll_event(mq_player *p, mq_event *out);
 /// signal; it must not call back into the player.
 void mq_player_set_wakeup(mq_player *p, void (*_Nullable cb)(void *_Nullable ctx), void *_Nullable ctx);
 
+/* ---- utilities ---- */
+
+/// Decrypts `size` bytes in place with AES-128 in CBC mode under `key` from `iv` (HLS
+/// `EXT-X-KEY:METHOD=AES-128`: a whole segment, PKCS#7-padded), with libavutil's AES; sets
+/// `*out_size` to the size without the padding. MQ_ERR_INVALID_ARGUMENT when `size` is not a
+/// non-zero multiple of 16; MQ_ERR_DEMUX when the padding is not PKCS#7 (a wrong key or IV).
+/// Any thread; no state.
+int mq_aes128_cbc_decrypt(const uint8_t key[_Nonnull 16], const uint8_t iv[_Nonnull 16], uint8_t *data, size_t size,
+                          size_t *out_size);
+
 MQ_ASSUME_NONNULL_END
 
 #endif

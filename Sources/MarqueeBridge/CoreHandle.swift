@@ -294,6 +294,24 @@ package final class CoreHandle: Sendable {
 
     /// `mq_clock_now()`: CLOCK_MONOTONIC seconds.
     package static func now() -> Double { mq_clock_now() }
+
+    /// `bytes` decrypted with AES-128-CBC under `key` from `iv`, PKCS#7 padding removed
+    /// (`mq_aes128_cbc_decrypt`).
+    package static func decryptAES128(_ bytes: [UInt8], key: [UInt8], iv: [UInt8]) throws(CoreError) -> [UInt8] {
+        guard key.count == 16, iv.count == 16, !bytes.isEmpty else { throw CoreError(code: Int32(MQ_ERR_INVALID_ARGUMENT.rawValue), message: "AES-128 needs a 16-byte key and IV") }
+        var data = bytes
+        var size = 0
+        let rc = data.withUnsafeMutableBufferPointer { d in
+            key.withUnsafeBufferPointer { k in
+                iv.withUnsafeBufferPointer { v in
+                    mq_aes128_cbc_decrypt(k.baseAddress!, v.baseAddress!, d.baseAddress!, d.count, &size)
+                }
+            }
+        }
+        guard rc >= 0 else { throw CoreError(code: rc) }
+        data.removeLast(data.count - size)
+        return data
+    }
 }
 
 private func withOptionalCString<R>(_ s: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {

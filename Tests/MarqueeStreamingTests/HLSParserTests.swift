@@ -118,6 +118,35 @@ import Testing
         }
     }
 
+    /// AES-128 keys reach the presentation: an explicit IV as given, else the media sequence
+    /// number big-endian; SAMPLE-AES is refused.
+    @Test func encryptedSegmentsCarryTheirKeyAndIV() throws {
+        let text = """
+            #EXTM3U
+            #EXT-X-TARGETDURATION:2
+            #EXT-X-MEDIA-SEQUENCE:258
+            #EXT-X-PLAYLIST-TYPE:VOD
+            #EXT-X-KEY:METHOD=AES-128,URI="k1.bin"
+            #EXTINF:2,
+            a.ts
+            #EXT-X-KEY:METHOD=AES-128,URI="k2.bin",IV=0x000102030405060708090A0B0C0D0E0F
+            #EXTINF:2,
+            b.ts
+            #EXT-X-KEY:METHOD=NONE
+            #EXTINF:2,
+            c.ts
+            #EXT-X-ENDLIST
+            """
+        let mpd = try HLSPresentation.mpd(video: try media(text), audio: nil, variant: nil)
+        let keys = try #require(mpd.periods.first?.adaptationSets.first?.representations.first?.segmentTemplate?.segmentKeys)
+        #expect(keys[258]?.url.lastPathComponent == "k1.bin" && keys[258]?.iv == [UInt8](repeating: 0, count: 14) + [1, 2])
+        #expect(keys[259]?.url.lastPathComponent == "k2.bin" && keys[259]?.iv == Array(0...15))
+        #expect(keys[260] == nil)
+        #expect(throws: ManifestError.self) {
+            try HLSPresentation.mpd(video: try media(text.replacingOccurrences(of: "METHOD=AES-128,URI=\"k1.bin\"", with: "METHOD=SAMPLE-AES,URI=\"k1.bin\"")), audio: nil, variant: nil)
+        }
+    }
+
     /// ffmpeg's own HLS output (fMP4 and MPEG-TS) parses, segment for segment.
     @Test(arguments: ["fmp4", "mpegts"])
     func ffmpegsPlaylistsParse(type: String) throws {

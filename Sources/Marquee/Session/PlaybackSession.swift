@@ -322,14 +322,26 @@ final class PlaybackSession: Sendable {
 
     /// Feeds every track and watches the core until the presentation ends or the task is cancelled.
     func run() async {
-        await withTaskGroup(of: Void.self) { group in
+        await withTaskGroup(of: Bool.self) { group in
             for feeder in feeders {
-                group.addTask { await feeder.run(from: self.startPosition) }
+                group.addTask {
+                    await feeder.run(from: self.startPosition)
+                    return false
+                }
             }
-            if mpd.isLive { group.addTask { await self.resync() } }
-            group.addTask { await self.watch() }
-            // The watcher returns when playback ended or failed for good: stop the feeders.
-            _ = await group.next()
+            if mpd.isLive {
+                group.addTask {
+                    await self.resync()
+                    return false
+                }
+            }
+            group.addTask {
+                await self.watch()
+                return true
+            }
+            // The watcher returns when playback ended or failed for good: stop the feeders. (A
+            // feeder returns first when an on-demand stream is all fetched: the watch goes on.)
+            while let watcherDone = await group.next(), !watcherDone {}
             group.cancelAll()
         }
     }

@@ -66,6 +66,8 @@ struct TrackFeeder: Sendable {
     let latestMPD: SharedValue<MPD>
     /// Init segments fetched, by representation id.
     private let inits = SharedValue<[String: ByteBuffer]>([:])
+    /// AES-128 keys fetched, by URL.
+    private let keys = SharedValue<[URL: [UInt8]]>([:])
     /// The representation whose init segment the core's track was given last (nil after a
     /// restart: the next segment brings its own).
     private let pushedInit = SharedValue<String?>(nil)
@@ -215,6 +217,7 @@ struct TrackFeeder: Sendable {
     private func obtain(_ segment: SegmentReference) async -> Outcome {
         guard let kept = store?.entry(track: plan.coreTrack, time: segment.time) else {
             let (rep, repSegment) = rendition(for: segment)
+            if let key = repSegment.key { return await fetchEncrypted(segment, rep: rep, url: repSegment.url, key: key) }
             return await fetch(segment, rep: rep, url: repSegment.url)
         }
         let rep = plan.renditions.first { $0.id == kept.representation } ?? plan.representation
@@ -252,15 +255,23 @@ struct TrackFeeder: Sendable {
                 if Task.isCancelled { return }
                 // In the rendition playing last (a choice made for the live edge holds).
                 let rep = plan.renditions.first { $0.id == active.withLock { $0 } } ?? plan.representation
-                let url = rep.id == plan.representation.id ? segment.url : (self.timeline(for: rep)?.segment(containing: segment.start + 1e-3)?.url ?? segment.url)
+                let other = rep.id == plan.representation.id ? nil : self.timeline(for: rep)?.segment(containing: segment.start + 1e-3)
+                let source = other ?? segment
                 do {
-                    let result = try await fetcher.get(url, timeout: .seconds(max(4, (segment.end - segment.start) * 3)))
+                    var bytes = try await fetcher.get(source.url, timeout: .seconds(max(4, (segment.end - segment.start) * 3))).body
+                    if let key = source.key {  // kept in the clear
+                        guard let clear = try? CoreHandle.decryptAES128(Array(bytes.readableBytesView), key: try await self.key(key.url), iv: key.iv) else {
+                            next = timeline.segment(after: segment)
+                            continue
+                        }
+                        bytes = ByteBuffer(bytes: clear)
+                    }
                     store.put(
-                        track: plan.coreTrack, time: segment.time, start: segment.start, end: segment.end, bytes: result.body,
-                        representation: url == segment.url ? plan.representation.id : rep.id)
+                        track: plan.coreTrack, time: segment.time, start: segment.start, end: segment.end, bytes: bytes,
+                        representation: other == nil ? plan.representation.id : rep.id)
                 } catch {
                     if error.code == .cancelled { return }
-                    logger.debug("collector: segment missed", metadata: ["url": "\(segment.url)", "error": "\(error)"])
+                    logger.debug("collector: segment missed", metadata: ["url": "\(source.url)", "error": "\(error)"])
                 }
             }
             next = timeline.segment(after: segment)
@@ -386,6 +397,68 @@ struct TrackFeeder: Sendable {
     }
 
     private enum Outcome { case pushed, skipped, abandoned, cancelled }
+
+    /// Keys fetched, by URL (HLS AES-128).
+    private static let keyCacheLimit = 64
+
+    /// An encrypted segment (HLS AES-128): fetched whole with its key, decrypted by the core,
+    /// then pushed like any other. A key that cannot be fetched or does not decrypt the
+    /// segment is reported and the segment skipped.
+    private func fetchEncrypted(_ segment: SegmentReference, rep: Representation, url: URL, key: SegmentKey) async -> Outcome {
+        let duration = segment.end - segment.start
+        var attempt = 0
+        while !Task.isCancelled {
+            attempt += 1
+            guard await pushInit(rep) else { return .cancelled }
+            let began = Monotonic.now()
+            do {
+                let result = try await fetcher.get(url, timeout: .milliseconds(Int(max(4, duration * 3) * 1000)))
+                let seconds = Monotonic.now() - began
+                let keyBytes = try await self.key(key.url)
+                let clear: [UInt8]
+                do {
+                    clear = try CoreHandle.decryptAES128(Array(result.body.readableBytesView), key: keyBytes, iv: key.iv)
+                } catch {
+                    events.send(.error(PlayerError(.media, "segment \(url.absoluteString) does not decrypt with the key at \(key.url.absoluteString): \(error.message)"), fatal: false))
+                    return .skipped
+                }
+                let bytes = ByteBuffer(bytes: clear)
+                abr?.withLock { $0.downloaded(bytes: result.body.readableBytes, seconds: seconds, weight: duration) }
+                if rep.isTransportStream, offsetPending.withLock({ $0 }) { measureOffset(bytes, segment: segment) }
+                do { try push(bytes) } catch { return .cancelled }
+                var scanner = EventMessageScanner()
+                let boxes = bytes.withUnsafeReadableBytes { scanner.feed($0) }
+                if !boxes.isEmpty { inbandEvents(boxes, segment: segment) }
+                store?.put(track: plan.coreTrack, time: segment.time, start: segment.start, end: segment.end, bytes: bytes, representation: rep.id)
+                return .pushed
+            } catch {
+                if error.code == .cancelled { return .cancelled }
+                let retryable = error.code != .status || error.status == 404 || error.status >= 500
+                if !retryable || attempt >= 4 || (isLive && segment.end < wantedPosition()) {
+                    logger.warning("segment skipped", metadata: ["url": "\(url)", "error": "\(error)"])
+                    events.send(.error(PlayerError(error), fatal: false))
+                    return .skipped
+                }
+                try? await Task.sleep(for: .milliseconds(400 * attempt))
+            }
+        }
+        return .cancelled
+    }
+
+    /// The 16-byte key at `url`, fetched once.
+    private func key(_ url: URL) async throws(FetchError) -> [UInt8] {
+        if let cached = keys.withLock({ $0[url] }) { return cached }
+        let result = try await fetcher.get(url, timeout: .seconds(10), maxBytes: 1024)
+        let bytes = Array(result.body.readableBytesView)
+        guard bytes.count == 16 else {
+            throw FetchError(.tooLarge, url: url.absoluteString, message: "an AES-128 key is 16 bytes, this one \(bytes.count)")
+        }
+        keys.withLock { k in
+            if k.count >= Self.keyCacheLimit { k.removeAll() }
+            k[url] = bytes
+        }
+        return bytes
+    }
 
     /// Fetches `segment` (of the plan's timeline) as `rep` from `url` and streams it into the
     /// core. With ABR the download is measured and, when it would arrive too late, abandoned.

@@ -177,6 +177,8 @@ public struct SegmentTemplate: Sendable, Equatable {
     public var timeline: [SegmentTimelineEntry]?
     /// HLS: the URL of each segment by its number (media sequence), where a template has none.
     public var segmentURLs: [UInt64: URL]?
+    /// HLS: the keys of encrypted segments, by number.
+    public var segmentKeys: [UInt64: SegmentKey]?
 
     public init() {}
 }

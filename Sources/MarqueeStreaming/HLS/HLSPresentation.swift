@@ -96,6 +96,7 @@ public enum HLSPresentation {
         template.startNumber = playlist.segments.first?.sequence ?? playlist.mediaSequence
         var entries: [SegmentTimelineEntry] = []
         var urls: [UInt64: URL] = [:]
+        var keys: [UInt64: SegmentKey] = [:]
         var clock = 0.0
         for (i, segment) in playlist.segments.enumerated() {
             let start: Double
@@ -112,10 +113,22 @@ public enum HLSPresentation {
             let end = next.map { UInt64(($0 * 1000).rounded()) } ?? t + UInt64((segment.duration * 1000).rounded())
             entries.append(SegmentTimelineEntry(t: t, n: segment.sequence, d: max(1, end - t)))
             urls[segment.sequence] = segment.uri
+            switch segment.key?.method {
+            case .aes128:
+                guard let uri = segment.key?.uri else { throw ManifestError(.invalidValue, "EXT-X-KEY METHOD=AES-128 without a URI") }
+                // No IV: the media sequence number, big-endian in 16 bytes (RFC 8216 §5.2).
+                let iv = segment.key?.iv ?? (0..<16).map { i in i < 8 ? 0 : UInt8(truncatingIfNeeded: segment.sequence >> (8 * (15 - UInt64(i)))) }
+                keys[segment.sequence] = SegmentKey(url: uri, iv: iv)
+            case .sampleAES:
+                throw ManifestError(.noPlayableContent, "SAMPLE-AES encryption is not supported (AES-128 is)")
+            case .none?, nil:
+                break
+            }
             clock += segment.duration
         }
         template.timeline = entries
         template.segmentURLs = urls
+        template.segmentKeys = keys.isEmpty ? nil : keys
         var rep = Representation(id: id, bandwidth: variant?.bandwidth ?? 128_000)
         rep.codecs = variant?.codecs
         rep.width = variant?.width

@@ -12,9 +12,21 @@ public struct SegmentReference: Sendable, Equatable {
     /// Presentation time of the first sample, in seconds (period start included).
     public var start: Double
     public var url: URL
+    /// The key the segment is encrypted with (HLS AES-128), nil when it is in the clear.
+    public var key: SegmentKey? = nil
 
     /// Presentation time just after the last sample, in seconds.
     public var end: Double { start + Double(duration) / Double(timescale) }
+}
+
+/// How a segment is encrypted: AES-128-CBC (PKCS#7) under the 16-byte key at `url`, from `iv`.
+public struct SegmentKey: Sendable, Equatable {
+    public var url: URL
+    public var iv: [UInt8]
+    public init(url: URL, iv: [UInt8]) {
+        self.url = url
+        self.iv = iv
+    }
 }
 
 /// The segments of one representation: template expansion, URL resolution and the
@@ -224,7 +236,9 @@ public struct RepresentationTimeline: Sendable {
             let path = expand(template.media ?? "", number: e.number, time: e.time)
             url = URL(string: path, relativeTo: baseURL)?.absoluteURL ?? baseURL
         }
-        return SegmentReference(number: e.number, time: e.time, duration: e.duration, timescale: template.timescale, start: start, url: url)
+        return SegmentReference(
+            number: e.number, time: e.time, duration: e.duration, timescale: template.timescale, start: start, url: url,
+            key: template.segmentKeys?[e.number])
     }
 
     func expand(_ pattern: String, number: UInt64?, time: UInt64?) -> String {
