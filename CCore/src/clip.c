@@ -12,6 +12,7 @@
 
 #include "mq_err.h"
 #include "mq_player.h"
+#include "resample.h"
 #include "thread.h"
 
 #define MQ_CLIP_BLOCKS 16u
@@ -114,18 +115,8 @@ static int produce(mq_clip *c, float *src, int32_t n)
 static int convert(mq_clip *c, const AVFrame *f)
 {
     struct mq_clip_priv *q = c->priv;
-    if (!q->swr) {
-        AVChannelLayout out_layout, in_layout;
-        if (av_channel_layout_copy(&in_layout, &f->ch_layout) < 0)
-            return MQ_ERR_NO_MEMORY;
-        av_channel_layout_default(&out_layout, q->channels);
-        int ret = swr_alloc_set_opts2(&q->swr, &out_layout, AV_SAMPLE_FMT_FLT, q->rate, &in_layout, f->format,
-                                      f->sample_rate, 0, NULL);
-        av_channel_layout_uninit(&out_layout);
-        av_channel_layout_uninit(&in_layout);
-        if (ret < 0 || swr_init(q->swr) < 0)
-            return MQ_ERR_DECODE;
-    }
+    if (!q->swr && mq_resampler_open(&q->swr, f, q->rate, q->channels) < 0)
+        return MQ_ERR_DECODE;
     int want = swr_get_out_samples(q->swr, f ? f->nb_samples : 0);
     if (want > q->conv_cap) {
         float *grown = realloc(q->conv, (size_t)want * (size_t)q->channels * sizeof(float));

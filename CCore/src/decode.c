@@ -11,6 +11,7 @@
 #include "log.h"
 #include "mq_err.h"
 #include "player_internal.h"
+#include "resample.h"
 #include "thread.h"
 
 /// The decode thread of one track: waits for bytes, opens a demuxer session on them (init
@@ -152,14 +153,7 @@ static int setup_swr(mq_decoder *d, AVFrame *f)
     if (d->swr && d->swr_rate == f->sample_rate && d->swr_format == f->format &&
         d->swr_channels == f->ch_layout.nb_channels)
         return MQ_OK;
-    swr_free(&d->swr);
-    AVChannelLayout out_layout;
-    av_channel_layout_default(&out_layout, d->p->channels);
-    int ret = swr_alloc_set_opts2(&d->swr, &out_layout, AV_SAMPLE_FMT_FLT, d->p->sample_rate,
-                                  &f->ch_layout, f->format, f->sample_rate, 0, NULL);
-    av_channel_layout_uninit(&out_layout);
-    if (ret < 0 || swr_init(d->swr) < 0) {
-        swr_free(&d->swr);
+    if (mq_resampler_open(&d->swr, f, d->p->sample_rate, d->p->channels) < 0) {
         post_error(d, MQ_ERR_DECODE, "cannot set up the audio resampler");
         return MQ_ERR_DECODE;
     }
