@@ -222,12 +222,19 @@ struct TrackFeeder: Sendable {
         }
         let rep = plan.renditions.first { $0.id == kept.representation } ?? plan.representation
         guard await pushInit(rep) else { return .cancelled }
-        if rep.isTransportStream, offsetPending.withLock({ $0 }) { measureOffset(kept.bytes, segment: segment) }
-        do { try push(kept.bytes) } catch { return .cancelled }
+        return pushWhole(kept.bytes, of: segment, rep: rep) ? .pushed : .cancelled
+    }
+
+    /// Pushes a whole segment that is in memory (from the store, or decrypted): a transport
+    /// stream's offset first when it is pending, then its in-band events. False when the core
+    /// is closed.
+    private func pushWhole(_ bytes: ByteBuffer, of segment: SegmentReference, rep: Representation) -> Bool {
+        if rep.isTransportStream, offsetPending.withLock({ $0 }) { measureOffset(bytes, segment: segment) }
+        do { try push(bytes) } catch { return false }
         var scanner = EventMessageScanner()
-        let boxes = kept.bytes.withUnsafeReadableBytes { scanner.feed($0) }
+        let boxes = bytes.withUnsafeReadableBytes { scanner.feed($0) }
         if !boxes.isEmpty { inbandEvents(boxes, segment: segment) }
-        return .pushed
+        return true
     }
 
     /// Keeps the live edge in the store while the presentation is behind it (a user delay, a
@@ -424,11 +431,7 @@ struct TrackFeeder: Sendable {
                 }
                 let bytes = ByteBuffer(bytes: clear)
                 abr?.withLock { $0.downloaded(bytes: result.body.readableBytes, seconds: seconds, weight: duration) }
-                if rep.isTransportStream, offsetPending.withLock({ $0 }) { measureOffset(bytes, segment: segment) }
-                do { try push(bytes) } catch { return .cancelled }
-                var scanner = EventMessageScanner()
-                let boxes = bytes.withUnsafeReadableBytes { scanner.feed($0) }
-                if !boxes.isEmpty { inbandEvents(boxes, segment: segment) }
+                guard pushWhole(bytes, of: segment, rep: rep) else { return .cancelled }
                 store?.put(track: plan.coreTrack, time: segment.time, start: segment.start, end: segment.end, bytes: bytes, representation: rep.id)
                 return .pushed
             } catch {

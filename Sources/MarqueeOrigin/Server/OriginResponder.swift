@@ -188,13 +188,8 @@ struct OriginResponder: Sendable {
         guard let live = timeline.segment(number: number) else {
             return Reply(.notFound, "no segment \"\(name)\" (startNumber \(options.startNumber))", clock: clock)
         }
-        switch timeline.availability(numberedIndex: live.index, now: clock.now()) {
-        case .tooEarly(let wait):
-            return Reply(.notFound, "segment ts/\(name) is available in \(String(format: "%.3f", wait)) s", clock: clock)
-        case .expired:
-            return Reply(.gone, "segment ts/\(name) has left the \(LiveOptions.format(options.timeShiftBufferDepth)) s time-shift buffer", clock: clock)
-        case .available:
-            break
+        if let refusal = Self.refusal(timeline.availability(numberedIndex: live.index, now: clock.now()), "segment ts/\(name)", options, clock) {
+            return refusal
         }
         do {
             let bytes = try AssetLoader.bytes(ts.files[live.vodIndex])
@@ -207,6 +202,18 @@ struct OriginResponder: Sendable {
             return reply
         } catch {
             return Reply(.internalServerError, error.description, clock: clock)
+        }
+    }
+
+    /// The answer for a segment not available now (404 before, 410 after the window), nil when it is.
+    private static func refusal(_ availability: Availability, _ what: String, _ options: LiveOptions, _ clock: OriginClock) -> Reply? {
+        switch availability {
+        case .tooEarly(let wait):
+            Reply(.notFound, "\(what) is available in \(String(format: "%.3f", wait)) s", clock: clock)
+        case .expired:
+            Reply(.gone, "\(what) has left the \(LiveOptions.format(options.timeShiftBufferDepth)) s time-shift buffer", clock: clock)
+        case .available:
+            nil
         }
     }
 
@@ -237,14 +244,7 @@ struct OriginResponder: Sendable {
         } else {
             return Reply(.notFound, "no segment \"\(name)\" in \"\(rep.id)\" (startNumber \(options.startNumber))", clock: clock)
         }
-        switch availability {
-        case .tooEarly(let wait):
-            return Reply(.notFound, "segment \(name) of \"\(rep.id)\" is available in \(String(format: "%.3f", wait)) s", clock: clock)
-        case .expired:
-            return Reply(.gone, "segment \(name) of \"\(rep.id)\" has left the \(LiveOptions.format(options.timeShiftBufferDepth)) s time-shift buffer", clock: clock)
-        case .available:
-            break
-        }
+        if let refusal = Self.refusal(availability, "segment \(name) of \"\(rep.id)\"", options, clock) { return refusal }
         let vod = rep.segments[live.vodIndex]
         do {
             let bytes = try AssetLoader.bytes(vod.file)
