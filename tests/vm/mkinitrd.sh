@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds $VM_DIR/initrd.cpio.gz: busybox-static, the module closures (bochs-drm, virtio 9p,
-# snd-aloop) and an /init that mounts the host root read-only over 9p at /host, the writable
-# output share at /host$OUT_DIR, and runs tests/vm/guest.sh in a chroot there.
+# snd-aloop) and an /init that mounts the host root read-only over 9p at /host, the repository
+# (read-only) and the writable output share at /tmp/marquee and /tmp/marquee-out inside it, and
+# runs tests/vm/guest.sh in a chroot there.
 set -euo pipefail
 VM_DIR=${VM_DIR:?} KVER=${KVER:?} REPO=${REPO:?} OUT_DIR=${OUT_DIR:?}
 K=$VM_DIR/kroot
@@ -31,10 +32,19 @@ mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
 for m in \$(cat /modules); do insmod /lib/modules/\$m || echo "INIT: insmod \$m failed"; done
 echo "INIT: modules loaded"
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose hostroot /host || echo "INIT: 9p root failed"
-mount -t 9p -o trans=virtio,version=9p2000.L,cache=none vmout /host$OUT_DIR || echo "INIT: 9p out failed"
 mount -t proc proc /host/proc; mount -t sysfs sys /host/sys; mount -t devtmpfs dev /host/dev
 mount -t tmpfs tmp /host/tmp; mount -t tmpfs run /host/run 2>/dev/null
-chroot /host /bin/sh $REPO/tests/vm/guest.sh $OUT_DIR
+# The repository and the output on shares of their own, at fixed places under the guest's /tmp
+# (whose tmpfs hides the host's /tmp): wherever the checkout is, the guest sees it, and every
+# run is a run from a checkout under /tmp (issue 21).
+mkdir -p /host/tmp/marquee /host/tmp/marquee-out
+mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose repo /host/tmp/marquee || echo "INIT: 9p repo failed"
+mount -t 9p -o trans=virtio,version=9p2000.L,cache=none vmout /host/tmp/marquee-out || echo "INIT: 9p out failed"
+if [ -f /host/tmp/marquee/tests/vm/guest.sh ] && [ -f /host/tmp/marquee/.build-vm/marquee-path ]; then
+  chroot /host /bin/sh /tmp/marquee/tests/vm/guest.sh /tmp/marquee-out
+else
+  echo "@@FAIL the guest cannot see the repository $REPO (9p share 'repo' at /tmp/marquee): no tests/vm/guest.sh or .build-vm/marquee-path there"
+fi
 echo "INIT: test exit \$?"
 poweroff -f
 INIT

@@ -50,7 +50,10 @@ def run_vm(a):
            "-serial", "stdio", "-qmp", "unix:%s,server=on,wait=off" % sock,
            "-kernel", a.kernel, "-initrd", a.initrd, "-append", "console=ttyS0 panic=-1 quiet",
            "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
-           "-virtfs", "local,path=%s,mount_tag=vmout,security_model=none" % out]
+           "-virtfs", "local,path=%s,mount_tag=vmout,security_model=none" % out,
+           # the repository on its own share: the guest mounts a tmpfs over /tmp and /run, which
+           # would hide a checkout there (issue 21)
+           "-virtfs", "local,path=%s,mount_tag=repo,security_model=none,readonly=on,multidevs=remap" % a.repo]
     start = time.time()
     deadline = start + a.timeout
     vm = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -188,6 +191,7 @@ def main():
     ap.add_argument("--initrd", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--media", required=True)
+    ap.add_argument("--repo", required=True)
     ap.add_argument("--timeout", type=int, default=200)
     a = ap.parse_args()
     snaps, results, fails, bench, wall = run_vm(a)
