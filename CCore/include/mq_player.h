@@ -111,6 +111,17 @@ int mq_player_add_track(mq_player *p, mq_track_kind kind, double pts_offset, int
 /// the bytes are copied). The track's demuxer reads them as one continuous fMP4 stream.
 int mq_player_push(mq_player *p, int32_t track_id, const uint8_t *data, size_t size);
 
+/// Pushes an init segment (as `mq_player_push`) and keeps a copy: after a damaged media
+/// segment the track's demuxer reopens on it, so one bad segment costs only itself.
+int mq_player_push_init(mq_player *p, int32_t track_id, const uint8_t *data, size_t size);
+
+/// Marks the end of a media segment in a track's input. A segment cut short (a box or TS
+/// packet running past this point), garbage, or one the demuxer fails on is reported
+/// (`MQ_EVENT_ERROR`) and skipped: decoding goes on at the next segment, the pictures and
+/// sound decoded before it are kept. Without marks a damaged input stops the track until
+/// `mq_player_reset_track`. A track ends only through `mq_player_end_track`.
+int mq_player_end_segment(mq_player *p, int32_t track_id);
+
 /// Discards what the track has queued and restarts its demuxer: the next bytes pushed must
 /// begin with an init segment (used for a seek, a jump or a representation change).
 int mq_player_reset_track(mq_player *p, int32_t track_id);
@@ -132,6 +143,12 @@ int mq_player_end_track(mq_player *p, int32_t track_id);
 
 /// Seconds on CLOCK_MONOTONIC: the time base of every `mono` value below.
 double mq_clock_now(void);
+
+/// The process's C heap (every thread's allocations, Swift's included): bytes in live
+/// allocations (`*in_use`) and bytes the allocator keeps free in its arenas (`*free_bytes`,
+/// fragmentation). glibc's `mallinfo2`; MQ_ERR_UNSUPPORTED (zeros) elsewhere. Walks the
+/// arenas: call it every few seconds, never from a real-time thread.
+int mq_heap_usage(int64_t *in_use, int64_t *free_bytes);
 
 /// Server wall-clock (Unix seconds) = monotonic seconds + `offset`. Used to stamp presented
 /// frames (frames.tsv `wall_time`).

@@ -286,7 +286,7 @@ static void run_session(mq_decoder *d)
     mq_input_state st = mq_byte_queue_state(t->input);
     if (ret < 0 && (st == MQ_INPUT_DATA || st == MQ_INPUT_ENDED || st == MQ_INPUT_BOUNDARY)) {
         post_error(d, ret, why);
-        mq_byte_queue_fail(t->input);
+        mq_byte_queue_skip_segment(t->input); // the next segment may open (after the init segment)
     }
     if (ret < 0 || open_codec(d) < 0) {
         close_session(d);
@@ -313,7 +313,7 @@ static void run_session(mq_decoder *d)
     if (ret >= 0 && st == MQ_INPUT_DATA && rd != AVERROR_EOF) {
         snprintf(why, sizeof why, "demuxer failed: %s", av_err2str(rd));
         post_error(d, MQ_ERR_DEMUX, why);
-        mq_byte_queue_fail(t->input);
+        mq_byte_queue_skip_segment(t->input);
     }
     close_session(d);
 }
@@ -344,12 +344,14 @@ static void on_ended(mq_decoder *d)
     atomic_store(&d->t->input_done, true);
 }
 
+/// A damaged segment: reported, then skipped; the track goes on at the next one (what was
+/// decoded before stays queued: the picture holds, the audio has a gap of silence).
 static void on_corrupt(mq_decoder *d)
 {
     char msg[256];
     snprintf(msg, sizeof msg, "bad input: %s", mq_byte_queue_corrupt_reason(d->t->input));
     post_error(d, MQ_ERR_DEMUX, msg);
-    mq_byte_queue_fail(d->t->input);
+    mq_byte_queue_skip_segment(d->t->input);
 }
 
 static void decode_loop(mq_decoder *d)

@@ -319,6 +319,26 @@ int mq_player_push(mq_player *p, int32_t track_id, const uint8_t *data, size_t s
     return mq_byte_queue_push(t->input, data, size);
 }
 
+int mq_player_push_init(mq_player *p, int32_t track_id, const uint8_t *data, size_t size)
+{
+    mq_track *t = p ? find_track(p, track_id) : NULL;
+    if (!p || (!data && size > 0))
+        return MQ_ERR_INVALID_ARGUMENT;
+    if (!t)
+        return MQ_ERR_NOT_FOUND;
+    return mq_byte_queue_push_init(t->input, data, size);
+}
+
+int mq_player_end_segment(mq_player *p, int32_t track_id)
+{
+    mq_track *t = p ? find_track(p, track_id) : NULL;
+    if (!p)
+        return MQ_ERR_INVALID_ARGUMENT;
+    if (!t)
+        return MQ_ERR_NOT_FOUND;
+    return mq_byte_queue_end_segment(t->input);
+}
+
 int mq_player_reset_track(mq_player *p, int32_t track_id)
 {
     mq_track *t = p ? find_track(p, track_id) : NULL;

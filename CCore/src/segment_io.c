@@ -12,6 +12,9 @@
 
 #define MQ_AVIO_BUFFER 32768
 #define MQ_MAX_BOUNDARIES 16
+#define MQ_MAX_MARKS 32
+#define MQ_MAX_DAMAGE 8
+#define MQ_MAX_INIT ((size_t)4 << 20)
 #define MQ_MAX_BOX_SIZE ((int64_t)1 << 30)
 #define MQ_TS_PACKET 188
 
@@ -34,6 +37,13 @@ typedef struct mq_box_scan {
     const char *corrupt; // reason, NULL while the stream looks sound
 } mq_box_scan;
 
+/// A damaged stretch of input: [from, to), `to` the end of the segment it is in (INT64_MAX until
+/// that segment's end is marked). The reader stops at `from`; the decode thread skips to `to`.
+typedef struct mq_damage {
+    int64_t from, to;
+    const char *why;
+} mq_damage;
+
 struct mq_byte_queue {
     // immutable after create
     int sync_ok;
@@ -46,6 +56,13 @@ struct mq_byte_queue {
     int container;  // mq_container of the bytes
     bool ended, reset_pending, aborted, failed;
     mq_box_scan scan;
+    int64_t marks[MQ_MAX_MARKS]; // segment ends not yet read past (mq_byte_queue_end_segment)
+    int nmarks;
+    mq_damage damage[MQ_MAX_DAMAGE]; // in stream order
+    int ndamage;
+    uint8_t *init; // the last init segment pushed (mq_byte_queue_push_init), for a resync
+    size_t init_len, init_cap;
+    size_t inject; // bytes of `init` still to be read before the bytes at `read` (after a skip)
     // written under lock, read anywhere
     _Atomic bool cancel; // reset or abort pending
 };
@@ -60,6 +77,22 @@ static void scan_corrupt(mq_box_scan *s, int64_t at, const char *why)
 {
     s->corrupt = why;
     s->corrupt_at = at;
+}
+
+/// Records the scanner's finding as damage (it stops scanning until the segment's end).
+static void note_damage(mq_byte_queue *q)
+{
+    mq_box_scan *s = &q->scan;
+    if (!s->corrupt || s->corrupt_at == INT64_MAX)
+        return;
+    if (q->ndamage > 0 && q->damage[q->ndamage - 1].to == INT64_MAX)
+        return; // already open
+    if (q->ndamage == MQ_MAX_DAMAGE) { // merge into the last: skipped as one
+        q->damage[q->ndamage - 1].to = INT64_MAX;
+        return;
+    }
+    q->damage[q->ndamage++] = (mq_damage){.from = s->corrupt_at, .to = INT64_MAX, .why = s->corrupt};
+    s->corrupt_at = INT64_MAX; // the damage list holds it now
 }
 
 static void free_chunks(mq_byte_queue *q)
@@ -97,6 +130,7 @@ void mq_byte_queue_destroy(mq_byte_queue **pq)
     if (!q)
         return;
     free_chunks(q);
+    free(q->init);
     if (q->sync_ok >= 1)
         pthread_mutex_destroy(&q->lock);
     if (q->sync_ok >= 2)
@@ -226,6 +260,7 @@ int mq_byte_queue_push(mq_byte_queue *q, const uint8_t *data, size_t size)
             scan_ts(&q->scan, q->pushed, data, size);
         else
             scan_bytes(&q->scan, q->pushed, data, size);
+        note_damage(q);
         q->pushed += (int64_t)size;
         if (q->tail)
             q->tail->next = c;
@@ -240,19 +275,68 @@ int mq_byte_queue_push(mq_byte_queue *q, const uint8_t *data, size_t size)
     return ret;
 }
 
+int mq_byte_queue_push_init(mq_byte_queue *q, const uint8_t *data, size_t size)
+{
+    pthread_mutex_lock(&q->lock);
+    if (size <= MQ_MAX_INIT && size > q->init_cap) {
+        uint8_t *grown = realloc(q->init, size);
+        if (grown) {
+            q->init = grown;
+            q->init_cap = size;
+        }
+    }
+    bool kept = size <= q->init_cap;
+    if (kept)
+        memcpy(q->init, data, size);
+    q->init_len = kept ? size : 0; // none is better than a stale one
+    pthread_mutex_unlock(&q->lock);
+    return mq_byte_queue_push(q, data, size);
+}
+
+/// A box or TS packet running past the last byte pushed: the input was cut short there.
+static void check_cut(mq_byte_queue *q)
+{
+    mq_box_scan *s = &q->scan;
+    if (s->corrupt)
+        return;
+    if (q->container == MQ_CONTAINER_MPEGTS) {
+        if (s->next_box > q->pushed)
+            scan_corrupt(s, s->box_start, "input ended inside a TS packet (truncated segment)");
+    } else if (s->hdr_len > 0)
+        scan_corrupt(s, s->next_box, "input ended inside a box header (truncated segment)");
+    else if (s->next_box != INT64_MAX && s->next_box > q->pushed)
+        scan_corrupt(s, s->box_start, "input ended inside a box (truncated segment)");
+    note_damage(q);
+}
+
+int mq_byte_queue_end_segment(mq_byte_queue *q)
+{
+    pthread_mutex_lock(&q->lock);
+    int ret = q->ended ? MQ_ERR_CLOSED : MQ_OK;
+    if (ret == MQ_OK && !q->failed && (q->nmarks == 0 || q->marks[q->nmarks - 1] < q->pushed)) {
+        check_cut(q);
+        if (q->ndamage > 0 && q->damage[q->ndamage - 1].to == INT64_MAX)
+            q->damage[q->ndamage - 1].to = q->pushed;
+        if (q->scan.corrupt) { // scan the next segment afresh (an init there is a boundary)
+            scan_reset(&q->scan);
+            q->scan.next_box = q->pushed;
+            q->scan.box_start = q->pushed;
+            q->scan.seen_media = true;
+        }
+        if (q->nmarks == MQ_MAX_MARKS) // far more segments queued than a buffer holds
+            memmove(q->marks, q->marks + 1, (MQ_MAX_MARKS - 1) * sizeof q->marks[0]), q->nmarks--;
+        q->marks[q->nmarks++] = q->pushed;
+        pthread_cond_broadcast(&q->cond);
+    }
+    pthread_mutex_unlock(&q->lock);
+    return ret;
+}
+
 int mq_byte_queue_end(mq_byte_queue *q)
 {
     pthread_mutex_lock(&q->lock);
     q->ended = true;
-    // A box that runs past the last byte: a segment was cut short.
-    mq_box_scan *s = &q->scan;
-    if (q->container == MQ_CONTAINER_MPEGTS) {
-        if (!s->corrupt && s->next_box > q->pushed)
-            scan_corrupt(s, s->box_start, "input ended inside a TS packet (truncated segment)");
-    } else if (!s->corrupt && s->hdr_len > 0)
-        scan_corrupt(s, s->next_box, "input ended inside a box header (truncated segment)");
-    else if (!s->corrupt && s->next_box != INT64_MAX && s->next_box > q->pushed)
-        scan_corrupt(s, s->box_start, "input ended inside a box (truncated segment)");
+    check_cut(q);
     pthread_cond_broadcast(&q->cond);
     pthread_mutex_unlock(&q->lock);
     return MQ_OK;
@@ -264,6 +348,8 @@ void mq_byte_queue_reset(mq_byte_queue *q)
     free_chunks(q);
     q->pushed = q->read = 0;
     scan_reset(&q->scan);
+    q->nmarks = q->ndamage = 0;
+    q->init_len = q->inject = 0;
     q->ended = q->failed = false;
     q->reset_pending = true;
     atomic_store(&q->cancel, true);
@@ -288,13 +374,17 @@ static mq_input_state state_locked(mq_byte_queue *q)
         return MQ_INPUT_ABORTED;
     if (q->reset_pending)
         return MQ_INPUT_RESET;
+    if (q->failed) // until a reset; a failed track has not ended unless its input has
+        return q->ended ? MQ_INPUT_ENDED : (mq_input_state)-1;
+    if (q->inject > 0)
+        return MQ_INPUT_DATA;
     if (q->scan.nboundaries > 0 && q->read == q->scan.boundaries[0])
         return MQ_INPUT_BOUNDARY;
-    if (q->read >= q->scan.corrupt_at && !q->failed)
+    if (q->ndamage > 0 && q->read >= q->damage[0].from)
         return MQ_INPUT_CORRUPT;
-    if (q->read < q->pushed && !q->failed)
+    if (q->read < q->pushed)
         return MQ_INPUT_DATA;
-    if (q->ended || q->failed)
+    if (q->ended)
         return MQ_INPUT_ENDED;
     return -1; // nothing yet
 }
@@ -335,13 +425,79 @@ void mq_byte_queue_ack_reset(mq_byte_queue *q)
     pthread_mutex_unlock(&q->lock);
 }
 
+/// Drops the first boundary when it lies before `at`.
+static bool drop_boundary_before(mq_box_scan *s, int64_t at)
+{
+    if (s->nboundaries == 0 || s->boundaries[0] >= at)
+        return false;
+    s->nboundaries--;
+    memmove(s->boundaries, s->boundaries + 1, (size_t)s->nboundaries * sizeof s->boundaries[0]);
+    return true;
+}
+
 void mq_byte_queue_pass_boundary(mq_byte_queue *q)
 {
     pthread_mutex_lock(&q->lock);
-    if (q->scan.nboundaries > 0 && q->read == q->scan.boundaries[0]) {
-        q->scan.nboundaries--;
-        memmove(q->scan.boundaries, q->scan.boundaries + 1,
-                (size_t)q->scan.nboundaries * sizeof q->scan.boundaries[0]);
+    drop_boundary_before(&q->scan, q->read + 1);
+    pthread_mutex_unlock(&q->lock);
+}
+
+/// Discards the bytes before `to` (the reader moves there).
+static void discard_to(mq_byte_queue *q, int64_t to)
+{
+    while (q->head && q->read < to) {
+        mq_chunk *c = q->head;
+        size_t take = c->size - c->pos;
+        if ((int64_t)take > to - q->read)
+            take = (size_t)(to - q->read);
+        c->pos += take;
+        q->read += (int64_t)take;
+        if (c->pos == c->size) {
+            q->head = c->next;
+            if (!q->head)
+                q->tail = NULL;
+            free(c);
+        }
+    }
+    while (drop_boundary_before(&q->scan, to)) {}
+    int keep = 0;
+    for (int i = 0; i < q->nmarks; i++)
+        if (q->marks[i] > to)
+            q->marks[keep++] = q->marks[i];
+    q->nmarks = keep;
+}
+
+/// The end of the segment holding stream offset `at` (INT64_MAX while it is not marked).
+static int64_t segment_end(const mq_byte_queue *q, int64_t at)
+{
+    for (int i = 0; i < q->nmarks; i++)
+        if (q->marks[i] > at)
+            return q->marks[i];
+    return INT64_MAX;
+}
+
+void mq_byte_queue_skip_segment(mq_byte_queue *q)
+{
+    pthread_mutex_lock(&q->lock);
+    q->inject = 0;
+    if (q->ndamage == 0 || q->damage[0].from > q->read) { // the demuxer's finding: the segment it is in
+        if (q->ndamage == MQ_MAX_DAMAGE)
+            q->ndamage--;
+        memmove(q->damage + 1, q->damage, (size_t)q->ndamage * sizeof q->damage[0]);
+        q->damage[0] = (mq_damage){.from = q->read, .to = segment_end(q, q->read), .why = "the demuxer failed"};
+        q->ndamage++;
+    }
+    while (q->damage[0].to == INT64_MAX && !q->aborted && !q->reset_pending && !q->ended)
+        pthread_cond_wait(&q->cond, &q->lock);
+    if (!q->aborted && !q->reset_pending) {
+        int64_t to = q->damage[0].to == INT64_MAX ? q->pushed : q->damage[0].to; // ended: all of it
+        discard_to(q, to);
+        q->ndamage--;
+        memmove(q->damage, q->damage + 1, (size_t)q->ndamage * sizeof q->damage[0]);
+        // fMP4: the next segment is read after the last init segment, unless it brings one
+        bool init_next = q->scan.nboundaries > 0 && q->scan.boundaries[0] == q->read;
+        if (q->container != MQ_CONTAINER_MPEGTS && !init_next && q->read < q->pushed)
+            q->inject = q->init_len;
     }
     pthread_mutex_unlock(&q->lock);
 }
@@ -352,6 +508,7 @@ void mq_byte_queue_fail(mq_byte_queue *q)
     q->failed = true;
     free_chunks(q);
     q->read = q->pushed;
+    q->inject = 0;
     pthread_mutex_unlock(&q->lock);
 }
 
@@ -363,20 +520,27 @@ _Atomic bool *mq_byte_queue_cancel_flag(mq_byte_queue *q)
 const char *mq_byte_queue_corrupt_reason(mq_byte_queue *q)
 {
     pthread_mutex_lock(&q->lock);
-    const char *r = q->scan.corrupt ? q->scan.corrupt : "";
+    const char *r = q->ndamage > 0 && q->damage[0].why ? q->damage[0].why : "";
     pthread_mutex_unlock(&q->lock);
     return r;
 }
 
 /* ---- AVIO ---- */
 
-/// Copies up to `size` bytes (not past the next boundary) and frees consumed chunks.
+/// Copies up to `size` bytes (the init segment to inject first, then the queue's up to the
+/// next boundary or damage) and frees consumed chunks.
 static int copy_out(mq_byte_queue *q, uint8_t *buf, int size)
 {
-    int64_t limit = q->scan.nboundaries > 0 ? q->scan.boundaries[0] : INT64_MAX;
-    if (q->scan.corrupt_at < limit)
-        limit = q->scan.corrupt_at;
     int n = 0;
+    if (q->inject > 0) {
+        n = q->inject < (size_t)size ? (int)q->inject : size;
+        memcpy(buf, q->init + (q->init_len - q->inject), (size_t)n);
+        q->inject -= (size_t)n;
+        return n;
+    }
+    int64_t limit = q->scan.nboundaries > 0 ? q->scan.boundaries[0] : INT64_MAX;
+    if (q->ndamage > 0 && q->damage[0].from < limit)
+        limit = q->damage[0].from;
     while (n < size && q->head && q->read < limit) {
         mq_chunk *c = q->head;
         size_t take = c->size - c->pos;

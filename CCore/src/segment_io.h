@@ -12,9 +12,12 @@
 /// thread through a custom AVIOContext whose read blocks until bytes arrive.
 ///
 /// A light ISO BMFF box scanner runs over the pushed bytes: it rejects garbage at once (a box
-/// header no fMP4 stream has), notices a segment cut short at the end of input, and marks a
-/// new init segment (ftyp/moov after media) as a session boundary: the reader gets EOF there
-/// and the decode thread reopens the demuxer on the new init segment without a gap.
+/// header no fMP4 stream has), notices a segment cut short at its end (or the input's), and
+/// marks a new init segment (ftyp/moov after media) as a session boundary: the reader gets EOF
+/// there and the decode thread reopens the demuxer on the new init segment without a gap.
+/// Damage (what the scanner or the demuxer found bad) costs only its segment: the reader stops
+/// there, the decode thread skips to the segment's end and reopens the demuxer on the last init
+/// segment followed by the next segment.
 typedef struct mq_byte_queue mq_byte_queue;
 
 /// Why the reader stopped (or may go on).
@@ -39,6 +42,12 @@ int mq_byte_queue_container(mq_byte_queue *q);
 
 /// Controlling thread. Copies the bytes (dropped while the track is failed).
 int mq_byte_queue_push(mq_byte_queue *q, const uint8_t *data, size_t size);
+/// Controlling thread: pushes an init segment and keeps a copy (the last one pushed), read again
+/// before the segment after a damaged one.
+int mq_byte_queue_push_init(mq_byte_queue *q, const uint8_t *data, size_t size);
+/// Controlling thread: the bytes pushed so far end a segment. A box or TS packet cut short
+/// there marks the segment damaged; the scanner starts afresh after a damaged segment.
+int mq_byte_queue_end_segment(mq_byte_queue *q);
 int mq_byte_queue_end(mq_byte_queue *q);
 void mq_byte_queue_reset(mq_byte_queue *q);
 void mq_byte_queue_abort(mq_byte_queue *q);
@@ -53,8 +62,13 @@ mq_input_state mq_byte_queue_state(mq_byte_queue *q);
 void mq_byte_queue_ack_reset(mq_byte_queue *q);
 /// Decode thread: steps over the boundary the reader stopped at.
 void mq_byte_queue_pass_boundary(mq_byte_queue *q);
-/// Decode thread: the stream is unusable; drop bytes until the next reset.
+/// Decode thread: the stream is unusable; drop bytes until the next reset (not an end: the
+/// track ends only when its input does).
 void mq_byte_queue_fail(mq_byte_queue *q);
+/// Decode thread: the segment being read (or the damage the reader stopped at) is bad: waits
+/// until its end is marked (or a reset, an abort, the end), drops it, and has the reader go on
+/// at the next segment, after the last init segment (fMP4) unless that segment brings its own.
+void mq_byte_queue_skip_segment(mq_byte_queue *q);
 /// True while a reset or abort is pending: blocking producers give up.
 _Atomic bool *mq_byte_queue_cancel_flag(mq_byte_queue *q);
 /// A short description of what made the input corrupt ("" if not).

@@ -2,7 +2,9 @@
 // (testsrc2) pushed as two tracks, played on the clock into `wav:` and `frames:`. Asserts on
 // the output only: the WAV holds the tone at its frequency, for its duration, without a
 // dropout, starting when it was due; frames.tsv holds ffmpeg's own decode of the pictures,
-// in order.
+// in order. Then the same video with its first fragment damaged (random bytes, then cut short)
+// and segment ends marked: the error is reported, the damaged fragment's pictures are missing,
+// every picture of the next fragment is presented, and the track does not end before its input.
 //
 //   e2e_wav_test <tone.mp4> <hz> <seconds> <video.mp4> <video.md5> <outdir> [onset-tolerance-s]
 
@@ -73,7 +75,7 @@ static void check_tone(const char *wav_path, double hz, double seconds, double d
     free(w.file);
 }
 
-static void check_frames(const char *tsv_path, const char *md5_path)
+static void check_frames(const char *tsv_path, const char *md5_path, int min_rows, int max_rows)
 {
     size_t n_ref = 0, n_tsv = 0;
     char *ref = (char *)mqt_read_file(md5_path, &n_ref), *tsv = (char *)mqt_read_file(tsv_path, &n_tsv);
@@ -104,10 +106,70 @@ static void check_frames(const char *tsv_path, const char *md5_path)
         cursor = at + strlen(md5);
     }
     printf("frames: %d presented, %d not in ffmpeg's decode (or out of order)\n", rows, unmatched);
-    CHECK(rows >= 45, "%d pictures presented", rows);
+    CHECK(rows >= min_rows && rows <= max_rows, "%d pictures presented, want %d to %d", rows, min_rows, max_rows);
     CHECK(unmatched == 0, "%d presented pictures are not ffmpeg's, in order", unmatched);
     free(ref);
     free(tsv);
+}
+
+/// Stream offset of the `n`th top-level box of type `type` in `b` (-1: none).
+static long box_offset(const uint8_t *b, size_t size, const char *type, int n)
+{
+    for (size_t at = 0; at + 8 <= size;) {
+        uint32_t len = (uint32_t)b[at] << 24 | (uint32_t)b[at + 1] << 16 | (uint32_t)b[at + 2] << 8 | b[at + 3];
+        if (memcmp(b + at + 4, type, 4) == 0 && n-- == 0)
+            return (long)at;
+        if (len < 8)
+            return -1;
+        at += len;
+    }
+    return -1;
+}
+
+/// Plays video.mp4 with its first fragment damaged (`cut`: cut short, else random bytes),
+/// segment ends marked; only the second fragment's pictures (ffmpeg's, in order) may show.
+static void play_damaged(const char *video, const char *md5, const char *outdir, bool cut)
+{
+    char spec[4096], tsv[4200];
+    snprintf(spec, sizeof spec, "frames:%s/damaged-%d", outdir, cut);
+    snprintf(tsv, sizeof tsv, "%s/damaged-%d/frames.tsv", outdir, cut);
+    size_t size = 0;
+    uint8_t *b = mqt_read_file(video, &size);
+    long f1 = b ? box_offset(b, size, "moof", 0) : -1, f2 = b ? box_offset(b, size, "moof", 1) : -1;
+    CHECK(f1 > 0 && f2 > f1, "two fragments in %s", video);
+    mq_player_config cfg = {.audio_out = "null", .video_out = spec};
+    mq_player *p = NULL;
+    int32_t v = 0;
+    if (f1 <= 0 || f2 <= f1 || mq_player_create(&cfg, &p) < 0 || mq_player_add_track(p, MQ_TRACK_VIDEO, 0, &v) < 0) {
+        CHECK(0, "damaged: set-up");
+        free(b);
+        return;
+    }
+    mq_player_push_init(p, v, b, (size_t)f1);
+    if (cut) {
+        mq_player_push(p, v, b + f1, (size_t)(f2 - f1) / 2);
+    } else {
+        uint8_t *junk = malloc((size_t)(f2 - f1));
+        for (long i = 0; i < f2 - f1; i++)
+            junk[i] = (uint8_t)(i * 7919 + 13);
+        mq_player_push(p, v, junk, (size_t)(f2 - f1));
+        free(junk);
+    }
+    mq_player_end_segment(p, v);
+    mq_player_push(p, v, b + f2, size - (size_t)f2);
+    mq_player_end_segment(p, v);
+    mq_player_end_track(p, v);
+    free(b);
+    int errors = 0, formats = 0;
+    double elapsed = play(p, 0.5, &errors, &formats);
+    mq_status st;
+    mq_player_get_status(p, &st);
+    mq_player_destroy(&p);
+    printf("damaged (%s): ended after %.3f s, %d error events, %lld pictures presented\n", cut ? "cut" : "garbage",
+           elapsed, errors, (long long)st.frames_presented);
+    CHECK(elapsed > 0 && st.state == MQ_STATE_ENDED, "damaged: ENDED (at the input's end) within 30 s");
+    CHECK(errors >= 1, "damaged: the bad fragment is reported (%d errors)", errors);
+    check_frames(tsv, md5, 24, 25); // the second fragment's 25, each ffmpeg's own (the first may be late)
 }
 
 int main(int argc, char **argv)
@@ -148,6 +210,8 @@ int main(int argc, char **argv)
            (long long)st.audio_frames_played, (long long)st.frames_presented, (long long)st.frames_dropped);
     // ffmpeg's AAC encoder primes 1024 samples; the fMP4 has no edit list, so they play first.
     check_tone(wav + 4, atof(argv[2]), atof(argv[3]), lead + 1024 / 48000.0, argc > 7 ? atof(argv[7]) : 0.02);
-    check_frames(tsv, argv[5]);
+    check_frames(tsv, argv[5], 45, 50);
+    play_damaged(argv[4], argv[5], argv[6], false);
+    play_damaged(argv[4], argv[5], argv[6], true);
     return mqt_done("e2e_wav_test");
 }

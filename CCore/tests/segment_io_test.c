@@ -102,7 +102,9 @@ static void test_garbage(void)
     long n = read_session(q, buf, sizeof buf, &err);
     CHECK(n == 0 && err == AVERROR_INVALIDDATA, "the reader gets INVALIDDATA (%ld, %d)", n, err);
     mq_byte_queue_fail(q);
-    CHECK(mq_byte_queue_state(q) == MQ_INPUT_ENDED, "failed input reads as ended");
+    CHECK(mq_byte_queue_state(q) != MQ_INPUT_ENDED, "failed input is not an end");
+    mq_byte_queue_end(q);
+    CHECK(mq_byte_queue_state(q) == MQ_INPUT_ENDED, "ended once its input ends");
     mq_byte_queue_destroy(&q);
 }
 

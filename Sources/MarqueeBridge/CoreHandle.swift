@@ -131,6 +131,27 @@ package final class CoreHandle: Sendable {
         try call { mq_player_push($0, track, base.assumingMemoryBound(to: UInt8.self), bytes.count) }
     }
 
+    /// The C heap: bytes in live allocations and bytes kept free by the allocator
+    /// (`mq_heap_usage`, glibc `mallinfo2`); zeros where unsupported.
+    package static func heapUsage() -> (inUse: Int, free: Int) {
+        var inUse: Int64 = 0
+        var free: Int64 = 0
+        _ = mq_heap_usage(&inUse, &free)
+        return (Int(inUse), Int(free))
+    }
+
+    /// Pushes an init segment; the core keeps a copy to resume on after a damaged segment
+    /// (`mq_player_push_init`).
+    package func pushInit(track: Int32, bytes: UnsafeRawBufferPointer) throws(CoreError) {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        try call { mq_player_push_init($0, track, base.assumingMemoryBound(to: UInt8.self), bytes.count) }
+    }
+
+    /// Marks the end of a media segment: a damaged one costs only itself (`mq_player_end_segment`).
+    package func endSegment(track: Int32) throws(CoreError) {
+        try call { mq_player_end_segment($0, track) }
+    }
+
     package func resetTrack(_ track: Int32) throws(CoreError) {
         try call { mq_player_reset_track($0, track) }
     }

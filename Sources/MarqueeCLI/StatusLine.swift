@@ -21,6 +21,11 @@ final class StatusLine: Sendable {
         return "\(s.state.rawValue)  latency \(latency)  \(numbers)\(size)  presented \(s.framesPresented)  dropped \(s.framesDropped)"
     }
 
+    static func format(_ m: MemoryUsage) -> String {
+        let mib = { (bytes: Int) in String(format: "%.1f", Double(bytes) / 1_048_576) }
+        return "rss \(mib(m.residentBytes)) MiB heap \(mib(m.heapInUseBytes)) MiB (free \(mib(m.heapFreeBytes)))"
+    }
+
     func show(_ status: PlaybackStatus) {
         let text = Self.format(status)
         if interactive {
@@ -37,7 +42,8 @@ final class StatusLine: Sendable {
                 l.0 = now
                 return true
             }
-            if due { write("status: \(text)\n") }
+            // Unattended (a log, a soak run): the process's memory too.
+            if due { write("status: \(text)  \(Self.format(MemoryUsage.current()))\n") }
         }
     }
 

@@ -80,6 +80,25 @@ func manifest(_ path: String) throws -> Data {
         #expect { try MPDParser().parse(liveWithoutAST) } throws: { ($0 as? ManifestError)?.code == .invalidValue }
     }
 
+    /// Trees an attacker shapes: 200,000 nested elements (this killed the process with a stack
+    /// overflow), a million siblings, a 1 MiB attribute. Each is a typed error naming the limit.
+    @Test func refusesHostileTrees() {
+        func refused(_ xml: String, _ words: String) {
+            #expect { try MPDParser(maxBytes: 16 << 20).parse(Data(xml.utf8)) } throws: { error in
+                guard let e = error as? ManifestError else { return false }
+                return e.code == .malformed && e.message.contains(words)
+            }
+        }
+        let depth = 200_000
+        refused(#"<MPD type="static">"# + String(repeating: "<Period>", count: depth) + String(repeating: "</Period>", count: depth) + "</MPD>", "deeper than 64")
+        refused(#"<MPD type="static"><Period>"# + String(repeating: "<EventStream/>", count: 1_000_000) + "</Period></MPD>", "more than 200000 elements")
+        refused(#"<MPD type="static" id=""# + String(repeating: "a", count: 1 << 20) + #""><Period/></MPD>"#, "attribute id of <MPD> is longer")
+        // Limits a real manifest is far from: one 16 deep still parses.
+        let fine = #"<MPD type="static" mediaPresentationDuration="PT10S"><Period>"# + String(repeating: "<X>", count: 16) + String(repeating: "</X>", count: 16)
+            + #"<AdaptationSet mimeType="audio/mp4"><Representation id="a" bandwidth="1"><SegmentTemplate media="a$Number$.m4s" duration="2" timescale="1"/></Representation></AdaptationSet></Period></MPD>"#
+        #expect(throws: Never.self) { try MPDParser().parse(Data(fine.utf8)) }
+    }
+
     /// The shape ffmpeg's dash muxer writes for a live stream (`-f dash -streaming 1`).
     static let ffmpegLive = """
         <?xml version="1.0" encoding="utf-8"?>

@@ -407,6 +407,10 @@ final class PlaybackSession: Sendable {
                 setState(.error)
                 return true
             }
+            // A damaged segment (skipped by the core): its init segment may be the bad part.
+            if let track = event.track {
+                for feeder in feeders where feeder.plan.coreTracks.contains(track) { feeder.initSuspect.withLock { $0 = true } }
+            }
         case .trackFormat:
             logger.info("track opened", metadata: ["track": "\(event.track ?? -1)", "format": "\(event.message)"])
         case .outputChanged:

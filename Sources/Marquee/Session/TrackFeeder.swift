@@ -73,6 +73,9 @@ struct TrackFeeder: Sendable {
     private let pushedInit = SharedValue<String?>(nil)
     /// The rendition last reported by ``PlayerEvent/activeQualityChanged(_:)``.
     let active: SharedValue<String>
+    /// Set when the core reported a damaged segment on one of the feeder's tracks: the init
+    /// segment is fetched and given again before the next segment (it may be the bad part).
+    let initSuspect = SharedValue(false)
 
     /// How far ahead of the presented position an on-demand stream is fetched.
     static let readAhead = 30.0
@@ -215,6 +218,10 @@ struct TrackFeeder: Sendable {
     /// Pushes `segment` from the store when it is kept there, else fetches it in the rendition
     /// ABR chooses.
     private func obtain(_ segment: SegmentReference) async -> Outcome {
+        if initSuspect.withLock({ s in defer { s = false }; return s }) {
+            inits.withLock { $0.removeAll() }
+            pushedInit.withLock { $0 = nil }
+        }
         guard let kept = store?.entry(track: plan.coreTrack, time: segment.time) else {
             let (rep, repSegment) = rendition(for: segment)
             if let key = repSegment.key { return await fetchEncrypted(segment, rep: rep, url: repSegment.url, key: key) }
@@ -230,7 +237,10 @@ struct TrackFeeder: Sendable {
     /// is closed.
     private func pushWhole(_ bytes: ByteBuffer, of segment: SegmentReference, rep: Representation) -> Bool {
         if rep.isTransportStream, offsetPending.withLock({ $0 }) { measureOffset(bytes, segment: segment) }
-        do { try push(bytes) } catch { return false }
+        do {
+            try push(bytes)
+            try endSegment()
+        } catch { return false }
         var scanner = EventMessageScanner()
         let boxes = bytes.withUnsafeReadableBytes { scanner.feed($0) }
         if !boxes.isEmpty { inbandEvents(boxes, segment: segment) }
@@ -360,7 +370,7 @@ struct TrackFeeder: Sendable {
     private func pushInit(_ rep: Representation) async -> Bool {
         guard pushedInit.withLock({ $0 }) != rep.id else { return true }
         guard let bytes = await initSegment(rep) else { return false }
-        do { try push(bytes) } catch { return false }
+        do { try push(bytes, init: true) } catch { return false }
         pushedInit.withLock { $0 = rep.id }
         let previous = active.withLock { a in
             defer { a = rep.id }
@@ -540,6 +550,7 @@ struct TrackFeeder: Sendable {
                 if let waiting = held, waiting.readableBytes > 0 {  // a short segment without a PTS
                     do { try push(waiting) } catch { return .cancelled }
                 }
+                do { try endSegment() } catch { return .cancelled }
                 abr?.withLock { $0.downloaded(bytes: received, seconds: Monotonic.now() - began, paced: paced, weight: duration) }
                 store?.put(track: plan.coreTrack, time: segment.time, start: segment.start, end: segment.end, bytes: whole, representation: rep.id)
                 return .pushed
@@ -554,8 +565,9 @@ struct TrackFeeder: Sendable {
                 }
                 if error.code == .cancelled { return .cancelled }
                 if pushedBytes {
-                    // A partial segment is in the demuxer: restart the track at the next one.
-                    restartTracks()
+                    // A partial segment is in the core: it decodes what is whole and skips a
+                    // box cut short; the next segment goes on from there.
+                    try? endSegment()
                     events.send(.error(PlayerError(error), fatal: false))
                     return .skipped
                 }
@@ -587,11 +599,18 @@ struct TrackFeeder: Sendable {
         onEvents(timed, nil)
     }
 
-    private func push(_ buffer: ByteBuffer) throws {
+    private func push(_ buffer: ByteBuffer, init isInit: Bool = false) throws {
         guard buffer.readableBytes > 0 else { return }
         try buffer.withUnsafeReadableBytes { raw in
-            for track in plan.coreTracks { try core.push(track: track, bytes: raw) }
+            for track in plan.coreTracks {
+                if isInit { try core.pushInit(track: track, bytes: raw) } else { try core.push(track: track, bytes: raw) }
+            }
         }
+    }
+
+    /// Marks the end of a media segment on the core's tracks: a damaged one is skipped there.
+    private func endSegment() throws {
+        for track in plan.coreTracks { try core.endSegment(track: track) }
     }
 
     /// Flushes the core's tracks: the next segment pushed brings its init segment (fMP4), and a

@@ -24,12 +24,22 @@ enum XMLTreeError: Error, Equatable {
 }
 
 /// Builds an ``XMLNode`` tree with FoundationXML's `XMLParser`, refusing DTDs (no entity
-/// expansion, no external fetches) and documents over `maxBytes`.
+/// expansion, no external fetches), documents over `maxBytes` and trees past ``Limits``: an
+/// untrusted manifest never makes a tree deep enough to overflow a stack (walking or freeing
+/// it recurses), nor an element or attribute count that eats the memory.
 enum XMLTree {
-    static func parse(_ data: Data, maxBytes: Int) throws(XMLTreeError) -> XMLNode {
+    /// The bounds on an untrusted document's tree. A real MPD is under 10 elements deep, a few
+    /// thousand elements (a long SegmentTimeline), attributes under a kilobyte (a base64 PSSH).
+    struct Limits: Sendable {
+        var depth = 64
+        var elements = 200_000
+        var attributeBytes = 64 << 10
+    }
+
+    static func parse(_ data: Data, maxBytes: Int, limits: Limits = Limits()) throws(XMLTreeError) -> XMLNode {
         guard data.count <= maxBytes else { throw .tooLarge(data.count) }
         if containsDoctype(data) { throw .doctypeRefused }
-        let builder = Builder()
+        let builder = Builder(limits: limits)
         let parser = XMLParser(data: data)
         parser.shouldResolveExternalEntities = false
         parser.shouldProcessNamespaces = false
@@ -64,11 +74,27 @@ enum XMLTree {
         var stack: [XMLNode] = []
         var root: XMLNode?
         var failure: String?
+        let limits: Limits
+        var elements = 0
+
+        init(limits: Limits) { self.limits = limits }
+
+        private func refuse(_ parser: XMLParser, _ why: String) {
+            if failure == nil { failure = why }
+            parser.abortParsing()
+        }
 
         func parser(
             _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
             qualifiedName qName: String?, attributes attributeDict: [String: String] = [:]
         ) {
+            guard failure == nil else { return }
+            elements += 1
+            guard stack.count < limits.depth else { return refuse(parser, "elements nested deeper than \(limits.depth)") }
+            guard elements <= limits.elements else { return refuse(parser, "more than \(limits.elements) elements") }
+            if let long = attributeDict.first(where: { $0.value.utf8.count > limits.attributeBytes }) {
+                return refuse(parser, "attribute \(long.key) of <\(elementName)> is longer than \(limits.attributeBytes) bytes")
+            }
             // Namespace prefixes (xsi:, cenc:, …) are kept verbatim; DASH elements are unprefixed.
             stack.append(XMLNode(name: elementName, attributes: attributeDict, children: [], text: ""))
         }
@@ -77,7 +103,7 @@ enum XMLTree {
             _ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?,
             qualifiedName qName: String?
         ) {
-            guard let node = stack.popLast() else { return }
+            guard failure == nil, let node = stack.popLast() else { return }
             if stack.isEmpty {
                 root = node
             } else {
@@ -86,7 +112,10 @@ enum XMLTree {
         }
 
         func parser(_ parser: XMLParser, foundCharacters string: String) {
-            guard !stack.isEmpty else { return }
+            guard failure == nil, !stack.isEmpty else { return }
+            guard stack[stack.count - 1].text.utf8.count + string.utf8.count <= limits.attributeBytes else {
+                return refuse(parser, "text of <\(stack[stack.count - 1].name)> is longer than \(limits.attributeBytes) bytes")
+            }
             stack[stack.count - 1].text += string
         }
 
