@@ -94,6 +94,11 @@ typedef struct mq_player_config {
     /// of real time (video up to 1280×720 at 30 fps: frame threads would only add per-frame
     /// hand-over work and a picture buffer per thread), one per core above that. 1…64: that many.
     int32_t decode_threads;
+    /// Seconds of fMP4 media one demuxer session reads before a fresh one is opened at the next
+    /// marked segment start, on the kept init segment, the decoder going on untouched (libavformat's
+    /// MP4 demuxer keeps an index entry per sample it ever read: a session living for days grows
+    /// without bound). 0 means 60; needs `mq_player_push_init` and `mq_player_end_segment`.
+    double demux_rollover;
 } mq_player_config;
 
 /// Creates a player and opens its outputs (nothing plays until `mq_player_start`).

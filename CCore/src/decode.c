@@ -34,7 +34,12 @@ typedef struct mq_decoder {
     bool decode_error_reported;             // once per session
     bool format_reported;                   // TRACK_FORMAT sent for this session
     bool fallback_reported;                 // DECODER_FALLBACK sent (once per track)
+    bool rolled;                            // the last session ended at a rollover: keep the codec
+    double session_start;                   // media time of the session's first packet (NAN: none yet)
+    bool rollover_asked;                    // for this session
 } mq_decoder;
+
+
 
 static void post_error(mq_decoder *d, int code, const char *what)
 {
@@ -276,6 +281,32 @@ static void close_session(mq_decoder *d)
     mq_demux_destroy(&d->dmx);
 }
 
+/// Asks for a fresh demuxer session at the next segment once this one has read
+/// `mq_player_config.demux_rollover` seconds of media (the fMP4 demuxer's per-sample index
+/// grows for as long as a session lives).
+static void maybe_rollover(mq_decoder *d, const AVPacket *pkt)
+{
+    if (d->rollover_asked || pkt->pts == AV_NOPTS_VALUE)
+        return;
+    double t = (double)pkt->pts * av_q2d(d->dmx->st->time_base);
+    if (isnan(d->session_start))
+        d->session_start = t;
+    else if (t - d->session_start >= d->p->demux_rollover)
+        d->rollover_asked = mq_byte_queue_request_rollover(d->t->input) || true; // once either way
+}
+
+/// The codec of the last session goes on after a rollover (same init segment: no drain, no
+/// reopen, references kept); otherwise a new one is opened.
+static int session_codec(mq_decoder *d)
+{
+    bool keep = d->rolled && d->codec;
+    d->rolled = false;
+    if (keep)
+        return MQ_OK;
+    avcodec_free_context(&d->codec);
+    return open_codec(d);
+}
+
 /// Demuxes and decodes one session (until a boundary, the end, a reset or a failure).
 static void run_session(mq_decoder *d)
 {
@@ -288,13 +319,17 @@ static void run_session(mq_decoder *d)
         post_error(d, ret, why);
         mq_byte_queue_skip_segment(t->input); // the next segment may open (after the init segment)
     }
-    if (ret < 0 || open_codec(d) < 0) {
+    bool rolled = d->rolled;
+    if (ret < 0 || session_codec(d) < 0) {
         close_session(d);
         if (ret >= 0) // codec failure
             mq_byte_queue_fail(t->input);
         return;
     }
-    d->decode_error_reported = d->format_reported = false;
+    if (!rolled)
+        d->decode_error_reported = d->format_reported = false;
+    d->session_start = NAN;
+    d->rollover_asked = false;
     int rd;
     _Atomic bool *cancel = mq_byte_queue_cancel_flag(t->input);
     while ((rd = mq_demux_read(d->dmx, d->pkt)) >= 0) {
@@ -302,12 +337,18 @@ static void run_session(mq_decoder *d)
             av_packet_unref(d->pkt);
             break;
         }
+        maybe_rollover(d, d->pkt);
         ret = decode_packet(d, d->pkt);
         av_packet_unref(d->pkt);
         if (ret < 0)
             break;
     }
     st = mq_byte_queue_state(t->input);
+    if (ret >= 0 && st == MQ_INPUT_ROLLOVER) { // the same stream goes on: keep the decoder
+        mq_demux_destroy(&d->dmx);
+        d->rolled = true;
+        return;
+    }
     if (ret >= 0 && (st == MQ_INPUT_BOUNDARY || st == MQ_INPUT_ENDED))
         decode_packet(d, NULL); // drain: the pictures still in the decoder
     if (ret >= 0 && st == MQ_INPUT_DATA && rd != AVERROR_EOF) {
@@ -329,6 +370,10 @@ static void on_reset(mq_decoder *d)
     else
         mq_pcm_ring_flush(p->pcm);
     swr_free(&d->swr);
+    if (d->rolled) { // a codec kept for a rollover: the stream after a reset may be another
+        avcodec_free_context(&d->codec);
+        d->rolled = false;
+    }
     d->next_pts = 0;
     d->late_until = -INFINITY;
     mq_byte_queue_ack_reset(d->t->input);
@@ -367,6 +412,10 @@ static void decode_loop(mq_decoder *d)
         case MQ_INPUT_BOUNDARY:
             mq_byte_queue_pass_boundary(d->t->input);
             break;
+        case MQ_INPUT_ROLLOVER:
+            mq_log(MQ_LOG_INFO, "track %d: a fresh demuxer after %.1f s of media", d->t->id, d->p->demux_rollover);
+            mq_byte_queue_pass_rollover(d->t->input);
+            break;
         case MQ_INPUT_CORRUPT:
             on_corrupt(d);
             break;
@@ -384,7 +433,7 @@ static void decode_loop(mq_decoder *d)
 
 void *mq_decode_thread_main(void *arg)
 {
-    mq_decoder d = {.t = arg, .p = ((mq_track *)arg)->player, .late_until = -INFINITY};
+    mq_decoder d = {.t = arg, .p = ((mq_track *)arg)->player, .late_until = -INFINITY, .session_start = NAN};
     d.pkt = av_packet_alloc();
     d.frame = av_frame_alloc();
     if (!d.pkt || !d.frame) {

@@ -159,9 +159,10 @@ static int apply_config(mq_player *p, const mq_player_config *cfg, int *buffer_m
         cfg->sample_rate < 0 || cfg->channels < 0 || cfg->video_fit < MQ_FIT_CONTAIN ||
         cfg->video_fit > MQ_FIT_SCALEDOWN || cfg->video_rotation < 0 || cfg->video_rotation > 270 ||
         cfg->video_rotation % 90 != 0 || mq_decoder_prefs_check(cfg->decoders) < 0 ||
-        cfg->decode_threads < 0 || cfg->decode_threads > 64)
+        cfg->decode_threads < 0 || cfg->decode_threads > 64 || !(cfg->demux_rollover >= 0))
         return MQ_ERR_INVALID_ARGUMENT;
     p->decode_threads = cfg->decode_threads;
+    p->demux_rollover = cfg->demux_rollover > 0 ? cfg->demux_rollover : 60;
     if (cfg->decoders && cfg->decoders[0] && !(p->decoders = strdup(cfg->decoders)))
         return MQ_ERR_NO_MEMORY;
     return MQ_OK;

@@ -85,6 +85,7 @@ struct mq_player {
     int32_t sample_rate, channels, period_frames, buffer_frames;
     char *decoders; // mq_player_config.decoders (copy), NULL: the default decoders
     int decode_threads; // mq_player_config.decode_threads
+    double demux_rollover; // mq_player_config.demux_rollover (s, > 0)
     mq_audio_out *ao;
     mq_video_out *vo;
     mq_event_queue *events;

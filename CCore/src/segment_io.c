@@ -63,6 +63,8 @@ struct mq_byte_queue {
     uint8_t *init; // the last init segment pushed (mq_byte_queue_push_init), for a resync
     size_t init_len, init_cap;
     size_t inject; // bytes of `init` still to be read before the bytes at `read` (after a skip)
+    int64_t rollover_at;  // the reader stops here for a fresh demuxer (INT64_MAX: not asked)
+    bool rollover_wanted; // asked for, at the next segment end marked
     // written under lock, read anywhere
     _Atomic bool cancel; // reset or abort pending
 };
@@ -117,6 +119,7 @@ int mq_byte_queue_create(mq_byte_queue **out)
         goto fail;
     q->sync_ok = 2;
     scan_reset(&q->scan);
+    q->rollover_at = INT64_MAX;
     *out = q;
     return MQ_OK;
 fail:
@@ -326,6 +329,8 @@ int mq_byte_queue_end_segment(mq_byte_queue *q)
         if (q->nmarks == MQ_MAX_MARKS) // far more segments queued than a buffer holds
             memmove(q->marks, q->marks + 1, (MQ_MAX_MARKS - 1) * sizeof q->marks[0]), q->nmarks--;
         q->marks[q->nmarks++] = q->pushed;
+        if (q->rollover_wanted && q->rollover_at == INT64_MAX)
+            q->rollover_at = q->pushed;
         pthread_cond_broadcast(&q->cond);
     }
     pthread_mutex_unlock(&q->lock);
@@ -350,6 +355,8 @@ void mq_byte_queue_reset(mq_byte_queue *q)
     scan_reset(&q->scan);
     q->nmarks = q->ndamage = 0;
     q->init_len = q->inject = 0;
+    q->rollover_at = INT64_MAX;
+    q->rollover_wanted = false;
     q->ended = q->failed = false;
     q->reset_pending = true;
     atomic_store(&q->cancel, true);
@@ -380,6 +387,8 @@ static mq_input_state state_locked(mq_byte_queue *q)
         return MQ_INPUT_DATA;
     if (q->scan.nboundaries > 0 && q->read == q->scan.boundaries[0])
         return MQ_INPUT_BOUNDARY;
+    if (q->read == q->rollover_at && q->read < q->pushed)
+        return MQ_INPUT_ROLLOVER;
     if (q->ndamage > 0 && q->read >= q->damage[0].from)
         return MQ_INPUT_CORRUPT;
     if (q->read < q->pushed)
@@ -439,6 +448,10 @@ void mq_byte_queue_pass_boundary(mq_byte_queue *q)
 {
     pthread_mutex_lock(&q->lock);
     drop_boundary_before(&q->scan, q->read + 1);
+    if (q->rollover_at == q->read) { // the new init segment opens a fresh demuxer anyway
+        q->rollover_at = INT64_MAX;
+        q->rollover_wanted = false;
+    }
     pthread_mutex_unlock(&q->lock);
 }
 
@@ -460,6 +473,8 @@ static void discard_to(mq_byte_queue *q, int64_t to)
         }
     }
     while (drop_boundary_before(&q->scan, to)) {}
+    if (q->rollover_at < to)
+        q->rollover_at = INT64_MAX; // wanted still: at the next mark
     int keep = 0;
     for (int i = 0; i < q->nmarks; i++)
         if (q->marks[i] > to)
@@ -502,6 +517,29 @@ void mq_byte_queue_skip_segment(mq_byte_queue *q)
     pthread_mutex_unlock(&q->lock);
 }
 
+bool mq_byte_queue_request_rollover(mq_byte_queue *q)
+{
+    pthread_mutex_lock(&q->lock);
+    bool can = q->container != MQ_CONTAINER_MPEGTS && q->init_len > 0;
+    if (can && !q->rollover_wanted) {
+        q->rollover_wanted = true;
+        q->rollover_at = segment_end(q, q->read);
+    }
+    pthread_mutex_unlock(&q->lock);
+    return can;
+}
+
+void mq_byte_queue_pass_rollover(mq_byte_queue *q)
+{
+    pthread_mutex_lock(&q->lock);
+    if (q->read == q->rollover_at) {
+        q->rollover_at = INT64_MAX;
+        q->rollover_wanted = false;
+        q->inject = q->init_len;
+    }
+    pthread_mutex_unlock(&q->lock);
+}
+
 void mq_byte_queue_fail(mq_byte_queue *q)
 {
     pthread_mutex_lock(&q->lock);
@@ -539,6 +577,8 @@ static int copy_out(mq_byte_queue *q, uint8_t *buf, int size)
         return n;
     }
     int64_t limit = q->scan.nboundaries > 0 ? q->scan.boundaries[0] : INT64_MAX;
+    if (q->rollover_at < limit)
+        limit = q->rollover_at;
     if (q->ndamage > 0 && q->damage[0].from < limit)
         limit = q->damage[0].from;
     while (n < size && q->head && q->read < limit) {
@@ -577,7 +617,7 @@ static int read_packet(void *opaque, uint8_t *buf, int size)
             ret = AVERROR_INVALIDDATA;
             break;
         }
-        if (st >= 0) { // boundary, ended, reset, aborted
+        if (st >= 0) { // boundary, rollover, ended, reset, aborted
             ret = AVERROR_EOF;
             break;
         }

@@ -28,6 +28,7 @@ typedef enum mq_input_state {
     MQ_INPUT_RESET = 3,    ///< A reset is pending (acknowledge with mq_byte_queue_ack_reset).
     MQ_INPUT_CORRUPT = 4,  ///< The bytes are not an fMP4 stream (or a segment was cut short).
     MQ_INPUT_ABORTED = 5,  ///< The player is stopping.
+    MQ_INPUT_ROLLOVER = 6, ///< The reader is at the segment where a fresh demuxer was asked for.
 } mq_input_state;
 
 int mq_byte_queue_create(mq_byte_queue **out);
@@ -69,6 +70,12 @@ void mq_byte_queue_fail(mq_byte_queue *q);
 /// until its end is marked (or a reset, an abort, the end), drops it, and has the reader go on
 /// at the next segment, after the last init segment (fMP4) unless that segment brings its own.
 void mq_byte_queue_skip_segment(mq_byte_queue *q);
+/// Decode thread: asks for a fresh demuxer session at the next segment start (a long-lived
+/// fMP4 demuxer keeps an index entry per sample it ever read): the reader stops there with
+/// MQ_INPUT_ROLLOVER. False when it cannot be done (MPEG-TS, no init segment kept).
+bool mq_byte_queue_request_rollover(mq_byte_queue *q);
+/// Decode thread: steps over the rollover point; the init segment is read again first.
+void mq_byte_queue_pass_rollover(mq_byte_queue *q);
 /// True while a reset or abort is pending: blocking producers give up.
 _Atomic bool *mq_byte_queue_cancel_flag(mq_byte_queue *q);
 /// A short description of what made the input corrupt ("" if not).

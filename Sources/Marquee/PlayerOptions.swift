@@ -103,10 +103,12 @@ public struct PlayerOptions: Sendable {
     public var muted: Bool
     /// Mute music, ad breaks and their ramps.
     public var mixing = MixOptions()
-    /// Live: how far back the user delay (``Player/setDelay(_:)``) and a pause can reach, s.
-    /// Segments are kept in memory for this long as they are fetched. Default 300 (5 min);
-    /// 0 keeps nothing (no delay, a pause resumes at live).
-    public var maxDelay: Double = 300
+    /// Live: how far back the user delay (``Player/setDelay(_:)``) and a pause can reach from
+    /// what this player keeps, s (up to 3600): segments are kept in memory for this long as they
+    /// are fetched. Default 0: nothing is kept (a box that never time-shifts spends no memory on
+    /// it), and a delay, a seek or a resume after a pause reaches back only as far as the
+    /// server's window (DVR). An app that offers a delay sets the deepest it offers (e.g. 300).
+    public var maxDelay: Double = 0
     /// The most bytes the delay's segment store holds (the oldest segments leave first; a high
     /// bitrate then reaches back less than ``maxDelay``). Default 64 MiB.
     public var maxDelayBytes: Int = 64 << 20

@@ -164,6 +164,7 @@ extension LivePlaybackTests {
         var options = PlayerOptions(
             sources: [url], targetLatency: 3, audioOutput: .wav(dir.appendingPathComponent("out.wav").path), videoOutput: .frames(dir.path))
         options.mixing = MixOptions(muteMusic: music)
+        options.maxDelay = 60  // kept in memory (the default keeps nothing)
         let player = try Player(options: options)
         #expect(throws: PlayerError.self) { try player.setDelay(1) }  // nothing plays yet
         let log = EventLog()

@@ -36,8 +36,10 @@ final class SegmentStore: Sendable {
         self.maxBytes = maxBytes
     }
 
-    /// Keeps a complete segment.
+    /// Keeps a complete segment, in a buffer of its own size (one grown chunk by chunk holds up
+    /// to twice its bytes: the store's bound is on memory, not only on what it counts).
     func put(track: Int32, time: UInt64, start: Double, end: Double, bytes: ByteBuffer, representation: String) {
+        let bytes = bytes.capacity > bytes.readableBytes + bytes.readableBytes / 16 ? ByteBuffer(bytes: bytes.readableBytesView) : bytes
         state.withLock { s in
             let key = Key(track: track, time: time)
             if let old = s.entries[key] {
