@@ -108,25 +108,21 @@ public final class Player: Sendable {
             mixer.insert(scheduled)
             Task { await mixer.prepare() }
             inner.withLock { $0.mixer = mixer }
-            let session = try await openFirstSource(core: core, startMono: startMono)
-            do { try core.start() } catch { throw PlayerError(.output, error.message, coreCode: error.code) }
-            let task = Task { await session.run() }
-            let delays = (options.minRecoveryDelay, options.maxRecoveryDelay)
-            let supervisor = Task { [weak self] in
-                var watch = StallWatch(policy: RecoveryPolicy(minDelay: delays.0, maxDelay: delays.1), delays: delays)
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .milliseconds(250))
-                    guard let self, await self.superviseStep(&watch) else { return }  // held only for a step
+            let session: PlaybackSession
+            do {
+                session = try await openFirstSource(core: core, startMono: startMono)
+            } catch where !options.failFast && Self.mayPass(error) {
+                // An unattended box never gives up: the outputs stay (poster, slate) and the
+                // sources are tried again under the recovery policy.
+                inner.withLock {
+                    $0.core = core
+                    $0.state = .buffering
+                    $0.supervisor = Task { [weak self] in await self?.retryStart(core: core) }
                 }
+                sink.send(.stateChanged(.buffering))
+                return
             }
-            inner.withLock {
-                $0.session = session
-                $0.task = task
-                $0.core = core
-                $0.supervisor = supervisor
-                $0.state = .buffering
-            }
-            sink.send(.stateChanged(.buffering))
+            try begin(session, core: core)
         } catch {
             inner.withLock {
                 $0.state = .error
@@ -138,6 +134,57 @@ public final class Player: Sendable {
         }
     }
 
+    /// Whether a source failure at start may pass with time (a network, server or content
+    /// problem), rather than being a wrong option or a broken output.
+    private static func mayPass(_ error: PlayerError) -> Bool {
+        [.manifest, .network, .noPlayableContent, .media].contains(error.code)
+    }
+
+    /// Starts the core on `session` with its stall supervisor.
+    private func begin(_ session: PlaybackSession, core: CoreHandle) throws(PlayerError) {
+        do { try core.start() } catch { throw PlayerError(.output, error.message, coreCode: error.code) }
+        let task = Task { await session.run() }
+        let delays = (options.minRecoveryDelay, options.maxRecoveryDelay)
+        let supervisor = Task { [weak self] in
+            var watch = StallWatch(policy: RecoveryPolicy(minDelay: delays.0, maxDelay: delays.1), delays: delays)
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(250))
+                guard let self, await self.superviseStep(&watch) else { return }  // held only for a step
+            }
+        }
+        inner.withLock {
+            $0.session = session
+            $0.task = task
+            $0.core = core
+            $0.supervisor = supervisor
+            $0.state = .buffering
+        }
+        sink.send(.stateChanged(.buffering))
+    }
+
+    /// No source played at start: tries them again after the recovery delay
+    /// (``PlayerOptions/minRecoveryDelay`` doubling up to ``PlayerOptions/maxRecoveryDelay``),
+    /// for as long as the player is not stopped; ``PlayerEvent/recovering(nextDelay:)`` before
+    /// each try, ``PlayerEvent/recovered`` once one plays.
+    private func retryStart(core: CoreHandle) async {
+        var delay = options.minRecoveryDelay
+        while !Task.isCancelled {
+            sink.send(.recovering(nextDelay: delay))
+            try? await Task.sleep(for: .milliseconds(Int(delay * 1000)))
+            if Task.isCancelled { return }
+            do throws(PlayerError) {
+                let session = try await openFirstSource(core: core, startMono: Monotonic.now())
+                guard !Task.isCancelled, inner.withLock({ $0.core != nil }) else { return }
+                try begin(session, core: core)
+                sink.send(.recovered)
+                return
+            } catch {
+                logger.warning("no source plays yet", metadata: ["error": "\(error)", "next_delay": "\(min(delay * 2, options.maxRecoveryDelay))"])
+                delay = min(delay * 2, max(options.minRecoveryDelay, options.maxRecoveryDelay))
+            }
+        }
+    }
+
     private func openFirstSource(
         core: CoreHandle, startMono: Double, reuse: [CoreTrackKind: Int32] = [:]
     ) async throws(PlayerError) -> PlaybackSession {
@@ -145,11 +192,15 @@ public final class Player: Sendable {
         var options = self.options
         if let target = inner.withLock({ $0.targetLatency }) { options.targetLatency = target }
         let mixer = inner.withLock { $0.mixer }
-        for source in options.sources {
+        for (index, source) in options.sources.enumerated() {
+            // With a backup behind it, a source is tried once (the backup waits); the last one
+            // gets the manifest's retries.
+            var policy = FetchPolicy.manifest
+            if index < options.sources.count - 1 { policy.attempts = 1 }
             do {
                 return try await PlaybackSession(
                     source: source, options: options, core: core, fetcher: fetcher, startMono: startMono, logger: logger, events: sink,
-                    reuse: reuse, mixer: mixer)
+                    reuse: reuse, mixer: mixer, startPolicy: policy)
             } catch {
                 logger.warning("source failed", metadata: ["source": "\(source)", "error": "\(error)"])
                 sink.send(.error(error, fatal: false))
@@ -224,7 +275,9 @@ public final class Player: Sendable {
         {
             // Playing a backup: when the main source answers again, go back to it.
             watch.lastMainProbe = now
-            if (try? await ManifestSource(url: main, fetcher: fetcher).load()) != nil {
+            var once = FetchPolicy.manifest
+            once.attempts = 1  // a probe: the next one comes soon enough
+            if (try? await ManifestSource(url: main, fetcher: fetcher, policy: once).load()) != nil {
                 logger.notice("main source is back: switching to it", metadata: ["source": "\(main)"])
                 do { try await load() } catch { sink.send(.error(error, fatal: false)) }
                 return true
@@ -536,7 +589,7 @@ public final class Player: Sendable {
 
     /// Stops playback and closes the outputs (the WAV file and frames.tsv are complete after it).
     public func stop() async {
-        let (task, session, supervisor) = inner.withLock { inner -> (Task<Void, Never>?, PlaybackSession?, Task<Void, Never>?) in
+        let (task, core, supervisor) = inner.withLock { inner -> (Task<Void, Never>?, CoreHandle?, Task<Void, Never>?) in
             defer {
                 inner.task = nil
                 inner.session = nil
@@ -545,12 +598,12 @@ public final class Player: Sendable {
                 inner.mixer = nil
                 if inner.state != .error { inner.state = .idle }
             }
-            return (inner.task, inner.session, inner.supervisor)
+            return (inner.task, inner.session?.core ?? inner.core, inner.supervisor)
         }
         supervisor?.cancel()
         task?.cancel()
         await task?.value
-        session?.core.close()
+        core?.close()  // (no session yet while the sources are being retried)
         sink.send(.stateChanged(.idle))
     }
 }

@@ -130,6 +130,12 @@ public struct PlayerOptions: Sendable {
     /// While a backup source plays, the main one (the first of ``sources``) is tried this often
     /// (s); when its manifest loads again the player switches back to it. Default 60.
     public var mainSourceRetryInterval: Double = 60
+    /// When no source plays at ``Player/play()``: `false` (default, for unattended boxes) keeps
+    /// the outputs and tries the sources again under the recovery delays, with
+    /// ``PlayerEvent/recovering(nextDelay:)`` events, until one plays or the player is stopped
+    /// (`play()` returns); `true` makes `play()` throw the last source's error (scripts, tests).
+    /// Wrong options and output failures always throw.
+    public var failFast = false
     public var audioOutput: AudioOutput
     public var videoOutput: VideoOutput
     /// Headers sent with every request (tokens, cookies).

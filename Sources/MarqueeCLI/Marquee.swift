@@ -47,6 +47,9 @@ struct OutputOptions: ParsableArguments {
     @Option(name: .long, help: "Play this many seconds, then exit 0 (default: until interrupted or the stream ends).")
     var duration: Double?
 
+    @Flag(name: .long, help: "Exit 1 when no source plays at start (default: keep trying under the recovery delays, as an unattended box must).")
+    var failFast = false
+
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error.")
     var logLevel: String = "notice"
 }

@@ -94,6 +94,7 @@ struct PlaybackRunner {
             if let url = URL(string: text), url.scheme != nil { return url }
             return URL(fileURLWithPath: text)
         }
+        options.failFast = output.failFast
         if let delay = output.delay, delay > 0 { options.maxDelay = max(options.maxDelay, min(3600, delay + 5)) }  // kept for the delay
         if let music = output.muteMusic { options.mixing.muteMusic = mediaURL(music) }
         options.mixing.adCreatives += output.adCreative.map(mediaURL)

@@ -214,7 +214,9 @@ import Testing
     @Test func everySourceBadGivesATypedError() async throws {
         let origin = try await Self.origin()
         defer { Task { await origin.stop() } }
-        let player = try Player(options: PlayerOptions(sources: [origin.baseURL.appendingPathComponent("live/nothing/manifest.mpd")]))
+        var failFast = PlayerOptions(sources: [origin.baseURL.appendingPathComponent("live/nothing/manifest.mpd")])
+        failFast.failFast = true
+        let player = try Player(options: failFast)
         await #expect { try await player.play() } throws: { ($0 as? PlayerError)?.code == .network }
         #expect(player.state == .error)
         #expect { try Player(options: PlayerOptions(sources: [])) } throws: { ($0 as? PlayerError)?.code == .invalidOptionsSources }
@@ -224,6 +226,42 @@ import Testing
         #expect { try Player(options: PlayerOptions(sources: [origin.baseURL], targetLatency: -1)) } throws: {
             ($0 as? PlayerError)?.code == .invalidOptions
         }
+    }
+}
+
+/// A box switched on while its origin answers 503 does not give up: `play()` returns, the
+/// sources are tried again under the recovery delays (events say so), and pictures come once
+/// the origin answers, at the latency target.
+extension LivePlaybackTests {
+    @Test func startDuringAnOutageRetriesUntilTheOriginAnswers() async throws {
+        let origin = try await Self.origin()
+        defer { Task { await origin.stop() } }
+        let now = Date().timeIntervalSince1970
+        let ast = Int(now) - 3600
+        let back = now + 9  // longer than one load's own retries (≈ 3.5 s)
+        let url = origin.manifestURL(asset: "generated", options: ["ast_\(ast)", String(format: "outage_%.3f-%.3f", now - 1, back)])
+        let dir = try Tools.tempDirectory("startoutage")
+        var options = PlayerOptions(sources: [url], videoOutput: .frames(dir.path))
+        options.minRecoveryDelay = 1
+        options.maxRecoveryDelay = 2
+        let player = try Player(options: options)
+        let log = EventLog()
+        let listener = Task { for await e in player.events { log.append(e) } }
+        try await player.play()  // returns: the outage is not the box's fault
+        #expect(player.state == .buffering)
+        try await Task.sleep(for: .seconds(back - Date().timeIntervalSince1970 + 6))
+        await player.stop()
+        listener.cancel()
+        let frames = try FramesFile.read(dir.appendingPathComponent("frames.tsv"))
+        let first = try #require(frames.first, "no picture after the origin came back")
+        #expect(first.wallTime > back, "a picture at \(first.wallTime - back) s, before the origin answered")
+        #expect(first.wallTime < back + 2 + 2.5, "first picture \(first.wallTime - back) s after the origin answered")
+        let settled = frames.filter { $0.wallTime > first.wallTime + 1.5 }.map { $0.wallTime - Double(ast) - $0.pts }
+        try #require(settled.count > 45, "\(settled.count) frames")
+        #expect(settled.allSatisfy { abs($0 - 3) < 0.025 }, "latency \(settled.min()!)…\(settled.max()!)")
+        #expect(log.events.contains { if case .recovering = $0 { true } else { false } })
+        #expect(log.events.contains(.recovered))
+        #expect(!log.events.contains { if case .error(_, true) = $0 { true } else { false } }, "a fatal error")
     }
 }
 

@@ -14,10 +14,15 @@ actor ManifestSource {
     /// ABR ladder and the audio rendition (reloads fetch only them).
     private var hls: (variants: [HLSVariant], audio: URL?)?
 
-    init(url: URL, fetcher: HTTPFetcher, parser: MPDParser = MPDParser()) {
+    /// How the manifest is fetched: `policy` until it has loaded once (a source with a backup
+    /// behind it is tried once, the backup waits), ``FetchPolicy/manifest`` from then on.
+    private var policy: FetchPolicy
+
+    init(url: URL, fetcher: HTTPFetcher, parser: MPDParser = MPDParser(), policy: FetchPolicy = .manifest) {
         self.url = url
         self.fetcher = fetcher
         self.parser = parser
+        self.policy = policy
     }
 
     /// The load in progress: callers arriving meanwhile share it.
@@ -50,7 +55,7 @@ actor ManifestSource {
                 // HLS reloads: only the chosen media playlists, both at once.
                 mpd = try await mediaPresentation(chosen)
             } else {
-                let result = try await fetcher.get(url, timeout: .seconds(10), maxBytes: parser.maxBytes)
+                let result = try await fetcher.get(url, policy: policy, maxBytes: parser.maxBytes)
                 let data = Data(result.body.readableBytesView)
                 if data.starts(with: Array("#EXTM3U".utf8)) || data.starts(with: [0xEF, 0xBB, 0xBF] + Array("#EXTM3U".utf8)) {
                     mpd = try await hlsPresentation(String(decoding: data, as: UTF8.self), result: result)
@@ -61,6 +66,7 @@ actor ManifestSource {
             }
             self.mpd = mpd
             self.fetchedAt = requested
+            self.policy = .manifest
             return mpd
         } catch let error as ManifestError {
             throw PlayerError(error)
@@ -114,7 +120,7 @@ actor ManifestSource {
     }
 
     private func mediaPlaylist(_ u: URL) async throws -> (HLSMediaPlaylist, FetchResult) {
-        let result = try await fetcher.get(u, timeout: .seconds(10), maxBytes: HLSPlaylist.maxBytes)
+        let result = try await fetcher.get(u, policy: policy, maxBytes: HLSPlaylist.maxBytes)
         guard case .media(let p) = try HLSPlaylist.parse(String(decoding: result.body.readableBytesView, as: UTF8.self), url: u) else {
             throw ManifestError(.invalidValue, "\(u.absoluteString) is a multivariant playlist where a media playlist was expected")
         }

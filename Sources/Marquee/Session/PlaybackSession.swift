@@ -49,9 +49,9 @@ final class PlaybackSession: Sendable {
     /// the clock yet.
     init(
         source: URL, options: PlayerOptions, core: CoreHandle, fetcher: HTTPFetcher, startMono: Double, logger: Logger,
-        events: PlayerEvents.Sink, reuse: [CoreTrackKind: Int32] = [:], mixer: MixDirector? = nil
+        events: PlayerEvents.Sink, reuse: [CoreTrackKind: Int32] = [:], mixer: MixDirector? = nil, startPolicy: FetchPolicy = .manifest
     ) async throws(PlayerError) {
-        let manifest = ManifestSource(url: source, fetcher: fetcher)
+        let manifest = ManifestSource(url: source, fetcher: fetcher, policy: startPolicy)
         let mpd = try await manifest.load()
         let clock =
             mpd.isLive

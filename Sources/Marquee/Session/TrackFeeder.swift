@@ -351,7 +351,7 @@ struct TrackFeeder: Sendable {
         var delay = 0.5
         while !Task.isCancelled {
             do {
-                let result = try await fetcher.get(url, timeout: .seconds(10), maxBytes: 4 << 20)
+                let result = try await fetcher.get(url, policy: .initSegment, maxBytes: 4 << 20)
                 inits.withLock { $0[rep.id] = result.body }
                 return result.body
             } catch {
@@ -461,7 +461,7 @@ struct TrackFeeder: Sendable {
     /// The 16-byte key at `url`, fetched once.
     private func key(_ url: URL) async throws(FetchError) -> [UInt8] {
         if let cached = keys.withLock({ $0[url] }) { return cached }
-        let result = try await fetcher.get(url, timeout: .seconds(10), maxBytes: 1024)
+        let result = try await fetcher.get(url, policy: .key, maxBytes: 1024)
         let bytes = Array(result.body.readableBytesView)
         guard bytes.count == 16 else {
             throw FetchError(.tooLarge, url: url.absoluteString, message: "an AES-128 key is 16 bytes, this one \(bytes.count)")
