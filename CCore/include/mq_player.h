@@ -230,7 +230,7 @@ typedef struct mq_status {
     double first_frame_mono;         ///< When the first frame was presented, 0 before.
     int64_t frames_decoded;          ///< Video frames out of the decoder.
     int64_t frames_presented;        ///< Video frames presented.
-    int64_t frames_dropped;          ///< Video frames dropped as late.
+    int64_t frames_dropped;          ///< Video frames dropped as late, after the first one presented.
     int64_t audio_frames_played;     ///< Stream audio sample frames written to the output.
     int64_t audio_frames_dropped;    ///< Stream audio sample frames skipped as late.
     int64_t audio_silence_frames;    ///< Silence frames written while stream audio was missing after it began.

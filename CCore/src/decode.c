@@ -140,7 +140,7 @@ static int deliver_video(mq_decoder *d, AVFrame *f)
     double clock;
     if (mq_clock_master(&p->clock, mq_clock_now(), &clock) && v.pts + v.duration < clock) {
         if (v.pts + v.duration > d->late_until + 1e-6) // not counted when it was sent late
-            atomic_fetch_add(&d->p->frames_dropped, 1); // already late: never queue it
+            mq_player_count_dropped(d->p); // already late: never queue it
         av_frame_unref(f);
         return MQ_OK;
     }
@@ -252,7 +252,7 @@ static int decode_packet(mq_decoder *d, const AVPacket *pkt)
         bool late = already_late(d, pkt, &end);
         d->codec->skip_frame = late ? AVDISCARD_NONREF : AVDISCARD_DEFAULT;
         if (late) {
-            atomic_fetch_add(&d->p->frames_dropped, 1);
+            mq_player_count_dropped(d->p);
             d->late_until = fmax(d->late_until, end);
         }
     }

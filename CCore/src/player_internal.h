@@ -156,4 +156,12 @@ void *mq_tempo_thread_main(void *player);
 /// video_thread.c
 void *mq_video_thread_main(void *player);
 
+/// A late picture not shown: counted as dropped once the first picture was presented (those
+/// skipped on the way to the start position never were due).
+static inline void mq_player_count_dropped(mq_player *p)
+{
+    if (atomic_load(&p->frames_presented) > 0)
+        atomic_fetch_add(&p->frames_dropped, 1);
+}
+
 #endif

@@ -15,7 +15,7 @@ static void drop_head(mq_player *p, const mq_vframe *head)
         return;
     av_frame_free(&v.frame);
     mq_frame_queue_release(p->vq);
-    atomic_fetch_add(&p->frames_dropped, 1);
+    mq_player_count_dropped(p);
 }
 
 static int configure(mq_player *p, const AVFrame *f)
