@@ -62,9 +62,19 @@ public final class Origin: Sendable {
             configuration: ServerConfiguration(address: .hostname(host, port: configuration.port), serverName: nil),
             eventLoopGroup: EventLoopGroupProvider.singleton.eventLoopGroup,
             logger: logger,
-            responder: { (request: Request, writer: consuming ResponseWriter, _) in
+            responder: { (request: Request, writer: consuming ResponseWriter, channel) in
                 let response = await responder.respond(to: request, fallbackAuthority: fallback.withLock { $0 })
-                try await writer.write(response: response.head, body: response.body)
+                do {
+                    try await writer.write(response: response.head, body: response.body)
+                } catch let fault as ConnectionFault {
+                    // A body cut short (reset_, badlength_): Hummingbird closes the connection when
+                    // the responder throws, after a FIN; a reset must come first, so close here.
+                    if fault.reset {
+                        try? await (channel as? any SocketOptionProvider)?.setSoLinger(linger(l_onoff: 1, l_linger: 0)).get()
+                        try? await channel.close()
+                    }
+                    throw fault
+                }
             },
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0

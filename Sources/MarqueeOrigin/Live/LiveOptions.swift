@@ -22,6 +22,33 @@ import Foundation
 /// | `mute_<period>-<start>-<len>` | the broadcaster mutes for `len` s from `k·period + start` (presentation time, every `period` s): an MPD `EventStream` of scheme `urn:marquee:broadcast:2026` listing the mutes from the time-shift buffer's start to 10 min ahead | none |
 /// | `ad_<period>-<start>-<len>` | an ad break of `len` s at `k·period + start`: a SCTE-35 `splice_insert` (out of network, break_duration) in an `emsg` v1 box (`urn:scte:scte35:2013:bin`) at the start of the segment holding the splice point and of the one before it, in every representation, announced by `InbandEventStream` | none |
 /// | `utc_<a-b-…>` | the UTCTiming elements, in order: `xsdate`, `iso`, `head`, `direct`, `ntp` (the origin's SNTP server; not with `timeoffset_`), `none` | `xsdate-iso` |
+///
+/// Faults (``Faults``). A share-based fault strikes a request when a hash of (`seed_`, the option,
+/// the request's fate key) falls below the share, so the same URL meets the same fate every time.
+/// The fate key of a segment is its path after the asset (`0/123.m4s`, `0/t4567.m4s`,
+/// `ts/123.ts`); of a manifest, its name and the whole origin-clock second of the request. Unless
+/// a row says otherwise a fault strikes only media segments the origin would serve (200); a HEAD
+/// gets the status and headers its GET would.
+/// When several strike one segment: `status_`, then the content faults (`corrupt_`, `hugebox_`,
+/// `flip_`), then one delivery fault (`reset_`, `badlength_`, `truncate_`, `endless_`, `trickle_`,
+/// the first that strikes).
+///
+/// | option | meaning | default |
+/// | --- | --- | --- |
+/// | `seed_<n>` | the seed of every choice below | 1 |
+/// | `status_<code>-<pct>` | that share of segments is answered `<code>` (400–599) the first time this origin process serves that URL path; a retry succeeds (the origin remembers up to 65,536 such paths, then forgets the older half) | none |
+/// | `mstatus_<code>-<n>` | the first `n` requests of each manifest URL path (MPD or playlist) in this origin process are answered `<code>` (400–599) | none |
+/// | `reset_<pct>` | the headers (full `Content-Length`) and the first half of the body, then a TCP reset (`SO_LINGER` 0) | none |
+/// | `trickle_<kbps>-<pct>` | the body sent at no more than `<kbps>` (a stuck CDN edge; with `bw_` the slower wins) | none |
+/// | `truncate_<pct>` | a well-formed 200 carrying only the first half of the segment (`Content-Length` says so) | none |
+/// | `badlength_<pct>` | the full `Content-Length`, the first half of the body, then the connection closed (FIN) | none |
+/// | `corrupt_<pct>` | the segment replaced by seeded random bytes of the same length | none |
+/// | `hugebox_<pct>` | the first 4 bytes set to 0x7fffffff: in fMP4 the first box's size field | none |
+/// | `flip_<pct>` | 8 seeded bits flipped inside the `mdat` payload (fMP4) or the TS packet payloads: a stream should play through | none |
+/// | `endless_<pct>` | the segment, then zero bytes without end (1 KiB every 100 ms, chunked), until the client closes | none |
+/// | `redirect_<pct>` | that share of all `/live` requests (manifests, init and media segments) is a 302 loop: `<path>` → `<path>?hop=1` → `<path>` … | none |
+/// | `badinit_1` | every init segment replaced by seeded random bytes of the same length | 0 |
+/// | `nest_<depth>` | the MPD carries `<depth>` nested `Nest` elements before its `Period` (a hostile manifest) | none |
 struct LiveOptions: Sendable, Equatable {
     var availabilityStartTime: Double = 0
     var timeShiftBufferDepth: Double = 60
@@ -45,6 +72,7 @@ struct LiveOptions: Sendable, Equatable {
     }
     var mute: Recurring?
     var ad: Recurring?
+    var faults = Faults()
 
     /// Events every `period` seconds from `start`, each `length` long.
     struct Recurring: Sendable, Equatable {
@@ -66,7 +94,7 @@ struct LiveOptions: Sendable, Equatable {
         var component: String { "\(LiveOptions.format(period))-\(LiveOptions.format(start))-\(LiveOptions.format(length))" }
     }
 
-    static let keys: Set<String> = ["ast", "tsbd", "mup", "snr", "spd", "segtimeline", "ato", "timeoffset", "ltgt", "utc", "outage", "hang", "bw", "bwlow", "mute", "ad"]
+    static let keys: Set<String> = Faults.keys.union(["ast", "tsbd", "mup", "snr", "spd", "segtimeline", "ato", "timeoffset", "ltgt", "utc", "outage", "hang", "bw", "bwlow", "mute", "ad"])
 
     /// The segment rate limit (kbit/s) for a request at origin time `now`, nil: unlimited.
     func bandwidth(at now: Double) -> Double? {
@@ -97,7 +125,7 @@ struct LiveOptions: Sendable, Equatable {
         if let m = mute { out.append("mute_\(m.component)") }
         if let a = ad { out.append("ad_\(a.component)") }
         if utcTimings != ["xsdate", "iso"] { out.append("utc_\(utcTimings.isEmpty ? "none" : utcTimings.joined(separator: "-"))") }
-        return out
+        return out + faults.pathComponents
     }
 
     static func format(_ value: Double) -> String {
@@ -170,7 +198,9 @@ struct LiveOptions: Sendable, Equatable {
             }
             utcTimings = schemes.filter { $0 != "none" }
         default:
-            throw OptionError("unknown option \"\(component)\" (known: \(Self.keys.sorted().map { $0 + "_" }.joined(separator: ", ")))")
+            guard try faults.apply(key: key, value: value) else {
+                throw OptionError("unknown option \"\(component)\" (known: \(Self.keys.sorted().map { $0 + "_" }.joined(separator: ", ")))")
+            }
         }
     }
 }

@@ -5,13 +5,14 @@ import HummingbirdCore
 import Logging
 
 /// Turns one request into one response: `/live/...` (manifests, init and media segments),
-/// `/time/...` (clock endpoints), `/static/...` (plain files). Stateless: everything a response
-/// depends on is in its URL and the clock.
+/// `/time/...` (clock endpoints), `/static/...` (plain files). Stateless but for the counted
+/// faults (`status_`, `mstatus_`): everything else a response depends on is in its URL and the clock.
 struct OriginResponder: Sendable {
     var assets: [String: LoopAsset]
     var staticRoot: String?
     var logger: Logger
     var sntpPort = BoundPort()
+    var visits = VisitCounter()
 
     /// A response being built: status, body, content type, and the clock its `Date` header uses.
     struct Reply {
@@ -27,6 +28,19 @@ struct OriginResponder: Sendable {
         var lastModified: String?
         /// A hung server (`hang_`): nothing is sent until this origin-clock time.
         var hangUntil: Double?
+        /// The `Location` of a redirect.
+        var location: String?
+        /// How sending the body ends: normally, cut short, or never (delivery faults).
+        var ending = Ending.complete
+
+        enum Ending: Equatable {
+            case complete
+            /// `Content-Length` says the whole body, only `at` bytes are sent, then the connection
+            /// is closed (reset: with a TCP reset).
+            case cut(at: Int, reset: Bool)
+            /// The body, then filler without end.
+            case endless
+        }
 
         init(_ status: HTTPResponse.Status, _ text: String = "", clock: OriginClock = OriginClock()) {
             self.status = status
@@ -52,7 +66,8 @@ struct OriginResponder: Sendable {
             let components = path.split(separator: "/", omittingEmptySubsequences: true)
                 .map { String($0).removingPercentEncoding ?? String($0) }
             switch components.first {
-            case "live": reply = live(Array(components.dropFirst()), authority: request.head.authority ?? fallbackAuthority)
+            case "live":
+                reply = live(Array(components.dropFirst()), path: path, query: request.uri.query, authority: request.head.authority ?? fallbackAuthority)
             case "time": reply = time(Array(components.dropFirst()), query: request.uri.query)
             case "static": reply = staticFile(Array(components.dropFirst()), ifNoneMatch: request.headers[.ifNoneMatch])
             default: reply = Reply(.notFound, "no such resource: \(path) (try /live/<options>/<asset>/<manifest>, /time/xsdate, /static/<file>)")
@@ -69,9 +84,11 @@ struct OriginResponder: Sendable {
         headers[.cacheControl] = "no-store"
         if let etag = reply.etag { headers[.eTag] = etag }
         if let modified = reply.lastModified { headers[.lastModified] = modified }
+        if let location = reply.location { headers[.location] = location }
         let response: Response
-        if let schedule = reply.schedule, request.method == .get {
-            response = Response(status: reply.status, headers: headers, body: Self.paced(reply.body, schedule, clock: reply.clock))
+        if reply.schedule != nil || reply.ending != .complete, request.method == .get {
+            let schedule = reply.schedule ?? [(0..<reply.body.count, 0)]
+            response = Response(status: reply.status, headers: headers, body: Self.paced(reply.body, schedule, ending: reply.ending, clock: reply.clock))
         } else {
             var buffer = ByteBuffer()
             buffer.writeBytes(reply.body)
@@ -83,17 +100,33 @@ struct OriginResponder: Sendable {
         return request.method == .head ? response.createHeadResponse() : response
     }
 
-    /// A body written piece by piece as the clock reaches each piece's time.
-    static func paced(_ body: [UInt8], _ schedule: [(bytes: Range<Int>, at: Double)], clock: OriginClock) -> ResponseBody {
-        ResponseBody { writer in
-            for piece in schedule {
+    /// A body written piece by piece as the clock reaches each piece's time (chunked), then ended
+    /// as `ending` says: finished; cut short (with the whole body's `Content-Length`) by a thrown
+    /// ``ConnectionFault``; or followed by endless filler.
+    static func paced(_ body: [UInt8], _ schedule: [(bytes: Range<Int>, at: Double)], ending: Reply.Ending, clock: OriginClock) -> ResponseBody {
+        var sent = 0..<body.count, length: Int?
+        if case .cut(let at, _) = ending { (sent, length) = (0..<at, body.count) }
+        return ResponseBody(contentLength: length) { [sent] writer in
+            for piece in schedule where piece.bytes.overlaps(sent) {
                 let wait = piece.at - clock.now()
                 if wait > 0 { try await Task.sleep(for: .milliseconds(Int((wait * 1000).rounded(.up)))) }
-                var buffer = ByteBuffer()
-                buffer.writeBytes(body[piece.bytes])
-                try await writer.write(buffer)
+                try await writer.write(ByteBuffer(bytes: body[piece.bytes.clamped(to: sent)]))
             }
-            try await writer.finish(nil)
+            switch ending {
+            case .complete: try await writer.finish(nil)
+            case .cut(_, let reset): throw ConnectionFault(reset: reset)
+            case .endless: try await endlessFiller(&writer)
+            }
+        }
+    }
+
+    /// `endless_`: zeros, 1 KiB every 100 ms, until the client goes away (the write throws) or the
+    /// server stops (the sleep throws). One buffer, written again and again: no memory grows.
+    private static func endlessFiller(_ writer: inout any ResponseBodyWriter) async throws -> Never {
+        let filler = ByteBuffer(repeating: 0, count: 1024)
+        while true {
+            try await Task.sleep(for: .milliseconds(100))
+            try await writer.write(filler)
         }
     }
 
@@ -114,7 +147,7 @@ struct OriginResponder: Sendable {
 
     // MARK: /live
 
-    private func live(_ components: [String], authority: String) -> Reply {
+    private func live(_ components: [String], path: String, query: String?, authority: String) -> Reply {
         var options = LiveOptions()
         var index = 0
         while index < components.count, assets[components[index]] == nil {
@@ -142,6 +175,15 @@ struct OriginResponder: Sendable {
             return Reply(.notFound, "no asset in the URL (assets: \(assets.keys.sorted().joined(separator: ", ")))", clock: clock)
         }
         let rest = Array(components[(index + 1)...])
+        let target = FaultTarget(rest, path: path, query: query, now: clock.now())
+        if let target, let redirect = redirect(options.faults, target, clock: clock) { return redirect }
+        let reply = resource(asset, rest, options: options, clock: clock, authority: authority)
+        guard let target, reply.status == .ok else { return reply }
+        return injectingFaults(options.faults, into: reply, target, now: clock.now())
+    }
+
+    /// The manifest, playlist or segment that `rest` (the path after the asset) names.
+    private func resource(_ asset: LoopAsset, _ rest: [String], options: LiveOptions, clock: OriginClock, authority: String) -> Reply {
         if rest.count == 1, rest[0].hasSuffix(".m3u8") {  // the same live stream as HLS
             let writer = LiveHLSWriter(asset: asset, options: options)
             let text: String
