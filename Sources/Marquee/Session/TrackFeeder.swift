@@ -473,8 +473,11 @@ struct TrackFeeder: Sendable {
         return bytes
     }
 
-    /// Fetches `segment` (of the plan's timeline) as `rep` from `url` and streams it into the
-    /// core. With ABR the download is measured and, when it would arrive too late, abandoned.
+    /// Fetches `segment` (of the plan's timeline) as `rep` from `url` into the core. A segment
+    /// already complete on the server is downloaded whole before the core gets it, so a reset,
+    /// a short body or a stuck (trickling) connection is simply fetched again while time allows;
+    /// one still being produced (low latency) streams in chunk by chunk. With ABR the download
+    /// is measured and, when it would arrive too late, abandoned for a lower rendition.
     private func fetch(_ segment: SegmentReference, rep: Representation, url: URL) async -> Outcome {
         var attempt = 0
         let duration = segment.end - segment.start
@@ -485,7 +488,7 @@ struct TrackFeeder: Sendable {
             var pushedBytes = false
             var whole = ByteBuffer()
             var received = 0
-            var abandoned = false
+            var abandoned = false, slow = false
             let began = Monotonic.now()
             // Sent as it is produced (low latency): its rate says little about the link.
             let paced = isLive && (plan.timeline.availabilityStartTime.map { $0.addingTimeInterval(segment.end) > clock.now() } ?? false)
@@ -493,7 +496,8 @@ struct TrackFeeder: Sendable {
             // MPEG-TS whose offset is still to be measured: the first chunks wait until the first
             // PTS is in them (the offset must be set before the core decodes a frame).
             var held: ByteBuffer? = rep.isTransportStream && offsetPending.withLock({ $0 }) ? ByteBuffer() : nil
-            var abrHeld: ByteBuffer? = abr != nil && !paced ? ByteBuffer() : nil
+            // Complete on the server: kept until whole, so nothing partial reaches the core.
+            var unpushed: ByteBuffer? = paced ? nil : ByteBuffer()
             /// Hands bytes of the segment on: to the core (after the TS offset is known), the
             /// store and the event scanner.
             func deliver(_ bytes: ByteBuffer) throws(FetchError) {
@@ -520,33 +524,38 @@ struct TrackFeeder: Sendable {
             do {
                 _ = try await fetcher.stream(url, timeout: .milliseconds(Int(max(4, duration * 3) * 1000))) { (chunk) throws(FetchError) in
                     received += chunk.readableBytes
-                    if let abr, !paced {
+                    if var pending = unpushed {
+                        var incoming = chunk
+                        pending.writeBuffer(&incoming)
+                        unpushed = pending
                         let elapsed = Monotonic.now() - began
                         let expected = max(received + 1, rep.bandwidth * Int(duration * 1000) / 8000)
                         let buffer = bufferAtStart - elapsed
-                        if abr.withLock({ $0.shouldAbandon(bytes: received, of: expected, elapsed: elapsed, buffer: buffer) }),
+                        if let abr, abr.withLock({ $0.shouldAbandon(bytes: received, of: expected, elapsed: elapsed, buffer: buffer) }),
                             abr.withLock({ $0.renditions.first?.id != rep.id })
                         {
                             abandoned = true
                             throw FetchError(.cancelled, url: url.absoluteString, message: "abandoned: too slow for the buffer")
                         }
-                    }
-                    // ABR: the first moments of a download are held back, so that one abandoned
-                    // then never reaches the core (its reset would drop the pictures queued
-                    // before it too); a fast download is whole by then.
-                    var incoming = chunk
-                    if var pending = abrHeld {
-                        pending.writeBuffer(&incoming)
-                        guard Monotonic.now() >= began + Self.abandonWindow else {
-                            abrHeld = pending
-                            return
+                        // Slower than real time and too late for the buffer: a stuck connection
+                        // (a trickling edge); a new one is tried once.
+                        if attempt == 1, Self.stuck(bytes: received, of: expected, elapsed: elapsed, duration: duration, buffer: buffer) {
+                            slow = true
+                            throw FetchError(.timeout, url: url.absoluteString, message: "\(received) bytes in \(String(format: "%.1f", elapsed)) s: too slow for the buffer")
                         }
-                        abrHeld = nil
-                        incoming = pending
+                        return
                     }
-                    try deliver(incoming)
+                    try deliver(chunk)
                 }
-                if let pending = abrHeld, pending.readableBytes > 0 { try deliver(pending) }
+                if let pending = unpushed, pending.readableBytes > 0 {
+                    // Cut short or garbage: fetched again once (an edge's fault passes); the
+                    // second time the core gets it, reports it and skips it.
+                    if attempt == 1, let problem = SegmentShape.problem(pending.readableBytesView, transportStream: rep.isTransportStream) {
+                        logger.info("segment damaged: fetched again", metadata: ["url": "\(url)", "problem": "\(problem)"])
+                        continue
+                    }
+                    try deliver(pending)
+                }
                 if let waiting = held, waiting.readableBytes > 0 {  // a short segment without a PTS
                     do { try push(waiting) } catch { return .cancelled }
                 }
@@ -556,32 +565,43 @@ struct TrackFeeder: Sendable {
                 return .pushed
             } catch {
                 if abandoned {
-                    // What came so far is the link's speed now; the partial segment leaves the core.
+                    // What came so far is the link's speed now.
                     let elapsed = Monotonic.now() - began
                     abr?.withLock { $0.downloaded(bytes: received, seconds: elapsed, weight: duration) }
-                    if pushedBytes { restartTracks() }
                     logger.info("download abandoned", metadata: ["rendition": "\(rep.id)", "bytes": "\(received)", "seconds": "\(String(format: "%.2f", elapsed))"])
                     return .abandoned
                 }
                 if error.code == .cancelled { return .cancelled }
                 if pushedBytes {
-                    // A partial segment is in the core: it decodes what is whole and skips a
-                    // box cut short; the next segment goes on from there.
+                    // A partial low-latency segment is in the core: it decodes what is whole and
+                    // skips a box cut short; the next segment goes on from there.
                     try? endSegment()
                     events.send(.error(PlayerError(error), fatal: false))
                     return .skipped
                 }
-                let retryable = error.code != .status || error.status == 404 || error.status >= 500
                 let late = isLive && segment.end < wantedPosition()
-                if !retryable || error.status == 410 || late || attempt >= 4 {
+                if !FetchPolicy.isTransient(error) || late || attempt >= 4 {
                     logger.warning("segment skipped", metadata: ["url": "\(url)", "error": "\(error)"])
                     events.send(.error(PlayerError(error), fatal: false))
                     return .skipped
                 }
-                try? await Task.sleep(for: .milliseconds(error.status == 404 ? 150 * attempt : 400 * attempt))
+                logger.info("segment fetched again", metadata: ["url": "\(url)", "attempt": "\(attempt + 1)", "error": "\(error)"])
+                if !slow && error.code != .network {  // a reset or a stuck body: again at once
+                    try? await Task.sleep(for: .milliseconds(error.status == 404 ? 150 * attempt : 400 * attempt))
+                }
             }
         }
         return .cancelled
+    }
+
+    /// A download slower than the media it carries plays (`bytes` of `total` expected after
+    /// `elapsed` s of a `duration` s segment) that will not be whole before the `buffer` runs
+    /// out: no link that healthy is that slow for its own rendition.
+    static func stuck(bytes: Int, of total: Int, elapsed: Double, duration: Double, buffer: Double) -> Bool {
+        guard elapsed > 0.5, bytes < total, total > 0 else { return false }
+        let rate = Double(max(bytes, 1)) / elapsed
+        let realTime = Double(total) / max(duration, 0.1)
+        return rate < realTime && Double(total - bytes) / rate > max(0.5, buffer - 0.5)
     }
 
     /// Places the events of `emsg` boxes found in `segment`; unreadable boxes are reported.
@@ -620,9 +640,6 @@ struct TrackFeeder: Sendable {
         pushedInit.withLock { $0 = nil }
         offsetPending.withLock { $0 = true }
     }
-
-    /// How long the start of an ABR download is held back before it streams into the core.
-    static let abandonWindow = 0.35
 
     /// How far into a transport stream segment its first PTS is looked for.
     static let offsetProbeBytes = 256 << 10

@@ -31,7 +31,9 @@ import Foundation
 /// gets the status and headers its GET would.
 /// When several strike one segment: `status_`, then the content faults (`corrupt_`, `hugebox_`,
 /// `flip_`), then one delivery fault (`reset_`, `badlength_`, `truncate_`, `endless_`, `trickle_`,
-/// the first that strikes).
+/// the first that strikes). Delivery faults, like `status_`, are the network's: they strike a
+/// segment's first request in this origin process only (a retry gets it whole); content faults
+/// are the packager's and strike every request.
 ///
 /// | option | meaning | default |
 /// | --- | --- | --- |

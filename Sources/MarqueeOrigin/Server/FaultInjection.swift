@@ -92,7 +92,10 @@ extension OriginResponder {
                 return Self.faultStatus(faults.statusCode, "status_", clock: reply.clock)
             }
             reply.body = Self.damaged(reply.body, faults, target.key)
-            Self.impairDelivery(&reply, faults, target.key, now: now)
+            // Delivery faults are the network's: they strike a segment's first request only (a
+            // retry, on a new connection, gets it whole), as status_ does. Damaged bytes are
+            // the packager's: every request gets them.
+            if visits.visit("delivery " + target.path) == 0 { Self.impairDelivery(&reply, faults, target.key, now: now) }
         }
         return reply
     }

@@ -1,0 +1,43 @@
+/// A quick look at a whole media segment before it is used: whether its container is whole.
+/// An fMP4 segment is a run of top-level boxes whose sizes add up to its length, each with a
+/// type of four printable characters; an MPEG-TS segment is whole 188-byte packets, each
+/// starting with the sync byte 0x47. A body a proxy or an edge cut short (a well-formed 200
+/// of half the segment) or replaced by garbage fails it; bit errors inside the payload do not
+/// (the decoder plays through those).
+public enum SegmentShape {
+    /// Why `bytes` is not a whole segment, nil when it is.
+    public static func problem(_ bytes: some Collection<UInt8>, transportStream: Bool) -> String? {
+        let b = Array(bytes)
+        guard !b.isEmpty else { return "empty segment" }
+        return transportStream ? transportStreamProblem(b) : boxProblem(b)
+    }
+
+    private static func boxProblem(_ b: [UInt8]) -> String? {
+        var at = 0
+        while at < b.count {
+            guard b.count - at >= 8 else { return "cut short inside a box header at byte \(at)" }
+            var size = b[at..<at + 4].reduce(0) { $0 << 8 | Int($1) }
+            var header = 8
+            if size == 1 {
+                guard b.count - at >= 16 else { return "cut short inside a box header at byte \(at)" }
+                size = b[at + 8..<at + 16].reduce(0) { $0 << 8 | Int($1) }
+                header = 16
+            } else if size == 0 {
+                size = b.count - at  // to the end
+            }
+            guard b[at + 4..<at + 8].allSatisfy({ (0x20...0x7e).contains($0) }) else { return "not an ISO BMFF segment (box type at byte \(at))" }
+            guard size >= header else { return "implausible box size \(size) at byte \(at)" }
+            guard size <= b.count - at else { return "cut short: a box of \(size) bytes at byte \(at), \(b.count - at) left" }
+            at += size
+        }
+        return nil
+    }
+
+    private static func transportStreamProblem(_ b: [UInt8]) -> String? {
+        guard b.count % 188 == 0 else { return "cut short: \(b.count) bytes is not whole 188-byte packets" }
+        for at in stride(from: 0, to: b.count, by: 188) where b[at] != 0x47 {
+            return "not an MPEG-TS segment (no sync byte at \(at))"
+        }
+        return nil
+    }
+}
