@@ -138,6 +138,33 @@ import Testing
         #expect(worst < band + 1, "residual up to \(worst) s")  // band + the answers' own spread
     }
 
+    /// Video and audio renditions answered together, the audio playlist not yet updated with
+    /// the segment the video one lists: placed alike, not a segment apart. Whichever comes first.
+    @Test func renditionsSegmentedAlikeArePlacedAlike() throws {
+        let audio = try Self.playlist(first: 99, durations: [1.002, 0.998, 1.002, 0.998, 1.002, 0.998])
+        for videoFirst in [true, false] {
+            var video = HLSLiveAnchor(), sound = HLSLiveAnchor()
+            let (v, a): ([UInt64: Double], [UInt64: Double])
+            if videoFirst {
+                v = Self.starts(video.place(try Self.window(last: 105), answeredAt: Self.t0))
+                a = Self.starts(sound.place(audio, answeredAt: Self.t0 + 0.01, sibling: video))
+            } else {
+                a = Self.starts(sound.place(audio, answeredAt: Self.t0))
+                v = Self.starts(video.place(try Self.window(last: 105), answeredAt: Self.t0 + 0.01, sibling: sound))
+            }
+            #expect((100...104).allSatisfy { abs(v[$0]! - a[$0]!) < 0.003 }, "video \(v.sorted { $0.key < $1.key }), audio \(a.sorted { $0.key < $1.key })")
+        }
+    }
+
+    /// A sibling segmented otherwise (4 s audio segments numbered alike by chance): each is
+    /// placed by its own answer.
+    @Test func aRenditionSegmentedOtherwiseIsPlacedByItsOwnAnswer() throws {
+        var video = HLSLiveAnchor(), sound = HLSLiveAnchor()
+        _ = video.place(try Self.window(last: 105), answeredAt: Self.t0)
+        let audio = try Self.playlist(first: 102, durations: [4, 4, 4], target: 4)
+        #expect(Self.starts(sound.place(audio, answeredAt: Self.t0, sibling: video))[104] == Self.t0 - 4)
+    }
+
     @Test func whatIsPlaced() throws {
         #expect(try HLSLiveAnchor.isNeeded(for: try Self.window(last: 5)))
         let dated = try Self.playlist(first: 0, durations: [1], extra: ["#EXT-X-PROGRAM-DATE-TIME:2026-11-22T10:00:00.000Z"])

@@ -14,8 +14,8 @@ actor ManifestSource {
     /// ABR ladder and the audio rendition (reloads fetch only them).
     private var hls: (variants: [HLSVariant], audio: URL?)?
     /// HLS without program date-times: each media playlist's anchor (its mapping survives the
-    /// reloads), and the clock their answer times are read on (the first answer's, measured
-    /// the way the session measures its own from it).
+    /// reloads; renditions segmented alike share it), and the clock their answer times are read
+    /// on (the first answer's, measured the way the session measures its own from it).
     private var anchors: [URL: HLSLiveAnchor] = [:]
     private var answerClock: ServerClock?
 
@@ -132,7 +132,8 @@ actor ManifestSource {
         guard try HLSLiveAnchor.isNeeded(for: playlist) else { return playlist }
         let clock = answerClock ?? ClockSync.clock(answering: result) ?? .local()
         answerClock = clock
-        return anchors[url, default: HLSLiveAnchor()].place(playlist, answeredAt: result.answered + clock.offset)
+        let sibling = anchors.first { $0.key != url }?.value
+        return anchors[url, default: HLSLiveAnchor()].place(playlist, answeredAt: result.answered + clock.offset, sibling: sibling)
     }
 
     /// The manifest, reloaded if the copy held is older than `maxAge` seconds. A failed reload

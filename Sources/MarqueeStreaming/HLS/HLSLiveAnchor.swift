@@ -16,6 +16,12 @@ import Foundation
 /// segments are nudged toward it by at most ``maxNudge`` of a target duration per reload: no
 /// drift builds up, no start already given moves, and starts never go back.
 ///
+/// Renditions (variants, an audio rendition) answered together may have been updated by the
+/// packager a moment apart, one listing a segment the other does not yet: each placed by its
+/// own answer they would be a segment apart (audio a segment off the pictures). So a playlist
+/// with nothing placed yet takes the starts of a sibling rendition's anchor when they are
+/// segmented alike (the same media sequence numbers, the same durations between them).
+///
 /// A pure value: answer times are server Unix seconds, given by the caller.
 public struct HLSLiveAnchor: Sendable, Equatable {
     /// The start given to each segment of the last playlist placed (server Unix seconds), by
@@ -47,8 +53,14 @@ public struct HLSLiveAnchor: Sendable, Equatable {
     /// `playlist` with every segment's ``HLSSegment/programDateTime`` set from this anchor,
     /// answered at server time `answeredAt` (Unix seconds), and
     /// ``HLSMediaPlaylist/programDateTimeEstimated`` set. The anchor remembers the mapping.
-    public mutating func place(_ playlist: HLSMediaPlaylist, answeredAt: Double) -> HLSMediaPlaylist {
+    /// `sibling`: the anchor of another rendition of the presentation, whose starts are taken
+    /// when this one has none for the listed segments and the two are segmented alike.
+    public mutating func place(_ playlist: HLSMediaPlaylist, answeredAt: Double, sibling: HLSLiveAnchor? = nil) -> HLSMediaPlaylist {
         guard !playlist.segments.isEmpty else { return playlist }
+        if knownSegment(of: playlist) == nil, let sibling, Self.segmentedAlike(playlist, sibling.starts) {
+            starts = sibling.starts
+            residuals = []
+        }
         let edge = answeredAt - playlist.pendingParts.reduce(0) { $0 + $1.duration }
         var placed: [Double]
         if let known = knownSegment(of: playlist) {
@@ -71,6 +83,15 @@ public struct HLSLiveAnchor: Sendable, Equatable {
     /// sequence numbers). A stale answer (an older window) keeps the mapping.
     private func knownSegment(of playlist: HLSMediaPlaylist) -> Int? {
         playlist.segments.lastIndex { starts[$0.sequence] != nil }
+    }
+
+    /// Whether `playlist` lists at least two segments placed in `placed` and its durations
+    /// between them are the placed ones (within ``tolerance``).
+    private static func segmentedAlike(_ playlist: HLSMediaPlaylist, _ placed: [UInt64: Double]) -> Bool {
+        let pairs = zip(playlist.segments, playlist.segments.dropFirst()).compactMap { a, b in
+            placed[a.sequence].flatMap { start in placed[b.sequence].map { ($0 - start, a.duration) } }
+        }
+        return !pairs.isEmpty && pairs.allSatisfy { abs($0.0 - $0.1) <= tolerance }
     }
 
     /// Starts for `segments` whose last one ends at `edge`.
