@@ -65,7 +65,7 @@ public struct HLSLiveAnchor: Sendable, Equatable {
         var placed: [Double]
         if let known = knownSegment(of: playlist) {
             placed = Self.extrapolated(playlist.segments, from: known, starts: starts)
-            let firstNew = playlist.segments.firstIndex { starts[$0.sequence] == nil }
+            let firstNew = known + 1 < placed.count ? known + 1 : nil  // what follows the newest known
             let step = nudge(residual: edge - Self.end(of: playlist.segments, placed), band: Self.band(playlist), canApply: firstNew != nil)
             if let firstNew { for i in firstNew..<placed.count { placed[i] += step } }
         } else {
