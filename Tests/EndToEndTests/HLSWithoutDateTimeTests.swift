@@ -13,8 +13,8 @@ import Testing
 extension LivePlaybackTests {
     /// ffmpeg stamps each picture with its own wall clock (setpts from RTCSTART; muxdelay 0 so the
     /// transport stream keeps it), in 2 s segments: the default target is the RFC 8216 hold-back,
-    /// 3 × 2 s. A second box (`marquee play` in its own process, its own answer times) starts
-    /// 1 s later in the segment cycle.
+    /// 3 × 2 s. Two boxes: `marquee play` in its own process and, 1 s later in the segment
+    /// cycle, a player in this one; each places the stream by its own answer times.
     @Test func ffmpegsLiveHLSWithoutProgramDateTime() async throws {
         let marquee = Tools.packageRoot.appendingPathComponent(".build/debug/marquee")
         try #require(FileManager.default.isExecutableFile(atPath: marquee.path), "swift build first")
@@ -38,13 +38,13 @@ extension LivePlaybackTests {
         let dirB = try Tools.tempDirectory("ffhls-boxB")
         let boxB = Process()
         boxB.executableURL = marquee
-        boxB.arguments = ["play", url.absoluteString, "--audio", "null", "--video", "frames:\(dirB.path)", "--duration", "21"]
+        boxB.arguments = ["play", url.absoluteString, "--audio", "null", "--video", "frames:\(dirB.path)", "--duration", "25"]
         boxB.standardOutput = FileHandle.nullDevice
         boxB.standardError = FileHandle.nullDevice
-        try await Task.sleep(for: .milliseconds(1000))
         try boxB.run()
         defer { Tools.stop(boxB) }
-        let run = try await Self.play(url, seconds: 23, audio: { .wav("\($0.path)/out.wav") })
+        try await Task.sleep(for: .milliseconds(1000))
+        let run = try await Self.play(url, seconds: 22, audio: { .wav("\($0.path)/out.wav") })
         while boxB.isRunning { try await Task.sleep(for: .milliseconds(100)) }
         #expect(boxB.terminationStatus == 0)
 
