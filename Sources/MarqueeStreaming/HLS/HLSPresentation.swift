@@ -12,7 +12,8 @@ import Foundation
 /// A live presentation carries its RFC 8216 hold-back as a `ServiceDescription` latency target
 /// (the session takes it when the app keeps the default target): `PART-HOLD-BACK` for a
 /// playlist with parts, else `HOLD-BACK`, else, for a playlist placed by its answer time, three
-/// target durations (§6.3.3). One placed by its program date-time keeps the player's default.
+/// target durations (§6.3.3). One placed by its program date-time, without a hold-back, keeps
+/// the player's default.
 ///
 /// Segments with an `EXT-X-MAP` are fMP4; without one they are MPEG-TS. A variant without an
 /// audio rendition carries its audio muxed (``Representation/muxesAudio``) unless its CODECS
