@@ -94,4 +94,16 @@ import Testing
         let explicit = PlaybackSession.syncSettings(options: PlayerOptions(sources: [url], targetLatency: 6), mpd: mpd)
         #expect(explicit.target == 6, "an explicit target wins")
     }
+
+    /// Live HLS without program date-times (placed by its answer time): the default target is
+    /// the RFC 8216 hold-back, three target durations; an explicit one wins.
+    @Test func hlsWithoutDateTimesHoldsBackThreeTargetDurations() throws {
+        let url = URL(string: "http://127.0.0.1/out.m3u8")!
+        let text = "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:9\n#EXTINF:2.0,\n9.ts\n#EXTINF:2.0,\n10.ts\n"
+        guard case .media(let playlist) = try HLSPlaylist.parse(text, url: url) else { throw ManifestError(.notAManifest, "media playlist expected") }
+        var anchor = HLSLiveAnchor()
+        let mpd = try HLSPresentation.mpd(video: anchor.place(playlist, answeredAt: 1_800_000_000), audio: nil, variant: nil)
+        #expect(PlaybackSession.syncSettings(options: PlayerOptions(sources: [url]), mpd: mpd).target == 6)
+        #expect(PlaybackSession.syncSettings(options: PlayerOptions(sources: [url], targetLatency: 4), mpd: mpd).target == 4)
+    }
 }

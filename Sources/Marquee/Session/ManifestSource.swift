@@ -13,6 +13,11 @@ actor ManifestSource {
     /// HLS: the media playlists chosen from the multivariant playlist, the video variants of the
     /// ABR ladder and the audio rendition (reloads fetch only them).
     private var hls: (variants: [HLSVariant], audio: URL?)?
+    /// HLS without program date-times: each media playlist's anchor (its mapping survives the
+    /// reloads; renditions segmented alike share it), and the clock their answer times are read
+    /// on (the first answer's, measured the way the session measures its own from it).
+    private var anchors: [URL: HLSLiveAnchor] = [:]
+    private var answerClock: ServerClock?
 
     /// How the manifest is fetched: `policy` until it has loaded once (a source with a backup
     /// behind it is tried once, the backup waits), ``FetchPolicy/manifest`` from then on.
@@ -84,7 +89,7 @@ actor ManifestSource {
         switch try HLSPlaylist.parse(text, url: url) {
         case .media(let p):
             lastResult = result
-            return try HLSPresentation.mpd(video: p, audio: nil, variant: nil)
+            return try HLSPresentation.mpd(video: try placed(p, url: url, result: result), audio: nil, variant: nil)
         case .multivariant(let master):
             guard let ladder = HLSPresentation.ladder(master) else {
                 throw ManifestError(.noPlayableContent, "multivariant playlist without a variant")
@@ -124,7 +129,17 @@ actor ManifestSource {
         guard case .media(let p) = try HLSPlaylist.parse(String(decoding: result.body.readableBytesView, as: UTF8.self), url: u) else {
             throw ManifestError(.invalidValue, "\(u.absoluteString) is a multivariant playlist where a media playlist was expected")
         }
-        return (p, result)
+        return (try placed(p, url: u, result: result), result)
+    }
+
+    /// Live `playlist` without program date-times as answered in `result`: placed on the clock
+    /// by its anchor. Any other: as it is.
+    private func placed(_ playlist: HLSMediaPlaylist, url: URL, result: FetchResult) throws(ManifestError) -> HLSMediaPlaylist {
+        guard try HLSLiveAnchor.isNeeded(for: playlist) else { return playlist }
+        let clock = answerClock ?? ClockSync.clock(answering: result) ?? .local()
+        answerClock = clock
+        let sibling = anchors.first { $0.key != url }?.value
+        return anchors[url, default: HLSLiveAnchor()].place(playlist, answeredAt: result.answered + clock.offset, sibling: sibling)
     }
 
     /// The manifest, reloaded if the copy held is older than `maxAge` seconds. A failed reload

@@ -82,16 +82,18 @@ public struct ClockSync: Sendable {
                 return clock
             }
         }
-        if let fallback, let date = fallback.date {
-            // One-second resolution: the server's second started somewhere in the round trip.
-            let mid = (fallback.sent + fallback.headReceived) / 2
-            let header = ServerClock(offset: date.timeIntervalSince1970 + 0.5 - mid, source: "Date header", roundTrip: fallback.headReceived - fallback.sent)
-            // A local clock that agrees with the header to within its resolution is the better
-            // measure (NTP-synced boxes: milliseconds, not ±0.5 s); one that does not is off.
-            let local = ServerClock.local()
-            return abs(header.offset - local.offset) <= 1.0 + (header.roundTrip ?? 0) / 2 ? local : header
-        }
-        return .local()
+        return fallback.flatMap(Self.clock(answering:)) ?? .local()
+    }
+
+    /// The server clock as an answer's `Date` header tells it, nil without one. One-second
+    /// resolution: the server's second started somewhere in the round trip. A local clock that
+    /// agrees with the header to within that is the better measure (NTP-synced boxes:
+    /// milliseconds, not ±0.5 s), and is returned instead; one that does not is off.
+    public static func clock(answering result: FetchResult) -> ServerClock? {
+        guard let date = result.date else { return nil }
+        let header = ServerClock(offset: date.timeIntervalSince1970 + 0.5 - result.answered, source: "Date header", roundTrip: result.headReceived - result.sent)
+        let local = ServerClock.local()
+        return abs(header.offset - local.offset) <= 1.0 + (header.roundTrip ?? 0) / 2 ? local : header
     }
 
     func measure(_ timing: UTCTiming) async -> ServerClock? {
@@ -151,7 +153,7 @@ public struct ClockSync: Sendable {
         guard let result = try? await fetcher.get(url, method: head ? .HEAD : .GET, timeout: .seconds(5), maxBytes: 4096) else {
             return nil
         }
-        let mid = (result.sent + result.headReceived) / 2
+        let mid = result.answered
         let rtt = result.headReceived - result.sent
         if head {
             guard let date = result.date else { return nil }

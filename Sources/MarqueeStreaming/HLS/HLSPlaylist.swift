@@ -142,6 +142,9 @@ public struct HLSMediaPlaylist: Sendable, Equatable {
     public var partHoldBack: Double?
     /// `EXT-X-START:TIME-OFFSET`.
     public var startOffset: Double?
+    /// The segments' program date-times were placed by the player from when the playlist was
+    /// answered (``HLSLiveAnchor``): it has no `EXT-X-PROGRAM-DATE-TIME`.
+    public var programDateTimeEstimated = false
 
     /// Live: segments may still be added (no `EXT-X-ENDLIST`).
     public var isLive: Bool { !endList }

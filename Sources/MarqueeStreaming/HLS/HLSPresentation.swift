@@ -5,7 +5,15 @@ import Foundation
 /// the playlists' segments placed by their `EXT-X-PROGRAM-DATE-TIME` (milliseconds since 1970,
 /// availabilityStartTime 1970), each with its own URL. Presentation time is then wall-clock
 /// time of the encoder, so the latency target, the server clock and the controller work as for
-/// DASH. A VOD/EVENT-complete playlist becomes a static presentation from 0.
+/// DASH. A live MPEG-TS playlist without program date-times is given them by an
+/// ``HLSLiveAnchor`` first (the end of its listing when it was answered). A VOD/EVENT-complete
+/// playlist becomes a static presentation from 0.
+///
+/// A live presentation carries its RFC 8216 hold-back as a `ServiceDescription` latency target
+/// (the session takes it when the app keeps the default target): `PART-HOLD-BACK` for a
+/// playlist with parts, else `HOLD-BACK`, else, for a playlist placed by its answer time, three
+/// target durations (§6.3.3). One placed by its program date-time, without a hold-back, keeps
+/// the player's default.
 ///
 /// Segments with an `EXT-X-MAP` are fMP4; without one they are MPEG-TS. A variant without an
 /// audio rendition carries its audio muxed (``Representation/muxesAudio``) unless its CODECS
@@ -54,6 +62,11 @@ public enum HLSPresentation {
             mpd.availabilityStartTime = Date(timeIntervalSince1970: 0)
             mpd.minimumUpdatePeriod = target
             mpd.timeShiftBufferDepth = playlists.map(\.totalDuration).min()
+            mpd.serviceDescription = holdBack(playlists).map { target in
+                var description = ServiceDescription()
+                description.latencyTarget = target * 1000
+                return description
+            }
         } else {
             mpd.mediaPresentationDuration = playlists.map(\.totalDuration).max()
         }
@@ -85,6 +98,16 @@ public enum HLSPresentation {
         return mpd
     }
 
+    /// The hold-back of live `playlists`, seconds: the longest `PART-HOLD-BACK` of those with
+    /// parts, else the longest `HOLD-BACK`, else three target durations when a playlist was
+    /// placed by its answer time; nil otherwise.
+    static func holdBack(_ playlists: [HLSMediaPlaylist]) -> Double? {
+        if let part = playlists.filter({ $0.partTarget != nil }).compactMap(\.partHoldBack).max() { return part }
+        if let whole = playlists.compactMap(\.holdBack).max() { return whole }
+        guard playlists.contains(where: \.programDateTimeEstimated) else { return nil }
+        return 3 * (playlists.map(\.targetDuration).max() ?? 0)
+    }
+
     private static func adaptationSet(
         _ playlist: HLSMediaPlaylist, kind: MediaKind, id: String, variant: HLSVariant?, live: Bool
     ) throws(ManifestError) -> AdaptationSet {
@@ -102,7 +125,7 @@ public enum HLSPresentation {
             let start: Double
             if live {
                 guard let date = segment.programDateTime else {
-                    throw ManifestError(.noPlayableContent, "live HLS without EXT-X-PROGRAM-DATE-TIME cannot be placed on the clock")
+                    throw ManifestError(.noPlayableContent, "live HLS segment \(segment.sequence) has no EXT-X-PROGRAM-DATE-TIME (a playlist without any is placed by an HLSLiveAnchor first)")
                 }
                 start = date.timeIntervalSince1970
             } else {

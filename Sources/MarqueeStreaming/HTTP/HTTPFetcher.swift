@@ -52,6 +52,10 @@ public struct FetchResult: Sendable {
     public var headReceived: Double
     public var finished: Double
 
+    /// When the server answered, best estimated (monotonic seconds): the middle of the round
+    /// trip from sending to the response head.
+    public var answered: Double { (sent + headReceived) / 2 }
+
     public func header(_ name: String) -> String? {
         headers.first { $0.0.caseInsensitiveCompare(name) == .orderedSame }?.1
     }

@@ -1,0 +1,155 @@
+import Foundation
+
+/// Places a live media playlist that has no `EXT-X-PROGRAM-DATE-TIME` on the clock, from the
+/// playlist itself: a segment is listed once it is complete, so when the playlist was answered
+/// its listing (parts included) had just ended, and segment i starts at the answer time minus
+/// the durations from i to the end.
+///
+/// Reloads keep that mapping through the media sequence numbers: a segment keeps the start it
+/// was first given, a new one starts where the one before it ends (EXTINF durations add,
+/// across `EXT-X-DISCONTINUITY` too). A reload's answer time only checks the extrapolation
+/// (its *residual*: answer time − extrapolated end of the listing). Without drift a residual
+/// stays within a target duration either side of zero, wherever in the segment cycle the
+/// answers fall (the first answer came at most a segment after the true edge, every later one
+/// at most a segment after its own). When ``reloadsBeforeNudge`` reloads in a row all fall
+/// outside that band (EXTINF rounded, an encoder whose clock runs off the server's), the new
+/// segments are nudged toward it by at most ``maxNudge`` of a target duration per reload: no
+/// drift builds up, no start already given moves, and starts never go back.
+///
+/// Renditions (variants, an audio rendition) answered together may have been updated by the
+/// packager a moment apart, one listing a segment the other does not yet: each placed by its
+/// own answer they would be a segment apart (audio a segment off the pictures). So a playlist
+/// with nothing placed yet takes the starts of a sibling rendition's anchor when they are
+/// segmented alike (the same media sequence numbers, the same durations between them).
+///
+/// A pure value: answer times are server Unix seconds, given by the caller.
+public struct HLSLiveAnchor: Sendable, Equatable {
+    /// The start given to each segment of the last playlist placed (server Unix seconds), by
+    /// media sequence number.
+    public private(set) var starts: [UInt64: Double] = [:]
+    /// The residuals of the last reloads (newest last), as the extrapolation now stands.
+    public private(set) var residuals: [Double] = []
+
+    /// Reloads in a row outside the band before the new segments are nudged.
+    public static let reloadsBeforeNudge = 4
+    /// Slack added to the band (answer jitter, the packager's publishing delay), seconds.
+    public static let tolerance = 0.25
+    /// The largest nudge per reload, as a fraction of the target duration.
+    public static let maxNudge = 0.02
+
+    public init() {}
+
+    /// Whether `playlist` is to be placed by an anchor: live, with segments, none of them
+    /// dated. Throws for fMP4 segments (an `EXT-X-MAP`): their `tfdt` is read as the program
+    /// date-time, which such a playlist does not give; MPEG-TS is placed by its first PTS.
+    public static func isNeeded(for playlist: HLSMediaPlaylist) throws(ManifestError) -> Bool {
+        guard playlist.isLive, !playlist.segments.isEmpty, playlist.segments.allSatisfy({ $0.programDateTime == nil }) else { return false }
+        guard playlist.segments.allSatisfy({ $0.map == nil }) else {
+            throw ManifestError(.noPlayableContent, "live fMP4 HLS without EXT-X-PROGRAM-DATE-TIME cannot be placed on the clock (MPEG-TS segments can)")
+        }
+        return true
+    }
+
+    /// `playlist` with every segment's ``HLSSegment/programDateTime`` set from this anchor,
+    /// answered at server time `answeredAt` (Unix seconds), and
+    /// ``HLSMediaPlaylist/programDateTimeEstimated`` set. The anchor remembers the mapping.
+    /// `sibling`: the anchor of another rendition of the presentation, whose starts are taken
+    /// when this one has none for the listed segments and the two are segmented alike.
+    public mutating func place(_ playlist: HLSMediaPlaylist, answeredAt: Double, sibling: HLSLiveAnchor? = nil) -> HLSMediaPlaylist {
+        guard !playlist.segments.isEmpty else { return playlist }
+        if knownSegment(of: playlist) == nil, let sibling, Self.segmentedAlike(playlist, sibling.starts) {
+            starts = sibling.starts
+            residuals = []
+        }
+        let edge = answeredAt - playlist.pendingParts.reduce(0) { $0 + $1.duration }
+        var placed: [Double]
+        if let known = knownSegment(of: playlist) {
+            placed = Self.extrapolated(playlist.segments, from: known, starts: starts)
+            let firstNew = known + 1 < placed.count ? known + 1 : nil  // what follows the newest known
+            let step = nudge(residual: edge - Self.end(of: playlist.segments, placed), band: Self.band(playlist), canApply: firstNew != nil)
+            if let firstNew { for i in firstNew..<placed.count { placed[i] += step } }
+        } else {
+            placed = Self.backwards(playlist.segments, endingAt: edge)
+            residuals = []
+        }
+        starts = Dictionary(zip(playlist.segments.map(\.sequence), placed), uniquingKeysWith: { first, _ in first })
+        return Self.dated(playlist, placed)
+    }
+
+    // MARK: mapping
+
+    /// The index of the newest listed segment already given a start; nil when none is (the
+    /// first playlist, reloads missed for longer than the window, an encoder restarted on new
+    /// sequence numbers). A stale answer (an older window) keeps the mapping.
+    private func knownSegment(of playlist: HLSMediaPlaylist) -> Int? {
+        playlist.segments.lastIndex { starts[$0.sequence] != nil }
+    }
+
+    /// Whether `playlist` lists at least two segments placed in `placed` and its durations
+    /// between them are the placed ones (within ``tolerance``).
+    private static func segmentedAlike(_ playlist: HLSMediaPlaylist, _ placed: [UInt64: Double]) -> Bool {
+        let pairs = zip(playlist.segments, playlist.segments.dropFirst()).compactMap { a, b in
+            placed[a.sequence].flatMap { start in placed[b.sequence].map { ($0 - start, a.duration) } }
+        }
+        return !pairs.isEmpty && pairs.allSatisfy { abs($0.0 - $0.1) <= tolerance }
+    }
+
+    /// Starts for `segments` whose last one ends at `edge`.
+    private static func backwards(_ segments: [HLSSegment], endingAt edge: Double) -> [Double] {
+        var out = [Double](repeating: 0, count: segments.count)
+        var next = edge
+        for i in segments.indices.reversed() {
+            next -= segments[i].duration
+            out[i] = next
+        }
+        return out
+    }
+
+    /// Starts for `segments` around the one at `known`: the starts given before, and the
+    /// EXTINF durations before and after them.
+    private static func extrapolated(_ segments: [HLSSegment], from known: Int, starts: [UInt64: Double]) -> [Double] {
+        var out = [Double](repeating: 0, count: segments.count)
+        out[known] = starts[segments[known].sequence]!
+        for i in stride(from: known - 1, through: 0, by: -1) { out[i] = starts[segments[i].sequence] ?? out[i + 1] - segments[i].duration }
+        for i in (known + 1)..<segments.count { out[i] = starts[segments[i].sequence] ?? out[i - 1] + segments[i - 1].duration }
+        return out
+    }
+
+    private static func end(of segments: [HLSSegment], _ starts: [Double]) -> Double {
+        starts[starts.count - 1] + segments[segments.count - 1].duration
+    }
+
+    private static func dated(_ playlist: HLSMediaPlaylist, _ starts: [Double]) -> HLSMediaPlaylist {
+        var out = playlist
+        for i in out.segments.indices { out.segments[i].programDateTime = Date(timeIntervalSince1970: starts[i]) }
+        out.programDateTimeEstimated = true
+        return out
+    }
+
+    // MARK: soft re-anchoring
+
+    /// How far a residual may be from zero without drift: a target duration (the longest
+    /// segment if longer) plus ``tolerance``.
+    private static func band(_ playlist: HLSMediaPlaylist) -> Double {
+        max(playlist.targetDuration, playlist.segments.map(\.duration).max() ?? 0) + tolerance
+    }
+
+    /// Records `residual` and returns the shift for the new segments: nonzero only when the
+    /// last ``reloadsBeforeNudge`` residuals are all beyond `band` on the same side and there
+    /// are new segments to move. The residuals kept are updated by the shift.
+    private mutating func nudge(residual: Double, band: Double, canApply: Bool) -> Double {
+        residuals = Array((residuals + [residual]).suffix(Self.reloadsBeforeNudge))
+        guard canApply, residuals.count == Self.reloadsBeforeNudge, let low = residuals.min(), let high = residuals.max() else { return 0 }
+        let limit = Self.maxNudge * (band - Self.tolerance)
+        let step: Double
+        if low > band {
+            step = min(low - band, limit)  // the listing ends later than extrapolated: EXTINF short of real time
+        } else if high < -band {
+            step = -min(-band - high, limit)  // it ends earlier: EXTINF longer than real time
+        } else {
+            return 0
+        }
+        residuals = residuals.map { $0 - step }
+        return step
+    }
+}

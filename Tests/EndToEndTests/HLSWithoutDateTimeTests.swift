@@ -1,0 +1,152 @@
+import Foundation
+import Marquee
+import MarqueeStreaming
+import TestSupport
+import Testing
+
+/// Live HLS from packagers we did not write, in their default configuration: no
+/// `EXT-X-PROGRAM-DATE-TIME` (ffmpeg's HLS muxer without `program_date_time`; GStreamer's
+/// hlssink2 has no such option), muxed MPEG-TS segments, started live by the test and served as
+/// files by our origin's static directory over loopback. The player places each playlist by
+/// when it was answered; frames.tsv tells whether every picture came, in order, at a latency
+/// that holds still.
+extension LivePlaybackTests {
+    /// ffmpeg stamps each picture with its own wall clock (setpts from RTCSTART; muxdelay 0 so the
+    /// transport stream keeps it), in 2 s segments: the default target is the RFC 8216 hold-back,
+    /// 3 × 2 s. Two boxes: `marquee play` in its own process and, 1 s later in the segment
+    /// cycle, a player in this one; each places the stream by its own answer times.
+    @Test func ffmpegsLiveHLSWithoutProgramDateTime() async throws {
+        let marquee = Tools.packageRoot.appendingPathComponent(".build/debug/marquee")
+        try #require(FileManager.default.isExecutableFile(atPath: marquee.path), "swift build first")
+        let dir = try Tools.tempDirectory("ffhls")
+        let origin = try await Self.origin(staticRoot: dir.path)
+        defer { Task { await origin.stop() } }
+        let encoder = try Tools.spawn(
+            "ffmpeg",
+            [
+                "-v", "error", "-nostdin", "-re", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30",
+                "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
+                "-vf", "setpts=PTS+RTCSTART/(1000000*TB)", "-af", "asetpts=PTS+RTCSTART/(1000000*TB)",
+                "-c:v", "libx264", "-g", "30", "-preset", "ultrafast", "-tune", "zerolatency", "-c:a", "aac", "-muxdelay", "0", "-muxpreload", "0",
+                "-f", "hls", "-hls_time", "2", "-hls_list_size", "6", "-hls_flags", "delete_segments", "out.m3u8",
+            ], cwd: dir)
+        defer { Tools.stop(encoder) }
+        let playlist = try await Self.waitForSegments(dir.appendingPathComponent("out.m3u8"), count: 3)
+        try #require(!playlist.contains("PROGRAM-DATE-TIME") && playlist.contains("#EXT-X-TARGETDURATION:2"), "\(playlist)")
+        let url = origin.baseURL.appendingPathComponent("static/out.m3u8")
+
+        let dirB = try Tools.tempDirectory("ffhls-boxB")
+        let boxB = Process()
+        boxB.executableURL = marquee
+        boxB.arguments = ["play", url.absoluteString, "--audio", "null", "--video", "frames:\(dirB.path)", "--duration", "25"]
+        boxB.standardOutput = FileHandle.nullDevice
+        boxB.standardError = FileHandle.nullDevice
+        try boxB.run()
+        defer { Tools.stop(boxB) }
+        try await Task.sleep(for: .milliseconds(1000))
+        let run = try await Self.play(url, seconds: 22, audio: { .wav("\($0.path)/out.wav") })
+        while boxB.isRunning { try await Task.sleep(for: .milliseconds(100)) }
+        #expect(boxB.terminationStatus == 0)
+
+        // Each picture's pts is the encoder's wall clock when it was made (unwrapped from 33 bits).
+        let wrap = Double(TransportStreamTimestamps.wrap) / 90_000
+        let made = { (f: PresentedFrame) in f.pts + ((f.wallTime - f.pts) / wrap).rounded() * wrap }
+        let a = try Self.expectSteadyPlayback(run.frames, made: made, target: 6, segment: 2, box: "A")
+        let framesB = try FramesFile.read(dirB.appendingPathComponent("frames.tsv"))
+        let b = try Self.expectSteadyPlayback(framesB, made: made, target: 6, segment: 2, box: "B")
+        Self.expectHeard440(run.dir.appendingPathComponent("out.wav"))
+        #expect(!run.events.contains(.stateChanged(.ended)), "a live stream never ends")
+
+        // Two boxes: each anchored on its own answer times, at most a segment apart.
+        var wallA: [Int: Double] = [:]
+        for f in run.frames { wallA[Int((f.pts * 1000).rounded())] = f.wallTime }
+        let skew = framesB.compactMap { f in wallA[Int((f.pts * 1000).rounded())].map { f.wallTime - $0 } }
+        try #require(skew.count > 300, "\(skew.count) pictures shown by both")
+        #expect(abs(Stats.median(skew)) < 2 + 0.1, "boxes \(Stats.median(skew)) s apart")
+        print(String(format: "ffmpeg HLS without PDT: box A latency %.3f s (median; %.1f ms spread), box B %.3f s (%.1f ms spread), B − A %.1f ms over %d pictures",
+                     Stats.median(a), (a.max()! - a.min()!) * 1000, Stats.median(b), (b.max()! - b.min()!) * 1000,
+                     Stats.median(skew) * 1000, skew.count))
+    }
+
+    /// GStreamer's hlssink2 (splitmuxsink + mpegtsmux), 1 s segments: the default target is
+    /// 3 × 1 s. Its pts start near 0: a picture's wall clock is measured from when the packager
+    /// closed each segment file (its mtime against the first pts of the next one).
+    @Test func gstreamersHLSSink2WithoutProgramDateTime() async throws {
+        let dir = try Tools.tempDirectory("gsthls")
+        let origin = try await Self.origin(staticRoot: dir.path)
+        defer { Task { await origin.stop() } }
+        let pipeline = """
+            videotestsrc is-live=true ! video/x-raw,format=I420,width=640,height=360,framerate=30/1 ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=30 \
+            ! h264parse ! hls.video audiotestsrc is-live=true freq=440 ! audioconvert ! audioresample ! audio/x-raw,rate=48000,channels=2 \
+            ! voaacenc ! aacparse ! hls.audio hlssink2 name=hls target-duration=1 playlist-length=6 max-files=0 location=seg%05d.ts playlist-location=out.m3u8
+            """
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/gst-launch-1.0"), "run scripts/setup (GStreamer)")
+        let packager = try Tools.spawn("gst-launch-1.0", ["-q"] + pipeline.split(separator: " ").map(String.init), cwd: dir)
+        defer { Tools.stop(packager) }
+        let playlist = try await Self.waitForSegments(dir.appendingPathComponent("out.m3u8"), count: 3)
+        try #require(!playlist.contains("PROGRAM-DATE-TIME"), "\(playlist)")
+        let run = try await Self.play(origin.baseURL.appendingPathComponent("static/out.m3u8"), seconds: 22, audio: { .wav("\($0.path)/out.wav") })
+        let closed = try Self.segmentClosings(dir)
+        let made = { (f: PresentedFrame) in f.pts + closed }
+        let latency = try Self.expectSteadyPlayback(run.frames, made: made, target: 3, segment: 1, box: "GStreamer")
+        Self.expectHeard440(run.dir.appendingPathComponent("out.wav"))
+        #expect(!run.events.contains(.stateChanged(.ended)), "a live stream never ends")
+        print(String(format: "hlssink2 HLS without PDT: latency %.3f s after the segment was written (median; %.1f ms spread)",
+                     Stats.median(latency), (latency.max()! - latency.min()!) * 1000))
+    }
+
+    // MARK: helpers
+
+    /// The playlist's text once it lists `count` segments.
+    static func waitForSegments(_ playlist: URL, count: Int, timeout: Double = 20) async throws -> String {
+        for _ in 0..<Int(timeout * 10) {
+            if let text = try? String(contentsOf: playlist, encoding: .utf8), text.components(separatedBy: "#EXTINF").count > count { return text }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw ToolFailure(message: "\(playlist.path): fewer than \(count) segments after \(timeout) s")
+    }
+
+    /// Pictures in order, ≥ 99 % of them with at most one gap, and a latency (presentation
+    /// instant − `made`) that holds within ±50 ms once the first 3 s are past, at or above the
+    /// target and less than a segment (+ 0.5 s of packaging) beyond it. Returns those latencies.
+    static func expectSteadyPlayback(
+        _ frames: [PresentedFrame], made: (PresentedFrame) -> Double, target: Double, segment: Double, box: String
+    ) throws -> [Double] {
+        try #require(frames.count > 400, "\(box): \(frames.count) frames")
+        let steps = zip(frames, frames.dropFirst()).map { $1.pts - $0.pts }
+        #expect(steps.allSatisfy { $0 > 0 }, "\(box): pictures in order")
+        let gaps = steps.filter { abs($0 - 1.0 / 30) > 0.002 }
+        #expect(gaps.count <= 1, "\(box): pts steps other than 1/30: \(gaps)")
+        let presented = Double(frames.count) / (((frames.last!.pts - frames.first!.pts) * 30).rounded() + 1)
+        #expect(presented >= 0.99, "\(box): \(presented * 100) % of the pictures presented")
+        let settled = frames.filter { $0.wallTime > frames[0].wallTime + 3 }.map { $0.wallTime - made($0) }
+        let spread = settled.max()! - settled.min()!
+        #expect(spread <= 0.1, "\(box): latency \(settled.min()!)…\(settled.max()!) s")
+        #expect(Stats.median(settled) > target - 0.05 && Stats.median(settled) < target + segment + 0.5, "\(box): latency \(Stats.median(settled)) s, target \(target)")
+        return settled
+    }
+
+    static func expectHeard440(_ wav: URL) {
+        guard let pcm = try? PCM.wav(wav), let start = pcm.firstSound() else {
+            Issue.record("no sound in \(wav.path)")
+            return
+        }
+        #expect(abs(ToneAnalysis.frequency(pcm.channel(0)[start...].dropFirst(4800).dropLast(4800), sampleRate: pcm.sampleRate) - 440) < 1)
+    }
+
+    /// The offset from pts to the wall clock at which the packager wrote them out: for each
+    /// segment file, its modification time against the first pts of the next one (where it
+    /// ends); the smallest (the segment closed soonest after its end).
+    static func segmentClosings(_ dir: URL) throws -> Double {
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".ts") }.sorted()
+        var offsets: [Double] = []
+        for (name, next) in zip(names, names.dropFirst()) {
+            let attributes = try FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent(name).path)
+            guard let written = attributes[.modificationDate] as? Date,
+                let end = TransportStreamTimestamps.firstPTS(try Data(contentsOf: dir.appendingPathComponent(next)))
+            else { continue }
+            offsets.append(written.timeIntervalSince1970 - Double(end) / 90_000)
+        }
+        return try #require(offsets.min())
+    }
+}
