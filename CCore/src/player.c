@@ -310,34 +310,35 @@ int mq_player_add_track(mq_player *p, mq_track_kind kind, double pts_offset, int
     return MQ_OK;
 }
 
+/// The track `track_id` of `p` for a call whose arguments are `valid`: MQ_OK with *out set,
+/// else the error to return.
+static int track_arg(mq_player *p, int32_t track_id, bool valid, mq_track **out)
+{
+    *out = p ? find_track(p, track_id) : NULL;
+    if (!p || !valid)
+        return MQ_ERR_INVALID_ARGUMENT;
+    return *out ? MQ_OK : MQ_ERR_NOT_FOUND;
+}
+
 int mq_player_push(mq_player *p, int32_t track_id, const uint8_t *data, size_t size)
 {
-    mq_track *t = p ? find_track(p, track_id) : NULL;
-    if (!p || (!data && size > 0))
-        return MQ_ERR_INVALID_ARGUMENT;
-    if (!t)
-        return MQ_ERR_NOT_FOUND;
-    return mq_byte_queue_push(t->input, data, size);
+    mq_track *t;
+    int ret = track_arg(p, track_id, data || size == 0, &t);
+    return ret < 0 ? ret : mq_byte_queue_push(t->input, data, size);
 }
 
 int mq_player_push_init(mq_player *p, int32_t track_id, const uint8_t *data, size_t size)
 {
-    mq_track *t = p ? find_track(p, track_id) : NULL;
-    if (!p || (!data && size > 0))
-        return MQ_ERR_INVALID_ARGUMENT;
-    if (!t)
-        return MQ_ERR_NOT_FOUND;
-    return mq_byte_queue_push_init(t->input, data, size);
+    mq_track *t;
+    int ret = track_arg(p, track_id, data || size == 0, &t);
+    return ret < 0 ? ret : mq_byte_queue_push_init(t->input, data, size);
 }
 
 int mq_player_end_segment(mq_player *p, int32_t track_id)
 {
-    mq_track *t = p ? find_track(p, track_id) : NULL;
-    if (!p)
-        return MQ_ERR_INVALID_ARGUMENT;
-    if (!t)
-        return MQ_ERR_NOT_FOUND;
-    return mq_byte_queue_end_segment(t->input);
+    mq_track *t;
+    int ret = track_arg(p, track_id, true, &t);
+    return ret < 0 ? ret : mq_byte_queue_end_segment(t->input);
 }
 
 int mq_player_reset_track(mq_player *p, int32_t track_id)
