@@ -95,6 +95,36 @@ extension LivePlaybackTests {
                      Stats.median(latency), (latency.max()! - latency.min()!) * 1000))
     }
 
+    /// ffmpeg's fMP4 HLS with program date-times: its `tfdt` starts near 0, nowhere near the
+    /// date-times (this showed no picture at all while `tfdt` was read as the date-time). Each
+    /// track's first `tfdt` is measured against its segment's date-time.
+    @Test func ffmpegsFragmentedMP4HLSWithProgramDateTime() async throws {
+        let dir = try Tools.tempDirectory("fffmp4")
+        let origin = try await Self.origin(staticRoot: dir.path)
+        defer { Task { await origin.stop() } }
+        let spawned = Date().timeIntervalSince1970
+        let encoder = try Tools.spawn(
+            "ffmpeg",
+            [
+                "-v", "error", "-nostdin", "-re", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30",
+                "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
+                "-c:v", "libx264", "-g", "30", "-preset", "ultrafast", "-tune", "zerolatency", "-c:a", "aac",
+                "-f", "hls", "-hls_time", "2", "-hls_list_size", "6", "-hls_segment_type", "fmp4",
+                "-hls_flags", "delete_segments+program_date_time", "out.m3u8",
+            ], cwd: dir)
+        defer { Tools.stop(encoder) }
+        let playlist = try await Self.waitForSegments(dir.appendingPathComponent("out.m3u8"), count: 2)
+        try #require(playlist.contains("PROGRAM-DATE-TIME") && playlist.contains("#EXT-X-MAP"), "\(playlist)")
+        let run = try await Self.play(origin.baseURL.appendingPathComponent("static/out.m3u8"), seconds: 20, audio: { .wav("\($0.path)/out.wav") })
+        // A picture of pts p was made about p after the encoder started (-re): its latency is
+        // measured against that (a constant error of the start-up, the same for every picture).
+        let latency = try Self.expectSteadyPlayback(run.frames, made: { spawned + $0.pts }, target: 3, segment: 2, box: "ffmpeg fMP4")
+        Self.expectHeard440(run.dir.appendingPathComponent("out.wav"))
+        #expect(!run.events.contains(.stateChanged(.ended)), "a live stream never ends")
+        print(String(format: "ffmpeg fMP4 HLS with PDT: latency %.3f s after the encoder made the picture (median; %.1f ms spread)",
+                     Stats.median(latency), (latency.max()! - latency.min()!) * 1000))
+    }
+
     // MARK: helpers
 
     /// The playlist's text once it lists `count` segments.

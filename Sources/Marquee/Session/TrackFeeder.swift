@@ -236,7 +236,7 @@ struct TrackFeeder: Sendable {
     /// stream's offset first when it is pending, then its in-band events. False when the core
     /// is closed.
     private func pushWhole(_ bytes: ByteBuffer, of segment: SegmentReference, rep: Representation) -> Bool {
-        if rep.isTransportStream, offsetPending.withLock({ $0 }) { measureOffset(bytes, segment: segment) }
+        if rep.measuresTimestamps, offsetPending.withLock({ $0 }) { measureOffset(bytes, segment: segment, rep: rep) }
         do {
             try push(bytes)
             try endSegment()
@@ -495,7 +495,7 @@ struct TrackFeeder: Sendable {
             let bufferAtStart = max(0, (pushedEnd.withLock { $0 } ?? segment.start) - (position() ?? segment.start))
             // MPEG-TS whose offset is still to be measured: the first chunks wait until the first
             // PTS is in them (the offset must be set before the core decodes a frame).
-            var held: ByteBuffer? = rep.isTransportStream && offsetPending.withLock({ $0 }) ? ByteBuffer() : nil
+            var held: ByteBuffer? = rep.measuresTimestamps && offsetPending.withLock({ $0 }) ? ByteBuffer() : nil
             // Complete on the server: kept until whole, so nothing partial reaches the core.
             var unpushed: ByteBuffer? = paced ? nil : ByteBuffer()
             /// Hands bytes of the segment on: to the core (after the TS offset is known), the
@@ -505,7 +505,7 @@ struct TrackFeeder: Sendable {
                 if var waiting = held {
                     var copy = bytes
                     waiting.writeBuffer(&copy)
-                    guard measureOffset(waiting, segment: segment) || waiting.readableBytes >= Self.offsetProbeBytes else {
+                    guard measureOffset(waiting, segment: segment, rep: rep) || waiting.readableBytes >= Self.offsetProbeBytes else {
                         held = waiting
                         return
                     }
@@ -644,16 +644,24 @@ struct TrackFeeder: Sendable {
     /// How far into a transport stream segment its first PTS is looked for.
     static let offsetProbeBytes = 256 << 10
 
-    /// MPEG-TS: places the stream on the presentation timeline from `bytes`, the start of
-    /// `segment`: its first PTS (a video one if any) is presented at the segment's start (its
-    /// program date-time). Returns false while no PTS is in `bytes`.
+    /// Places the media on the presentation timeline from `bytes`, the start of `segment`: its
+    /// first timestamp (MPEG-TS: the first PTS, a video one if any; fMP4: the first `tfdt`) is
+    /// presented at the segment's start (its program date-time). Returns false while no
+    /// timestamp is in `bytes`.
     @discardableResult
-    private func measureOffset(_ bytes: ByteBuffer, segment: SegmentReference) -> Bool {
-        guard let pts = TransportStreamTimestamps.firstPTS(bytes.readableBytesView) else { return false }
-        let offset = segment.start - Double(pts) / Double(TransportStreamTimestamps.clockRate)
+    private func measureOffset(_ bytes: ByteBuffer, segment: SegmentReference, rep: Representation) -> Bool {
+        let first: Double?
+        if rep.isTransportStream {
+            first = TransportStreamTimestamps.firstPTS(bytes.readableBytesView).map { Double($0) / Double(TransportStreamTimestamps.clockRate) }
+        } else {
+            first = inits.withLock { $0[rep.id] }.flatMap { FragmentTime.firstDecodeTime(segment: bytes.readableBytesView, initSegment: $0.readableBytesView) }
+        }
+        guard let first else { return false }
+        let pts = first
+        let offset = segment.start - first
         for track in plan.coreTracks { try? core.setTrackOffset(track, ptsOffset: offset) }
         offsetPending.withLock { $0 = false }
-        logger.debug("transport stream placed", metadata: ["track": "\(plan.representation.id)", "pts": "\(pts)", "offset": "\(offset)"])
+        logger.debug("media placed by its first timestamp", metadata: ["track": "\(plan.representation.id)", "pts": "\(pts)", "offset": "\(offset)"])
         return true
     }
 }

@@ -150,6 +150,12 @@ public struct Representation: Sendable, Equatable {
     public var muxesAudio: Bool = false
     /// The segments are an MPEG-2 transport stream (mimeType `video/mp2t`/`audio/mp2t`).
     public var isTransportStream: Bool { mimeType?.hasSuffix("/mp2t") ?? false }
+    /// The timeline places the segments by other means than their own timestamps (HLS: program
+    /// date-time, or the order of the playlist): `tfdt` may be anything.
+    public var placedByPlaylist = false
+    /// Whether the player maps the media's own timestamps (a transport stream's PTS, a fragment's
+    /// `tfdt`) onto the timeline by measuring the first segment, rather than trusting them.
+    public var measuresTimestamps: Bool { isTransportStream || placedByPlaylist }
     /// `AudioChannelConfiguration` descriptors given on the Representation itself.
     public var audioChannelConfigurations: [Descriptor] = []
     /// Every XML attribute of the element as written (`sar`, `scanType`, `startWithSAP`, ...).

@@ -158,6 +158,7 @@ public enum HLSPresentation {
         rep.height = variant?.height
         rep.frameRate = variant?.frameRate
         rep.kind = kind
+        rep.placedByPlaylist = true
         rep.mimeType = (kind == .video ? "video/" : "audio/") + (map == nil ? "mp2t" : "mp4")
         rep.segmentTemplate = template
         var set = AdaptationSet()
