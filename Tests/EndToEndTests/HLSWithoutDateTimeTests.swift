@@ -125,6 +125,48 @@ extension LivePlaybackTests {
                      Stats.median(latency), (latency.max()! - latency.min()!) * 1000))
     }
 
+    /// An encoder that restarts: ffmpeg's HLS muxer stopped after a while and started again on
+    /// the same playlist (`append_list+discont_start`: the sequence goes on after an
+    /// EXT-X-DISCONTINUITY, the timestamps start afresh). Pictures stopped at the first restart
+    /// while the first timestamps were measured once; now the tracks restart there.
+    @Test func ffmpegsHLSAcrossAnEncoderRestart() async throws {
+        let dir = try Tools.tempDirectory("ffrestart")
+        let origin = try await Self.origin(staticRoot: dir.path)
+        defer { Task { await origin.stop() } }
+        let arguments = [
+            "-v", "error", "-nostdin", "-re", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30",
+            "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
+            "-c:v", "libx264", "-g", "30", "-preset", "ultrafast", "-tune", "zerolatency", "-c:a", "aac",
+            "-f", "hls", "-hls_time", "1", "-hls_list_size", "8", "-hls_flags", "delete_segments+append_list+discont_start+program_date_time",
+            "out.m3u8",
+        ]
+        var encoder = try Tools.spawn("ffmpeg", arguments, cwd: dir)
+        defer { Tools.stop(encoder) }
+        _ = try await Self.waitForSegments(dir.appendingPathComponent("out.m3u8"), count: 3)
+        let playing = Task { try await Self.play(origin.baseURL.appendingPathComponent("static/out.m3u8"), seconds: 24, audio: { _ in .null }) }
+        try await Task.sleep(for: .seconds(8))
+        Tools.stop(encoder)
+        let restarted = Date().timeIntervalSince1970
+        encoder = try Tools.spawn("ffmpeg", arguments, cwd: dir)
+        var playlist = ""
+        for _ in 0..<100 where !playlist.contains("#EXT-X-DISCONTINUITY\n") {
+            try await Task.sleep(for: .milliseconds(100))
+            playlist = (try? String(contentsOf: dir.appendingPathComponent("out.m3u8"), encoding: .utf8)) ?? ""
+        }
+        let run = try await playing.value
+        try #require(playlist.contains("#EXT-X-DISCONTINUITY\n"), "\(playlist)")
+        let after = run.frames.filter { $0.wallTime > restarted + 3 }
+        // 24 s of play, restarted at 8 s: the new encoder's pictures from a few seconds on.
+        #expect(after.count > 250, "\(after.count) pictures after the restart")
+        let gaps = zip(run.frames, run.frames.dropFirst()).filter { $1.wallTime - $0.wallTime > 0.1 }
+        #expect(gaps.count <= 1, "gaps: \(gaps.map { String(format: "%.2f s", $1.wallTime - $0.wallTime) })")
+        let steps = zip(after, after.dropFirst()).map { $1.pts - $0.pts }
+        #expect(steps.allSatisfy { abs($0 - 1.0 / 30) < 0.002 }, "after the restart: pts steps \(Set(steps.map { ($0 * 1000).rounded() }))")
+        #expect(!run.events.contains(.stateChanged(.ended)), "a live stream never ends")
+        print(String(format: "ffmpeg HLS across a restart: %d pictures, %d after it, longest gap %.2f s", run.frames.count, after.count,
+                     gaps.map { $1.wallTime - $0.wallTime }.max() ?? 0))
+    }
+
     // MARK: helpers
 
     /// The playlist's text once it lists `count` segments.

@@ -150,6 +150,7 @@ struct TrackFeeder: Sendable {
         var lastEnd: Double? = nil
         var misses = 0  // reloads in a row that listed nothing new
         var reloadSince: Double? = nil  // after a wait: only a manifest requested since it
+        var pushedAny = false
         while !Task.isCancelled {
             guard let segment = next else {
                 guard isLive else {
@@ -192,6 +193,13 @@ struct TrackFeeder: Sendable {
             }
             if isLive, store?.entry(track: plan.coreTrack, time: segment.time) == nil { await waitUntilAvailable(segment, timeline) }
             if Task.isCancelled { return false }
+            if segment.discontinuity, pushedAny {
+                // An encoder restart or a splice (HLS): the timestamps start afresh. The tracks
+                // restart (what they queued of the segment before goes), the new ones are measured.
+                logger.info("discontinuity", metadata: ["track": "\(plan.representation.id)", "segment": "\(segment.number)"])
+                restartTracks()
+            }
+            pushedAny = true
             switch await obtain(segment) {
             case .pushed:
                 pushedEnd.withLock { $0 = segment.end }

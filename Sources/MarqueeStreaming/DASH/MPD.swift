@@ -185,6 +185,9 @@ public struct SegmentTemplate: Sendable, Equatable {
     public var segmentURLs: [UInt64: URL]?
     /// HLS: the keys of encrypted segments, by number.
     public var segmentKeys: [UInt64: SegmentKey]?
+    /// HLS: the numbers of the segments after an `EXT-X-DISCONTINUITY` (an encoder restart, a
+    /// splice: the media's timestamps start afresh there).
+    public var discontinuities: Set<UInt64>?
 
     public init() {}
 }

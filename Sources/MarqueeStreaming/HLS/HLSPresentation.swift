@@ -120,6 +120,7 @@ public enum HLSPresentation {
         var entries: [SegmentTimelineEntry] = []
         var urls: [UInt64: URL] = [:]
         var keys: [UInt64: SegmentKey] = [:]
+        var discontinuities: Set<UInt64> = []
         var clock = 0.0
         for (i, segment) in playlist.segments.enumerated() {
             let start: Double
@@ -136,6 +137,7 @@ public enum HLSPresentation {
             let end = next.map { UInt64(($0 * 1000).rounded()) } ?? t + UInt64((segment.duration * 1000).rounded())
             entries.append(SegmentTimelineEntry(t: t, n: segment.sequence, d: max(1, end - t)))
             urls[segment.sequence] = segment.uri
+            if segment.discontinuity { discontinuities.insert(segment.sequence) }
             switch segment.key?.method {
             case .aes128:
                 guard let uri = segment.key?.uri else { throw ManifestError(.invalidValue, "EXT-X-KEY METHOD=AES-128 without a URI") }
@@ -152,6 +154,7 @@ public enum HLSPresentation {
         template.timeline = entries
         template.segmentURLs = urls
         template.segmentKeys = keys.isEmpty ? nil : keys
+        template.discontinuities = discontinuities
         var rep = Representation(id: id, bandwidth: variant?.bandwidth ?? 128_000)
         rep.codecs = variant?.codecs
         rep.width = variant?.width

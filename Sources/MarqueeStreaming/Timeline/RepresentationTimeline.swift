@@ -14,6 +14,8 @@ public struct SegmentReference: Sendable, Equatable {
     public var url: URL
     /// The key the segment is encrypted with (HLS AES-128), nil when it is in the clear.
     public var key: SegmentKey? = nil
+    /// HLS: an `EXT-X-DISCONTINUITY` comes before it (its timestamps start afresh).
+    public var discontinuity = false
 
     /// Presentation time just after the last sample, in seconds.
     public var end: Double { start + Double(duration) / Double(timescale) }
@@ -238,7 +240,7 @@ public struct RepresentationTimeline: Sendable {
         }
         return SegmentReference(
             number: e.number, time: e.time, duration: e.duration, timescale: template.timescale, start: start, url: url,
-            key: template.segmentKeys?[e.number])
+            key: template.segmentKeys?[e.number], discontinuity: template.discontinuities?.contains(e.number) ?? false)
     }
 
     func expand(_ pattern: String, number: UInt64?, time: UInt64?) -> String {
