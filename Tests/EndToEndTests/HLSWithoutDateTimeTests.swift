@@ -104,14 +104,8 @@ extension LivePlaybackTests {
         defer { Task { await origin.stop() } }
         let spawned = Date().timeIntervalSince1970
         let encoder = try Tools.spawn(
-            "ffmpeg",
-            [
-                "-v", "error", "-nostdin", "-re", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30",
-                "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
-                "-c:v", "libx264", "-g", "30", "-preset", "ultrafast", "-tune", "zerolatency", "-c:a", "aac",
-                "-f", "hls", "-hls_time", "2", "-hls_list_size", "6", "-hls_segment_type", "fmp4",
-                "-hls_flags", "delete_segments+program_date_time", "out.m3u8",
-            ], cwd: dir)
+            "ffmpeg", Self.ffmpegLiveHLS(["-hls_time", "2", "-hls_list_size", "6", "-hls_segment_type", "fmp4", "-hls_flags", "delete_segments+program_date_time"]),
+            cwd: dir)
         defer { Tools.stop(encoder) }
         let playlist = try await Self.waitForSegments(dir.appendingPathComponent("out.m3u8"), count: 2)
         try #require(playlist.contains("PROGRAM-DATE-TIME") && playlist.contains("#EXT-X-MAP"), "\(playlist)")
@@ -133,13 +127,7 @@ extension LivePlaybackTests {
         let dir = try Tools.tempDirectory("ffrestart")
         let origin = try await Self.origin(staticRoot: dir.path)
         defer { Task { await origin.stop() } }
-        let arguments = [
-            "-v", "error", "-nostdin", "-re", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30",
-            "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
-            "-c:v", "libx264", "-g", "30", "-preset", "ultrafast", "-tune", "zerolatency", "-c:a", "aac",
-            "-f", "hls", "-hls_time", "1", "-hls_list_size", "8", "-hls_flags", "delete_segments+append_list+discont_start+program_date_time",
-            "out.m3u8",
-        ]
+        let arguments = Self.ffmpegLiveHLS(["-hls_time", "1", "-hls_list_size", "8", "-hls_flags", "delete_segments+append_list+discont_start+program_date_time"])
         var encoder = try Tools.spawn("ffmpeg", arguments, cwd: dir)
         defer { Tools.stop(encoder) }
         _ = try await Self.waitForSegments(dir.appendingPathComponent("out.m3u8"), count: 3)
@@ -168,6 +156,16 @@ extension LivePlaybackTests {
     }
 
     // MARK: helpers
+
+    /// ffmpeg encoding a live 640x360 test picture and a 440 Hz tone (H.264 + AAC) into HLS
+    /// `out.m3u8` in real time, with the HLS muxer's `options`.
+    static func ffmpegLiveHLS(_ options: [String]) -> [String] {
+        [
+            "-v", "error", "-nostdin", "-re", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30",
+            "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
+            "-c:v", "libx264", "-g", "30", "-preset", "ultrafast", "-tune", "zerolatency", "-c:a", "aac", "-f", "hls",
+        ] + options + ["out.m3u8"]
+    }
 
     /// The playlist's text once it lists `count` segments.
     static func waitForSegments(_ playlist: URL, count: Int, timeout: Double = 20) async throws -> String {
