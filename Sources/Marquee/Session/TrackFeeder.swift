@@ -511,8 +511,12 @@ struct TrackFeeder: Sendable {
             func deliver(_ bytes: ByteBuffer) throws(FetchError) {
                 var out = bytes
                 if var waiting = held {
-                    var copy = bytes
-                    waiting.writeBuffer(&copy)
+                    if waiting.readableBytes == 0 {
+                        waiting = bytes  // (a whole segment: no copy)
+                    } else {
+                        var copy = bytes
+                        waiting.writeBuffer(&copy)
+                    }
                     guard measureOffset(waiting, segment: segment, rep: rep) || waiting.readableBytes >= Self.offsetProbeBytes else {
                         held = waiting
                         return
@@ -532,10 +536,9 @@ struct TrackFeeder: Sendable {
             do {
                 _ = try await fetcher.stream(url, timeout: .milliseconds(Int(max(4, duration * 3) * 1000))) { (chunk) throws(FetchError) in
                     received += chunk.readableBytes
-                    if var pending = unpushed {
+                    if unpushed != nil {
                         var incoming = chunk
-                        pending.writeBuffer(&incoming)
-                        unpushed = pending
+                        unpushed?.writeBuffer(&incoming)  // in place (a copy would copy it all per chunk)
                         let elapsed = Monotonic.now() - began
                         let expected = max(received + 1, rep.bandwidth * Int(duration * 1000) / 8000)
                         let buffer = bufferAtStart - elapsed
