@@ -58,7 +58,7 @@ import Testing
         }
         let file = try Tools.tempDirectory("ref").appendingPathComponent("video.mp4")
         try bytes.write(to: file)
-        return try ReferenceDecode.frames(of: file)
+        return try await Tools.offPool { try ReferenceDecode.frames(of: file) }
     }
 
     /// Every presented frame is the source frame with that pts, in order, and at most 2 % of the
@@ -141,7 +141,7 @@ import Testing
         for name in names { bytes += try Data(contentsOf: dir.appendingPathComponent(name)) }
         let file = dir.appendingPathComponent("reference.mp4")
         try bytes.write(to: file)
-        Self.expectFramesMatch(frames, reference: try ReferenceDecode.frames(of: file), fps: 30)
+        Self.expectFramesMatch(frames, reference: try await Tools.offPool { try ReferenceDecode.frames(of: file) }, fps: 30)
 
         let pcm = try PCM.wav(run.dir.appendingPathComponent("out.wav"))
         let left = pcm.channel(0)
@@ -167,7 +167,7 @@ import Testing
         for s in segments { bytes += try Data(contentsOf: URL(fileURLWithPath: "\(root)/\(videoDir)/\(s)")) }
         let file = run.dir.appendingPathComponent("vod.mp4")
         try bytes.write(to: file)
-        let known = Set(try ReferenceDecode.frames(of: file).map(\.md5))
+        let known = Set(try await Tools.offPool { try ReferenceDecode.frames(of: file) }.map(\.md5))
         #expect(frames.allSatisfy { known.contains($0.md5) }, "every presented picture is one of the asset's")
         let pcm = try PCM.wav(run.dir.appendingPathComponent("out.wav"))
         #expect(pcm.firstSound(threshold: 100) != nil, "the asset's audio is heard")

@@ -118,13 +118,14 @@ extension LivePlaybackTests {
         try #require(FileManager.default.isExecutableFile(atPath: marquee.path), "swift build first")
         let live = origin.manifestURL(asset: "testpic_2s").absoluteString
         try write("foyer", #"{"sources": ["\#(live)"], "advanced": {"sync": {"targetLatency": 4}}}"#)
-        let out = try Tools.run(marquee.path, ["play", "--stream-id", "foyer", "--config-url", template, "--audio", "null",
-                                               "--duration", "3"])
+        let out = try await Tools.offPool {
+            try Tools.run(marquee.path, ["play", "--stream-id", "foyer", "--config-url", template, "--audio", "null", "--duration", "3"])
+        }
         #expect(out.contains("playing \(live)"), "\(out)")
         #expect(out.contains("(target 4.0)"), "the config's target latency: \(out)")
         // A stream id without a config: a typed SDK error and exit status 1.
-        #expect(throws: (any Error).self) {
-            try Tools.run(marquee.path, ["play", "--stream-id", "nobody", "--config-url", template, "--duration", "1"])
+        await #expect(throws: (any Error).self) {
+            try await Tools.offPool { try Tools.run(marquee.path, ["play", "--stream-id", "nobody", "--config-url", template, "--duration", "1"]) }
         }
     }
 }

@@ -33,6 +33,15 @@ public enum Tools {
         return String(decoding: data, as: UTF8.self)
     }
 
+    /// Runs blocking work (a tool to its end, a reference decode) on a thread of its own: on the
+    /// test process's cooperative pool (as many threads as cores) it would hold up every other
+    /// test's tasks meanwhile: origins, players, pacing.
+    public static func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try body() }) }.start()
+        }
+    }
+
     /// Starts `tool` in the background; the caller ends it with ``stop(_:)``.
     public static func spawn(_ tool: String, _ args: [String], cwd: URL? = nil) throws -> Process {
         let p = Process()
