@@ -103,9 +103,10 @@ public struct ABRController: Sendable {
 
     /// Whether a download should be dropped: `bytes` of `total` (expected) received after
     /// `elapsed` seconds will not complete before the `buffer` runs dry (with a margin), and a
-    /// lower rendition exists.
+    /// lower rendition exists. Not judged in the first 0.5 s (dash.js's grace time): the first
+    /// chunk's time says more about a busy box than about the link.
     public func shouldAbandon(bytes: Int, of total: Int, elapsed: Double, buffer: Double) -> Bool {
-        guard elapsed > 0.25, bytes < total, renditions.count > 1 else { return false }
+        guard elapsed > 0.5, bytes < total, renditions.count > 1 else { return false }
         let rate = Double(max(bytes, 1)) / elapsed
         let remaining = Double(total - bytes) / rate
         return remaining > max(0, buffer - 0.5)
