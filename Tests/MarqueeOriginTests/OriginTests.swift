@@ -247,8 +247,9 @@ struct OriginTests {
         let clock = await ClockSync(fetcher: HTTPFetcher(), logger: logger).synchronize(timings: mpd.utcTimings)
         #expect(clock.source.hasPrefix("sntp 127.0.0.1:"), "measured by \(clock.source)")
         let truth = Monotonic.realtime() - Monotonic.now()  // the origin runs on this machine's clock
-        // 5 ms: the suite runs in parallel with real-time players on a 2-core box (alone: < 0.5 ms).
-        #expect(abs(clock.offset - truth) < 0.005, "SNTP offset off by \((clock.offset - truth) * 1000) ms")
+        // 10 ms: the suite runs in parallel with real-time players and live encoders on a 2-core
+        // box (alone: < 0.5 ms; 6 ms seen under that load).
+        #expect(abs(clock.offset - truth) < 0.010, "SNTP offset off by \((clock.offset - truth) * 1000) ms")
         #expect((clock.roundTrip ?? 1) < 0.05)
         // Nothing listens there: no answer, no clock.
         #expect(await SNTP.sample(host: "127.0.0.1", port: 9, timeout: .milliseconds(300)) == nil)
