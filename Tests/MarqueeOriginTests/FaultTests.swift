@@ -235,7 +235,7 @@ struct FaultTests {
             let original = try await fetch(stream.segment(n, rep: "0", [])).body
             guard body != original else { continue }
             Self.expectFlippedInsideMdat(body, original, "video segment \(n)")
-            #expect(try decodedFramePTS(initSegment, body, stream: "v").count == 60)
+            #expect(try await decodedFramePTS(initSegment, body, stream: "v").count == 60)
             return
         }
         Issue.record("flip_50 struck none of 20 video segments")

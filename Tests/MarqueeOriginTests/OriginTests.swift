@@ -131,7 +131,7 @@ struct OriginTests {
             let expected = number / 16 * 32 * timescale + looped.segments[Int(number % 16)].offset
             let tfdt = try firstDecodeTime(segment.body)
             #expect(tfdt.value == expected)
-            let pts = try decodedFramePTS(initSegment, segment.body, stream: rep == "0" ? "v" : "a")
+            let pts = try await decodedFramePTS(initSegment, segment.body, stream: rep == "0" ? "v" : "a")
             if frames > 0 { #expect(pts.count == frames) } else { #expect(pts.count >= 91) }
             #expect(pts.min() == Int64(expected), "rep \(rep)")
         }
@@ -203,7 +203,7 @@ struct OriginTests {
             #expect(served.count == original.count + 4 * moofs)
             #expect(try firstDecodeTime(served).version == 1)
             let initSegment = try await fetch(base.appendingPathComponent("\(rep)/init.mp4")).body
-            let pts = try decodedFramePTS(initSegment, served, stream: asset == "wave" ? "v" : "a")
+            let pts = try await decodedFramePTS(initSegment, served, stream: asset == "wave" ? "v" : "a")
             #expect(pts.count == frames, "\(asset)")
             #expect(pts.first.map(UInt64.init) == (try firstDecodeTime(served).value))
         }
@@ -279,8 +279,8 @@ struct OriginTests {
         #expect(try await fetch(origin.manifestURL(asset: "g")).status == 200)
         await origin.stop()
         // curl, not AsyncHTTPClient: its pool retries refused connections until the deadline.
-        if try run(["sh", "-c", "command -v curl"]).status == 0 {
-            let refused = try run(["curl", "-sS", "-m", "3", "-o", "/dev/null", origin.baseURL.absoluteString + "/time/ms"])
+        if try await run(["sh", "-c", "command -v curl"]).status == 0 {
+            let refused = try await run(["curl", "-sS", "-m", "3", "-o", "/dev/null", origin.baseURL.absoluteString + "/time/ms"])
             #expect(refused.status == 7, "curl exit \(refused.status): the port should refuse connections")
         }
 

@@ -36,7 +36,7 @@ actor SharedOrigin {
 
     /// `scripts/make-assets` (a no-op when the generated asset is there).
     private func makeAssets() throws {
-        let status = try run(["\(repoRoot)/scripts/make-assets"]).status
+        let status = try runBlocking(["\(repoRoot)/scripts/make-assets"]).status
         if status != 0 { throw OriginError(.assetNotFound, "scripts/make-assets failed") }
     }
 }
@@ -56,9 +56,17 @@ func fetch(_ url: URL, method: HTTPMethod = .GET) async throws -> Fetched {
     return Fetched(status: Int(response.status.code), headers: response.headers, body: body.readBytes(length: body.readableBytes) ?? [])
 }
 
-/// Runs a command; returns its exit status and standard output.
+/// Runs a command on a thread of its own (not the cooperative pool, where it would hold up the
+/// origin's pacing under test); returns its exit status and standard output.
 @discardableResult
-func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
+func run(_ arguments: [String]) async throws -> (status: Int32, output: String) {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try runBlocking(arguments) }) }.start()
+    }
+}
+
+@discardableResult
+func runBlocking(_ arguments: [String]) throws -> (status: Int32, output: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = arguments
@@ -73,11 +81,11 @@ func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
 
 /// Writes `init + segment` to a temporary file and returns the pts of every decoded frame
 /// (ffprobe -show_frames decodes each one), in the stream's time base.
-func decodedFramePTS(_ initSegment: [UInt8], _ segment: [UInt8], stream: String) throws -> [Int64] {
+func decodedFramePTS(_ initSegment: [UInt8], _ segment: [UInt8], stream: String) async throws -> [Int64] {
     let path = NSTemporaryDirectory() + "marquee-origin-\(UUID().uuidString).mp4"
     defer { try? FileManager.default.removeItem(atPath: path) }
     try Data(initSegment + segment).write(to: URL(fileURLWithPath: path))
-    let (status, output) = try run(["ffprobe", "-v", "error", "-select_streams", stream, "-show_frames",
+    let (status, output) = try await run(["ffprobe", "-v", "error", "-select_streams", stream, "-show_frames",
                                     "-show_entries", "frame=pts", "-of", "csv=p=0", path])
     guard status == 0 else { return [] }
     return output.split(separator: "\n").compactMap { Int64($0.split(separator: ",").first ?? "") }
