@@ -19,7 +19,7 @@ extension LivePlaybackTests {
     @Test func networkFaultsOnHalfTheSegmentsCostAlmostNothing() async throws {
         let origin = try await Self.origin()
         defer { Task { await origin.stop() } }
-        let faults = ["seed_7", "reset_15", "badlength_10", "truncate_10", "trickle_320-10", "status_503-10"]  // about half the segments
+        let faults = ["seed_7", "reset_15", "badlength_10", "truncate_10", "trickle_320-10", "status_503-10", "stall_10"]  // about half the segments
         let run = try await Self.play(origin.manifestURL(asset: "generated", options: faults), seconds: 20, audio: { _ in .null })
         let (share, inOrder) = Self.presentedShare(run.frames)
         #expect(run.frames.count > 450, "\(run.frames.count) pictures")
@@ -41,5 +41,19 @@ extension LivePlaybackTests {
         #expect(run.frames.last.map { $0.wallTime > Date().timeIntervalSince1970 - 5 } == true, "pictures stopped early")
         #expect(!run.events.contains(.stateChanged(.ended)) && !run.events.contains { if case .error(_, true) = $0 { true } else { false } })
         print(String(format: "damaged segments: %d pictures, %d media errors, longest gap %.2f s", run.frames.count, errors.count, gaps.max() ?? 0))
+    }
+
+    /// Several `BaseURL`s are alternative locations: the first one dead (nothing listens) or
+    /// gone (every request a 404) costs the start a failed request, then the next one serves it.
+    @Test(arguments: ["dead-self", "gone-self"])
+    func alternativeBaseURLsTakeOver(_ locations: String) async throws {
+        let origin = try await Self.origin()
+        defer { Task { await origin.stop() } }
+        let run = try await Self.play(origin.manifestURL(asset: "generated", options: ["baseurl_\(locations)"]), seconds: 14, audio: { _ in .null })
+        let (share, inOrder) = Self.presentedShare(run.frames)
+        #expect(run.frames.count > 250, "\(run.frames.count) pictures")
+        #expect(share >= 0.98 && inOrder, "\(share * 100) % of the pictures, in order: \(inOrder)")
+        #expect(!run.events.contains { if case .error(_, true) = $0 { true } else { false } })
+        print(String(format: "BaseURL %@: %d pictures, %.1f %% of those due", locations, run.frames.count, share * 100))
     }
 }

@@ -56,14 +56,15 @@ struct FaultTests {
     @Test("fault options parse, reproduce their path components, and a bad one is a 400")
     func faultOptions() async throws {
         let components = ["seed_42", "status_503-12.5", "reset_10", "trickle_300-20", "truncate_5", "badlength_6", "corrupt_7",
-                          "hugebox_8", "flip_9", "endless_1", "redirect_2", "mstatus_404-3", "badinit_1", "nest_64"]
+                          "hugebox_8", "flip_9", "endless_1", "redirect_2", "mstatus_404-3", "badinit_1", "nest_64", "stall_3",
+                          "rotate_45"]
         var options = LiveOptions()
         for component in components { try options.apply(Substring(component)) }
         #expect(Set(options.pathComponents) == Set(components))
         #expect(options.faults.seed == 42 && options.faults.statusCode == 503 && options.faults.shares[.status] == 12.5)
         #expect(options.faults.trickleKbps == 300 && options.faults.manifestStatus == .init(code: 404, count: 3))
         let origin = try await SharedOrigin.shared.get()
-        for bad in ["status_200-5", "status_503", "reset_101", "trickle_0-5", "mstatus_503-x", "nest_0", "badinit_2", "seed_-1", "flip_x"] {
+        for bad in ["status_200-5", "status_503", "reset_101", "trickle_0-5", "mstatus_503-x", "nest_0", "badinit_2", "seed_-1", "flip_x", "rotate_0", "stall_x"] {
             let fetched = try await fetch(origin.manifestURL(asset: "generated", options: [bad]))
             #expect(fetched.status == 400, "\(bad)")
             #expect(fetched.text.contains(String(bad.prefix { $0 != "_" }) + "_"), "\(bad): \(fetched.text)")
@@ -269,6 +270,37 @@ struct FaultTests {
         }
         #expect(ends.values.allSatisfy { $0 == .closed || $0 == .deadline })
         expectShare(Set(ends.filter { $0.value == .deadline }.keys), 30, "endless_30")
+    }
+
+    @Test("stall_: Content-Length of the whole segment, half of it sent, then silence on an open connection")
+    func stall() async throws {
+        let stream = try await PinnedStream()
+        let truth = try await stream.truth(count: 3)
+        let started = now()
+        let raw = await rawGET(stream.segment(2, ["stall_100"]), readFor: 2.0)
+        #expect(raw.status == 200 && raw.contentLength == truth[2].count)
+        #expect(raw.end == .deadline, "the connection ended (\(raw.end)) after \(raw.body.count) bytes")
+        #expect(raw.body[...] == truth[2].prefix(truth[2].count / 2), "\(raw.body.count) of \(truth[2].count) bytes")
+        #expect(raw.lastArrival < started + 1.0, "a byte came \(raw.lastArrival - started) s in")
+        // Network faults strike a segment's first request only: the retry gets it whole.
+        #expect(try await fetch(stream.segment(2, ["stall_100"])).body == truth[2])
+    }
+
+    @Test("rotate_: the share-based faults take turns, each alone, with a clean turn between them")
+    func rotate() throws {
+        var options = LiveOptions()
+        for component in ["rotate_10", "status_503-20", "reset_30", "stall_40", "mstatus_500-2"] { try options.apply(Substring(component)) }
+        let faults = options.faults
+        // Slots of 10 s from Unix second 0: even ones clean, odd ones a kind each in Kind order (Unix seconds 5, 15, ...).
+        #expect(faults.live(at: 5).shares.isEmpty)
+        #expect(faults.live(at: 15).shares == [.status: 20])
+        #expect(faults.live(at: 35).shares == [.reset: 30])
+        #expect(faults.live(at: 55).shares == [.stall: 40])
+        #expect(faults.live(at: 75).shares == [.status: 20])
+        #expect(faults.live(at: 75).manifestStatus == .init(code: 500, count: 2), "not share-based: always on")
+        var plain = LiveOptions()
+        try plain.apply("reset_30")
+        #expect(plain.faults.live(at: 5) == plain.faults)
     }
 
     @Test("badinit_1: init segments are random bytes of the same length; media segments are intact")

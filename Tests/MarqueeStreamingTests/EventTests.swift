@@ -77,6 +77,16 @@ import Testing
         #expect(events[1] == TimedEvent(time: 130, duration: 2, kind: .streamerMuted, id: "2", origin: .inband))
     }
 
+    /// A segment stuffed with events: the first ``EventMessageScanner/maxEvents`` are kept,
+    /// the rest skipped and counted (a hostile packager cannot flood the player with events).
+    @Test func aFloodOfEventsIsCapped() {
+        let one = EventMessageBox.version1(scheme: EventScheme.broadcast, value: "mute", timescale: 10, time: 300, duration: 20, id: 2, message: [])
+        let segment = Array(repeating: one, count: 10_000).flatMap { $0 }
+        var scanner = EventMessageScanner()
+        let bodies = segment.withUnsafeBytes { scanner.feed($0) }
+        #expect(bodies.count == EventMessageScanner.maxEvents && scanner.refused == 10_000 - EventMessageScanner.maxEvents)
+    }
+
     @Test func malformedBoxesAreErrors() {
         #expect(throws: ManifestError.self) { try EventMessageBox(body: [0, 0, 0]) }
         #expect(throws: ManifestError.self) { try EventMessageBox(body: [2, 0, 0, 0] + [UInt8](repeating: 0, count: 40)) }

@@ -118,6 +118,28 @@ import Testing
         }
     }
 
+    /// Hostile sizes are typed errors before any work in proportion to them.
+    @Test func oversizedPlaylistsAreRefused() {
+        let segment = "#EXTINF:2,\na.ts\n"
+        let cases: [(String, String)] = [
+            ("#EXTM3U\n#EXT-X-TARGETDURATION:2\n" + String(repeating: "\n", count: 600_000), "lines"),
+            ("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\n" + String(repeating: "a", count: 70_000) + ".ts\n", "line 4"),
+            ("#EXTM3U\n#EXT-X-MAP:" + (0..<300).map { "X\($0)=1" }.joined(separator: ",") + "\n" + segment, "attributes"),
+            ("#EXTM3U\n" + String(repeating: segment, count: 600_000), "bytes"),
+        ]
+        for (text, expected) in cases {
+            do {
+                _ = try HLSPlaylist.parse(text, url: base)
+                Issue.record("accepted a playlist of \(text.utf8.count) bytes")
+            } catch {
+                #expect(error.code == .tooLarge && error.message.contains(expected), "\(error.message) (wanted \(expected))")
+            }
+        }
+        // Just under the limits: a 24-hour window of 2 s segments parses.
+        let day = "#EXTM3U\n#EXT-X-TARGETDURATION:2\n" + String(repeating: segment, count: 43_200)
+        #expect((try? media(day))?.segments.count == 43_200)
+    }
+
     /// AES-128 keys reach the presentation: an explicit IV as given, else the media sequence
     /// number big-endian; SAMPLE-AES is refused.
     @Test func encryptedSegmentsCarryTheirKeyAndIV() throws {

@@ -51,8 +51,20 @@ public struct MarqueeConfig: Sendable, Equatable, Decodable {
         public var url: URL?
     }
 
-    /// Decodes and validates a config document.
+    /// A bigger document is refused.
+    public static let maxBytes = 1 << 20
+    /// Arrays and objects nested deeper are refused (the schema is 3 deep; unknown keys may add
+    /// some).
+    public static let maxDepth = 32
+    /// More sources are refused.
+    public static let maxSources = 32
+
+    /// Decodes and validates a config document (at most ``maxBytes``, ``maxDepth`` deep).
     public static func parse(_ data: Data) throws(MarqueeSDKError) -> MarqueeConfig {
+        guard data.count <= maxBytes else { throw MarqueeSDKError(.invalidConfig, "document of \(data.count) bytes, over \(maxBytes)") }
+        if let depth = nesting(data, over: maxDepth) {
+            throw MarqueeSDKError(.invalidConfig, "arrays and objects nested \(depth) deep, over \(maxDepth)")
+        }
         let config: MarqueeConfig
         do {
             config = try JSONDecoder().decode(MarqueeConfig.self, from: data)
@@ -65,8 +77,30 @@ public struct MarqueeConfig: Sendable, Equatable, Decodable {
         return config
     }
 
+    /// The nesting depth of `data`'s arrays and objects once it passes `limit` (brackets inside
+    /// strings do not count); nil when it never does. One pass, no recursion.
+    static func nesting(_ data: Data, over limit: Int) -> Int? {
+        var depth = 0, inString = false, escaped = false
+        for byte in data {
+            if inString {
+                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""): inString = true
+            case UInt8(ascii: "["), UInt8(ascii: "{"):
+                depth += 1
+                if depth > limit { return depth }
+            case UInt8(ascii: "]"), UInt8(ascii: "}"): depth -= 1
+            default: break
+            }
+        }
+        return nil
+    }
+
     func validate() throws(MarqueeSDKError) {
         guard !sources.isEmpty else { throw MarqueeSDKError(.invalidConfig, "sources: at least one URL is required") }
+        guard sources.count <= Self.maxSources else { throw MarqueeSDKError(.invalidConfig, "sources: \(sources.count) URLs, over \(Self.maxSources)") }
         for (i, url) in sources.enumerated() where !["http", "https"].contains(url.scheme?.lowercased() ?? "") {
             throw MarqueeSDKError(.invalidConfig, "sources[\(i)]: \"\(url.absoluteString)\" is not an http(s) URL")
         }

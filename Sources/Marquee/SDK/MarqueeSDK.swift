@@ -183,7 +183,7 @@ public final class RemoteConfig: Sendable {
         if let modified = validators?.lastModified { conditional.headers.append(("If-Modified-Since", modified)) }
         let result: FetchResult
         do {
-            result = try await conditional.get(url, timeout: .seconds(10), maxBytes: 1 << 20)
+            result = try await conditional.get(url, timeout: .seconds(10), maxBytes: MarqueeConfig.maxBytes)
         } catch {
             if error.code == .status, error.status == 304, validators != nil { return .notModified }
             throw MarqueeSDKError(.downloadError, error.description, fetchError: error)

@@ -73,6 +73,8 @@ struct TrackFeeder: Sendable {
     private let pushedInit = SharedValue<String?>(nil)
     /// The rendition last reported by ``PlayerEvent/activeQualityChanged(_:)``.
     let active: SharedValue<String>
+    /// Which of the stream's alternative locations (BaseURLs) segments are fetched from.
+    let locations: SharedValue<LocationChoice>
     /// Set when the core reported a damaged segment on one of the feeder's tracks: the init
     /// segment is fetched and given again before the next segment (it may be the bad part).
     let initSuspect = SharedValue(false)
@@ -252,6 +254,7 @@ struct TrackFeeder: Sendable {
         var scanner = EventMessageScanner()
         let boxes = bytes.withUnsafeReadableBytes { scanner.feed($0) }
         if !boxes.isEmpty { inbandEvents(boxes, segment: segment) }
+        reportRefused(scanner)
         return true
     }
 
@@ -357,14 +360,19 @@ struct TrackFeeder: Sendable {
             return nil
         }
         var delay = 0.5
+        let repTimeline = timeline(for: rep)
         while !Task.isCancelled {
+            let location = locations.withLock { $0.current(now: Monotonic.now()) }
             do {
-                let result = try await fetcher.get(url, policy: .initSegment, maxBytes: 4 << 20)
+                var policy = FetchPolicy.initSegment
+                if locations.withLock({ $0.count }) > 1 { policy.attempts = 2 }  // then the next location
+                let result = try await fetcher.get(repTimeline?.relocated(url, to: location) ?? url, policy: policy, maxBytes: 4 << 20)
                 inits.withLock { $0[rep.id] = result.body }
                 return result.body
             } catch {
                 if error.code == .cancelled { return nil }
                 events.send(.error(PlayerError(error), fatal: false))
+                if locations.withLock({ $0.failed(location, now: Monotonic.now()) }) { continue }  // another location at once
             }
             try? await Task.sleep(for: .milliseconds(Int(delay * 1000)))
             delay = min(delay * 2, 8)
@@ -437,7 +445,7 @@ struct TrackFeeder: Sendable {
             guard await pushInit(rep) else { return .cancelled }
             let began = Monotonic.now()
             do {
-                let result = try await fetcher.get(url, timeout: .milliseconds(Int(max(4, duration * 3) * 1000)))
+                let result = try await fetcher.get(url, timeout: .milliseconds(Int(max(4, duration * 3) * 1000)), firstByte: Self.firstByte)
                 let seconds = Monotonic.now() - began
                 let keyBytes = try await self.key(key.url)
                 let clear: [UInt8]
@@ -486,12 +494,15 @@ struct TrackFeeder: Sendable {
     /// a short body or a stuck (trickling) connection is simply fetched again while time allows;
     /// one still being produced (low latency) streams in chunk by chunk. With ABR the download
     /// is measured and, when it would arrive too late, abandoned for a lower rendition.
-    private func fetch(_ segment: SegmentReference, rep: Representation, url: URL) async -> Outcome {
+    private func fetch(_ segment: SegmentReference, rep: Representation, url segmentURL: URL) async -> Outcome {
         var attempt = 0
         let duration = segment.end - segment.start
         var scanner = EventMessageScanner()
+        let repTimeline = timeline(for: rep)
         while !Task.isCancelled {
             attempt += 1
+            let location = locations.withLock { $0.current(now: Monotonic.now()) }
+            let url = repTimeline?.relocated(segmentURL, to: location) ?? segmentURL
             guard await pushInit(rep) else { return .cancelled }
             var pushedBytes = false
             var whole = ByteBuffer()
@@ -533,30 +544,41 @@ struct TrackFeeder: Sendable {
                 let boxes = bytes.withUnsafeReadableBytes { scanner.feed($0) }
                 if !boxes.isEmpty { inbandEvents(boxes, segment: segment) }
             }
+            /// A whole download judged against the buffer (each chunk, and every tick while none
+            /// comes): abandoned for a lower rendition when too slow for it, or given up once when
+            /// slower than real time and too late (a stuck connection, a trickling or stalled
+            /// edge): a new one is tried.
+            func judge() throws(FetchError) {
+                guard unpushed != nil else { return }
+                let elapsed = Monotonic.now() - began
+                let expected = max(received + 1, rep.bandwidth * Int(duration * 1000) / 8000)
+                let buffer = bufferAtStart - elapsed
+                if let abr, abr.withLock({ $0.shouldAbandon(bytes: received, of: expected, elapsed: elapsed, buffer: buffer) }),
+                    abr.withLock({ $0.renditions.first?.id != rep.id })
+                {
+                    abandoned = true
+                    throw FetchError(.cancelled, url: url.absoluteString, message: "abandoned: too slow for the buffer")
+                }
+                if attempt == 1, Self.stuck(bytes: received, of: expected, elapsed: elapsed, duration: duration, buffer: buffer) {
+                    slow = true
+                    throw FetchError(.timeout, url: url.absoluteString, message: "\(received) bytes in \(String(format: "%.1f", elapsed)) s: too slow for the buffer")
+                }
+            }
             do {
-                _ = try await fetcher.stream(url, timeout: .milliseconds(Int(max(4, duration * 3) * 1000))) { (chunk) throws(FetchError) in
+                _ = try await fetcher.stream(
+                    url, timeout: .milliseconds(Int(max(4, duration * 3) * 1000)), firstByte: Self.firstByte,
+                    idle: paced ? .milliseconds(Int(max(Self.idle, duration + 1) * 1000)) : .milliseconds(Int(Self.idle * 1000))
+                ) { (chunk) throws(FetchError) in
                     received += chunk.readableBytes
                     if unpushed != nil {
                         var incoming = chunk
                         unpushed?.writeBuffer(&incoming)  // in place (a copy would copy it all per chunk)
-                        let elapsed = Monotonic.now() - began
-                        let expected = max(received + 1, rep.bandwidth * Int(duration * 1000) / 8000)
-                        let buffer = bufferAtStart - elapsed
-                        if let abr, abr.withLock({ $0.shouldAbandon(bytes: received, of: expected, elapsed: elapsed, buffer: buffer) }),
-                            abr.withLock({ $0.renditions.first?.id != rep.id })
-                        {
-                            abandoned = true
-                            throw FetchError(.cancelled, url: url.absoluteString, message: "abandoned: too slow for the buffer")
-                        }
-                        // Slower than real time and too late for the buffer: a stuck connection
-                        // (a trickling edge); a new one is tried once.
-                        if attempt == 1, Self.stuck(bytes: received, of: expected, elapsed: elapsed, duration: duration, buffer: buffer) {
-                            slow = true
-                            throw FetchError(.timeout, url: url.absoluteString, message: "\(received) bytes in \(String(format: "%.1f", elapsed)) s: too slow for the buffer")
-                        }
+                        try judge()
                         return
                     }
                     try deliver(chunk)
+                } onTick: { () throws(FetchError) in
+                    try judge()
                 }
                 if let pending = unpushed, pending.readableBytes > 0 {
                     // Cut short or garbage: fetched again once (an edge's fault passes); the
@@ -571,6 +593,7 @@ struct TrackFeeder: Sendable {
                     do { try push(waiting) } catch { return .cancelled }
                 }
                 do { try endSegment() } catch { return .cancelled }
+                reportRefused(scanner)
                 abr?.withLock { $0.downloaded(bytes: received, seconds: Monotonic.now() - began, paced: paced, weight: duration) }
                 store?.put(track: plan.coreTrack, time: segment.time, start: segment.start, end: segment.end, bytes: whole, representation: rep.id)
                 return .pushed
@@ -591,6 +614,12 @@ struct TrackFeeder: Sendable {
                     return .skipped
                 }
                 let late = isLive && segment.end < wantedPosition()
+                // Another location (an alternative BaseURL) is tried at once; this one is
+                // avoided for a while.
+                if locations.withLock({ $0.failed(location, now: Monotonic.now()) }), !late, attempt < 4 + locations.withLock({ $0.count }) {
+                    logger.warning("segment fetched from another location", metadata: ["url": "\(url)", "error": "\(error)"])
+                    continue
+                }
                 if !FetchPolicy.isTransient(error) || late || attempt >= 4 {
                     logger.warning("segment skipped", metadata: ["url": "\(url)", "error": "\(error)"])
                     events.send(.error(PlayerError(error), fatal: false))
@@ -613,6 +642,13 @@ struct TrackFeeder: Sendable {
         let rate = Double(max(bytes, 1)) / elapsed
         let realTime = Double(total) / max(duration, 0.1)
         return rate < realTime && Double(total - bytes) / rate > max(0.5, buffer - 0.5)
+    }
+
+    /// An error event when `scanner` skipped `emsg` boxes (too many or too big in one segment).
+    private func reportRefused(_ scanner: EventMessageScanner) {
+        guard scanner.refused > 0 else { return }
+        let why = "\(scanner.refused) emsg boxes skipped in one segment (over \(EventMessageScanner.maxEvents), or over \(EventMessageScanner.maxEventBytes) bytes)"
+        events.send(.error(PlayerError(ManifestError(.tooLarge, why)), fatal: false))
     }
 
     /// Places the events of `emsg` boxes found in `segment`; unreadable boxes are reported.
@@ -654,6 +690,15 @@ struct TrackFeeder: Sendable {
 
     /// How far into a transport stream segment its first PTS is looked for.
     static let offsetProbeBytes = 256 << 10
+
+    /// How long a media segment's response head may take: a server that accepted the request
+    /// and says nothing is given up sooner than the whole download's deadline (a stalled body
+    /// after ``HTTPFetcher/idleTimeout``).
+    static let firstByte = Duration.seconds(3)
+    /// Seconds a media segment's body may go without a byte before the connection is given up
+    /// (a stalled edge); a segment still being produced waits up to its duration + 1 s (its
+    /// chunks come as they are made).
+    static let idle = 3.0
 
     /// Places the media on the presentation timeline from `bytes`, the start of `segment`: its
     /// first timestamp (MPEG-TS: the first PTS, a video one if any; fMP4: the first `tfdt`) is

@@ -11,7 +11,7 @@ import Foundation
 struct Faults: Sendable, Equatable {
     /// The faults that strike a share (percent) of requests, named by their option key.
     enum Kind: String, CaseIterable, Sendable {
-        case status, reset, trickle, truncate, badlength, corrupt, hugebox, flip, endless, redirect
+        case status, reset, trickle, truncate, badlength, corrupt, hugebox, flip, endless, redirect, stall
     }
 
     /// `mstatus_<code>-<n>`: the first `count` requests of each manifest path are answered `code`.
@@ -32,8 +32,27 @@ struct Faults: Sendable, Equatable {
     var badInit = false
     /// `nest_`: the depth of the element nested into the MPD.
     var nestDepth: Int?
+    /// `rotate_`: seconds each share-based fault strikes in its turn, each turn followed by as
+    /// long without faults.
+    var rotation: Double?
 
-    static let keys: Set<String> = Set(Kind.allCases.map(\.rawValue)).union(["seed", "mstatus", "badinit", "nest"])
+    static let keys: Set<String> = Set(Kind.allCases.map(\.rawValue)).union(["seed", "mstatus", "badinit", "nest", "rotate"])
+
+    /// The faults striking at origin-clock time `now`: all of them, or with `rotate_` the share
+    /// of the kind whose turn it is (none between turns). Turns follow the order of
+    /// ``Kind/allCases`` among the kinds given a share, from Unix second 0.
+    func live(at now: Double) -> Faults {
+        guard let rotation else { return self }
+        let kinds = Kind.allCases.filter { shares[$0] != nil }
+        let slot = Int64((now / rotation).rounded(.down))
+        var out = self
+        out.shares = [:]
+        if !kinds.isEmpty, slot % 2 != 0 {
+            let kind = kinds[Int((slot / 2) % Int64(kinds.count))]
+            out.shares[kind] = shares[kind]
+        }
+        return out
+    }
 
     /// Whether `kind` strikes the request with this fate key.
     func strikes(_ kind: Kind, _ key: String) -> Bool {
@@ -104,6 +123,11 @@ extension Faults {
         case "nest":
             guard let depth = Int(value), (1...1_000_000).contains(depth) else { throw OptionError("option nest_: \"\(value)\" is not a depth in 1...1000000") }
             nestDepth = depth
+        case "rotate":
+            guard let seconds = Double(value), seconds >= 1, seconds <= 86_400 else {
+                throw OptionError("option rotate_: \"\(value)\" is not a number of seconds in 1...86400")
+            }
+            rotation = seconds
         default:
             guard let kind = Kind(rawValue: key) else { return false }
             guard let percent = Double(value), (0...100).contains(percent) else { throw OptionError("option \(key)_: \"\(value)\" is not a percentage in 0...100") }
@@ -148,6 +172,7 @@ extension Faults {
         if let m = manifestStatus { out.append("mstatus_\(m.code)-\(m.count)") }
         if badInit { out.append("badinit_1") }
         if let depth = nestDepth { out.append("nest_\(depth)") }
+        if let rotation { out.append("rotate_\(LiveOptions.format(rotation))") }
         return out
     }
 }

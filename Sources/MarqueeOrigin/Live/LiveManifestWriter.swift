@@ -38,6 +38,13 @@ struct LiveManifestWriter {
         xml.open("ProgramInformation", [])
         xml.element("Title", [], text: "Marquee origin: \(asset.name) looped every \(LiveOptions.format(asset.loopDuration)) s")
         xml.close("ProgramInformation")
+        for name in options.baseURLs {
+            switch name {
+            case "dead": xml.element("BaseURL", [], text: "http://127.0.0.1:9/dead/")
+            case "gone": xml.element("BaseURL", [], text: "http://\(authority)/gone/")
+            default: xml.element("BaseURL", [], text: "./")
+            }
+        }
         if let target = options.latencyTarget {
             xml.open("ServiceDescription", [("id", "0")])
             xml.element("Latency", [("target", String(target))])

@@ -21,6 +21,7 @@ import Foundation
 /// | `bwlow_<kbps>-<from>-<to>` | segments requested between Unix seconds `from` and `to` (origin clock) are sent at no more than `kbps` (a link that degrades, then recovers) | none |
 /// | `mute_<period>-<start>-<len>` | the broadcaster mutes for `len` s from `k·period + start` (presentation time, every `period` s): an MPD `EventStream` of scheme `urn:marquee:broadcast:2026` listing the mutes from the time-shift buffer's start to 10 min ahead | none |
 /// | `ad_<period>-<start>-<len>` | an ad break of `len` s at `k·period + start`: a SCTE-35 `splice_insert` (out of network, break_duration) in an `emsg` v1 box (`urn:scte:scte35:2013:bin`) at the start of the segment holding the splice point and of the one before it, in every representation, announced by `InbandEventStream` | none |
+/// | `baseurl_<a-b-…>` | the MPD lists these `BaseURL`s in order (alternative locations of the segments): `self` (`./`, this origin), `dead` (`http://127.0.0.1:9/dead/`: nothing listens), `gone` (`/gone/` on this origin: every request a 404) | none (no `BaseURL`) |
 /// | `utc_<a-b-…>` | the UTCTiming elements, in order: `xsdate`, `iso`, `head`, `direct`, `ntp` (the origin's SNTP server; not with `timeoffset_`), `none` | `xsdate-iso` |
 ///
 /// Faults (``Faults``). A share-based fault strikes a request when a hash of (`seed_`, the option,
@@ -31,7 +32,7 @@ import Foundation
 /// gets the status and headers its GET would.
 /// When several strike one segment: `status_`, then the content faults (`corrupt_`, `hugebox_`,
 /// `flip_`), then one delivery fault (`reset_`, `badlength_`, `truncate_`, `endless_`, `trickle_`,
-/// the first that strikes). Delivery faults, like `status_`, are the network's: they strike a
+/// `stall_`, the first that strikes). Delivery faults, like `status_`, are the network's: they strike a
 /// segment's first request in this origin process only (a retry gets it whole); content faults
 /// are the packager's and strike every request.
 ///
@@ -48,9 +49,11 @@ import Foundation
 /// | `hugebox_<pct>` | the first 4 bytes set to 0x7fffffff: in fMP4 the first box's size field | none |
 /// | `flip_<pct>` | 8 seeded bits flipped inside the `mdat` payload (fMP4) or the TS packet payloads: a stream should play through | none |
 /// | `endless_<pct>` | the segment, then zero bytes without end (1 KiB every 100 ms, chunked), until the client closes | none |
+/// | `stall_<pct>` | the headers (full `Content-Length`) and the first half of the body, then nothing for 120 s with the connection open (a stalled edge), then a close | none |
 /// | `redirect_<pct>` | that share of all `/live` requests (manifests, init and media segments) is a 302 loop: `<path>` → `<path>?hop=1` → `<path>` … | none |
 /// | `badinit_1` | every init segment replaced by seeded random bytes of the same length | 0 |
 /// | `nest_<depth>` | the MPD carries `<depth>` nested `Nest` elements before its `Period` (a hostile manifest) | none |
+/// | `rotate_<s>` | the share-based faults above take turns: each strikes alone for `s` seconds, then `s` seconds without faults, then the next (in this table's order, from Unix second 0 of the origin clock); for soaks | all at once |
 struct LiveOptions: Sendable, Equatable {
     var availabilityStartTime: Double = 0
     var timeShiftBufferDepth: Double = 60
@@ -62,6 +65,8 @@ struct LiveOptions: Sendable, Equatable {
     var timeOffset: Double = 0
     var latencyTarget: Int?
     var utcTimings = ["xsdate", "iso"]
+    /// `baseurl_`: the MPD's `BaseURL`s (`self`, `dead`, `gone`), none when empty.
+    var baseURLs: [String] = []
     var outage: Range<Double>?
     var hang: Range<Double>?
     var bandwidth: Double?
@@ -96,7 +101,7 @@ struct LiveOptions: Sendable, Equatable {
         var component: String { "\(LiveOptions.format(period))-\(LiveOptions.format(start))-\(LiveOptions.format(length))" }
     }
 
-    static let keys: Set<String> = Faults.keys.union(["ast", "tsbd", "mup", "snr", "spd", "segtimeline", "ato", "timeoffset", "ltgt", "utc", "outage", "hang", "bw", "bwlow", "mute", "ad"])
+    static let keys: Set<String> = Faults.keys.union(["ast", "tsbd", "mup", "snr", "spd", "segtimeline", "ato", "timeoffset", "ltgt", "utc", "outage", "hang", "bw", "bwlow", "mute", "ad", "baseurl"])
 
     /// The segment rate limit (kbit/s) for a request at origin time `now`, nil: unlimited.
     func bandwidth(at now: Double) -> Double? {
@@ -126,6 +131,7 @@ struct LiveOptions: Sendable, Equatable {
         if let l = lowBandwidth { out.append("bwlow_\(Self.format(l.kbps))-\(Self.format(l.during.lowerBound))-\(Self.format(l.during.upperBound))") }
         if let m = mute { out.append("mute_\(m.component)") }
         if let a = ad { out.append("ad_\(a.component)") }
+        if !baseURLs.isEmpty { out.append("baseurl_\(baseURLs.joined(separator: "-"))") }
         if utcTimings != ["xsdate", "iso"] { out.append("utc_\(utcTimings.isEmpty ? "none" : utcTimings.joined(separator: "-"))") }
         return out + faults.pathComponents
     }
@@ -199,6 +205,12 @@ struct LiveOptions: Sendable, Equatable {
                 throw OptionError("option utc_: \"\(value)\" is not a list of \(known.sorted().joined(separator: ", ")) joined by -")
             }
             utcTimings = schemes.filter { $0 != "none" }
+        case "baseurl":
+            let names = value.split(separator: "-").map(String.init)
+            guard !names.isEmpty, names.count <= 8, names.allSatisfy(["self", "dead", "gone"].contains) else {
+                throw OptionError("option baseurl_: \"\(value)\" is not a list of self, dead, gone joined by -")
+            }
+            baseURLs = names
         default:
             guard try faults.apply(key: key, value: value) else {
                 throw OptionError("unknown option \"\(component)\" (known: \(Self.keys.sorted().map { $0 + "_" }.joined(separator: ", ")))")

@@ -68,7 +68,7 @@ extension OriginResponder {
     /// `redirect_`: a 302 loop of two URLs, `<path>` → `<path>?hop=1` → `<path>` …; nil when the
     /// request is not struck.
     func redirect(_ faults: Faults, _ target: FaultTarget, clock: OriginClock) -> Reply? {
-        guard faults.strikes(.redirect, target.key) else { return nil }
+        guard faults.live(at: clock.now()).strikes(.redirect, target.key) else { return nil }
         var reply = Reply(.found, "redirect_ fault: a redirect loop", clock: clock)
         reply.location = target.query == "hop=1" ? target.path : target.path + "?hop=1"
         return reply
@@ -76,6 +76,7 @@ extension OriginResponder {
 
     /// `reply` (a 200 for `target`) with the faults that strike it.
     func injectingFaults(_ faults: Faults, into reply: Reply, _ target: FaultTarget, now: Double) -> Reply {
+        let faults = faults.live(at: now)
         var reply = reply
         switch target.resource {
         case .manifest:
@@ -131,7 +132,7 @@ extension OriginResponder {
         return mdats.isEmpty && !body.isEmpty ? [0..<body.count] : mdats
     }
 
-    /// `reset_`, `badlength_`, `truncate_`, `endless_`, `trickle_`: the first that strikes.
+    /// `reset_`, `badlength_`, `truncate_`, `endless_`, `trickle_`, `stall_`: the first that strikes.
     private static func impairDelivery(_ reply: inout Reply, _ faults: Faults, _ key: String, now: Double) {
         let half = reply.body.count / 2
         if faults.strikes(.reset, key) {
@@ -144,6 +145,8 @@ extension OriginResponder {
             reply.ending = .endless
         } else if faults.strikes(.trickle, key) {
             reply.schedule = limited(reply.body.count, kbps: faults.trickleKbps, schedule: reply.schedule, now: now)
+        } else if faults.strikes(.stall, key) {
+            reply.ending = .stall(at: half)
         }
     }
 

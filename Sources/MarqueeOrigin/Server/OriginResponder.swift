@@ -40,6 +40,9 @@ struct OriginResponder: Sendable {
             case cut(at: Int, reset: Bool)
             /// The body, then filler without end.
             case endless
+            /// `Content-Length` says the whole body, only `at` bytes are sent, then nothing (the
+            /// connection held open) for ``stallSeconds``, then it is closed.
+            case stall(at: Int)
         }
 
         init(_ status: HTTPResponse.Status, _ text: String = "", clock: OriginClock = OriginClock()) {
@@ -106,6 +109,7 @@ struct OriginResponder: Sendable {
     static func paced(_ body: [UInt8], _ schedule: [(bytes: Range<Int>, at: Double)], ending: Reply.Ending, clock: OriginClock) -> ResponseBody {
         var sent = 0..<body.count, length: Int?
         if case .cut(let at, _) = ending { (sent, length) = (0..<at, body.count) }
+        if case .stall(let at) = ending { (sent, length) = (0..<at, body.count) }
         return ResponseBody(contentLength: length) { [sent] writer in
             for piece in schedule where piece.bytes.overlaps(sent) {
                 let wait = piece.at - clock.now()
@@ -116,9 +120,15 @@ struct OriginResponder: Sendable {
             case .complete: try await writer.finish(nil)
             case .cut(_, let reset): throw ConnectionFault(reset: reset)
             case .endless: try await endlessFiller(&writer)
+            case .stall:
+                try await Task.sleep(for: .seconds(stallSeconds))
+                throw ConnectionFault(reset: false)
             }
         }
     }
+
+    /// How long a `stall_` response holds its connection silent.
+    static let stallSeconds = 120
 
     /// `endless_`: zeros, 1 KiB every 100 ms, until the client goes away (the write throws) or the
     /// server stops (the sleep throws). One buffer, written again and again: no memory grows.

@@ -59,6 +59,11 @@ public struct EventMessageScanner: Sendable {
     private var wanted = 0
     /// Refuse to buffer an implausible emsg.
     public static let maxEventBytes = 1 << 20
+    /// `emsg` boxes kept from one segment; the ones after are skipped (and counted).
+    public static let maxEvents = 256
+    private var kept = 0
+    /// `emsg` boxes skipped: over ``maxEvents`` or ``maxEventBytes``.
+    public private(set) var refused = 0
 
     public init() {}
 
@@ -96,11 +101,13 @@ public struct EventMessageScanner: Sendable {
                     skipping = .max
                 } else if size < UInt64(headerLength) {
                     skipping = .max  // corrupt: stop looking in this segment
-                } else if isEmsg && size - UInt64(headerLength) <= UInt64(Self.maxEventBytes) {
+                } else if isEmsg && size - UInt64(headerLength) <= UInt64(Self.maxEventBytes) && kept < Self.maxEvents {
                     wanted = Int(size) - headerLength
                     collecting = []
+                    kept += 1
                     if wanted == 0 { collecting = nil }
                 } else {
+                    if isEmsg { refused += 1 }
                     skipping = size - UInt64(headerLength)
                 }
             }

@@ -6,6 +6,12 @@ struct HLSParser {
     let url: URL
     /// Playlists bigger than this are refused.
     static let maxBytes = 8 << 20
+    /// Playlists of more lines are refused (a 24-hour window of 2 s segments is ~130,000).
+    static let maxLines = 500_000
+    /// A longer line (a tag or a URI) is refused.
+    static let maxLineBytes = 64 << 10
+    /// A tag with more attributes is refused.
+    static let maxAttributes = 256
 
     private struct Pending {
         var duration: Double?
@@ -21,10 +27,14 @@ struct HLSParser {
 
     func parse() throws(ManifestError) -> HLSPlaylist {
         guard text.utf8.count <= Self.maxBytes else { throw ManifestError(.tooLarge, "playlist over \(Self.maxBytes) bytes") }
+        let lineCount = text.utf8.reduce(1) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }
+        guard lineCount <= Self.maxLines else { throw ManifestError(.tooLarge, "playlist of \(lineCount) lines, over \(Self.maxLines)") }
         // Lines split on the bytes (CR LF and LF; a CR left at the end is trimmed).
-        var lines = text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map {
-            Substring($0).trimmedBlanks()
+        let raw = text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        if let long = raw.firstIndex(where: { $0.count > Self.maxLineBytes }) {
+            throw ManifestError(.tooLarge, "line \(long + 1): \(raw[long].count) bytes, over \(Self.maxLineBytes)")
         }
+        var lines = raw.map { Substring($0).trimmedBlanks() }
         if let first = lines.first, first.hasPrefix("\u{FEFF}") { lines[0] = String(first.dropFirst()) }
         guard lines.first == "#EXTM3U" else { throw ManifestError(.notAManifest, "not an HLS playlist: the first line is not #EXTM3U") }
         if lines.contains(where: { $0.hasPrefix("#EXT-X-STREAM-INF") }) { return .multivariant(try multivariant(lines)) }
@@ -241,6 +251,7 @@ struct HLSParser {
             }
             guard !name.isEmpty else { throw ManifestError(.invalidValue, "line \(n): an attribute without a name") }
             out[name] = value
+            guard out.count <= Self.maxAttributes else { throw ManifestError(.tooLarge, "line \(n): over \(Self.maxAttributes) attributes") }
             if j < list.endIndex, list[j] == "," { j = list.index(after: j) }
             i = j
         }

@@ -11,6 +11,9 @@ public enum HLSPlaylist: Sendable, Equatable {
     /// Playlists bigger than this are refused.
     public static let maxBytes = HLSParser.maxBytes
 
+    /// Parses a playlist fetched from `url` (relative URIs resolve against it). Refused with
+    /// `.tooLarge`: over ``maxBytes``, 500,000 lines, a line over 64 KiB, a tag of over 256
+    /// attributes; other defects are `.invalidValue`/`.notAManifest` naming the line.
     public static func parse(_ text: String, url: URL) throws(ManifestError) -> HLSPlaylist {
         try HLSParser(text: text, url: url).parse()
     }

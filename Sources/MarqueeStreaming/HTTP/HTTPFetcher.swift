@@ -78,24 +78,35 @@ public struct FetchPolicy: Sendable, Hashable {
     public var maxRetryDelay: Double
     /// Seconds one try may take in all (head and body).
     public var timeout: Double
+    /// Seconds until the response head (≤ `timeout`): a server that accepted the request but
+    /// does not answer is given up sooner than a slow body. A body that stops arriving is given up
+    /// after ``HTTPFetcher/idleTimeout``.
+    public var firstByteTimeout: Double
     /// Whether a try that timed out is made again (a hung server: better the backup source).
     public var retriesTimeouts: Bool
 
-    public init(attempts: Int, retryDelay: Double, maxRetryDelay: Double, timeout: Double, retriesTimeouts: Bool = true) {
+    public init(
+        attempts: Int, retryDelay: Double, maxRetryDelay: Double, timeout: Double, firstByteTimeout: Double? = nil,
+        retriesTimeouts: Bool = true
+    ) {
         self.attempts = max(1, attempts)
         self.retryDelay = max(0, retryDelay)
         self.maxRetryDelay = max(self.retryDelay, maxRetryDelay)
         self.timeout = max(0.1, timeout)
+        self.firstByteTimeout = min(self.timeout, max(0.1, firstByteTimeout ?? timeout))
         self.retriesTimeouts = retriesTimeouts
     }
 
-    /// A manifest or playlist: 4 tries from 0.5 s, 10 s each; a timeout is not tried again
-    /// (the source has hung: the session moves on to a backup, recovery comes back later).
-    public static let manifest = FetchPolicy(attempts: 4, retryDelay: 0.5, maxRetryDelay: 4, timeout: 10, retriesTimeouts: false)
-    /// An init segment: 4 tries from 0.5 s, 10 s each (the caller retries on for good).
-    public static let initSegment = FetchPolicy(attempts: 4, retryDelay: 0.5, maxRetryDelay: 4, timeout: 10)
-    /// An AES-128 key: 3 tries from 0.5 s.
-    public static let key = FetchPolicy(attempts: 3, retryDelay: 0.5, maxRetryDelay: 2, timeout: 5)
+    /// A manifest or playlist: 4 tries from 0.5 s, 10 s each, the head within 6 s; a timeout is
+    /// not tried again (the source has hung: the session moves on to a backup, recovery comes
+    /// back later).
+    public static let manifest = FetchPolicy(
+        attempts: 4, retryDelay: 0.5, maxRetryDelay: 4, timeout: 10, firstByteTimeout: 6, retriesTimeouts: false)
+    /// An init segment: 4 tries from 0.5 s, 10 s each, the head within 6 s (the caller retries
+    /// on for good).
+    public static let initSegment = FetchPolicy(attempts: 4, retryDelay: 0.5, maxRetryDelay: 4, timeout: 10, firstByteTimeout: 6)
+    /// An AES-128 key: 3 tries from 0.5 s, 5 s each, the head within 4 s.
+    public static let key = FetchPolicy(attempts: 3, retryDelay: 0.5, maxRetryDelay: 2, timeout: 5, firstByteTimeout: 4)
 
     /// Whether `error` may pass on a retry.
     public static func isTransient(_ error: FetchError) -> Bool {
@@ -116,20 +127,49 @@ public struct FetchPolicy: Sendable, Hashable {
 
 /// GETs with AsyncHTTPClient: whole bodies (manifests, segments) or streamed chunk by chunk
 /// (segments delivered while they are being produced).
+///
+/// Every request has a deadline for its response head (`firstByte`) and one for the whole
+/// (`timeout`); with the default client a connection is given up after ``connectTimeout`` and a
+/// response whose bytes stop arriving after ``idleTimeout`` (ExoPlayer's `DefaultHttpDataSource`
+/// waits 8 s for each). Redirects: at most ``maxRedirects``, no cycle.
 public struct HTTPFetcher: Sendable {
     public let client: HTTPClient
     /// Headers added to every request (per-source headers, cookies).
     public var headers: [(String, String)]
 
-    public init(client: HTTPClient = .shared, headers: [(String, String)] = []) {
+    /// Seconds a connection may take to open (default client); a refused one fails at once.
+    public static let connectTimeout = 5
+    /// Seconds without a byte of an answer (head or body) before it is given up (default client).
+    public static let idleTimeout = 5
+    /// Redirects followed for one request (default client); a cycle is an error at once.
+    public static let maxRedirects = 10
+
+    /// The client of every fetcher that is not given one: AsyncHTTPClient's shared settings
+    /// (browser-like, decompression limited) with the timeouts and redirect limit above. Never
+    /// shut down (it lives as long as the process, as `HTTPClient.shared` does).
+    public static let defaultClient: HTTPClient = {
+        var configuration = HTTPClient.Configuration.singletonConfiguration
+        configuration.timeout = .init(connect: .seconds(Int64(connectTimeout)), read: .seconds(Int64(idleTimeout)))
+        configuration.redirectConfiguration = .follow(max: maxRedirects, allowCycles: false)
+        // A refused or failed connection fails its request at once (our ``FetchPolicy`` retries,
+        // and a request with alternative locations moves on): the pool's own retries would hold
+        // it until the connect timeout.
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
+
+    public init(client: HTTPClient = HTTPFetcher.defaultClient, headers: [(String, String)] = []) {
         self.client = client
         self.headers = headers
     }
 
-    /// Fetches `url` whole.
-    public func get(_ url: URL, method: HTTPMethod = .GET, timeout: Duration = .seconds(10), maxBytes: Int = 64 << 20) async throws(FetchError) -> FetchResult {
+    /// Fetches `url` whole: the head within `firstByte` (default: `timeout`), all of it within
+    /// `timeout`.
+    public func get(
+        _ url: URL, method: HTTPMethod = .GET, timeout: Duration = .seconds(10), firstByte: Duration? = nil, maxBytes: Int = 64 << 20
+    ) async throws(FetchError) -> FetchResult {
         var chunks = ByteBuffer()
-        var result = try await stream(url, method: method, timeout: timeout) { (chunk) throws(FetchError) in
+        var result = try await stream(url, method: method, timeout: timeout, firstByte: firstByte) { (chunk) throws(FetchError) in
             guard chunks.readableBytes + chunk.readableBytes <= maxBytes else {
                 throw FetchError(.tooLarge, url: url.absoluteString, message: "body over \(maxBytes) bytes")
             }
@@ -149,7 +189,9 @@ public struct HTTPFetcher: Sendable {
         while true {
             attempt += 1
             do {
-                return try await get(url, timeout: .milliseconds(Int(policy.timeout * 1000)), maxBytes: maxBytes)
+                return try await get(
+                    url, timeout: .milliseconds(Int(policy.timeout * 1000)), firstByte: .milliseconds(Int(policy.firstByteTimeout * 1000)),
+                    maxBytes: maxBytes)
             } catch {
                 guard attempt < policy.attempts, FetchPolicy.isTransient(error), policy.retriesTimeouts || error.code != .timeout,
                     !Task.isCancelled
@@ -165,11 +207,25 @@ public struct HTTPFetcher: Sendable {
         }
     }
 
-    /// Fetches `url`, handing each body chunk to `onChunk` as it arrives. The returned
-    /// result's `body` is empty.
+    /// What the request's task hands the caller: the head, the body's chunks, and a tick every
+    /// ``tick`` while waiting (deadlines are judged, the caller can judge its own).
+    private enum Part: Sendable {
+        case head(status: Int, reason: String, headers: [(String, String)], at: Double)
+        case chunk(ByteBuffer)
+        case tick
+    }
+
+    /// How often a waiting ``stream(_:method:timeout:firstByte:idle:onChunk:onTick:)`` wakes.
+    public static let tick = Duration.milliseconds(250)
+
+    /// Fetches `url`, handing each body chunk to `onChunk` as it arrives: the head within
+    /// `firstByte` (default: `timeout`), the whole body within `timeout`, and with `idle` no
+    /// wait of more than that for the next chunk (else ``HTTPFetcher/idleTimeout``): `.timeout`.
+    /// While a chunk is awaited, `onTick` is called about every ``tick`` (it may throw to give
+    /// the request up: a download too slow for the caller). The returned result's `body` is empty.
     public func stream(
-        _ url: URL, method: HTTPMethod = .GET, timeout: Duration = .seconds(10),
-        onChunk: (ByteBuffer) async throws(FetchError) -> Void
+        _ url: URL, method: HTTPMethod = .GET, timeout: Duration = .seconds(10), firstByte: Duration? = nil, idle: Duration? = nil,
+        onChunk: (ByteBuffer) async throws(FetchError) -> Void, onTick: (() throws(FetchError) -> Void)? = nil
     ) async throws(FetchError) -> FetchResult {
         let text = url.absoluteString
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
@@ -179,20 +235,66 @@ public struct HTTPFetcher: Sendable {
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         let sent = Monotonic.now()
-        let deadline = TimeAmount.nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)
+        func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+        let total = seconds(timeout)
+        let idleLimit = idle.map(seconds)
+        // AsyncHTTPClient's deadline ends when the head arrives: it is the first-byte deadline.
+        let headDeadline = TimeAmount.nanoseconds(Int64(min(total, seconds(firstByte ?? timeout)) * 1e9))
+        // The request runs in a task of its own and hands its parts over a stream, so the caller's
+        // loop also wakes on ticks: a body that stalls or crawls is judged without a byte arriving.
+        let (parts, sink) = AsyncThrowingStream<Part, any Error>.makeStream()
+        let client = self.client
+        let work = Task {
+            do {
+                let response = try await client.execute(request, timeout: headDeadline)
+                sink.yield(
+                    .head(
+                        status: Int(response.status.code), reason: response.status.reasonPhrase,
+                        headers: response.headers.map { ($0.name, $0.value) }, at: Monotonic.now()))
+                if (200..<300).contains(Int(response.status.code)) {
+                    for try await chunk in response.body { sink.yield(.chunk(chunk)) }
+                }
+                sink.finish()
+            } catch {
+                sink.finish(throwing: error)
+            }
+        }
+        let ticker = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: Self.tick)
+                sink.yield(.tick)
+            }
+        }
+        defer {
+            work.cancel()
+            ticker.cancel()
+        }
         do {
-            let response = try await client.execute(request, timeout: deadline)
-            let head = Monotonic.now()
-            let headers = response.headers.map { ($0.name, $0.value) }
-            guard (200..<300).contains(Int(response.status.code)) else {
-                throw FetchError(.status, url: text, status: Int(response.status.code), message: response.status.reasonPhrase)
+            var head: (status: Int, headers: [(String, String)], at: Double)?
+            var lastByte = sent
+            for try await part in parts {
+                let now = Monotonic.now()
+                switch part {
+                case .head(let status, let reason, let headers, let at):
+                    guard (200..<300).contains(status) else { throw FetchError(.status, url: text, status: status, message: reason) }
+                    head = (status, headers, at)
+                    lastByte = at
+                case .chunk(let chunk):
+                    lastByte = now
+                    try await onChunk(chunk)
+                case .tick:
+                    guard head != nil else { continue }  // the head's deadline is the client's
+                    if let idleLimit, now - lastByte > idleLimit {
+                        throw FetchError(.timeout, url: text, message: String(format: "no byte for %.1f s", now - lastByte))
+                    }
+                    try onTick?()
+                }
+                if head != nil, Monotonic.now() - sent > total {
+                    throw FetchError(.timeout, url: text, message: "the body was not complete within \(total) s")
+                }
             }
-            for try await chunk in response.body {
-                try await onChunk(chunk)
-            }
-            return FetchResult(
-                status: Int(response.status.code), headers: headers, body: ByteBuffer(), sent: sent, headReceived: head,
-                finished: Monotonic.now())
+            guard let head, !Task.isCancelled else { throw FetchError(.cancelled, url: text, message: "cancelled") }
+            return FetchResult(status: head.status, headers: head.headers, body: ByteBuffer(), sent: sent, headReceived: head.at, finished: Monotonic.now())
         } catch let error as FetchError {
             throw error
         } catch is CancellationError {

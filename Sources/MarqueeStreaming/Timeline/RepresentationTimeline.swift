@@ -46,6 +46,11 @@ public struct RepresentationTimeline: Sendable {
     public let timeShiftBufferDepth: Double?
     /// The URL segment templates are resolved against (manifest URL and BaseURLs applied).
     public let baseURL: URL
+    /// Every location the segments are served from, ``baseURL`` first: several `BaseURL`
+    /// elements at one level are alternatives (CDNs), combined level by level in the manifest's
+    /// order, at most ``maxLocations``.
+    public let baseURLs: [URL]
+    public static let maxLocations = 8
     /// Timeline entries expanded (SegmentTimeline addressing only).
     private let entries: [(number: UInt64, time: UInt64, duration: UInt64)]
 
@@ -73,11 +78,13 @@ public struct RepresentationTimeline: Sendable {
         self.availabilityStartTime = mpd.availabilityStartTime
         self.isLive = mpd.isLive
         self.timeShiftBufferDepth = mpd.timeShiftBufferDepth
-        var base = manifestURL
-        for layer in [mpd.baseURLs, period.baseURLs, adaptationSet.baseURLs, representation.baseURLs] {
-            if let first = layer.first, let url = URL(string: first, relativeTo: base) { base = url.absoluteURL }
+        var bases = [manifestURL]
+        for layer in [mpd.baseURLs, period.baseURLs, adaptationSet.baseURLs, representation.baseURLs] where !layer.isEmpty {
+            let next = bases.flatMap { base in layer.compactMap { URL(string: $0, relativeTo: base)?.absoluteURL } }
+            if !next.isEmpty { bases = Array(next.prefix(Self.maxLocations)) }
         }
-        self.baseURL = base
+        self.baseURLs = bases
+        self.baseURL = bases[0]
         let start = self.periodStart
         let limit = self.periodDuration.map { start + $0 } ?? liveEdge
         if let timeline = template.timeline {
@@ -125,6 +132,18 @@ public struct RepresentationTimeline: Sendable {
             }
         }
         return out
+    }
+
+    /// `url` (a segment of this timeline, resolved against ``baseURL``) served from location
+    /// `index` of ``baseURLs``; unchanged when it is not under ``baseURL`` (an absolute URL)
+    /// or there is no such location.
+    public func relocated(_ url: URL, to index: Int) -> URL {
+        guard index > 0, index < baseURLs.count, let from = URL(string: "./", relativeTo: baseURL)?.absoluteString,
+            let to = URL(string: "./", relativeTo: baseURLs[index])?.absoluteString
+        else { return url }
+        let text = url.absoluteString
+        guard text.hasPrefix(from) else { return url }
+        return URL(string: to + text.dropFirst(from.count)) ?? url
     }
 
     /// Seconds to add to a sample's media time in seconds (`tfdt / timescale`, what a demuxer
