@@ -48,6 +48,11 @@ public enum PlayerEvent: Sendable, Hashable {
     /// The latency controller jumped: the latency was `error` seconds off target (positive:
     /// behind) and is now on target.
     case latencyJump(error: Double)
+    /// The latency target in use changed without the app asking: raised to `seconds` because
+    /// the stream's segments arrive too late for the app's `requested` target (the server
+    /// publishes late), or lowered again toward it once they arrive in time (see
+    /// ``FeasibleLatency``).
+    case targetLatencyChanged(seconds: Double, requested: Double)
     /// Playback stalled for the recovery delay and the stream is being reloaded; the next
     /// stall waits `nextDelay` seconds.
     case recovering(nextDelay: Double)

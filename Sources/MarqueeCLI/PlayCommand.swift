@@ -214,6 +214,11 @@ struct PlaybackRunner {
                 status.log(detail)
             case .latencyJump(let error):
                 status.log(String(format: "latency %+.3f s off target: jumped", error))
+            case .targetLatencyChanged(let seconds, let requested):
+                status.log(
+                    seconds > requested
+                        ? String(format: "segments arrive too late for %.2f s: latency target %.2f s", requested, seconds)
+                        : String(format: "latency target back to %.2f s", seconds))
             case .recovering(let next):
                 status.log(String(format: "stalled: reloading (next reload after %.0f s)", next))
             case .recovered:

@@ -202,4 +202,31 @@ extension LivePlaybackTests {
         #expect(abs(ToneAnalysis.frequency(body, sampleRate: 48_000) - 440) < 1)
         print(String(format: "low latency: %d frames, latency %.4f…%.4f s (target 1.0)", frames.count, latencies.min()!, latencies.max()!))
     }
+
+    /// A server that publishes every segment 1.2 s after the manifest says (`late_1.2`, $Number$
+    /// and SegmentTimeline): a 3 s target would drop pictures forever. The player measures when
+    /// segments really arrive, raises its target once (a jump) and then plays every picture at the
+    /// raised target, read from frames.tsv.
+    @Test(arguments: [["late_1.2"], ["segtimeline_1", "late_1.2"]])
+    func aLateServerRaisesTheTargetToWhatPlaysCleanly(_ late: [String]) async throws {
+        let origin = try await Self.origin()
+        defer { Task { await origin.stop() } }
+        let ast = Int(Date().timeIntervalSince1970) - 3600
+        let run = try await Self.play(
+            origin.manifestURL(asset: "generated", options: ["ast_\(ast)"] + late), seconds: 28, audio: { _ in .null })
+        let raised = run.events.compactMap { if case .targetLatencyChanged(let s, let r) = $0 { (s, r) } else { nil } }
+        let target = try #require(raised.last, "the target was never raised").0
+        // Needed: 2 s of segment + 1.2 s late + the download (and with a SegmentTimeline the reload
+        // that lists it), + 0.5 s margin + 0.2 s headroom.
+        #expect(target > 3.7 && target < 5.0 && raised.allSatisfy { $0.1 == 3 }, "raised to \(raised)")
+        // After the raise settled (the last 14 s): every picture, each at the raised target.
+        let end = try #require(run.frames.last).wallTime
+        let settled = run.frames.filter { $0.wallTime > end - 14 }
+        let (share, inOrder) = Self.presentedShare(settled)
+        #expect(share >= 0.99 && inOrder, "\(share * 100) % of the pictures of the last 14 s")
+        let errors = settled.map { abs($0.wallTime - Double(ast) - $0.pts - target) }
+        #expect(Stats.median(errors) < 0.03, "median |latency − \(target)| = \(Stats.median(errors))")
+        print(String(format: "late server %@: target raised to %.2f s, %.1f %% of the pictures after, median error %.3f s",
+                     late.joined(separator: "/"), target, share * 100, Stats.median(errors)))
+    }
 }

@@ -17,7 +17,16 @@ final class PlaybackSession: Sendable {
     let feeders: [TrackFeeder]
     let plans: [TrackPlan]
     /// Seconds behind live the session holds (changed by ``setTargetLatency(_:)``).
+    /// The latency target in use: the app's (``requestedLatency``), raised while the stream's
+    /// segments arrive too late for it (``FeasibleLatency``).
     let targetLatency: SharedValue<Double>
+    /// The latency target the app asked for (options, manifest, ``setTargetLatency(_:)``).
+    let requestedLatency: SharedValue<Double>
+    /// When segments really arrive, against their presentation times.
+    let feasible = SharedValue(FeasibleLatency())
+    /// Seconds the target was raised by since the last control step (a large raise is a jump:
+    /// the picture held once, rather than late pictures dropped while the rate catches up).
+    let raisedBy = SharedValue(0.0)
     /// Whether the latency controller steers (live, target > 0).
     let syncEnabled: Bool
     private let controller: Mutex<LatencyController>
@@ -92,6 +101,7 @@ final class PlaybackSession: Sendable {
         self.plans = plans
         let shared = SharedValue(target)
         self.targetLatency = shared
+        self.requestedLatency = SharedValue(target)
         self.syncEnabled = mpd.isLive && options.targetLatency > 0
         self.controller = Mutex(LatencyController(options: syncOptions))
         self.startPosition = start
@@ -105,6 +115,13 @@ final class PlaybackSession: Sendable {
         self.store = store
         let shift = self.shift
         let positionOf: @Sendable () -> Double? = { [core] in core.status()?.position }
+        let (feasible, requested, syncing, raised) = (self.feasible, self.requestedLatency, self.syncEnabled, self.raisedBy)
+        let onArrival: @Sendable (Double) -> Void = { need in
+            guard syncing else { return }
+            let now = Monotonic.now()
+            feasible.withLock { $0.record(need: need, at: now) }
+            Self.adjustTarget(feasible: feasible, target: shared, requested: requested, raisedBy: raised, events: events, logger: logger, now: now)
+        }
         self.feeders = plans.map { plan in
             var abr: SharedValue<ABRController>?
             if plan.renditions.count > 1 {
@@ -121,7 +138,7 @@ final class PlaybackSession: Sendable {
                     if let timed { mixer?.insert(timed) }
                     if let mpd, let mixer { Self.insertEvents(of: mpd, into: mixer, events: events) }
                 }, shift: shift, store: store, abr: abr, latestMPD: SharedValue(mpd), active: SharedValue(plan.representation.id),
-                locations: SharedValue(LocationChoice(count: plan.timeline.baseURLs.count)))
+                locations: SharedValue(LocationChoice(count: plan.timeline.baseURLs.count)), onArrival: onArrival)
         }
         events.send(.sourceLoaded(url: source.absoluteString, streamType: mpd.isLive ? .live : .onDemand))
         events.send(.timeOffsetChanged(milliseconds: clock.localClockDifferenceMs))
@@ -164,9 +181,35 @@ final class PlaybackSession: Sendable {
         }
     }
 
-    /// Changes the latency target while playing; the controller steers (or jumps) to it.
+    /// Changes the latency target while playing; the controller steers (or jumps) to it (or to
+    /// the feasible latency, if the segments arrive too late for it).
     func setTargetLatency(_ seconds: Double) {
-        targetLatency.withLock { $0 = seconds }
+        requestedLatency.withLock { $0 = seconds }
+        let feasible = self.feasible.withLock { $0.minimum(now: Monotonic.now()) }
+        targetLatency.withLock { $0 = syncEnabled ? max(seconds, feasible.map { ($0 * 100).rounded(.up) / 100 } ?? 0) : seconds }
+    }
+
+    /// A raise of the target at least this large (seconds) is made by a jump.
+    static let raiseJump = 0.25
+
+    /// Moves the latency target in use as ``FeasibleLatency`` says (an event when it moves);
+    /// returns by how much it moved.
+    @discardableResult
+    static func adjustTarget(
+        feasible: SharedValue<FeasibleLatency>, target: SharedValue<Double>, requested: SharedValue<Double>, raisedBy: SharedValue<Double>,
+        events: PlayerEvents.Sink, logger: Logger, now: Double
+    ) -> Double {
+        let asked = requested.withLock { $0 }
+        let (before, after) = target.withLock { current -> (Double, Double) in
+            let before = current
+            current = feasible.withLock { $0.target(requested: asked, current: current, now: now) }
+            return (before, current)
+        }
+        guard after != before else { return 0 }
+        logger.notice("latency target", metadata: ["target": "\(after)", "requested": "\(asked)"])
+        events.send(.targetLatencyChanged(seconds: after, requested: asked))
+        if after > before { raisedBy.withLock { $0 += after - before } }
+        return after - before
     }
 
     // MARK: time shift
@@ -434,10 +477,18 @@ final class PlaybackSession: Sendable {
         guard syncEnabled, !shift.paused, status.state == .playing, let position = status.position,
             let ast = mpd.availabilityStartTime?.timeIntervalSince1970
         else { return }
+        Self.adjustTarget(
+            feasible: feasible, target: targetLatency, requested: requestedLatency, raisedBy: raisedBy, events: events, logger: logger,
+            now: status.mono)
+        let raised = raisedBy.withLock { r in defer { r = 0 }; return r }
         let target = targetLatency.withLock { $0 } + shift.delay
         let latency = status.mono + clock.offset - ast - position
         let (action, before) = controller.withLock { c in
             let before = c.rate
+            if raised >= Self.raiseJump, latency < target - Self.raiseJump / 2 {
+                c.jumped(now: status.mono)
+                return (LatencyController.Action.jump(error: latency - target), before)
+            }
             return (c.update(now: status.mono, latency: latency, target: target), before)
         }
         do {

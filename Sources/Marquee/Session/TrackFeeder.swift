@@ -75,6 +75,9 @@ struct TrackFeeder: Sendable {
     let active: SharedValue<String>
     /// Which of the stream's alternative locations (BaseURLs) segments are fetched from.
     let locations: SharedValue<LocationChoice>
+    /// Hears, for each live segment fetched as soon as it was due, how many seconds after its
+    /// presentation start it was in hand (``FeasibleLatency``).
+    let onArrival: @Sendable (Double) -> Void
     /// Set when the core reported a damaged segment on one of the feeder's tracks: the init
     /// segment is fetched and given again before the next segment (it may be the bad part).
     let initSuspect = SharedValue(false)
@@ -153,6 +156,9 @@ struct TrackFeeder: Sendable {
         var misses = 0  // reloads in a row that listed nothing new
         var reloadSince: Double? = nil  // after a wait: only a manifest requested since it
         var pushedAny = false
+        // The next segment was looked for before it was there (a reload listed nothing new, or
+        // its availability time had not come): when it arrives says how late the server is.
+        var awaited = false
         while !Task.isCancelled {
             guard let segment = next else {
                 guard isLive else {
@@ -175,6 +181,7 @@ struct TrackFeeder: Sendable {
                         wait = expected > 0.05 ? min(2, expected + 0.03) : min(max(0.05, duration / 2), 0.05 * Double(1 << min(misses, 6)))
                     }
                     misses += 1
+                    awaited = true
                     try? await Task.sleep(for: .milliseconds(Int(wait * 1000)))
                     reloadSince = Monotonic.now()
                 } else {
@@ -184,6 +191,7 @@ struct TrackFeeder: Sendable {
             }
             if isLive, let jump = await catchUp(segment, timeline: timeline) {
                 next = jump
+                awaited = false
                 continue
             }
             if !isLive { await waitForReadAhead(segment) }
@@ -193,7 +201,8 @@ struct TrackFeeder: Sendable {
                 let lead = max(3, 2 * (segment.end - segment.start))
                 while !Task.isCancelled, segment.start > wantedPosition() + lead { try? await Task.sleep(for: .milliseconds(100)) }
             }
-            if isLive, store?.entry(track: plan.coreTrack, time: segment.time) == nil { await waitUntilAvailable(segment, timeline) }
+            if isLive, store?.entry(track: plan.coreTrack, time: segment.time) == nil, await waitUntilAvailable(segment, timeline) { awaited = true }
+            let askedAt = serverSeconds()
             if Task.isCancelled { return false }
             if segment.discontinuity, pushedAny {
                 // An encoder restart or a splice (HLS): the timestamps start afresh. The tracks
@@ -205,6 +214,8 @@ struct TrackFeeder: Sendable {
             switch await obtain(segment) {
             case .pushed:
                 pushedEnd.withLock { $0 = segment.end }
+                // Fetched whole as soon as it was there (not streamed while being produced).
+                if isLive, awaited, let askedAt, askedAt >= segment.end - 0.05, let now = serverSeconds() { onArrival(now - segment.start) }
             case .skipped:
                 break
             case .abandoned:
@@ -214,15 +225,24 @@ struct TrackFeeder: Sendable {
             }
             lastEnd = segment.end
             next = timeline.segment(after: segment)
+            awaited = false
         }
         return false
     }
 
     /// Sleeps until the server makes `segment` available (live; on its clock).
-    private func waitUntilAvailable(_ segment: SegmentReference, _ timeline: RepresentationTimeline) async {
-        guard let available = timeline.availabilityStart(of: segment) else { return }
+    /// Returns whether it had to wait.
+    @discardableResult
+    private func waitUntilAvailable(_ segment: SegmentReference, _ timeline: RepresentationTimeline) async -> Bool {
+        guard let available = timeline.availabilityStart(of: segment) else { return false }
         let wait = available.timeIntervalSince(clock.now())
         if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(wait * 1000) + 5)) }
+        return wait > 0
+    }
+
+    /// Server seconds since the availability start time (live), nil without one.
+    private func serverSeconds() -> Double? {
+        plan.timeline.availabilityStartTime.map { clock.now().timeIntervalSince($0) }
     }
 
     /// Pushes `segment` from the store when it is kept there, else fetches it in the rendition
@@ -548,8 +568,15 @@ struct TrackFeeder: Sendable {
             /// comes): abandoned for a lower rendition when too slow for it, or given up once when
             /// slower than real time and too late (a stuck connection, a trickling or stalled
             /// edge): a new one is tried.
+            var tail = SegmentEnd(transportStream: rep.isTransportStream)
+            var wholeAt: Int?
             func judge() throws(FetchError) {
-                guard unpushed != nil else { return }
+                guard let body = unpushed else { return }
+                // A whole segment, then filler without end (or junk): the segment is kept.
+                if let cut = body.withUnsafeReadableBytes({ tail.wholeBeforeJunk(in: $0) }) {
+                    wholeAt = cut
+                    throw FetchError(.cancelled, url: url.absoluteString, message: "whole segment, then junk")
+                }
                 let elapsed = Monotonic.now() - began
                 let expected = max(received + 1, rep.bandwidth * Int(duration * 1000) / 8000)
                 let buffer = bufferAtStart - elapsed
@@ -565,20 +592,26 @@ struct TrackFeeder: Sendable {
                 }
             }
             do {
-                _ = try await fetcher.stream(
-                    url, timeout: .milliseconds(Int(max(4, duration * 3) * 1000)), firstByte: Self.firstByte,
-                    idle: paced ? .milliseconds(Int(max(Self.idle, duration + 1) * 1000)) : .milliseconds(Int(Self.idle * 1000))
-                ) { (chunk) throws(FetchError) in
-                    received += chunk.readableBytes
-                    if unpushed != nil {
-                        var incoming = chunk
-                        unpushed?.writeBuffer(&incoming)  // in place (a copy would copy it all per chunk)
+                do {
+                    _ = try await fetcher.stream(
+                        url, timeout: .milliseconds(Int(max(4, duration * 3) * 1000)), firstByte: Self.firstByte,
+                        idle: paced ? .milliseconds(Int(max(Self.idle, duration + 1) * 1000)) : .milliseconds(Int(Self.idle * 1000))
+                    ) { (chunk) throws(FetchError) in
+                        received += chunk.readableBytes
+                        if unpushed != nil {
+                            var incoming = chunk
+                            unpushed?.writeBuffer(&incoming)  // in place (a copy would copy it all per chunk)
+                            try judge()
+                            return
+                        }
+                        try deliver(chunk)
+                    } onTick: { () throws(FetchError) in
                         try judge()
-                        return
                     }
-                    try deliver(chunk)
-                } onTick: { () throws(FetchError) in
-                    try judge()
+                } catch let error where wholeAt != nil && error.code == .cancelled {
+                    logger.info("segment whole, then junk: kept", metadata: ["url": "\(url)", "bytes": "\(wholeAt ?? 0)"])
+                    if let cut = wholeAt, let reader = unpushed?.readerIndex { unpushed?.moveWriterIndex(to: reader + cut) }
+                    received = wholeAt ?? received
                 }
                 if let pending = unpushed, pending.readableBytes > 0 {
                     // Cut short or garbage: fetched again once (an edge's fault passes); the
@@ -620,14 +653,16 @@ struct TrackFeeder: Sendable {
                     logger.warning("segment fetched from another location", metadata: ["url": "\(url)", "error": "\(error)"])
                     continue
                 }
-                if !FetchPolicy.isTransient(error) || late || attempt >= 4 {
+                // Not there yet (404 at the live edge: a server that publishes late) is asked
+                // again while it can still be on time; other failures 4 times.
+                if !FetchPolicy.isTransient(error) || late || attempt >= (error.status == 404 && isLive ? 40 : 4) {
                     logger.warning("segment skipped", metadata: ["url": "\(url)", "error": "\(error)"])
                     events.send(.error(PlayerError(error), fatal: false))
                     return .skipped
                 }
                 logger.info("segment fetched again", metadata: ["url": "\(url)", "attempt": "\(attempt + 1)", "error": "\(error)"])
                 if !slow && error.code != .network {  // a reset or a stuck body: again at once
-                    try? await Task.sleep(for: .milliseconds(error.status == 404 ? 150 * attempt : 400 * attempt))
+                    try? await Task.sleep(for: .milliseconds(error.status == 404 ? min(300, 150 * attempt) : 400 * attempt))
                 }
             }
         }

@@ -111,6 +111,14 @@ public struct LatencyController: Sendable, Equatable {
         return .steer(rate: wanted)
     }
 
+    /// A jump was made at monotonic `now` without the controller asking (the target was
+    /// raised): rate 1, and measurements wait for it to take effect.
+    public mutating func jumped(now: Double) {
+        steering = false
+        rate = 1
+        settleUntil = now + Self.settleTime
+    }
+
     /// Forget the steering state (after a jump done elsewhere, a reload).
     public mutating func reset() {
         steering = false

@@ -13,6 +13,7 @@ import Foundation
 /// | `spd_<s>` | suggestedPresentationDelay | omitted |
 /// | `segtimeline_1` | SegmentTimeline + `$Time$` instead of `$Number$` + `@duration` | 0 |
 /// | `ato_<s>` | availabilityTimeOffset: segments available that much earlier; a segment requested before its end is sent chunk by chunk (CMAF chunks, chunked transfer), each chunk when its last sample's time comes | 0 (omitted) |
+/// | `late_<s>` | segments are published `s` seconds after their end (404 before, listed in a SegmentTimeline only then), and the MPD does not say so: a packager that writes a segment when the next keyframe comes, an AST rounded down | 0 |
 /// | `timeoffset_<s>` | the origin's clock runs that far off real time (availability, MPD times, time endpoints, Date headers) | 0 |
 /// | `ltgt_<ms>` | `ServiceDescription/Latency@target` | omitted |
 /// | `outage_<from>-<to>` | every request of this URL (manifest, segments) is a 503 from Unix second `from` until `to` (origin clock) | none |
@@ -62,6 +63,8 @@ struct LiveOptions: Sendable, Equatable {
     var suggestedPresentationDelay: Double?
     var segmentTimeline = false
     var availabilityTimeOffset: Double = 0
+    /// `late_`: seconds after its end a segment is published (unannounced).
+    var publishDelay: Double = 0
     var timeOffset: Double = 0
     var latencyTarget: Int?
     var utcTimings = ["xsdate", "iso"]
@@ -101,7 +104,7 @@ struct LiveOptions: Sendable, Equatable {
         var component: String { "\(LiveOptions.format(period))-\(LiveOptions.format(start))-\(LiveOptions.format(length))" }
     }
 
-    static let keys: Set<String> = Faults.keys.union(["ast", "tsbd", "mup", "snr", "spd", "segtimeline", "ato", "timeoffset", "ltgt", "utc", "outage", "hang", "bw", "bwlow", "mute", "ad", "baseurl"])
+    static let keys: Set<String> = Faults.keys.union(["ast", "tsbd", "mup", "snr", "spd", "segtimeline", "ato", "timeoffset", "ltgt", "utc", "outage", "hang", "bw", "bwlow", "mute", "ad", "baseurl", "late"])
 
     /// The segment rate limit (kbit/s) for a request at origin time `now`, nil: unlimited.
     func bandwidth(at now: Double) -> Double? {
@@ -123,6 +126,7 @@ struct LiveOptions: Sendable, Equatable {
         if let s = suggestedPresentationDelay { out.append("spd_\(Self.format(s))") }
         if segmentTimeline { out.append("segtimeline_1") }
         if availabilityTimeOffset != 0 { out.append("ato_\(Self.format(availabilityTimeOffset))") }
+        if publishDelay != 0 { out.append("late_\(Self.format(publishDelay))") }
         if timeOffset != 0 { out.append("timeoffset_\(Self.format(timeOffset))") }
         if let l = latencyTarget { out.append("ltgt_\(l)") }
         if let o = outage { out.append("outage_\(Self.format(o.lowerBound))-\(Self.format(o.upperBound))") }
@@ -174,6 +178,7 @@ struct LiveOptions: Sendable, Equatable {
             guard value == "0" || value == "1" else { throw OptionError("option segtimeline_ takes 0 or 1, not \"\(value)\"") }
             segmentTimeline = value == "1"
         case "ato": availabilityTimeOffset = try number(0...86_400)
+        case "late": publishDelay = try number(0...60)
         case "timeoffset": timeOffset = try number(-1e9...1e9)
         case "ltgt":
             guard let ms = Int(value), ms >= 0, ms <= 86_400_000 else { throw OptionError("option ltgt_: \"\(value)\" is not a latency in ms") }

@@ -71,7 +71,7 @@ struct LiveTimeline {
     /// `end` is the segment's end in presentation seconds; `now` is Unix seconds on the origin clock.
     private func availability(end: Double, now: Double) -> Availability {
         let endWall = options.availabilityStartTime + end
-        let start = endWall - options.availabilityTimeOffset
+        let start = endWall - options.availabilityTimeOffset + options.publishDelay
         if now < start { return .tooEarly(availableIn: start - now) }
         if now >= endWall + options.timeShiftBufferDepth { return .expired }
         return .available
@@ -81,7 +81,7 @@ struct LiveTimeline {
     /// media-time order (the last one is the live edge).
     func listedSegments(now: Double) -> [LiveSegment] {
         let elapsed = now - options.availabilityStartTime
-        let high = elapsed + options.availabilityTimeOffset          // newest end allowed
+        let high = elapsed + options.availabilityTimeOffset - options.publishDelay  // newest end allowed
         let low = elapsed - options.timeShiftBufferDepth             // ends must be after this
         guard high > 0 else { return [] }
         let loopSeconds = Double(rep.loopTicks) / timescale

@@ -41,3 +41,53 @@ public enum SegmentShape {
         return nil
     }
 }
+
+/// Follows a whole-segment download as it arrives and notices where a complete segment is
+/// followed by bytes that cannot continue it: an endless body's filler, junk after the
+/// segment. fMP4: whole top-level boxes, at least one `mdat`, then a box header no segment has
+/// (a type that is not four printable characters, a size under 8); MPEG-TS: whole packets, then
+/// a byte where a sync byte should be. Walks each byte once, however the body is chunked.
+public struct SegmentEnd: Sendable {
+    public let transportStream: Bool
+    private var at = 0
+    private var sawMedia = false
+
+    public init(transportStream: Bool) {
+        self.transportStream = transportStream
+    }
+
+    /// The length of the segment when `body` (everything received so far, from its first byte)
+    /// holds a whole segment followed by junk; nil while it may still be going on.
+    public mutating func wholeBeforeJunk(in body: UnsafeRawBufferPointer) -> Int? {
+        transportStream ? packets(body) : boxes(body)
+    }
+
+    private mutating func boxes(_ b: UnsafeRawBufferPointer) -> Int? {
+        while b.count - at >= 8 {
+            var size = (0..<4).reduce(0) { $0 << 8 | Int(b[at + $1]) }
+            let type = (4..<8).map { b[at + $0] }
+            guard type.allSatisfy({ (0x20...0x7e).contains($0) }), size == 0 || size == 1 || size >= 8 else {
+                return sawMedia ? at : nil
+            }
+            if size == 0 { return nil }  // to the end of the body: nothing more to learn
+            if size == 1 {
+                guard b.count - at >= 16 else { return nil }
+                size = (8..<16).reduce(0) { $0 << 8 | Int(b[at + $1]) }
+                guard size >= 16 else { return sawMedia ? at : nil }
+            }
+            guard size <= b.count - at else { return nil }  // the box is still coming
+            if type == Array("mdat".utf8) { sawMedia = true }
+            at += size
+        }
+        return nil
+    }
+
+    private mutating func packets(_ b: UnsafeRawBufferPointer) -> Int? {
+        while at < b.count {
+            guard b[at] == 0x47 else { return at > 0 ? at : nil }
+            guard b.count - at >= 188 else { return nil }
+            at += 188
+        }
+        return nil
+    }
+}
