@@ -1,0 +1,108 @@
+import Foundation
+import Marquee
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A media server we did not write: nginx with its RTMP module (Debian's `libnginx-mod-rtmp`),
+/// fed by ffmpeg over RTMP, packages live DASH the way many operators' boxes do: a segment is
+/// written when the next keyframe comes, SegmentTimeline with `$Time$`, `availabilityStartTime`
+/// in whole seconds, no UTCTiming, `bandwidth="0"`. Played through our origin's static files
+/// (the directory nginx writes), checked from frames.tsv against nginx's own segments decoded by
+/// ffmpeg.
+extension LivePlaybackTests {
+    /// A loopback TCP port nobody listens on now.
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw TestFailure("no free port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    struct TestFailure: Error, CustomStringConvertible {
+        var description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    @Test func nginxRTMPLiveDASH() async throws {
+        let nginx = "/usr/sbin/nginx"
+        try #require(FileManager.default.isExecutableFile(atPath: nginx), "nginx not installed (scripts/setup)")
+        try #require(FileManager.default.fileExists(atPath: "/usr/lib/nginx/modules/ngx_rtmp_module.so"), "libnginx-mod-rtmp not installed (scripts/setup)")
+        let dir = try Tools.tempDirectory("nginx")
+        let dash = dir.appendingPathComponent("dash")
+        try FileManager.default.createDirectory(at: dash, withIntermediateDirectories: true)
+        let port = try Self.freePort()
+        let conf = """
+            load_module /usr/lib/nginx/modules/ngx_rtmp_module.so;
+            daemon off; master_process off; worker_processes 1;
+            error_log \(dir.path)/error.log warn; pid \(dir.path)/nginx.pid;
+            events { worker_connections 64; }
+            rtmp { server { listen 127.0.0.1:\(port); application live {
+                live on; dash on; dash_path \(dash.path); dash_fragment 2s; dash_playlist_length 30s; } } }
+            """
+        try Data(conf.utf8).write(to: dir.appendingPathComponent("nginx.conf"))
+        let server = try Tools.spawn(nginx, ["-p", dir.path, "-c", dir.appendingPathComponent("nginx.conf").path])
+        defer { Tools.stop(server) }
+        try await Task.sleep(for: .seconds(1))
+        let encoder = try Tools.spawn(
+            "ffmpeg",
+            [
+                "-v", "error", "-nostdin", "-re", "-f", "lavfi", "-i", "testsrc2=s=640x360:r=30", "-f", "lavfi", "-i", "sine=f=440:r=48000",
+                "-c:v", "libx264", "-preset", "veryfast", "-g", "60", "-keyint_min", "60", "-sc_threshold", "0",
+                "-c:a", "aac", "-ac", "2", "-f", "flv", "rtmp://127.0.0.1:\(port)/live/stream",
+            ])
+        defer { Tools.stop(encoder) }
+        let origin = try await Self.origin(staticRoot: dash.path)
+        defer { Task { await origin.stop() } }
+        for _ in 0..<100 where !FileManager.default.fileExists(atPath: dash.appendingPathComponent("stream.mpd").path) {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        try await Task.sleep(for: .seconds(4))
+        let run = try await Self.play(origin.baseURL.appendingPathComponent("static/stream.mpd"), seconds: 24, audio: { _ in .null })
+        try #require(run.frames.count > 400, "frames presented: \(run.frames.count)")
+
+        // nginx's own segments still on disk (its window), decoded by ffmpeg.
+        let names = try FileManager.default.contentsOfDirectory(atPath: dash.path)
+            .filter { $0.hasSuffix(".m4v") && $0 != "stream-init.m4v" && $0 != "stream-raw.m4v" }
+            .sorted { (Int($0.dropFirst(7).dropLast(4)) ?? 0) < (Int($1.dropFirst(7).dropLast(4)) ?? 0) }
+        var bytes = try Data(contentsOf: dash.appendingPathComponent("stream-init.m4v"))
+        for name in names { bytes += try Data(contentsOf: dash.appendingPathComponent(name)) }
+        let file = dir.appendingPathComponent("reference.mp4")
+        try bytes.write(to: file)
+        let reference = try await Tools.offPool { try ReferenceDecode.frames(of: file) }
+        let first = try #require(reference.first).pts
+        // The last 14 s (any raise of the target settled): every picture, nginx's, in order.
+        let end = try #require(run.frames.last).wallTime
+        let settled = run.frames.filter { $0.wallTime > end - 14 && $0.pts >= first }
+        // RTMP carries milliseconds: nginx's track timescale is 1000, so a picture's time is
+        // k/30 s rounded to the millisecond, which the reference decode reports unrounded.
+        var byMillisecond: [Int: String] = [:]
+        for r in reference { byMillisecond[Int((r.pts * 1000).rounded(.down))] = r.md5 }
+        let mismatches = settled.filter { f in
+            let ms = Int((f.pts * 1000).rounded())
+            return !(ms - 1...ms).contains { byMillisecond[$0] == f.md5 }
+        }
+        #expect(mismatches.isEmpty, "\(mismatches.count) of \(settled.count) pictures differ from nginx's segments decoded by ffmpeg")
+        #expect(zip(settled, settled.dropFirst()).allSatisfy { $0.pts < $1.pts }, "pictures in order")
+        let (share, _) = Self.presentedShare(settled)
+        #expect(share >= 0.99, "\(share * 100) % of the pictures of the last 14 s")
+        // Latency held: wall time − pts constant within a frame over those 14 s.
+        let offsets = settled.map { $0.wallTime - $0.pts }
+        let spread = (offsets.max() ?? 0) - (offsets.min() ?? 0)
+        #expect(spread < 1.0 / 30, "latency moved by \(spread) s")
+        #expect(!run.events.contains { if case .error(_, true) = $0 { true } else { false } })
+        let target = run.events.compactMap { if case .targetLatencyChanged(let s, _) = $0 { s } else { nil } }.last
+        print(String(format: "nginx-rtmp: %d pictures, %.1f %% of the last 14 s, latency spread %.3f s, target %@",
+                     run.frames.count, share * 100, spread, target.map { String(format: "raised to %.2f s", $0) } ?? "3 s"))
+    }
+}
