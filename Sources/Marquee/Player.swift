@@ -317,7 +317,9 @@ public final class Player: Sendable {
 
     /// Changes the latency target (seconds behind live, 0 < seconds ≤ 300) while playing: the
     /// controller steers to it by rate, or jumps when it is more than
-    /// ``SyncOptions/jumpThreshold`` away. Before ``play()`` it replaces the options' target.
+    /// ``SyncOptions/jumpThreshold`` away. When the stream's segments arrive too late for it,
+    /// the target in use stays raised (``FeasibleLatency``, ``PlayerEvent/targetLatencyChanged(seconds:requested:)``).
+    /// Before ``play()`` it replaces the options' target.
     /// Throws ``PlayerError/Code-swift.struct/invalidOptions`` for a value out of range.
     public func setTargetLatency(_ seconds: Double) throws(PlayerError) {
         guard seconds.isFinite, seconds > 0, seconds <= 300 else {

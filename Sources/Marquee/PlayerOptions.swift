@@ -117,7 +117,8 @@ public struct PlayerOptions: Sendable {
     /// latency target replaces the default 3 (an explicit other value wins), clamped to its
     /// min/max. 0 disables sync: playback starts one segment (`MPD@maxSegmentDuration`) plus
     /// 0.5 s behind live and is not steered. Change it while playing with
-    /// ``Player/setTargetLatency(_:)``.
+    /// ``Player/setTargetLatency(_:)``. A stream whose segments arrive too late for it plays
+    /// at the smallest target that has them in time (``FeasibleLatency``) until they do.
     public var targetLatency: Double
     /// How latency is held: playback-rate bounds, gain, dead band, jump threshold. A manifest's
     /// `ServiceDescription` `PlaybackRate` min/max narrow the rate bounds.
