@@ -118,6 +118,32 @@ import Testing
         }
     }
 
+    /// What packagers and hand-edited playlists write in the wild, each parsed as meant.
+    @Test func quirksSeenInTheWild() throws {
+        let pdt = 1_795_428_000.0  // 2026-11-23T10:00:00Z
+        let cases: [(String, String, Int, [Double?])] = [
+            ("+0000 offset", "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-PROGRAM-DATE-TIME:2026-11-23T10:00:00.000+0000\n#EXTINF:2,\na.ts\n", 1, [pdt]),
+            ("+00:00 offset", "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-PROGRAM-DATE-TIME:2026-11-23T10:00:00+00:00\n#EXTINF:2,\na.ts\n", 1, [pdt]),
+            ("PDT after EXTINF", "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\n#EXT-X-PROGRAM-DATE-TIME:2026-11-23T10:00:00Z\na.ts\n#EXTINF:2,\nb.ts\n", 2, [pdt, pdt + 2]),
+            ("blank lines, CR LF", "#EXTM3U\r\n\r\n#EXT-X-TARGETDURATION:2\r\n\r\n#EXTINF:2,\r\n\r\na.ts\r\n", 1, [nil]),
+            ("integer EXTINF without comma", "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2\na.ts\n", 1, [nil]),
+            ("byte ranges", "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-MAP:URI=\"m.mp4\",BYTERANGE=\"700@0\"\n#EXTINF:2,\n#EXT-X-BYTERANGE:1000@700\nm.mp4\n#EXTINF:2,\n#EXT-X-BYTERANGE:1000\nm.mp4\n", 2, [nil, nil]),
+            ("EXT-X-MAP change", "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-MAP:URI=\"i1.mp4\"\n#EXTINF:2,\na.m4s\n#EXT-X-DISCONTINUITY\n#EXT-X-MAP:URI=\"i2.mp4\"\n#EXTINF:2,\nb.m4s\n", 2, [nil, nil]),
+            ("byte order mark", "\u{FEFF}#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\na.ts\n", 1, [nil]),
+            ("unknown tags, title with commas", "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-FOO:bar\n#EXT-X-ALLOW-CACHE:NO\n#EXTINF:2.000,title, with comma\na.ts\n", 1, [nil]),
+            ("blanks around values", "#EXTM3U\n#EXT-X-TARGETDURATION: 2\n#EXTINF: 2.0 ,\n a.ts \n", 1, [nil]),
+        ]
+        for (name, text, count, dates) in cases {
+            let p = try media(text)
+            #expect(p.segments.count == count && p.segments.map { $0.programDateTime?.timeIntervalSince1970 } == dates, "\(name)")
+            #expect(p.segments.allSatisfy { $0.duration == 2 }, "\(name): durations \(p.segments.map(\.duration))")
+        }
+        guard case .multivariant(let m) = try HLSPlaylist.parse(
+            "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1000000\nlow.m3u8\n#EXT-X-STREAM-INF:BANDWIDTH=3000000,RESOLUTION=1280X720\nhi.m3u8\n", url: base)
+        else { Issue.record("not a multivariant playlist"); return }
+        #expect(m.variants.count == 2 && m.variants[0].codecs == nil && m.variants[1].height == 720, "variants without CODECS, 1280X720")
+    }
+
     /// Hostile sizes are typed errors before any work in proportion to them.
     @Test func oversizedPlaylistsAreRefused() {
         let segment = "#EXTINF:2,\na.ts\n"

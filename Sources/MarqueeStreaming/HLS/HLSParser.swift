@@ -226,7 +226,8 @@ struct HLSParser {
     /// `#TAG:value` → ("#TAG", "value").
     static func split(_ line: String) -> (String, String) {
         guard let colon = line.firstIndex(of: ":") else { return (line, "") }
-        return (String(line[..<colon]), String(line[line.index(after: colon)...]))
+        // Blanks around a value (`#EXTINF: 2.0 ,`, written by hand or by a sloppy packager) are not part of it.
+        return (String(line[..<colon]), line[line.index(after: colon)...].trimmedBlanks())
     }
 
     /// An attribute list (RFC 8216 §4.2): `KEY=value,KEY="quoted, with commas",…`.
