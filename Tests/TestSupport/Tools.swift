@@ -22,13 +22,13 @@ public enum Tools {
         try p.run()
         // Read stderr concurrently so a chatty tool cannot block on a full pipe.
         let errBox = DataBox()
-        let reader = Thread { errBox.data = err.fileHandleForReading.readDataToEndOfFile() }
+        let reader = Thread { errBox.set(err.fileHandleForReading.readDataToEndOfFile()) }
         reader.start()
         let data = out.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()
-        while !errBox.done { usleep(1000) }
+        let errors = errBox.wait()
         guard p.terminationStatus == 0 else {
-            throw ToolFailure(message: "\(tool) \(args.joined(separator: " ")) failed: \(String(decoding: errBox.data, as: UTF8.self))")
+            throw ToolFailure(message: "\(tool) \(args.joined(separator: " ")) failed: \(String(decoding: errors, as: UTF8.self))")
         }
         return String(decoding: data, as: UTF8.self)
     }
@@ -79,7 +79,23 @@ public enum Tools {
     public static let sharedMedia = packageRoot.appendingPathComponent("../shared/media/dashif-livesim2").standardized
 }
 
+/// Bytes handed from the thread that read them to the one waiting for them (a condition
+/// variable: ThreadSanitizer found the flag this used to poll unsynchronized).
 private final class DataBox: @unchecked Sendable {
-    var data = Data() { didSet { done = true } }
-    var done = false
+    private let condition = NSCondition()
+    private var data: Data?
+
+    func set(_ value: Data) {
+        condition.lock()
+        data = value
+        condition.signal()
+        condition.unlock()
+    }
+
+    func wait() -> Data {
+        condition.lock()
+        defer { condition.unlock() }
+        while data == nil { condition.wait() }
+        return data ?? Data()
+    }
 }
