@@ -33,4 +33,47 @@ import Testing
         #expect(mpd.periods.count == 1)
         #expect(throws: ManifestError.self) { try MPDParser().parse(Data("<?xml?><MPD/>".utf8)) }
     }
+
+    /// hls: a program date-time before 1970 trapped converting its negative milliseconds to UInt64.
+    @Test func hlsDateTimeBefore1970() throws {
+        let p = try media("#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1\n#EXT-X-PROGRAM-DATE-TIME:1176-11-23T23:27:40\n\"\n")
+        #expect(throws: ManifestError.self) { try HLSPresentation.mpd(video: p, audio: nil, variant: nil) }
+    }
+
+    /// hls: a segment whose duration runs past any timeline (EXTINF 1e300) trapped the same way.
+    @Test func hlsHugeDuration() throws {
+        let p = try media("#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXT-X-PROGRAM-DATE-TIME:2026-11-23T10:00:00Z\n#EXTINF:1e300\na.ts\n")
+        #expect(throws: ManifestError.self) { try HLSPresentation.mpd(video: p, audio: nil, variant: nil) }
+    }
+
+    /// hls: date-times going back (an encoder restarted with its clock set back) trapped on
+    /// `next − start`; such a segment now lasts its own EXTINF.
+    @Test func hlsDateTimeGoingBack() throws {
+        let p = try media(
+            """
+            #EXTM3U
+            #EXT-X-TARGETDURATION:2
+            #EXT-X-PROGRAM-DATE-TIME:2026-11-23T10:00:04Z
+            #EXTINF:2
+            a.ts
+            #EXT-X-PROGRAM-DATE-TIME:2026-11-23T10:00:01Z
+            #EXTINF:2
+            b.ts
+            """)
+        let mpd = try HLSPresentation.mpd(video: p, audio: nil, variant: nil)
+        let timeline = try #require(mpd.periods.first?.adaptationSets.first?.representations.first?.segmentTemplate?.timeline)
+        #expect(timeline.map(\.d) == [2000, 2000])
+    }
+
+    /// hls: a media or discontinuity sequence number past 2^64 − 1 trapped counting on.
+    @Test func hlsSequenceNumbersPastUInt64() throws {
+        let last = "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:18446744073709551615\n#EXTINF:2\na.ts\n"
+        #expect(throws: ManifestError.self) { try media(last) }
+        let discontinuity = "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-DISCONTINUITY-SEQUENCE:18446744073709551615\n#EXT-X-DISCONTINUITY\n#EXTINF:2\na.ts\n"
+        #expect(throws: ManifestError.self) { try media(discontinuity) }
+        // EXT-X-MEDIA-SEQUENCE after the segments no longer overflows the next number.
+        let late = try media("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2\na.ts\n#EXT-X-MEDIA-SEQUENCE:18446744073709551615\n")
+        #expect(late.nextSequence == 1)
+        #expect(try media("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:7\n#EXTINF:2\na.ts\n").nextSequence == 8)
+    }
 }
