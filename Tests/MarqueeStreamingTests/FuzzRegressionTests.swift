@@ -34,6 +34,54 @@ import Testing
         #expect(throws: ManifestError.self) { try MPDParser().parse(Data("<?xml?><MPD/>".utf8)) }
     }
 
+    /// Hostile numbers in an MPD reached the timeline's arithmetic, which trapped: `S@r` of
+    /// Int.max (`r + 1`), `$Time$`/`$Number$` past UInt64 (`time += d`, `number += 1`,
+    /// `startNumber + index`, `index × duration`), a negative `@bandwidth` in `$Bandwidth$`, and
+    /// a repeat count over Int (`Int(...)` of a huge Double). Each timeline now stops where its
+    /// numbers end, at most ``RepresentationTimeline/maxEntries`` long.
+    @Test(arguments: [
+        #"<S t="0" d="2" r="9223372036854775807"/>"#,
+        #"<S t="18446744073709551610" d="4" r="5"/>"#,
+        #"<S t="0" d="18446744073709551615"/><S t="5" d="18446744073709551615" r="-1"/><S t="18446744073709551615" d="1"/>"#,
+        #"<S t="0" d="1" r="-1"/>"#,
+    ])
+    func mpdTimelineAtTheEdgeOfItsNumbers(timeline: String) throws {
+        let text = """
+            <MPD type="dynamic" availabilityStartTime="1970-01-01T00:00:00Z"><Period start="PT0S"><AdaptationSet>
+            <Representation id="v" bandwidth="-5"><SegmentTemplate timescale="4294967295" startNumber="18446744073709551613"
+             media="$Bandwidth$/$Number$/$Time$.m4s"><SegmentTimeline>\(timeline)</SegmentTimeline></SegmentTemplate></Representation>
+            </AdaptationSet></Period></MPD>
+            """
+        let mpd = try MPDParser().parse(Data(text.utf8))
+        let set = mpd.periods[0].adaptationSets[0]
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let t = try RepresentationTimeline(
+            mpd: mpd, period: 0, adaptationSet: set, representation: set.representations[0], manifestURL: url, liveEdge: 1_800_000_000)
+        var segment = t.liveEdgeSegment(at: now) ?? t.segment(containing: 0)
+        for _ in 0..<3 {
+            guard let s = segment else { break }
+            #expect(s.url.absoluteString.hasPrefix("https://cdn.example/live/0/"))
+            segment = t.segment(after: s)
+        }
+        #expect(t.segment(number: .max) == nil)
+    }
+
+    /// The same with `@duration` addressing: numbers and times past UInt64 are no segment.
+    @Test func mpdNumberAddressingPastItsNumbers() throws {
+        let text = """
+            <MPD type="static" mediaPresentationDuration="PT1000000000S"><Period><AdaptationSet>
+            <Representation id="v" bandwidth="1"><SegmentTemplate timescale="1" duration="18446744073709551615"
+             startNumber="18446744073709551614" presentationTimeOffset="18446744073709551615" media="$Time$"/></Representation>
+            </AdaptationSet></Period></MPD>
+            """
+        let mpd = try MPDParser().parse(Data(text.utf8))
+        let set = mpd.periods[0].adaptationSets[0]
+        let t = try RepresentationTimeline(mpd: mpd, period: 0, adaptationSet: set, representation: set.representations[0], manifestURL: url)
+        #expect(t.segment(containing: 1e300) == nil)
+        #expect(t.segment(number: .max) == nil)
+        if let first = t.segment(containing: 0) { #expect(t.segment(after: first) == nil) }
+    }
+
     /// hls: a program date-time before 1970 trapped converting its negative milliseconds to UInt64.
     @Test func hlsDateTimeBefore1970() throws {
         let p = try media("#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1\n#EXT-X-PROGRAM-DATE-TIME:1176-11-23T23:27:40\n\"\n")
@@ -75,5 +123,17 @@ import Testing
         let late = try media("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2\na.ts\n#EXT-X-MEDIA-SEQUENCE:18446744073709551615\n")
         #expect(late.nextSequence == 1)
         #expect(try media("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:7\n#EXTINF:2\na.ts\n").nextSequence == 8)
+    }
+
+    /// misc: a `$%$` template token (an empty name and format) was split into no parts and indexed.
+    @Test func templateTokenOfAPercentSign() {
+        let e = SegmentTemplateExpander.expand("V$%$", representationID: "v1", bandwidth: 1, number: 7, time: 0)
+        #expect(e == "V$%$")
+    }
+
+    /// A padding width no number has (`%09999999999d`) is held to 32 digits, not allocated.
+    @Test func templateWidthIsBounded() {
+        let e = SegmentTemplateExpander.expand("$Number%09999999999d$", representationID: "v1", bandwidth: 1, number: 7, time: 0)
+        #expect(e == String(repeating: "0", count: 31) + "7")
     }
 }
