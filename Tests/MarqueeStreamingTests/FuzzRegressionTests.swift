@@ -131,6 +131,22 @@ import Testing
         #expect(e == "V$%$")
     }
 
+    /// misc: a box whose 64-bit largesize is over Int.max trapped converting it to Int.
+    @Test func fragmentTimeLargesize() {
+        let initSegment: [UInt8] = [0, 0, 0, 1, 0xF4, 0, 5, 0x80, 0x80, 0x80, 0x0A, 0xEA, 0xB0, 0xA7, 0xE8, 0xCF]
+        #expect(FragmentTime.firstDecodeTime(segment: [UInt8](), initSegment: initSegment) == nil)
+        let moov: [UInt8] = [0, 0, 0, 1] + Array("moov".utf8) + [UInt8](repeating: 0xFF, count: 8)
+        #expect(FragmentTime.firstDecodeTime(segment: moov, initSegment: moov) == nil)
+    }
+
+    /// A server's Date header with numbers past the grammar's digits overflowed the date arithmetic.
+    @Test func httpDateOutOfRange() {
+        #expect(HTTPDate.parse("Sun, 06 Nov 9223372036854775807 08:49:37 GMT") == nil)
+        #expect(HTTPDate.parse("Sun, 06 Nov 1994 9223372036854775807:49:37 GMT") == nil)
+        #expect(HTTPDate.parse("Sun, -6 Nov 1994 08:49:37 GMT") == nil)
+        #expect(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 GMT") == Date(timeIntervalSince1970: 784_111_777))
+    }
+
     /// A padding width no number has (`%09999999999d`) is held to 32 digits, not allocated.
     @Test func templateWidthIsBounded() {
         let e = SegmentTemplateExpander.expand("$Number%09999999999d$", representationID: "v1", bandwidth: 1, number: 7, time: 0)
