@@ -121,3 +121,19 @@ let package = Package(
         ),
     ]
 )
+
+// The libFuzzer targets of the parsers (scripts/fuzz, README "Fuzzing"), declared only when
+// MARQUEE_FUZZ is set: they are built with -sanitize=fuzzer in a build folder of their own and
+// are no part of the normal build.
+if Context.environment["MARQUEE_FUZZ"] != nil {
+    package.products.append(.executable(name: "marquee-fuzz", targets: ["MarqueeFuzz"]))
+    package.targets += [
+        .executableTarget(
+            name: "MarqueeFuzz",
+            dependencies: ["Marquee", "MarqueeStreaming", "MarqueeFuzzDriver"],
+            // No top-level code: main is MarqueeFuzzDriver's, which runs libFuzzer's driver.
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+        ),
+        .target(name: "MarqueeFuzzDriver"),
+    ]
+}

@@ -82,3 +82,14 @@ if(MQ_PYTHON3)
   add_test(NAME board_profiles COMMAND "${MQ_PYTHON3}" "${MQ_ROOT}/boards/check_boards.py" --self-test
     --service "${MQ_ROOT}/boards/marquee.service" ${MQ_BOARDS})
 endif()
+
+# Every input the segment fuzz target (CCore/fuzz) found crashing, replayed through its harness.
+file(GLOB MQ_FUZZ_REGRESSIONS CONFIGURE_DEPENDS "${MQ_ROOT}/fuzz/regressions/segment/*")
+if(MQ_FUZZ_REGRESSIONS)
+  add_executable(segment_fuzz_replay "${MQ_CCORE}/fuzz/segment_fuzz.c" "${MQ_CCORE}/fuzz/replay_main.c")
+  target_compile_definitions(segment_fuzz_replay PRIVATE _GNU_SOURCE)
+  target_compile_options(segment_fuzz_replay PRIVATE ${MQ_WARNINGS})
+  target_include_directories(segment_fuzz_replay PRIVATE "${MQ_CCORE}/src" ${MQ_AVFILTER_INCLUDE_DIRS})
+  target_link_libraries(segment_fuzz_replay PRIVATE marquee-core-static)
+  add_test(NAME segment_fuzz_regressions COMMAND segment_fuzz_replay ${MQ_FUZZ_REGRESSIONS})
+endif()

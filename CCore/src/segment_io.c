@@ -182,9 +182,10 @@ static bool scan_header(mq_box_scan *s)
     if (size == 1) {
         if (s->hdr_len < 16)
             return false;
-        size = 0;
+        uint64_t large = 0; // unsigned: a hostile largesize may use all 64 bits
         for (int i = 8; i < 16; i++)
-            size = (size << 8) | h[i];
+            large = (large << 8) | h[i];
+        size = large > (uint64_t)MQ_MAX_BOX_SIZE ? MQ_MAX_BOX_SIZE + 1 : (int64_t)large;
     }
     if (!known_top_level(h + 4))
         scan_corrupt(s, s->next_box, "not an ISO BMFF (fMP4) stream");

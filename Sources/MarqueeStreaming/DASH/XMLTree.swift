@@ -39,8 +39,13 @@ enum XMLTree {
     static func parse(_ data: Data, maxBytes: Int, limits: Limits = Limits()) throws(XMLTreeError) -> XMLNode {
         guard data.count <= maxBytes else { throw .tooLarge(data.count) }
         if containsDoctype(data) { throw .doctypeRefused }
+        // FoundationXML traps on a name that is not UTF-8 (`<Se\u{FF}g/>`: it force-unwraps the
+        // name's String), before libxml2 reports the error: such a document goes no further.
+        guard String(validating: data, as: UTF8.self) != nil else {
+            throw .malformed(line: 0, column: 0, reason: "the document is not UTF-8 text")
+        }
         let builder = Builder(limits: limits)
-        let parser = XMLParser(data: data)
+        let parser = XMLParser(data: withDataInInstructions(data))
         parser.shouldResolveExternalEntities = false
         parser.shouldProcessNamespaces = false
         parser.delegate = builder
@@ -50,6 +55,36 @@ enum XMLTree {
         }
         guard let root = builder.root else { throw .empty }
         return root
+    }
+
+    /// `data` with a space before the `?>` of each processing instruction that has a target and
+    /// no data (`<?x?>` → `<?x ?>`, the same instruction): FoundationXML reads the missing data as
+    /// a C string from a NULL pointer and crashes. Processing instructions are ignored here anyway.
+    private static func withDataInInstructions(_ data: Data) -> Data {
+        let bytes = [UInt8](data)
+        var spaceAt: [Int] = []  // offsets of the `?>` closing an instruction without data
+        var i = 0
+        while i + 1 < bytes.count {
+            guard bytes[i] == UInt8(ascii: "<"), bytes[i + 1] == UInt8(ascii: "?") else {
+                i += 1
+                continue
+            }
+            var j = i + 2
+            while j < bytes.count, ![0x20, 0x09, 0x0D, 0x0A, UInt8(ascii: "?")].contains(bytes[j]) { j += 1 }
+            if j > i + 2, j + 1 < bytes.count, bytes[j] == UInt8(ascii: "?"), bytes[j + 1] == UInt8(ascii: ">") { spaceAt.append(j) }
+            i = j
+        }
+        guard !spaceAt.isEmpty else { return data }
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count + spaceAt.count)
+        var from = 0
+        for at in spaceAt {
+            out += bytes[from..<at]
+            out.append(UInt8(ascii: " "))
+            from = at
+        }
+        out += bytes[from...]
+        return Data(out)
     }
 
     /// `<!DOCTYPE` anywhere before the root element (case-insensitive, any whitespace).

@@ -103,6 +103,8 @@ struct HLSParser {
                 guard let duration = next.duration else { throw ManifestError(.invalidValue, "line \(n): segment \"\(line)\" without #EXTINF") }
                 if sequence == nil { sequence = p.mediaSequence }
                 if next.discontinuity { discontinuities += 1 }
+                let (discontinuitySequence, pastLast) = p.discontinuitySequence.addingReportingOverflow(discontinuities)
+                guard !pastLast else { throw ManifestError(.invalidValue, "line \(n): discontinuity sequence number past 2^64 − 1") }
                 if var range = next.byteRange {
                     if range.offset < 0 {  // no @offset: continues the previous range of the same resource
                         guard let last = lastByteRangeEnd, last.uri == line else {
@@ -117,11 +119,14 @@ struct HLSParser {
                 p.segments.append(
                     HLSSegment(
                         uri: try resolve(line, n), duration: duration, title: next.title, sequence: sequence!,
-                        discontinuitySequence: p.discontinuitySequence + discontinuities, discontinuity: next.discontinuity,
+                        discontinuitySequence: discontinuitySequence, discontinuity: next.discontinuity,
                         byteRange: next.byteRange, map: map, key: key, programDateTime: date, cueOut: next.cueOut,
                         cueOutDuration: next.cueOutDuration, cueIn: next.cueIn, parts: next.parts))
                 clock = date.map { $0.addingTimeInterval(duration) }
-                sequence! += 1
+                // The number after it must exist too (HLSMediaPlaylist.nextSequence, reloads).
+                let (following, overflow) = sequence!.addingReportingOverflow(1)
+                guard !overflow else { throw ManifestError(.invalidValue, "line \(n): media sequence number past 2^64 − 1") }
+                sequence = following
                 next = Pending()
                 continue
             }

@@ -152,7 +152,9 @@ public struct HLSMediaPlaylist: Sendable, Equatable {
     /// Live: segments may still be added (no `EXT-X-ENDLIST`).
     public var isLive: Bool { !endList }
     /// The sequence number the next segment will have.
-    public var nextSequence: UInt64 { mediaSequence + UInt64(segments.count) }
+    /// (The parser refuses a last segment numbered 2^64 − 1; a playlist that sets
+    /// EXT-X-MEDIA-SEQUENCE after its segments is numbered by its segments.)
+    public var nextSequence: UInt64 { segments.last.map { $0.sequence + 1 } ?? mediaSequence }
     /// Seconds of media listed.
     public var totalDuration: Double { segments.reduce(0) { $0 + $1.duration } }
 }

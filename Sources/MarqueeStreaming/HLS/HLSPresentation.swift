@@ -108,6 +108,14 @@ public enum HLSPresentation {
         return 3 * (playlists.map(\.targetDuration).max() ?? 0)
     }
 
+    /// Seconds since 1970 as whole milliseconds of the presentation timeline; nil before 1970 or
+    /// past 2^53 ms (where a Double stops counting milliseconds exactly, and sums of ticks could
+    /// leave UInt64).
+    private static func milliseconds(_ seconds: Double) -> UInt64? {
+        let ms = (seconds * 1000).rounded()
+        return ms >= 0 && ms <= 0x1p53 ? UInt64(ms) : nil
+    }
+
     private static func adaptationSet(
         _ playlist: HLSMediaPlaylist, kind: MediaKind, id: String, variant: HLSVariant?, live: Bool
     ) throws(ManifestError) -> AdaptationSet {
@@ -133,8 +141,11 @@ public enum HLSPresentation {
                 start = clock
             }
             let next = i + 1 < playlist.segments.count && live ? playlist.segments[i + 1].programDateTime?.timeIntervalSince1970 : nil
-            let t = UInt64((start * 1000).rounded())
-            let end = next.map { UInt64(($0 * 1000).rounded()) } ?? t + UInt64((segment.duration * 1000).rounded())
+            guard let t = milliseconds(start), let own = milliseconds(start + segment.duration) else {
+                throw ManifestError(.invalidValue, "HLS segment \(segment.sequence) (\(start) s + \(segment.duration) s) is outside the timeline")
+            }
+            // Up to the next segment's date-time; by its own duration when that is not after it.
+            let end = next.flatMap(milliseconds).flatMap { $0 > t ? $0 : nil } ?? own
             entries.append(SegmentTimelineEntry(t: t, n: segment.sequence, d: max(1, end - t)))
             urls[segment.sequence] = segment.uri
             if segment.discontinuity { discontinuities.insert(segment.sequence) }

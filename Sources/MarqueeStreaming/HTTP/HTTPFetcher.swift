@@ -319,7 +319,11 @@ public enum HTTPDate {
             let year = Int(parts[3])
         else { return nil }
         let hms = parts[4].split(separator: ":").compactMap { Int($0) }
-        guard hms.count == 3 else { return nil }
+        // The grammar's 2DIGIT / 4DIGIT ranges: a server's Date header never reaches arithmetic
+        // that overflows.
+        guard hms.count == 3, (1...31).contains(day), (0...9999).contains(year), (0...23).contains(hms[0]), (0...59).contains(hms[1]),
+            (0...60).contains(hms[2])
+        else { return nil }
         let daysSinceEpoch = XSDateTime.daysFromCivil(year: year, month: month + 1, day: day)
         return Date(timeIntervalSince1970: Double(daysSinceEpoch * 86_400 + hms[0] * 3600 + hms[1] * 60 + hms[2]))
     }

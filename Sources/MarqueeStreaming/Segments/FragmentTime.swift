@@ -23,14 +23,17 @@ public enum FragmentTime {
         guard let first = types.first else { return range }
         var at = range.lowerBound
         while at + 8 <= range.upperBound {
-            var size = Int(read(b, at, 4)), header = 8
-            if size == 1, at + 16 <= range.upperBound {
-                size = Int(read(b, at + 8, 8))
+            // The size stays UInt64 until checked against the bytes there are: a largesize may
+            // be anything up to 2^64 − 1.
+            var boxSize = read(b, at, 4), header = 8
+            if boxSize == 1, at + 16 <= range.upperBound {
+                boxSize = read(b, at + 8, 8)
                 header = 16
-            } else if size == 0 {
-                size = range.upperBound - at
+            } else if boxSize == 0 {
+                boxSize = UInt64(range.upperBound - at)
             }
-            guard size >= header, at + size <= range.upperBound else { return nil }
+            guard boxSize >= header, boxSize <= range.upperBound - at else { return nil }
+            let size = Int(boxSize)
             if String(decoding: b[at + 4..<at + 8], as: UTF8.self) == first {
                 return path(Array(types.dropFirst()), in: b, at + header..<at + size)
             }

@@ -102,7 +102,12 @@ public struct RepresentationTimeline: Sendable {
         return start
     }
 
+    /// The most segments a timeline is expanded to (a hostile `r` or `r = -1` over years would
+    /// otherwise fill the memory): over a day of 0.1 s segments.
+    static let maxEntries = 1_000_000
+
     /// Expands S elements; `r = -1` repeats up to the next `S@t` or `until` (presentation seconds).
+    /// Stops where `$Time$` or `$Number$` would leave UInt64, and at ``maxEntries``.
     private static func expand(
         _ timeline: [SegmentTimelineEntry], template: SegmentTemplate, periodStart: Double, until: Double?
     ) -> [(number: UInt64, time: UInt64, duration: UInt64)] {
@@ -113,21 +118,25 @@ public struct RepresentationTimeline: Sendable {
         for (index, s) in timeline.enumerated() {
             if let t = s.t { time = t }
             if let n = s.n { number = n }
-            var count = s.r + 1
+            var count = s.r < 0 ? 1 : Int(min(UInt64(s.r), UInt64(maxEntries))) + 1
             if s.r < 0 {
                 let nextT = index + 1 < timeline.count ? timeline[index + 1].t : nil
                 if let nextT, nextT > time {
-                    count = Int((nextT - time + s.d - 1) / s.d)
+                    let span = nextT - time
+                    count = Int(min(span / s.d + (span % s.d == 0 ? 0 : 1), UInt64(maxEntries)))
                 } else if let until {
                     let endTicks = (until - periodStart) * ts + Double(template.presentationTimeOffset)
-                    count = max(0, Int(((endTicks - Double(time)) / Double(s.d)).rounded(.up)))
+                    let repeats = ((endTicks - Double(time)) / Double(s.d)).rounded(.up)
+                    count = repeats > 0 ? Int(min(repeats, Double(maxEntries))) : 0  // NaN: none
                 } else {
                     count = 1
                 }
             }
-            for _ in 0..<min(count, 1_000_000) {
+            for _ in 0..<min(count, maxEntries - out.count) {
+                let (end, overflow) = time.addingReportingOverflow(s.d)
+                guard !overflow, number < .max else { return out }
                 out.append((number, time, s.d))
-                time += s.d
+                time = end
                 number += 1
             }
         }
@@ -178,6 +187,8 @@ public struct RepresentationTimeline: Sendable {
         }
         let d = Double(template.duration ?? 1)
         let index = max(0, ((presentationTime - periodStart) * ts / d).rounded(.down))
+        // Past the numbers there are (or NaN from a hostile timescale): no segment.
+        guard index < Double(UInt64.max - template.startNumber) else { return nil }
         return segment(number: template.startNumber + UInt64(index))
     }
 
@@ -187,12 +198,16 @@ public struct RepresentationTimeline: Sendable {
         if let endNumber = template.endNumber, number > endNumber { return nil }
         if usesTimeline {
             guard let first = entries.first, number >= first.number else { return nil }
-            let i = Int(number - first.number)
-            return i < entries.count && entries[i].number == number ? reference(entries[i]) : entries.first { $0.number == number }.map(reference)
+            let offset = number - first.number
+            if offset < UInt64(entries.count), entries[Int(offset)].number == number { return reference(entries[Int(offset)]) }
+            return entries.first { $0.number == number }.map(reference)
         }
         let d = template.duration ?? 1
         let index = number - template.startNumber
-        let time = template.presentationTimeOffset + index * d
+        // `$Time$` of a number so far out that it leaves UInt64: no such segment.
+        let (offset, pastProduct) = index.multipliedReportingOverflow(by: d)
+        let (time, pastSum) = template.presentationTimeOffset.addingReportingOverflow(offset)
+        guard !pastProduct, !pastSum, time <= UInt64.max - d else { return nil }
         let ref = reference((number, time, d))
         if let periodDuration, ref.start >= periodStart + periodDuration - 1e-9 { return nil }
         return ref
@@ -203,7 +218,7 @@ public struct RepresentationTimeline: Sendable {
         if usesTimeline {
             return self.segment(containing: segment.end + 1e-9).flatMap { $0.start > segment.start ? $0 : nil }
         }
-        return self.segment(number: segment.number + 1)
+        return segment.number < .max ? self.segment(number: segment.number + 1) : nil
     }
 
     /// The segment that follows one which ended at `end`, found in a reloaded timeline: the
@@ -286,7 +301,7 @@ public enum SegmentTemplateExpander {
                 out += "$"
                 continue
             }
-            let parts = token.split(separator: "%", maxSplits: 1)
+            let parts = token.split(separator: "%", maxSplits: 1, omittingEmptySubsequences: false)  // "$%$": ["", ""]
             let name = parts[0]
             let format = parts.count > 1 ? String(parts[1]) : nil
             let value: UInt64?
@@ -294,7 +309,7 @@ public enum SegmentTemplateExpander {
             case "RepresentationID": out += representationID; continue
             case "Number": value = number
             case "Time": value = time
-            case "Bandwidth": value = UInt64(bandwidth)
+            case "Bandwidth": value = UInt64(max(0, bandwidth))
             default: out += "$\(token)$"; continue
             }
             guard let value else { out += "$\(token)$"; continue }
@@ -307,7 +322,8 @@ public enum SegmentTemplateExpander {
     private static func formatted(_ value: UInt64, _ format: String?) -> String {
         let digits = String(value)
         guard let format, format.hasSuffix("d") else { return digits }
-        let width = Int(format.dropLast().drop { $0 == "0" }) ?? 0
+        // A hostile width (`%09999999999d`) would pad without end: a UInt64 has 20 digits.
+        let width = min(Int(format.dropLast().drop { $0 == "0" }) ?? 0, 32)
         return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
     }
 }
