@@ -78,6 +78,9 @@ struct TrackFeeder: Sendable {
     /// Hears, for each live segment fetched as soon as it was due, how many seconds after its
     /// presentation start it was in hand (``FeasibleLatency``).
     let onArrival: @Sendable (Double) -> Void
+    /// Server seconds (since the availability start) when the segment being obtained began to
+    /// arrive: its server had it then. The download after that is the link's, ABR's business.
+    private let firstByteAt = SharedValue<Double?>(nil)
     /// Set when the core reported a damaged segment on one of the feeder's tracks: the init
     /// segment is fetched and given again before the next segment (it may be the bad part).
     let initSuspect = SharedValue(false)
@@ -192,6 +195,7 @@ struct TrackFeeder: Sendable {
             if isLive, let jump = await catchUp(segment, timeline: timeline) {
                 next = jump
                 awaited = false
+                firstByteAt.withLock { $0 = nil }
                 continue
             }
             if !isLive { await waitForReadAhead(segment) }
@@ -215,7 +219,9 @@ struct TrackFeeder: Sendable {
             case .pushed:
                 pushedEnd.withLock { $0 = segment.end }
                 // Fetched whole as soon as it was there (not streamed while being produced).
-                if isLive, awaited, let askedAt, askedAt >= segment.end - 0.05, let now = serverSeconds() { onArrival(now - segment.start) }
+                if isLive, awaited, let askedAt, askedAt >= segment.end - 0.05, let arrived = firstByteAt.withLock({ $0 }) {
+                    onArrival(arrived - segment.start)
+                }
             case .skipped:
                 break
             case .abandoned:
@@ -226,6 +232,7 @@ struct TrackFeeder: Sendable {
             lastEnd = segment.end
             next = timeline.segment(after: segment)
             awaited = false
+            firstByteAt.withLock { $0 = nil }  // (kept across an abandoned download: the first try's)
         }
         return false
     }
@@ -597,6 +604,7 @@ struct TrackFeeder: Sendable {
                         url, timeout: .milliseconds(Int(max(4, duration * 3) * 1000)), firstByte: Self.firstByte,
                         idle: paced ? .milliseconds(Int(max(Self.idle, duration + 1) * 1000)) : .milliseconds(Int(Self.idle * 1000))
                     ) { (chunk) throws(FetchError) in
+                        if received == 0, isLive { firstByteAt.withLock { $0 = $0 ?? serverSeconds() } }
                         received += chunk.readableBytes
                         if unpushed != nil {
                             var incoming = chunk

@@ -4,14 +4,16 @@
 /// rounded down, a slow origin), and a target below that drops pictures forever.
 ///
 /// Each segment fetched as soon as it was due gives a *need*: seconds from its presentation
-/// start to its arrival. The feasible latency is the largest need of the last ``window``
+/// start to the first byte of it arriving (when its server had it; the download time after
+/// that is the link's, which adaptive bitrate answers, not the target). The feasible latency is the largest need of the last ``window``
 /// seconds plus ``margin`` (decode and output). The session raises its target to it at once
 /// (never below the app's target) and lowers it again, not below the app's target, once the
 /// needs of a whole window allow ``lowerStep`` less. A raise adds ``headroom``.
 public struct FeasibleLatency: Sendable, Equatable {
     /// Seconds of measurements kept.
     public static let window = 60.0
-    /// Seconds added to the largest need (decoding the first frames, the output's delay).
+    /// Seconds added to the largest need (the download at a rendition the link carries, decoding
+    /// the first frames, the output's delay).
     public static let margin = 0.5
     /// Seconds a raised target is given above the feasible latency.
     public static let headroom = 0.2
