@@ -228,6 +228,10 @@ typedef struct mq_status {
     double audio_queued_until;       ///< Presentation time at the end of decoded audio waiting to play, NAN if none.
     double video_queued_until;       ///< Presentation time of the last decoded frame waiting, NAN if none.
     double first_frame_mono;         ///< When the first frame was presented, 0 before.
+    double av_offset;                ///< A/V offset of the last picture: the stream audio heard when it
+                                     ///< became visible minus its presentation time (positive: the
+                                     ///< picture lags the sound), seconds; NAN without stream audio.
+    double av_offset_peak;           ///< The largest |av_offset| over the last whole second, signed; NAN none.
     int64_t frames_decoded;          ///< Video frames out of the decoder.
     int64_t frames_presented;        ///< Video frames presented.
     int64_t frames_dropped;          ///< Video frames dropped as late, after the first one presented.

@@ -68,15 +68,19 @@ double mq_clock_rate(const mq_clock *c)
     return isnan(anchor) ? 1.0 : rate;
 }
 
-bool mq_clock_master(const mq_clock *c, double mono, double *media)
+bool mq_clock_audio(const mq_clock *c, double mono, double *media)
 {
     double heard_mono, heard_media, valid;
     mq_seq3_load(&c->audio, &heard_mono, &heard_media, &valid);
-    if (valid != 0) {
-        *media = heard_media + (mono - heard_mono) * mq_clock_rate(c);
-        return true;
-    }
-    return mq_clock_schedule(c, mono, media);
+    if (valid == 0)
+        return false;
+    *media = heard_media + (mono - heard_mono) * mq_clock_rate(c);
+    return true;
+}
+
+bool mq_clock_master(const mq_clock *c, double mono, double *media)
+{
+    return mq_clock_audio(c, mono, media) || mq_clock_schedule(c, mono, media);
 }
 
 void mq_clock_publish_audio(mq_clock *c, double mono, double media)

@@ -33,6 +33,9 @@ double mq_clock_rate(const mq_clock *c);
 /// The master clock at `mono`: the audio clock once stream audio plays, else the schedule.
 bool mq_clock_master(const mq_clock *c, double mono, double *media);
 
+/// The audio clock alone at `mono`: false while no stream audio plays.
+bool mq_clock_audio(const mq_clock *c, double mono, double *media);
+
 /// Audio thread: media time `media` is heard at monotonic `mono`.
 void mq_clock_publish_audio(mq_clock *c, double mono, double media);
 

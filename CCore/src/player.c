@@ -175,6 +175,8 @@ static void init_shared(mq_player *p)
     atomic_init(&p->wall_offset, 0.0);
     atomic_init(&p->audio_delay, 0.0);
     atomic_init(&p->first_frame_mono, 0.0);
+    atomic_init(&p->av_offset, NAN);
+    atomic_init(&p->av_offset_peak, NAN);
     atomic_init(&p->underrun_media, NAN);
     atomic_init(&p->drained_gen, -1);
     atomic_init(&p->drained_mono, 0.0);
@@ -471,6 +473,8 @@ int mq_player_get_status(mq_player *p, mq_status *out)
         .audio_queued_until = atomic_load(&p->pcm->queued_until),
         .video_queued_until = last,
         .first_frame_mono = atomic_load(&p->first_frame_mono),
+        .av_offset = atomic_load(&p->av_offset),
+        .av_offset_peak = atomic_load(&p->av_offset_peak),
         .frames_decoded = atomic_load(&p->frames_decoded),
         .frames_presented = atomic_load(&p->frames_presented),
         .frames_dropped = atomic_load(&p->frames_dropped),

@@ -115,6 +115,8 @@ struct mq_player {
     _Atomic int64_t audio_frames_played, audio_frames_dropped, audio_silence_frames; // audio (+decode)
     _Atomic double audio_delay;        // audio thread, seconds
     _Atomic double first_frame_mono;   // video thread
+    _Atomic double av_offset;          // video thread: audio heard as the last picture became visible minus its pts, NAN none
+    _Atomic double av_offset_peak;     // video thread: the largest |av_offset| of the last whole second, signed
     _Atomic int32_t width, height;     // video thread
     _Atomic uint32_t underruns;        // audio thread: count of underrun episodes
     _Atomic double underrun_media;     // audio thread: where the last one began
@@ -138,6 +140,8 @@ struct mq_player {
     uint32_t overlay_seen;       // overlay_gen last copied
     mq_vo_overlay overlay_want;  // copy of overlay_req
     double last_present_mono;    // when the last picture was presented, 0 before one
+    double av_window_start;      // the second av_window_peak covers began (monotonic), 0 none
+    double av_window_peak;       // the largest |A/V offset| in it so far, signed; NAN none
 
     // monitor thread only
     uint32_t seen_underruns, seen_xruns;

@@ -44,17 +44,53 @@ static void after_present(mq_player *p, const mq_vframe *v, double now)
     }
 }
 
+/// When the picture presented at `now` becomes visible: the next vblank on a display.
+static double visible_at(mq_player *p, double now)
+{
+    if (p->vo->driver->next_vblank) {
+        double at = p->vo->driver->next_vblank(p->vo, now);
+        if (at > now && at - now < 0.1)
+            return at;
+    }
+    return now;
+}
+
+/// The A/V offset of a picture presented at `now`, visible `at`, with presentation time `pts`: how far it
+/// lags (+) or leads (−) the stream audio heard as it becomes visible. Kept last and as the
+/// largest of each whole second (a status poll every few seconds still sees the worst).
+static void measure_av(mq_player *p, double pts, double now, double at)
+{
+    double heard;
+    if (!mq_clock_audio(&p->clock, at, &heard)) {
+        atomic_store(&p->av_offset, NAN);
+        atomic_store(&p->av_offset_peak, NAN);
+        p->av_window_start = 0;
+        return;
+    }
+    double offset = heard - pts;
+    atomic_store(&p->av_offset, offset);
+    if (p->av_window_start == 0 || now - p->av_window_start >= 1.0) {
+        if (p->av_window_start != 0)
+            atomic_store(&p->av_offset_peak, p->av_window_peak);
+        p->av_window_start = now;
+        p->av_window_peak = offset;
+    }
+    else if (fabs(offset) > fabs(p->av_window_peak))
+        p->av_window_peak = offset;
+}
+
 static void present_head(mq_player *p, const mq_vframe *head)
 {
     mq_vframe v;
     if (!mq_frame_queue_pop(p->vq, head->frame, &v))
         return; // flushed meanwhile
     int ret = configure(p, v.frame);
-    double now = mq_clock_now();
+    double now = mq_clock_now(), at = visible_at(p, now); // before the flip is queued
     if (ret >= 0)
         ret = p->vo->driver->present(p->vo, &v, now + atomic_load(&p->wall_offset));
     if (ret >= 0) {
         after_present(p, &v, now);
+        measure_av(p, v.pts, now, at);
         p->last_present_mono = now;
     }
     else
@@ -113,14 +149,7 @@ static void refresh_output(mq_player *p, double now)
 /// The master clock at the moment a picture presented now becomes visible (next vblank).
 static bool clock_at_display(mq_player *p, double now, double *clock)
 {
-    if (!mq_clock_master(&p->clock, now, clock))
-        return false;
-    if (p->vo->driver->next_vblank) {
-        double lead = p->vo->driver->next_vblank(p->vo, now) - now;
-        if (lead > 0 && lead < 0.1)
-            *clock += lead * mq_clock_rate(&p->clock);
-    }
-    return true;
+    return mq_clock_master(&p->clock, visible_at(p, now), clock);
 }
 
 static void video_step(mq_player *p)

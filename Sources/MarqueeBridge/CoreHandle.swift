@@ -50,6 +50,9 @@ package struct CoreStatus: Sendable {
     package var audioFramesPlayed: Int
     package var audioFramesDropped: Int
     package var audioSilenceFrames: Int
+    /// The largest A/V offset of the last second: the stream audio heard as a picture became
+    /// visible minus its presentation time (positive: the picture lags); `nil` without both.
+    package var avOffset: Double?
 }
 
 /// Something the core reported (`mq_event`).
@@ -282,7 +285,8 @@ package final class CoreHandle: Sendable {
             audioDelay: s.audio_delay, audioQueuedUntil: finite(s.audio_queued_until), videoQueuedUntil: finite(s.video_queued_until),
             firstFrameMono: s.first_frame_mono > 0 ? s.first_frame_mono : nil, framesDecoded: Int(s.frames_decoded),
             framesPresented: Int(s.frames_presented), framesDropped: Int(s.frames_dropped), audioFramesPlayed: Int(s.audio_frames_played),
-            audioFramesDropped: Int(s.audio_frames_dropped), audioSilenceFrames: Int(s.audio_silence_frames))
+            audioFramesDropped: Int(s.audio_frames_dropped), audioSilenceFrames: Int(s.audio_silence_frames),
+            avOffset: finite(s.av_offset_peak) ?? finite(s.av_offset))
     }
 
     /// The oldest pending core event, if any.

@@ -17,7 +17,8 @@ final class StatusLine: Sendable {
         if s.playbackRate != 1 { latency += String(format: " rate %.3f", s.playbackRate) }
         if s.delay > 0 { latency += String(format: " delay %.1f", s.delay) }
         let size = s.width > 0 ? " \(s.width)x\(s.height)" : ""
-        let numbers = String(format: "buffer %.1f s  %.1f fps", s.buffer, s.framesPerSecond)
+        var numbers = String(format: "buffer %.1f s  %.1f fps", s.buffer, s.framesPerSecond)
+        if let av = s.avOffset { numbers += String(format: "  av %+.0f ms", av * 1000) }
         return "\(s.state.rawValue)  latency \(latency)  \(numbers)\(size)  presented \(s.framesPresented)  dropped \(s.framesDropped)"
     }
 

@@ -98,4 +98,48 @@ import Testing
         #expect(m0 > 1.97 && m0 < 2.15, "audio started at media \(m0)")
         print("late start: first picture pts \(first.pts) (due \(String(format: "%.3f", due))), audio onset at media \(String(format: "%.3f", m0))")
     }
+
+    /// The A/V offset the status reports: absent while only pictures play, then, with a tone
+    /// playing beside them, the sound heard as each picture shows minus its time, within a
+    /// frame's duration (pictures wait for the audio clock; a late video thread shows here).
+    @Test func avOffsetIsMeasuredWhileBothPlay() async throws {
+        let dir = try Fixtures.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let tone = try await Fixtures.makeAudio("sine=frequency=440:sample_rate=48000:duration=6", seconds: 6, in: dir, name: "tone.mp4")
+        let video = try Fixtures.segments("V300", [1, 2, 3])
+
+        let alone = try TestPlayer(audio: "null", video: "headless")
+        let v0 = alone.addTrack(MQ_TRACK_VIDEO)
+        alone.push(v0, video)
+        mq_player_end_track(alone.p, v0)
+        mq_player_set_timeline(alone.p, mq_clock_now() + 0.1, 0.066667, 1)
+        mq_player_start(alone.p)
+        _ = try await alone.waitFor(MQ_EVENT_FIRST_FRAME, timeout: 5)
+        try await Task.sleep(nanoseconds: 1_500_000_000)
+        let s0 = alone.status()
+        #expect(s0.frames_presented > 20)
+        #expect(s0.av_offset.isNaN && s0.av_offset_peak.isNaN, "video alone: av \(s0.av_offset)")
+        alone.destroy()
+
+        let player = try TestPlayer(audio: "null", video: "headless")
+        let v = player.addTrack(MQ_TRACK_VIDEO), a = player.addTrack(MQ_TRACK_AUDIO)
+        player.push(v, video)
+        player.push(a, try Data(contentsOf: tone))
+        mq_player_end_track(player.p, v)
+        mq_player_end_track(player.p, a)
+        mq_player_set_timeline(player.p, mq_clock_now() + 0.1, 0.066667, 1)
+        mq_player_start(player.p)
+        _ = try await player.waitFor(MQ_EVENT_FIRST_FRAME, timeout: 5)
+        var peaks: [Double] = []
+        for _ in 0..<30 {
+            try await Task.sleep(nanoseconds: 100_000_000)
+            let s = player.status()
+            if s.av_offset_peak.isFinite { peaks.append(s.av_offset_peak) }
+            #expect(s.av_offset.isFinite, "no A/V offset at \(s.frames_presented) pictures")
+        }
+        player.destroy()
+        let worst = peaks.map(abs).max() ?? .infinity
+        #expect(peaks.count >= 15 && worst < 1.0 / 30, "A/V peaks \(peaks)")
+        print("A/V offset: worst of each second \(String(format: "%.1f", worst * 1000)) ms over \(peaks.count) samples")
+    }
 }

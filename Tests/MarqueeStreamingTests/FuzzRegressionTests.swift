@@ -34,6 +34,21 @@ import Testing
         #expect(throws: ManifestError.self) { try MPDParser().parse(Data("<?xml?><MPD/>".utf8)) }
     }
 
+    /// mpd: libxml2 also hands FoundationXML an instruction without data when its target is
+    /// followed by neither white space nor `?>` (`<?a?r…`, `<?<?x?>`): refused as malformed;
+    /// instructions inside comments and CDATA are text, and a well-formed one is ignored.
+    @Test(arguments: ["<?<?x?>\n<MPD type=\"static\"><?a?riodod/></MPD>", "<MPD type=\"static\"><?a?r?><Period/></MPD>",
+                      "<MPD type=\"static\"><?a<Period/></MPD>", "<MPD type=\"static\"><??></MPD>", "<MPD><?a"])
+    func mpdInstructionTargetUnterminated(text: String) {
+        #expect(throws: ManifestError.self) { try MPDParser().parse(Data(text.utf8)) }
+    }
+
+    @Test func mpdInstructionsInCommentsAndCDATA() throws {
+        let text = "<?xml version=\"1.0\"?><MPD type=\"static\"><!-- <?a?b --><?pi data?><Period><EventStream schemeIdUri=\"x\"><Event><![CDATA[<?c?d]]></Event></EventStream></Period></MPD>"
+        let mpd = try MPDParser().parse(Data(text.utf8))
+        #expect(mpd.periods.count == 1)
+    }
+
     /// Hostile numbers in an MPD reached the timeline's arithmetic, which trapped: `S@r` of
     /// Int.max (`r + 1`), `$Time$`/`$Number$` past UInt64 (`time += d`, `number += 1`,
     /// `startNumber + index`, `index × duration`), a negative `@bandwidth` in `$Bandwidth$`, and

@@ -562,6 +562,7 @@ final class PlaybackSession: Sendable {
         status.position = core.position
         status.framesPresented = core.framesPresented
         status.framesDropped = core.framesDropped
+        status.avOffset = core.avOffset
         status.width = core.width
         status.height = core.height
         if let position = core.position {
@@ -588,6 +589,9 @@ public struct PlaybackStatus: Sendable, Hashable {
     public var framesPerSecond: Double = 0
     public var framesPresented: Int = 0
     public var framesDropped: Int = 0
+    /// The audio heard minus the picture shown with it, seconds: the largest over the last
+    /// second (positive: the picture lags the sound); `nil` without both audio and video.
+    public var avOffset: Double?
     public var width: Int = 0
     public var height: Int = 0
     /// Server clock minus local wall clock, ms.

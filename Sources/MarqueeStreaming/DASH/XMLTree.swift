@@ -45,7 +45,7 @@ enum XMLTree {
             throw .malformed(line: 0, column: 0, reason: "the document is not UTF-8 text")
         }
         let builder = Builder(limits: limits)
-        let parser = XMLParser(data: withDataInInstructions(data))
+        let parser = XMLParser(data: try withDataInInstructions(data))
         parser.shouldResolveExternalEntities = false
         parser.shouldProcessNamespaces = false
         parser.delegate = builder
@@ -59,20 +59,49 @@ enum XMLTree {
 
     /// `data` with a space before the `?>` of each processing instruction that has a target and
     /// no data (`<?x?>` → `<?x ?>`, the same instruction): FoundationXML reads the missing data as
-    /// a C string from a NULL pointer and crashes. Processing instructions are ignored here anyway.
-    private static func withDataInInstructions(_ data: Data) -> Data {
+    /// a C string from a NULL pointer and crashes. It does so too for an instruction whose target
+    /// is not followed by white space or `?>` (`<?a?b …`, `<?<?x?>`), which libxml2 reports to it
+    /// without data before failing: such a document is refused here. Comments and CDATA sections
+    /// are skipped; processing instructions are ignored by the parser anyway.
+    private static func withDataInInstructions(_ data: Data) throws(XMLTreeError) -> Data {
         let bytes = [UInt8](data)
         var spaceAt: [Int] = []  // offsets of the `?>` closing an instruction without data
+        let comment = Array("<!--".utf8), commentEnd = Array("-->".utf8), cdata = Array("<![CDATA[".utf8)
+        let cdataEnd = Array("]]>".utf8), instructionEnd = Array("?>".utf8)
+        func starts(_ p: [UInt8], at i: Int) -> Bool {
+            i + p.count <= bytes.count && bytes[i..<i + p.count].elementsEqual(p)
+        }
+        func skip(to end: [UInt8], from i: Int) -> Int {
+            var k = i
+            while k < bytes.count, !starts(end, at: k) { k += 1 }
+            return k
+        }
+        let blank: [UInt8] = [0x20, 0x09, 0x0D, 0x0A]
         var i = 0
         while i + 1 < bytes.count {
-            guard bytes[i] == UInt8(ascii: "<"), bytes[i + 1] == UInt8(ascii: "?") else {
+            if bytes[i] != UInt8(ascii: "<") {
                 i += 1
-                continue
+            } else if starts(comment, at: i) {
+                i = skip(to: commentEnd, from: i + 4)
+            } else if starts(cdata, at: i) {
+                i = skip(to: cdataEnd, from: i + 9)
+            } else if bytes[i + 1] == UInt8(ascii: "?") {
+                var j = i + 2
+                while j < bytes.count, !blank.contains(bytes[j]), ![UInt8(ascii: "?"), UInt8(ascii: "<"), UInt8(ascii: ">")].contains(bytes[j]) {
+                    j += 1
+                }
+                if j < bytes.count, blank.contains(bytes[j]), j > i + 2 {
+                    i = skip(to: instructionEnd, from: j)  // target and data
+                } else if j > i + 2, starts(instructionEnd, at: j) {
+                    spaceAt.append(j)
+                    i = j + 2
+                } else {
+                    let line = bytes[..<i].reduce(1) { $0 + ($1 == 0x0A ? 1 : 0) }
+                    throw .malformed(line: line, column: 0, reason: "a processing instruction without a target followed by white space or ?>")
+                }
+            } else {
+                i += 1
             }
-            var j = i + 2
-            while j < bytes.count, ![0x20, 0x09, 0x0D, 0x0A, UInt8(ascii: "?")].contains(bytes[j]) { j += 1 }
-            if j > i + 2, j + 1 < bytes.count, bytes[j] == UInt8(ascii: "?"), bytes[j + 1] == UInt8(ascii: ">") { spaceAt.append(j) }
-            i = j
         }
         guard !spaceAt.isEmpty else { return data }
         var out: [UInt8] = []
