@@ -131,9 +131,19 @@ int mq_player_end_segment(mq_player *p, int32_t track_id);
 /// begin with an init segment (used for a seek, a jump or a representation change).
 int mq_player_reset_track(mq_player *p, int32_t track_id);
 
-/// Changes the offset added to a track's `pts_time` (see `mq_player_add_track`), for what is
-/// pushed after a `mq_player_reset_track`: a reload or another source reuses the track.
+/// Changes the offset added to a track's `pts_time` (see `mq_player_add_track`): for the stream
+/// begun by the last `mq_player_push_discontinuity` when the decoder has not reached it yet,
+/// otherwise from now on (what is pushed after a `mq_player_reset_track`: a reload or another
+/// source reuses the track).
 int mq_player_set_track_offset(mq_player *p, int32_t track_id, double pts_offset);
+
+/// The bytes pushed next begin a new stream (an encoder restart, a splice, a new DASH Period):
+/// what was pushed before is demuxed and decoded to its end (nothing queued is lost: the decoder
+/// is drained), then a new demuxer and decoder open on what follows (an fMP4 track's next bytes
+/// must be an init segment; MPEG-TS reads its own tables), placed with `pts_offset` (NAN: the
+/// current one, or one given later by `mq_player_set_track_offset`). MQ_ERR_STATE when 16 are
+/// waiting already.
+int mq_player_push_discontinuity(mq_player *p, int32_t track_id, double pts_offset);
 
 /// Sets the container of what is pushed to the track (`mq_container`; a new track expects
 /// fMP4): before its first push or right after `mq_player_reset_track`, else MQ_ERR_STATE.

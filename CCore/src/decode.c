@@ -313,6 +313,9 @@ static void run_session(mq_decoder *d)
     mq_track *t = d->t;
     char why[256];
     enum AVMediaType type = t->kind == MQ_TRACK_VIDEO ? AVMEDIA_TYPE_VIDEO : AVMEDIA_TYPE_AUDIO;
+    double offset = mq_byte_queue_take_offset(t->input); // a new stream (discontinuity) passed
+    if (!isnan(offset))
+        atomic_store(&t->pts_offset, offset);
     int ret = mq_demux_open(t->input, type, &d->dmx, why, sizeof why);
     mq_input_state st = mq_byte_queue_state(t->input);
     if (ret < 0 && (st == MQ_INPUT_DATA || st == MQ_INPUT_ENDED || st == MQ_INPUT_BOUNDARY)) {
@@ -351,6 +354,12 @@ static void run_session(mq_decoder *d)
     }
     if (ret >= 0 && (st == MQ_INPUT_BOUNDARY || st == MQ_INPUT_ENDED))
         decode_packet(d, NULL); // drain: the pictures still in the decoder
+    if (ret >= 0 && st == MQ_INPUT_BOUNDARY && d->swr) { // and the sound still in the resampler
+        double end = atomic_load(&d->p->pcm->queued_until);
+        if (isfinite(end))
+            push_audio(d, NULL, end);
+        swr_free(&d->swr); // the next stream's may differ
+    }
     if (ret >= 0 && st == MQ_INPUT_DATA && rd != AVERROR_EOF) {
         snprintf(why, sizeof why, "demuxer failed: %s", av_err2str(rd));
         post_error(d, MQ_ERR_DEMUX, why);

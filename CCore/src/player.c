@@ -362,8 +362,19 @@ int mq_player_set_track_offset(mq_player *p, int32_t track_id, double pts_offset
         return MQ_ERR_INVALID_ARGUMENT;
     if (!t)
         return MQ_ERR_NOT_FOUND;
-    atomic_store(&t->pts_offset, pts_offset);
+    if (!mq_byte_queue_set_stream_offset(t->input, pts_offset))
+        atomic_store(&t->pts_offset, pts_offset); // none waiting: from now on
     return MQ_OK;
+}
+
+int mq_player_push_discontinuity(mq_player *p, int32_t track_id, double pts_offset)
+{
+    mq_track *t = p ? find_track(p, track_id) : NULL;
+    if (!p || isinf(pts_offset))
+        return MQ_ERR_INVALID_ARGUMENT;
+    if (!t)
+        return MQ_ERR_NOT_FOUND;
+    return mq_byte_queue_mark_stream(t->input, pts_offset);
 }
 
 int mq_player_set_track_container(mq_player *p, int32_t track_id, int32_t container)

@@ -1,5 +1,6 @@
 #include "segment_io.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,9 @@ struct mq_byte_queue {
     uint8_t *init; // the last init segment pushed (mq_byte_queue_push_init), for a resync
     size_t init_len, init_cap;
     size_t inject; // bytes of `init` still to be read before the bytes at `read` (after a skip)
+    struct { int64_t at; double offset; } streams[MQ_MAX_BOUNDARIES]; // discontinuities not yet read past
+    int nstreams;
+    double due_offset;    // the offset of the last stream start passed, until taken (NAN: none)
     int64_t rollover_at;  // the reader stops here for a fresh demuxer (INT64_MAX: not asked)
     bool rollover_wanted; // asked for, at the next segment end marked
     // written under lock, read anywhere
@@ -120,6 +124,7 @@ int mq_byte_queue_create(mq_byte_queue **out)
     q->sync_ok = 2;
     scan_reset(&q->scan);
     q->rollover_at = INT64_MAX;
+    q->due_offset = NAN;
     *out = q;
     return MQ_OK;
 fail:
@@ -348,11 +353,42 @@ int mq_byte_queue_end(mq_byte_queue *q)
     return MQ_OK;
 }
 
+int mq_byte_queue_mark_stream(mq_byte_queue *q, double offset)
+{
+    pthread_mutex_lock(&q->lock);
+    int ret = q->ended ? MQ_ERR_CLOSED : MQ_OK;
+    if (ret == MQ_OK && !q->failed) {
+        if (q->nstreams > 0 && q->streams[q->nstreams - 1].at == q->pushed)
+            q->streams[q->nstreams - 1].offset = offset; // nothing between two marks: the last counts
+        else if (q->nstreams == MQ_MAX_BOUNDARIES)
+            ret = MQ_ERR_STATE;
+        else
+            q->streams[q->nstreams++].at = q->pushed, q->streams[q->nstreams - 1].offset = offset;
+        pthread_cond_broadcast(&q->cond); // a reader waiting at the end stops there
+    }
+    pthread_mutex_unlock(&q->lock);
+    return ret;
+}
+
+bool mq_byte_queue_set_stream_offset(mq_byte_queue *q, double offset)
+{
+    pthread_mutex_lock(&q->lock);
+    bool pending = q->nstreams > 0;
+    if (pending)
+        q->streams[q->nstreams - 1].offset = offset;
+    else if (!isnan(q->due_offset))
+        q->due_offset = offset;
+    pthread_mutex_unlock(&q->lock);
+    return pending;
+}
+
 void mq_byte_queue_reset(mq_byte_queue *q)
 {
     pthread_mutex_lock(&q->lock);
     free_chunks(q);
     q->pushed = q->read = 0;
+    q->nstreams = 0;
+    q->due_offset = NAN;
     scan_reset(&q->scan);
     q->nmarks = q->ndamage = 0;
     q->init_len = q->inject = 0;
@@ -386,7 +422,7 @@ static mq_input_state state_locked(mq_byte_queue *q)
         return q->ended ? MQ_INPUT_ENDED : (mq_input_state)-1;
     if (q->inject > 0)
         return MQ_INPUT_DATA;
-    if (q->scan.nboundaries > 0 && q->read == q->scan.boundaries[0])
+    if ((q->scan.nboundaries > 0 && q->read == q->scan.boundaries[0]) || (q->nstreams > 0 && q->read == q->streams[0].at))
         return MQ_INPUT_BOUNDARY;
     if (q->read == q->rollover_at && q->read < q->pushed)
         return MQ_INPUT_ROLLOVER;
@@ -435,6 +471,28 @@ void mq_byte_queue_ack_reset(mq_byte_queue *q)
     pthread_mutex_unlock(&q->lock);
 }
 
+/// Passes the stream starts before `at`: the last one's offset is due.
+static void pass_streams_before(mq_byte_queue *q, int64_t at)
+{
+    int n = 0;
+    while (n < q->nstreams && q->streams[n].at < at) {
+        if (!isnan(q->streams[n].offset))
+            q->due_offset = q->streams[n].offset;
+        n++;
+    }
+    q->nstreams -= n;
+    memmove(q->streams, q->streams + n, (size_t)q->nstreams * sizeof q->streams[0]);
+}
+
+double mq_byte_queue_take_offset(mq_byte_queue *q)
+{
+    pthread_mutex_lock(&q->lock);
+    double offset = q->due_offset;
+    q->due_offset = NAN;
+    pthread_mutex_unlock(&q->lock);
+    return offset;
+}
+
 /// Drops the first boundary when it lies before `at`.
 static bool drop_boundary_before(mq_box_scan *s, int64_t at)
 {
@@ -449,6 +507,7 @@ void mq_byte_queue_pass_boundary(mq_byte_queue *q)
 {
     pthread_mutex_lock(&q->lock);
     drop_boundary_before(&q->scan, q->read + 1);
+    pass_streams_before(q, q->read + 1);
     if (q->rollover_at == q->read) { // the new init segment opens a fresh demuxer anyway
         q->rollover_at = INT64_MAX;
         q->rollover_wanted = false;
@@ -474,6 +533,7 @@ static void discard_to(mq_byte_queue *q, int64_t to)
         }
     }
     while (drop_boundary_before(&q->scan, to)) {}
+    pass_streams_before(q, to);
     if (q->rollover_at < to)
         q->rollover_at = INT64_MAX; // wanted still: at the next mark
     int keep = 0;
@@ -511,7 +571,8 @@ void mq_byte_queue_skip_segment(mq_byte_queue *q)
         q->ndamage--;
         memmove(q->damage, q->damage + 1, (size_t)q->ndamage * sizeof q->damage[0]);
         // fMP4: the next segment is read after the last init segment, unless it brings one
-        bool init_next = q->scan.nboundaries > 0 && q->scan.boundaries[0] == q->read;
+        bool init_next = (q->scan.nboundaries > 0 && q->scan.boundaries[0] == q->read) ||
+                         (q->nstreams > 0 && q->streams[0].at == q->read); // a new stream brings its own
         if (q->container != MQ_CONTAINER_MPEGTS && !init_next && q->read < q->pushed)
             q->inject = q->init_len;
     }
@@ -578,6 +639,8 @@ static int copy_out(mq_byte_queue *q, uint8_t *buf, int size)
         return n;
     }
     int64_t limit = q->scan.nboundaries > 0 ? q->scan.boundaries[0] : INT64_MAX;
+    if (q->nstreams > 0 && q->streams[0].at < limit)
+        limit = q->streams[0].at;
     if (q->rollover_at < limit)
         limit = q->rollover_at;
     if (q->ndamage > 0 && q->damage[0].from < limit)

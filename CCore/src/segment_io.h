@@ -49,6 +49,15 @@ int mq_byte_queue_push_init(mq_byte_queue *q, const uint8_t *data, size_t size);
 /// Controlling thread: the bytes pushed so far end a segment. A box or TS packet cut short
 /// there marks the segment damaged; the scanner starts afresh after a damaged segment.
 int mq_byte_queue_end_segment(mq_byte_queue *q);
+/// Controlling thread: the bytes pushed next begin a new stream (a discontinuity): the reader
+/// stops here (MQ_INPUT_BOUNDARY, as at a new init segment) and `offset` (NAN: unchanged) is due
+/// when it passes. MQ_ERR_STATE when too many are waiting.
+int mq_byte_queue_mark_stream(mq_byte_queue *q, double offset);
+/// Controlling thread: gives the last stream start not yet passed `offset` (true), or changes
+/// the offset due but not yet taken (false: none pending, the caller applies it at once too).
+bool mq_byte_queue_set_stream_offset(mq_byte_queue *q, double offset);
+/// Decode thread: the offset of the stream starts passed since the last call (NAN: none).
+double mq_byte_queue_take_offset(mq_byte_queue *q);
 int mq_byte_queue_end(mq_byte_queue *q);
 void mq_byte_queue_reset(mq_byte_queue *q);
 void mq_byte_queue_abort(mq_byte_queue *q);

@@ -178,6 +178,13 @@ package final class CoreHandle: Sendable {
         try call { mq_player_set_track_offset($0, track, ptsOffset) }
     }
 
+    /// The bytes pushed next begin a new stream (`mq_player_push_discontinuity`): what is queued
+    /// plays to its end, then a new demuxer and decoder take over, placed with `ptsOffset`
+    /// (`nil`: the current one, or one set later with ``setTrackOffset(_:ptsOffset:)``).
+    package func pushDiscontinuity(_ track: Int32, ptsOffset: Double?) throws(CoreError) {
+        try call { mq_player_push_discontinuity($0, track, ptsOffset ?? .nan) }
+    }
+
     package func endTrack(_ track: Int32) throws(CoreError) {
         try call { mq_player_end_track($0, track) }
     }

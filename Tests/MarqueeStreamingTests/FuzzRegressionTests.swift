@@ -103,6 +103,13 @@ import Testing
         #expect(throws: ManifestError.self) { try HLSPresentation.mpd(video: p, audio: nil, variant: nil) }
     }
 
+    /// hls: byte ranges whose end (offset + length) is past Int.max trapped adding them up
+    /// (the next range without an offset continues from that end).
+    @Test(arguments: ["#EXT-X-BYTERANGE:9223372036854775807@1", "#EXT-X-BYTERANGE:1@9223372036854775807", "#EXT-X-BYTERANGE:1125899906842625"])
+    func hlsByteRangePastAnyResource(range: String) {
+        #expect(throws: ManifestError.self) { try media("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\n\(range)\nbig.m4s\n#EXT-X-BYTERANGE:500\n#EXTINF:2,\nbig.m4s\n") }
+    }
+
     /// hls: a segment whose duration runs past any timeline (EXTINF 1e300) trapped the same way.
     @Test func hlsHugeDuration() throws {
         let p = try media("#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXT-X-PROGRAM-DATE-TIME:2026-11-23T10:00:00Z\n#EXTINF:1e300\na.ts\n")

@@ -113,7 +113,9 @@ struct HLSParser {
                         range.offset = last.end
                     }
                     next.byteRange = range
-                    lastByteRangeEnd = (line, range.offset + range.length)
+                    let (end, past) = range.offset.addingReportingOverflow(range.length)
+                    guard !past else { throw ManifestError(.invalidValue, "line \(n): EXT-X-BYTERANGE ends past any resource") }
+                    lastByteRangeEnd = (line, end)
                 }
                 let date = next.programDateTime ?? clock
                 p.segments.append(
@@ -272,6 +274,8 @@ struct HLSParser {
         }
         let offset = parts.count == 2 ? Int(parts[1]) : -1
         guard let offset, parts.count == 1 || offset >= 0 else { throw ManifestError(.invalidValue, "line \(n): byte range \"\(value)\"") }
+        // No resource is a petabyte: bounded, an end (offset + length) is always a number.
+        guard length <= 1 << 50, offset <= 1 << 50 else { throw ManifestError(.invalidValue, "line \(n): byte range \"\(value)\" past any resource") }
         return HLSByteRange(length: length, offset: offset)
     }
 
