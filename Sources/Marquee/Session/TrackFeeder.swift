@@ -162,6 +162,7 @@ struct TrackFeeder: Sendable {
         // The next segment was looked for before it was there (a reload listed nothing new, or
         // its availability time had not come): when it arrives says how late the server is.
         var awaited = false
+        var marked: SegmentReference? = nil  // the discontinuity the core's tracks were told of
         while !Task.isCancelled {
             guard let segment = next else {
                 guard isLive else {
@@ -208,11 +209,12 @@ struct TrackFeeder: Sendable {
             if isLive, store?.entry(track: plan.coreTrack, time: segment.time) == nil, await waitUntilAvailable(segment, timeline) { awaited = true }
             let askedAt = serverSeconds()
             if Task.isCancelled { return false }
-            if segment.discontinuity, pushedAny {
-                // An encoder restart or a splice (HLS): the timestamps start afresh. The tracks
-                // restart (what they queued of the segment before goes), the new ones are measured.
+            if segment.discontinuity, pushedAny, marked?.start != segment.start {
+                // An encoder restart or a splice (HLS): the timestamps start afresh. What the
+                // core's tracks hold plays to its end; a new stream begins there, placed anew.
                 logger.info("discontinuity", metadata: ["track": "\(plan.representation.id)", "segment": "\(segment.number)"])
-                restartTracks()
+                beginStream(ptsOffset: nil)
+                marked = segment
             }
             pushedAny = true
             switch await obtain(segment) {
@@ -721,6 +723,22 @@ struct TrackFeeder: Sendable {
     /// Marks the end of a media segment on the core's tracks: a damaged one is skipped there.
     private func endSegment() throws {
         for track in plan.coreTracks { try core.endSegment(track: track) }
+    }
+
+    /// A new stream begins in the core's tracks (a discontinuity): what they hold plays to its
+    /// end, the next segment brings its init segment (fMP4) and is placed at `ptsOffset` (nil:
+    /// measured from its first timestamp). When the core cannot take another, the tracks restart.
+    private func beginStream(ptsOffset: Double?) {
+        do {
+            for track in plan.coreTracks { try core.pushDiscontinuity(track, ptsOffset: ptsOffset) }
+        } catch {
+            logger.warning("discontinuity: the tracks restart", metadata: ["error": "\(error)"])
+            restartTracks()
+            if let ptsOffset { for track in plan.coreTracks { try? core.setTrackOffset(track, ptsOffset: ptsOffset) } }
+            return
+        }
+        pushedInit.withLock { $0 = nil }
+        offsetPending.withLock { $0 = ptsOffset == nil }
     }
 
     /// Flushes the core's tracks: the next segment pushed brings its init segment (fMP4), and a
