@@ -132,7 +132,7 @@ final class PlaybackSession: Sendable {
                 abr = SharedValue(controller)
             }
             return TrackFeeder(
-                plan: plan, core: core, fetcher: fetcher, manifest: manifest, clock: sharedClock, targetLatency: shared, logger: logger,
+                initialPlan: plan, core: core, fetcher: fetcher, manifest: manifest, clock: sharedClock, targetLatency: shared, logger: logger,
                 events: events, position: positionOf,
                 onEvents: { [mixer] timed, mpd in
                     if let timed { mixer?.insert(timed) }
@@ -354,7 +354,8 @@ final class PlaybackSession: Sendable {
             }
             plans.append(
                 TrackPlan(
-                    kind: kind == .video ? .video : .audio, periodIndex: period, adaptationSet: set, representation: rep, timeline: timeline,
+                    kind: kind == .video ? .video : .audio, periodIndex: period, periodID: mpd.periods[period].id,
+                    periodStart: RepresentationTimeline.periodStart(mpd: mpd, index: period), adaptationSet: set, representation: rep, timeline: timeline,
                     coreTrack: tracks[0], muxedAudioTrack: tracks.count > 1 ? tracks[1] : nil,
                     renditions: kind == .video ? set.representations.filter { $0.kind == .video && $0.segmentTemplate?.media != nil } : []))
         }

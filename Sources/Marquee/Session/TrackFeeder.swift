@@ -15,7 +15,11 @@ final class SharedValue<Value: Sendable>: Sendable {
 /// The chosen representation of one track and the core track it feeds.
 struct TrackPlan: Sendable {
     var kind: CoreTrackKind
+    /// The period's index in the manifest it was planned from (a reload may drop earlier ones:
+    /// ``period(in:)`` finds it again).
     var periodIndex: Int
+    var periodID: String?
+    var periodStart: Double
     var adaptationSet: AdaptationSet
     var representation: Representation
     var timeline: RepresentationTimeline
@@ -28,6 +32,14 @@ struct TrackPlan: Sendable {
 
     /// Every core track the segments feed.
     var coreTracks: [Int32] { [coreTrack] + (muxedAudioTrack.map { [$0] } ?? []) }
+
+    /// The index of the plan's period in `mpd`: by `Period@id`, else by its start.
+    func period(in mpd: MPD) -> Int? {
+        if let periodID, let i = mpd.periods.firstIndex(where: { $0.id == periodID }) { return i }
+        return mpd.periods.indices.first {
+            abs(RepresentationTimeline.periodStart(mpd: mpd, index: $0) - periodStart) < 1e-3 && (periodID == nil || mpd.periods[$0].id == nil)
+        }
+    }
     /// The core tracks by kind (a reload reuses them).
     var coreTracksByKind: [(CoreTrackKind, Int32)] { [(kind, coreTrack)] + (muxedAudioTrack.map { [(.audio, $0)] } ?? []) }
 }
@@ -36,7 +48,10 @@ struct TrackPlan: Sendable {
 /// waits for each live segment's availability on the server clock, streams its body chunk by
 /// chunk, retries what can be retried, and jumps forward when it has fallen behind live.
 struct TrackFeeder: Sendable {
-    let plan: TrackPlan
+    /// The plan the feeder began with; ``plan`` is the one in force (a new Period replaces it).
+    let initialPlan: TrackPlan
+    private let planned = SharedValue<TrackPlan?>(nil)
+    var plan: TrackPlan { planned.withLock { $0 } ?? initialPlan }
     let core: CoreHandle
     let fetcher: HTTPFetcher
     let manifest: ManifestSource
@@ -163,7 +178,17 @@ struct TrackFeeder: Sendable {
         // its availability time had not come): when it arrives says how late the server is.
         var awaited = false
         var marked: SegmentReference? = nil  // the discontinuity the core's tracks were told of
+        var loadedAt = Monotonic.now()
         while !Task.isCancelled {
+            // A manifest that changes (minimumUpdatePeriod) is reloaded that often even while its
+            // template computes the next segments: a new period, a period's end, are seen in time.
+            if isLive, next != nil, let lastEnd, let mup = latestMPD.withLock({ $0.minimumUpdatePeriod }), Monotonic.now() - loadedAt >= max(1, mup) {
+                loadedAt = Monotonic.now()
+                if let fresh = await reloadedTimeline() {
+                    timeline = fresh
+                    next = fresh.segment(following: lastEnd)
+                }
+            }
             guard let segment = next else {
                 guard isLive else {
                     for track in plan.coreTracks { try? core.endTrack(track) }
@@ -171,8 +196,18 @@ struct TrackFeeder: Sendable {
                 }
                 // The timeline is exhausted: reload the manifest and look again.
                 timeline = await reloadedTimeline(since: reloadSince) ?? timeline
+                loadedAt = Monotonic.now()
                 reloadSince = nil
                 next = lastEnd.map { timeline.segment(following: $0) } ?? timeline.segment(containing: wantedPosition())
+                let overdue = lastEnd.map { end in serverSeconds().map { $0 >= end + segmentDuration(timeline) + 1 } ?? true } ?? true
+                if next == nil, isLive, let following = nextPeriod(after: lastEnd ?? wantedPosition(), waited: overdue) {
+                    // The period is over: on in the next one, from its start (or the wanted position).
+                    timeline = following
+                    let from = max(following.periodStart, lastEnd ?? wantedPosition())
+                    next = following.segment(containing: from + 1e-3) ?? following.segment(following: from)
+                    marked = next  // the new stream is begun already
+                    pushedAny = false
+                }
                 if next == nil {
                     // The next segment is listed once it is complete: at the end of the last one
                     // plus a segment, on the server clock. Reload just after that (not on a fixed
@@ -366,15 +401,70 @@ struct TrackFeeder: Sendable {
             onEvents(nil, mpd)  // its EventStreams (repeats are ignored)
             latestMPD.withLock { $0 = mpd }
         }
-        guard let mpd, mpd.periods.indices.contains(plan.periodIndex) else { return nil }
-        let period = mpd.periods[plan.periodIndex]
-        for set in period.adaptationSets {
+        let plan = self.plan
+        guard let mpd, let index = plan.period(in: mpd) else { return nil }
+        for set in mpd.periods[index].adaptationSets {
             guard let rep = set.representations.first(where: { $0.id == plan.representation.id }) else { continue }
             let edge = mpd.availabilityStartTime.map { clock.now().timeIntervalSince($0) }
             return try? RepresentationTimeline(
-                mpd: mpd, period: plan.periodIndex, adaptationSet: set, representation: rep, manifestURL: manifest.url, liveEdge: edge)
+                mpd: mpd, period: index, adaptationSet: set, representation: rep, manifestURL: manifest.url, liveEdge: edge)
         }
         return nil
+    }
+
+    /// The next period's timeline when the plan's period ends at or before `time` (or `waited`:
+    /// what should follow `time` in it is overdue) and the newest manifest lists the period
+    /// after it (a new Period: an encoder restart, a stitched ad): the
+    /// plan moves there (the adaptation set of the same kind and language, the representation
+    /// of the same id or nearest bandwidth) and a new stream begins in the core's tracks, placed
+    /// by the new period's presentationTimeOffset. Nil while there is none.
+    private func nextPeriod(after time: Double, waited: Bool) -> RepresentationTimeline? {
+        let mpd = latestMPD.withLock { $0 }
+        let plan = self.plan
+        guard let index = plan.period(in: mpd), index + 1 < mpd.periods.count else { return nil }
+        let start = RepresentationTimeline.periodStart(mpd: mpd, index: index + 1)
+        // A segment beginning before the period's end is the period's (an audio segment may
+        // run past it): the period is over once it is in, or when what follows is overdue (an
+        // encoder that stopped mid-segment never completes it).
+        guard start <= time + 0.001 || (waited && start <= time + 2 * segmentDuration(plan.timeline)) else { return nil }
+        let want = plan.kind == .video ? MediaKind.video : .audio
+        let sets = mpd.periods[index + 1].adaptationSets.filter { set in set.representations.contains { $0.kind == want && $0.segmentTemplate?.media != nil } }
+        guard let set = sets.first(where: { $0.lang == plan.adaptationSet.lang }) ?? sets.first else { return nil }
+        let reps = set.representations.filter { $0.kind == want && $0.segmentTemplate?.media != nil }
+        let playing = plan.renditions.first { $0.id == active.withLock { $0 } } ?? plan.representation
+        guard let rep = reps.first(where: { $0.id == playing.id }) ?? reps.min(by: { abs($0.bandwidth - playing.bandwidth) < abs($1.bandwidth - playing.bandwidth) }) else { return nil }
+        let edge = mpd.availabilityStartTime.map { clock.now().timeIntervalSince($0) }
+        guard let timeline = try? RepresentationTimeline(mpd: mpd, period: index + 1, adaptationSet: set, representation: rep, manifestURL: manifest.url, liveEdge: edge) else {
+            return nil
+        }
+        var next = plan
+        next.periodIndex = index + 1
+        next.periodID = mpd.periods[index + 1].id
+        next.periodStart = start
+        next.adaptationSet = set
+        next.representation = rep
+        next.timeline = timeline
+        next.renditions = plan.renditions.isEmpty ? [] : reps
+        logger.notice("new period", metadata: ["track": "\(rep.id)", "period": "\(next.periodID ?? String(index + 1))", "start": "\(start)"])
+        if let abr, Set(abr.withLock { $0.renditions.map(\.id) }) != Set(reps.map(\.id)), reps.count > 1 {
+            abr.withLock { old in
+                var fresh = ABRController(
+                    renditions: reps.map { ABRController.Rendition(id: $0.id, bandwidth: $0.bandwidth, height: $0.height, frameRate: $0.frameRate) }, options: old.options)
+                fresh.pinned = old.pinned
+                old = fresh
+            }
+        }
+        inits.withLock { $0.removeAll() }  // the same ids may name other init segments there
+        locations.withLock { $0 = LocationChoice(count: timeline.baseURLs.count) }
+        planned.withLock { $0 = next }
+        if rep.isTransportStream != plan.representation.isTransportStream {
+            restartTracks()  // another container: the tracks start over
+            for track in next.coreTracks { try? core.setTrackContainer(track, transportStream: rep.isTransportStream) }
+            if !rep.measuresTimestamps { for track in next.coreTracks { try? core.setTrackOffset(track, ptsOffset: timeline.ptsOffset) } }
+        } else {
+            beginStream(ptsOffset: rep.measuresTimestamps ? nil : timeline.ptsOffset)
+        }
+        return timeline
     }
 
     // MARK: fetching
@@ -449,11 +539,12 @@ struct TrackFeeder: Sendable {
     private func timeline(for rep: Representation) -> RepresentationTimeline? {
         if rep.id == plan.representation.id, latestMPD.withLock({ $0.periods.isEmpty }) { return plan.timeline }
         let mpd = latestMPD.withLock { $0 }
-        guard mpd.periods.indices.contains(plan.periodIndex) else { return rep.id == plan.representation.id ? plan.timeline : nil }
-        for set in mpd.periods[plan.periodIndex].adaptationSets {
+        let plan = self.plan
+        guard let index = plan.period(in: mpd) else { return rep.id == plan.representation.id ? plan.timeline : nil }
+        for set in mpd.periods[index].adaptationSets {
             guard let r = set.representations.first(where: { $0.id == rep.id }) else { continue }
             let edge = mpd.availabilityStartTime.map { clock.now().timeIntervalSince($0) }
-            return try? RepresentationTimeline(mpd: mpd, period: plan.periodIndex, adaptationSet: set, representation: r, manifestURL: manifest.url, liveEdge: edge)
+            return try? RepresentationTimeline(mpd: mpd, period: index, adaptationSet: set, representation: r, manifestURL: manifest.url, liveEdge: edge)
         }
         return nil
     }

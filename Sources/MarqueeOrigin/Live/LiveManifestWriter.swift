@@ -50,20 +50,7 @@ struct LiveManifestWriter {
             xml.element("Latency", [("target", String(target))])
             xml.close("ServiceDescription")
         }
-        xml.open("Period", [("id", "p0"), ("start", "PT0S")])
-        if let mute = options.mute {
-            // Presentation time = now − AST on this origin; list the window and 10 min ahead.
-            let edge = now - options.availabilityStartTime
-            xml.open("EventStream", [("schemeIdUri", EventScheme.broadcast), ("timescale", "1000")])
-            for (k, t) in mute.occurrences(in: max(0, edge - options.timeShiftBufferDepth - mute.length)...(edge + 600)) {
-                xml.element(
-                    "Event", [("presentationTime", String(Int64((t * 1000).rounded()))), ("duration", String(Int64((mute.length * 1000).rounded()))), ("id", String(k))],
-                    text: "mute")
-            }
-            xml.close("EventStream")
-        }
-        for set in asset.adaptationSets { writeAdaptationSet(set, now: now, to: &xml) }
-        xml.close("Period")
+        for period in periods(now: now) { writePeriod(period, now: now, to: &xml) }
         let timePath = (["time"] + (options.timeOffset != 0 ? ["timeoffset_\(LiveOptions.format(options.timeOffset))"] : [])).joined(separator: "/")
         for scheme in options.utcTimings {
             switch scheme {
@@ -84,7 +71,56 @@ struct LiveManifestWriter {
         return xml.text
     }
 
-    private func writeAdaptationSet(_ set: LoopAdaptationSet, now: Double, to xml: inout XMLWriter) {
+    /// A period of the live presentation: `index` (its id `p<index>`), from `start` to `end`
+    /// (presentation seconds; nil: open), its first segment `firstIndex` (0-based from AST).
+    struct LivePeriod {
+        var index: Int
+        var start: Double
+        var end: Double?
+        var firstIndex: UInt64
+    }
+
+    /// The periods listed at `now`: one from 0 without `periods_`; with it, those that have
+    /// begun and reach into the time-shift buffer (at most 16).
+    func periods(now: Double) -> [LivePeriod] {
+        guard let length = options.periodDuration else { return [LivePeriod(index: 0, start: 0, end: nil, firstIndex: 0)] }
+        // Whole `$Number$` segments (their nominal duration, the same in every representation).
+        let first = asset.adaptationSets.first?.representations.first
+        let segment = first.map { Double($0.nominalDuration) / Double($0.timescale) } ?? asset.maxSegmentDuration
+        let segments = max(1, (length / segment).rounded())
+        let step = segments * segment
+        let edge = max(0, now - options.availabilityStartTime)
+        let last = Int((edge / step).rounded(.down))
+        let earliest = max(last - 15, Int((max(0, edge - options.timeShiftBufferDepth) / step).rounded(.down)))
+        return (earliest...last).map { k in
+            LivePeriod(index: k, start: Double(k) * step, end: k == last ? nil : Double(k + 1) * step, firstIndex: UInt64(k) * UInt64(segments))
+        }
+    }
+
+    private func writePeriod(_ period: LivePeriod, now: Double, to xml: inout XMLWriter) {
+        xml.open("Period", [("id", "p\(period.index)"), ("start", ISO8601Duration.string(period.start))])
+        if let mute = options.mute {
+            // Presentation time = now − AST on this origin; list the window and 10 min ahead.
+            let edge = now - options.availabilityStartTime
+            let low = max(period.start, edge - options.timeShiftBufferDepth - mute.length)
+            let high = min(period.end.map { $0 - 1e-6 } ?? .infinity, edge + 600)
+            var attributes = [("schemeIdUri", EventScheme.broadcast), ("timescale", "1000")]
+            if period.start > 0 { attributes.append(("presentationTimeOffset", String(Int64((period.start * 1000).rounded())))) }
+            xml.open("EventStream", attributes)
+            if low <= high {
+                for (k, t) in mute.occurrences(in: low...high) {
+                    xml.element(
+                        "Event", [("presentationTime", String(Int64((t * 1000).rounded()))), ("duration", String(Int64((mute.length * 1000).rounded()))), ("id", String(k))],
+                        text: "mute")
+                }
+            }
+            xml.close("EventStream")
+        }
+        for set in asset.adaptationSets { writeAdaptationSet(set, period: period, now: now, to: &xml) }
+        xml.close("Period")
+    }
+
+    private func writeAdaptationSet(_ set: LoopAdaptationSet, period: LivePeriod, now: Double, to xml: inout XMLWriter) {
         var attributes = Self.copied(set.adaptationSet.attributes)
         if set.adaptationSet.attributes["contentType"] == nil { attributes.append(("contentType", set.kind.rawValue)) }
         let repsHaveMime = set.representations.allSatisfy { $0.representation.attributes["mimeType"] != nil }
@@ -98,19 +134,19 @@ struct LiveManifestWriter {
         for rep in set.representations {
             xml.open("Representation", Self.copied(rep.representation.attributes))
             for acc in rep.representation.audioChannelConfigurations { xml.element("AudioChannelConfiguration", Self.descriptor(acc)) }
-            writeTemplate(rep, now: now, to: &xml)
+            writeTemplate(rep, period: period, now: now, to: &xml)
             xml.close("Representation")
         }
         xml.close("AdaptationSet")
     }
 
-    private func writeTemplate(_ rep: LoopRepresentation, now: Double, to xml: inout XMLWriter) {
+    private func writeTemplate(_ rep: LoopRepresentation, period: LivePeriod, now: Double, to xml: inout XMLWriter) {
         var attributes: [(String, String)] = [("timescale", String(rep.timescale))]
         if !options.segmentTimeline {
             attributes.append(("duration", String(rep.nominalDuration)))
-            attributes.append(("startNumber", String(options.startNumber)))
+            attributes.append(("startNumber", String(options.startNumber + period.firstIndex)))
         }
-        attributes.append(("presentationTimeOffset", "0"))
+        attributes.append(("presentationTimeOffset", String(UInt64((period.start * Double(rep.timescale)).rounded()))))
         if options.availabilityTimeOffset > 0 { attributes.append(("availabilityTimeOffset", LiveOptions.format(options.availabilityTimeOffset))) }
         attributes.append(("initialization", Self.initializationTemplate))
         attributes.append(("media", options.segmentTimeline ? Self.timeTemplate : Self.numberTemplate))
@@ -121,7 +157,12 @@ struct LiveManifestWriter {
         xml.open("SegmentTemplate", attributes)
         xml.open("SegmentTimeline", [])
         let timeline = LiveTimeline(representation: rep, options: options)
-        for entry in Self.compress(timeline.listedSegments(now: now)) {
+        let ts = Double(rep.timescale)
+        let listed = timeline.listedSegments(now: now).filter { seg in
+            let start = Double(seg.mediaTime) / ts
+            return start >= period.start - 1e-6 && period.end.map { start < $0 - 1e-6 } ?? true
+        }
+        for entry in Self.compress(listed) {
             var s: [(String, String)] = []
             if let t = entry.t { s.append(("t", String(t))) }
             s.append(("d", String(entry.d)))

@@ -23,6 +23,7 @@ import Foundation
 /// | `mute_<period>-<start>-<len>` | the broadcaster mutes for `len` s from `k·period + start` (presentation time, every `period` s): an MPD `EventStream` of scheme `urn:marquee:broadcast:2026` listing the mutes from the time-shift buffer's start to 10 min ahead | none |
 /// | `ad_<period>-<start>-<len>` | an ad break of `len` s at `k·period + start`: a SCTE-35 `splice_insert` (out of network, break_duration) in an `emsg` v1 box (`urn:scte:scte35:2013:bin`) at the start of the segment holding the splice point and of the one before it, in every representation, announced by `InbandEventStream` | none |
 /// | `baseurl_<a-b-…>` | the MPD lists these `BaseURL`s in order (alternative locations of the segments): `self` (`./`, this origin), `dead` (`http://127.0.0.1:9/dead/`: nothing listens), `gone` (`/gone/` on this origin: every request a 404) | none (no `BaseURL`) |
+/// | `periods_<s>` | a new `Period` every `s` seconds of presentation time (rounded to whole segments of the asset; at least one): `@id` `p<k>`, `@start` its time, each representation's `presentationTimeOffset` the period's start (so the segments' own `tfdt` go on) and, with `$Number$`, `startNumber` its first segment's number; a period is listed once it has begun (an encoder restart, a splice), at most 16, and the MPD changes then (`minimumUpdatePeriod` 2 unless `mup_` says otherwise). Segment URLs are unchanged | one period |
 /// | `utc_<a-b-…>` | the UTCTiming elements, in order: `xsdate`, `iso`, `head`, `direct`, `ntp` (the origin's SNTP server; not with `timeoffset_`), `none` | `xsdate-iso` |
 ///
 /// Faults (``Faults``). A share-based fault strikes a request when a hash of (`seed_`, the option,
@@ -65,6 +66,8 @@ struct LiveOptions: Sendable, Equatable {
     var availabilityTimeOffset: Double = 0
     /// `late_`: seconds after its end a segment is published (unannounced).
     var publishDelay: Double = 0
+    /// `periods_`: seconds between the starts of periods, nil: one period.
+    var periodDuration: Double?
     var timeOffset: Double = 0
     var latencyTarget: Int?
     var utcTimings = ["xsdate", "iso"]
@@ -104,7 +107,7 @@ struct LiveOptions: Sendable, Equatable {
         var component: String { "\(LiveOptions.format(period))-\(LiveOptions.format(start))-\(LiveOptions.format(length))" }
     }
 
-    static let keys: Set<String> = Faults.keys.union(["ast", "tsbd", "mup", "snr", "spd", "segtimeline", "ato", "timeoffset", "ltgt", "utc", "outage", "hang", "bw", "bwlow", "mute", "ad", "baseurl", "late"])
+    static let keys: Set<String> = Faults.keys.union(["ast", "tsbd", "mup", "snr", "spd", "segtimeline", "ato", "timeoffset", "ltgt", "utc", "outage", "hang", "bw", "bwlow", "mute", "ad", "baseurl", "late", "periods"])
 
     /// The segment rate limit (kbit/s) for a request at origin time `now`, nil: unlimited.
     func bandwidth(at now: Double) -> Double? {
@@ -113,7 +116,7 @@ struct LiveOptions: Sendable, Equatable {
     }
 
     /// The minimumUpdatePeriod the MPD announces.
-    var effectiveMinimumUpdatePeriod: Double? { minimumUpdatePeriod ?? (segmentTimeline ? 2 : nil) }
+    var effectiveMinimumUpdatePeriod: Double? { minimumUpdatePeriod ?? (segmentTimeline || periodDuration != nil ? 2 : nil) }
 
     /// The path components that reproduce these options (only those off their default), for
     /// building URLs.
@@ -127,6 +130,7 @@ struct LiveOptions: Sendable, Equatable {
         if segmentTimeline { out.append("segtimeline_1") }
         if availabilityTimeOffset != 0 { out.append("ato_\(Self.format(availabilityTimeOffset))") }
         if publishDelay != 0 { out.append("late_\(Self.format(publishDelay))") }
+        if let p = periodDuration { out.append("periods_\(Self.format(p))") }
         if timeOffset != 0 { out.append("timeoffset_\(Self.format(timeOffset))") }
         if let l = latencyTarget { out.append("ltgt_\(l)") }
         if let o = outage { out.append("outage_\(Self.format(o.lowerBound))-\(Self.format(o.upperBound))") }
@@ -179,6 +183,10 @@ struct LiveOptions: Sendable, Equatable {
             segmentTimeline = value == "1"
         case "ato": availabilityTimeOffset = try number(0...86_400)
         case "late": publishDelay = try number(0...60)
+        case "periods":
+            let v = try number(0...86_400)
+            guard v > 0 else { throw OptionError("option periods_ must be positive") }
+            periodDuration = v
         case "timeoffset": timeOffset = try number(-1e9...1e9)
         case "ltgt":
             guard let ms = Int(value), ms >= 0, ms <= 86_400_000 else { throw OptionError("option ltgt_: \"\(value)\" is not a latency in ms") }

@@ -71,10 +71,11 @@ public struct RepresentationTimeline: Sendable {
         }
         self.representation = representation
         self.template = template
-        self.periodStart = period.start ?? Self.inferredStart(mpd: mpd, index: periodIndex)
+        let periodStart = Self.periodStart(mpd: mpd, index: periodIndex)
+        self.periodStart = periodStart
         self.periodDuration = period.duration
-            ?? (periodIndex + 1 < mpd.periods.count ? mpd.periods[periodIndex + 1].start.map { $0 - (period.start ?? 0) } : nil)
-            ?? mpd.mediaPresentationDuration.map { $0 - (period.start ?? 0) }
+            ?? (periodIndex + 1 < mpd.periods.count ? mpd.periods[periodIndex + 1].start.map { $0 - periodStart } : nil)
+            ?? mpd.mediaPresentationDuration.map { $0 - periodStart }
         self.availabilityStartTime = mpd.availabilityStartTime
         self.isLive = mpd.isLive
         self.timeShiftBufferDepth = mpd.timeShiftBufferDepth
@@ -94,7 +95,10 @@ public struct RepresentationTimeline: Sendable {
         }
     }
 
-    private static func inferredStart(mpd: MPD, index: Int) -> Double {
+    /// Where period `index` of `mpd` starts (presentation seconds): its `@start`, else the end
+    /// of the one before (its start + `@duration`), the first at 0.
+    public static func periodStart(mpd: MPD, index: Int) -> Double {
+        if let start = mpd.periods[index].start { return start }
         var start = 0.0
         for i in 0..<index {
             start = (mpd.periods[i].start ?? start) + (mpd.periods[i].duration ?? 0)

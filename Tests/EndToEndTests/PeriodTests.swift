@@ -1,0 +1,47 @@
+import Foundation
+import Marquee
+import TestSupport
+import Testing
+
+/// Live DASH with a new Period every few seconds (the origin's `periods_`, as the DASH-IF live
+/// simulator's: each period lists its own SegmentTemplate with a presentationTimeOffset and a
+/// startNumber, and is listed only once it has begun, as after an encoder restart or a splice).
+/// Before, the feeders stayed on the period they started in: its template (`$Number$`) went on
+/// computing segments past its end, or (SegmentTimeline) they stopped at its end until a reload.
+extension LivePlaybackTests {
+    @Test(arguments: ["", "segtimeline_1"])
+    func aNewPeriodEveryFewSecondsPlaysOn(_ addressing: String) async throws {
+        let origin = try await Self.origin()
+        defer { Task { await origin.stop() } }
+        let options = ["periods_6"] + (addressing.isEmpty ? [] : [addressing])
+        let run = try await Self.play(
+            origin.manifestURL(asset: "generated", options: options), seconds: 22, audio: { .wav("\($0.path)/out.wav") })
+        let frames = run.frames
+        let (share, inOrder) = Self.presentedShare(frames)
+        try #require(frames.count > 450, "\(frames.count) pictures")
+        // The periods begin at multiples of 6 s of presentation time (the origin's tfdt is it).
+        let crossed = Set(frames.map { Int($0.pts / 6) }).count - 1
+        #expect(crossed >= 2, "\(crossed) period boundaries crossed")
+        #expect(share >= 0.99 && inOrder, "\(share * 100) % of the pictures, in order: \(inOrder)")
+        let gaps = zip(frames, frames.dropFirst()).map { $1.wallTime - $0.wallTime }.filter { $0 > 0.1 }
+        // One at most: a raise of the latency target at the start (the feasible latency) jumps.
+        #expect(gaps.count <= 1, "gaps \(gaps)")
+        // Latency = wall time of a picture − its presentation time (the origin's AST is 0).
+        let settled = frames.filter { $0.wallTime > frames[0].wallTime + 4 }.map { $0.wallTime - $0.pts }
+        let spread = (settled.max() ?? 0) - (settled.min() ?? 0)
+        #expect(spread < 0.05, "latency \(settled.min() ?? 0)…\(settled.max() ?? 0) s")
+        // The sound goes on across the boundaries: no quiet stretch inside it.
+        let pcm = try PCM.wav(run.dir.appendingPathComponent("out.wav"))
+        let left = pcm.channel(0)
+        let start = try #require(pcm.firstSound())
+        var run0 = 0, quiet = 0
+        for v in left[start...] {
+            run0 = abs(v) < 100 ? run0 + 1 : 0
+            quiet = max(quiet, run0)
+        }
+        #expect(quiet < 48 * 20, "a quiet stretch of \(quiet) samples")
+        #expect(!run.events.contains(.stateChanged(.ended)) && !run.events.contains { if case .error(_, true) = $0 { true } else { false } })
+        print(String(format: "periods_6 %@: %d pictures, %.1f %% of those due, %d boundaries, latency spread %.1f ms, longest quiet %d samples",
+                     addressing.isEmpty ? "$Number$" : addressing, frames.count, share * 100, crossed, spread * 1000, quiet))
+    }
+}
