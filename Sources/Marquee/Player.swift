@@ -283,6 +283,11 @@ public final class Player: Sendable {
                 return true
             }
         }
+        if session.restartWanted.withLock({ w in defer { w = false }; return w }) {
+            // The packager restarted (a new availabilityStartTime): the timeline starts afresh.
+            do { try await load() } catch { sink.send(.error(error, fatal: false)) }
+            return true
+        }
         guard watch.policy.update(now: now, stalled: stalled) else { return true }
         watch.recovering = true
         if !displayOff { try? core.setOverlay(.slate(nil)) }  // "RECONNECTING..." over the held picture

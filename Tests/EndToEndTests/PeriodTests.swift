@@ -45,3 +45,26 @@ extension LivePlaybackTests {
                      addressing.isEmpty ? "$Number$" : addressing, frames.count, share * 100, crossed, spread * 1000, quiet))
     }
 }
+
+extension LivePlaybackTests {
+    /// A packager that restarts and republishes its MPD with a new availabilityStartTime (the
+    /// origin's `restart_15`: every 15 s, numbers and times start again). The player reloads the
+    /// source when a reloaded MPD's start moves, and holds its latency on the new one; each
+    /// restart costs one gap (what the tracks held of the old timeline goes).
+    @Test func aPackagerRestartWithANewAvailabilityStartTimeIsFollowed() async throws {
+        let origin = try await Self.origin()
+        defer { Task { await origin.stop() } }
+        let run = try await Self.play(origin.manifestURL(asset: "generated", options: ["restart_15"]), seconds: 34, audio: { _ in .null })
+        let frames = run.frames
+        try #require(frames.count > 600, "\(frames.count) pictures")
+        // wall − pts = the restart's availabilityStartTime (a multiple of 15) + the latency.
+        let latency = frames.filter { $0.wallTime > frames[0].wallTime + 3 }.map { ($0.wallTime - $0.pts).truncatingRemainder(dividingBy: 15) }
+        #expect(latency.allSatisfy { abs($0 - 3) < 0.05 }, "latency \(latency.min() ?? 0)…\(latency.max() ?? 0) s")
+        let restarts = Set(frames.map { Int(($0.wallTime - $0.pts) / 15) }).count - 1
+        #expect(restarts >= 2, "\(restarts) restarts followed")
+        let gaps = zip(frames, frames.dropFirst()).map { $1.wallTime - $0.wallTime }.filter { $0 > 0.1 }
+        #expect(gaps.count <= restarts && gaps.allSatisfy { $0 < 3.5 }, "gaps \(gaps)")
+        #expect(!run.events.contains(.stateChanged(.ended)) && !run.events.contains { if case .error(_, true) = $0 { true } else { false } })
+        print(String(format: "restart_15: %d pictures, %d restarts, gaps %@", frames.count, restarts, gaps.map { String(format: "%.2f s", $0) }.joined(separator: ", ")))
+    }
+}

@@ -29,6 +29,9 @@ final class PlaybackSession: Sendable {
     let raisedBy = SharedValue(0.0)
     /// Whether the latency controller steers (live, target > 0).
     let syncEnabled: Bool
+    /// Set when a reloaded manifest has another availabilityStartTime (the packager restarted
+    /// and every presentation time moved): the player reloads the source (``Player/load()``).
+    let restartWanted = SharedValue(false)
     private let controller: Mutex<LatencyController>
     /// Presentation time the session starts at.
     let startPosition: Double
@@ -116,6 +119,7 @@ final class PlaybackSession: Sendable {
         let shift = self.shift
         let positionOf: @Sendable () -> Double? = { [core] in core.status()?.position }
         let (feasible, requested, syncing, raised) = (self.feasible, self.requestedLatency, self.syncEnabled, self.raisedBy)
+        let (restart, ast) = (self.restartWanted, mpd.availabilityStartTime)
         let onArrival: @Sendable (Double) -> Void = { need in
             guard syncing else { return }
             let now = Monotonic.now()
@@ -137,6 +141,10 @@ final class PlaybackSession: Sendable {
                 onEvents: { [mixer] timed, mpd in
                     if let timed { mixer?.insert(timed) }
                     if let mpd, let mixer { Self.insertEvents(of: mpd, into: mixer, events: events) }
+                    if let ast, let now = mpd?.availabilityStartTime, abs(now.timeIntervalSince(ast)) > 0.001, !restart.withLock({ $0 }) {
+                        logger.notice("the stream restarted: a new availabilityStartTime", metadata: ["was": "\(ast)", "now": "\(now)"])
+                        restart.withLock { $0 = true }
+                    }
                 }, shift: shift, store: store, abr: abr, latestMPD: SharedValue(mpd), active: SharedValue(plan.representation.id),
                 locations: SharedValue(LocationChoice(count: plan.timeline.baseURLs.count)), onArrival: onArrival)
         }

@@ -24,6 +24,7 @@ import Foundation
 /// | `ad_<period>-<start>-<len>` | an ad break of `len` s at `k·period + start`: a SCTE-35 `splice_insert` (out of network, break_duration) in an `emsg` v1 box (`urn:scte:scte35:2013:bin`) at the start of the segment holding the splice point and of the one before it, in every representation, announced by `InbandEventStream` | none |
 /// | `baseurl_<a-b-…>` | the MPD lists these `BaseURL`s in order (alternative locations of the segments): `self` (`./`, this origin), `dead` (`http://127.0.0.1:9/dead/`: nothing listens), `gone` (`/gone/` on this origin: every request a 404) | none (no `BaseURL`) |
 /// | `periods_<s>` | a new `Period` every `s` seconds of presentation time (rounded to whole segments of the asset; at least one): `@id` `p<k>`, `@start` its time, each representation's `presentationTimeOffset` the period's start (so the segments' own `tfdt` go on) and, with `$Number$`, `startNumber` its first segment's number; a period is listed once it has begun (an encoder restart, a splice), at most 16, and the MPD changes then (`minimumUpdatePeriod` 2 unless `mup_` says otherwise). Segment URLs are unchanged | one period |
+/// | `restart_<s>` | the packager restarts every `s` seconds of origin time (from `ast_`) and republishes the MPD with a new `availabilityStartTime` (the restart): segment numbers and times start again there, and `minimumUpdatePeriod` is 2 unless `mup_` says otherwise | none |
 /// | `utc_<a-b-…>` | the UTCTiming elements, in order: `xsdate`, `iso`, `head`, `direct`, `ntp` (the origin's SNTP server; not with `timeoffset_`), `none` | `xsdate-iso` |
 ///
 /// Faults (``Faults``). A share-based fault strikes a request when a hash of (`seed_`, the option,
@@ -68,6 +69,8 @@ struct LiveOptions: Sendable, Equatable {
     var publishDelay: Double = 0
     /// `periods_`: seconds between the starts of periods, nil: one period.
     var periodDuration: Double?
+    /// `restart_`: seconds between the packager's restarts (a new availabilityStartTime), nil: none.
+    var restartEvery: Double?
     var timeOffset: Double = 0
     var latencyTarget: Int?
     var utcTimings = ["xsdate", "iso"]
@@ -107,7 +110,13 @@ struct LiveOptions: Sendable, Equatable {
         var component: String { "\(LiveOptions.format(period))-\(LiveOptions.format(start))-\(LiveOptions.format(length))" }
     }
 
-    static let keys: Set<String> = Faults.keys.union(["ast", "tsbd", "mup", "snr", "spd", "segtimeline", "ato", "timeoffset", "ltgt", "utc", "outage", "hang", "bw", "bwlow", "mute", "ad", "baseurl", "late", "periods"])
+    static let keys: Set<String> = Faults.keys.union(["ast", "tsbd", "mup", "snr", "spd", "segtimeline", "ato", "timeoffset", "ltgt", "utc", "outage", "hang", "bw", "bwlow", "mute", "ad", "baseurl", "late", "periods", "restart"])
+
+    /// The availabilityStartTime in force at origin time `now`: with `restart_`, the last restart.
+    func availabilityStart(at now: Double) -> Double {
+        guard let every = restartEvery, now > availabilityStartTime else { return availabilityStartTime }
+        return availabilityStartTime + ((now - availabilityStartTime) / every).rounded(.down) * every
+    }
 
     /// The segment rate limit (kbit/s) for a request at origin time `now`, nil: unlimited.
     func bandwidth(at now: Double) -> Double? {
@@ -116,7 +125,7 @@ struct LiveOptions: Sendable, Equatable {
     }
 
     /// The minimumUpdatePeriod the MPD announces.
-    var effectiveMinimumUpdatePeriod: Double? { minimumUpdatePeriod ?? (segmentTimeline || periodDuration != nil ? 2 : nil) }
+    var effectiveMinimumUpdatePeriod: Double? { minimumUpdatePeriod ?? (segmentTimeline || periodDuration != nil || restartEvery != nil ? 2 : nil) }
 
     /// The path components that reproduce these options (only those off their default), for
     /// building URLs.
@@ -131,6 +140,7 @@ struct LiveOptions: Sendable, Equatable {
         if availabilityTimeOffset != 0 { out.append("ato_\(Self.format(availabilityTimeOffset))") }
         if publishDelay != 0 { out.append("late_\(Self.format(publishDelay))") }
         if let p = periodDuration { out.append("periods_\(Self.format(p))") }
+        if let r = restartEvery { out.append("restart_\(Self.format(r))") }
         if timeOffset != 0 { out.append("timeoffset_\(Self.format(timeOffset))") }
         if let l = latencyTarget { out.append("ltgt_\(l)") }
         if let o = outage { out.append("outage_\(Self.format(o.lowerBound))-\(Self.format(o.upperBound))") }
@@ -183,6 +193,10 @@ struct LiveOptions: Sendable, Equatable {
             segmentTimeline = value == "1"
         case "ato": availabilityTimeOffset = try number(0...86_400)
         case "late": publishDelay = try number(0...60)
+        case "restart":
+            let v = try number(0...86_400 * 365)
+            guard v >= 10 else { throw OptionError("option restart_ must be at least 10 s") }
+            restartEvery = v
         case "periods":
             let v = try number(0...86_400)
             guard v > 0 else { throw OptionError("option periods_ must be positive") }

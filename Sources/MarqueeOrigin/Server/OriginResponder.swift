@@ -173,6 +173,7 @@ struct OriginResponder: Sendable {
             index += 1
         }
         let clock = OriginClock(offset: options.timeOffset)
+        options.availabilityStartTime = options.availabilityStart(at: clock.now())  // restart_
         if let hang = options.hang, hang.contains(clock.now()) {
             var reply = Reply(.serviceUnavailable, "hung until \(LiveOptions.format(hang.upperBound)) (hang_ option)", clock: clock)
             reply.hangUntil = hang.upperBound
