@@ -8,6 +8,9 @@ actor ManifestSource {
     private let parser: MPDParser
     private(set) var mpd: MPD?
     private(set) var lastResult: FetchResult?
+    /// Where a DASH manifest is reloaded from: its last `Location` (resolved against where it
+    /// came from), nil: ``url``. A reload that fails there goes back to ``url`` next time.
+    private var location: URL?
     /// When the request for the manifest held was sent (monotonic seconds).
     private var fetchedAt = -Double.infinity
     /// HLS: the media playlists chosen from the multivariant playlist, the video variants of the
@@ -60,12 +63,29 @@ actor ManifestSource {
                 // HLS reloads: only the chosen media playlists, both at once.
                 mpd = try await mediaPresentation(chosen)
             } else {
-                let result = try await fetcher.get(url, policy: policy, maxBytes: parser.maxBytes)
+                let from = location ?? url
+                let result: FetchResult
+                do {
+                    result = try await fetcher.get(from, policy: policy, maxBytes: parser.maxBytes)
+                } catch {
+                    location = nil  // the Location failed: the URL given, next time
+                    throw error
+                }
+                // Relative URLs resolve against where the document came from (redirects).
+                let document = result.url ?? from
                 let data = Data(result.body.readableBytesView)
                 if data.starts(with: Array("#EXTM3U".utf8)) || data.starts(with: [0xEF, 0xBB, 0xBF] + Array("#EXTM3U".utf8)) {
-                    mpd = try await hlsPresentation(String(decoding: data, as: UTF8.self), result: result)
+                    mpd = try await hlsPresentation(String(decoding: data, as: UTF8.self), result: result, document: document)
                 } else {
-                    mpd = try parser.parse(data)
+                    var parsed = try parser.parse(data)
+                    parsed.documentURL = document == url ? nil : document
+                    // MPD Location: reloads go there (an absolute http(s) URL, or relative to the document).
+                    if let text = parsed.locations.first, let moved = URL(string: text, relativeTo: document)?.absoluteURL,
+                        ["http", "https"].contains(moved.scheme?.lowercased() ?? "")
+                    {
+                        location = moved
+                    }
+                    mpd = parsed
                     lastResult = result
                 }
             }
@@ -85,8 +105,8 @@ actor ManifestSource {
     }
 
     /// HLS: the presentation of the variant (highest bandwidth) and its default audio rendition.
-    private func hlsPresentation(_ text: String, result: FetchResult) async throws -> MPD {
-        switch try HLSPlaylist.parse(text, url: url) {
+    private func hlsPresentation(_ text: String, result: FetchResult, document: URL) async throws -> MPD {
+        switch try HLSPlaylist.parse(text, url: document) {
         case .media(let p):
             lastResult = result
             return try HLSPresentation.mpd(video: try placed(p, url: url, result: result), audio: nil, variant: nil)
@@ -126,7 +146,7 @@ actor ManifestSource {
 
     private func mediaPlaylist(_ u: URL) async throws -> (HLSMediaPlaylist, FetchResult) {
         let result = try await fetcher.get(u, policy: policy, maxBytes: HLSPlaylist.maxBytes)
-        guard case .media(let p) = try HLSPlaylist.parse(String(decoding: result.body.readableBytesView, as: UTF8.self), url: u) else {
+        guard case .media(let p) = try HLSPlaylist.parse(String(decoding: result.body.readableBytesView, as: UTF8.self), url: result.url ?? u) else {
             throw ManifestError(.invalidValue, "\(u.absoluteString) is a multivariant playlist where a media playlist was expected")
         }
         return (try placed(p, url: u, result: result), result)

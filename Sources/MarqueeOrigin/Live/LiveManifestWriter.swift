@@ -38,6 +38,12 @@ struct LiveManifestWriter {
         xml.open("ProgramInformation", [])
         xml.element("Title", [], text: "Marquee origin: \(asset.name) looped every \(LiveOptions.format(asset.loopDuration)) s")
         xml.close("ProgramInformation")
+        if options.moved {  // the same stream at its new place: these options without location_1
+            var there = options
+            there.moved = false
+            let path = (["live"] + there.pathComponents + [asset.name, asset.manifestName]).joined(separator: "/")
+            xml.element("Location", [], text: "http://\(authority)/\(path)")
+        }
         for name in options.baseURLs {
             switch name {
             case "dead": xml.element("BaseURL", [], text: "http://127.0.0.1:9/dead/")

@@ -25,6 +25,7 @@ import Foundation
 /// | `baseurl_<a-b-…>` | the MPD lists these `BaseURL`s in order (alternative locations of the segments): `self` (`./`, this origin), `dead` (`http://127.0.0.1:9/dead/`: nothing listens), `gone` (`/gone/` on this origin: every request a 404) | none (no `BaseURL`) |
 /// | `periods_<s>` | a new `Period` every `s` seconds of presentation time (rounded to whole segments of the asset; at least one): `@id` `p<k>`, `@start` its time, each representation's `presentationTimeOffset` the period's start (so the segments' own `tfdt` go on) and, with `$Number$`, `startNumber` its first segment's number; a period is listed once it has begun (an encoder restart, a splice), at most 16, and the MPD changes then (`minimumUpdatePeriod` 2 unless `mup_` says otherwise). Segment URLs are unchanged | one period |
 /// | `restart_<s>` | the packager restarts every `s` seconds of origin time (from `ast_`) and republishes the MPD with a new `availabilityStartTime` (the restart): segment numbers and times start again there, and `minimumUpdatePeriod` is 2 unless `mup_` says otherwise | none |
+/// | `location_1` | the manifest has moved: the MPD carries a `Location` (absolute: this stream's URL without `location_1`), and a manifest request with `location_1` is answered only once per origin process, then 410 Gone | 0 |
 /// | `utc_<a-b-…>` | the UTCTiming elements, in order: `xsdate`, `iso`, `head`, `direct`, `ntp` (the origin's SNTP server; not with `timeoffset_`), `none` | `xsdate-iso` |
 ///
 /// Faults (``Faults``). A share-based fault strikes a request when a hash of (`seed_`, the option,
@@ -71,6 +72,8 @@ struct LiveOptions: Sendable, Equatable {
     var periodDuration: Double?
     /// `restart_`: seconds between the packager's restarts (a new availabilityStartTime), nil: none.
     var restartEvery: Double?
+    /// `location_1`: the MPD names its new place in a `Location`; this URL serves it once.
+    var moved = false
     var timeOffset: Double = 0
     var latencyTarget: Int?
     var utcTimings = ["xsdate", "iso"]
@@ -110,7 +113,7 @@ struct LiveOptions: Sendable, Equatable {
         var component: String { "\(LiveOptions.format(period))-\(LiveOptions.format(start))-\(LiveOptions.format(length))" }
     }
 
-    static let keys: Set<String> = Faults.keys.union(["ast", "tsbd", "mup", "snr", "spd", "segtimeline", "ato", "timeoffset", "ltgt", "utc", "outage", "hang", "bw", "bwlow", "mute", "ad", "baseurl", "late", "periods", "restart"])
+    static let keys: Set<String> = Faults.keys.union(["ast", "tsbd", "mup", "snr", "spd", "segtimeline", "ato", "timeoffset", "ltgt", "utc", "outage", "hang", "bw", "bwlow", "mute", "ad", "baseurl", "late", "periods", "restart", "location"])
 
     /// The availabilityStartTime in force at origin time `now`: with `restart_`, the last restart.
     func availabilityStart(at now: Double) -> Double {
@@ -141,6 +144,7 @@ struct LiveOptions: Sendable, Equatable {
         if publishDelay != 0 { out.append("late_\(Self.format(publishDelay))") }
         if let p = periodDuration { out.append("periods_\(Self.format(p))") }
         if let r = restartEvery { out.append("restart_\(Self.format(r))") }
+        if moved { out.append("location_1") }
         if timeOffset != 0 { out.append("timeoffset_\(Self.format(timeOffset))") }
         if let l = latencyTarget { out.append("ltgt_\(l)") }
         if let o = outage { out.append("outage_\(Self.format(o.lowerBound))-\(Self.format(o.upperBound))") }
@@ -193,6 +197,9 @@ struct LiveOptions: Sendable, Equatable {
             segmentTimeline = value == "1"
         case "ato": availabilityTimeOffset = try number(0...86_400)
         case "late": publishDelay = try number(0...60)
+        case "location":
+            guard value == "0" || value == "1" else { throw OptionError("option location_ takes 0 or 1, not \"\(value)\"") }
+            moved = value == "1"
         case "restart":
             let v = try number(0...86_400 * 365)
             guard v >= 10 else { throw OptionError("option restart_ must be at least 10 s") }

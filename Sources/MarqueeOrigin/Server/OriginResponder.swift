@@ -73,7 +73,11 @@ struct OriginResponder: Sendable {
                 reply = live(Array(components.dropFirst()), path: path, query: request.uri.query, authority: request.head.authority ?? fallbackAuthority)
             case "time": reply = time(Array(components.dropFirst()), query: request.uri.query)
             case "static": reply = staticFile(Array(components.dropFirst()), ifNoneMatch: request.headers[.ifNoneMatch])
-            default: reply = Reply(.notFound, "no such resource: \(path) (try /live/<options>/<asset>/<manifest>, /time/xsdate, /static/<file>)")
+            case "moved" where path.hasSuffix(".mpd") || path.hasSuffix(".m3u8"):
+                // A manifest that redirects to /live/…: relative URLs in it resolve against /live/….
+                reply = Reply(.found, "moved to /live")
+                reply.location = "/live" + path.dropFirst("/moved".count) + (request.uri.query.map { "?" + $0 } ?? "")
+            default: reply = Reply(.notFound, "no such resource: \(path) (try /live/<options>/<asset>/<manifest>, /moved/<options>/<asset>/<manifest>, /time/xsdate, /static/<file>)")
             }
         }
         if let until = reply.hangUntil {  // the client gives up first (or gets a late 503)
@@ -187,6 +191,9 @@ struct OriginResponder: Sendable {
         }
         let rest = Array(components[(index + 1)...])
         let target = FaultTarget(rest, path: path, query: query, now: clock.now())
+        if options.moved, target?.resource == .manifest, visits.visit("moved " + path) > 0 {
+            return Reply(.gone, "this manifest has moved (location_1): see its Location", clock: clock)
+        }
         if let target, let redirect = redirect(options.faults, target, clock: clock) { return redirect }
         let reply = resource(asset, rest, options: options, clock: clock, authority: authority)
         guard let target, reply.status == .ok else { return reply }

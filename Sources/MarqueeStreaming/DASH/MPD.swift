@@ -26,6 +26,9 @@ public struct MPD: Sendable, Equatable {
     public var baseURLs: [String] = []
     /// `Location` elements: where to reload the manifest from.
     public var locations: [String] = []
+    /// Where the document was finally fetched from (after redirects, or from its `Location`):
+    /// its relative URLs resolve against it. Nil: the URL the player was given.
+    public var documentURL: URL?
     public var utcTimings: [UTCTiming] = []
     public var serviceDescription: ServiceDescription?
     public var periods: [Period] = []

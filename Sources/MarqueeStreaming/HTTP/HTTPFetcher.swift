@@ -51,6 +51,8 @@ public struct FetchResult: Sendable {
     public var sent: Double
     public var headReceived: Double
     public var finished: Double
+    /// Where the response finally came from, after redirects (nil: the URL asked for).
+    public var url: URL? = nil
 
     /// When the server answered, best estimated (monotonic seconds): the middle of the round
     /// trip from sending to the response head.
@@ -210,7 +212,7 @@ public struct HTTPFetcher: Sendable {
     /// What the request's task hands the caller: the head, the body's chunks, and a tick every
     /// ``tick`` while waiting (deadlines are judged, the caller can judge its own).
     private enum Part: Sendable {
-        case head(status: Int, reason: String, headers: [(String, String)], at: Double)
+        case head(status: Int, reason: String, headers: [(String, String)], at: Double, url: URL?)
         case chunk(ByteBuffer)
         case tick
     }
@@ -250,7 +252,7 @@ public struct HTTPFetcher: Sendable {
                 sink.yield(
                     .head(
                         status: Int(response.status.code), reason: response.status.reasonPhrase,
-                        headers: response.headers.map { ($0.name, $0.value) }, at: Monotonic.now()))
+                        headers: response.headers.map { ($0.name, $0.value) }, at: Monotonic.now(), url: response.url))
                 if (200..<300).contains(Int(response.status.code)) {
                     for try await chunk in response.body { sink.yield(.chunk(chunk)) }
                 }
@@ -270,14 +272,14 @@ public struct HTTPFetcher: Sendable {
             ticker.cancel()
         }
         do {
-            var head: (status: Int, headers: [(String, String)], at: Double)?
+            var head: (status: Int, headers: [(String, String)], at: Double, url: URL?)?
             var lastByte = sent
             for try await part in parts {
                 let now = Monotonic.now()
                 switch part {
-                case .head(let status, let reason, let headers, let at):
+                case .head(let status, let reason, let headers, let at, let final):
                     guard (200..<300).contains(status) else { throw FetchError(.status, url: text, status: status, message: reason) }
-                    head = (status, headers, at)
+                    head = (status, headers, at, final)
                     lastByte = at
                 case .chunk(let chunk):
                     lastByte = now
@@ -294,7 +296,9 @@ public struct HTTPFetcher: Sendable {
                 }
             }
             guard let head, !Task.isCancelled else { throw FetchError(.cancelled, url: text, message: "cancelled") }
-            return FetchResult(status: head.status, headers: head.headers, body: ByteBuffer(), sent: sent, headReceived: head.at, finished: Monotonic.now())
+            return FetchResult(
+                status: head.status, headers: head.headers, body: ByteBuffer(), sent: sent, headReceived: head.at, finished: Monotonic.now(),
+                url: head.url.flatMap { $0.absoluteString == text ? nil : $0 })
         } catch let error as FetchError {
             throw error
         } catch is CancellationError {

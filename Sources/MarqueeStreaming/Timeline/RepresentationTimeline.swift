@@ -79,7 +79,7 @@ public struct RepresentationTimeline: Sendable {
         self.availabilityStartTime = mpd.availabilityStartTime
         self.isLive = mpd.isLive
         self.timeShiftBufferDepth = mpd.timeShiftBufferDepth
-        var bases = [manifestURL]
+        var bases = [mpd.documentURL ?? manifestURL]
         for layer in [mpd.baseURLs, period.baseURLs, adaptationSet.baseURLs, representation.baseURLs] where !layer.isEmpty {
             let next = bases.flatMap { base in layer.compactMap { URL(string: $0, relativeTo: base)?.absoluteURL } }
             if !next.isEmpty { bases = Array(next.prefix(Self.maxLocations)) }
