@@ -40,14 +40,10 @@ public struct HLSLiveAnchor: Sendable, Equatable {
     public init() {}
 
     /// Whether `playlist` is to be placed by an anchor: live, with segments, none of them
-    /// dated. Throws for fMP4 segments (an `EXT-X-MAP`): their `tfdt` is read as the program
-    /// date-time, which such a playlist does not give; MPEG-TS is placed by its first PTS.
+    /// dated. Its media is then placed by its own first timestamp (MPEG-TS: the first PTS;
+    /// fMP4: the first `tfdt`) at the start the anchor gives its segment.
     public static func isNeeded(for playlist: HLSMediaPlaylist) throws(ManifestError) -> Bool {
-        guard playlist.isLive, !playlist.segments.isEmpty, playlist.segments.allSatisfy({ $0.programDateTime == nil }) else { return false }
-        guard playlist.segments.allSatisfy({ $0.map == nil }) else {
-            throw ManifestError(.noPlayableContent, "live fMP4 HLS without EXT-X-PROGRAM-DATE-TIME cannot be placed on the clock (MPEG-TS segments can)")
-        }
-        return true
+        playlist.isLive && !playlist.segments.isEmpty && playlist.segments.allSatisfy { $0.programDateTime == nil }
     }
 
     /// `playlist` with every segment's ``HLSSegment/programDateTime`` set from this anchor,
