@@ -219,9 +219,12 @@ extension LivePlaybackTests {
         // Needed: 2 s of segment + 1.2 s late + the download (and with a SegmentTimeline the reload
         // that lists it), + 0.5 s margin + 0.2 s headroom.
         #expect(target > 3.7 && target < 5.0 && raised.allSatisfy { $0.1 == 3 }, "raised to \(raised)")
-        // After the raise settled (the last 14 s): every picture, each at the raised target.
+        // After the raise settled (the last 14 s, and 4 s after the last change of target: a
+        // change under 0.25 s is slewed by rate, not jumped): every picture, each at the target.
         let end = try #require(run.frames.last).wallTime
-        let settled = run.frames.filter { $0.wallTime > end - 14 }
+        let lastChange = run.timed.last { if case .targetLatencyChanged = $0.event { true } else { false } }?.time ?? 0
+        #expect(lastChange < end - 10, "the target changed \(end - lastChange) s before the end: \(raised)")
+        let settled = run.frames.filter { $0.wallTime > max(end - 14, lastChange + 4) }
         let (share, inOrder) = Self.presentedShare(settled)
         #expect(share >= 0.99 && inOrder, "\(share * 100) % of the pictures of the last 14 s")
         let errors = settled.map { abs($0.wallTime - Double(ast) - $0.pts - target) }

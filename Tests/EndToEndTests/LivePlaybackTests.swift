@@ -26,7 +26,7 @@ import Testing
     /// Plays `url` for `seconds` and returns what the outputs hold.
     static func play(
         _ url: URL, seconds: Double, audio: (URL) -> AudioOutput, target: Double = 3
-    ) async throws -> (frames: [PresentedFrame], dir: URL, events: [PlayerEvent]) {
+    ) async throws -> (frames: [PresentedFrame], dir: URL, events: [PlayerEvent], timed: [(time: Double, event: PlayerEvent)]) {
         let dir = try Tools.tempDirectory("e2e")
         let options = PlayerOptions(
             sources: [url], targetLatency: target, audioOutput: audio(dir), videoOutput: .frames(dir.path))
@@ -37,7 +37,7 @@ import Testing
         try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
         await player.stop()
         listener.cancel()
-        return (try FramesFile.read(dir.appendingPathComponent("frames.tsv")), dir, collected.events)
+        return (try FramesFile.read(dir.appendingPathComponent("frames.tsv")), dir, collected.events, collected.timed)
     }
 
     /// Init + the media segments covering `[from, to]` of the video representation, from the origin.
@@ -276,6 +276,12 @@ final class SharedFlag: @unchecked Sendable {
 final class EventLog: @unchecked Sendable {
     private let lock = NSLock()
     private var stored: [PlayerEvent] = []
-    func append(_ e: PlayerEvent) { lock.withLock { stored.append(e) } }
+    private var times: [Double] = []
+    func append(_ e: PlayerEvent) {
+        let now = Date().timeIntervalSince1970
+        lock.withLock { stored.append(e); times.append(now) }
+    }
     var events: [PlayerEvent] { lock.withLock { stored } }
+    /// Each event with the local Unix time it was received at.
+    var timed: [(time: Double, event: PlayerEvent)] { lock.withLock { Array(zip(times, stored)) } }
 }
