@@ -233,3 +233,42 @@ extension LivePlaybackTests {
                      late.joined(separator: "/"), target, share * 100, Stats.median(errors)))
     }
 }
+
+/// An encoder whose media clock runs 0.5 % fast or slow against the wall clock that dates its
+/// segments (origin `drift_±5000`, live HLS fMP4: each segment holds 2 s of media, produced and
+/// dated 1.99 s or 2.01 s apart). Held by the media's own timestamps, a box would slide 5 ms a
+/// second away from the dates (out of the window within the hour, or dry every few minutes).
+/// The player measures the drift segment by segment and steers around the stream's own rate:
+/// the latency against the dates holds at the target, without jumps.
+extension LivePlaybackTests {
+    @Test(arguments: [5000, -5000])
+    func anEncoderClockDriftIsHeldAtTheTarget(ppm: Int) async throws {
+        let origin = try await Self.origin()
+        defer { Task { await origin.stop() } }
+        let ast = Double(Int(Date().timeIntervalSince1970) - 600)
+        let mediaRate = 1 + Double(ppm) / 1_000_000
+        let master = origin.manifestURL(asset: "generated", options: ["ast_\(Int(ast))", "drift_\(ppm)"]).deletingLastPathComponent()
+            .appendingPathComponent("master.m3u8")
+        let run = try await Self.play(master, seconds: 50, audio: { _ in .null })
+        let first = try #require(run.frames.first).wallTime
+        // A picture of media time t (its pts: the origin's media clock since AST) is dated
+        // AST + t / mediaRate: its latency is measured against that.
+        let settled = run.frames.filter { $0.wallTime > first + 30 }
+        try #require(settled.count > 500, "\(settled.count) pictures in the last 20 s")
+        let errors = settled.map { abs($0.wallTime - (ast + $0.pts / mediaRate) - 3) }.sorted()
+        let p95 = errors[errors.count * 95 / 100]
+        #expect(Stats.median(errors) < 0.010 && p95 < 0.020, "|latency − 3 s|: median \(Stats.median(errors)), 95th percentile \(p95)")
+        let (share, inOrder) = Self.presentedShare(settled)
+        #expect(share >= 0.99 && inOrder, "\(share * 100) % of the pictures of the last 20 s")
+        let jumps = run.timed.filter { if case .latencyJump = $0.event { $0.time > first + 5 } else { false } }
+        #expect(jumps.isEmpty, "jumps: \(jumps.map(\.event))")
+        let rates = run.events.compactMap { if case .playbackRateChanged(let r) = $0 { r } else { nil } }
+        let buckets = stride(from: 0.0, to: 50, by: 5).map { from in
+            let e = run.frames.filter { $0.wallTime >= first + from && $0.wallTime < first + from + 5 }.map { $0.wallTime - (ast + $0.pts / mediaRate) - 3 }
+            return e.isEmpty ? "-" : String(format: "%.0f", Stats.median(e) * 1000)
+        }
+        print("encoder drift \(ppm) ppm: median latency error (ms) per 5 s: \(buckets.joined(separator: " ")); rates \(rates)")
+        print(String(format: "encoder drift %+d ppm: |latency − 3 s| median %.1f ms, p95 %.1f ms over the last 20 s; last rate %.4f",
+                     ppm, Stats.median(errors) * 1000, p95 * 1000, rates.last ?? 1))
+    }
+}

@@ -24,6 +24,9 @@ final class PlaybackSession: Sendable {
     let requestedLatency: SharedValue<Double>
     /// When segments really arrive, against their presentation times.
     let feasible = SharedValue(FeasibleLatency())
+    /// The media clock's drift from the segments' dates: presented positions are read through
+    /// it (latency, buffer, the feeders' position) and the controller steers around its rate.
+    let drift = SharedValue(MediaClockDrift())
     /// Seconds the target was raised by since the last control step (a large raise is a jump:
     /// the picture held once, rather than late pictures dropped while the rate catches up).
     let raisedBy = SharedValue(0.0)
@@ -117,7 +120,8 @@ final class PlaybackSession: Sendable {
         let store = mpd.isLive && options.maxDelay > 0 ? SegmentStore(maxDuration: options.maxDelay, maxBytes: options.maxDelayBytes) : nil
         self.store = store
         let shift = self.shift
-        let positionOf: @Sendable () -> Double? = { [core] in core.status()?.position }
+        let drift = self.drift
+        let positionOf: @Sendable () -> Double? = { [core] in core.status()?.position.map { p in drift.withLock { $0.presentation(of: p) } } }
         let (feasible, requested, syncing, raised) = (self.feasible, self.requestedLatency, self.syncEnabled, self.raisedBy)
         let (restart, ast) = (self.restartWanted, mpd.availabilityStartTime)
         let onArrival: @Sendable (Double) -> Void = { need in
@@ -126,7 +130,8 @@ final class PlaybackSession: Sendable {
             feasible.withLock { $0.record(need: need, at: now) }
             Self.adjustTarget(feasible: feasible, target: shared, requested: requested, raisedBy: raised, events: events, logger: logger, now: now)
         }
-        self.feeders = plans.map { plan in
+        let drifting = plans.firstIndex { $0.kind == .video } ?? 0  // the feeder that measures the drift
+        self.feeders = plans.enumerated().map { index, plan in
             var abr: SharedValue<ABRController>?
             if plan.renditions.count > 1 {
                 var controller = ABRController(
@@ -146,7 +151,8 @@ final class PlaybackSession: Sendable {
                         restart.withLock { $0 = true }
                     }
                 }, shift: shift, store: store, abr: abr, latestMPD: SharedValue(mpd), active: SharedValue(plan.representation.id),
-                locations: SharedValue(LocationChoice(count: plan.timeline.baseURLs.count)), onArrival: onArrival)
+                locations: SharedValue(LocationChoice(count: plan.timeline.baseURLs.count)), onArrival: onArrival,
+                drift: index == drifting ? drift : nil)
         }
         events.send(.sourceLoaded(url: source.absoluteString, streamType: mpd.isLive ? .live : .onDemand))
         events.send(.timeOffsetChanged(milliseconds: clock.localClockDifferenceMs))
@@ -309,7 +315,8 @@ final class PlaybackSession: Sendable {
         guard let ast = mpd.availabilityStartTime?.timeIntervalSince1970 else { return }
         let mono = Monotonic.now()
         let latency = targetLatency.withLock { $0 } + shift.delay
-        try? core.setTimeline(monoAnchor: mono, mediaAnchor: mono + clock.offset - ast - latency)
+        let media = drift.withLock { $0 }
+        try? core.setTimeline(monoAnchor: mono, mediaAnchor: media.position(of: mono + clock.offset - ast - latency))
         controller.withLock { $0.reset() }
     }
 
@@ -491,14 +498,15 @@ final class PlaybackSession: Sendable {
             now: status.mono)
         let raised = raisedBy.withLock { r in defer { r = 0 }; return r }
         let target = targetLatency.withLock { $0 } + shift.delay
-        let latency = status.mono + clock.offset - ast - position
+        let media = drift.withLock { $0 }
+        let latency = status.mono + clock.offset - ast - media.presentation(of: position)
         let (action, before) = controller.withLock { c in
             let before = c.rate
             if raised >= Self.raiseJump, latency < target - Self.raiseJump / 2 {
                 c.jumped(now: status.mono)
                 return (LatencyController.Action.jump(error: latency - target), before)
             }
-            return (c.update(now: status.mono, latency: latency, target: target), before)
+            return (c.update(now: status.mono, latency: latency, target: target, baseRate: media.rate), before)
         }
         do {
             switch action {
@@ -510,7 +518,7 @@ final class PlaybackSession: Sendable {
                 events.send(.playbackRateChanged(rate))
             case .jump(let error):
                 let mono = Monotonic.now()
-                try core.setTimeline(monoAnchor: mono, mediaAnchor: mono + clock.offset - ast - target)
+                try core.setTimeline(monoAnchor: mono, mediaAnchor: media.position(of: mono + clock.offset - ast - target))
                 logger.info("latency jump", metadata: ["error": "\(String(format: "%.3f", error))", "target": "\(target)"])
                 events.send(.latencyJump(error: error))
                 if before != 1 { events.send(.playbackRateChanged(1)) }
@@ -568,13 +576,14 @@ final class PlaybackSession: Sendable {
         status.availableDelay = availableDelay
         status.storeBytes = store?.bytes ?? 0
         guard let core else { return status }
-        status.position = core.position
+        let media = drift.withLock { $0 }
+        status.position = core.position.map { media.presentation(of: $0) }
         status.framesPresented = core.framesPresented
         status.framesDropped = core.framesDropped
         status.avOffset = core.avOffset
         status.width = core.width
         status.height = core.height
-        if let position = core.position {
+        if let position = status.position {
             if mpd.isLive, let ast = mpd.availabilityStartTime {
                 status.latency = core.mono + clock.offset - ast.timeIntervalSince1970 - position
             }

@@ -93,6 +93,11 @@ struct TrackFeeder: Sendable {
     /// Hears, for each live segment fetched as soon as it was due, how many seconds after its
     /// presentation start it was in hand (``FeasibleLatency``).
     let onArrival: @Sendable (Double) -> Void
+    /// The media clock's drift from the segments' dates (``MediaClockDrift``), fed by one
+    /// feeder of the session (the video one), nil for the others.
+    let drift: SharedValue<MediaClockDrift>?
+    /// The offset last set from a measured timestamp (``measureOffset(_:segment:rep:)``).
+    private let measuredOffset = SharedValue<Double?>(nil)
     /// Server seconds (since the availability start) when the segment being obtained began to
     /// arrive: its server had it then. The download after that is the link's, ABR's business.
     private let firstByteAt = SharedValue<Double?>(nil)
@@ -635,6 +640,8 @@ struct TrackFeeder: Sendable {
             // MPEG-TS whose offset is still to be measured: the first chunks wait until the first
             // PTS is in them (the offset must be set before the core decodes a frame).
             var held: ByteBuffer? = rep.measuresTimestamps && offsetPending.withLock({ $0 }) ? ByteBuffer() : nil
+            // Placed already: its first timestamp against its date (a drifting media clock).
+            var unsampled: ByteBuffer? = held == nil && drift != nil && rep.datedByPackager && rep.measuresTimestamps ? ByteBuffer() : nil
             // Complete on the server: kept until whole, so nothing partial reaches the core.
             var unpushed: ByteBuffer? = paced ? nil : ByteBuffer()
             /// Hands bytes of the segment on: to the core (after the TS offset is known), the
@@ -654,6 +661,11 @@ struct TrackFeeder: Sendable {
                     }
                     held = nil
                     out = waiting
+                }
+                if var probe = unsampled {
+                    var copy = out
+                    probe.writeBuffer(&copy)
+                    unsampled = sampleDrift(probe, segment: segment, rep: rep) || probe.readableBytes >= Self.offsetProbeBytes ? nil : probe
                 }
                 do { try push(out) } catch { throw FetchError(.cancelled, url: url.absoluteString, message: "core closed") }
                 pushedBytes = true
@@ -869,7 +881,30 @@ struct TrackFeeder: Sendable {
         let offset = segment.start - first
         for track in plan.coreTracks { try? core.setTrackOffset(track, ptsOffset: offset) }
         offsetPending.withLock { $0 = false }
+        measuredOffset.withLock { $0 = offset }
+        if let drift, rep.datedByPackager { drift.withLock { $0.rebase(at: segment.start) } }
         logger.debug("media placed by its first timestamp", metadata: ["track": "\(plan.representation.id)", "pts": "\(pts)", "offset": "\(offset)"])
+        return true
+    }
+
+    /// A segment of media already placed: where its first timestamp lands against its date
+    /// (``MediaClockDrift``). Returns false while no timestamp is in `bytes`.
+    private func sampleDrift(_ bytes: ByteBuffer, segment: SegmentReference, rep: Representation) -> Bool {
+        guard let drift, let offset = measuredOffset.withLock({ $0 }) else { return true }
+        var first: Double?
+        if rep.isTransportStream {
+            first = TransportStreamTimestamps.firstPTS(bytes.readableBytesView).map { Double($0) / Double(TransportStreamTimestamps.clockRate) }
+            // The 33-bit PTS wraps every 26.5 h: the drift is what is left modulo the wrap.
+            if let f = first {
+                let wrap = Double(1 << 33) / Double(TransportStreamTimestamps.clockRate)
+                let d = segment.start - (f + offset)
+                first = f + (d / wrap).rounded() * wrap
+            }
+        } else {
+            first = inits.withLock { $0[rep.id] }.flatMap { FragmentTime.firstDecodeTime(segment: bytes.readableBytesView, initSegment: $0.readableBytesView) }
+        }
+        guard let first else { return false }
+        drift.withLock { $0.record(position: first + offset, start: segment.start) }
         return true
     }
 }

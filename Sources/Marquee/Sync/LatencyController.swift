@@ -68,6 +68,8 @@ public struct LatencyController: Sendable, Equatable {
     /// The rate the schedule runs at now.
     public private(set) var rate: Double = 1
     public private(set) var steering = false
+    /// The base rate of the last step (``update(now:latency:target:baseRate:)``).
+    public private(set) var baseRate: Double = 1
     /// After a jump, measurements are ignored until then (monotonic seconds): the pipeline
     /// drops or waits its way to the new position first.
     public private(set) var settleUntil = -Double.infinity
@@ -83,8 +85,11 @@ public struct LatencyController: Sendable, Equatable {
     }
 
     /// One control step at monotonic time `now`. `latency` is the measured latency (server
-    /// time − presented media time), `target` the wanted one, both in seconds.
-    public mutating func update(now: Double, latency: Double, target: Double) -> Action {
+    /// time − presented media time), `target` the wanted one, both in seconds. `baseRate`: the
+    /// rate that holds the latency with no error (the stream's media clock against the wall
+    /// clock, ``MediaClockDrift/rate``; 1 without drift): settled, the schedule runs at it, and
+    /// steering scales it by `1 + gain × error`.
+    public mutating func update(now: Double, latency: Double, target: Double, baseRate: Double = 1) -> Action {
         let error = latency - target
         guard error.isFinite, now >= settleUntil else { return .hold }
         if abs(error) > options.jumpThreshold {
@@ -93,17 +98,21 @@ public struct LatencyController: Sendable, Equatable {
             settleUntil = now + Self.settleTime
             return .jump(error: error)
         }
-        if !steering, abs(error) > options.deadBand {
+        let base = min(options.maxRate, max(options.minRate, baseRate.isFinite ? (baseRate * 10_000).rounded() / 10_000 : 1))
+        // A new base rate (a drift measured): what built up before it is steered out too.
+        let newBase = abs(base - self.baseRate) >= Self.rateStep
+        self.baseRate = base
+        if !steering, abs(error) > options.deadBand || (newBase && abs(error) > options.deadBand / 4) {
             steering = true
         } else if steering, abs(error) < options.deadBand / 4 {
             steering = false
         }
-        var wanted = 1.0
+        var wanted = base
         if steering {
-            wanted = min(options.maxRate, max(options.minRate, 1 + options.gain * error))
+            wanted = min(options.maxRate, max(options.minRate, base * (1 + options.gain * error)))
             wanted = (wanted * 10_000).rounded() / 10_000
-            // Never the identity while steering (a stretch of nothing), never the wrong way.
-            wanted = error > 0 ? max(wanted, 1 + Self.rateStep) : min(wanted, 1 - Self.rateStep)
+            // Never the base rate while steering (no correction), never the wrong way.
+            wanted = error > 0 ? min(options.maxRate, max(wanted, base + Self.rateStep)) : max(options.minRate, min(wanted, base - Self.rateStep))
         }
         let changed = wanted == 1 ? rate != 1 : abs(wanted - rate) >= Self.rateStep
         guard changed else { return .hold }

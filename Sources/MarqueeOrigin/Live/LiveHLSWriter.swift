@@ -61,7 +61,7 @@ struct LiveHLSWriter {
         let timeline = LiveTimeline(representation: rep, options: options)
         let segments = timeline.listedSegments(now: now).filter { segment in
             // Complete segments only (HLS has no availabilityTimeOffset).
-            options.availabilityStartTime + Double(segment.mediaTime + segment.duration) / Double(rep.timescale) <= now
+            options.availabilityStartTime + Double(segment.mediaTime + segment.duration) / Double(rep.timescale) / options.mediaRate <= now
         }
         let timescale = Double(rep.timescale)
         let target = Int((Double(rep.maxSegmentDuration) / timescale).rounded())  // RFC 8216: EXTINF rounded ≤ it
@@ -69,8 +69,9 @@ struct LiveHLSWriter {
                    "#EXT-X-MEDIA-SEQUENCE:\(options.startNumber + (segments.first?.index ?? 0))"]
         if let map { out.append("#EXT-X-MAP:URI=\"\(map)\"") }
         for (i, segment) in segments.enumerated() {
-            if i == 0 || segment.mediaTime != segments[i - 1].mediaTime + segments[i - 1].duration {
-                let date = Date(timeIntervalSince1970: options.availabilityStartTime + Double(segment.mediaTime) / timescale)
+            if i == 0 || options.driftPPM != 0 || segment.mediaTime != segments[i - 1].mediaTime + segments[i - 1].duration {
+                // A drifting media clock (`drift_`): the date is when the segment began on the wall clock.
+                let date = Date(timeIntervalSince1970: options.availabilityStartTime + Double(segment.mediaTime) / timescale / options.mediaRate)
                 out.append("#EXT-X-PROGRAM-DATE-TIME:" + XSDateTime.string(date))
             }
             out.append(String(format: "#EXTINF:%.5f,", Double(segment.duration) / timescale))

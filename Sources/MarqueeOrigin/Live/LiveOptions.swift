@@ -14,6 +14,7 @@ import Foundation
 /// | `segtimeline_1` | SegmentTimeline + `$Time$` instead of `$Number$` + `@duration` | 0 |
 /// | `ato_<s>` | availabilityTimeOffset: segments available that much earlier; a segment requested before its end is sent chunk by chunk (CMAF chunks, chunked transfer), each chunk when its last sample's time comes | 0 (omitted) |
 /// | `late_<s>` | segments are published `s` seconds after their end (404 before, listed in a SegmentTimeline only then), and the MPD does not say so: a packager that writes a segment when the next keyframe comes, an AST rounded down | 0 |
+/// | `drift_<ppm>` | the encoder's media clock runs `ppm` parts per million fast (negative: slow) against the wall clock (−20000…20000): each segment holds its media duration but is produced in `duration / (1 + ppm·10⁻⁶)` wall seconds; availability follows the wall clock, HLS program date-times are wall-clock times (a capture card's clock under an encoder that dates segments by the system clock), media timestamps and the DASH MPD stay in media time | 0 |
 /// | `timeoffset_<s>` | the origin's clock runs that far off real time (availability, MPD times, time endpoints, Date headers) | 0 |
 /// | `ltgt_<ms>` | `ServiceDescription/Latency@target` | omitted |
 /// | `outage_<from>-<to>` | every request of this URL (manifest, segments) is a 503 from Unix second `from` until `to` (origin clock) | none |
@@ -68,6 +69,10 @@ struct LiveOptions: Sendable, Equatable {
     var availabilityTimeOffset: Double = 0
     /// `late_`: seconds after its end a segment is published (unannounced).
     var publishDelay: Double = 0
+    /// `drift_`: parts per million the media clock runs fast against the wall clock.
+    var driftPPM: Double = 0
+    /// Media seconds produced per wall second.
+    var mediaRate: Double { 1 + driftPPM / 1_000_000 }
     /// `periods_`: seconds between the starts of periods, nil: one period.
     var periodDuration: Double?
     /// `restart_`: seconds between the packager's restarts (a new availabilityStartTime), nil: none.
@@ -113,7 +118,7 @@ struct LiveOptions: Sendable, Equatable {
         var component: String { "\(LiveOptions.format(period))-\(LiveOptions.format(start))-\(LiveOptions.format(length))" }
     }
 
-    static let keys: Set<String> = Faults.keys.union(["ast", "tsbd", "mup", "snr", "spd", "segtimeline", "ato", "timeoffset", "ltgt", "utc", "outage", "hang", "bw", "bwlow", "mute", "ad", "baseurl", "late", "periods", "restart", "location"])
+    static let keys: Set<String> = Faults.keys.union(["ast", "tsbd", "mup", "snr", "spd", "segtimeline", "ato", "timeoffset", "ltgt", "utc", "outage", "hang", "bw", "bwlow", "mute", "ad", "baseurl", "late", "drift", "periods", "restart", "location"])
 
     /// The availabilityStartTime in force at origin time `now`: with `restart_`, the last restart.
     func availabilityStart(at now: Double) -> Double {
@@ -142,6 +147,7 @@ struct LiveOptions: Sendable, Equatable {
         if segmentTimeline { out.append("segtimeline_1") }
         if availabilityTimeOffset != 0 { out.append("ato_\(Self.format(availabilityTimeOffset))") }
         if publishDelay != 0 { out.append("late_\(Self.format(publishDelay))") }
+        if driftPPM != 0 { out.append("drift_\(Self.format(driftPPM))") }
         if let p = periodDuration { out.append("periods_\(Self.format(p))") }
         if let r = restartEvery { out.append("restart_\(Self.format(r))") }
         if moved { out.append("location_1") }
@@ -197,6 +203,7 @@ struct LiveOptions: Sendable, Equatable {
             segmentTimeline = value == "1"
         case "ato": availabilityTimeOffset = try number(0...86_400)
         case "late": publishDelay = try number(0...60)
+        case "drift": driftPPM = try number(-20_000...20_000)
         case "location":
             guard value == "0" || value == "1" else { throw OptionError("option location_ takes 0 or 1, not \"\(value)\"") }
             moved = value == "1"

@@ -70,7 +70,7 @@ struct LiveTimeline {
 
     /// `end` is the segment's end in presentation seconds; `now` is Unix seconds on the origin clock.
     private func availability(end: Double, now: Double) -> Availability {
-        let endWall = options.availabilityStartTime + end
+        let endWall = options.availabilityStartTime + end / options.mediaRate
         let start = endWall - options.availabilityTimeOffset + options.publishDelay
         if now < start { return .tooEarly(availableIn: start - now) }
         if now >= endWall + options.timeShiftBufferDepth { return .expired }
@@ -80,7 +80,7 @@ struct LiveTimeline {
     /// The segments listed in a SegmentTimeline at `now`: available and not yet expired, in
     /// media-time order (the last one is the live edge).
     func listedSegments(now: Double) -> [LiveSegment] {
-        let elapsed = now - options.availabilityStartTime
+        let elapsed = (now - options.availabilityStartTime) * options.mediaRate  // media seconds produced
         let high = elapsed + options.availabilityTimeOffset - options.publishDelay  // newest end allowed
         let low = elapsed - options.timeShiftBufferDepth             // ends must be after this
         guard high > 0 else { return [] }

@@ -315,10 +315,11 @@ struct OriginResponder: Sendable {
             var reply = Reply(bytes: body, contentType: mime, clock: clock)
             // Still being "produced" (available early through availabilityTimeOffset): each CMAF
             // chunk goes out when its last sample exists, as a low-latency encoder would send it.
-            let start = options.availabilityStartTime + Double(live.mediaTime) / Double(rep.timescale)
-            if start + Double(live.duration) / Double(rep.timescale) > now {
+            // (Wall-clock times: media time over the media clock's rate, `drift_`.)
+            let wall = { (media: UInt64) in options.availabilityStartTime + Double(media) / Double(rep.timescale) / options.mediaRate }
+            if wall(live.mediaTime + live.duration) > now {
                 let chunks = try MediaSegmentTiming.chunks(MP4Reader(bytes: reply.body, name: vod.file), track: rep.track)
-                reply.schedule = chunks.map { ($0.bytes, start + Double($0.end) / Double(rep.timescale)) }
+                reply.schedule = chunks.map { ($0.bytes, wall(live.mediaTime + $0.end)) }
             }
             if let kbps = options.bandwidth(at: now) { reply.schedule = Self.limited(reply.body.count, kbps: kbps, schedule: reply.schedule, now: now) }
             return reply

@@ -156,6 +156,10 @@ public struct Representation: Sendable, Equatable {
     /// The timeline places the segments by other means than their own timestamps (HLS: program
     /// date-time, or the order of the playlist): `tfdt` may be anything.
     public var placedByPlaylist = false
+    /// The segments' starts are dates the packager wrote (live HLS `EXT-X-PROGRAM-DATE-TIME`),
+    /// not estimated by the player: a media clock drifting from them is measured
+    /// (``placedByPlaylist`` segments only).
+    public var datedByPackager = false
     /// Whether the player maps the media's own timestamps (a transport stream's PTS, a fragment's
     /// `tfdt`) onto the timeline by measuring the first segment, rather than trusting them.
     public var measuresTimestamps: Bool { isTransportStream || placedByPlaylist }

@@ -173,6 +173,7 @@ public enum HLSPresentation {
         rep.frameRate = variant?.frameRate
         rep.kind = kind
         rep.placedByPlaylist = true
+        rep.datedByPackager = live && !playlist.programDateTimeEstimated
         rep.mimeType = (kind == .video ? "video/" : "audio/") + (map == nil ? "mp2t" : "mp4")
         rep.segmentTemplate = template
         var set = AdaptationSet()
