@@ -46,6 +46,32 @@ struct HLSOriginTests {
         }
         #expect(try await fetch(base.appendingPathComponent("nope.m3u8")).status == 404)
     }
+
+    /// `drift_5000`: the media clock 0.5 % fast. Every segment holds 2 s of media (its `tfdt`)
+    /// but is dated 1.99 s after the one before, and the newest listed has ended on the wall clock.
+    @Test("drift_: segments dated on the wall clock, media in media time")
+    func drift() async throws {
+        let origin = try await SharedOrigin.shared.get()
+        let ast = Double(Int(now()) - 600)
+        let url = origin.manifestURL(asset: "generated", options: ["ast_\(Int(ast))", "tsbd_20", "drift_5000"]).deletingLastPathComponent()
+            .appendingPathComponent("0.m3u8")
+        let text = String(decoding: try await fetch(url).body, as: UTF8.self)
+        let receivedAt = now()
+        guard case .media(let p) = try HLSPlaylist.parse(text, url: url) else {
+            Issue.record("not a media playlist")
+            return
+        }
+        let dates = p.segments.compactMap { $0.programDateTime?.timeIntervalSince1970 }
+        #expect(dates.count == p.segments.count && dates.count >= 8, "every segment dated: \(dates.count) of \(p.segments.count)")
+        #expect(zip(dates, dates.dropFirst()).allSatisfy { abs($1 - $0 - 2 / 1.005) < 0.0015 }, "dates \(dates)")
+        let last = try #require(p.segments.last)
+        let lastEnd = last.programDateTime!.timeIntervalSince1970 + 2 / 1.005
+        #expect(lastEnd <= receivedAt + 0.01 && lastEnd > receivedAt - 2.1, "live edge \(lastEnd - receivedAt) s from now")
+        let tfdt = try firstDecodeTime(try await fetch(last.uri).body)
+        // Media time since AST runs 0.5 % ahead of the date's time since AST.
+        let media = Double(tfdt.value) / 15360
+        #expect(abs(media - (last.programDateTime!.timeIntervalSince1970 - ast) * 1.005) < 0.002, "tfdt \(media) s")
+    }
 }
 
 @Suite("Origin bandwidth limit")
