@@ -160,6 +160,12 @@ public struct PlayerOptions: Sendable {
     /// A video rendition (representation id, see ``Player/qualities``) to play instead of
     /// choosing by throughput; nil: automatic. ``Player/selectedQuality`` changes it while playing.
     public var selectedQuality: String?
+    /// The audio language wanted (a language tag such as `fr`, `fr-CA` or `fra`, compared
+    /// case-insensitively, whole or by its first subtag, two- and three-letter codes alike: `fr`
+    /// takes `fra`, `fre` and `fr-CA`): the DASH adaptation set or HLS audio
+    /// rendition with that language. nil, or none with it: the stream's default (DASH `Role`
+    /// `main`, HLS `DEFAULT=YES`), else the first.
+    public var audioLanguage: String?
     /// Decoded pictures queued ahead of presentation, 2…240; 0: the core's default (6, 200 ms
     /// at 30 fps). More rides out longer decoder stalls at 1.4 MB (720p) to 3.1 MB (1080p) each.
     public var videoQueueFrames: Int = 0
@@ -221,6 +227,11 @@ public struct PlayerOptions: Sendable {
         }
         guard videoQueueFrames == 0 || (2...240).contains(videoQueueFrames) else {
             throw PlayerError(.invalidOptions, "videoQueueFrames \(videoQueueFrames) is outside 2…240 (0: the default)")
+        }
+        if let language = audioLanguage {
+            guard (1...35).contains(language.count), language.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }) else {
+                throw PlayerError(.invalidOptions, "audioLanguage \"\(language)\" is not a language tag (letters, digits and -, at most 35)")
+            }
         }
         guard (0...64).contains(decodeThreads) else {
             throw PlayerError(.invalidOptions, "decodeThreads \(decodeThreads) is outside 0…64")

@@ -44,6 +44,9 @@ struct OutputOptions: ParsableArguments {
     @Option(name: .long, help: "Live: play this many seconds later than the latency target (user delay; applied once that much has been collected, up to 300 s).")
     var delay: Double?
 
+    @Option(name: .long, help: "Audio language wanted (e.g. fr, en-GB, fra): that DASH adaptation set or HLS rendition over the stream's default.")
+    var audioLanguage: String?
+
     @Option(name: .long, help: "Play this many seconds, then exit 0 (default: until interrupted or the stream ends).")
     var duration: Double?
 

@@ -69,6 +69,7 @@ struct PlaybackRunner {
             options.fit = fit
         }
         if let target = output.targetLatency { options.targetLatency = target }
+        if let language = output.audioLanguage { options.audioLanguage = language }
         if let poster = output.poster { options.poster = poster }
         if let name = output.board {
             do {

@@ -25,11 +25,12 @@ import Testing
 
     /// Plays `url` for `seconds` and returns what the outputs hold.
     static func play(
-        _ url: URL, seconds: Double, audio: (URL) -> AudioOutput, target: Double = 3
+        _ url: URL, seconds: Double, audio: (URL) -> AudioOutput, target: Double = 3, configure: (inout PlayerOptions) -> Void = { _ in }
     ) async throws -> (frames: [PresentedFrame], dir: URL, events: [PlayerEvent], timed: [(time: Double, event: PlayerEvent)]) {
         let dir = try Tools.tempDirectory("e2e")
-        let options = PlayerOptions(
+        var options = PlayerOptions(
             sources: [url], targetLatency: target, audioOutput: audio(dir), videoOutput: .frames(dir.path))
+        configure(&options)
         let player = try Player(options: options)
         let collected = EventLog()
         let listener = Task { for await e in player.events { collected.append(e) } }

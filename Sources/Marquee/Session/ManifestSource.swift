@@ -25,9 +25,12 @@ actor ManifestSource {
     /// How the manifest is fetched: `policy` until it has loaded once (a source with a backup
     /// behind it is tried once, the backup waits), ``FetchPolicy/manifest`` from then on.
     private var policy: FetchPolicy
+    /// HLS: the audio rendition's language wanted (``PlayerOptions/audioLanguage``).
+    let audioLanguage: String?
 
-    init(url: URL, fetcher: HTTPFetcher, parser: MPDParser = MPDParser(), policy: FetchPolicy = .manifest) {
+    init(url: URL, fetcher: HTTPFetcher, parser: MPDParser = MPDParser(), policy: FetchPolicy = .manifest, audioLanguage: String? = nil) {
         self.url = url
+        self.audioLanguage = audioLanguage
         self.fetcher = fetcher
         self.parser = parser
         self.policy = policy
@@ -111,7 +114,7 @@ actor ManifestSource {
             lastResult = result
             return try HLSPresentation.mpd(video: try placed(p, url: url, result: result), audio: nil, variant: nil)
         case .multivariant(let master):
-            guard let ladder = HLSPresentation.ladder(master) else {
+            guard let ladder = HLSPresentation.ladder(master, language: audioLanguage) else {
                 throw ManifestError(.noPlayableContent, "multivariant playlist without a variant")
             }
             let mpd = try await mediaPresentation(ladder)

@@ -66,7 +66,7 @@ final class PlaybackSession: Sendable {
         source: URL, options: PlayerOptions, core: CoreHandle, fetcher: HTTPFetcher, startMono: Double, logger: Logger,
         events: PlayerEvents.Sink, reuse: [CoreTrackKind: Int32] = [:], mixer: MixDirector? = nil, startPolicy: FetchPolicy = .manifest
     ) async throws(PlayerError) {
-        let manifest = ManifestSource(url: source, fetcher: fetcher, policy: startPolicy)
+        let manifest = ManifestSource(url: source, fetcher: fetcher, policy: startPolicy, audioLanguage: options.audioLanguage)
         let mpd = try await manifest.load()
         let clock =
             mpd.isLive
@@ -82,7 +82,7 @@ final class PlaybackSession: Sendable {
         let periodIndex = Self.period(of: mpd, containing: start)
         let plans = try Self.plan(
             mpd: mpd, period: periodIndex, manifestURL: source, core: core, now: mpd.availabilityStartTime.map { clock.now().timeIntervalSince($0) },
-            reuse: reuse)
+            reuse: reuse, audioLanguage: options.audioLanguage)
         do {
             try core.setWallOffset(clock.offset)
             let mono = Monotonic.now()
@@ -333,14 +333,15 @@ final class PlaybackSession: Sendable {
     /// `reuse`: the core's tracks from an earlier session (a reload): reset and re-offset
     /// instead of added.
     static func plan(
-        mpd: MPD, period: Int, manifestURL: URL, core: CoreHandle, now: Double?, reuse: [CoreTrackKind: Int32] = [:]
+        mpd: MPD, period: Int, manifestURL: URL, core: CoreHandle, now: Double?, reuse: [CoreTrackKind: Int32] = [:],
+        audioLanguage: String? = nil
     ) throws(PlayerError) -> [TrackPlan] {
         var plans: [TrackPlan] = []
         for kind in [MediaKind.video, .audio] {
             let candidates = mpd.periods[period].adaptationSets.flatMap { set in
                 set.representations.filter { $0.kind == kind && $0.segmentTemplate?.media != nil }.map { (set, $0) }
             }
-            let chosen = kind == .video ? candidates.max { $0.1.bandwidth < $1.1.bandwidth } : candidates.first
+            let chosen = kind == .video ? candidates.max { $0.1.bandwidth < $1.1.bandwidth } : Self.audioChoice(candidates, language: audioLanguage)
             guard let (set, rep) = chosen else { continue }
             let timeline: RepresentationTimeline
             do {
@@ -378,6 +379,13 @@ final class PlaybackSession: Sendable {
             throw PlayerError(.noPlayableContent, "no audio or video representation with a SegmentTemplate in period \(period)")
         }
         return plans
+    }
+
+    /// The audio representation to play: the first of the language wanted, else of an adaptation
+    /// set whose `Role` is `main`, else the first.
+    static func audioChoice(_ candidates: [(AdaptationSet, Representation)], language: String?) -> (AdaptationSet, Representation)? {
+        if let language, let wanted = candidates.first(where: { LanguageTag.matches($0.0.lang, language) }) { return wanted }
+        return candidates.first { $0.0.roles.contains { $0.schemeIdUri == "urn:mpeg:dash:role:2011" && $0.value == "main" } } ?? candidates.first
     }
 
     /// Feeds every track and watches the core until the presentation ends or the task is cancelled.

@@ -115,6 +115,34 @@ public struct AdaptationSet: Sendable, Equatable {
     public init() {}
 }
 
+/// Language tags as manifests write them (`lang`, HLS `LANGUAGE`): BCP 47 (`fr`, `fr-CA`) or
+/// ISO 639-2 (`fra`, and the bibliographic `fre` that packagers still write).
+public enum LanguageTag {
+    /// Whether `tag` is the language `wanted`: equal ignoring case, or the same language by the
+    /// first subtag, two- and three-letter codes alike (`fr` matches `fr-CA`, `fra` and `fre`).
+    /// Nil never matches.
+    public static func matches(_ tag: String?, _ wanted: String) -> Bool {
+        guard let tag, !wanted.isEmpty else { return false }
+        if tag.lowercased() == wanted.lowercased() { return true }
+        return language(tag) == language(wanted)
+    }
+
+    /// The first subtag as a two-letter code where ISO 639 has one (Foundation's table), else as
+    /// written, lower-cased.
+    static func language(_ tag: String) -> String {
+        let primary = String(tag.lowercased().split(separator: "-").first ?? "")
+        let terminology = bibliographic[primary] ?? primary
+        return Locale.LanguageCode(terminology).identifier(.alpha2) ?? terminology
+    }
+
+    /// ISO 639-2/B codes and their /T equivalents (Foundation knows only the latter).
+    static let bibliographic = [
+        "alb": "sqi", "arm": "hye", "baq": "eus", "bur": "mya", "chi": "zho", "cze": "ces", "dut": "nld", "fre": "fra", "geo": "kat",
+        "ger": "deu", "gre": "ell", "ice": "isl", "mac": "mkd", "mao": "mri", "may": "msa", "per": "fas", "rum": "ron", "slo": "slk",
+        "tib": "bod", "wel": "cym",
+    ]
+}
+
 /// A DASH descriptor element (`Role`, `AudioChannelConfiguration`, `Accessibility`, ...).
 public struct Descriptor: Sendable, Equatable {
     public var schemeIdUri: String

@@ -23,18 +23,20 @@ import Foundation
 public enum HLSPresentation {
     /// The multivariant choice: the highest-bandwidth variant (ABR comes later) and the default
     /// audio rendition of its group, as media playlist URLs (audio nil: muxed in the variant).
-    public static func choose(_ master: HLSMultivariantPlaylist) -> (video: HLSVariant, audio: URL?)? {
+    /// `language`: the audio rendition of that language is taken over the default one.
+    public static func choose(_ master: HLSMultivariantPlaylist, language: String? = nil) -> (video: HLSVariant, audio: URL?)? {
         guard let variant = master.variants.max(by: { $0.bandwidth < $1.bandwidth }) else { return nil }
         let group = master.renditions.filter { $0.kind == .audio && $0.groupID == variant.audioGroup }
-        let audio = (group.first { $0.isDefault } ?? group.first)?.uri
+        let wanted = language.flatMap { l in group.first { LanguageTag.matches($0.language, l) } }
+        let audio = (wanted ?? group.first { $0.isDefault } ?? group.first)?.uri
         return (variant, audio)
     }
 
     /// The ABR ladder of a multivariant playlist: the variants that share the highest one's
     /// audio group (every video rendition a player may switch among without changing the
     /// sound), highest first, and that group's default audio rendition.
-    public static func ladder(_ master: HLSMultivariantPlaylist) -> (variants: [HLSVariant], audio: URL?)? {
-        guard let (top, audio) = choose(master) else { return nil }
+    public static func ladder(_ master: HLSMultivariantPlaylist, language: String? = nil) -> (variants: [HLSVariant], audio: URL?)? {
+        guard let (top, audio) = choose(master, language: language) else { return nil }
         let variants = master.variants.filter { $0.audioGroup == top.audioGroup }.sorted { $0.bandwidth > $1.bandwidth }
         return (variants, audio)
     }
