@@ -35,12 +35,26 @@ import Testing
     }
 
     /// mpd: libxml2 also hands FoundationXML an instruction without data when its target is
-    /// followed by neither white space nor `?>` (`<?a?r…`, `<?<?x?>`): refused as malformed;
-    /// instructions inside comments and CDATA are text, and a well-formed one is ignored.
-    @Test(arguments: ["<?<?x?>\n<MPD type=\"static\"><?a?riodod/></MPD>", "<MPD type=\"static\"><?a?r?><Period/></MPD>",
-                      "<MPD type=\"static\"><?a<Period/></MPD>", "<MPD type=\"static\"><??></MPD>", "<MPD><?a"])
-    func mpdInstructionTargetUnterminated(text: String) {
+    /// followed by neither white space nor `?>` (`<?a?r…`, `<?<?x?>`), and for an XML
+    /// declaration after the start (a 10-minute fuzz run): instructions no longer reach it, so
+    /// one that ends is ignored whatever its target, one that never ends is malformed.
+    @Test(arguments: ["<?<?x?>\n<MPD type=\"static\"><?a?riodod/></MPD>", "<MPD type=\"static\"><?a<Period/></MPD>", "<MPD><?a"])
+    func mpdInstructionUnterminated(text: String) {
         #expect(throws: ManifestError.self) { try MPDParser().parse(Data(text.utf8)) }
+    }
+
+    @Test(arguments: ["<MPD type=\"static\"><?a?r?><Period/></MPD>", "<MPD type=\"static\"><??><Period/></MPD>",
+                      "<MPD type=\"static\"><Period/><?xml version=\"1.0\"?></MPD>", "<?<?x?>\n<MPD type=\"static\"><Period/></MPD>"])
+    func mpdInstructionsOfAnyShapeAreIgnored(text: String) throws {
+        #expect(try MPDParser().parse(Data(text.utf8)).periods.count == 1)
+    }
+
+    /// The fuzz run's input itself (a declaration inside a start tag, after the start): a typed
+    /// error.
+    @Test func mpdDeclarationAfterTheStart() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let input = try Data(contentsOf: root.appendingPathComponent("fuzz/regressions/mpd/declaration-after-start"))
+        #expect(throws: ManifestError.self) { try MPDParser().parse(input) }
     }
 
     @Test func mpdInstructionsInCommentsAndCDATA() throws {

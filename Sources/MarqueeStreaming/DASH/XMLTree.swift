@@ -45,7 +45,7 @@ enum XMLTree {
             throw .malformed(line: 0, column: 0, reason: "the document is not UTF-8 text")
         }
         let builder = Builder(limits: limits)
-        let parser = XMLParser(data: try withDataInInstructions(data))
+        let parser = XMLParser(data: try withoutInstructions(data))
         parser.shouldResolveExternalEntities = false
         parser.shouldProcessNamespaces = false
         parser.delegate = builder
@@ -57,15 +57,15 @@ enum XMLTree {
         return root
     }
 
-    /// `data` with a space before the `?>` of each processing instruction that has a target and
-    /// no data (`<?x?>` → `<?x ?>`, the same instruction): FoundationXML reads the missing data as
-    /// a C string from a NULL pointer and crashes. It does so too for an instruction whose target
-    /// is not followed by white space or `?>` (`<?a?b …`, `<?<?x?>`), which libxml2 reports to it
-    /// without data before failing: such a document is refused here. Comments and CDATA sections
-    /// are skipped; processing instructions are ignored by the parser anyway.
-    private static func withDataInInstructions(_ data: Data) throws(XMLTreeError) -> Data {
-        let bytes = [UInt8](data)
-        var spaceAt: [Int] = []  // offsets of the `?>` closing an instruction without data
+    /// `data` with every processing instruction (the XML declaration among them) blanked out,
+    /// newlines kept: FoundationXML hands an instruction's data to a C string function even when
+    /// libxml2 gives it none (`<?x?>`, `<?a?b …`, `<?<?x?>`, a declaration after the start:
+    /// found by fuzzing, each a crash on a NULL pointer), so libxml2 never sees one. The parser
+    /// ignores instructions anyway, and the document must be UTF-8 whatever its declaration
+    /// says. Comments and CDATA sections are skipped; an instruction that never ends is
+    /// malformed.
+    private static func withoutInstructions(_ data: Data) throws(XMLTreeError) -> Data {
+        var bytes = [UInt8](data)
         let comment = Array("<!--".utf8), commentEnd = Array("-->".utf8), cdata = Array("<![CDATA[".utf8)
         let cdataEnd = Array("]]>".utf8), instructionEnd = Array("?>".utf8)
         func starts(_ p: [UInt8], at i: Int) -> Bool {
@@ -76,7 +76,7 @@ enum XMLTree {
             while k < bytes.count, !starts(end, at: k) { k += 1 }
             return k
         }
-        let blank: [UInt8] = [0x20, 0x09, 0x0D, 0x0A]
+        var blanked = false
         var i = 0
         while i + 1 < bytes.count {
             if bytes[i] != UInt8(ascii: "<") {
@@ -86,34 +86,19 @@ enum XMLTree {
             } else if starts(cdata, at: i) {
                 i = skip(to: cdataEnd, from: i + 9)
             } else if bytes[i + 1] == UInt8(ascii: "?") {
-                var j = i + 2
-                while j < bytes.count, !blank.contains(bytes[j]), ![UInt8(ascii: "?"), UInt8(ascii: "<"), UInt8(ascii: ">")].contains(bytes[j]) {
-                    j += 1
-                }
-                if j < bytes.count, blank.contains(bytes[j]), j > i + 2 {
-                    i = skip(to: instructionEnd, from: j)  // target and data
-                } else if j > i + 2, starts(instructionEnd, at: j) {
-                    spaceAt.append(j)
-                    i = j + 2
-                } else {
+                let end = skip(to: instructionEnd, from: i + 2)
+                guard end < bytes.count else {
                     let line = bytes[..<i].reduce(1) { $0 + ($1 == 0x0A ? 1 : 0) }
-                    throw .malformed(line: line, column: 0, reason: "a processing instruction without a target followed by white space or ?>")
+                    throw .malformed(line: line, column: 0, reason: "a processing instruction without its ?>")
                 }
+                for k in i..<(end + 2) where bytes[k] != 0x0A { bytes[k] = 0x20 }
+                blanked = true
+                i = end + 2
             } else {
                 i += 1
             }
         }
-        guard !spaceAt.isEmpty else { return data }
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count + spaceAt.count)
-        var from = 0
-        for at in spaceAt {
-            out += bytes[from..<at]
-            out.append(UInt8(ascii: " "))
-            from = at
-        }
-        out += bytes[from...]
-        return Data(out)
+        return blanked ? Data(bytes) : data
     }
 
     /// `<!DOCTYPE` anywhere before the root element (case-insensitive, any whitespace).
