@@ -445,7 +445,7 @@ final class PlaybackSession: Sendable {
                 update(status)
                 steer(status)
                 if let mixer, let position = status.position {
-                    mixer.tick(position: position, mono: status.mono, rate: controller.withLock { $0.rate })
+                    mixer.tick(position: drift.withLock { $0.presentation(of: position) }, mono: status.mono, rate: controller.withLock { $0.rate })
                 }
             }
             try? await Task.sleep(for: .milliseconds(Int(Self.watchInterval * 1000)))
@@ -550,7 +550,7 @@ final class PlaybackSession: Sendable {
                 m.lastTimeUpdate = status.mono
                 return true
             }
-            if due { events.send(.timeUpdate(position)) }
+            if due { events.send(.timeUpdate(drift.withLock { $0.presentation(of: position) })) }
         }
         monitor.withLock { m in
             m.samples.append((status.mono, status.framesPresented))
