@@ -54,13 +54,17 @@ extension LivePlaybackTests {
         try await Task.sleep(for: .seconds(4))
         let mpd = try String(contentsOf: dir.appendingPathComponent("live.mpd"), encoding: .utf8)
         try #require(mpd.contains("lang=\"eng\"") && mpd.contains("lang=\"fra\""), "\(mpd)")
-        let run = try await Self.play(
-            origin.baseURL.appendingPathComponent("static/live.mpd"), seconds: 10, audio: { .wav("\($0.path)/out.wav") },
-            configure: { $0.audioLanguage = language })
+        try await Self.expectLanguage(language, playing: origin.baseURL.appendingPathComponent("static/live.mpd"), box: "DASH")
+    }
+
+    /// Plays `url` for 10 s with `language` wanted: the French tone (660 Hz) for `fr`, else the
+    /// default English one (440 Hz), and pictures.
+    static func expectLanguage(_ language: String?, playing url: URL, box: String) async throws {
+        let run = try await Self.play(url, seconds: 10, audio: { .wav("\($0.path)/out.wav") }, configure: { $0.audioLanguage = language })
         let heard = try Self.toneHeard(run.dir.appendingPathComponent("out.wav"))
-        #expect(abs(heard - (language == "fr" ? 660 : 440)) < 1, "heard \(heard) Hz for language \(language ?? "default")")
-        #expect(run.frames.count > 200, "\(run.frames.count) pictures")
-        print(String(format: "DASH, two languages, %@: %.1f Hz heard, %d pictures", language ?? "default", heard, run.frames.count))
+        #expect(abs(heard - (language == "fr" ? 660 : 440)) < 1, "\(box): heard \(heard) Hz for language \(language ?? "default")")
+        #expect(run.frames.count > 200, "\(box): \(run.frames.count) pictures")
+        print(String(format: "%@, two languages, %@: %.1f Hz heard, %d pictures", box, language ?? "default", heard, run.frames.count))
     }
 
     /// HLS (ffmpeg's `var_stream_map`: one video variant, an audio group of `ENG`, the default,
@@ -77,13 +81,7 @@ extension LivePlaybackTests {
         ])
         defer { Tools.stop(encoder) }
         _ = try await Self.waitForSegments(dir.appendingPathComponent("out_2.m3u8"), count: 3)
-        let run = try await Self.play(
-            origin.baseURL.appendingPathComponent("static/master.m3u8"), seconds: 10, audio: { .wav("\($0.path)/out.wav") },
-            configure: { $0.audioLanguage = language })
-        let heard = try Self.toneHeard(run.dir.appendingPathComponent("out.wav"))
-        #expect(abs(heard - (language == "fr" ? 660 : 440)) < 1, "heard \(heard) Hz for language \(language ?? "default")")
-        #expect(run.frames.count > 200, "\(run.frames.count) pictures")
-        print(String(format: "HLS, two languages, %@: %.1f Hz heard, %d pictures", language ?? "default", heard, run.frames.count))
+        try await Self.expectLanguage(language, playing: origin.baseURL.appendingPathComponent("static/master.m3u8"), box: "HLS")
     }
 
     /// Live DASH with audio only (a radio stream) and with video only: the one track plays
