@@ -294,7 +294,7 @@ int mq_byte_queue_push_init(mq_byte_queue *q, const uint8_t *data, size_t size)
             q->init_cap = size;
         }
     }
-    bool kept = size <= q->init_cap;
+    bool kept = size > 0 && size <= q->init_cap; // (an empty one: init may still be NULL)
     if (kept)
         memcpy(q->init, data, size);
     q->init_len = kept ? size : 0; // none is better than a stale one
