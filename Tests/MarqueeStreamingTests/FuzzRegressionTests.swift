@@ -51,9 +51,10 @@ import Testing
 
     /// The fuzz run's input itself (a declaration inside a start tag, after the start): a typed
     /// error.
-    @Test func mpdDeclarationAfterTheStart() throws {
+    @Test(arguments: ["declaration-after-start", "instruction-inside-a-tag"])
+    func mpdInstructionsFoundByFuzzing(_ name: String) throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let input = try Data(contentsOf: root.appendingPathComponent("fuzz/regressions/mpd/declaration-after-start"))
+        let input = try Data(contentsOf: root.appendingPathComponent("fuzz/regressions/mpd/\(name)"))
         #expect(throws: ManifestError.self) { try MPDParser().parse(input) }
     }
 

@@ -62,8 +62,9 @@ enum XMLTree {
     /// libxml2 gives it none (`<?x?>`, `<?a?b …`, `<?<?x?>`, a declaration after the start:
     /// found by fuzzing, each a crash on a NULL pointer), so libxml2 never sees one. The parser
     /// ignores instructions anyway, and the document must be UTF-8 whatever its declaration
-    /// says. Comments and CDATA sections are skipped; an instruction that never ends is
-    /// malformed.
+    /// says. In comments and CDATA sections a `<?` loses its `?` (their text is not read as
+    /// markup; a `<?` in an event's CDATA message reads `< `); an instruction that never ends
+    /// is malformed.
     private static func withoutInstructions(_ data: Data) throws(XMLTreeError) -> Data {
         var bytes = [UInt8](data)
         let comment = Array("<!--".utf8), commentEnd = Array("-->".utf8), cdata = Array("<![CDATA[".utf8)
@@ -77,14 +78,27 @@ enum XMLTree {
             return k
         }
         var blanked = false
+        /// `<?` inside what reads as a comment or CDATA section becomes `< `: in a malformed
+        /// document libxml2 may not read it as one (a `<!--` inside a start tag) and would take
+        /// the instruction for one (a fuzz input).
+        func defuse(_ range: Range<Int>) {
+            for k in range.dropLast() where bytes[k] == UInt8(ascii: "<") && bytes[k + 1] == UInt8(ascii: "?") {
+                bytes[k + 1] = 0x20
+                blanked = true
+            }
+        }
         var i = 0
         while i + 1 < bytes.count {
             if bytes[i] != UInt8(ascii: "<") {
                 i += 1
             } else if starts(comment, at: i) {
-                i = skip(to: commentEnd, from: i + 4)
+                let end = skip(to: commentEnd, from: i + 4)
+                defuse(i..<min(end + 1, bytes.count))
+                i = end
             } else if starts(cdata, at: i) {
-                i = skip(to: cdataEnd, from: i + 9)
+                let end = skip(to: cdataEnd, from: i + 9)
+                defuse(i..<min(end + 1, bytes.count))
+                i = end
             } else if bytes[i + 1] == UInt8(ascii: "?") {
                 let end = skip(to: instructionEnd, from: i + 2)
                 guard end < bytes.count else {
