@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include <libavutil/log.h>
+#include <libavutil/mem.h>
 
 #include "decoder_open.h"
 #include "log.h"
@@ -182,10 +183,16 @@ static void init_shared(mq_player *p)
     atomic_init(&p->drained_mono, 0.0);
 }
 
-static void quiet_ffmpeg_once(void)
+/// The largest single allocation FFmpeg may make: an 8K 10-bit picture is 100 MB; a hostile
+/// box size made libavformat ask for 2 GB at once (a fuzz input), which now fails as ENOMEM
+/// and costs the segment, not the box's memory.
+#define MQ_MAX_AV_ALLOC ((size_t)128 << 20)
+
+static void ffmpeg_once(void)
 {
     if (!getenv("MQ_FFMPEG_LOG"))
         av_log_set_level(AV_LOG_FATAL); // our events report errors; keep stderr clean
+    av_max_alloc(MQ_MAX_AV_ALLOC);
 }
 
 static int open_outputs(mq_player *p, const mq_player_config *cfg, int buffer_ms, int queue)
@@ -213,7 +220,7 @@ int mq_player_create(const mq_player_config *cfg, mq_player **out)
     if (!cfg || !out)
         return MQ_ERR_INVALID_ARGUMENT;
     *out = NULL;
-    pthread_once(&once, quiet_ffmpeg_once);
+    pthread_once(&once, ffmpeg_once);
     mq_player *p = calloc(1, sizeof *p);
     if (!p)
         return MQ_ERR_NO_MEMORY;
