@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
@@ -44,6 +45,22 @@ enum XMLTree {
         guard String(validating: data, as: UTF8.self) != nil else {
             throw .malformed(line: 0, column: 0, reason: "the document is not UTF-8 text")
         }
+        // FoundationXML leaks about 0.45 KiB (a CFError) per malformed document: a live
+        // manifest that stays broken, reloaded every 2 s, would cost 19 MiB a day. The same
+        // bytes as the last malformed document give its error again without parsing.
+        if let known = lastMalformed.withLock({ $0 }), known.data == data { throw known.error }
+        do {
+            return try parseWellFormed(data, limits: limits)
+        } catch {
+            if case .malformed = error { lastMalformed.withLock { $0 = (data, error) } }
+            throw error
+        }
+    }
+
+    /// The last document FoundationXML found malformed, and its error.
+    private static let lastMalformed = Mutex<(data: Data, error: XMLTreeError)?>(nil)
+
+    private static func parseWellFormed(_ data: Data, limits: Limits) throws(XMLTreeError) -> XMLNode {
         let builder = Builder(limits: limits)
         let parser = XMLParser(data: try withoutInstructions(data))
         parser.shouldResolveExternalEntities = false
