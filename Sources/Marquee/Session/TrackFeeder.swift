@@ -663,8 +663,12 @@ struct TrackFeeder: Sendable {
                     out = waiting
                 }
                 if var probe = unsampled {
-                    var copy = out
-                    probe.writeBuffer(&copy)
+                    if probe.readableBytes == 0 {
+                        probe = out  // (the first chunk: no copy)
+                    } else {
+                        var copy = out
+                        probe.writeBuffer(&copy)
+                    }
                     unsampled = sampleDrift(probe, segment: segment, rep: rep) || probe.readableBytes >= Self.offsetProbeBytes ? nil : probe
                 }
                 do { try push(out) } catch { throw FetchError(.cancelled, url: url.absoluteString, message: "core closed") }
@@ -870,13 +874,7 @@ struct TrackFeeder: Sendable {
     /// timestamp is in `bytes`.
     @discardableResult
     private func measureOffset(_ bytes: ByteBuffer, segment: SegmentReference, rep: Representation) -> Bool {
-        let first: Double?
-        if rep.isTransportStream {
-            first = TransportStreamTimestamps.firstPTS(bytes.readableBytesView).map { Double($0) / Double(TransportStreamTimestamps.clockRate) }
-        } else {
-            first = inits.withLock { $0[rep.id] }.flatMap { FragmentTime.firstDecodeTime(segment: bytes.readableBytesView, initSegment: $0.readableBytesView) }
-        }
-        guard let first else { return false }
+        guard let first = firstTimestamp(bytes, rep: rep) else { return false }
         let pts = first
         let offset = segment.start - first
         for track in plan.coreTracks { try? core.setTrackOffset(track, ptsOffset: offset) }
@@ -891,20 +889,23 @@ struct TrackFeeder: Sendable {
     /// (``MediaClockDrift``). Returns false while no timestamp is in `bytes`.
     private func sampleDrift(_ bytes: ByteBuffer, segment: SegmentReference, rep: Representation) -> Bool {
         guard let drift, let offset = measuredOffset.withLock({ $0 }) else { return true }
-        var first: Double?
+        guard var first = firstTimestamp(bytes, rep: rep) else { return false }
         if rep.isTransportStream {
-            first = TransportStreamTimestamps.firstPTS(bytes.readableBytesView).map { Double($0) / Double(TransportStreamTimestamps.clockRate) }
             // The 33-bit PTS wraps every 26.5 h: the drift is what is left modulo the wrap.
-            if let f = first {
-                let wrap = Double(1 << 33) / Double(TransportStreamTimestamps.clockRate)
-                let d = segment.start - (f + offset)
-                first = f + (d / wrap).rounded() * wrap
-            }
-        } else {
-            first = inits.withLock { $0[rep.id] }.flatMap { FragmentTime.firstDecodeTime(segment: bytes.readableBytesView, initSegment: $0.readableBytesView) }
+            let wrap = Double(TransportStreamTimestamps.wrap) / Double(TransportStreamTimestamps.clockRate)
+            first += ((segment.start - (first + offset)) / wrap).rounded() * wrap
         }
-        guard let first else { return false }
         drift.withLock { $0.record(position: first + offset, start: segment.start) }
         return true
+    }
+
+    /// The first timestamp in `bytes`, the start of a segment of `rep`, in seconds: MPEG-TS,
+    /// its first PTS (a video one if any); fMP4, its first `tfdt` in the init segment's
+    /// timescale. Nil while none is in `bytes`.
+    private func firstTimestamp(_ bytes: ByteBuffer, rep: Representation) -> Double? {
+        if rep.isTransportStream {
+            return TransportStreamTimestamps.firstPTS(bytes.readableBytesView).map { Double($0) / Double(TransportStreamTimestamps.clockRate) }
+        }
+        return inits.withLock { $0[rep.id] }.flatMap { FragmentTime.firstDecodeTime(segment: bytes.readableBytesView, initSegment: $0.readableBytesView) }
     }
 }

@@ -48,9 +48,11 @@ public struct SyncOptions: Sendable, Equatable {
 /// measurements, answering with what the core's schedule should become.
 ///
 /// The error is `latency − target` (positive: behind, too far from live). Small errors are
-/// steered by playback rate `1 + gain × error`, clamped to `[minRate, maxRate]` (the audio is
-/// time-stretched, pitch kept); steering starts outside ``SyncOptions/deadBand`` and stops
-/// inside a quarter of it, so a settled stream plays at exactly rate 1 (bit-exact audio). An
+/// steered by playback rate `base × (1 + gain × error)`, `base` the rate that holds the latency
+/// (1, or a drifting media clock's ``MediaClockDrift/rate``), clamped to `[minRate, maxRate]`
+/// (the audio is time-stretched, pitch kept); steering starts outside ``SyncOptions/deadBand``
+/// and stops inside a quarter of it, so a settled stream without drift plays at exactly rate 1
+/// (bit-exact audio). An
 /// error beyond ``SyncOptions/jumpThreshold`` is removed by a jump. The rate only ever pulls
 /// the error toward zero and shrinks with it, so convergence after a rebuffer or a target
 /// change does not overshoot.

@@ -5,7 +5,7 @@
 /// The player places media by measuring one segment's first timestamp against that segment's
 /// start (``TrackFeeder``); every later segment is then where its timestamps say. With a
 /// drifting media clock, segment *k*'s timestamps say `start₀ + (pts_k − pts₀)` while its date
-/// says `start_k`: the difference grows by the drift, 7 ms per second of a 0.5 % drift, 18 s an
+/// says `start_k`: the difference grows by the drift, 5 ms per second of a 0.5 % drift, 18 s an
 /// hour. Held at a latency measured in media time, a box would slide away from the live edge
 /// until it fell out of the playlist (fast clock) or ran dry every few minutes (slow clock).
 ///
@@ -62,8 +62,8 @@ public struct MediaClockDrift: Sendable, Equatable {
     public mutating func record(position: Double, start: Double) {
         guard position.isFinite, start.isFinite else { return }
         let drift = start - position
-        // A date that disagrees wildly with the timestamps is an unannounced discontinuity,
-        // not drift: the feeder measures such a stream again; it is not fitted.
+        // A date that disagrees wildly with the timestamps (an unannounced splice, a bad date)
+        // is not drift: it is left out of the fit.
         if let last = samples.last, abs(drift - last.drift) > max(1, abs(position - last.position) * Self.maximumSlope * 2) { return }
         samples.append(Sample(position: position, drift: drift))
         if let newest = samples.last?.position { samples.removeAll { newest - $0.position > Self.window } }
