@@ -646,15 +646,17 @@ struct TrackFeeder: Sendable {
             var unpushed: ByteBuffer? = paced ? nil : ByteBuffer()
             /// Hands bytes of the segment on: to the core (after the TS offset is known), the
             /// store and the event scanner.
+            /// `probe` with `bytes` after it (the first bytes taken as they are: no copy).
+            func appending(_ bytes: ByteBuffer, to probe: ByteBuffer) -> ByteBuffer {
+                guard probe.readableBytes > 0 else { return bytes }
+                var joined = probe, copy = bytes
+                joined.writeBuffer(&copy)
+                return joined
+            }
             func deliver(_ bytes: ByteBuffer) throws(FetchError) {
                 var out = bytes
-                if var waiting = held {
-                    if waiting.readableBytes == 0 {
-                        waiting = bytes  // (a whole segment: no copy)
-                    } else {
-                        var copy = bytes
-                        waiting.writeBuffer(&copy)
-                    }
+                if let pending = held {
+                    let waiting = appending(bytes, to: pending)
                     guard measureOffset(waiting, segment: segment, rep: rep) || waiting.readableBytes >= Self.offsetProbeBytes else {
                         held = waiting
                         return
@@ -662,13 +664,8 @@ struct TrackFeeder: Sendable {
                     held = nil
                     out = waiting
                 }
-                if var probe = unsampled {
-                    if probe.readableBytes == 0 {
-                        probe = out  // (the first chunk: no copy)
-                    } else {
-                        var copy = out
-                        probe.writeBuffer(&copy)
-                    }
+                if let sampled = unsampled {
+                    let probe = appending(out, to: sampled)
                     unsampled = sampleDrift(probe, segment: segment, rep: rep) || probe.readableBytes >= Self.offsetProbeBytes ? nil : probe
                 }
                 do { try push(out) } catch { throw FetchError(.cancelled, url: url.absoluteString, message: "core closed") }
