@@ -5,7 +5,8 @@ import TestSupport
 import Testing
 
 /// The origin's faults between it and the player, read back from frames.tsv and the events: the
-/// network's faults (resets, short bodies, a trickling edge, 5xx), which a retry gets past, cost
+/// network's faults (resets, short bodies, a trickling or stalled edge, a server silent on a
+/// request, 5xx), which a retry gets past, cost
 /// almost nothing; the packager's (garbage, a huge box) cost their segment each; nothing ends a
 /// live stream.
 extension LivePlaybackTests {
@@ -20,7 +21,7 @@ extension LivePlaybackTests {
     @Test func networkFaultsOnHalfTheSegmentsCostAlmostNothing() async throws {
         let origin = try await Self.origin()
         defer { Task { await origin.stop() } }
-        let faults = ["seed_7", "reset_15", "badlength_10", "truncate_10", "trickle_320-10", "status_503-10", "stall_10"]  // about half the segments
+        let faults = ["seed_7", "reset_15", "badlength_10", "truncate_10", "trickle_320-10", "status_503-10", "stall_10", "silent_10"]  // about half the segments
         let run = try await Self.play(origin.manifestURL(asset: "generated", options: faults), seconds: 20, audio: { _ in .null })
         let (share, inOrder) = Self.presentedShare(run.frames)
         #expect(run.frames.count > 450, "\(run.frames.count) pictures")

@@ -57,7 +57,7 @@ struct FaultTests {
     func faultOptions() async throws {
         let components = ["seed_42", "status_503-12.5", "reset_10", "trickle_300-20", "truncate_5", "badlength_6", "corrupt_7",
                           "hugebox_8", "flip_9", "endless_1", "redirect_2", "mstatus_404-3", "badinit_1", "nest_64", "stall_3",
-                          "rotate_45"]
+                          "silent_4", "rotate_45"]
         var options = LiveOptions()
         for component in components { try options.apply(Substring(component)) }
         #expect(Set(options.pathComponents) == Set(components))
@@ -284,6 +284,16 @@ struct FaultTests {
         #expect(raw.lastArrival < started + 1.0, "a byte came \(raw.lastArrival - started) s in")
         // Network faults strike a segment's first request only: the retry gets it whole.
         #expect(try await fetch(stream.segment(2, ["stall_100"])).body == truth[2])
+    }
+
+    @Test("silent_: the request accepted, then not a byte (not even the head) on an open connection")
+    func silent() async throws {
+        let stream = try await PinnedStream()
+        let truth = try await stream.truth(count: 3)
+        let raw = await rawGET(stream.segment(1, ["silent_100"]), readFor: 2.0)
+        #expect(raw.end == .deadline && raw.head.isEmpty && raw.body.isEmpty, "\(raw.end), head \(raw.head.count) bytes")
+        // Network faults strike a segment's first request only: the retry gets it whole.
+        #expect(try await fetch(stream.segment(1, ["silent_100"])).body == truth[1])
     }
 
     @Test("rotate_: the share-based faults take turns, each alone, with a clean turn between them")

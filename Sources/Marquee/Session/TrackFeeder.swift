@@ -492,6 +492,7 @@ struct TrackFeeder: Sendable {
                 if locations.withLock({ $0.count }) > 1 { policy.attempts = 2 }  // then the next location
                 let result = try await fetcher.get(repTimeline?.relocated(url, to: location) ?? url, policy: policy, maxBytes: 4 << 20)
                 inits.withLock { $0[rep.id] = result.body }
+                noteHead(result)  // the server's first answer time
                 return result.body
             } catch {
                 if error.code == .cancelled { return nil }
@@ -570,7 +571,10 @@ struct TrackFeeder: Sendable {
             guard await pushInit(rep) else { return .cancelled }
             let began = Monotonic.now()
             do {
-                let result = try await fetcher.get(url, timeout: .milliseconds(Int(max(4, duration * 3) * 1000)), firstByte: Self.firstByte)
+                let result = try await fetcher.get(
+                    url, timeout: .milliseconds(Int(max(4, duration * 3) * 1000)),
+                    firstByte: Self.firstByteDeadline(buffer: bufferAhead(from: segment.start), usualHead: usualHead(), attempt: attempt))
+                noteHead(result)
                 let seconds = Monotonic.now() - began
                 let keyBytes = try await self.key(key.url)
                 let clear: [UInt8]
@@ -636,6 +640,7 @@ struct TrackFeeder: Sendable {
             let began = Monotonic.now()
             // Sent as it is produced (low latency): its rate says little about the link.
             let paced = isLive && (plan.timeline.availabilityStartTime.map { $0.addingTimeInterval(segment.end) > clock.now() } ?? false)
+            let ahead = bufferAhead(from: segment.start)
             let bufferAtStart = max(0, (pushedEnd.withLock { $0 } ?? segment.start) - (position() ?? segment.start))
             // MPEG-TS whose offset is still to be measured: the first chunks wait until the first
             // PTS is in them (the offset must be set before the core decodes a frame).
@@ -706,8 +711,9 @@ struct TrackFeeder: Sendable {
             }
             do {
                 do {
-                    _ = try await fetcher.stream(
-                        url, timeout: .milliseconds(Int(max(4, duration * 3) * 1000)), firstByte: Self.firstByte,
+                    let result = try await fetcher.stream(
+                        url, timeout: .milliseconds(Int(max(4, duration * 3) * 1000)),
+                        firstByte: Self.firstByteDeadline(buffer: ahead, usualHead: usualHead(), attempt: attempt),
                         idle: paced ? .milliseconds(Int(max(Self.idle, duration + 1) * 1000)) : .milliseconds(Int(Self.idle * 1000))
                     ) { (chunk) throws(FetchError) in
                         if received == 0, isLive { firstByteAt.withLock { $0 = $0 ?? serverSeconds() } }
@@ -722,6 +728,7 @@ struct TrackFeeder: Sendable {
                     } onTick: { () throws(FetchError) in
                         try judge()
                     }
+                    noteHead(result)
                 } catch let error where wholeAt != nil && error.code == .cancelled {
                     logger.info("segment whole, then junk: kept", metadata: ["url": "\(url)", "bytes": "\(wholeAt ?? 0)"])
                     if let cut = wholeAt, let reader = unpushed?.readerIndex { unpushed?.moveWriterIndex(to: reader + cut) }
@@ -775,7 +782,8 @@ struct TrackFeeder: Sendable {
                     return .skipped
                 }
                 logger.info("segment fetched again", metadata: ["url": "\(url)", "attempt": "\(attempt + 1)", "error": "\(error)"])
-                if !slow && error.code != .network {  // a reset or a stuck body: again at once
+                // A reset, a stuck body or a server silent on that connection: again at once.
+                if !slow && error.code != .network && error.code != .timeout {
                     try? await Task.sleep(for: .milliseconds(error.status == 404 ? min(300, 150 * attempt) : 400 * attempt))
                 }
             }
@@ -856,10 +864,47 @@ struct TrackFeeder: Sendable {
     /// How far into a transport stream segment its first PTS is looked for.
     static let offsetProbeBytes = 256 << 10
 
-    /// How long a media segment's response head may take: a server that accepted the request
-    /// and says nothing is given up sooner than the whole download's deadline (a stalled body
-    /// after ``HTTPFetcher/idleTimeout``).
-    static let firstByte = Duration.seconds(3)
+    /// How long a media segment's response head may take at most: a server that accepted the
+    /// request and says nothing is given up sooner than the whole download's deadline (a stalled
+    /// body after ``HTTPFetcher/idleTimeout``). While pictures are shown, the buffer sets it
+    /// (``firstByteDeadline(buffer:)``).
+    static let firstByte = 3.0
+
+    /// The head's deadline of a media segment's `attempt`th request made with `buffer` seconds of
+    /// media ahead of the presented position (nil: not known) from a server whose heads
+    /// usually take `usualHead` seconds (nil: none came yet): half the buffer, so that a server
+    /// silent on this connection leaves the other half to a new try at once; never under 0.5 s
+    /// nor three times the usual head (a deadline a healthy server cannot meet would fail every
+    /// try), never over ``firstByte``, which a third try and an unknown server get.
+    static func firstByteDeadline(buffer: Double?, usualHead: Double?, attempt: Int) -> Duration {
+        var seconds = firstByte
+        if let buffer, let usualHead, attempt <= 2 { seconds = min(firstByte, max(0.5, 3 * usualHead, buffer / 2)) }
+        return .milliseconds(Int(seconds * 1000))
+    }
+
+    /// Seconds of media pushed ahead of the position presented now (live, before the first
+    /// picture: the position wanted); nil before the first picture of an on-demand stream.
+    private func bufferAhead(from start: Double) -> Double? {
+        guard let presented = position() ?? (isLive ? wantedPosition() : nil) else { return nil }
+        return max(0, (pushedEnd.withLock { $0 } ?? start) - presented)
+    }
+
+    /// Seconds from request to response head of the last media segments and init segments (at
+    /// most 16, newest last): the server's usual answer time.
+    private let heads = SharedValue<[Double]>([])
+
+    /// The median of ``heads``; nil before the first.
+    private func usualHead() -> Double? {
+        heads.withLock { $0.isEmpty ? nil : $0.sorted()[$0.count / 2] }
+    }
+
+    private func noteHead(_ result: FetchResult) {
+        heads.withLock {
+            $0.append(max(0, result.headReceived - result.sent))
+            if $0.count > 16 { $0.removeFirst() }
+        }
+    }
+
     /// Seconds a media segment's body may go without a byte before the connection is given up
     /// (a stalled edge); a segment still being produced waits up to its duration + 1 s (its
     /// chunks come as they are made).

@@ -37,7 +37,7 @@ import Foundation
 /// gets the status and headers its GET would.
 /// When several strike one segment: `status_`, then the content faults (`corrupt_`, `hugebox_`,
 /// `flip_`), then one delivery fault (`reset_`, `badlength_`, `truncate_`, `endless_`, `trickle_`,
-/// `stall_`, the first that strikes). Delivery faults, like `status_`, are the network's: they strike a
+/// `stall_`, `silent_`, the first that strikes). Delivery faults, like `status_`, are the network's: they strike a
 /// segment's first request in this origin process only (a retry gets it whole); content faults
 /// are the packager's and strike every request.
 ///
@@ -55,6 +55,7 @@ import Foundation
 /// | `flip_<pct>` | 8 seeded bits flipped inside the `mdat` payload (fMP4) or the TS packet payloads: a stream should play through | none |
 /// | `endless_<pct>` | the segment, then zero bytes without end (1 KiB every 100 ms, chunked), until the client closes | none |
 /// | `stall_<pct>` | the headers (full `Content-Length`) and the first half of the body, then nothing for 120 s with the connection open (a stalled edge), then a close | none |
+/// | `silent_<pct>` | the request accepted, then no answer at all (not even the head) for 120 s with the connection open (a server or edge that hangs on one request) | none |
 /// | `redirect_<pct>` | that share of all `/live` requests (manifests, init and media segments) is a 302 loop: `<path>` → `<path>?hop=1` → `<path>` … | none |
 /// | `badinit_1` | every init segment replaced by seeded random bytes of the same length | 0 |
 /// | `nest_<depth>` | the MPD carries `<depth>` nested `Nest` elements before its `Period` (a hostile manifest) | none |

@@ -132,7 +132,7 @@ extension OriginResponder {
         return mdats.isEmpty && !body.isEmpty ? [0..<body.count] : mdats
     }
 
-    /// `reset_`, `badlength_`, `truncate_`, `endless_`, `trickle_`, `stall_`: the first that strikes.
+    /// `reset_`, `badlength_`, `truncate_`, `endless_`, `trickle_`, `stall_`, `silent_`: the first that strikes.
     private static func impairDelivery(_ reply: inout Reply, _ faults: Faults, _ key: String, now: Double) {
         let half = reply.body.count / 2
         if faults.strikes(.reset, key) {
@@ -147,6 +147,8 @@ extension OriginResponder {
             reply.schedule = limited(reply.body.count, kbps: faults.trickleKbps, schedule: reply.schedule, now: now)
         } else if faults.strikes(.stall, key) {
             reply.ending = .stall(at: half)
+        } else if faults.strikes(.silent, key) {
+            reply.hangUntil = now + Double(OriginResponder.stallSeconds)
         }
     }
 
