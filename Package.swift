@@ -95,11 +95,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The parsers' fuzz targets: run by libFuzzer (MarqueeFuzz, below) and by the test
+        // suite's fuzz smoke.
+        .target(name: "MarqueeFuzzTargets", dependencies: ["Marquee", "MarqueeStreaming"]),
         // Helpers shared by the test targets (external tools, WAV/frames.tsv readers, tone analysis).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "CCoreTests", dependencies: ["CCore", "TestSupport"]),
         .testTarget(name: "MarqueeStreamingTests", dependencies: ["MarqueeStreaming"]),
-        .testTarget(name: "MarqueeTests", dependencies: ["Marquee", "MarqueeStreaming"]),
+        .testTarget(name: "MarqueeTests", dependencies: ["Marquee", "MarqueeStreaming", "MarqueeFuzzTargets"]),
         .testTarget(
             name: "MarqueeOriginTests",
             dependencies: [
@@ -130,7 +133,7 @@ if Context.environment["MARQUEE_FUZZ"] != nil {
     package.targets += [
         .executableTarget(
             name: "MarqueeFuzz",
-            dependencies: ["Marquee", "MarqueeStreaming", "MarqueeFuzzDriver"],
+            dependencies: ["MarqueeFuzzTargets", "MarqueeFuzzDriver"],
             // No top-level code: main is MarqueeFuzzDriver's, which runs libFuzzer's driver.
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
         ),
