@@ -54,7 +54,7 @@ let package = Package(
         ),
         .target(
             name: "MarqueeBridge",
-            dependencies: ["CCore"]
+            dependencies: ["CCore", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]
         ),
         .target(
             name: "MarqueeStreaming",
@@ -64,6 +64,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
         .target(

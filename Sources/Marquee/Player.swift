@@ -2,7 +2,6 @@ import Foundation
 import Logging
 import MarqueeBridge
 import MarqueeStreaming
-import Synchronization
 
 /// Plays one live (or on-demand) DASH stream from a list of sources.
 ///
@@ -22,7 +21,7 @@ public final class Player: Sendable {
     private let sink: PlayerEvents.Sink
     private let logger: Logger
     private let fetcher: HTTPFetcher
-    private let inner: Mutex<Inner>
+    private let inner: Locked<Inner>
 
     private struct Inner {
         var options: PlayerOptions
@@ -48,7 +47,7 @@ public final class Player: Sendable {
     /// Validates `options`; throws ``PlayerError/Code-swift.struct/invalidOptions`` or
     /// ``PlayerError/Code-swift.struct/invalidOptionsSources`` when they cannot be used.
     public init(options: PlayerOptions, logger: Logger = Logger(label: "marquee.player")) throws(PlayerError) {
-        inner = Mutex(Inner(options: try options.validated()))
+        inner = Locked(Inner(options: try options.validated()))
         self.logger = logger
         (events, sink) = PlayerEvents.make()
         fetcher = HTTPFetcher(headers: options.httpHeaders.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })

@@ -1,5 +1,5 @@
 internal import CCore
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// A C core failure: the `mq_err` code and what the core said.
 package struct CoreError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -67,7 +67,9 @@ package struct CoreEvent: Sendable {
 
 /// Owns one `mq_player`; `deinit` destroys it. Calls are serialised, as the C API requires.
 package final class CoreHandle: Sendable {
-    private let player: Mutex<OpaquePointer?>
+    /// The `mq_player`, behind SwiftNIO's `NIOLock` (a `pthread_mutex_t`, which ThreadSanitizer
+    /// sees; see `MarqueeStreaming.Locked`).
+    private let player: LockedPlayer
 
     /// Opens the outputs. `audio`: `alsa[:pcm]`, `wav:<path>`, `null`; `video`: `headless`,
     /// `frames:<dir>`, `drm[:<card>[,<connector>[,<WxH>]]]`. Display outputs only: `fit` (`mq_fit`),
@@ -101,7 +103,7 @@ package final class CoreHandle: Sendable {
             }
         }
         guard rc >= 0, let created else { throw CoreError(code: rc) }
-        player = Mutex(created)
+        player = LockedPlayer(created)
     }
 
     deinit {
@@ -349,4 +351,18 @@ package final class CoreHandle: Sendable {
 private func withOptionalCString<R>(_ s: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
     guard let s else { return body(nil) }
     return s.withCString { body($0) }
+}
+
+/// The `mq_player` pointer behind a `NIOLock`: calls into the core one at a time.
+private final class LockedPlayer: @unchecked Sendable {
+    private let lock = NIOLock()
+    private var pointer: OpaquePointer?
+
+    init(_ pointer: OpaquePointer?) { self.pointer = pointer }
+
+    func withLock<R>(_ body: (inout OpaquePointer?) throws -> R) rethrows -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&pointer)
+    }
 }

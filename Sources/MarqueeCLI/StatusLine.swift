@@ -1,11 +1,11 @@
 import Foundation
 import Marquee
-import Synchronization
+import MarqueeStreaming
 
 /// The live status line: rewritten in place on a terminal, a plain line every 2 s otherwise.
 final class StatusLine: Sendable {
     let interactive: Bool
-    private let last = Mutex<(Double, Int)>((0, 0))
+    private let last = Locked<(Double, Int)>((0, 0))
 
     init(interactive: Bool) {
         self.interactive = interactive

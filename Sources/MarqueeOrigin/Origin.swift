@@ -4,7 +4,7 @@ import HummingbirdCore
 import Logging
 import NIOCore
 import ServiceLifecycle
-import Synchronization
+import MarqueeStreaming
 
 /// A loopback live DASH origin, like the DASH-IF live simulator: it loops VOD DASH assets into
 /// endless wall-clock-synchronised live streams.
@@ -24,7 +24,7 @@ public final class Origin: Sendable {
     public let configuration: OriginConfiguration
     private let logger: Logger
     private let responder: OriginResponder
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     private let sntpPort = BoundPort()
 
@@ -57,7 +57,7 @@ public final class Origin: Sendable {
         let responder = self.responder
         let host = configuration.host
         let (bound, continuation) = AsyncStream<Result<Int, any Error>>.makeStream()
-        let fallback = Mutex("\(host):\(configuration.port)")
+        let fallback = Locked("\(host):\(configuration.port)")
         let server = try HTTPServerBuilder.http1().buildServer(
             configuration: ServerConfiguration(address: .hostname(host, port: configuration.port), serverName: nil),
             eventLoopGroup: EventLoopGroupProvider.singleton.eventLoopGroup,

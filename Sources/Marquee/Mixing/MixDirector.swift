@@ -2,7 +2,6 @@ import Foundation
 import Logging
 import MarqueeBridge
 import MarqueeStreaming
-import Synchronization
 
 /// Turns the ``MixTimeline`` into mixer commands and events: on each tick (the presented
 /// position) it sends the gain ramps and clip starts of the transitions in the next
@@ -15,7 +14,7 @@ final class MixDirector: Sendable {
     private let cache: MediaCache
     private let events: PlayerEvents.Sink
     private let logger: Logger
-    private let inner: Mutex<Inner>
+    private let inner: Locked<Inner>
     /// How far ahead of the presented position transitions are sent to the core, seconds.
     static let horizon = 0.5
 
@@ -40,7 +39,7 @@ final class MixDirector: Sendable {
         self.cache = MediaCache(directory: options.cacheDirectory ?? MediaCache.defaultDirectory(), fetcher: fetcher)
         self.events = events
         self.logger = logger
-        self.inner = Mutex(Inner(timeline: MixTimeline(defaultAdDuration: options.defaultAdDuration)))
+        self.inner = Locked(Inner(timeline: MixTimeline(defaultAdDuration: options.defaultAdDuration)))
         for input in [CoreHandle.MixInput.music, .ad, .spare] {
             try? core.setGain(input, 0, ramp: 0, shape: .linear, at: nil)
         }

@@ -1,7 +1,6 @@
 import Foundation
 import Logging
 import MarqueeStreaming
-import Synchronization
 
 /// A failure of ``MarqueeSDK``: which kind, and a sentence for people.
 public struct MarqueeSDKError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -85,7 +84,7 @@ public final class RemoteConfig: Sendable {
     private let changesSink: AsyncStream<MarqueeConfig>.Continuation
     private let failuresSink: AsyncStream<MarqueeSDKError>.Continuation
     private let fetcher: HTTPFetcher
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     private struct State {
         var config: MarqueeConfig
@@ -113,7 +112,7 @@ public final class RemoteConfig: Sendable {
         self.interval = interval
         fetcher = Self.fetcher(httpHeaders)
         let (config, validators) = try await Self.fetchFirst(url, fetcher: fetcher)
-        state = Mutex(State(config: config, validators: validators))
+        state = Locked(State(config: config, validators: validators))
         (changes, changesSink) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(16))
         (failures, failuresSink) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(16))
         changesSink.yield(config)

@@ -2,7 +2,6 @@ import Foundation
 import Logging
 import MarqueeBridge
 import MarqueeStreaming
-import Synchronization
 
 /// One playing source: its manifest, the server clock, the core and a feeder per track.
 final class PlaybackSession: Sendable {
@@ -35,20 +34,20 @@ final class PlaybackSession: Sendable {
     /// Set when a reloaded manifest has another availabilityStartTime (the packager restarted
     /// and every presentation time moved): the player reloads the source (``Player/load()``).
     let restartWanted = SharedValue(false)
-    private let controller: Mutex<LatencyController>
+    private let controller: Locked<LatencyController>
     /// Presentation time the session starts at.
     let startPosition: Double
     let startMono: Double
     private let logger: Logger
     private let events: PlayerEvents.Sink
-    private let monitor = Mutex(Monitor())
+    private let monitor = Locked(Monitor())
     /// Mute music, ads: fed with the manifest's and the media's events, ticked while playing.
     let mixer: MixDirector?
     /// The user delay and pause (live), and the store of segments that makes them possible.
     let shift = TimeShift()
     let store: SegmentStore?
     let maxDelay: Double
-    private let pause = Mutex<(mono: Double, position: Double)?>(nil)
+    private let pause = Locked<(mono: Double, position: Double)?>(nil)
 
     struct Monitor {
         var state: PlaybackState = .buffering
@@ -109,7 +108,7 @@ final class PlaybackSession: Sendable {
         self.targetLatency = shared
         self.requestedLatency = SharedValue(target)
         self.syncEnabled = mpd.isLive && options.targetLatency > 0
-        self.controller = Mutex(LatencyController(options: syncOptions))
+        self.controller = Locked(LatencyController(options: syncOptions))
         self.startPosition = start
         self.startMono = startMono
         self.logger = logger

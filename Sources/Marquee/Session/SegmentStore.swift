@@ -1,5 +1,5 @@
 import NIOCore
-import Synchronization
+import MarqueeStreaming
 
 /// The compressed segments of a live session, kept so a user delay (time-shift) and a pause can
 /// go back up to ``maxDuration`` seconds without the network: every segment fetched is kept,
@@ -29,7 +29,7 @@ final class SegmentStore: Sendable {
 
     let maxDuration: Double
     let maxBytes: Int
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(maxDuration: Double, maxBytes: Int) {
         self.maxDuration = maxDuration
@@ -107,7 +107,7 @@ final class TimeShift: Sendable {
         var waiters: [Int: CheckedContinuation<Void, Never>?] = [:]
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     var delay: Double { state.withLock { $0.delay } }
     var paused: Bool { state.withLock { $0.paused } }

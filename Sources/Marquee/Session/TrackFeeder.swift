@@ -3,12 +3,11 @@ import Logging
 import MarqueeBridge
 import MarqueeStreaming
 import NIOCore
-import Synchronization
 
 /// A value shared between tasks behind a lock.
 final class SharedValue<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-    init(_ value: Value) { mutex = Mutex(value) }
+    private let mutex: Locked<Value>
+    init(_ value: Value) { mutex = Locked(value) }
     func withLock<R>(_ body: (inout Value) -> R) -> R { mutex.withLock { body(&$0) } }
 }
 

@@ -1,6 +1,6 @@
 import Foundation
 import Hummingbird
-import Synchronization
+import MarqueeStreaming
 
 /// One `/live` request as the fault options see it: what it asks for, its fate key and its URL.
 struct FaultTarget {
@@ -42,7 +42,7 @@ final class VisitCounter: Sendable {
         var counts: [String: Int] = [:]
         var order: [String] = []
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     let capacity: Int
 
     init(capacity: Int = 65_536) { self.capacity = capacity }

@@ -2,7 +2,6 @@ import Foundation
 import MarqueeStreaming
 import NIOCore
 import NIOPosix
-import Synchronization
 
 /// The origin's SNTP server (UDP, SwiftNIO): answers every client request with the origin's
 /// clock, for manifests that list `urn:mpeg:dash:utc:ntp:2014` (the `utc_ntp` option).
@@ -35,7 +34,7 @@ enum SNTPServer {
 
 /// A port learnt after start, read by the responder.
 final class BoundPort: Sendable {
-    private let value = Mutex<Int?>(nil)
+    private let value = Locked<Int?>(nil)
     var port: Int? {
         get { value.withLock { $0 } }
         set { value.withLock { $0 = newValue } }

@@ -1,7 +1,6 @@
 import Foundation
 import Logging
 import NIOCore
-import Synchronization
 
 /// The server's wall clock as seen from this box: server Unix time = monotonic seconds + ``offset``.
 ///
@@ -43,9 +42,9 @@ public struct ServerClock: Sendable, Equatable {
 
 /// A ``ServerClock`` that re-synchronisation may replace while tasks read it.
 public final class SharedServerClock: Sendable {
-    private let value: Mutex<ServerClock>
+    private let value: Locked<ServerClock>
 
-    public init(_ clock: ServerClock) { value = Mutex(clock) }
+    public init(_ clock: ServerClock) { value = Locked(clock) }
 
     /// The current estimate.
     public var current: ServerClock {

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
@@ -58,7 +57,7 @@ enum XMLTree {
     }
 
     /// The last document FoundationXML found malformed, and its error.
-    private static let lastMalformed = Mutex<(data: Data, error: XMLTreeError)?>(nil)
+    private static let lastMalformed = Locked<(data: Data, error: XMLTreeError)?>(nil)
 
     private static func parseWellFormed(_ data: Data, limits: Limits) throws(XMLTreeError) -> XMLNode {
         let builder = Builder(limits: limits)
