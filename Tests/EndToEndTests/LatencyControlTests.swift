@@ -272,3 +272,52 @@ extension LivePlaybackTests {
                      ppm, Stats.median(errors) * 1000, p95 * 1000, rates.last ?? 1))
     }
 }
+
+/// An encoder whose clock runs 0.5 % fast or slow, packaged as live DASH whose SegmentTimeline
+/// follows its timestamps (origin `segtimeline_1/drift_±5000`, the encoder started 600 s ago):
+/// each segment is listed when the encoder has made it, on the wall clock, so the listing runs
+/// 5 ms a second ahead of the MPD's clock (3 s ahead by now), or behind it. The player finds
+/// the listing off the clock (ahead: at once; behind: the target is raised to what arrives),
+/// measures the edge's rate from when segments are first listed, and from then on its timeline
+/// follows the edge: the latency from when the encoder made a picture to when it is shown holds
+/// at the target. Both directions play side by side (two players, one origin).
+extension LivePlaybackTests {
+    @Test func aDriftingEncodersDASHEdgeIsFollowed() async throws {
+        let origin = try await Self.origin()
+        defer { Task { await origin.stop() } }
+        let ast = Double(Int(Date().timeIntervalSince1970) - 600)
+        func run(_ ppm: Int) async throws -> (ppm: Int, frames: [PresentedFrame], timed: [(time: Double, event: PlayerEvent)]) {
+            let url = origin.manifestURL(asset: "generated", options: ["ast_\(Int(ast))", "segtimeline_1", "drift_\(ppm)"])
+            let run = try await Self.play(url, seconds: 70, audio: { _ in .null })
+            return (ppm, run.frames, run.timed)
+        }
+        async let fast = run(5000)
+        async let slow = run(-5000)
+        for (ppm, frames, timed) in try await [fast, slow] {
+            let mediaRate = 1 + Double(ppm) / 1_000_000
+            let first = try #require(frames.first).wallTime
+            let end = try #require(frames.last).wallTime
+            // A picture of media time t (its pts: the encoder's clock since AST) was made at
+            // AST + t / mediaRate: its latency is measured from then.
+            let error = { (f: PresentedFrame) in f.wallTime - (ast + f.pts / mediaRate) - 3 }
+            let settled = frames.filter { $0.wallTime > end - 20 }
+            try #require(settled.count > 500, "\(ppm) ppm: \(settled.count) pictures in the last 20 s")
+            let errors = settled.map { abs(error($0)) }.sorted()
+            let p95 = errors[errors.count * 95 / 100]
+            #expect(Stats.median(errors) < 0.010 && p95 < 0.020, "\(ppm) ppm: |latency − 3 s| median \(Stats.median(errors)), p95 \(p95)")
+            let (share, inOrder) = Self.presentedShare(settled)
+            #expect(share >= 0.99 && inOrder, "\(ppm) ppm: \(share * 100) % of the pictures of the last 20 s")
+            // One jump onto the edge (at the first sample ahead, or once the rate is measured),
+            // and one when a provisional lead gives way to the measured line: none in the last 25 s.
+            let jumps = timed.filter { if case .latencyJump = $0.event { true } else { false } }
+            #expect(jumps.count <= 2 && jumps.allSatisfy { $0.time < end - 25 }, "\(ppm) ppm: jumps \(jumps.map { ($0.time - first, $0.event) })")
+            let buckets = stride(from: 0.0, to: 70, by: 5).map { from in
+                let e = frames.filter { $0.wallTime >= first + from && $0.wallTime < first + from + 5 }.map(error)
+                return e.isEmpty ? "-" : String(format: "%.0f", Stats.median(e) * 1000)
+            }
+            print("DASH edge drift \(ppm) ppm: median latency error (ms) per 5 s: \(buckets.joined(separator: " "))")
+            print(String(format: "DASH edge drift %+d ppm: |latency − 3 s| median %.1f ms, p95 %.1f ms over the last 20 s, %d jumps",
+                         ppm, Stats.median(errors) * 1000, p95 * 1000, jumps.count))
+        }
+    }
+}

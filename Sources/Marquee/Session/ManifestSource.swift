@@ -165,6 +165,13 @@ actor ManifestSource {
         return anchors[url, default: HLSLiveAnchor()].place(playlist, answeredAt: result.answered + clock.offset, sibling: sibling)
     }
 
+    /// The manifest fetched now (or by the load under way) and when its server answered
+    /// (monotonic seconds); nil when it failed.
+    func answered() async -> (mpd: MPD, at: Double)? {
+        guard let mpd = try? await load(), let result = lastResult else { return nil }
+        return (mpd, result.answered)
+    }
+
     /// The manifest, reloaded if the copy held is older than `maxAge` seconds. A failed reload
     /// keeps the last good manifest (and reports the error).
     func refreshed(maxAge: Double) async -> (MPD?, PlayerError?) {

@@ -9,7 +9,7 @@ final class PlaybackSession: Sendable {
     let mpd: MPD
     /// The server clock, re-measured while playing live.
     let clock: SharedServerClock
-    private let manifest: ManifestSource
+    let manifest: ManifestSource
     private let fetcher: HTTPFetcher
     private let resyncInterval: Double
     let core: CoreHandle
@@ -23,6 +23,8 @@ final class PlaybackSession: Sendable {
     let requestedLatency: SharedValue<Double>
     /// When segments really arrive, against their presentation times.
     let feasible = SharedValue(FeasibleLatency())
+    /// Arrival times count from this monotonic second (``timelineMoved(by:segment:)``).
+    let arrivalsFrom = SharedValue(-Double.infinity)
     /// The media clock's drift from the segments' dates: presented positions are read through
     /// it (latency, buffer, the feeders' position) and the controller steers around its rate.
     let drift = SharedValue(MediaClockDrift())
@@ -38,8 +40,8 @@ final class PlaybackSession: Sendable {
     /// Presentation time the session starts at.
     let startPosition: Double
     let startMono: Double
-    private let logger: Logger
-    private let events: PlayerEvents.Sink
+    let logger: Logger
+    let events: PlayerEvents.Sink
     private let monitor = Locked(Monitor())
     /// Mute music, ads: fed with the manifest's and the media's events, ticked while playing.
     let mixer: MixDirector?
@@ -87,7 +89,7 @@ final class PlaybackSession: Sendable {
             let mono = Monotonic.now()
             if mpd.isLive, let ast = mpd.availabilityStartTime {
                 // Presentation time p is due at server time AST + p + targetLatency.
-                try core.setTimeline(monoAnchor: mono, mediaAnchor: mono + clock.offset - ast.timeIntervalSince1970 - target)
+                try core.setTimeline(monoAnchor: mono, mediaAnchor: mono + clock.offset - ast.timeIntervalSince1970 - target)  // (no edge lead yet)
             } else {
                 let first = plans.compactMap { $0.timeline.segment(containing: 0)?.start }.min() ?? 0
                 try core.setTimeline(monoAnchor: mono + 0.25, mediaAnchor: first)
@@ -123,9 +125,10 @@ final class PlaybackSession: Sendable {
         let positionOf: @Sendable () -> Double? = { [core] in core.status()?.position.map { p in drift.withLock { $0.presentation(of: p) } } }
         let (feasible, requested, syncing, raised) = (self.feasible, self.requestedLatency, self.syncEnabled, self.raisedBy)
         let (restart, ast) = (self.restartWanted, mpd.availabilityStartTime)
+        let arrivalsFrom = self.arrivalsFrom
         let onArrival: @Sendable (Double) -> Void = { need in
-            guard syncing else { return }
             let now = Monotonic.now()
+            guard syncing, now >= arrivalsFrom.withLock({ $0 }) else { return }
             feasible.withLock { $0.record(need: need, at: now) }
             Self.adjustTarget(feasible: feasible, target: shared, requested: requested, raisedBy: raised, events: events, logger: logger, now: now)
         }
@@ -307,15 +310,21 @@ final class PlaybackSession: Sendable {
         if !shift.paused { try? core.setTimeline(monoAnchor: Monotonic.now() + 0.25, mediaAnchor: position) }
     }
 
+    /// Wall seconds of `timeline` seconds of the presentation timeline: the same but for a live
+    /// edge that runs off the server's clock (``LiveEdgeRate``), whose timeline gains its drift.
+    /// Latency is wall time: from when the edge had it to when it is shown.
+    func wallSeconds(_ timeline: Double) -> Double { timeline / (1 + (clock.lead?.slope ?? 0)) }
+    func timelineSeconds(_ wall: Double) -> Double { wall * (1 + (clock.lead?.slope ?? 0)) }
+
     private var controllerJumpThreshold: Double { controller.withLock { $0.options.jumpThreshold } }
 
     /// Re-anchors the schedule on the latency target plus the delay, now.
-    private func jumpToTarget() {
+    func jumpToTarget() {
         guard let ast = mpd.availabilityStartTime?.timeIntervalSince1970 else { return }
         let mono = Monotonic.now()
         let latency = targetLatency.withLock { $0 } + shift.delay
         let media = drift.withLock { $0 }
-        try? core.setTimeline(monoAnchor: mono, mediaAnchor: media.position(of: mono + clock.offset - ast - latency))
+        try? core.setTimeline(monoAnchor: mono, mediaAnchor: media.position(of: mono + clock.timelineOffset(atMonotonic: mono) - ast - timelineSeconds(latency)))
         controller.withLock { $0.reset() }
     }
 
@@ -399,6 +408,10 @@ final class PlaybackSession: Sendable {
             if mpd.isLive {
                 group.addTask {
                     await self.resync()
+                    return false
+                }
+                group.addTask {
+                    await self.watchEdge()
                     return false
                 }
             }
@@ -497,6 +510,13 @@ final class PlaybackSession: Sendable {
     /// One latency-control step (live with a target): measures the latency of what is heard
     /// (or shown) now and re-anchors the core's schedule as the controller says.
     private func steer(_ status: CoreStatus) {
+        if syncEnabled, !shift.paused, status.state == .buffering, status.position == nil, raisedBy.withLock({ $0 }) > 0 {
+            // The target was raised before the first picture (a server later than the target
+            // from the start): the schedule the core waits on moves there now.
+            raisedBy.withLock { $0 = 0 }
+            jumpToTarget()
+            return
+        }
         guard syncEnabled, !shift.paused, status.state == .playing, let position = status.position,
             let ast = mpd.availabilityStartTime?.timeIntervalSince1970
         else { return }
@@ -506,14 +526,14 @@ final class PlaybackSession: Sendable {
         let raised = raisedBy.withLock { r in defer { r = 0 }; return r }
         let target = targetLatency.withLock { $0 } + shift.delay
         let media = drift.withLock { $0 }
-        let latency = status.mono + clock.offset - ast - media.presentation(of: position)
+        let latency = wallSeconds(status.mono + clock.timelineOffset(atMonotonic: status.mono) - ast - media.presentation(of: position))
         let (action, before) = controller.withLock { c in
             let before = c.rate
             if raised >= Self.raiseJump, latency < target - Self.raiseJump / 2 {
                 c.jumped(now: status.mono)
                 return (LatencyController.Action.jump(error: latency - target), before)
             }
-            return (c.update(now: status.mono, latency: latency, target: target, baseRate: media.rate), before)
+            return (c.update(now: status.mono, latency: latency, target: target, baseRate: media.rate * (1 + (clock.lead?.slope ?? 0))), before)
         }
         do {
             switch action {
@@ -525,7 +545,7 @@ final class PlaybackSession: Sendable {
                 events.send(.playbackRateChanged(rate))
             case .jump(let error):
                 let mono = Monotonic.now()
-                try core.setTimeline(monoAnchor: mono, mediaAnchor: media.position(of: mono + clock.offset - ast - target))
+                try core.setTimeline(monoAnchor: mono, mediaAnchor: media.position(of: mono + clock.timelineOffset(atMonotonic: mono) - ast - timelineSeconds(target)))
                 logger.info("latency jump", metadata: ["error": "\(String(format: "%.3f", error))", "target": "\(target)"])
                 events.send(.latencyJump(error: error))
                 if before != 1 { events.send(.playbackRateChanged(1)) }
@@ -592,7 +612,7 @@ final class PlaybackSession: Sendable {
         status.height = core.height
         if let position = status.position {
             if mpd.isLive, let ast = mpd.availabilityStartTime {
-                status.latency = core.mono + clock.offset - ast.timeIntervalSince1970 - position
+                status.latency = wallSeconds(core.mono + clock.timelineOffset(atMonotonic: core.mono) - ast.timeIntervalSince1970 - position)
             }
             let ends = feeders.compactMap { $0.pushedEnd.withLock { $0 } }
             if let end = ends.min() { status.buffer = max(0, end - position) }

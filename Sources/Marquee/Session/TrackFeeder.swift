@@ -203,6 +203,12 @@ struct TrackFeeder: Sendable {
                 loadedAt = Monotonic.now()
                 reloadSince = nil
                 next = lastEnd.map { timeline.segment(following: $0) } ?? timeline.segment(containing: wantedPosition())
+                // Nothing fetched yet and the listing ends before the wanted position (a server
+                // later than the target, an encoder whose clock runs slow): its newest segment
+                // is the live edge; what arrives late raises the target (``FeasibleLatency``).
+                if next == nil, lastEnd == nil, isLive, misses >= 2, let newest = timeline.lastListedSegment, newest.end <= wantedPosition() {
+                    next = newest
+                }
                 let overdue = lastEnd.map { end in serverSeconds().map { $0 >= end + segmentDuration(timeline) + 1 } ?? true } ?? true
                 if next == nil, isLive, let following = nextPeriod(after: lastEnd ?? wantedPosition(), waited: overdue) {
                     // The period is over: on in the next one, from its start (or the wanted position).

@@ -52,7 +52,8 @@ public struct SyncOptions: Sendable, Equatable {
 /// (1, or a drifting media clock's ``MediaClockDrift/rate``), clamped to `[minRate, maxRate]`
 /// (the audio is time-stretched, pitch kept); steering starts outside ``SyncOptions/deadBand``
 /// and stops inside a quarter of it, so a settled stream without drift plays at exactly rate 1
-/// (bit-exact audio). An
+/// (bit-exact audio). Off rate 1 (a drift measured, the tempo stage running anyway) the band is
+/// a quarter as wide: it starts outside a quarter and stops inside a sixteenth. An
 /// error beyond ``SyncOptions/jumpThreshold`` is removed by a jump. The rate only ever pulls
 /// the error toward zero and shrinks with it, so convergence after a rebuffer or a target
 /// change does not overshoot.
@@ -104,9 +105,13 @@ public struct LatencyController: Sendable, Equatable {
         // A new base rate (a drift measured): what built up before it is steered out too.
         let newBase = abs(base - self.baseRate) >= Self.rateStep
         self.baseRate = base
-        if !steering, abs(error) > options.deadBand || (newBase && abs(error) > options.deadBand / 4) {
+        // Off rate 1 already (a drifting stream: the tempo stage runs anyway), the band is a
+        // quarter as wide: a drift estimate that moves a little at each refit is followed, not
+        // left to build up to the full band.
+        let band = base == 1 ? options.deadBand : options.deadBand / 4
+        if !steering, abs(error) > band || (newBase && abs(error) > options.deadBand / 4) {
             steering = true
-        } else if steering, abs(error) < options.deadBand / 4 {
+        } else if steering, abs(error) < band / 4 {
             steering = false
         }
         var wanted = base

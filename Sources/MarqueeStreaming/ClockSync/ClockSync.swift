@@ -40,19 +40,56 @@ public struct ServerClock: Sendable, Equatable {
     }
 }
 
-/// A ``ServerClock`` that re-synchronisation may replace while tasks read it.
+/// A ``ServerClock`` that re-synchronisation may replace while tasks read it, and the clock of
+/// the presentation timeline: the server's clock plus the live edge's ``Lead`` when the edge
+/// runs off it (an encoder's drifting clock, `LiveEdgeRate` in Marquee).
 public final class SharedServerClock: Sendable {
-    private let value: Locked<ServerClock>
+    /// How far a live edge runs ahead of the server's clock (negative: behind), as a line:
+    /// `lead + slope × (t − reference)` seconds at `t` (server seconds since the availability
+    /// start).
+    public struct Lead: Sendable, Equatable {
+        public var reference: Double
+        public var lead: Double
+        public var slope: Double
 
-    public init(_ clock: ServerClock) { value = Locked(clock) }
+        public init(reference: Double, lead: Double, slope: Double) {
+            self.reference = reference
+            self.lead = lead
+            self.slope = slope
+        }
 
-    /// The current estimate.
-    public var current: ServerClock {
-        get { value.withLock { $0 } }
-        set { value.withLock { $0 = newValue } }
+        public func at(_ t: Double) -> Double { lead + slope * (t - reference) }
     }
+
+    private let value: Locked<(clock: ServerClock, lead: Lead?, start: Double)>
+    public init(_ clock: ServerClock) { value = Locked((clock, nil, 0)) }
+
+    /// The current estimate of the server's clock.
+    public var current: ServerClock {
+        get { value.withLock { $0.clock } }
+        set { value.withLock { $0.clock = newValue } }
+    }
+
+    /// The live edge's lead over the server's clock, and the availability start time (Unix
+    /// seconds) its times count from; nil: none (the timeline is the server's clock).
+    public func setLead(_ lead: Lead?, availabilityStart: Double) {
+        value.withLock { $0.lead = lead; $0.start = availabilityStart }
+    }
+
+    public var lead: Lead? { value.withLock { $0.lead } }
+
+    /// The server's clock, without the edge's lead (HTTP dates, the core's wall clock).
     public var offset: Double { current.offset }
-    public func now() -> Date { current.now() }
+    /// Timeline time now: the server's clock plus the edge's lead.
+    public func now() -> Date { Date(timeIntervalSince1970: Monotonic.now() + timelineOffset(atMonotonic: Monotonic.now())) }
+    /// Timeline Unix seconds minus monotonic seconds at monotonic time `mono`: ``offset`` plus
+    /// the edge's lead then.
+    public func timelineOffset(atMonotonic mono: Double) -> Double {
+        value.withLock { v in
+            guard let lead = v.lead else { return v.clock.offset }
+            return v.clock.offset + lead.at(mono + v.clock.offset - v.start)
+        }
+    }
     public var localClockDifferenceMs: Double { current.localClockDifferenceMs }
 }
 
