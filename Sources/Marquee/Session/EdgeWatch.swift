@@ -3,7 +3,7 @@ import MarqueeBridge
 import MarqueeStreaming
 
 /// The live edge's own rate (``LiveEdgeRate``), watched for manifests that list their segments
-/// (a DASH SegmentTimeline, HLS): when a drifting encoder's edge runs off the server's clock,
+/// (a DASH SegmentTimeline, HLS with the packager's program date-times): when a drifting encoder's edge runs off the server's clock,
 /// the presentation timeline follows the edge instead.
 extension PlaybackSession {
     /// How often the edge is sampled once its rate is known well: every this many segments
@@ -22,7 +22,7 @@ extension PlaybackSession {
     func watchEdge() async {
         guard syncEnabled, let ast = mpd.availabilityStartTime?.timeIntervalSince1970,
             let kind = (plans.first { $0.kind == .video } ?? plans.first)?.kind,
-            plans.contains(where: { $0.timeline.usesTimeline })
+            plans.contains(where: { Self.listsItsEdge($0.representation, $0.timeline) })
         else { return }
         var edge = LiveEdgeRate()
         var learningSince: Double?
@@ -130,10 +130,18 @@ extension PlaybackSession {
         jumpToTarget()
     }
 
+    /// Whether the manifest's listing tells where the packager's edge is: a DASH SegmentTimeline,
+    /// or HLS whose program date-times the packager wrote. Not HLS without them, placed by when
+    /// its playlists were answered: its edge is the answers' clock by construction (and a fresh
+    /// anchor is up to a segment ahead of it).
+    static func listsItsEdge(_ rep: Representation, _ timeline: RepresentationTimeline) -> Bool {
+        rep.placedByPlaylist ? rep.datedByPackager : timeline.usesTimeline
+    }
+
     /// Seconds the newest segment of an answer was listed before the manifest makes it
     /// available (its end, less `availabilityTimeOffset`, on the server's clock).
     static func listedAhead(_ answer: (end: Double, at: Double, duration: Double), plans: [TrackPlan]) -> Double? {
-        guard let template = plans.first(where: { $0.timeline.usesTimeline })?.timeline else { return nil }
+        guard let template = plans.first(where: { listsItsEdge($0.representation, $0.timeline) })?.timeline else { return nil }
         let offset = template.template.availabilityTimeOffset
         let early = offset.isFinite ? offset : answer.duration
         return answer.end - early - answer.at
