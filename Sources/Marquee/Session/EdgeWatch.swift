@@ -27,6 +27,7 @@ extension PlaybackSession {
         var edge = LiveEdgeRate()
         var learningSince: Double?
         var last: (end: Double, at: Double, duration: Double)?  // the newest end listed, when answered
+        var misses = 0  // probes in a row whose segment was not listed in time
         var early = 0.0  // seconds a probe begins earlier after one that found its segment listed
         var provisional = false  // the clock follows an edge listed ahead of it, not yet measured
         /// Server seconds since the availability start, without the edge's lead.
@@ -107,6 +108,14 @@ extension PlaybackSession {
                 before = now
             }
             if let before { last = before }
+            if let before, before.end < end - 0.001 {
+                // Not listed in time (an outage, a packager that stopped): no polling every
+                // 50 ms while it lasts; waits of 2 s, 4, … up to 30 between probes.
+                misses += 1
+                try? await Task.sleep(for: .seconds(min(30, 1 << min(misses, 5))))
+            } else {
+                misses = 0
+            }
             if before == nil { try? await Task.sleep(for: .seconds(1)) }
         }
     }
