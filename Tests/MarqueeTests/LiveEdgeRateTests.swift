@@ -72,6 +72,15 @@ import Testing
         #expect(!everActive && edge.samples.allSatisfy { $0.lead > -1 })
     }
 
+    /// Listed 0.8 s ahead of the clock, without drift: once a slope could be told, the lead
+    /// followed is the mean offset, slope 0.
+    @Test func anEdgeAheadWithoutDriftIsAnOffset() throws {
+        let (edge, _) = listings(ppm: 0, seconds: 120, delay: -0.8) { _ in 0 }
+        #expect(!edge.isActive)
+        let lead = try #require(edge.roughLead)
+        #expect(lead.slope == 0 && abs(lead.lead - 0.8) < 0.01, "\(lead)")
+    }
+
     @Test func aWideBracketIsNoSample() {
         var edge = LiveEdgeRate()
         edge.record(end: 700, listedAt: 700, notListedAt: 699)

@@ -73,12 +73,17 @@ public struct LiveEdgeRate: Sendable, Equatable {
         isActive ? SharedServerClock.Lead(reference: meanTime, lead: meanLead, slope: slope) : nil
     }
 
-    /// The least-squares line of the samples, significant or not, once there are six spanning
-    /// ten seconds: for an edge already known to be off the clock (listed ahead of it), which
-    /// drifts, a rough slope follows better than none.
+    /// For an edge already known to be off the clock (listed ahead of it): the least-squares
+    /// line of the samples, significant or not, once there are six spanning ten seconds (a rough
+    /// slope follows a drift better than none); once there are enough for a slope
+    /// (``minimumSamples`` over ``minimumSpan``) and it is not significant, the mean lead alone
+    /// (an edge that is off the clock but does not drift: every box then reads the same offset,
+    /// not a slope made of noise).
     public var roughLead: SharedServerClock.Lead? {
         guard samples.count >= 6, let first = samples.first, let last = samples.last, last.time - first.time >= 10 else { return nil }
-        return isActive ? clockLead : SharedServerClock.Lead(reference: meanTime, lead: meanLead, slope: roughSlope)
+        if isActive { return clockLead }
+        let settled = samples.count >= Self.minimumSamples && last.time - first.time >= Self.minimumSpan
+        return SharedServerClock.Lead(reference: meanTime, lead: meanLead, slope: settled ? 0 : roughSlope)
     }
 
     /// When (server seconds since the availability start) a segment ending at `end` is expected
