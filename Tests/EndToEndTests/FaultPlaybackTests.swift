@@ -39,9 +39,11 @@ extension LivePlaybackTests {
         let errors = run.events.filter { if case .error(let e, false) = $0 { e.code == .media } else { false } }
         #expect(!errors.isEmpty, "no damaged segment reported")
         let gaps = zip(run.frames, run.frames.dropFirst()).map { $1.wallTime - $0.wallTime }
-        // A damaged video segment is 2 s of pictures; two in a row at most with these shares.
-        #expect((gaps.max() ?? 99) < 4.2, "longest gap \(gaps.max() ?? 99) s")
-        #expect(run.frames.last.map { $0.wallTime > Date().timeIntervalSince1970 - 5 } == true, "pictures stopped early")
+        // A damaged video segment is 2 s of pictures. With these shares (20 % of segments) three
+        // in a row come in about one run in twelve (a CI run had one, at the end); four, 0.2 %
+        // a place: the pictures come back within three segments.
+        #expect((gaps.max() ?? 99) < 6.2, "longest gap \(gaps.max() ?? 99) s")
+        #expect(run.frames.last.map { $0.wallTime > Date().timeIntervalSince1970 - 7 } == true, "pictures stopped early")
         #expect(!run.events.contains(.stateChanged(.ended)) && !run.events.contains { if case .error(_, true) = $0 { true } else { false } })
         print(String(format: "damaged segments: %d pictures, %d media errors, longest gap %.2f s", run.frames.count, errors.count, gaps.max() ?? 0))
     }
