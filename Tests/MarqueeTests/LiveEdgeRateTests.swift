@@ -7,30 +7,19 @@ import Testing
 /// each probe brackets that moment between two answers 50 ms apart, the moment falling anywhere
 /// in the bracket.
 @Suite struct LiveEdgeRateTests {
-    struct Generator {
-        var state: UInt64
-        mutating func unit() -> Double {
-            state &+= 0x9e37_79b9_7f4a_7c15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-            z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-            return Double((z ^ (z >> 31)) >> 11) / Double(UInt64(1) << 53)
-        }
-    }
-
     /// Feeds `seconds` of 2-second segments from server time 600 on; `late` returns extra delay
     /// for segment k. Returns the estimator and the server time reached.
     func listings(ppm: Double, seconds: Double, delay: Double = 0.03, seed: UInt64 = 1, late: (Int) -> Double = { _ in 0 },
                   check: (LiveEdgeRate, Double) -> Void = { _, _ in }) -> (LiveEdgeRate, Double) {
         let rate = 1 + ppm / 1_000_000
         var edge = LiveEdgeRate()
-        var random = Generator(state: seed)
+        var random = Mutator(state: seed, tokens: [])  // (FuzzSmokeTests' seeded SplitMix64)
         var end = (600 * rate / 2).rounded(.up) * 2
         var k = 0
         var time = 600.0
         while time < 600 + seconds {
             time = end / rate + delay + late(k)
-            let before = time - random.unit() * 0.05
+            let before = time - (Double(random.next() >> 11) / Double(UInt64(1) << 53)) * 0.05
             edge.record(end: end, listedAt: before + 0.05, notListedAt: before)
             check(edge, time)
             end += 2

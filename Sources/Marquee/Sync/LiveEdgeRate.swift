@@ -57,7 +57,7 @@ public struct LiveEdgeRate: Sendable, Equatable {
         let time = listedAt - bracket / 2
         let lead = end - time
         // A segment listed far off the line (a packager's hiccup, a clock step) is not drift.
-        if samples.count >= Self.minimumSamples, abs(lead - self.lead(at: time, fitted: true)) > 1 { return }
+        if samples.count >= Self.minimumSamples, abs(lead - line(at: time)) > 1 { return }
         samples.append(Sample(time: time, lead: lead))
         samples.removeAll { time - $0.time > Self.window }
         fit()
@@ -65,7 +65,7 @@ public struct LiveEdgeRate: Sendable, Equatable {
 
     /// The edge's lead over the server's clock at `time`: the fitted line once active, else 0.
     public func lead(at time: Double) -> Double {
-        isActive ? lead(at: time, fitted: true) : 0
+        isActive ? line(at: time) : 0
     }
 
     /// The line to apply to the server's clock (nil until the edge was found to drift).
@@ -97,7 +97,8 @@ public struct LiveEdgeRate: Sendable, Equatable {
         return (end - meanLead + s * meanTime) / (1 + s)
     }
 
-    private func lead(at time: Double, fitted: Bool) -> Double {
+    /// The fitted line (the slope 0 until significant) at `time`.
+    private func line(at time: Double) -> Double {
         meanLead + slope * (time - meanTime)
     }
 

@@ -81,7 +81,10 @@ public final class SharedServerClock: Sendable {
     /// The server's clock, without the edge's lead (HTTP dates, the core's wall clock).
     public var offset: Double { current.offset }
     /// Timeline time now: the server's clock plus the edge's lead.
-    public func now() -> Date { Date(timeIntervalSince1970: Monotonic.now() + timelineOffset(atMonotonic: Monotonic.now())) }
+    public func now() -> Date {
+        let mono = Monotonic.now()
+        return Date(timeIntervalSince1970: mono + timelineOffset(atMonotonic: mono))
+    }
     /// Timeline Unix seconds minus monotonic seconds at monotonic time `mono`: ``offset`` plus
     /// the edge's lead then.
     public func timelineOffset(atMonotonic mono: Double) -> Double {

@@ -18,13 +18,7 @@ public final class Locked<Value>: @unchecked Sendable {
     public init(_ value: Value) { self.value = value }
 
     /// Runs `body` with the value, the lock held.
-    @inlinable
     public func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
-        try withLockedStorage(body)
-    }
-
-    @usableFromInline
-    func withLockedStorage<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
         lock.lock()
         defer { lock.unlock() }
         return try body(&value)
