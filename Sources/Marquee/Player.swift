@@ -18,12 +18,12 @@ public final class Player: Sendable {
     public var options: PlayerOptions { inner.withLock { $0.options } }
     /// Every change, in order (bounded; see ``PlayerEvents``).
     public let events: PlayerEvents
-    private let sink: PlayerEvents.Sink
-    private let logger: Logger
-    private let fetcher: HTTPFetcher
-    private let inner: Locked<Inner>
+    let sink: PlayerEvents.Sink
+    let logger: Logger
+    let fetcher: HTTPFetcher
+    let inner: Locked<Inner>
 
-    private struct Inner {
+    struct Inner {
         var options: PlayerOptions
         var disposed = false
         var session: PlaybackSession?
@@ -35,6 +35,9 @@ public final class Player: Sendable {
         /// they show).
         var core: CoreHandle?
         var supervisor: Task<Void, Never>?
+        /// The sessions' reports to the stall supervisor (``SessionReport``), from the first
+        /// `play()` to `stop()`: every session of those outputs reports into it.
+        var reports: (stream: AsyncStream<SessionReport>, input: AsyncStream<SessionReport>.Continuation)?
         var mixer: MixDirector?
         /// Events scheduled before `play()`.
         var scheduled: [TimedEvent] = []
@@ -106,7 +109,12 @@ public final class Player: Sendable {
             if inner.withLock({ $0.displayOff }) { try? core.setOverlay(.blank) }
             mixer.insert(scheduled)
             Task { await mixer.prepare() }
-            inner.withLock { $0.mixer = mixer }
+            inner.withLock {
+                $0.mixer = mixer
+                // Newest kept: progress readings come 10 times a second and a reload takes seconds.
+                let (stream, input) = AsyncStream<SessionReport>.makeStream(bufferingPolicy: .bufferingNewest(64))
+                $0.reports = (stream, input)
+            }
             let session: PlaybackSession
             do {
                 session = try await openFirstSource(core: core, startMono: startMono)
@@ -143,13 +151,9 @@ public final class Player: Sendable {
     private func begin(_ session: PlaybackSession, core: CoreHandle) throws(PlayerError) {
         do { try core.start() } catch { throw PlayerError(.output, error.message, coreCode: error.code) }
         let task = Task { await session.run() }
-        let delays = (options.minRecoveryDelay, options.maxRecoveryDelay)
-        let supervisor = Task { [weak self] in
-            var watch = StallWatch(policy: RecoveryPolicy(minDelay: delays.0, maxDelay: delays.1), delays: delays)
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(250))
-                guard let self, await self.superviseStep(&watch) else { return }  // held only for a step
-            }
+        let reports = inner.withLock { $0.reports?.stream } ?? AsyncStream { $0.finish() }
+        let supervisor = Task { [weak self, options] in
+            await Self.supervise(reports, first: options, player: { [weak self] in self })
         }
         inner.withLock {
             $0.session = session
@@ -190,7 +194,7 @@ public final class Player: Sendable {
         var lastError = PlayerError(.invalidOptionsSources, "no sources")
         var options = self.options
         if let target = inner.withLock({ $0.targetLatency }) { options.targetLatency = target }
-        let mixer = inner.withLock { $0.mixer }
+        let (mixer, reports) = inner.withLock { ($0.mixer, $0.reports?.input) }
         for (index, source) in options.sources.enumerated() {
             // With a backup behind it, a source is tried once (the backup waits); the last one
             // gets the manifest's retries.
@@ -199,7 +203,7 @@ public final class Player: Sendable {
             do {
                 return try await PlaybackSession(
                     source: source, options: options, core: core, fetcher: fetcher, startMono: startMono, logger: logger, events: sink,
-                    reuse: reuse, mixer: mixer, startPolicy: policy)
+                    reuse: reuse, mixer: mixer, startPolicy: policy, reports: reports)
             } catch {
                 logger.warning("source failed", metadata: ["source": "\(source)", "error": "\(error)"])
                 sink.send(.error(error, fatal: false))
@@ -220,7 +224,13 @@ public final class Player: Sendable {
         await task?.value
         inner.withLock { $0.task = nil }
         let reuse = Dictionary(old.plans.flatMap(\.coreTracksByKind), uniquingKeysWith: { first, _ in first })
-        let session = try await openFirstSource(core: core, startMono: Monotonic.now(), reuse: reuse)
+        let session: PlaybackSession
+        do {
+            session = try await openFirstSource(core: core, startMono: Monotonic.now(), reuse: reuse)
+        } catch {
+            inner.withLock { $0.reports?.input }?.yield(.noSession)  // the supervisor reloads on its clock
+            throw error
+        }
         let next = Task { await session.run() }
         let stopped = inner.withLock { inner -> Bool in
             guard inner.core != nil else { return true }  // stop() ran meanwhile
@@ -229,76 +239,6 @@ public final class Player: Sendable {
             return false
         }
         if stopped { next.cancel() }
-    }
-
-    /// What stall recovery remembers between steps.
-    struct StallWatch {
-        var policy: RecoveryPolicy
-        var lastCount = -1
-        var lastProgress = Monotonic.now()
-        var played = false
-        var recovering = false
-        var lastMainProbe = Monotonic.now()
-        var delays: (min: Double, max: Double)
-    }
-
-    /// One step of stall recovery: reloads when nothing has been presented for the
-    /// ``RecoveryPolicy``'s delay (``PlayerOptions/minRecoveryDelay`` doubling up to
-    /// ``PlayerOptions/maxRecoveryDelay``). Returns `false` once there is nothing to watch.
-    private func superviseStep(_ watch: inout StallWatch) async -> Bool {
-        let (session, task, core, options, displayOff) = inner.withLock { ($0.session, $0.task, $0.core, $0.options, $0.displayOff) }
-        guard let core, let session else { return false }
-        if session.state == .ended || session.state == .error { return false }  // on-demand end, output failure
-        if (options.minRecoveryDelay, options.maxRecoveryDelay) != watch.delays {  // updateOptions
-            watch.delays = (options.minRecoveryDelay, options.maxRecoveryDelay)
-            watch.policy = RecoveryPolicy(minDelay: options.minRecoveryDelay, maxDelay: options.maxRecoveryDelay)
-        }
-        let now = Monotonic.now()
-        if let status = core.status() {
-            let count = status.framesPresented + status.audioFramesPlayed
-            if count != watch.lastCount {
-                watch.lastCount = count
-                watch.lastProgress = now
-                watch.played = watch.played || count > 0
-            }
-        }
-        // Stalled: nothing presented for half a second after playback began, or no session runs.
-        let stalled = (watch.played && now - watch.lastProgress > 0.5) || task == nil
-        if !stalled && watch.recovering {
-            watch.recovering = false
-            if !displayOff { try? core.setOverlay(.none) }
-            sink.send(.recovered)
-        }
-        if !stalled, !watch.recovering, let main = options.sources.first, session.source != main,
-            now - watch.lastMainProbe >= options.mainSourceRetryInterval
-        {
-            // Playing a backup: when the main source answers again, go back to it.
-            watch.lastMainProbe = now
-            var once = FetchPolicy.manifest
-            once.attempts = 1  // a probe: the next one comes soon enough
-            if (try? await ManifestSource(url: main, fetcher: fetcher, policy: once).load()) != nil {
-                logger.notice("main source is back: switching to it", metadata: ["source": "\(main)"])
-                do { try await load() } catch { sink.send(.error(error, fatal: false)) }
-                return true
-            }
-        }
-        if session.restartWanted.withLock({ w in defer { w = false }; return w }) {
-            // The packager restarted (a new availabilityStartTime): the timeline starts afresh.
-            do { try await load() } catch { sink.send(.error(error, fatal: false)) }
-            return true
-        }
-        guard watch.policy.update(now: now, stalled: stalled) else { return true }
-        watch.recovering = true
-        if !displayOff { try? core.setOverlay(.slate(nil)) }  // "RECONNECTING..." over the held picture
-        logger.notice("stalled: reloading", metadata: ["next_delay": "\(watch.policy.delay)"])
-        sink.send(.recovering(nextDelay: watch.policy.delay))
-        do {
-            try await load()
-        } catch {
-            logger.warning("reload failed", metadata: ["error": "\(error)"])
-            sink.send(.error(error, fatal: false))
-        }
-        return true
     }
 
     /// Waits until playback ends (on-demand end, fatal error) or the calling task is cancelled.
@@ -601,6 +541,8 @@ public final class Player: Sendable {
                 inner.session = nil
                 inner.core = nil
                 inner.supervisor = nil
+                inner.reports?.input.finish()
+                inner.reports = nil
                 inner.mixer = nil
                 if inner.state != .error { inner.state = .idle }
             }

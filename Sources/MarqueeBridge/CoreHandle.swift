@@ -70,6 +70,9 @@ package final class CoreHandle: Sendable {
     /// The `mq_player`, behind SwiftNIO's `NIOLock` (a `pthread_mutex_t`, which ThreadSanitizer
     /// sees; see `MarqueeStreaming.Locked`).
     private let player: LockedPlayer
+    /// Signals ``events()``' consumer; registered with the core at creation, alive until the
+    /// core is destroyed.
+    private let wakeup: CoreWakeup
 
     /// Opens the outputs. `audio`: `alsa[:pcm]`, `wav:<path>`, `null`; `video`: `headless`,
     /// `frames:<dir>`, `drm[:<card>[,<connector>[,<WxH>]]]`. Display outputs only: `fit` (`mq_fit`),
@@ -103,6 +106,9 @@ package final class CoreHandle: Sendable {
             }
         }
         guard rc >= 0, let created else { throw CoreError(code: rc) }
+        let wakeup = CoreWakeup()
+        mq_player_set_wakeup(created, CoreWakeup.callback, Unmanaged.passUnretained(wakeup).toOpaque())
+        self.wakeup = wakeup
         player = LockedPlayer(created)
     }
 
@@ -110,11 +116,20 @@ package final class CoreHandle: Sendable {
         player.withLock { p in
             mq_player_destroy(&p)
         }
+        wakeup.finish()
     }
 
-    /// Stops every core thread and closes the outputs now (WAV header, frames.tsv finalised).
+    /// Stops every core thread and closes the outputs now (WAV header, frames.tsv finalised);
+    /// ``events()`` ends.
     package func close() {
         player.withLock { p in mq_player_destroy(&p) }
+        wakeup.finish()
+    }
+
+    /// The core's events from now on (those already queued first), delivered as they are queued;
+    /// see ``CoreEvents``. A second call ends the first sequence.
+    package func events() -> CoreEvents {
+        CoreEvents(handle: self, signals: wakeup.subscribe())
     }
 
     private func call(_ body: (OpaquePointer) -> Int32) throws(CoreError) {

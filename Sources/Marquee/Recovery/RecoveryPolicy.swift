@@ -21,6 +21,15 @@ public struct RecoveryPolicy: Sendable, Equatable {
         delay = minDelay
     }
 
+    /// When a stall that goes on triggers the next reload (monotonic seconds); nil while not stalled.
+    public var reloadDue: Double? { stalledSince.map { $0 + delay } }
+
+    /// A reload has just finished at `now` (it may have taken a while, waiting on a server):
+    /// a stall that goes on is counted from here, so the new session gets the whole delay.
+    public mutating func reloaded(now: Double) {
+        if stalledSince != nil { stalledSince = now }
+    }
+
     /// One step at monotonic time `now`; returns `true` when the stream should be reloaded now.
     public mutating func update(now: Double, stalled: Bool) -> Bool {
         guard stalled else {

@@ -33,9 +33,8 @@ final class PlaybackSession: Sendable {
     let raisedBy = SharedValue(0.0)
     /// Whether the latency controller steers (live, target > 0).
     let syncEnabled: Bool
-    /// Set when a reloaded manifest has another availabilityStartTime (the packager restarted
-    /// and every presentation time moved): the player reloads the source (``Player/load()``).
-    let restartWanted = SharedValue(false)
+    /// Where the stall supervisor hears of this session (progress, a packager restart, the end).
+    let reports: AsyncStream<SessionReport>.Continuation?
     private let controller: Locked<LatencyController>
     /// Presentation time the session starts at.
     let startPosition: Double
@@ -65,7 +64,8 @@ final class PlaybackSession: Sendable {
     /// the clock yet.
     init(
         source: URL, options: PlayerOptions, core: CoreHandle, fetcher: HTTPFetcher, startMono: Double, logger: Logger,
-        events: PlayerEvents.Sink, reuse: [CoreTrackKind: Int32] = [:], mixer: MixDirector? = nil, startPolicy: FetchPolicy = .manifest
+        events: PlayerEvents.Sink, reuse: [CoreTrackKind: Int32] = [:], mixer: MixDirector? = nil, startPolicy: FetchPolicy = .manifest,
+        reports: AsyncStream<SessionReport>.Continuation? = nil
     ) async throws(PlayerError) {
         let manifest = ManifestSource(url: source, fetcher: fetcher, policy: startPolicy, audioLanguage: options.audioLanguage)
         let mpd = try await manifest.load()
@@ -116,6 +116,7 @@ final class PlaybackSession: Sendable {
         self.logger = logger
         self.events = events
         self.mixer = mixer
+        self.reports = reports
         if let mixer { Self.insertEvents(of: mpd, into: mixer, events: events) }
         self.maxDelay = options.maxDelay
         let store = mpd.isLive && options.maxDelay > 0 ? SegmentStore(maxDuration: options.maxDelay, maxBytes: options.maxDelayBytes) : nil
@@ -124,7 +125,8 @@ final class PlaybackSession: Sendable {
         let drift = self.drift
         let positionOf: @Sendable () -> Double? = { [core] in core.status()?.position.map { p in drift.withLock { $0.presentation(of: p) } } }
         let (feasible, requested, syncing, raised) = (self.feasible, self.requestedLatency, self.syncEnabled, self.raisedBy)
-        let (restart, ast) = (self.restartWanted, mpd.availabilityStartTime)
+        let ast = mpd.availabilityStartTime
+        let restart = SharedValue(false)  // reported once
         let arrivalsFrom = self.arrivalsFrom
         let onArrival: @Sendable (Double) -> Void = { need in
             let now = Monotonic.now()
@@ -148,9 +150,11 @@ final class PlaybackSession: Sendable {
                 onEvents: { [mixer] timed, mpd in
                     if let timed { mixer?.insert(timed) }
                     if let mpd, let mixer { Self.insertEvents(of: mpd, into: mixer, events: events) }
-                    if let ast, let now = mpd?.availabilityStartTime, abs(now.timeIntervalSince(ast)) > 0.001, !restart.withLock({ $0 }) {
+                    if let ast, let now = mpd?.availabilityStartTime, abs(now.timeIntervalSince(ast)) > 0.001,
+                        !restart.withLock({ r in defer { r = true }; return r })
+                    {
                         logger.notice("the stream restarted: a new availabilityStartTime", metadata: ["was": "\(ast)", "now": "\(now)"])
-                        restart.withLock { $0 = true }
+                        reports?.yield(.restart)
                     }
                 }, shift: shift, store: store, abr: abr, latestMPD: SharedValue(mpd), active: SharedValue(plan.representation.id),
                 locations: SharedValue(LocationChoice(count: plan.timeline.baseURLs.count)), onArrival: onArrival,
@@ -416,14 +420,20 @@ final class PlaybackSession: Sendable {
                 }
             }
             group.addTask {
-                await self.watch()
+                await self.control()
+                return false
+            }
+            group.addTask {
+                await self.pumpEvents()
                 return true
             }
-            // The watcher returns when playback ended or failed for good: stop the feeders. (A
-            // feeder returns first when an on-demand stream is all fetched: the watch goes on.)
-            while let watcherDone = await group.next(), !watcherDone {}
+            // The event pump returns when playback ended or failed for good: stop the feeders and
+            // the control step. (A feeder returns first when an on-demand stream is all fetched:
+            // the rest goes on.)
+            while let over = await group.next(), !over {}
             group.cancelAll()
         }
+        if state == .ended || state == .error { reports?.yield(.over) }
     }
 
     /// Re-measures the server clock every ``SyncOptions/resyncInterval`` (longer while it holds
@@ -446,21 +456,33 @@ final class PlaybackSession: Sendable {
         }
     }
 
-    /// How often the core is read: its events, the latency control step and the mixer's look-ahead
-    /// (0.5 s of timed transitions, so a step this long never misses one).
-    static let watchInterval = 0.1
+    /// The control step's period: the latency controller's sampling interval (its gains are
+    /// tuned for it), the state and frame-rate readings, the mixer's look-ahead (0.5 s of timed
+    /// transitions, so a step this long never misses one) and the stall supervisor's progress
+    /// readings. Events do not wait for it (``pumpEvents()``).
+    static let controlInterval = 0.1
 
-    private func watch() async {
+    /// The control step, every ``controlInterval``: a sampled-data loop by design (the
+    /// controller steers on a fixed period), not a poll for events.
+    private func control() async {
         while !Task.isCancelled {
-            while let event = core.pollEvent() { if handle(event) { return } }
             if let status = core.status() {
                 update(status)
                 steer(status)
                 if let mixer, let position = status.position {
                     mixer.tick(position: drift.withLock { $0.presentation(of: position) }, mono: status.mono, rate: controller.withLock { $0.rate })
                 }
+                reports?.yield(.progress(mono: status.mono, presented: status.framesPresented + status.audioFramesPlayed))
             }
-            try? await Task.sleep(for: .milliseconds(Int(Self.watchInterval * 1000)))
+            try? await Task.sleep(for: .milliseconds(Int(Self.controlInterval * 1000)))
+        }
+    }
+
+    /// Reacts to the core's events as they are queued (``CoreEvents``: the core's wakeup, no
+    /// timer); returns when playback is over (ended, failed for good) or the session is stopped.
+    private func pumpEvents() async {
+        for await event in core.events() {
+            if handle(event) { return }
         }
     }
 
@@ -583,8 +605,10 @@ final class PlaybackSession: Sendable {
 
     private func setState(_ state: PlaybackState) {
         let changed = monitor.withLock { m in
-            defer { m.state = state }
-            return m.state != state
+            // Ended and failed are final: a control step in flight does not undo them.
+            guard m.state != state, m.state != .ended, m.state != .error else { return false }
+            m.state = state
+            return true
         }
         if changed { events.send(.stateChanged(state)) }
     }
