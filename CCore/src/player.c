@@ -420,7 +420,7 @@ void mq_player_set_wakeup(mq_player *p, void (*cb)(void *ctx), void *ctx)
         mq_event_queue_set_wakeup(p->events, cb, ctx);
 }
 
-/* ---- mixing API ---- */
+/* ---- clips: opened anywhere (clip.c), handed over here without waiting ---- */
 
 /// Frees the retired clips the audio thread can no longer read. It reads a slot's clip only
 /// between its load of `want` and the `audio_periods` increment that closes that period (both
@@ -505,6 +505,8 @@ int mq_player_stop_clip(mq_player *p, int32_t input)
     mq_clip *none = NULL;
     return mq_player_set_clip(p, input, &none);
 }
+
+/* ---- mixing API ---- */
 
 int mq_player_set_gain(mq_player *p, int32_t input, float gain, double ramp, int32_t shape, double at)
 {
