@@ -56,6 +56,12 @@ mq_test(clip_test)
 add_test(NAME clip COMMAND clip_test "${MQ_MEDIA}/music660.m4a" "${MQ_MEDIA}/music660.wav")
 set_tests_properties(clip PROPERTIES FIXTURES_REQUIRED media)
 
+mq_test(clip_swap_test)
+add_test(NAME clip_swap COMMAND clip_swap_test "${MQ_MEDIA}/music660.m4a" "${MQ_MEDIA}/tone440.mp4"
+  "${MQ_MEDIA}/tone1k.mp4" "${CMAKE_CURRENT_BINARY_DIR}/clip-swap.wav")
+# Real-time (a WAV written on the clock): run alone like the others.
+set_tests_properties(clip_swap PROPERTIES FIXTURES_REQUIRED media RUN_SERIAL ON)
+
 mq_test(e2e_wav_test)
 # Start-up tolerance (s): the audio thread starts later under an emulator (see the test).
 if(CMAKE_CROSSCOMPILING_EMULATOR)

@@ -15,7 +15,8 @@ MQ_ASSUME_NONNULL_BEGIN
 /// the clock reaches it and drops the late ones.
 ///
 /// Threading: every `mq_player_*` function may be called from any one controlling thread at a
-/// time (Swift serialises them). The player's own threads never call back except through the
+/// time (Swift serialises them); `mq_clip_open`, `mq_clip_destroy` and `mq_player_audio_format`
+/// from any thread. The player's own threads never call back except through the
 /// wake-up callback, which only signals.
 typedef struct mq_player mq_player;
 
@@ -207,16 +208,41 @@ int mq_player_start(mq_player *p);
 #define MQ_RAMP_SHAPE_LINEAR 0      ///< Linear in amplitude.
 #define MQ_RAMP_SHAPE_EQUAL_POWER 1 ///< Sine/cosine: a rise and a fall of the same length cross-fade at constant power.
 
-/// Plays the audio of the file at `path` (any format libavformat reads) on clip input `input`
-/// (1…3), replacing what it played: from `offset` seconds into it (modulo its length when
-/// `loop`), heard from presentation time `at` (NAN: now). A looping clip restarts with a
-/// `crossfade`-second linear cross-fade of its end into its start (0…5; the loop is that much
-/// shorter than the file). The file is opened before this returns: MQ_ERR_IO when it cannot be
-/// read, MQ_ERR_DEMUX when it is not media, MQ_ERR_UNSUPPORTED without a decodable audio stream.
+/// A clip: the audio of a file (any format libavformat reads), opened and decoded ahead on its
+/// own thread into PCM at one rate and channel count, ready to be heard on a clip input.
+typedef struct mq_clip mq_clip;
+
+/// Opens the file at `path` for a clip input of a player whose output is `rate` Hz with
+/// `channels` channels (`mq_player_audio_format`): from `offset` seconds into it (modulo its
+/// length when `loop`), to be heard from presentation time `at` (NAN: as soon as it is set). A
+/// looping clip restarts with a `crossfade`-second linear cross-fade of its end into its start
+/// (0…5; the loop is that much shorter than the file). This is the blocking step (file I/O, the
+/// decoder opened, its thread started): it touches no player, and may run on any thread,
+/// concurrently with every other call. MQ_ERR_IO when the file cannot be read, MQ_ERR_DEMUX when
+/// it is not media, MQ_ERR_UNSUPPORTED without a decodable audio stream; `*out` is NULL on failure.
+int mq_clip_open(const char *path, int32_t rate, int32_t channels, double offset, bool loop, double crossfade,
+                 double at, mq_clip *_Nullable *_Nonnull out);
+/// Frees a clip that was never handed to a player (it stops its thread). NULL-safe,
+/// idempotent; sets `*c` to NULL.
+void mq_clip_destroy(mq_clip *_Nullable *_Nonnull c);
+
+/// The output format clips must be opened with: the sample rate the device took (it may differ
+/// from `mq_player_config.sample_rate`) and the channel count. Fixed at create: any thread.
+int mq_player_audio_format(const mq_player *p, int32_t *rate, int32_t *channels);
+
+/// Makes `*clip` play on clip input `input` (1…3), replacing what it played; NULL stops the input.
+/// Never blocks: the audio thread picks the clip up at its next period, and the replaced one is
+/// freed by a later `mq_player_set_clip`, `mq_player_stop_clip`, `mq_player_get_status` or
+/// `mq_player_destroy` once the audio thread can no longer read it. Takes the clip whatever the
+/// result (`*clip` is NULL on return; on failure the clip was destroyed): MQ_ERR_INVALID_ARGUMENT
+/// for a bad input or a clip opened for another format than `mq_player_audio_format`'s.
 /// When a clip that does not loop has played to its end, MQ_EVENT_CLIP_ENDED reports it.
+int mq_player_set_clip(mq_player *p, int32_t input, mq_clip *_Nullable *_Nonnull clip);
+/// `mq_clip_open` with the player's format, then `mq_player_set_clip`: blocks on the file.
 int mq_player_play_clip(mq_player *p, int32_t input, const char *path, double offset, bool loop, double crossfade,
                         double at);
-/// Stops clip input `input` (1…3) at once; ramp its gain down first to avoid a click.
+/// Stops clip input `input` (1…3) at once (`mq_player_set_clip` with NULL; never blocks); ramp
+/// its gain down first to avoid a click.
 int mq_player_stop_clip(mq_player *p, int32_t input);
 /// Ramps input `input`'s gain to `gain` (0…4, 1 = unity) over `ramp` seconds (0: a step, up to
 /// 60) with shape `shape` (`MQ_RAMP_SHAPE_*`), from presentation time `at` (NAN: now). A ramp replaces
@@ -250,6 +276,7 @@ typedef struct mq_status {
     int64_t audio_silence_frames;    ///< Silence frames written while stream audio was missing after it began.
 } mq_status;
 
+/// Fills `out`. Also frees the clips `mq_player_set_clip` replaced once the audio thread is past them.
 int mq_player_get_status(mq_player *p, mq_status *out);
 
 typedef enum mq_event_type {

@@ -155,21 +155,18 @@ static void fill_period(mq_player *p, mq_audio_sync *s, double t_hear, double *t
 }
 
 /// Fills clip input `i` for the period starting at presentation time `t0` (step `dt`); NULL when
-/// it is silent (no clip, or not yet due).
+/// it is silent (no clip, or not yet due). The clip loaded here is read only until mix_period
+/// counts the period (the controlling thread frees a replaced clip after that: player.c).
 static const float *fill_clip(mq_player *p, mq_audio_sync *s, int i, double t0, double dt)
 {
     mq_slot *sl = &p->slots[i];
-    mq_clip *c = atomic_load_explicit(&sl->want, memory_order_acquire);
-    if (c != sl->cur) {
-        sl->cur = c;
-        sl->started = sl->ended_seen = false;
-    }
+    mq_clip *c = atomic_load(&sl->want); // seq_cst, as the swap and audio_periods (reap_clips)
     if (!c)
         return NULL;
     const int n = p->period_frames, ch = p->channels;
     float *buf = s->clip[i];
     int k = 0;
-    if (!sl->started) {
+    if (!c->started) {
         if (!isnan(c->start_at)) {
             if (isnan(t0))
                 return NULL;
@@ -178,14 +175,14 @@ static const float *fill_clip(mq_player *p, mq_audio_sync *s, int i, double t0, 
                 return NULL;
             k = due > 0 ? (int)due : 0;
         }
-        sl->started = true;
+        c->started = true;
         memset(buf, 0, (size_t)k * (size_t)ch * sizeof(float));
     }
     while (k < n) {
         mq_pcm_block *b = mq_pcm_ring_peek(c->ring);
         if (!b) {
-            if (atomic_load_explicit(&c->ring->eof, memory_order_acquire) && !sl->ended_seen) {
-                sl->ended_seen = true;
+            if (atomic_load_explicit(&c->ring->eof, memory_order_acquire) && !c->ended_seen) {
+                c->ended_seen = true;
                 atomic_store(&sl->ended_error, atomic_load(&c->error));
                 atomic_fetch_add(&sl->ended, 1);
             }
@@ -207,7 +204,7 @@ static void mix_period(mq_player *p, mq_audio_sync *s, double t0, double dt)
     for (int i = 1; i < MQ_MIXER_MAX_INPUTS; i++)
         in[i] = fill_clip(p, s, i, t0, dt);
     mq_mixer_process(p->mixer, in, p->period_frames, t0, dt, s->out, MQ_SAMPLE_S16);
-    atomic_fetch_add(&p->audio_periods, 1); // after the last read of a clip this period
+    atomic_fetch_add(&p->audio_periods, 1); // seq_cst, after the last read of a clip this period
 }
 
 /// Virtual device for outputs that do not pace: frames written minus frames "played" since

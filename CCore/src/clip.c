@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "mq_err.h"
 #include "mq_player.h"
 #include "resample.h"
@@ -26,6 +27,7 @@ struct mq_clip_priv {
     pthread_t thread;
     bool thread_started;
     _Atomic bool quit;
+    _Atomic bool exited; // the clip thread is returning: a join will not wait
     // clip thread only
     AVFormatContext *fmt;
     AVCodecContext *dec;
@@ -220,6 +222,7 @@ static void *clip_main(void *arg)
         atomic_store(&c->error, ret);
         atomic_store(&c->ring->eof, true);
     }
+    atomic_store(&q->exited, true);
     return NULL;
 }
 
@@ -251,11 +254,15 @@ static int open_input(mq_clip *c, const char *path)
     return MQ_OK;
 }
 
-int mq_clip_create(const char *path, int32_t rate, int32_t channels, double offset, bool loop, double crossfade,
-                   double start_at, mq_clip **out)
+int mq_clip_open(const char *path, int32_t rate, int32_t channels, double offset, bool loop, double crossfade,
+                 double start_at, mq_clip **out)
 {
-    if (!path || !out || rate <= 0 || channels <= 0 || !(offset >= 0) || !(crossfade >= 0) || crossfade > 5)
+    if (out)
+        *out = NULL;
+    if (!path || !out || rate <= 0 || channels <= 0 || channels > 8 || !(offset >= 0) ||
+        !isfinite(offset) || !(crossfade >= 0) || crossfade > 5 || isinf(start_at))
         return MQ_ERR_INVALID_ARGUMENT;
+    mq_ffmpeg_init(); // a clip may be opened before any player exists
     mq_clip *c = calloc(1, sizeof *c);
     struct mq_clip_priv *q = c ? calloc(1, sizeof *q) : NULL;
     if (!q) {
@@ -263,6 +270,8 @@ int mq_clip_create(const char *path, int32_t rate, int32_t channels, double offs
         return MQ_ERR_NO_MEMORY;
     }
     c->priv = q;
+    c->rate = rate;
+    c->channels = channels;
     c->start_at = start_at;
     q->rate = rate;
     q->channels = channels;
@@ -300,6 +309,17 @@ int mq_clip_create(const char *path, int32_t rate, int32_t channels, double offs
 fail:
     mq_clip_destroy(&c);
     return ret;
+}
+
+void mq_clip_stop(mq_clip *c)
+{
+    if (c && c->priv)
+        atomic_store(&c->priv->quit, true);
+}
+
+bool mq_clip_stopped(mq_clip *c)
+{
+    return !c->priv || !c->priv->thread_started || atomic_load(&c->priv->exited);
 }
 
 void mq_clip_destroy(mq_clip **pc)

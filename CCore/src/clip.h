@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "mq_player.h"
 #include "pcm_ring.h"
 
 /// A clip: an audio file (anything libavformat reads: the mute music, an ad creative) decoded
@@ -12,22 +13,30 @@
 /// ring the audio thread plays from. A looping clip restarts at its end with a short linear
 /// cross-fade of its last and first `crossfade` seconds, so the loop point never clicks (the
 /// loop is then `crossfade` shorter than the file).
-typedef struct mq_clip {
-    // immutable after create
+///
+/// Public as an opaque `mq_clip` (mq_player.h): `mq_clip_open` and `mq_clip_destroy` are the
+/// public API; `mq_player_set_clip` hands one to a player.
+struct mq_clip {
+    // immutable after open
     mq_pcm_ring *ring;   ///< decoded audio: clip thread → audio thread
+    int32_t rate, channels; ///< the format it decodes to (must be the player's)
     double start_at;     ///< presentation time it is heard from (NAN: as soon as it is installed)
     double duration;     ///< seconds, 0 when unknown
     // clip thread → anyone
     _Atomic int error;   ///< mq_err of a decode failure, 0 none
+    // audio thread only, once installed on a player (a fresh clip starts false: kept here, not
+    // in the slot, so a clip allocated where a freed one was never inherits its state)
+    bool started;        ///< reached its start time
+    bool ended_seen;     ///< its end was counted in the slot
+    // controlling thread only, once retired by the player (see player.c, retire)
+    uint64_t retired_epoch; ///< `audio_periods` right after it was swapped out
     struct mq_clip_priv *priv;
-} mq_clip;
+};
 
-/// Opens `path` and its first audio stream now (so a bad file fails here, with MQ_ERR_IO when it
-/// cannot be opened, MQ_ERR_DEMUX when it is not media, MQ_ERR_UNSUPPORTED without a decodable
-/// audio stream) and starts decoding from `offset` seconds (modulo the length when looping).
-int mq_clip_create(const char *path, int32_t rate, int32_t channels, double offset, bool loop, double crossfade,
-                   double start_at, mq_clip **out);
-/// Stops the thread and frees everything. The audio thread must no longer read the ring.
-void mq_clip_destroy(mq_clip **c);
+/// Asks the clip thread to stop (no wait): a retired clip stops decoding at once, and its later
+/// `mq_clip_destroy` joins a thread that has already ended. The ring stays readable.
+void mq_clip_stop(mq_clip *c);
+/// True once the clip thread has ended (or never ran): `mq_clip_destroy` will not wait for it.
+bool mq_clip_stopped(mq_clip *c);
 
 #endif

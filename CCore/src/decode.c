@@ -17,7 +17,8 @@
 /// The decode thread of one track: waits for bytes, opens a demuxer session on them (init
 /// segment to the next init segment or the end), decodes, and hands the results on: pictures
 /// to the video frame queue, audio resampled to float interleaved at the output rate into the
-/// PCM ring. Errors become ERROR events; a broken stream waits for mq_player_reset_track.
+/// PCM ring `pcm` (the tempo thread passes it on to the audio thread). Errors become ERROR
+/// events; a broken stream waits for mq_player_reset_track.
 
 typedef struct mq_decoder {
     // decode thread only (lives on its stack)

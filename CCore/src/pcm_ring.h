@@ -15,8 +15,10 @@ typedef struct mq_pcm_block {
     float *data;    ///< capacity × channels floats, allocated once.
 } mq_pcm_block;
 
-/// Single-producer (decode thread) single-consumer (audio thread) lock-free ring of
-/// preallocated blocks. Nothing here allocates, locks or blocks after create.
+/// Single-producer single-consumer lock-free ring of preallocated blocks. The player has three
+/// kinds: `pcm` (audio decode thread → tempo thread), `out` (tempo thread → audio thread) and
+/// each clip's ring (clip thread → audio thread). Nothing here allocates, locks or blocks after
+/// create.
 typedef struct mq_pcm_ring {
     // immutable after create
     uint32_t nblocks; // power of two
@@ -27,8 +29,9 @@ typedef struct mq_pcm_ring {
     _Atomic uint32_t tail;      // next block the consumer reads (consumer stores)
     _Atomic uint32_t gen;       // producer bumps it to flush; the consumer skips older blocks
     _Atomic bool eof;           // producer: no more blocks in this generation
-    _Atomic double queued_until; // producer: end time of the last committed block (NAN: none)
-    // consumer (audio thread) only
+    _Atomic double queued_until; // producer: end time of the last committed block (NAN: none);
+                                 // read anywhere (mq_player_get_status)
+    // consumer only
     int32_t read_off; // frames of the tail block already consumed
 } mq_pcm_ring;
 

@@ -3,18 +3,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <libavutil/log.h>
-#include <libavutil/mem.h>
-
 #include "decoder_open.h"
 #include "log.h"
 #include "mq_err.h"
 #include "player_internal.h"
 #include "thread.h"
 
-/// The player: owns the outputs, the tracks (byte queue + decode thread each), the audio
-/// (master clock), video and monitor threads. The monitor turns the audio thread's atomic
-/// flags into events and decides BUFFERING / PLAYING / ENDED.
+/// The player: owns the outputs, the tracks (byte queue + decode thread each), the tempo,
+/// audio (master clock), video and monitor threads, and the clips handed to it. Everything here
+/// runs on the controlling thread (see ARCHITECTURE-C.md for the threads and what they share).
+
+static void reap_clips(mq_player *p, bool all);
 
 /* ---- tracks ---- */
 
@@ -63,90 +62,6 @@ static mq_track *find_track(mq_player *p, int32_t id)
     return id >= 1 && id <= p->ntracks ? p->tracks[id - 1] : NULL;
 }
 
-/* ---- monitor thread ---- */
-
-static void monitor_audio(mq_player *p)
-{
-    uint32_t underruns = atomic_load(&p->underruns), xruns = atomic_load(&p->xruns);
-    if (underruns != p->seen_underruns) {
-        p->seen_underruns = underruns;
-        double at = atomic_load(&p->underrun_media);
-        mq_event_queue_push(p->events, MQ_EVENT_UNDERRUN, -1, 0, at, "audio ran dry at %.3f", at);
-    }
-    if (xruns != p->seen_xruns) {
-        p->seen_xruns = xruns;
-        mq_event_queue_push(p->events, MQ_EVENT_UNDERRUN, -1, 0, NAN,
-                            "audio device underrun (xrun) recovered");
-    }
-    int err = atomic_load(&p->audio_error);
-    if (err != 0 && err != p->seen_audio_error) {
-        p->seen_audio_error = err;
-        atomic_store(&p->state, MQ_STATE_ERROR);
-        mq_event_queue_push(p->events, MQ_EVENT_ERROR, -1, err, NAN, "audio output failed: %s",
-                            mq_err_string(err));
-    }
-}
-
-static void monitor_clips(mq_player *p)
-{
-    for (int i = 1; i < MQ_MIXER_MAX_INPUTS; i++) {
-        mq_slot *sl = &p->slots[i];
-        uint32_t ended = atomic_load(&sl->ended);
-        if (ended == sl->ended_reported)
-            continue;
-        sl->ended_reported = ended;
-        int err = atomic_load(&sl->ended_error);
-        mq_event_queue_push(p->events, MQ_EVENT_CLIP_ENDED, i, err, NAN, err ? "clip on input %d ended: %s" : "clip on input %d ended",
-                            i, mq_err_string(err));
-    }
-}
-
-static bool track_presented(mq_player *p, mq_track *t, double now)
-{
-    if (!atomic_load(&t->input_done))
-        return false;
-    if (t->kind == MQ_TRACK_VIDEO) {
-        double last;
-        return mq_frame_queue_pending(p->vq, &last) == 0;
-    }
-    return atomic_load(&p->drained_gen) == (int64_t)atomic_load(&p->out->gen) &&
-           now >= atomic_load(&p->drained_mono);
-}
-
-static void monitor_state(mq_player *p)
-{
-    double now = mq_clock_now();
-    bool done = p->ntracks > 0;
-    for (int i = 0; i < p->ntracks; i++)
-        done = done && track_presented(p, p->tracks[i], now);
-    if (done && !p->ended_sent) {
-        p->ended_sent = true;
-        if (atomic_load(&p->state) != MQ_STATE_ERROR)
-            atomic_store(&p->state, MQ_STATE_ENDED);
-        mq_event_queue_push(p->events, MQ_EVENT_ENDED, -1, 0, NAN, "every track ended");
-        return;
-    }
-    if (done || atomic_load(&p->state) == MQ_STATE_ERROR)
-        return;
-    p->ended_sent = false;
-    bool playing = atomic_load(&p->frames_presented) > 0 || atomic_load(&p->audio_frames_played) > 0;
-    atomic_store(&p->state, playing ? MQ_STATE_PLAYING : MQ_STATE_BUFFERING);
-}
-
-static void *monitor_main(void *arg)
-{
-    mq_player *p = arg;
-    pthread_mutex_lock(&p->lock);
-    while (!atomic_load(&p->quit)) {
-        mq_cond_wait_until(&p->cond, &p->lock, mq_clock_now() + 0.02);
-        monitor_audio(p);
-        monitor_clips(p);
-        monitor_state(p);
-    }
-    pthread_mutex_unlock(&p->lock);
-    return NULL;
-}
-
 /* ---- create / destroy ---- */
 
 static int apply_config(mq_player *p, const mq_player_config *cfg, int *buffer_ms, int *queue)
@@ -183,18 +98,6 @@ static void init_shared(mq_player *p)
     atomic_init(&p->drained_mono, 0.0);
 }
 
-/// The largest single allocation FFmpeg may make: an 8K 10-bit picture is 100 MB; a hostile
-/// box size made libavformat ask for 2 GB at once (a fuzz input), which now fails as ENOMEM
-/// and costs the segment, not the box's memory.
-#define MQ_MAX_AV_ALLOC ((size_t)128 << 20)
-
-static void ffmpeg_once(void)
-{
-    if (!getenv("MQ_FFMPEG_LOG"))
-        av_log_set_level(AV_LOG_FATAL); // our events report errors; keep stderr clean
-    av_max_alloc(MQ_MAX_AV_ALLOC);
-}
-
 static int open_outputs(mq_player *p, const mq_player_config *cfg, int buffer_ms, int queue)
 {
     mq_video_out_options vopts = {.fit = cfg->video_fit, .rotation = cfg->video_rotation, .poster = cfg->poster};
@@ -216,11 +119,10 @@ static int open_outputs(mq_player *p, const mq_player_config *cfg, int buffer_ms
 
 int mq_player_create(const mq_player_config *cfg, mq_player **out)
 {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
     if (!cfg || !out)
         return MQ_ERR_INVALID_ARGUMENT;
     *out = NULL;
-    pthread_once(&once, ffmpeg_once);
+    mq_ffmpeg_init();
     mq_player *p = calloc(1, sizeof *p);
     if (!p)
         return MQ_ERR_NO_MEMORY;
@@ -258,15 +160,15 @@ static void stop_threads(mq_player *p)
         pthread_cond_broadcast(&p->cond);
         pthread_mutex_unlock(&p->lock);
     }
-    if (p->audio_running)
-        pthread_join(p->audio_thread, NULL);
-    if (p->tempo_running)
-        pthread_join(p->tempo_thread, NULL);
-    if (p->video_running)
-        pthread_join(p->video_thread, NULL);
-    if (p->monitor_running)
-        pthread_join(p->monitor_thread, NULL);
-    p->audio_running = p->video_running = p->monitor_running = p->tempo_running = false;
+    if (p->ctl.audio_running)
+        pthread_join(p->ctl.audio_thread, NULL);
+    if (p->ctl.tempo_running)
+        pthread_join(p->ctl.tempo_thread, NULL);
+    if (p->ctl.video_running)
+        pthread_join(p->ctl.video_thread, NULL);
+    if (p->ctl.monitor_running)
+        pthread_join(p->ctl.monitor_thread, NULL);
+    p->ctl.audio_running = p->ctl.video_running = p->ctl.monitor_running = p->ctl.tempo_running = false;
     for (int i = 0; i < p->ntracks; i++)
         track_destroy(&p->tracks[i]); // joins its decode thread
 }
@@ -283,6 +185,7 @@ void mq_player_destroy(mq_player **pp)
         mq_clip *c = atomic_exchange(&p->slots[i].want, NULL);
         mq_clip_destroy(&c); // every thread is stopped
     }
+    reap_clips(p, true); // every thread is stopped: frees every retired clip
     mq_audio_sync_uninit(p);
     mq_frame_queue_destroy(&p->vq);
     mq_pcm_ring_destroy(&p->pcm);
@@ -427,27 +330,27 @@ int mq_player_start(mq_player *p)
 {
     if (!p)
         return MQ_ERR_INVALID_ARGUMENT;
-    if (p->started)
+    if (p->ctl.started)
         return MQ_ERR_STATE;
-    p->started = true;
+    p->ctl.started = true;
     atomic_store(&p->state, MQ_STATE_BUFFERING);
-    int ret = mq_thread_start(&p->tempo_thread, mq_tempo_thread_main, p, "mq-tempo");
-    p->tempo_running = ret >= 0;
+    int ret = mq_thread_start(&p->ctl.tempo_thread, mq_tempo_thread_main, p, "mq-tempo");
+    p->ctl.tempo_running = ret >= 0;
     if (ret >= 0)
-        ret = mq_thread_start(&p->audio_thread, mq_audio_thread_main, p, "mq-audio");
-    p->audio_running = p->tempo_running && ret >= 0;
+        ret = mq_thread_start(&p->ctl.audio_thread, mq_audio_thread_main, p, "mq-audio");
+    p->ctl.audio_running = p->ctl.tempo_running && ret >= 0;
     if (ret >= 0)
-        ret = mq_thread_start(&p->video_thread, mq_video_thread_main, p, "mq-video");
-    p->video_running = p->audio_running && ret >= 0;
+        ret = mq_thread_start(&p->ctl.video_thread, mq_video_thread_main, p, "mq-video");
+    p->ctl.video_running = p->ctl.audio_running && ret >= 0;
     if (ret >= 0)
-        ret = mq_thread_start(&p->monitor_thread, monitor_main, p, "mq-monitor");
-    p->monitor_running = p->video_running && ret >= 0;
+        ret = mq_thread_start(&p->ctl.monitor_thread, mq_monitor_thread_main, p, "mq-monitor");
+    p->ctl.monitor_running = p->ctl.video_running && ret >= 0;
     if (ret >= 0) {
         // Output threads keep their timing on a loaded box when the process may use RT
         // scheduling; without the privilege they simply stay SCHED_OTHER.
-        mq_thread_set_realtime(p->audio_thread, 20);
-        mq_thread_set_realtime(p->tempo_thread, 15); // feeds the audio thread ~170 ms ahead
-        mq_thread_set_realtime(p->video_thread, 10);
+        mq_thread_set_realtime(p->ctl.audio_thread, 20);
+        mq_thread_set_realtime(p->ctl.tempo_thread, 15); // feeds the audio thread ~170 ms ahead
+        mq_thread_set_realtime(p->ctl.video_thread, 10);
     }
     return ret;
 }
@@ -479,6 +382,7 @@ int mq_player_get_status(mq_player *p, mq_status *out)
 {
     if (!p || !out)
         return MQ_ERR_INVALID_ARGUMENT;
+    reap_clips(p, false); // the call the controlling thread makes often
     double now = mq_clock_now(), last;
     mq_frame_queue_pending(p->vq, &last);
     *out = (mq_status){
@@ -516,52 +420,93 @@ void mq_player_set_wakeup(mq_player *p, void (*cb)(void *ctx), void *ctx)
         mq_event_queue_set_wakeup(p->events, cb, ctx);
 }
 
-/* ---- mixing API ---- */
+/* ---- clips: opened anywhere (clip.c), handed over here without waiting ---- */
 
-/// Installs `c` (or nothing) on clip input `i` and destroys the clip it replaces once the audio
-/// thread has finished a period after the swap (it reads `want` once per period).
-static void swap_clip(mq_player *p, int i, mq_clip *c)
+/// Frees the retired clips the audio thread can no longer read. It reads a slot's clip only
+/// between its load of `want` and the `audio_periods` increment that closes that period (both
+/// seq_cst, as is the swap): a period that loads `want` after the swap gets the new clip, so
+/// once `audio_periods` has moved past the value read right after the swap, the period that may
+/// have loaded the old clip is over and no later one can load it. Unless `all` (destroy), a clip
+/// whose thread has not yet ended waits for a later call: the caller never waits for a join.
+static void reap_clips(mq_player *p, bool all)
 {
-    mq_clip *old = atomic_exchange(&p->slots[i].want, c);
-    if (!old)
-        return;
-    pthread_mutex_lock(&p->lock);
-    bool running = p->audio_running;
-    pthread_mutex_unlock(&p->lock);
-    if (running) {
-        uint64_t epoch = atomic_load(&p->audio_periods);
-        double deadline = mq_clock_now() + 2.0;
-        while (atomic_load(&p->audio_periods) == epoch && mq_clock_now() < deadline)
-            mq_sleep_until(mq_clock_now() + 0.001);
-        if (atomic_load(&p->audio_periods) == epoch) {
-            // The audio thread is stuck in the device: leak rather than free what it may read.
-            mq_log(MQ_LOG_WARN, "clip on input %d left allocated: the audio thread made no progress for 2 s", i);
-            return;
+    uint64_t periods = atomic_load(&p->audio_periods);
+    for (int i = 0; i < MQ_RETIRED_CLIPS; i++) {
+        mq_clip *c = p->ctl.retired[i];
+        if (c && (!p->ctl.audio_running || periods != c->retired_epoch) && (all || mq_clip_stopped(c)))
+            mq_clip_destroy(&p->ctl.retired[i]);
+    }
+}
+
+static bool keep_retired(mq_player *p, mq_clip *c)
+{
+    for (int i = 0; i < MQ_RETIRED_CLIPS; i++) {
+        if (!p->ctl.retired[i]) {
+            p->ctl.retired[i] = c;
+            return true;
         }
     }
-    mq_clip_destroy(&old);
+    return false;
+}
+
+/// Keeps `old`, just swapped out of clip input `input`, until `reap_clips` may free it.
+static void retire_clip(mq_player *p, int input, mq_clip *old)
+{
+    if (!old)
+        return;
+    mq_clip_stop(old);
+    old->retired_epoch = atomic_load(&p->audio_periods); // after the swap (see reap_clips)
+    if (keep_retired(p, old))
+        return;
+    reap_clips(p, true); // full: free those past their epoch even if that means a short join
+    if (keep_retired(p, old))
+        return;
+    // The audio thread finished no period through MQ_RETIRED_CLIPS swaps: it is stuck in the
+    // device. Leak rather than free what it may still read.
+    mq_log(MQ_LOG_WARN, "clip on input %d left allocated: the audio thread made no progress", input);
+}
+
+int mq_player_audio_format(const mq_player *p, int32_t *rate, int32_t *channels)
+{
+    if (!p || !rate || !channels)
+        return MQ_ERR_INVALID_ARGUMENT;
+    *rate = p->sample_rate;
+    *channels = p->channels;
+    return MQ_OK;
+}
+
+int mq_player_set_clip(mq_player *p, int32_t input, mq_clip **clip)
+{
+    mq_clip *c = clip ? *clip : NULL;
+    if (clip)
+        *clip = NULL; // ours whatever the result
+    if (!p || !clip || input < 1 || input >= MQ_MIXER_MAX_INPUTS ||
+        (c && (c->rate != p->sample_rate || c->channels != p->channels))) {
+        mq_clip_destroy(&c); // never installed: no other thread has seen it
+        return MQ_ERR_INVALID_ARGUMENT;
+    }
+    reap_clips(p, false); // room for the one retired next
+    retire_clip(p, input, atomic_exchange(&p->slots[input].want, c));
+    reap_clips(p, false); // frees it at once when no audio thread runs (and its thread ended)
+    return MQ_OK;
 }
 
 int mq_player_play_clip(mq_player *p, int32_t input, const char *path, double offset, bool loop, double crossfade, double at)
 {
-    if (!p || !path || input < 1 || input >= MQ_MIXER_MAX_INPUTS || !(offset >= 0) || !isfinite(offset) ||
-        !(crossfade >= 0 && crossfade <= 5) || isinf(at))
+    if (!p || !path || input < 1 || input >= MQ_MIXER_MAX_INPUTS)
         return MQ_ERR_INVALID_ARGUMENT;
     mq_clip *c = NULL;
-    int ret = mq_clip_create(path, p->sample_rate, p->channels, offset, loop, crossfade, at, &c);
-    if (ret < 0)
-        return ret;
-    swap_clip(p, input, c);
-    return MQ_OK;
+    int ret = mq_clip_open(path, p->sample_rate, p->channels, offset, loop, crossfade, at, &c);
+    return ret < 0 ? ret : mq_player_set_clip(p, input, &c);
 }
 
 int mq_player_stop_clip(mq_player *p, int32_t input)
 {
-    if (!p || input < 1 || input >= MQ_MIXER_MAX_INPUTS)
-        return MQ_ERR_INVALID_ARGUMENT;
-    swap_clip(p, input, NULL);
-    return MQ_OK;
+    mq_clip *none = NULL;
+    return mq_player_set_clip(p, input, &none);
 }
+
+/* ---- mixing API ---- */
 
 int mq_player_set_gain(mq_player *p, int32_t input, float gain, double ramp, int32_t shape, double at)
 {

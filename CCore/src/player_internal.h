@@ -32,31 +32,29 @@ typedef struct mq_track {
     mq_player *player;
     int32_t id;
     mq_track_kind kind;
-    _Atomic double pts_offset; // controlling thread (add, set_track_offset); decode thread reads
     mq_byte_queue *input;
     pthread_t thread;
     bool thread_started;
-    // written by the decode thread, read anywhere
-    _Atomic bool input_done; // everything of the ended input was decoded and handed on
+    // atomics: written by the thread named, read anywhere
+    _Atomic double pts_offset; // controlling thread (add_track, set_track_offset); the decode thread
+                               // reads it, and stores the one a discontinuity carries
+    _Atomic bool input_done;   // decode thread (everything of the ended input was decoded and
+                               // handed on); the controlling thread clears it on reset_track
 } mq_track;
 
 /// A mixer input that plays clips (inputs 1…MQ_MIXER_MAX_INPUTS−1; input 0 is the stream).
-/// The controlling thread installs a clip by storing `want`; the audio thread picks it up at its
-/// next period. A replaced clip is destroyed once `audio_periods` shows that a whole period
-/// ended after the swap (no lock on the audio thread: an epoch, not a mutex).
+/// The controlling thread installs a clip by swapping `want`; the audio thread loads it once
+/// per period. The replaced clip is retired, then freed once `audio_periods` shows the period
+/// that may have loaded it is over (player.c, reap_clips): an epoch, no lock on the audio thread.
+/// The clip's own `started`/`ended_seen` are the audio thread's per-clip state.
 typedef struct mq_slot {
-    _Atomic(mq_clip *) want;     // controlling thread
-    _Atomic uint32_t ended;      // audio thread: clips that played to their end
+    _Atomic(mq_clip *) want;     // controlling thread swaps (seq_cst); audio thread loads (seq_cst)
+    _Atomic uint32_t ended;      // audio thread: clips that played to their end; monitor reads
     _Atomic int ended_error;     // audio thread: the last ended clip's decode error (mq_err), 0 none
-    // audio thread only
-    mq_clip *cur;                // the clip being played
-    bool started;                // cur has reached its start time
-    bool ended_seen;
-    // monitor thread only
-    uint32_t ended_reported;
 } mq_slot;
 
-/// State of the audio (master clock) loop. Audio thread only.
+/// Audio thread (audio_thread.c) only while it runs: the master-clock loop's state and its
+/// preallocated buffers (allocated by create, freed by destroy when the thread is stopped).
 typedef struct mq_audio_sync {
     float *mix;          // period × channels, preallocated: the stream (mixer input 0)
     float *clip[MQ_MIXER_MAX_INPUTS]; // period × channels each, preallocated: clip inputs 1…
@@ -67,11 +65,11 @@ typedef struct mq_audio_sync {
     bool paced;          // the device paces us; else the virtual device below does
     double virt_t0;      // virtual device: monotonic time of frame 0
     int64_t virt_frames; // virtual device: frames written since virt_t0
-    uint32_t gen;        // ring generation last seen
-    uint32_t xruns_seen;
+    uint32_t gen;        // `out` ring generation last seen
+    uint32_t xruns_seen; // ao->xruns last counted
 } mq_audio_sync;
 
-/// State of the tempo stage (tempo_thread.c). Tempo thread only.
+/// Tempo thread (tempo_thread.c) only: the stage between the `pcm` and `out` rings.
 typedef struct mq_tempo {
     mq_stretch st;   // open while stretching
     double media;    // presentation time of the next stretched frame
@@ -80,39 +78,72 @@ typedef struct mq_tempo {
     bool failed;     // the stretch could not be built: rate 1 from then on
 } mq_tempo;
 
+/// Video thread (video_thread.c) only: presentation bookkeeping.
+typedef struct mq_video_state {
+    uint32_t overlay_seen;       // overlay_gen last copied
+    mq_vo_overlay overlay_want;  // copy of overlay_req, taken under lock
+    double last_present_mono;    // when the last picture was presented, 0 before one
+    double av_window_start;      // the second av_window_peak covers began (monotonic), 0 none
+    double av_window_peak;       // the largest |A/V offset| in it so far, signed; NAN none
+} mq_video_state;
+
+/// Monitor thread (monitor_thread.c) only: what it has already turned into events.
+typedef struct mq_monitor {
+    uint32_t seen_underruns, seen_xruns;
+    int seen_audio_error;
+    bool ended_sent;
+    uint32_t clips_ended[MQ_MIXER_MAX_INPUTS]; // each slot's `ended` last reported
+} mq_monitor;
+
+/// Clips swapped out and not yet freed: a retired clip is freed one audio period (10 ms) later,
+/// so this many fill only when the audio thread finished no period during as many swaps.
+#define MQ_RETIRED_CLIPS 32
+
+/// The controlling thread (the caller of mq_player_*, one at a time) only.
+typedef struct mq_control {
+    bool started;
+    bool audio_running, video_running, monitor_running, tempo_running;
+    pthread_t audio_thread, video_thread, monitor_thread, tempo_thread;
+    mq_clip *retired[MQ_RETIRED_CLIPS]; // swapped out, not yet freed (player.c, reap_clips)
+} mq_control;
+
 struct mq_player {
-    // immutable after create
+    // immutable after create (the pointed-to objects have their own contracts)
     int32_t sample_rate, channels, period_frames, buffer_frames;
     char *decoders; // mq_player_config.decoders (copy), NULL: the default decoders
     int decode_threads; // mq_player_config.decode_threads
     double demux_rollover; // mq_player_config.demux_rollover (s, > 0)
-    mq_audio_out *ao;
-    mq_video_out *vo;
-    mq_event_queue *events;
-    mq_pcm_ring *pcm; // decoded stream audio: decode thread → tempo thread
-    mq_pcm_ring *out; // audio to play, stamped: tempo thread → audio thread
-    mq_mixer *mixer;  // gains: controlling thread; mixing: audio thread
-    mq_slot slots[MQ_MIXER_MAX_INPUTS]; // [0] unused (the stream)
-    mq_frame_queue *vq;
-    int sync_ok;
+    mq_audio_out *ao;  // audio thread uses it while it runs
+    mq_video_out *vo;  // video thread uses it while it runs
+    mq_event_queue *events; // any thread pushes (locked inside), the controlling thread polls
+    mq_pcm_ring *pcm;  // decoded stream audio: decode thread → tempo thread (SPSC)
+    mq_pcm_ring *out;  // audio to play, stamped: tempo thread → audio thread (SPSC)
+    mq_mixer *mixer;   // gains: controlling thread (its own command ring); mixing: audio thread
+    mq_frame_queue *vq; // decoded pictures: video decode thread → video thread (locked inside)
+    int sync_ok;       // which of lock/cond create initialised (for destroy)
 
-    // protected by lock (monitor sleeps on cond)
+    mq_slot slots[MQ_MIXER_MAX_INPUTS]; // [0] unused (the stream); see mq_slot
+
+    // lock: the monitor holds it while it works and sleeps on cond between rounds
     pthread_mutex_t lock;
-    pthread_cond_t cond;
-    mq_track *tracks[MQ_MAX_TRACKS];
-    int ntracks;
-    bool started, audio_running, video_running, monitor_running, tempo_running;
-    pthread_t audio_thread, video_thread, monitor_thread, tempo_thread;
+    pthread_cond_t cond;      // destroy broadcasts it to wake the monitor
+    mq_track *tracks[MQ_MAX_TRACKS]; // appended under lock by the controlling thread (their only
+    int ntracks;                     // writer, which reads them unlocked); the monitor reads under lock
+    mq_vo_overlay overlay_req; // written by mq_player_set_overlay, copied by the video thread;
+                               // overlay_gen is bumped after the write
 
     // atomics: written by the thread named, read anywhere
     _Atomic bool quit;                 // controlling thread (destroy)
-    _Atomic int state;                 // monitor, controlling thread
+    _Atomic uint32_t overlay_gen;      // controlling thread (set_overlay)
+    _Atomic int state;                 // monitor, controlling thread (start)
     _Atomic double wall_offset;        // controlling thread
-    mq_clock clock;                    // timeline: controlling thread; audio: audio thread
-    _Atomic int64_t frames_decoded;    // decode threads
+    mq_clock clock;                    // timeline: controlling thread; audio: audio thread (seqlocks)
+    _Atomic int64_t frames_decoded;    // video decode thread
     _Atomic int64_t frames_presented;  // video thread
-    _Atomic int64_t frames_dropped;    // video and decode threads
-    _Atomic int64_t audio_frames_played, audio_frames_dropped, audio_silence_frames; // audio (+decode)
+    _Atomic int64_t frames_dropped;    // video and video decode threads
+    _Atomic int64_t audio_frames_played;  // audio thread
+    _Atomic int64_t audio_frames_dropped; // audio and tempo threads (late input skipped)
+    _Atomic int64_t audio_silence_frames; // audio thread
     _Atomic double audio_delay;        // audio thread, seconds
     _Atomic double first_frame_mono;   // video thread
     _Atomic double av_offset;          // video thread: audio heard as the last picture became visible minus its pts, NAN none
@@ -124,29 +155,14 @@ struct mq_player {
     _Atomic int audio_error;           // audio thread: last device error (mq_err), 0 none
     _Atomic int64_t drained_gen;       // audio thread: ring generation fully heard, -1 none
     _Atomic double drained_mono;       // audio thread: when its last sample is heard
-    _Atomic uint64_t audio_periods;    // audio thread: periods mixed (the clip-swap epoch)
+    _Atomic uint64_t audio_periods;    // audio thread: periods mixed (the clip-swap epoch, seq_cst)
 
-    // audio thread only
-    mq_audio_sync as;
-
-    // tempo thread only
-    mq_tempo tempo;
-
-    // overlay requested by mq_player_set_overlay: written under lock, overlay_gen bumped after
-    mq_vo_overlay overlay_req;
-    _Atomic uint32_t overlay_gen;
-
-    // video thread only
-    uint32_t overlay_seen;       // overlay_gen last copied
-    mq_vo_overlay overlay_want;  // copy of overlay_req
-    double last_present_mono;    // when the last picture was presented, 0 before one
-    double av_window_start;      // the second av_window_peak covers began (monotonic), 0 none
-    double av_window_peak;       // the largest |A/V offset| in it so far, signed; NAN none
-
-    // monitor thread only
-    uint32_t seen_underruns, seen_xruns;
-    int seen_audio_error;
-    bool ended_sent;
+    // each thread's own state: touched by that thread only (see each type)
+    mq_control ctl;      // controlling thread
+    mq_audio_sync as;    // audio thread
+    mq_tempo tempo;      // tempo thread
+    mq_video_state video; // video thread
+    mq_monitor monitor;  // monitor thread
 };
 
 /// decode.c: the body of a track's decode thread.
@@ -157,6 +173,8 @@ void mq_audio_sync_uninit(mq_player *p);
 void *mq_audio_thread_main(void *player);
 /// tempo_thread.c
 void *mq_tempo_thread_main(void *player);
+/// monitor_thread.c
+void *mq_monitor_thread_main(void *player);
 /// video_thread.c
 void *mq_video_thread_main(void *player);
 

@@ -64,19 +64,19 @@ static void measure_av(mq_player *p, double pts, double now, double at)
     if (!mq_clock_audio(&p->clock, at, &heard)) {
         atomic_store(&p->av_offset, NAN);
         atomic_store(&p->av_offset_peak, NAN);
-        p->av_window_start = 0;
+        p->video.av_window_start = 0;
         return;
     }
     double offset = heard - pts;
     atomic_store(&p->av_offset, offset);
-    if (p->av_window_start == 0 || now - p->av_window_start >= 1.0) {
-        if (p->av_window_start != 0)
-            atomic_store(&p->av_offset_peak, p->av_window_peak);
-        p->av_window_start = now;
-        p->av_window_peak = offset;
+    if (p->video.av_window_start == 0 || now - p->video.av_window_start >= 1.0) {
+        if (p->video.av_window_start != 0)
+            atomic_store(&p->av_offset_peak, p->video.av_window_peak);
+        p->video.av_window_start = now;
+        p->video.av_window_peak = offset;
     }
-    else if (fabs(offset) > fabs(p->av_window_peak))
-        p->av_window_peak = offset;
+    else if (fabs(offset) > fabs(p->video.av_window_peak))
+        p->video.av_window_peak = offset;
 }
 
 static void present_head(mq_player *p, const mq_vframe *head)
@@ -91,7 +91,7 @@ static void present_head(mq_player *p, const mq_vframe *head)
     if (ret >= 0) {
         after_present(p, &v, now);
         measure_av(p, v.pts, now, at);
-        p->last_present_mono = now;
+        p->video.last_present_mono = now;
     }
     else
         mq_event_queue_push(p->events, MQ_EVENT_ERROR, -1, MQ_ERR_VIDEO_DEVICE, v.pts,
@@ -115,15 +115,15 @@ static void consume_head(mq_player *p, const mq_vframe *head)
 static mq_vo_overlay wanted_overlay(mq_player *p, double now)
 {
     uint32_t gen = atomic_load(&p->overlay_gen);
-    if (gen != p->overlay_seen) {
+    if (gen != p->video.overlay_seen) {
         pthread_mutex_lock(&p->lock);
-        p->overlay_want = p->overlay_req;
+        p->video.overlay_want = p->overlay_req;
         pthread_mutex_unlock(&p->lock);
-        p->overlay_seen = gen;
+        p->video.overlay_seen = gen;
     }
-    mq_vo_overlay want = p->overlay_want;
+    mq_vo_overlay want = p->video.overlay_want;
     int state = atomic_load(&p->state);
-    if (want.kind == MQ_OVERLAY_NONE && p->last_present_mono > 0 && now - p->last_present_mono > 1.0 &&
+    if (want.kind == MQ_OVERLAY_NONE && p->video.last_present_mono > 0 && now - p->video.last_present_mono > 1.0 &&
         (state == MQ_STATE_PLAYING || state == MQ_STATE_BUFFERING))
         want.kind = MQ_OVERLAY_BUFFERING;
     return want;
@@ -171,7 +171,7 @@ static void video_step(mq_player *p)
         return;
     }
     if (head.pts <= clock) {
-        if (p->overlay_want.kind == MQ_OVERLAY_BLANK)
+        if (p->video.overlay_want.kind == MQ_OVERLAY_BLANK)
             consume_head(p, &head); // the display is off: on the clock, unseen
         else
             present_head(p, &head);

@@ -77,7 +77,7 @@ static int64_t period_of(const float *x, int64_t n)
 static void check_loop(const char *path, double crossfade, const char *dump)
 {
     mq_clip *c = NULL;
-    int ret = mq_clip_create(path, RATE, 2, 0, true, crossfade, NAN, &c);
+    int ret = mq_clip_open(path, RATE, 2, 0, true, crossfade, NAN, &c);
     CHECK(ret == MQ_OK, "%s: create %d", path, ret);
     if (ret < 0)
         return;
@@ -110,7 +110,7 @@ static void check_loop(const char *path, double crossfade, const char *dump)
 static void check_once(const char *path)
 {
     mq_clip *c = NULL;
-    CHECK(mq_clip_create(path, RATE, 2, 1.0, false, 0.03, NAN, &c) == MQ_OK, "create at offset 1 s");
+    CHECK(mq_clip_open(path, RATE, 2, 1.0, false, 0.03, NAN, &c) == MQ_OK, "create at offset 1 s");
     if (!c)
         return;
     int64_t n = 3 * RATE;
@@ -135,8 +135,8 @@ int main(int argc, char **argv)
     check_once(argv[2]);
     check_once(argv[1]);
     mq_clip *c = NULL;
-    CHECK(mq_clip_create("/nonexistent.m4a", RATE, 2, 0, true, 0.03, NAN, &c) == MQ_ERR_IO && !c, "missing file");
-    CHECK(mq_clip_create(argv[0], RATE, 2, 0, true, 0.03, NAN, &c) == MQ_ERR_DEMUX && !c, "not media (this executable)");
-    CHECK(mq_clip_create(argv[1], RATE, 2, -1, true, 0.03, NAN, &c) == MQ_ERR_INVALID_ARGUMENT && !c, "negative offset");
+    CHECK(mq_clip_open("/nonexistent.m4a", RATE, 2, 0, true, 0.03, NAN, &c) == MQ_ERR_IO && !c, "missing file");
+    CHECK(mq_clip_open(argv[0], RATE, 2, 0, true, 0.03, NAN, &c) == MQ_ERR_DEMUX && !c, "not media (this executable)");
+    CHECK(mq_clip_open(argv[1], RATE, 2, -1, true, 0.03, NAN, &c) == MQ_ERR_INVALID_ARGUMENT && !c, "negative offset");
     return mqt_done("clip_test");
 }

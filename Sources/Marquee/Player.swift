@@ -551,7 +551,7 @@ public final class Player: Sendable {
         supervisor?.cancel()
         task?.cancel()
         await task?.value
-        core?.close()  // (no session yet while the sources are being retried)
+        await core?.close()  // (no session yet while the sources are being retried)
         sink.send(.stateChanged(.idle))
     }
 }

@@ -1,4 +1,5 @@
 internal import CCore
+import Dispatch
 import NIOConcurrencyHelpers
 
 /// A C core failure: the `mq_err` code and what the core said.
@@ -73,6 +74,9 @@ package final class CoreHandle: Sendable {
     /// Signals ``events()``' consumer; registered with the core at creation, alive until the
     /// core is destroyed.
     private let wakeup: CoreWakeup
+    /// The output format clips are opened with (`mq_player_audio_format`: the rate the device
+    /// took, which may differ from the one asked for, and the channel count).
+    private let clipFormat: (rate: Int32, channels: Int32)
 
     /// Opens the outputs. `audio`: `alsa[:pcm]`, `wav:<path>`, `null`; `video`: `headless`,
     /// `frames:<dir>`, `drm[:<card>[,<connector>[,<WxH>]]]`. Display outputs only: `fit` (`mq_fit`),
@@ -106,6 +110,10 @@ package final class CoreHandle: Sendable {
             }
         }
         guard rc >= 0, let created else { throw CoreError(code: rc) }
+        var rate: Int32 = 0
+        var channels: Int32 = 0
+        _ = mq_player_audio_format(created, &rate, &channels)
+        clipFormat = (rate, channels)
         let wakeup = CoreWakeup()
         mq_player_set_wakeup(created, CoreWakeup.callback, Unmanaged.passUnretained(wakeup).toOpaque())
         self.wakeup = wakeup
@@ -113,17 +121,24 @@ package final class CoreHandle: Sendable {
     }
 
     deinit {
+        // Not closed: destroy here (joins the core's threads on whichever thread releases us).
         player.withLock { p in
             mq_player_destroy(&p)
         }
         wakeup.finish()
     }
 
-    /// Stops every core thread and closes the outputs now (WAV header, frames.tsv finalised);
-    /// ``events()`` ends.
-    package func close() {
-        player.withLock { p in mq_player_destroy(&p) }
-        wakeup.finish()
+    /// Stops every core thread and closes the outputs (WAV header, frames.tsv finalised) before
+    /// it returns. Calls made after it begins fail with `MQ_ERR_CLOSED`; the threads are joined
+    /// on a Dispatch queue, not on Swift's cooperative pool.
+    package func close() async {
+        guard let pointer = player.take() else { return }
+        let taken = CorePointer(pointer)
+        await offCooperativePool {
+            var p: OpaquePointer? = taken.pointer
+            mq_player_destroy(&p)
+        }
+        wakeup.finish()  // (the core's threads are joined: no callback comes any more)
     }
 
     /// The core's events from now on (those already queued first), delivered as they are queued;
@@ -253,11 +268,27 @@ package final class CoreHandle: Sendable {
         case equalPower = 1
     }
 
-    /// Plays `path` on a clip input (see `mq_player_play_clip`); `at` nil: now.
-    package func playClip(_ input: MixInput, path: String, offset: Double, loop: Bool, crossfade: Double, at: Double?) throws(CoreError) {
-        try call { p in mq_player_play_clip(p, input.rawValue, path, offset, loop, crossfade, at ?? .nan) }
+    /// Plays `path` on a clip input (see `mq_player_play_clip`); `at` nil: now. The file is
+    /// opened (`mq_clip_open`, file I/O) on a Dispatch queue without holding the core's lock;
+    /// the opened clip is then handed over (`mq_player_set_clip`, which never blocks).
+    package func playClip(_ input: MixInput, path: String, offset: Double, loop: Bool, crossfade: Double, at: Double?) async throws(CoreError) {
+        let (rate, channels) = clipFormat
+        let opened = await offCooperativePool { () -> CorePointer in
+            var clip: OpaquePointer?
+            let rc = mq_clip_open(path, rate, channels, offset, loop, crossfade, at ?? .nan, &clip)
+            return CorePointer(clip, rc)
+        }
+        var clip = opened.pointer
+        guard opened.rc >= 0, clip != nil else { throw CoreError(code: opened.rc) }
+        let rc: Int32 = player.withLock { p in
+            guard let p else { return MQ_ERR_CLOSED.rawValue }
+            return mq_player_set_clip(p, input.rawValue, &clip)  // takes the clip whatever the result
+        }
+        mq_clip_destroy(&clip)  // closed meanwhile: it was never handed over (else nil already)
+        if rc < 0 { throw CoreError(code: rc) }
     }
 
+    /// Stops a clip input at once (`mq_player_stop_clip`, which never blocks).
     package func stopClip(_ input: MixInput) throws(CoreError) {
         try call { p in mq_player_stop_clip(p, input.rawValue) }
     }
@@ -379,5 +410,33 @@ private final class LockedPlayer: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         return try body(&pointer)
+    }
+
+    /// Takes the pointer out (nil from then on): its new owner destroys it outside the lock.
+    func take() -> OpaquePointer? {
+        withLock { p in
+            defer { p = nil }
+            return p
+        }
+    }
+}
+
+/// A core object (`mq_player`, `mq_clip`) in transit between threads, with the status of the
+/// call that made it: it has a single owner at a time, which the C API's ownership rules keep.
+private struct CorePointer: @unchecked Sendable {
+    var pointer: OpaquePointer?
+    var rc: Int32
+
+    init(_ pointer: OpaquePointer?, _ rc: Int32 = 0) {
+        self.pointer = pointer
+        self.rc = rc
+    }
+}
+
+/// Runs `body` on a Dispatch queue and waits for it: core calls that block (file I/O, joining
+/// threads) must not hold one of the cooperative pool's few threads.
+private func offCooperativePool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { (done: CheckedContinuation<T, Never>) in
+        DispatchQueue.global(qos: .userInitiated).async { done.resume(returning: body()) }
     }
 }

@@ -31,6 +31,18 @@ final class MixDirector: Sendable {
         var musicPath: String?
         var creativePaths: [String: String] = [:]
         var clipsLoaded: Set<CoreHandle.MixInput> = []
+        /// What this tick sends to the core, in order (sent after the lock: see ``tick``).
+        var outbox: [CoreCommand] = []
+    }
+
+    /// A command for the core, decided under the lock and sent after it in order: a clip start
+    /// awaits its file being opened off the cooperative pool, and the gains that follow it wait
+    /// for it, so a clip is installed before its gain rises.
+    private enum CoreCommand {
+        case cancelTimedGains
+        case playClip(CoreHandle.MixInput, path: String, offset: Double, loop: Bool, crossfade: Double, at: Double?, what: String)
+        case setGain(CoreHandle.MixInput, Double, ramp: Double, shape: CoreHandle.Ramp, at: Double?)
+        case stopClip(CoreHandle.MixInput)
     }
 
     init(core: CoreHandle, options: MixOptions, fetcher: HTTPFetcher, events: PlayerEvents.Sink, logger: Logger) {
@@ -83,8 +95,8 @@ final class MixDirector: Sendable {
     func state(at t: Double) -> MixState { inner.withLock { $0.timeline.state(at: t) } }
 
     /// One step, with the presented `position` at monotonic `mono` playing at `rate`.
-    func tick(position: Double, mono: Double, rate: Double) {
-        inner.withLock { s in
+    func tick(position: Double, mono: Double, rate: Double) async {
+        let commands = inner.withLock { s -> [CoreCommand] in
             if let last = s.last, abs(position - (last.position + (mono - last.mono) * rate)) > 0.3 {
                 logger.debug("mix: jump", metadata: ["from": "\(last.position)", "to": "\(position)"])
                 replan(&s, at: position, jumped: true)
@@ -103,12 +115,35 @@ final class MixDirector: Sendable {
             }
             announce(&s, at: position)
             tidy(&s, at: position)
+            defer { s.outbox.removeAll() }
+            return s.outbox
+        }
+        await send(commands)
+    }
+
+    /// Sends `commands` to the core in order.
+    private func send(_ commands: [CoreCommand]) async {
+        for command in commands {
+            switch command {
+            case .cancelTimedGains:
+                try? core.cancelTimedGains()
+            case .setGain(let input, let gain, let ramp, let shape, let at):
+                try? core.setGain(input, gain, ramp: ramp, shape: shape, at: at)
+            case .stopClip(let input):
+                try? core.stopClip(input)
+            case .playClip(let input, let path, let offset, let loop, let crossfade, let at, let what):
+                do {
+                    try await core.playClip(input, path: path, offset: offset, loop: loop, crossfade: crossfade, at: at)
+                } catch {
+                    report(PlayerError(.media, "\(what) \(path): \(error.message)", coreCode: error.code), what)
+                }
+            }
         }
     }
 
     /// Drops what was sent for after `position` and brings the mix to the state there.
     private func replan(_ s: inout Inner, at position: Double, jumped: Bool) {
-        try? core.cancelTimedGains()
+        s.outbox.append(.cancelTimedGains)
         s.replan = false
         s.commanded.removeAll { $0.time > position }
         let current = s.commanded.last!.state
@@ -126,26 +161,21 @@ final class MixDirector: Sendable {
         let adChange = a.adBreak != b.adBreak
         let ramp = adChange ? options.adFade : options.muteCrossfade
         let shape: CoreHandle.Ramp = (adChange ? options.adFadeShape : options.muteCrossfadeShape) == .linear ? .linear : .equalPower
-        // Clips first, so a clip is installed before its gain rises.
+        // Clips first, so a clip is installed before its gain rises. An input counts as loaded
+        // once its clip is commanded (one that fails to open leaves the input as it was; a later
+        // stop of it changes nothing heard).
         if let ad = b.adBreak, ad != a.adBreak || jumped, let path = creativePath(&s, for: ad) {
-            do {
-                try core.playClip(.ad, path: path, offset: max(0, t - ad.start), loop: false, crossfade: 0, at: at)
-                s.clipsLoaded.insert(.ad)
-            } catch {
-                report(PlayerError(.media, "ad creative \(path): \(error.message)", coreCode: error.code), "ad creative")
-            }
+            s.outbox.append(.playClip(.ad, path: path, offset: max(0, t - ad.start), loop: false, crossfade: 0, at: at, what: "ad creative"))
+            s.clipsLoaded.insert(.ad)
         }
         if b.streamerMuted, let start = b.muteStart, let path = s.musicPath, a.muteStart != start || jumped {
-            do {
-                try core.playClip(.music, path: path, offset: max(0, t - start), loop: true, crossfade: options.loopCrossfade, at: at)
-                s.clipsLoaded.insert(.music)
-            } catch {
-                report(PlayerError(.media, "mute music \(path): \(error.message)", coreCode: error.code), "mute music")
-            }
+            s.outbox.append(
+                .playClip(.music, path: path, offset: max(0, t - start), loop: true, crossfade: options.loopCrossfade, at: at, what: "mute music"))
+            s.clipsLoaded.insert(.music)
         }
         for (input, from, to) in [(CoreHandle.MixInput.stream, ga.stream, gb.stream), (.music, ga.music, gb.music), (.ad, ga.ad, gb.ad)]
         where from != to || at == nil {
-            try? core.setGain(input, to, ramp: ramp, shape: shape, at: at)
+            s.outbox.append(.setGain(input, to, ramp: ramp, shape: shape, at: at))
         }
         s.commanded.append((at ?? now ?? -.infinity, b))
         if s.commanded.count > 64 { s.commanded.removeFirst(s.commanded.count - 64) }
@@ -183,11 +213,11 @@ final class MixDirector: Sendable {
     private func tidy(_ s: inout Inner, at position: Double) {
         let wanted = s.commanded.last!.state
         if s.clipsLoaded.contains(.ad), wanted.adBreak == nil, s.timeline.state(at: position).adBreak == nil, core.gain(.ad) == 0 {
-            try? core.stopClip(.ad)
+            s.outbox.append(.stopClip(.ad))
             s.clipsLoaded.remove(.ad)
         }
         if s.clipsLoaded.contains(.music), !wanted.streamerMuted, !s.timeline.state(at: position).streamerMuted, core.gain(.music) == 0 {
-            try? core.stopClip(.music)
+            s.outbox.append(.stopClip(.music))
             s.clipsLoaded.remove(.music)
         }
         s.timeline.forget(before: position - 600)  // the user delay may move back up to 5 min

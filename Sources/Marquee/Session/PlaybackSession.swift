@@ -470,7 +470,7 @@ final class PlaybackSession: Sendable {
                 update(status)
                 steer(status)
                 if let mixer, let position = status.position {
-                    mixer.tick(position: drift.withLock { $0.presentation(of: position) }, mono: status.mono, rate: controller.withLock { $0.rate })
+                    await mixer.tick(position: drift.withLock { $0.presentation(of: position) }, mono: status.mono, rate: controller.withLock { $0.rate })
                 }
                 reports?.yield(.progress(mono: status.mono, presented: status.framesPresented + status.audioFramesPlayed))
             }
