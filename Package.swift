@@ -74,7 +74,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+            ],
+            // The public API is sealed: an import is internal unless written `public import`, so
+            // a public declaration that shows a dependency's type is a compile error.
+            swiftSettings: [.enableUpcomingFeature("InternalImportsByDefault"), .enableUpcomingFeature("MemberImportVisibility")]
         ),
         .target(
             name: "MarqueeOrigin",

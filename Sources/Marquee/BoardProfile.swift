@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A device's defaults, read from a board profile (`boards/<name>.json`, documented field by
 /// field in `boards/README.md`): the DRM card, connector, plane, mode and rotation, the ALSA

@@ -1,5 +1,5 @@
-import Foundation
-import Logging
+public import Foundation
+public import Logging
 import MarqueeBridge
 import MarqueeStreaming
 
@@ -286,12 +286,11 @@ public final class Player: Sendable {
         sink.send(.configApplied(targetLatency: config.advanced?.sync?.targetLatency))
     }
 
-    // MARK: properties (the SDK's names; times in ms where the SDK says so)
+    // MARK: properties
 
-    /// The source playing (the first of ``PlayerOptions/sources`` that played, or a backup).
-    public var currentSrc: URL? { inner.withLock { $0.session?.source } }
-    /// The state (``state``).
-    public var playbackState: PlaybackState { state }
+    /// The source playing: the first of ``PlayerOptions/sources`` that played, or a backup;
+    /// nil before one loaded.
+    public var source: URL? { inner.withLock { $0.session?.source } }
     /// Live or on demand, by the manifest (unknown before one loaded).
     public var streamType: StreamType {
         guard let mpd = inner.withLock({ $0.session?.mpd }) else { return .unknown }
@@ -299,16 +298,6 @@ public final class Player: Sendable {
     }
     /// On demand: the presentation's length, seconds; nil for live or before a manifest loaded.
     public var duration: Double? { inner.withLock { $0.session?.mpd }.flatMap { $0.isLive ? nil : $0.mediaPresentationDuration } }
-    /// The presentation time presented now, seconds.
-    public var currentTime: Double? { status.position }
-    /// Server time minus the presented media time, ms (live).
-    public var latency: Double? { status.latency.map { $0 * 1000 } }
-    /// Media fetched ahead of what is presented, ms.
-    public var buffer: Double { status.buffer * 1000 }
-    /// Server clock minus local wall clock, ms.
-    public var timeOffset: Double { status.timeOffset }
-    /// The rate media plays at (the latency controller's).
-    public var playbackRate: Double { status.playbackRate }
     /// The renditions playing now (one per track: video and audio).
     public var activeQualities: [Quality] {
         guard let session = inner.withLock({ $0.session }) else { return [] }
@@ -462,7 +451,7 @@ public final class Player: Sendable {
     /// Output volume, 0…1 (linear gain); changes ramp over 10 ms. Default 1.
     public var volume: Double { inner.withLock { $0.volume } }
     /// Whether the output is muted (``PlayerOptions/muted`` initially).
-    public var muted: Bool { inner.withLock { $0.muted } }
+    public var isMuted: Bool { inner.withLock { $0.muted } }
 
     /// Sets the output volume (0…1) and/or mute; applies at once while playing, else at ``play()``.
     /// Throws ``PlayerError/Code-swift.struct/invalidOptions`` for a volume outside 0…1.
@@ -485,11 +474,11 @@ public final class Player: Sendable {
     /// presented time (a user delay replays it late; a jump over it applies or undoes it).
     /// Throws ``PlayerError/Code-swift.struct/invalidOptions`` for a time or duration that is
     /// not finite and ≥ 0.
-    public func schedule(_ kind: TimedEvent.Kind, at time: Double, duration: Double? = nil, id: String? = nil) throws(PlayerError) {
+    public func schedule(_ kind: StreamEvent, at time: Double, duration: Double? = nil, id: String? = nil) throws(PlayerError) {
         guard time.isFinite, time >= 0, duration.map({ $0.isFinite && $0 > 0 }) ?? true else {
             throw PlayerError(.invalidOptions, "schedule: time \(time) / duration \(duration.map { "\($0)" } ?? "nil") must be finite, ≥ 0 (> 0)")
         }
-        let event = TimedEvent(time: time, duration: duration, kind: kind, id: id, origin: .api)
+        let event = TimedEvent(time: time, duration: duration, kind: kind.timed, id: id, origin: .api)
         let mixer = inner.withLock { inner -> MixDirector? in
             if inner.mixer == nil { inner.scheduled.append(event) }
             return inner.mixer
@@ -514,7 +503,7 @@ public final class Player: Sendable {
 
     /// Stops and releases everything for good: the event sequence finishes, and ``play()``
     /// throws ``PlayerError/Code-swift.struct/state`` afterwards.
-    public func dispose() async {
+    public func close() async {
         await stop()
         inner.withLock { $0.disposed = true }
         sink.finish()
@@ -554,4 +543,30 @@ public final class Player: Sendable {
         await core?.close()  // (no session yet while the sources are being retried)
         sink.send(.stateChanged(.idle))
     }
+}
+
+// MARK: - JavaScript SDK compatibility
+
+/// The names and units of Marquee's JavaScript SDK, for firmware ported from it. Each is a
+/// spelling of a Swift member named in its comment; unlike the rest of the API (seconds as
+/// `Double` everywhere), ``latency``, ``buffer`` and ``timeOffset`` are milliseconds, as there.
+extension Player {
+    /// ``source``.
+    public var currentSrc: URL? { source }
+    /// ``state``.
+    public var playbackState: PlaybackState { state }
+    /// ``PlaybackStatus/position`` of ``status``, seconds.
+    public var currentTime: Double? { status.position }
+    /// ``PlaybackStatus/latency`` of ``status``, in milliseconds.
+    public var latency: Double? { status.latency.map { $0 * 1000 } }
+    /// ``PlaybackStatus/buffer`` of ``status``, in milliseconds.
+    public var buffer: Double { status.buffer * 1000 }
+    /// ``PlaybackStatus/timeOffset`` of ``status``, in milliseconds.
+    public var timeOffset: Double { status.timeOffset * 1000 }
+    /// ``PlaybackStatus/playbackRate`` of ``status``.
+    public var playbackRate: Double { status.playbackRate }
+    /// ``isMuted``.
+    public var muted: Bool { isMuted }
+    /// ``close()``.
+    public func dispose() async { await close() }
 }

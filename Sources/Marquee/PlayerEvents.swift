@@ -41,8 +41,8 @@ public enum PlayerEvent: Sendable, Hashable {
     case bandwidthTest(bitsPerSecond: Double, quality: Quality)
     /// The first frame was presented, `seconds` after `play()`.
     case firstFrame(seconds: Double)
-    /// The server clock was measured (server − local wall clock, ms).
-    case timeOffsetChanged(milliseconds: Double)
+    /// The server clock was measured: server − local wall clock, seconds.
+    case timeOffsetChanged(seconds: Double)
     /// The latency controller changed the playback rate (1 when it stops steering).
     case playbackRateChanged(Double)
     /// The latency controller jumped: the latency was `error` seconds off target (positive:

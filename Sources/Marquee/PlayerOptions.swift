@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import MarqueeStreaming
 
 /// Where audio goes. The C spelling is the output spec string (`alsa:default`, `wav:/tmp/x.wav`, `null`).
@@ -156,7 +156,7 @@ public struct PlayerOptions: Sendable {
     public var decodeThreads: Int = 0
     /// Adaptive bitrate: safety margin, buffer levels and caps (a board profile sets the caps:
     /// `decode.max_height`, `decode.max_fps`).
-    public var abr = ABRController.Options()
+    public var abr = ABROptions()
     /// A video rendition (representation id, see ``Player/qualities``) to play instead of
     /// choosing by throughput; nil: automatic. ``Player/selectedQuality`` changes it while playing.
     public var selectedQuality: String?
@@ -237,5 +237,35 @@ public struct PlayerOptions: Sendable {
             throw PlayerError(.invalidOptions, "decodeThreads \(decodeThreads) is outside 0…64")
         }
         return self
+    }
+}
+
+/// Adaptive bitrate settings (``PlayerOptions/abr``): the next video rendition is the highest
+/// whose bitrate fits in ``safety`` × the measured throughput while the buffer is under
+/// ``bufferSafe`` seconds; above it a buffer rule may go higher, reaching the top rendition at
+/// ``bufferTarget`` seconds, never above what the throughput sustains for the buffer ahead.
+public struct ABROptions: Sendable, Hashable {
+    /// Fraction of the measured throughput a rendition may use, 0…1. Default 0.85.
+    public var safety = 0.85
+    /// Seconds of buffer under which only throughput decides. Default 6.
+    public var bufferSafe = 6.0
+    /// Seconds of buffer at which the buffer rule reaches the top rendition. Default 18.
+    public var bufferTarget = 18.0
+    /// Renditions taller than this (pixels) are never chosen (a board profile's decoder limit).
+    public var maxHeight: Int?
+    /// Renditions above this frame rate are never chosen (a board profile's decoder limit).
+    public var maxFrameRate: Double?
+
+    public init() {}
+
+    /// The controller's options.
+    var controller: ABRController.Options {
+        var options = ABRController.Options()
+        options.safety = safety
+        options.bufferSafe = bufferSafe
+        options.bufferTarget = bufferTarget
+        options.maxHeight = maxHeight
+        options.maxFrameRate = maxFrameRate
+        return options
     }
 }

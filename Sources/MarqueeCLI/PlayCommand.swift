@@ -179,7 +179,7 @@ struct PlaybackRunner {
             status.show(now)
             let advancing = now.framesPresented > lastProgress.frames || (now.position ?? 0) > (lastProgress.position ?? .infinity)
             lastProgress = (now.framesPresented, now.position)
-            if let interval = systemd.watchdogInterval, advancing, ContinuousClock.now - lastPing >= interval / 2 {
+            if let interval = systemd.watchdogInterval, advancing, ContinuousClock.now - lastPing >= .seconds(interval / 2) {
                 systemd.watchdog()
                 lastPing = .now
             }
@@ -209,8 +209,8 @@ struct PlaybackRunner {
                 status.log("\(q.kind) \(q.id) \(q.codecs ?? "")\(size) \(q.bandwidth / 1000) kb/s")
             case .bandwidthTest(let bps, let q):
                 status.log(String(format: "link estimate %.0f kb/s: trying %@", bps / 1000, q.id))
-            case .timeOffsetChanged(let ms):
-                status.log(String(format: "server clock offset %+.1f ms", ms))
+            case .timeOffsetChanged(let seconds):
+                status.log(String(format: "server clock offset %+.1f ms", seconds * 1000))
             case .outputChanged(let detail), .decoderFallback(let detail):
                 status.log(detail)
             case .latencyJump(let error):

@@ -119,7 +119,7 @@ extension LivePlaybackTests {
         let listener = Task { for await e in player.events { log.append(e) } }
         try await player.play()
         try await Task.sleep(for: .seconds(6))
-        let offsetMs = player.status.timeOffset
+        let offsetMs = player.status.timeOffset * 1000
         await player.stop()
         let stoppedAt = Date().timeIntervalSince1970
         listener.cancel()

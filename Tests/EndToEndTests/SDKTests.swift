@@ -76,7 +76,7 @@ import Testing
     @Test func refreshIsConditionalAppliesChangesAndKeepsTheLastGoodConfig() async throws {
         defer { Task { await origin.stop() } }
         try write("wall", #"{"sources": ["http://a/x.mpd"], "advanced": {"sync": {"targetLatency": 3}}}"#)
-        let remote = try await RemoteConfig(streamId: "wall", configURL: template, interval: .seconds(3600))
+        let remote = try await RemoteConfig(streamId: "wall", configURL: template, interval: 3600)
         var changes = remote.changes.makeAsyncIterator()
         #expect(await changes.next()?.advanced?.sync?.targetLatency == 3)
         #expect(await remote.refresh() == false, "unchanged: 304")
@@ -138,7 +138,7 @@ extension LivePlaybackTests {
         let ast = Int(Date().timeIntervalSince1970) - 3600
         let live = origin.manifestURL(asset: "generated", options: ["ast_\(ast)"]).absoluteString
         try write("hall", #"{"sources": ["\#(live)"], "advanced": {"sync": {"targetLatency": 3}}}"#)
-        let remote = try await RemoteConfig(streamId: "hall", configURL: template, interval: .seconds(3600))
+        let remote = try await RemoteConfig(streamId: "hall", configURL: template, interval: 3600)
         let out = try Tools.tempDirectory("hall")
         var options = PlayerOptions(config: remote.current)
         options.videoOutput = .frames(out.path)

@@ -141,7 +141,7 @@ struct Mutator {
             case 5:  // an interesting number over what is there
                 let value = Self.interesting[below(Self.interesting.count)]
                 bytes.replaceSubrange(at..<min(bytes.count, at + value.count), with: value)
-            case 6, 7 where !tokens.isEmpty:  // a dictionary token
+            case 6 where !tokens.isEmpty, 7 where !tokens.isEmpty:  // a dictionary token
                 bytes.insert(contentsOf: tokens[below(tokens.count)], at: at)
             case 8:  // spliced with another input
                 let other = corpus[below(corpus.count)]

@@ -1,5 +1,5 @@
 import Foundation
-import Marquee
+@testable import Marquee
 import Testing
 
 /// ``LiveEdgeRate`` against simulated listings: an encoder whose clock runs `ppm` fast lists the

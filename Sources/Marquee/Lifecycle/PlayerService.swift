@@ -1,4 +1,4 @@
-import ServiceLifecycle
+public import ServiceLifecycle
 
 extension Player: Service {
     /// Runs the player as a swift-service-lifecycle `Service`: plays, and on graceful shutdown

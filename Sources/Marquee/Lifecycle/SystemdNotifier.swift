@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,8 +10,9 @@ import Glibc
 public struct SystemdNotifier: Sendable {
     /// The socket path, or `nil` when not started by systemd with `NotifyAccess`.
     public let socketPath: String?
-    /// Half of `$WATCHDOG_USEC`: how often ``watchdog()`` should be sent; `nil` without a watchdog.
-    public let watchdogInterval: Duration?
+    /// Half of `$WATCHDOG_USEC`, seconds: how often ``watchdog()`` should be sent; `nil`
+    /// without a watchdog.
+    public let watchdogInterval: Double?
 
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         let path = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
@@ -19,7 +20,7 @@ public struct SystemdNotifier: Sendable {
         if path != nil, let usec = environment["WATCHDOG_USEC"].flatMap(UInt64.init), usec > 0,
             environment["WATCHDOG_PID"].flatMap(Int32.init).map({ $0 == getpid() }) ?? true
         {
-            watchdogInterval = .microseconds(Int64(usec / 2))
+            watchdogInterval = Double(usec / 2) / 1_000_000
         } else {
             watchdogInterval = nil
         }

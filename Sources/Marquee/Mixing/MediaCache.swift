@@ -1,5 +1,6 @@
 import Foundation
 import MarqueeStreaming
+import NIOCore
 
 /// Keeps remote audio files (mute music, ad creatives) on disk, so they play without the
 /// network once fetched. A file is fetched once and kept; a local file is used in place.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// How a gain ramp moves.
 public enum RampShape: String, Sendable, Hashable {

@@ -4,17 +4,17 @@
 /// A stall that lasts the current delay triggers a reload; each reload doubles the delay, from
 /// `minDelay` up to `maxDelay` (10 → 20 → 40 → 80 → 90 s with the defaults), and
 /// ``stableTime`` of uninterrupted playback resets it to `minDelay`.
-public struct RecoveryPolicy: Sendable, Equatable {
-    public let minDelay: Double
-    public let maxDelay: Double
+struct RecoveryPolicy: Sendable, Equatable {
+    let minDelay: Double
+    let maxDelay: Double
     /// Seconds of playback without a stall after which the delay starts again at `minDelay`.
-    public let stableTime: Double
+    let stableTime: Double
     /// The stall time that triggers the next reload.
-    public private(set) var delay: Double
+    private(set) var delay: Double
     private var stalledSince: Double?
     private var playingSince: Double?
 
-    public init(minDelay: Double = 10, maxDelay: Double = 90, stableTime: Double = 30) {
+    init(minDelay: Double = 10, maxDelay: Double = 90, stableTime: Double = 30) {
         self.minDelay = minDelay
         self.maxDelay = max(minDelay, maxDelay)
         self.stableTime = stableTime
@@ -22,16 +22,16 @@ public struct RecoveryPolicy: Sendable, Equatable {
     }
 
     /// When a stall that goes on triggers the next reload (monotonic seconds); nil while not stalled.
-    public var reloadDue: Double? { stalledSince.map { $0 + delay } }
+    var reloadDue: Double? { stalledSince.map { $0 + delay } }
 
     /// A reload has just finished at `now` (it may have taken a while, waiting on a server):
     /// a stall that goes on is counted from here, so the new session gets the whole delay.
-    public mutating func reloaded(now: Double) {
+    mutating func reloaded(now: Double) {
         if stalledSince != nil { stalledSince = now }
     }
 
     /// One step at monotonic time `now`; returns `true` when the stream should be reloaded now.
-    public mutating func update(now: Double, stalled: Bool) -> Bool {
+    mutating func update(now: Double, stalled: Bool) -> Bool {
         guard stalled else {
             stalledSince = nil
             if playingSince == nil { playingSince = now }

@@ -1,6 +1,7 @@
 import Foundation
 import MarqueeBridge
 import MarqueeStreaming
+import Logging
 
 extension Player {
     /// Stall recovery for as long as the outputs are open: reacts to the sessions' reports as

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A stream's remote configuration: the JSON document ``MarqueeSDK/initialize(streamId:configURL:httpHeaders:)``
 /// fetches.

@@ -1,6 +1,7 @@
-import Foundation
-import Logging
+public import Foundation
+public import Logging
 import MarqueeStreaming
+import NIOCore
 
 /// A failure of ``MarqueeSDK``: which kind, and a sentence for people.
 public struct MarqueeSDKError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -11,8 +12,10 @@ public struct MarqueeSDKError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let invalidURL = Code("invalidURL")
         /// The config server's response carries no usable `Date` (its clock cannot be read).
         public static let invalidServerTime = Code("invalidServerTime")
-        /// The config could not be downloaded (status, timeout, connection); see ``fetchError``.
+        /// The config could not be downloaded (status, timeout, connection); see ``httpStatus``.
         public static let downloadError = Code("downloadError")
+        /// An argument is out of range (the message says which).
+        public static let invalidArgument = Code("invalidArgument")
         /// The response is empty.
         public static let missingData = Code("missingData")
         /// The document is not a valid config; the message names the bad field's path.
@@ -22,13 +25,14 @@ public struct MarqueeSDKError: Error, Sendable, Hashable, CustomStringConvertibl
 
     public var code: Code
     public var message: String
-    /// The download failure, for ``Code-swift.struct/downloadError``.
-    public var fetchError: FetchError?
+    /// For ``Code-swift.struct/downloadError``: the HTTP status the config server answered
+    /// with; nil when it did not answer (timeout, connection refused or reset).
+    public var httpStatus: Int?
 
-    public init(_ code: Code, _ message: String, fetchError: FetchError? = nil) {
+    public init(_ code: Code, _ message: String, httpStatus: Int? = nil) {
         self.code = code
         self.message = message
-        self.fetchError = fetchError
+        self.httpStatus = httpStatus
     }
 
     public var description: String { "\(code): \(message)" }
@@ -76,7 +80,7 @@ public enum MarqueeSDK {
 /// refresh keeps the last good one (and is published on ``failures``).
 public final class RemoteConfig: Sendable {
     public let url: URL
-    public let interval: Duration
+    public let interval: Double
     /// Every new config, in order (the first is the initial one).
     public let changes: AsyncStream<MarqueeConfig>
     /// Every refresh that failed (the last good config stays).
@@ -102,12 +106,16 @@ public final class RemoteConfig: Sendable {
         case notModified
     }
 
-    /// Fetches the config of `streamId` now and refreshes it every `interval` (60 s by default)
-    /// until ``stop()``.
+    /// Fetches the config of `streamId` now and refreshes it every `interval` seconds (1…86400,
+    /// 60 by default) until ``stop()``; an interval out of range throws
+    /// ``MarqueeSDKError/Code-swift.struct/invalidArgument``.
     public init(
         streamId: String, configURL template: String = MarqueeSDK.defaultConfigURLTemplate, httpHeaders: [String: String] = [:],
-        interval: Duration = .seconds(60)
+        interval: Double = 60
     ) async throws(MarqueeSDKError) {
+        guard interval.isFinite, interval >= 1, interval <= 86_400 else {
+            throw MarqueeSDKError(.invalidArgument, "refresh interval \(interval) s is outside 1…86400")
+        }
         url = try MarqueeSDK.configURL(streamId: streamId, template: template)
         self.interval = interval
         fetcher = Self.fetcher(httpHeaders)
@@ -118,7 +126,7 @@ public final class RemoteConfig: Sendable {
         changesSink.yield(config)
         let task = Task { [weak self] in
             while !Task.isCancelled {
-                try? await Task.sleep(for: interval)
+                try? await Task.sleep(for: .milliseconds(Int(interval * 1000)))
                 guard let self, !Task.isCancelled else { return }
                 await self.refresh()
             }
@@ -185,7 +193,7 @@ public final class RemoteConfig: Sendable {
             result = try await conditional.get(url, timeout: .seconds(10), maxBytes: MarqueeConfig.maxBytes)
         } catch {
             if error.code == .status, error.status == 304, validators != nil { return .notModified }
-            throw MarqueeSDKError(.downloadError, error.description, fetchError: error)
+            throw MarqueeSDKError(.downloadError, error.description, httpStatus: error.status > 0 ? error.status : nil)
         }
         guard result.date != nil else {
             throw MarqueeSDKError(.invalidServerTime, "\(url.absoluteString) sent no usable Date header")

@@ -1,6 +1,7 @@
 import Foundation
 import MarqueeBridge
 import MarqueeStreaming
+import Logging
 
 /// The live edge's own rate (``LiveEdgeRate``), watched for manifests that list their segments
 /// (a DASH SegmentTimeline, HLS with the packager's program date-times): when a drifting encoder's edge runs off the server's clock,

@@ -1,5 +1,6 @@
 import Foundation
 import MarqueeStreaming
+import NIOCore
 
 /// One source's manifest: the first load and coalesced reloads (live manifests change).
 actor ManifestSource {

@@ -140,7 +140,7 @@ final class PlaybackSession: Sendable {
             if plan.renditions.count > 1 {
                 var controller = ABRController(
                     renditions: plan.renditions.map { ABRController.Rendition(id: $0.id, bandwidth: $0.bandwidth, height: $0.height, frameRate: $0.frameRate) },
-                    options: options.abr)
+                    options: options.abr.controller)
                 controller.pinned = options.selectedQuality
                 abr = SharedValue(controller)
             }
@@ -161,7 +161,7 @@ final class PlaybackSession: Sendable {
                 drift: index == drifting ? drift : nil)
         }
         events.send(.sourceLoaded(url: source.absoluteString, streamType: mpd.isLive ? .live : .onDemand))
-        events.send(.timeOffsetChanged(milliseconds: clock.localClockDifferenceMs))
+        events.send(.timeOffsetChanged(seconds: clock.localClockDifferenceMs / 1000))
         for plan in plans {
             let r = plan.representation
             events.send(.activeQualityChanged(Quality(r)))
@@ -452,7 +452,7 @@ final class PlaybackSession: Sendable {
             try? core.setWallOffset(fresh.offset)
             interval = abs(moved) < 0.002 ? min(interval * 2, resyncInterval * 10) : resyncInterval
             logger.debug("server clock re-measured", metadata: ["moved_ms": "\(String(format: "%.2f", moved * 1000))", "source": "\(fresh.source)"])
-            if abs(moved) >= 0.001 { events.send(.timeOffsetChanged(milliseconds: fresh.localClockDifferenceMs)) }
+            if abs(moved) >= 0.001 { events.send(.timeOffsetChanged(seconds: fresh.localClockDifferenceMs / 1000)) }
         }
     }
 
@@ -620,7 +620,7 @@ final class PlaybackSession: Sendable {
         let (state, fps) = monitor.withLock { ($0.state, $0.fps) }
         var status = PlaybackStatus(state: state)
         status.framesPerSecond = fps
-        status.timeOffset = clock.localClockDifferenceMs
+        status.timeOffset = clock.localClockDifferenceMs / 1000
         status.playbackRate = controller.withLock { $0.rate }
         status.targetLatency = mpd.isLive ? targetLatency.withLock { $0 } : nil
         status.delay = shift.delay
@@ -663,7 +663,7 @@ public struct PlaybackStatus: Sendable, Hashable {
     public var avOffset: Double?
     public var width: Int = 0
     public var height: Int = 0
-    /// Server clock minus local wall clock, ms.
+    /// Server clock minus local wall clock, seconds.
     public var timeOffset: Double = 0
     /// The rate media plays at (the latency controller's; 1 when not steering).
     public var playbackRate: Double = 1

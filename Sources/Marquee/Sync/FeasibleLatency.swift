@@ -9,31 +9,31 @@
 /// seconds plus ``margin`` (decode and output). The session raises its target to it at once
 /// (never below the app's target) and lowers it again, not below the app's target, once the
 /// needs of a whole window allow ``lowerStep`` less. A raise adds ``headroom``.
-public struct FeasibleLatency: Sendable, Equatable {
+struct FeasibleLatency: Sendable, Equatable {
     /// Seconds of measurements kept.
-    public static let window = 60.0
+    static let window = 60.0
     /// Seconds added to the largest need (the download at a rendition the link carries, decoding
     /// the first frames, the output's delay).
-    public static let margin = 0.5
+    static let margin = 0.5
     /// Seconds a raised target is given above the feasible latency.
-    public static let headroom = 0.2
+    static let headroom = 0.2
     /// The target comes down only when it can come down at least this much.
-    public static let lowerStep = 0.25
+    static let lowerStep = 0.25
     /// Needs larger than this are not evidence about the server (a stall, a catch-up).
-    public static let plausibleNeed = 30.0
+    static let plausibleNeed = 30.0
 
     private var samples: [(at: Double, need: Double)] = []
     /// Monotonic second of the first measurement (a window must have passed before lowering).
     private var since: Double?
 
-    public init() {}
+    init() {}
 
-    public static func == (a: Self, b: Self) -> Bool {
+    static func == (a: Self, b: Self) -> Bool {
         a.since == b.since && a.samples.map(\.at) == b.samples.map(\.at) && a.samples.map(\.need) == b.samples.map(\.need)
     }
 
     /// A segment was in hand `need` seconds after its presentation start, at monotonic `now`.
-    public mutating func record(need: Double, at now: Double) {
+    mutating func record(need: Double, at now: Double) {
         guard need.isFinite, need > 0, need < Self.plausibleNeed else { return }
         samples.removeAll { $0.at < now - Self.window }
         samples.append((now, need))
@@ -42,7 +42,7 @@ public struct FeasibleLatency: Sendable, Equatable {
 
     /// The smallest target that would have had every segment of the window in time, nil without
     /// measurements.
-    public func minimum(now: Double) -> Double? {
+    func minimum(now: Double) -> Double? {
         let recent = samples.filter { $0.at >= now - Self.window }
         return recent.map(\.need).max().map { $0 + Self.margin }
     }
@@ -50,7 +50,7 @@ public struct FeasibleLatency: Sendable, Equatable {
     /// The target to play at now, given the app's `requested` target and the `current` one: up
     /// to the feasible latency at once, down toward it (not below `requested`) only after a
     /// whole window of measurements allows it.
-    public func target(requested: Double, current: Double, now: Double) -> Double {
+    func target(requested: Double, current: Double, now: Double) -> Double {
         guard requested > 0, let feasible = minimum(now: now).map({ ($0 * 100).rounded(.up) / 100 }) else { return requested }
         // Raised with ``headroom``: a need a little larger than the last does not raise it again.
         if requested >= current { return feasible > requested + 0.01 ? feasible + Self.headroom : requested }  // the app asked for more

@@ -57,8 +57,8 @@ public struct SyncOptions: Sendable, Equatable {
 /// error beyond ``SyncOptions/jumpThreshold`` is removed by a jump. The rate only ever pulls
 /// the error toward zero and shrinks with it, so convergence after a rebuffer or a target
 /// change does not overshoot.
-public struct LatencyController: Sendable, Equatable {
-    public enum Action: Sendable, Equatable {
+struct LatencyController: Sendable, Equatable {
+    enum Action: Sendable, Equatable {
         /// Nothing to change.
         case hold
         /// Re-anchor the schedule at the presented position with this rate.
@@ -67,23 +67,23 @@ public struct LatencyController: Sendable, Equatable {
         case jump(error: Double)
     }
 
-    public var options: SyncOptions
+    var options: SyncOptions
     /// The rate the schedule runs at now.
-    public private(set) var rate: Double = 1
-    public private(set) var steering = false
+    private(set) var rate: Double = 1
+    private(set) var steering = false
     /// The base rate of the last step (``update(now:latency:target:baseRate:)``).
-    public private(set) var baseRate: Double = 1
+    private(set) var baseRate: Double = 1
     /// After a jump, measurements are ignored until then (monotonic seconds): the pipeline
     /// drops or waits its way to the new position first.
-    public private(set) var settleUntil = -Double.infinity
+    private(set) var settleUntil = -Double.infinity
 
     /// How long a jump is given to take effect.
-    public static let settleTime = 1.0
+    static let settleTime = 1.0
 
     /// Rates closer than this to the current one are not worth re-anchoring the schedule for.
     static let rateStep = 0.0005
 
-    public init(options: SyncOptions = SyncOptions()) {
+    init(options: SyncOptions = SyncOptions()) {
         self.options = options
     }
 
@@ -92,7 +92,7 @@ public struct LatencyController: Sendable, Equatable {
     /// rate that holds the latency with no error (the stream's media clock against the wall
     /// clock, ``MediaClockDrift/rate``; 1 without drift): settled, the schedule runs at it, and
     /// steering scales it by `1 + gain × error`.
-    public mutating func update(now: Double, latency: Double, target: Double, baseRate: Double = 1) -> Action {
+    mutating func update(now: Double, latency: Double, target: Double, baseRate: Double = 1) -> Action {
         let error = latency - target
         guard error.isFinite, now >= settleUntil else { return .hold }
         if abs(error) > options.jumpThreshold {
@@ -129,14 +129,14 @@ public struct LatencyController: Sendable, Equatable {
 
     /// A jump was made at monotonic `now` without the controller asking (the target was
     /// raised): rate 1, and measurements wait for it to take effect.
-    public mutating func jumped(now: Double) {
+    mutating func jumped(now: Double) {
         steering = false
         rate = 1
         settleUntil = now + Self.settleTime
     }
 
     /// Forget the steering state (after a jump done elsewhere, a reload).
-    public mutating func reset() {
+    mutating func reset() {
         steering = false
         rate = 1
         settleUntil = -.infinity

@@ -19,39 +19,39 @@ import MarqueeStreaming
 /// so latency, availability and the latency controller all follow the edge.
 ///
 /// A pure value (times in seconds since the availability start, on the server's clock).
-public struct LiveEdgeRate: Sendable, Equatable {
-    public static let window = 600.0
+struct LiveEdgeRate: Sendable, Equatable {
+    static let window = 600.0
     /// Samples must span this many seconds (and be at least ``minimumSamples``) for a slope.
-    public static let minimumSpan = 30.0
-    public static let minimumSamples = 12
+    static let minimumSpan = 30.0
+    static let minimumSamples = 12
     /// Leads change by at least this much per second before it is drift (0.03 %).
-    public static let minimumSlope = 3e-4
+    static let minimumSlope = 3e-4
     /// No encoder drifts more than 2 %: a larger slope is taken as 2 %.
-    public static let maximumSlope = 0.02
+    static let maximumSlope = 0.02
     /// The longest bracket (seconds between the answer that did not list a segment and the one
     /// that did) a sample is taken from.
-    public static let maximumBracket = 0.35
+    static let maximumBracket = 0.35
 
-    public struct Sample: Sendable, Equatable {
-        public var time: Double
-        public var lead: Double
+    struct Sample: Sendable, Equatable {
+        var time: Double
+        var lead: Double
     }
 
-    public private(set) var samples: [Sample] = []
+    private(set) var samples: [Sample] = []
     /// Lead per second (0.005: the edge gains 5 ms a second on the server's clock).
-    public private(set) var slope = 0.0
+    private(set) var slope = 0.0
     /// Whether the edge was found to drift: the line is then used (and stays in use).
-    public private(set) var isActive = false
+    private(set) var isActive = false
     private var meanTime = 0.0
     private var meanLead = 0.0
     /// The fitted slope, significant or not (0 with fewer than three samples over 4 s).
     private var roughSlope = 0.0
 
-    public init() {}
+    init() {}
 
     /// The segment ending at `end` was listed in an answer at `listedAt` and not in the one at
     /// `notListedAt` (server seconds since the availability start).
-    public mutating func record(end: Double, listedAt: Double, notListedAt: Double) {
+    mutating func record(end: Double, listedAt: Double, notListedAt: Double) {
         let bracket = listedAt - notListedAt
         guard end.isFinite, listedAt.isFinite, bracket >= 0, bracket <= Self.maximumBracket else { return }
         let time = listedAt - bracket / 2
@@ -64,12 +64,12 @@ public struct LiveEdgeRate: Sendable, Equatable {
     }
 
     /// The edge's lead over the server's clock at `time`: the fitted line once active, else 0.
-    public func lead(at time: Double) -> Double {
+    func lead(at time: Double) -> Double {
         isActive ? line(at: time) : 0
     }
 
     /// The line to apply to the server's clock (nil until the edge was found to drift).
-    public var clockLead: SharedServerClock.Lead? {
+    var clockLead: SharedServerClock.Lead? {
         isActive ? SharedServerClock.Lead(reference: meanTime, lead: meanLead, slope: slope) : nil
     }
 
@@ -79,7 +79,7 @@ public struct LiveEdgeRate: Sendable, Equatable {
     /// (``minimumSamples`` over ``minimumSpan``) and it is not significant, the mean lead alone
     /// (an edge that is off the clock but does not drift: every box then reads the same offset,
     /// not a slope made of noise).
-    public var roughLead: SharedServerClock.Lead? {
+    var roughLead: SharedServerClock.Lead? {
         guard samples.count >= 6, let first = samples.first, let last = samples.last, last.time - first.time >= 10 else { return nil }
         if isActive { return clockLead }
         let settled = samples.count >= Self.minimumSamples && last.time - first.time >= Self.minimumSpan
@@ -89,7 +89,7 @@ public struct LiveEdgeRate: Sendable, Equatable {
     /// When (server seconds since the availability start) a segment ending at `end` is expected
     /// to be listed: where the samples' line (significant or not) meets it, else by the last
     /// sample's lead.
-    public func expectedListing(of end: Double) -> Double? {
+    func expectedListing(of end: Double) -> Double? {
         guard let last = samples.last else { return nil }
         guard samples.count >= 3 else { return end - last.lead }
         // end − (meanLead + s × (t − meanTime)) = t

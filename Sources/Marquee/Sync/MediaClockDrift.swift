@@ -18,48 +18,48 @@
 /// A pure value, fed by the video feeder; no drift (our origin, a packager whose dates follow
 /// its timestamps) gives a correction of 0 and a rate of 1 to within the samples' millisecond
 /// rounding.
-public struct MediaClockDrift: Sendable, Equatable {
+struct MediaClockDrift: Sendable, Equatable {
     /// Samples older than this (seconds of position before the newest) are forgotten.
-    public static let window = 600.0
+    static let window = 600.0
     /// A slope is fitted once the samples span this many seconds; before, the last fitted
     /// slope is kept (0 at first).
-    public static let minimumSpan = 4.0
+    static let minimumSpan = 4.0
     /// A fitted slope smaller than this, or than four standard errors of the fit (the dates'
     /// millisecond rounding, a first timestamp a frame off now and then), is taken for 0: a
     /// stream without drift plays at exactly rate 1 (bit-exact sound), never at a rate made of
     /// noise.
-    public static let minimumSlope = 1e-4
+    static let minimumSlope = 1e-4
     /// A fitted slope is held within ±2 % (no encoder drifts more; a larger one is a bad date).
-    public static let maximumSlope = 0.02
+    static let maximumSlope = 0.02
 
     /// (core position of a segment's first timestamp, its dated start minus that position).
-    public private(set) var samples: [Sample] = []
+    private(set) var samples: [Sample] = []
     /// Presentation seconds per media second, minus 1.
-    public private(set) var slope = 0.0
+    private(set) var slope = 0.0
     private var intercept = 0.0
 
-    public struct Sample: Sendable, Equatable {
-        public var position: Double
-        public var drift: Double
+    struct Sample: Sendable, Equatable {
+        var position: Double
+        var drift: Double
     }
 
-    public init() {}
+    init() {}
 
     /// Seconds of media per second of presentation (wall) time: the rate the media must play
     /// at to keep pace with the wall clock (1.005 for a media clock 0.5 % fast).
-    public var rate: Double { 1 / (1 + slope) }
+    var rate: Double { 1 / (1 + slope) }
 
     /// The timestamps were measured again (the first segment, a discontinuity, a restart): the
     /// segment starting at `position` is where its date says, so the drift starts again from
     /// 0 there. The slope, a property of the encoder's clock, is kept.
-    public mutating func rebase(at position: Double) {
+    mutating func rebase(at position: Double) {
         samples = [Sample(position: position, drift: 0)]
         fit()
     }
 
     /// One segment: its first timestamp is at core position `position` and its date says it
     /// starts at `start`.
-    public mutating func record(position: Double, start: Double) {
+    mutating func record(position: Double, start: Double) {
         guard position.isFinite, start.isFinite else { return }
         let drift = start - position
         // A date that disagrees wildly with the timestamps (an unannounced splice, a bad date)
@@ -71,17 +71,17 @@ public struct MediaClockDrift: Sendable, Equatable {
     }
 
     /// Presentation time minus core position at `position`.
-    public func correction(at position: Double) -> Double {
+    func correction(at position: Double) -> Double {
         samples.isEmpty ? 0 : intercept + slope * position
     }
 
     /// The presentation time of core position `position`.
-    public func presentation(of position: Double) -> Double {
+    func presentation(of position: Double) -> Double {
         position + correction(at: position)
     }
 
     /// The core position whose presentation time is `time`.
-    public func position(of time: Double) -> Double {
+    func position(of time: Double) -> Double {
         samples.isEmpty ? time : (time - intercept) / (1 + slope)
     }
 
