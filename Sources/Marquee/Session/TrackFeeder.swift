@@ -576,9 +576,10 @@ struct TrackFeeder: Sendable {
             guard await pushInit(rep) else { return .cancelled }
             let began = Monotonic.now()
             do {
+                let deadline = SegmentFetchPolicy.firstByteDeadline(buffer: bufferAhead(from: segment.start), usualHead: usualHead(), attempt: attempt)
                 let result = try await fetcher.get(
-                    url, timeout: .milliseconds(Int(max(4, duration * 3) * 1000)),
-                    firstByte: Self.firstByteDeadline(buffer: bufferAhead(from: segment.start), usualHead: usualHead(), attempt: attempt))
+                    url, timeout: .milliseconds(Int(SegmentFetchPolicy.downloadDeadline(duration: duration) * 1000)),
+                    firstByte: .milliseconds(Int(deadline * 1000)))
                 noteHead(result)
                 let seconds = Monotonic.now() - began
                 let keyBytes = try await self.key(key.url)
@@ -596,13 +597,14 @@ struct TrackFeeder: Sendable {
                 return .pushed
             } catch {
                 if error.code == .cancelled { return .cancelled }
-                let retryable = error.code != .status || error.status == 404 || error.status >= 500
-                if !retryable || attempt >= 4 || (isLive && segment.end < wantedPosition()) {
+                switch SegmentFetchPolicy.nextEncrypted(after: error, attempt: attempt, late: isLive && segment.end < wantedPosition()) {
+                case .skip:
                     logger.warning("segment skipped", metadata: ["url": "\(url)", "error": "\(error)"])
                     events.send(.error(PlayerError(error), fatal: false))
                     return .skipped
+                case .retry(let after):
+                    try? await Task.sleep(for: .milliseconds(Int(after * 1000)))
                 }
-                try? await Task.sleep(for: .milliseconds(400 * attempt))
             }
         }
         return .cancelled
@@ -623,149 +625,74 @@ struct TrackFeeder: Sendable {
         return bytes
     }
 
-    /// Fetches `segment` (of the plan's timeline) as `rep` from `url` into the core. A segment
-    /// already complete on the server is downloaded whole before the core gets it, so a reset,
-    /// a short body or a stuck (trickling) connection is simply fetched again while time allows;
-    /// one still being produced (low latency) streams in chunk by chunk. With ABR the download
-    /// is measured and, when it would arrive too late, abandoned for a lower rendition.
+    /// Fetches `segment` (of the plan's timeline) as `rep` from `url` into the core: each try is
+    /// a ``SegmentAttempt`` (a segment complete on the server is kept until whole; one still being
+    /// produced streams in chunk by chunk), and what follows a failed one is
+    /// ``SegmentFetchPolicy``'s. With ABR the download is measured and, when it would arrive too
+    /// late, abandoned for a lower rendition.
     private func fetch(_ segment: SegmentReference, rep: Representation, url segmentURL: URL) async -> Outcome {
         var attempt = 0
         let duration = segment.end - segment.start
-        var scanner = EventMessageScanner()
         let repTimeline = timeline(for: rep)
         while !Task.isCancelled {
             attempt += 1
             let location = locations.withLock { $0.current(now: Monotonic.now()) }
             let url = repTimeline?.relocated(segmentURL, to: location) ?? segmentURL
             guard await pushInit(rep) else { return .cancelled }
-            var pushedBytes = false
-            var whole = ByteBuffer()
-            var received = 0
-            var abandoned = false, slow = false
-            let began = Monotonic.now()
             // Sent as it is produced (low latency): its rate says little about the link.
             let paced = isLive && (plan.timeline.availabilityStartTime.map { $0.addingTimeInterval(segment.end) > clock.now() } ?? false)
+            var state = SegmentAttempt(began: Monotonic.now(), keepWhole: !paced, transportStream: rep.isTransportStream)
+            var sink = SegmentSink(feeder: self, segment: segment, rep: rep, url: url)
             let ahead = bufferAhead(from: segment.start)
             let bufferAtStart = max(0, (pushedEnd.withLock { $0 } ?? segment.start) - (position() ?? segment.start))
-            // MPEG-TS whose offset is still to be measured: the first chunks wait until the first
-            // PTS is in them (the offset must be set before the core decodes a frame).
-            var held: ByteBuffer? = rep.measuresTimestamps && offsetPending.withLock({ $0 }) ? ByteBuffer() : nil
-            // Placed already: its first timestamp against its date (a drifting media clock).
-            var unsampled: ByteBuffer? = held == nil && drift != nil && rep.datedByPackager && rep.measuresTimestamps ? ByteBuffer() : nil
-            // Complete on the server: kept until whole, so nothing partial reaches the core.
-            var unpushed: ByteBuffer? = paced ? nil : ByteBuffer()
-            /// Hands bytes of the segment on: to the core (after the TS offset is known), the
-            /// store and the event scanner.
-            /// `probe` with `bytes` after it (the first bytes taken as they are: no copy).
-            func appending(_ bytes: ByteBuffer, to probe: ByteBuffer) -> ByteBuffer {
-                guard probe.readableBytes > 0 else { return bytes }
-                var joined = probe, copy = bytes
-                joined.writeBuffer(&copy)
-                return joined
-            }
-            func deliver(_ bytes: ByteBuffer) throws(FetchError) {
-                var out = bytes
-                if let pending = held {
-                    let waiting = appending(bytes, to: pending)
-                    guard measureOffset(waiting, segment: segment, rep: rep) || waiting.readableBytes >= Self.offsetProbeBytes else {
-                        held = waiting
-                        return
-                    }
-                    held = nil
-                    out = waiting
-                }
-                if let sampled = unsampled {
-                    let probe = appending(out, to: sampled)
-                    unsampled = sampleDrift(probe, segment: segment, rep: rep) || probe.readableBytes >= Self.offsetProbeBytes ? nil : probe
-                }
-                do { try push(out) } catch { throw FetchError(.cancelled, url: url.absoluteString, message: "core closed") }
-                pushedBytes = true
-                if store != nil {
-                    var copy = bytes
-                    whole.writeBuffer(&copy)
-                }
-                let boxes = bytes.withUnsafeReadableBytes { scanner.feed($0) }
-                if !boxes.isEmpty { inbandEvents(boxes, segment: segment) }
-            }
-            /// A whole download judged against the buffer (each chunk, and every tick while none
-            /// comes): abandoned for a lower rendition when too slow for it, or given up once when
-            /// slower than real time and too late (a stuck connection, a trickling or stalled
-            /// edge): a new one is tried.
-            var tail = SegmentEnd(transportStream: rep.isTransportStream)
-            var wholeAt: Int?
-            func judge() throws(FetchError) {
-                guard let body = unpushed else { return }
-                // A whole segment, then filler without end (or junk): the segment is kept.
-                if let cut = body.withUnsafeReadableBytes({ tail.wholeBeforeJunk(in: $0) }) {
-                    wholeAt = cut
-                    throw FetchError(.cancelled, url: url.absoluteString, message: "whole segment, then junk")
-                }
-                let elapsed = Monotonic.now() - began
-                let expected = max(received + 1, rep.bandwidth * Int(duration * 1000) / 8000)
-                let buffer = bufferAtStart - elapsed
-                if let abr, abr.withLock({ $0.shouldAbandon(bytes: received, of: expected, elapsed: elapsed, buffer: buffer) }),
-                    abr.withLock({ $0.renditions.first?.id != rep.id })
-                {
-                    abandoned = true
-                    throw FetchError(.cancelled, url: url.absoluteString, message: "abandoned: too slow for the buffer")
-                }
-                if attempt == 1, Self.stuck(bytes: received, of: expected, elapsed: elapsed, duration: duration, buffer: buffer) {
-                    slow = true
-                    throw FetchError(.timeout, url: url.absoluteString, message: "\(received) bytes in \(String(format: "%.1f", elapsed)) s: too slow for the buffer")
-                }
-            }
+            let expected = rep.bandwidth * Int(duration * 1000) / 8000
+            let judgesPace = attempt == 1
+            var verdict: SegmentAttempt.Verdict?
             do {
                 do {
                     let result = try await fetcher.stream(
-                        url, timeout: .milliseconds(Int(max(4, duration * 3) * 1000)),
-                        firstByte: Self.firstByteDeadline(buffer: ahead, usualHead: usualHead(), attempt: attempt),
-                        idle: paced ? .milliseconds(Int(max(Self.idle, duration + 1) * 1000)) : .milliseconds(Int(Self.idle * 1000))
+                        url, timeout: .milliseconds(Int(SegmentFetchPolicy.downloadDeadline(duration: duration) * 1000)),
+                        firstByte: .milliseconds(Int(SegmentFetchPolicy.firstByteDeadline(buffer: ahead, usualHead: usualHead(), attempt: attempt) * 1000)),
+                        idle: .milliseconds(Int(SegmentFetchPolicy.idle(duration: duration, paced: paced) * 1000))
                     ) { (chunk) throws(FetchError) in
-                        if received == 0, isLive { firstByteAt.withLock { $0 = $0 ?? serverSeconds() } }
-                        received += chunk.readableBytes
-                        if unpushed != nil {
-                            var incoming = chunk
-                            unpushed?.writeBuffer(&incoming)  // in place (a copy would copy it all per chunk)
-                            try judge()
+                        if state.received == 0, isLive { firstByteAt.withLock { $0 = $0 ?? serverSeconds() } }
+                        if let now = state.take(chunk) {
+                            try sink.deliver(now)
                             return
                         }
-                        try deliver(chunk)
+                        verdict = judge(&state, rep: rep, expected: expected, bufferAtStart: bufferAtStart, duration: duration, judgesPace: judgesPace)
+                        try Self.giveUp(verdict, state: state, url: url)
                     } onTick: { () throws(FetchError) in
-                        try judge()
+                        verdict = judge(&state, rep: rep, expected: expected, bufferAtStart: bufferAtStart, duration: duration, judgesPace: judgesPace)
+                        try Self.giveUp(verdict, state: state, url: url)
                     }
                     noteHead(result)
-                } catch let error where wholeAt != nil && error.code == .cancelled {
-                    logger.info("segment whole, then junk: kept", metadata: ["url": "\(url)", "bytes": "\(wholeAt ?? 0)"])
-                    if let cut = wholeAt, let reader = unpushed?.readerIndex { unpushed?.moveWriterIndex(to: reader + cut) }
-                    received = wholeAt ?? received
+                } catch let error where verdict == .wholeThenJunk && error.code == .cancelled {
+                    logger.info("segment whole, then junk: kept", metadata: ["url": "\(url)", "bytes": "\(state.wholeBeforeJunk ?? 0)"])
                 }
-                if let pending = unpushed, pending.readableBytes > 0 {
+                if let pending = state.keptBody() {
                     // Cut short or garbage: fetched again once (an edge's fault passes); the
                     // second time the core gets it, reports it and skips it.
                     if attempt == 1, let problem = SegmentShape.problem(pending.readableBytesView, transportStream: rep.isTransportStream) {
                         logger.info("segment damaged: fetched again", metadata: ["url": "\(url)", "problem": "\(problem)"])
                         continue
                     }
-                    try deliver(pending)
+                    try sink.deliver(pending)
                 }
-                if let waiting = held, waiting.readableBytes > 0 {  // a short segment without a PTS
-                    do { try push(waiting) } catch { return .cancelled }
-                }
-                do { try endSegment() } catch { return .cancelled }
-                reportRefused(scanner)
-                abr?.withLock { $0.downloaded(bytes: received, seconds: Monotonic.now() - began, paced: paced, weight: duration) }
-                store?.put(track: plan.coreTrack, time: segment.time, start: segment.start, end: segment.end, bytes: whole, representation: rep.id)
+                guard sink.finish() else { return .cancelled }
+                abr?.withLock { $0.downloaded(bytes: state.received, seconds: Monotonic.now() - state.began, paced: paced, weight: duration) }
+                store?.put(track: plan.coreTrack, time: segment.time, start: segment.start, end: segment.end, bytes: sink.whole, representation: rep.id)
                 return .pushed
             } catch {
-                if abandoned {
+                if verdict == .abandon {
                     // What came so far is the link's speed now.
-                    let elapsed = Monotonic.now() - began
-                    abr?.withLock { $0.downloaded(bytes: received, seconds: elapsed, weight: duration) }
-                    logger.info("download abandoned", metadata: ["rendition": "\(rep.id)", "bytes": "\(received)", "seconds": "\(String(format: "%.2f", elapsed))"])
+                    let elapsed = Monotonic.now() - state.began
+                    abr?.withLock { $0.downloaded(bytes: state.received, seconds: elapsed, weight: duration) }
+                    logger.info("download abandoned", metadata: ["rendition": "\(rep.id)", "bytes": "\(state.received)", "seconds": "\(String(format: "%.2f", elapsed))"])
                     return .abandoned
                 }
                 if error.code == .cancelled { return .cancelled }
-                if pushedBytes {
+                if sink.pushedBytes {
                     // A partial low-latency segment is in the core: it decodes what is whole and
                     // skips a box cut short; the next segment goes on from there.
                     try? endSegment()
@@ -775,46 +702,132 @@ struct TrackFeeder: Sendable {
                 let late = isLive && segment.end < wantedPosition()
                 // Another location (an alternative BaseURL) is tried at once; this one is
                 // avoided for a while.
-                if locations.withLock({ $0.failed(location, now: Monotonic.now()) }), !late, attempt < 4 + locations.withLock({ $0.count }) {
+                if locations.withLock({ $0.failed(location, now: Monotonic.now()) }), !late,
+                    attempt < SegmentFetchPolicy.attempts + locations.withLock({ $0.count })
+                {
                     logger.warning("segment fetched from another location", metadata: ["url": "\(url)", "error": "\(error)"])
                     continue
                 }
-                // Not there yet (404 at the live edge: a server that publishes late) is asked
-                // again while it can still be on time; other failures 4 times.
-                if !FetchPolicy.isTransient(error) || late || attempt >= (error.status == 404 && isLive ? 40 : 4) {
+                switch SegmentFetchPolicy.next(after: error, attempt: attempt, live: isLive, late: late, slow: verdict == .stuck) {
+                case .skip:
                     logger.warning("segment skipped", metadata: ["url": "\(url)", "error": "\(error)"])
                     events.send(.error(PlayerError(error), fatal: false))
                     return .skipped
-                }
-                logger.info("segment fetched again", metadata: ["url": "\(url)", "attempt": "\(attempt + 1)", "error": "\(error)"])
-                // A reset, a stuck body or a server silent on that connection: again at once.
-                if !slow && error.code != .network && error.code != .timeout {
-                    try? await Task.sleep(for: .milliseconds(error.status == 404 ? min(300, 150 * attempt) : 400 * attempt))
+                case .retry(let after):
+                    logger.info("segment fetched again", metadata: ["url": "\(url)", "attempt": "\(attempt + 1)", "error": "\(error)"])
+                    if after > 0 { try? await Task.sleep(for: .milliseconds(Int(after * 1000))) }
                 }
             }
         }
         return .cancelled
     }
 
-    /// A download slower than the media it carries plays (`bytes` of `total` expected after
-    /// `elapsed` s of a `duration` s segment) that will not be whole before the `buffer` runs
-    /// out: no link that healthy is that slow for its own rendition.
-    static func stuck(bytes: Int, of total: Int, elapsed: Double, duration: Double, buffer: Double) -> Bool {
-        guard elapsed > 0.5, bytes < total, total > 0 else { return false }
-        let rate = Double(max(bytes, 1)) / elapsed
-        let realTime = Double(total) / max(duration, 0.1)
-        return rate < realTime && Double(total - bytes) / rate > max(0.5, buffer - 0.5)
+    /// Judges a try kept until whole (``SegmentAttempt/verdict(now:expected:bufferAtStart:duration:judgesPace:shouldAbandon:)``)
+    /// with ABR's abandonment rule, when a lower rendition than `rep` exists.
+    private func judge(
+        _ state: inout SegmentAttempt, rep: Representation, expected: Int, bufferAtStart: Double, duration: Double, judgesPace: Bool
+    ) -> SegmentAttempt.Verdict? {
+        state.verdict(
+            now: Monotonic.now(), expected: expected, bufferAtStart: bufferAtStart, duration: duration, judgesPace: judgesPace,
+            shouldAbandon: { bytes, total, elapsed, buffer in
+                guard let abr else { return false }
+                return abr.withLock { $0.shouldAbandon(bytes: bytes, of: total, elapsed: elapsed, buffer: buffer) && $0.renditions.first?.id != rep.id }
+            })
+    }
+
+    /// Ends the download with the error `verdict` calls for (none: it goes on).
+    private static func giveUp(_ verdict: SegmentAttempt.Verdict?, state: SegmentAttempt, url: URL) throws(FetchError) {
+        switch verdict {
+        case nil: return
+        case .wholeThenJunk: throw FetchError(.cancelled, url: url.absoluteString, message: "whole segment, then junk")
+        case .abandon: throw FetchError(.cancelled, url: url.absoluteString, message: "abandoned: too slow for the buffer")
+        case .stuck:
+            throw FetchError(
+                .timeout, url: url.absoluteString,
+                message: "\(state.received) bytes in \(String(format: "%.1f", Monotonic.now() - state.began)) s: too slow for the buffer")
+        }
+    }
+
+    /// Where a segment's bytes go as they are handed on: the core's tracks (a transport
+    /// stream's first bytes held until its offset is measured from its first PTS), the media
+    /// clock's drift sample, the in-band event scanner and the copy kept for the store.
+    private struct SegmentSink {
+        let feeder: TrackFeeder
+        let segment: SegmentReference
+        let rep: Representation
+        let url: URL
+        /// MPEG-TS whose offset is still to be measured: the first chunks wait until the first
+        /// PTS is in them (the offset must be set before the core decodes a frame).
+        private var held: ByteBuffer?
+        /// Placed already: its first timestamp against its date (a drifting media clock).
+        private var unsampled: ByteBuffer?
+        private var scanner = EventMessageScanner()
+        /// Whether any byte reached the core.
+        private(set) var pushedBytes = false
+        /// The whole segment, for the store (empty without one).
+        private(set) var whole = ByteBuffer()
+
+        init(feeder: TrackFeeder, segment: SegmentReference, rep: Representation, url: URL) {
+            (self.feeder, self.segment, self.rep, self.url) = (feeder, segment, rep, url)
+            held = rep.measuresTimestamps && feeder.offsetPending.withLock({ $0 }) ? ByteBuffer() : nil
+            unsampled = held == nil && feeder.drift != nil && rep.datedByPackager && rep.measuresTimestamps ? ByteBuffer() : nil
+        }
+
+        /// `probe` with `bytes` after it (the first bytes taken as they are: no copy).
+        private static func appending(_ bytes: ByteBuffer, to probe: ByteBuffer) -> ByteBuffer {
+            guard probe.readableBytes > 0 else { return bytes }
+            var joined = probe, copy = bytes
+            joined.writeBuffer(&copy)
+            return joined
+        }
+
+        /// Hands bytes of the segment on, in order.
+        mutating func deliver(_ bytes: ByteBuffer) throws(FetchError) {
+            var out = bytes
+            if let pending = held {
+                let waiting = Self.appending(bytes, to: pending)
+                guard feeder.measureOffset(waiting, segment: segment, rep: rep) || waiting.readableBytes >= TrackFeeder.offsetProbeBytes else {
+                    held = waiting
+                    return
+                }
+                held = nil
+                out = waiting
+            }
+            if let sampled = unsampled {
+                let probe = Self.appending(out, to: sampled)
+                unsampled = feeder.sampleDrift(probe, segment: segment, rep: rep) || probe.readableBytes >= TrackFeeder.offsetProbeBytes ? nil : probe
+            }
+            do { try feeder.push(out) } catch { throw FetchError(.cancelled, url: url.absoluteString, message: "core closed") }
+            pushedBytes = true
+            if feeder.store != nil {
+                var copy = bytes
+                whole.writeBuffer(&copy)
+            }
+            let boxes = bytes.withUnsafeReadableBytes { scanner.feed($0) }
+            if !boxes.isEmpty { feeder.inbandEvents(boxes, segment: segment) }
+        }
+
+        /// The segment is all in: what is still held (a short segment without a PTS) goes to
+        /// the core, which is told the segment ended. False when the core is closed.
+        mutating func finish() -> Bool {
+            if let waiting = held, waiting.readableBytes > 0 {
+                do { try feeder.push(waiting) } catch { return false }
+            }
+            do { try feeder.endSegment() } catch { return false }
+            feeder.reportRefused(scanner)
+            return true
+        }
     }
 
     /// An error event when `scanner` skipped `emsg` boxes (too many or too big in one segment).
-    private func reportRefused(_ scanner: EventMessageScanner) {
+    fileprivate func reportRefused(_ scanner: EventMessageScanner) {
         guard scanner.refused > 0 else { return }
         let why = "\(scanner.refused) emsg boxes skipped in one segment (over \(EventMessageScanner.maxEvents), or over \(EventMessageScanner.maxEventBytes) bytes)"
         events.send(.error(PlayerError(ManifestError(.tooLarge, why)), fatal: false))
     }
 
     /// Places the events of `emsg` boxes found in `segment`; unreadable boxes are reported.
-    private func inbandEvents(_ bodies: [[UInt8]], segment: SegmentReference) {
+    fileprivate func inbandEvents(_ bodies: [[UInt8]], segment: SegmentReference) {
         var timed: [TimedEvent] = []
         for body in bodies {
             do {
@@ -828,7 +841,7 @@ struct TrackFeeder: Sendable {
         onEvents(timed, nil)
     }
 
-    private func push(_ buffer: ByteBuffer, init isInit: Bool = false) throws {
+    fileprivate func push(_ buffer: ByteBuffer, init isInit: Bool = false) throws {
         guard buffer.readableBytes > 0 else { return }
         try buffer.withUnsafeReadableBytes { raw in
             for track in plan.coreTracks {
@@ -838,7 +851,7 @@ struct TrackFeeder: Sendable {
     }
 
     /// Marks the end of a media segment on the core's tracks: a damaged one is skipped there.
-    private func endSegment() throws {
+    fileprivate func endSegment() throws {
         for track in plan.coreTracks { try core.endSegment(track: track) }
     }
 
@@ -869,24 +882,6 @@ struct TrackFeeder: Sendable {
     /// How far into a transport stream segment its first PTS is looked for.
     static let offsetProbeBytes = 256 << 10
 
-    /// How long a media segment's response head may take at most: a server that accepted the
-    /// request and says nothing is given up sooner than the whole download's deadline (a stalled
-    /// body after ``HTTPFetcher/idleTimeout``). While pictures are shown, the buffer sets it
-    /// (``firstByteDeadline(buffer:)``).
-    static let firstByte = 3.0
-
-    /// The head's deadline of a media segment's `attempt`th request made with `buffer` seconds of
-    /// media ahead of the presented position (nil: not known) from a server whose heads
-    /// usually take `usualHead` seconds (nil: none came yet): half the buffer, so that a server
-    /// silent on this connection leaves the other half to a new try at once; never under 0.5 s
-    /// nor three times the usual head (a deadline a healthy server cannot meet would fail every
-    /// try), never over ``firstByte``, which a third try and an unknown server get.
-    static func firstByteDeadline(buffer: Double?, usualHead: Double?, attempt: Int) -> Duration {
-        var seconds = firstByte
-        if let buffer, let usualHead, attempt <= 2 { seconds = min(firstByte, max(0.5, 3 * usualHead, buffer / 2)) }
-        return .milliseconds(Int(seconds * 1000))
-    }
-
     /// Seconds of media pushed ahead of the position presented now (live, before the first
     /// picture: the position wanted); nil before the first picture of an on-demand stream.
     private func bufferAhead(from start: Double) -> Double? {
@@ -894,33 +889,21 @@ struct TrackFeeder: Sendable {
         return max(0, (pushedEnd.withLock { $0 } ?? start) - presented)
     }
 
-    /// Seconds from request to response head of the last media segments and init segments (at
-    /// most 16, newest last): the server's usual answer time.
-    private let heads = SharedValue<[Double]>([])
+    /// The server's usual answer time (``HeadTimes``, media and init segments).
+    private let heads = SharedValue(HeadTimes())
 
-    /// The median of ``heads``; nil before the first.
-    private func usualHead() -> Double? {
-        heads.withLock { $0.isEmpty ? nil : $0.sorted()[$0.count / 2] }
-    }
+    private func usualHead() -> Double? { heads.withLock { $0.usual } }
 
     private func noteHead(_ result: FetchResult) {
-        heads.withLock {
-            $0.append(max(0, result.headReceived - result.sent))
-            if $0.count > 16 { $0.removeFirst() }
-        }
+        heads.withLock { $0.note(result.headReceived - result.sent) }
     }
-
-    /// Seconds a media segment's body may go without a byte before the connection is given up
-    /// (a stalled edge); a segment still being produced waits up to its duration + 1 s (its
-    /// chunks come as they are made).
-    static let idle = 3.0
 
     /// Places the media on the presentation timeline from `bytes`, the start of `segment`: its
     /// first timestamp (MPEG-TS: the first PTS, a video one if any; fMP4: the first `tfdt`) is
     /// presented at the segment's start (its program date-time). Returns false while no
     /// timestamp is in `bytes`.
     @discardableResult
-    private func measureOffset(_ bytes: ByteBuffer, segment: SegmentReference, rep: Representation) -> Bool {
+    fileprivate func measureOffset(_ bytes: ByteBuffer, segment: SegmentReference, rep: Representation) -> Bool {
         guard let first = firstTimestamp(bytes, rep: rep) else { return false }
         let pts = first
         let offset = segment.start - first
@@ -934,7 +917,7 @@ struct TrackFeeder: Sendable {
 
     /// A segment of media already placed: where its first timestamp lands against its date
     /// (``MediaClockDrift``). Returns false while no timestamp is in `bytes`.
-    private func sampleDrift(_ bytes: ByteBuffer, segment: SegmentReference, rep: Representation) -> Bool {
+    fileprivate func sampleDrift(_ bytes: ByteBuffer, segment: SegmentReference, rep: Representation) -> Bool {
         guard let drift, let offset = measuredOffset.withLock({ $0 }) else { return true }
         guard var first = firstTimestamp(bytes, rep: rep) else { return false }
         if rep.isTransportStream {

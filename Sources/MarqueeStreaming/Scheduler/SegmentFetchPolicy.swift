@@ -1,0 +1,101 @@
+/// How a media segment is fetched: the deadlines of each request, when a download is judged
+/// stuck, and what follows a failed try. Pure (no clock, no I/O): the scheduler asks with the
+/// times and sizes it measured.
+///
+/// A box on a wall must ride out servers that reset, answer 5xx, say nothing, trickle or send
+/// junk, without giving up a segment it could still have had in time, and without waiting on
+/// one it can no longer show.
+public enum SegmentFetchPolicy {
+    /// How long a media segment's response head may take at most: a server that accepted the
+    /// request and says nothing is given up sooner than the whole download's deadline. While
+    /// pictures are shown, the buffer sets it (``firstByteDeadline(buffer:usualHead:attempt:)``).
+    public static let firstByte = 3.0
+
+    /// Seconds a media segment's body may go without a byte before the connection is given up
+    /// (a stalled edge); a segment still being produced waits up to its duration + 1 s (its
+    /// chunks come as they are made): ``idle(duration:paced:)``.
+    public static let idle = 3.0
+
+    /// The most tries of one segment (a 404 at a live edge: ``attempts(status:live:)``).
+    public static let attempts = 4
+
+    /// The head's deadline, seconds, of a media segment's `attempt`th request made with `buffer`
+    /// seconds of media ahead of the presented position (nil: not known) from a server whose
+    /// heads usually take `usualHead` seconds (nil: none came yet): half the buffer, so that a
+    /// server silent on this connection leaves the other half to a new try at once; never under
+    /// 0.5 s nor three times the usual head (a deadline a healthy server cannot meet would fail
+    /// every try), never over ``firstByte``, which a third try and an unknown server get.
+    public static func firstByteDeadline(buffer: Double?, usualHead: Double?, attempt: Int) -> Double {
+        guard let buffer, let usualHead, attempt <= 2 else { return firstByte }
+        return min(firstByte, max(0.5, 3 * usualHead, buffer / 2))
+    }
+
+    /// The whole download's deadline, seconds, of a segment of `duration` seconds.
+    public static func downloadDeadline(duration: Double) -> Double { max(4, duration * 3) }
+
+    /// How long the body may pause, seconds: ``idle``, or (a segment still being produced, sent
+    /// as it is made) its duration + 1 s.
+    public static func idle(duration: Double, paced: Bool) -> Double { paced ? max(idle, duration + 1) : idle }
+
+    /// A download slower than the media it carries plays (`bytes` of `total` expected after
+    /// `elapsed` s of a `duration` s segment) that will not be whole before the `buffer` runs
+    /// out: no link that healthy is that slow for its own rendition.
+    public static func stuck(bytes: Int, of total: Int, elapsed: Double, duration: Double, buffer: Double) -> Bool {
+        guard elapsed > 0.5, bytes < total, total > 0 else { return false }
+        let rate = Double(max(bytes, 1)) / elapsed
+        let realTime = Double(total) / max(duration, 0.1)
+        return rate < realTime && Double(total - bytes) / rate > max(0.5, buffer - 0.5)
+    }
+
+    /// How many tries a segment gets: a 404 at a live edge (a server that publishes late) is
+    /// asked again while it can still be on time (40 tries at 150–300 ms), other failures
+    /// ``attempts``.
+    public static func attempts(status: Int, live: Bool) -> Int { status == 404 && live ? 40 : attempts }
+
+    /// What follows a failed try.
+    public enum Next: Sendable, Equatable {
+        /// Try again after this many seconds (0: at once).
+        case retry(after: Double)
+        /// Give the segment up (report it; the next one is fetched).
+        case skip
+    }
+
+    /// What follows the `attempt`th try of a segment failing with `error`. `late`: the segment
+    /// is behind the wanted position already (live); `slow`: the try was given up as too slow
+    /// for the buffer. A reset, a stuck body or a server silent on that connection is tried
+    /// again at once; a 5xx after 0.4 s × the tries so far; a 404 after 150 ms × tries (at most
+    /// 300 ms).
+    public static func next(after error: FetchError, attempt: Int, live: Bool, late: Bool, slow: Bool) -> Next {
+        guard FetchPolicy.isTransient(error), !late, attempt < attempts(status: error.status, live: live) else { return .skip }
+        if slow || error.code == .network || error.code == .timeout { return .retry(after: 0) }
+        return .retry(after: error.status == 404 ? min(0.3, 0.15 * Double(attempt)) : 0.4 * Double(attempt))
+    }
+
+    /// What follows the `attempt`th try of an encrypted segment (fetched whole, then decrypted)
+    /// failing with `error`: any answer but a client error is tried again, 4 times, after 0.4 s ×
+    /// the tries so far, while it is not late.
+    public static func nextEncrypted(after error: FetchError, attempt: Int, late: Bool) -> Next {
+        let retryable = error.code != .status || error.status == 404 || error.status >= 500
+        guard retryable, attempt < attempts, !late else { return .skip }
+        return .retry(after: 0.4 * Double(attempt))
+    }
+}
+
+/// A server's usual answer time: the median of its last 16 response heads (media and init
+/// segments), seconds from request to head.
+public struct HeadTimes: Sendable, Equatable {
+    private var recent: [Double] = []
+    /// How many heads are remembered.
+    public static let count = 16
+
+    public init() {}
+
+    /// Notes one answer: its head came `seconds` after the request.
+    public mutating func note(_ seconds: Double) {
+        recent.append(max(0, seconds))
+        if recent.count > Self.count { recent.removeFirst() }
+    }
+
+    /// The median head time; nil before the first answer.
+    public var usual: Double? { recent.isEmpty ? nil : recent.sorted()[recent.count / 2] }
+}

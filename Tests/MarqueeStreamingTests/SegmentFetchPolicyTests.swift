@@ -1,0 +1,88 @@
+import NIOCore
+import Testing
+
+@testable import MarqueeStreaming
+
+/// The segment fetch policy's decisions and a download try's judgement, from measured inputs.
+@Suite struct SegmentFetchPolicyTests {
+    @Test func theHeadDeadlineFollowsTheBufferAndTheServersUsualAnswer() {
+        #expect(SegmentFetchPolicy.firstByteDeadline(buffer: 4, usualHead: 0.05, attempt: 1) == 2)  // half the buffer
+        #expect(SegmentFetchPolicy.firstByteDeadline(buffer: 0.4, usualHead: 0.05, attempt: 1) == 0.5)  // never under 0.5 s
+        #expect(abs(SegmentFetchPolicy.firstByteDeadline(buffer: 1, usualHead: 0.4, attempt: 2) - 1.2) < 1e-9)  // 3 × the usual head
+        #expect(SegmentFetchPolicy.firstByteDeadline(buffer: 20, usualHead: 0.05, attempt: 1) == 3)  // never over 3 s
+        #expect(SegmentFetchPolicy.firstByteDeadline(buffer: 4, usualHead: 0.05, attempt: 3) == 3)  // a third try
+        #expect(SegmentFetchPolicy.firstByteDeadline(buffer: 4, usualHead: nil, attempt: 1) == 3)  // a server not heard yet
+    }
+
+    @Test func failuresAreRetriedAsTheirKindDeserves() {
+        let url = "http://edge/seg.m4s"
+        let reset = FetchError(.network, url: url, message: "reset")
+        let unavailable = FetchError(.status, url: url, status: 503, message: "503")
+        let notYet = FetchError(.status, url: url, status: 404, message: "404")
+        let forbidden = FetchError(.status, url: url, status: 403, message: "403")
+        #expect(SegmentFetchPolicy.next(after: reset, attempt: 1, live: true, late: false, slow: false) == .retry(after: 0))
+        #expect(SegmentFetchPolicy.next(after: unavailable, attempt: 2, live: true, late: false, slow: false) == .retry(after: 0.8))
+        #expect(SegmentFetchPolicy.next(after: unavailable, attempt: 4, live: true, late: false, slow: false) == .skip)
+        #expect(SegmentFetchPolicy.next(after: notYet, attempt: 5, live: true, late: false, slow: false) == .retry(after: 0.3))
+        #expect(SegmentFetchPolicy.next(after: notYet, attempt: 40, live: true, late: false, slow: false) == .skip)
+        #expect(SegmentFetchPolicy.next(after: notYet, attempt: 4, live: false, late: false, slow: false) == .skip)
+        #expect(SegmentFetchPolicy.next(after: forbidden, attempt: 1, live: true, late: false, slow: false) == .skip)
+        #expect(SegmentFetchPolicy.next(after: reset, attempt: 1, live: true, late: true, slow: false) == .skip)
+        #expect(SegmentFetchPolicy.nextEncrypted(after: forbidden, attempt: 1, late: false) == .skip)
+        #expect(SegmentFetchPolicy.nextEncrypted(after: unavailable, attempt: 1, late: false) == .retry(after: 0.4))
+    }
+
+    @Test func theUsualHeadIsTheMedianOfTheLast16() {
+        var heads = HeadTimes()
+        #expect(heads.usual == nil)
+        for _ in 0..<20 { heads.note(0.02) }
+        heads.note(5)  // one slow answer does not move it
+        #expect(heads.usual == 0.02)
+        for _ in 0..<9 { heads.note(0.5) }  // most of the last 16 slow: it does
+        #expect(heads.usual == 0.5)
+    }
+
+    /// An fMP4 segment (a `moof`, an `mdat`) followed by filler that no box header starts.
+    private func segmentThenJunk() -> (ByteBuffer, segmentBytes: Int) {
+        var b = ByteBuffer()
+        for (type, size) in [("moof", 24), ("mdat", 40)] {
+            b.writeInteger(UInt32(size))
+            b.writeString(type)
+            b.writeBytes([UInt8](repeating: 7, count: size - 8))
+        }
+        let length = b.readableBytes
+        b.writeBytes([UInt8](repeating: 0xff, count: 100))
+        return (b, length)
+    }
+
+    @Test func aWholeSegmentThenJunkIsKeptAndCut() {
+        var attempt = SegmentAttempt(began: 0, keepWhole: true, transportStream: false)
+        let (body, length) = segmentThenJunk()
+        var verdict: SegmentAttempt.Verdict?
+        for chunk in stride(from: 0, to: body.readableBytes, by: 30) {
+            let part = body.getSlice(at: chunk, length: min(30, body.readableBytes - chunk))!
+            #expect(attempt.take(part) == nil, "a body complete on the server is kept until whole")
+            verdict = attempt.verdict(now: 0.1, expected: 0, bufferAtStart: 5, duration: 2, judgesPace: true, shouldAbandon: { _, _, _, _ in false })
+            if verdict != nil { break }
+        }
+        #expect(verdict == .wholeThenJunk)
+        #expect(attempt.keptBody()?.readableBytes == length)
+    }
+
+    @Test func aTrickleTooSlowForTheBufferIsStuckAndAStreamedBodyIsNotJudged() {
+        var attempt = SegmentAttempt(began: 10, keepWhole: true, transportStream: false)
+        var header = ByteBuffer()
+        header.writeInteger(UInt32(100_000))
+        header.writeString("mdat")
+        _ = attempt.take(header)
+        // 8 bytes of 100 kB after 2 s of a 2 s segment, 1.5 s of buffer left: stuck.
+        let stuck = attempt.verdict(now: 12, expected: 100_000, bufferAtStart: 3.5, duration: 2, judgesPace: true, shouldAbandon: { _, _, _, _ in false })
+        #expect(stuck == .stuck)
+        let secondTry = attempt.verdict(now: 12, expected: 100_000, bufferAtStart: 3.5, duration: 2, judgesPace: false, shouldAbandon: { _, _, _, _ in false })
+        #expect(secondTry == nil, "a second try is not given up as slow")
+        #expect(attempt.verdict(now: 12, expected: 100_000, bufferAtStart: 3.5, duration: 2, judgesPace: true, shouldAbandon: { _, _, _, _ in true }) == .abandon)
+        var streamed = SegmentAttempt(began: 10, keepWhole: false, transportStream: false)
+        #expect(streamed.take(header)?.readableBytes == 8, "a body being produced is handed on as it comes")
+        #expect(streamed.verdict(now: 30, expected: 100_000, bufferAtStart: 0, duration: 2, judgesPace: true, shouldAbandon: { _, _, _, _ in true }) == nil)
+    }
+}
