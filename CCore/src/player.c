@@ -11,7 +11,7 @@
 
 /// The player: owns the outputs, the tracks (byte queue + decode thread each), the tempo,
 /// audio (master clock), video and monitor threads, and the clips handed to it. Everything here
-/// runs on the controlling thread (see ARCHITECTURE-C.md for the threads and what they share).
+/// runs on the controlling thread (see ARCHITECTURE.md for the threads and what they share).
 
 static void reap_clips(mq_player *p, bool all);
 
