@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import Testing
 
@@ -84,5 +85,47 @@ import Testing
         var streamed = SegmentAttempt(began: 10, keepWhole: false, transportStream: false)
         #expect(streamed.take(header)?.readableBytes == 8, "a body being produced is handed on as it comes")
         #expect(streamed.verdict(now: 30, expected: 100_000, bufferAtStart: 0, duration: 2, judgesPace: true, shouldAbandon: { _, _, _, _ in true }) == nil)
+    }
+}
+
+/// What to fetch next on a live timeline (a SegmentTimeline of 2 s segments, 10 listed).
+@Suite struct SegmentChoiceTests {
+    private func timeline() throws -> RepresentationTimeline {
+        let text = """
+            <MPD type="dynamic" availabilityStartTime="2026-01-01T00:00:00Z" minimumUpdatePeriod="PT2S"><Period id="p0" start="PT0S">
+            <AdaptationSet contentType="video" mimeType="video/mp4"><Representation id="v" bandwidth="1000000">
+            <SegmentTemplate timescale="1000" initialization="init.mp4" media="$Time$.m4s">
+            <SegmentTimeline><S t="100000" d="2000" r="9"/></SegmentTimeline></SegmentTemplate>
+            </Representation></AdaptationSet></Period></MPD>
+            """
+        let mpd = try MPDParser().parse(Data(text.utf8))
+        let set = mpd.periods[0].adaptationSets[0]
+        return try RepresentationTimeline(
+            mpd: mpd, period: 0, adaptationSet: set, representation: set.representations[0], manifestURL: URL(string: "http://o/live.mpd")!)
+    }
+
+    @Test func behindLiveItSkipsToTheWantedSegmentAndStartsAtTheListedEdge() throws {
+        let t = try timeline()  // segments 100…120 s
+        #expect(SegmentChoice.segmentDuration(t) == 2)
+        let first = try #require(t.segment(containing: 100.5))
+        #expect(SegmentChoice.catchUp(from: first, wanted: 103.5, on: t) == nil, "one segment behind is on time")
+        #expect(SegmentChoice.catchUp(from: first, wanted: 111, on: t)?.start == 110)
+        #expect(SegmentChoice.catchUp(from: first, wanted: 125, on: t) == nil, "not listed: no jump into nothing")
+        // The listing ends at 120 s; the wanted position is later.
+        #expect(SegmentChoice.edgeStart(on: t, wanted: 121, misses: 1) == nil, "one miss is not yet a late server")
+        #expect(SegmentChoice.edgeStart(on: t, wanted: 121, misses: 2)?.start == 118)
+        #expect(SegmentChoice.edgeStart(on: t, wanted: 119, misses: 5) == nil, "the wanted segment is listed")
+    }
+
+    @Test func theListingIsReloadedJustAfterTheNextSegmentShouldBeListed() {
+        #expect(abs(SegmentChoice.listingWait(expectedIn: 1.2, segmentDuration: 2, misses: 0) - 1.23) < 1e-9)
+        #expect(SegmentChoice.listingWait(expectedIn: 9, segmentDuration: 2, misses: 0) == 2)  // at most 2 s
+        // Due already and not there: 50 ms, 100, 200, 400, then half a segment.
+        let waits = (0..<6).map { SegmentChoice.listingWait(expectedIn: 0, segmentDuration: 2, misses: $0) }
+        #expect(waits == [0.05, 0.1, 0.2, 0.4, 0.8, 1])
+        #expect(SegmentChoice.listingWait(expectedIn: nil, segmentDuration: 6, misses: 0) == 2)
+        #expect(SegmentChoice.isOverdue(after: 100, now: 102.9, segmentDuration: 2) == false)
+        #expect(SegmentChoice.isOverdue(after: 100, now: 103, segmentDuration: 2))
+        #expect(SegmentChoice.storeLead(segmentDuration: 1) == 3 && SegmentChoice.storeLead(segmentDuration: 4) == 8)
     }
 }

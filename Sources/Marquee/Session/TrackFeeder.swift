@@ -206,10 +206,10 @@ struct TrackFeeder: Sendable {
                 // Nothing fetched yet and the listing ends before the wanted position (a server
                 // later than the target, an encoder whose clock runs slow): its newest segment
                 // is the live edge; what arrives late raises the target (``FeasibleLatency``).
-                if next == nil, lastEnd == nil, isLive, misses >= 2, let newest = timeline.lastListedSegment, newest.end <= wantedPosition() {
-                    next = newest
+                if next == nil, lastEnd == nil, isLive {
+                    next = SegmentChoice.edgeStart(on: timeline, wanted: wantedPosition(), misses: misses)
                 }
-                let overdue = lastEnd.map { end in serverSeconds().map { $0 >= end + segmentDuration(timeline) + 1 } ?? true } ?? true
+                let overdue = SegmentChoice.isOverdue(after: lastEnd, now: serverSeconds(), segmentDuration: SegmentChoice.segmentDuration(timeline))
                 if next == nil, isLive, let following = nextPeriod(after: lastEnd ?? wantedPosition(), waited: overdue) {
                     // The period is over: on in the next one, from its start (or the wanted position).
                     timeline = following
@@ -219,16 +219,12 @@ struct TrackFeeder: Sendable {
                     pushedAny = false
                 }
                 if next == nil {
-                    // The next segment is listed once it is complete: at the end of the last one
-                    // plus a segment, on the server clock. Reload just after that (not on a fixed
-                    // cadence, which would eat the margin the latency target leaves); when it is
-                    // not there yet, again after 50 ms, 100, 200, … up to half a segment.
-                    let duration = segmentDuration(timeline)
-                    var wait = min(2, max(0.2, duration / 2))
-                    if let lastEnd, let ast = timeline.availabilityStartTime {
-                        let expected = ast.addingTimeInterval(lastEnd + duration).timeIntervalSince(clock.now())
-                        wait = expected > 0.05 ? min(2, expected + 0.03) : min(max(0.05, duration / 2), 0.05 * Double(1 << min(misses, 6)))
+                    // Reload just after the next segment should be listed (``SegmentChoice/listingWait``).
+                    let duration = SegmentChoice.segmentDuration(timeline)
+                    let expected = lastEnd.flatMap { end in
+                        timeline.availabilityStartTime.map { $0.addingTimeInterval(end + duration).timeIntervalSince(clock.now()) }
                     }
+                    let wait = SegmentChoice.listingWait(expectedIn: expected, segmentDuration: duration, misses: misses)
                     misses += 1
                     awaited = true
                     try? await Task.sleep(for: .milliseconds(Int(wait * 1000)))
@@ -238,7 +234,8 @@ struct TrackFeeder: Sendable {
                 }
                 continue
             }
-            if isLive, let jump = await catchUp(segment, timeline: timeline) {
+            if isLive, let jump = SegmentChoice.catchUp(from: segment, wanted: wantedPosition(), on: timeline) {
+                logger.info("behind live, skipping ahead", metadata: ["track": "\(plan.representation.id)", "from": "\(segment.number)", "to": "\(jump.number)"])
                 next = jump
                 awaited = false
                 firstByteAt.withLock { $0 = nil }
@@ -248,7 +245,7 @@ struct TrackFeeder: Sendable {
             if isLive {
                 // Delayed: from the store, no further ahead of the wanted position than a live
                 // edge would be.
-                let lead = max(3, 2 * (segment.end - segment.start))
+                let lead = SegmentChoice.storeLead(segmentDuration: segment.end - segment.start)
                 while !Task.isCancelled, segment.start > wantedPosition() + lead { try? await Task.sleep(for: .milliseconds(100)) }
             }
             if isLive, store?.entry(track: plan.coreTrack, time: segment.time) == nil, await waitUntilAvailable(segment, timeline) { awaited = true }
@@ -380,22 +377,6 @@ struct TrackFeeder: Sendable {
         }
     }
 
-    private func segmentDuration(_ timeline: RepresentationTimeline) -> Double {
-        let t = timeline.template
-        if let d = t.duration { return Double(d) / Double(t.timescale) }
-        return timeline.lastListedSegment.map { $0.end - $0.start } ?? 2
-    }
-
-    /// When a live segment ended more than a segment before the wanted position (a stall, a
-    /// slow fetch), the segment holding the wanted position instead.
-    private func catchUp(_ segment: SegmentReference, timeline: RepresentationTimeline) async -> SegmentReference? {
-        let wanted = wantedPosition()
-        guard segment.end < wanted - (segment.end - segment.start) else { return nil }
-        guard let jump = timeline.segment(containing: wanted), jump.start > segment.start else { return nil }
-        logger.info("behind live, skipping ahead", metadata: ["track": "\(plan.representation.id)", "from": "\(segment.number)", "to": "\(jump.number)"])
-        return jump
-    }
-
     private func waitForReadAhead(_ segment: SegmentReference) async {
         while !Task.isCancelled, let pos = position(), segment.start - pos > Self.readAhead {
             try? await Task.sleep(for: .milliseconds(500))
@@ -436,7 +417,7 @@ struct TrackFeeder: Sendable {
         // A segment beginning before the period's end is the period's (an audio segment may
         // run past it): the period is over once it is in, or when what follows is overdue (an
         // encoder that stopped mid-segment never completes it).
-        guard start <= time + 0.001 || (waited && start <= time + 2 * segmentDuration(plan.timeline)) else { return nil }
+        guard start <= time + 0.001 || (waited && start <= time + 2 * SegmentChoice.segmentDuration(plan.timeline)) else { return nil }
         let want = plan.kind == .video ? MediaKind.video : .audio
         let sets = mpd.periods[index + 1].adaptationSets.filter { set in set.representations.contains { $0.kind == want && $0.segmentTemplate?.media != nil } }
         guard let set = sets.first(where: { $0.lang == plan.adaptationSet.lang }) ?? sets.first else { return nil }

@@ -1,0 +1,52 @@
+import Foundation
+
+/// What to fetch next on a live timeline, and when to look again: pure decisions from the
+/// timeline, the positions and the server clock's reading, taken by the feeder each time round.
+public enum SegmentChoice {
+    /// A segment's duration on `timeline`: the template's, else the last listed segment's, else 2 s.
+    public static func segmentDuration(_ timeline: RepresentationTimeline) -> Double {
+        let t = timeline.template
+        if let d = t.duration { return Double(d) / Double(t.timescale) }
+        return timeline.lastListedSegment.map { $0.end - $0.start } ?? 2
+    }
+
+    /// When a live segment ended more than a segment before the `wanted` position (a stall, a
+    /// slow fetch): the segment holding the wanted position instead; nil when on time.
+    public static func catchUp(from segment: SegmentReference, wanted: Double, on timeline: RepresentationTimeline) -> SegmentReference? {
+        guard segment.end < wanted - (segment.end - segment.start) else { return nil }
+        guard let jump = timeline.segment(containing: wanted), jump.start > segment.start else { return nil }
+        return jump
+    }
+
+    /// Nothing fetched yet and, after `misses` reloads that listed nothing new, the listing
+    /// ends before the `wanted` position (a server later than the target, an encoder whose clock
+    /// runs slow): its newest segment is the live edge to start at. Nil otherwise.
+    public static func edgeStart(on timeline: RepresentationTimeline, wanted: Double, misses: Int) -> SegmentReference? {
+        guard misses >= 2, let newest = timeline.lastListedSegment, newest.end <= wanted else { return nil }
+        return newest
+    }
+
+    /// Whether the segment after one ending at `lastEnd` is overdue at server second `now`
+    /// (since the availability start): a segment and a second past its expected listing. Without
+    /// either reading it is taken as overdue.
+    public static func isOverdue(after lastEnd: Double?, now: Double?, segmentDuration: Double) -> Bool {
+        guard let lastEnd, let now else { return true }
+        return now >= lastEnd + segmentDuration + 1
+    }
+
+    /// How long to wait, seconds, before reloading a listing that has nothing after the segment
+    /// ending at `lastEnd`: the next segment is listed once complete, at the end of the last one
+    /// plus a segment on the server clock, so the reload comes just after that (30 ms), not on a
+    /// fixed cadence that would eat the margin the latency target leaves; when it is not there
+    /// yet, again after 50 ms, 100, 200, ... (doubling with `misses`) up to half a segment.
+    /// `expectedIn`: seconds from now until that listing (nil without a last segment or a clock).
+    public static func listingWait(expectedIn: Double?, segmentDuration duration: Double, misses: Int) -> Double {
+        guard let expected = expectedIn else { return min(2, max(0.2, duration / 2)) }
+        if expected > 0.05 { return min(2, expected + 0.03) }
+        return min(max(0.05, duration / 2), 0.05 * Double(1 << min(misses, 6)))
+    }
+
+    /// A delayed presentation is fed from the store no further ahead of the wanted position than
+    /// a live edge would be: this many seconds for a segment of `duration` seconds.
+    public static func storeLead(segmentDuration duration: Double) -> Double { max(3, 2 * duration) }
+}
