@@ -27,6 +27,8 @@ public struct BoardProfile: Sendable, Hashable, Codable {
         /// Decoded pictures queued ahead of presentation (C: `video_queue_frames`).
         public var queueFrames: Int = 6
 
+        /// The defaults: DRM on the first connected connector of the first card, primary plane,
+        /// preferred mode, no rotation, XRGB8888, 6 queued pictures.
         public init() {}
 
         /// The C core's video output spec: `headless`, or `drm[:<card>[,<connector>[,<WxH>]]]`.
@@ -46,8 +48,14 @@ public struct BoardProfile: Sendable, Hashable, Codable {
 
     /// A scan-out plane: the first primary, the first overlay, or an index among the CRTC's.
     public enum Plane: Sendable, Hashable, Codable {
-        case primary, overlay, index(Int)
+        /// The CRTC's first primary plane (`"primary"` in the file).
+        case primary
+        /// The CRTC's first overlay plane (`"overlay"` in the file).
+        case overlay
+        /// The plane at this index among the CRTC's planes, 0…63 (a number in the file).
+        case index(Int)
 
+        /// Decodes `"primary"`, `"overlay"` or a plane index.
         public init(from decoder: any Decoder) throws {
             let c = try decoder.singleValueContainer()
             if let i = try? c.decode(Int.self) {
@@ -62,6 +70,7 @@ public struct BoardProfile: Sendable, Hashable, Codable {
             }
         }
 
+        /// Encodes as the file spells it: `"primary"`, `"overlay"` or the index.
         public func encode(to encoder: any Encoder) throws {
             var c = encoder.singleValueContainer()
             switch self {
@@ -85,6 +94,7 @@ public struct BoardProfile: Sendable, Hashable, Codable {
         /// ALSA period, ms; at most half the buffer.
         public var periodTimeMs: Int = 10
 
+        /// The defaults: PCM `default`, 48000 Hz, 2 channels, 60 ms buffer, 10 ms period.
         public init() {}
 
         /// The C core's audio output spec: `alsa:<pcm>`.
@@ -103,11 +113,15 @@ public struct BoardProfile: Sendable, Hashable, Codable {
         /// Software decoder threads per track; 0: auto (one up to 720p30, one per core above;
         /// ``PlayerOptions/decodeThreads``).
         public var threads: Int = 0
-        /// The largest representation ABR may pick.
+        /// The widest representation ABR may pick, pixels. Default 1920.
         public var maxWidth: Int = 1920
+        /// The tallest representation ABR may pick, pixels (``ABROptions/maxHeight``). Default 1080.
         public var maxHeight: Int = 1080
+        /// The highest frame rate ABR may pick, frames per second (``ABROptions/maxFrameRate``).
+        /// Default 60.
         public var maxFps: Int = 60
 
+        /// The defaults: software decoding, automatic threads, up to 1920×1080 at 60 fps.
         public init() {}
 
         /// `decoders` as the C core takes them (comma-separated), `nil` when empty.
@@ -123,15 +137,20 @@ public struct BoardProfile: Sendable, Hashable, Codable {
     public var schema: Int
     /// The profile's name: its file name without `.json`.
     public var name: String
+    /// One line saying which device the profile is for.
     public var description: String
     /// `x86_64`, `aarch64` or `armhf`.
     public var arch: String
+    /// Display output settings.
     public var video: Video
+    /// ALSA output settings.
     public var audio: Audio
+    /// Decoding settings.
     public var decode: Decode
     /// RSS the player may use, MiB.
     public var memoryBudgetMiB: Int
 
+    /// A schema-1 profile with every section at its defaults and a 64 MiB memory budget.
     public init(name: String, description: String, arch: String) {
         self.schema = 1
         self.name = name
@@ -153,6 +172,7 @@ public struct BoardProfile: Sendable, Hashable, Codable {
 
 /// Why a board profile could not be used.
 public struct BoardProfileError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The kind of failure: one of the constants below, compared with `==`.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable { case notFound, unreadable, invalid }
         private let base: Base
@@ -165,16 +185,20 @@ public struct BoardProfileError: Error, Hashable, Sendable, CustomStringConverti
         /// A field is unknown, missing, of the wrong type or out of range.
         public static let invalid = Code(.invalid)
 
+        /// The code's name, as spelled above (`notFound`, `invalid`).
         public var description: String { base.rawValue }
     }
 
+    /// What kind of failure.
     public var code: Code
     /// The profile's name (or path).
     public var board: String
     /// The offending field (`audio.buffer_time_ms`), when one is.
     public var field: String?
+    /// What was wrong, in English.
     public var message: String
 
+    /// An error of kind `code` about the profile `board` and, when one, its `field`.
     public init(_ code: Code, board: String, field: String? = nil, _ message: String) {
         self.code = code
         self.board = board
@@ -182,6 +206,7 @@ public struct BoardProfileError: Error, Hashable, Sendable, CustomStringConverti
         self.message = message
     }
 
+    /// `board <name>: <code> <field>: <message>`.
     public var description: String {
         "board \(board): \(code)\(field.map { " \($0)" } ?? ""): \(message)"
     }
@@ -208,6 +233,8 @@ private func refuseUnknownKeys<K: CodingKey & CaseIterable>(_ decoder: any Decod
 }
 
 extension BoardProfile.Video {
+    /// Decodes the `video` object: absent fields take the defaults; an unknown field throws
+    /// ``BoardProfileError`` (``BoardProfileError/Code-swift.struct/invalid``).
     public init(from decoder: any Decoder) throws {
         try refuseUnknownKeys(decoder, CodingKeys.self, section: "video")
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -224,6 +251,8 @@ extension BoardProfile.Video {
 }
 
 extension BoardProfile.Audio {
+    /// Decodes the `audio` object: absent fields take the defaults; an unknown field throws
+    /// ``BoardProfileError`` (``BoardProfileError/Code-swift.struct/invalid``).
     public init(from decoder: any Decoder) throws {
         try refuseUnknownKeys(decoder, CodingKeys.self, section: "audio")
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -236,6 +265,8 @@ extension BoardProfile.Audio {
 }
 
 extension BoardProfile.Decode {
+    /// Decodes the `decode` object: absent fields take the defaults; an unknown field throws
+    /// ``BoardProfileError`` (``BoardProfileError/Code-swift.struct/invalid``).
     public init(from decoder: any Decoder) throws {
         try refuseUnknownKeys(decoder, CodingKeys.self, section: "decode")
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -248,6 +279,10 @@ extension BoardProfile.Decode {
 }
 
 extension BoardProfile {
+    /// Decodes a profile file: `schema`, `name`, `description` and `arch` are required, the
+    /// sections and `memory_budget_mib` take their defaults when absent; an unknown field
+    /// throws ``BoardProfileError`` (``BoardProfileError/Code-swift.struct/invalid``). Values
+    /// are range-checked by ``validate()``, not here.
     public init(from decoder: any Decoder) throws {
         try refuseUnknownKeys(decoder, CodingKeys.self, section: nil)
         let c = try decoder.container(keyedBy: CodingKeys.self)

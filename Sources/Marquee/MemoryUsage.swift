@@ -16,6 +16,7 @@ public struct MemoryUsage: Sendable, Hashable {
     /// the resident set when touched, not in ``heapInUseBytes``.
     public var heapFreeBytes: Int
 
+    /// Figures given by the caller, bytes (tests, reports); ``current()`` measures them.
     public init(residentBytes: Int, heapInUseBytes: Int, heapFreeBytes: Int) {
         self.residentBytes = residentBytes
         self.heapInUseBytes = heapInUseBytes

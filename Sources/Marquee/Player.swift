@@ -3,7 +3,7 @@ public import Logging
 import MarqueeBridge
 import MarqueeStreaming
 
-/// Plays one live (or on-demand) DASH stream from a list of sources.
+/// Plays one live (or on-demand) DASH or HLS stream from a list of sources.
 ///
 /// Create it with ``PlayerOptions``, call ``play()``, read ``status`` and ``events``, and
 /// ``stop()`` when done. Safe to use from any task.
@@ -262,7 +262,7 @@ public final class Player: Sendable {
     /// Changes the latency target (seconds behind live, 0 < seconds ≤ 300) while playing: the
     /// controller steers to it by rate, or jumps when it is more than
     /// ``SyncOptions/jumpThreshold`` away. When the stream's segments arrive too late for it,
-    /// the target in use stays raised (``FeasibleLatency``, ``PlayerEvent/targetLatencyChanged(seconds:requested:)``).
+    /// the target in use stays raised (``PlayerEvent/targetLatencyChanged(seconds:requested:)``).
     /// Before ``play()`` it replaces the options' target.
     /// Throws ``PlayerError/Code-swift.struct/invalidOptions`` for a value out of range.
     public func setTargetLatency(_ seconds: Double) throws(PlayerError) {

@@ -2,6 +2,7 @@ import MarqueeStreaming
 
 /// A player failure. `code` says what kind; `message` says what exactly, in English.
 public struct PlayerError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The kind of failure: one of the constants below, compared with `==`.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
             case invalidOptions, invalidOptionsSources, manifest, network, noPlayableContent, media, output, state
@@ -31,20 +32,27 @@ public struct PlayerError: Error, Hashable, Sendable, CustomStringConvertible {
         /// The SDK's name for ``invalidOptionsSources``.
         public static let invalidPlayerOptionsSources = invalidOptionsSources
 
+        /// The code's name, as spelled above (`invalidOptions`, `network`).
         public var description: String { base.rawValue }
     }
 
+    /// What kind of failure.
     public var code: Code
+    /// What exactly failed, one English sentence for logs and people (it names the option,
+    /// URL or output concerned).
     public var message: String
     /// The C core's `mq_err` value when the core reported it, else `nil`.
     public var coreCode: Int32?
 
+    /// An error of kind `code` with `message`; `coreCode` is the C core's `mq_err` value when
+    /// the core reported the failure.
     public init(_ code: Code, _ message: String, coreCode: Int32? = nil) {
         self.code = code
         self.message = message
         self.coreCode = coreCode
     }
 
+    /// `code: message`, e.g. `network: … answered 404`.
     public var description: String { "\(code): \(message)" }
 
     init(_ error: ManifestError) {

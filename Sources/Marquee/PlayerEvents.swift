@@ -3,21 +3,48 @@ import MarqueeStreaming
 
 /// What a player is doing.
 public enum PlaybackState: String, Sendable, Hashable {
-    case idle, loading, buffering, playing, paused, ended, error
+    /// Not playing: before ``Player/play()`` or after ``Player/stop()``.
+    case idle
+    /// ``Player/play()`` is opening the outputs and loading a source's manifest.
+    case loading
+    /// Waiting for media: before the first frame, after a stall, or while no source plays and
+    /// the sources are being tried again.
+    case buffering
+    /// Pictures and sound are being presented.
+    case playing
+    /// Presentation is stopped by ``Player/pause()`` or ``Player/suspend()``; a live stream
+    /// keeps being collected.
+    case paused
+    /// An on-demand stream played to its end.
+    case ended
+    /// Playback failed; ``Player/error`` holds why.
+    case error
 }
 
 /// Live presentation or on demand, from the manifest.
 public enum StreamType: String, Sendable, Hashable {
-    case live, onDemand, unknown
+    /// A live presentation (DASH `type="dynamic"`, an HLS playlist without `EXT-X-ENDLIST`).
+    case live
+    /// A presentation of fixed length (DASH `type="static"`, an HLS playlist with `EXT-X-ENDLIST`).
+    case onDemand
+    /// No manifest has loaded yet.
+    case unknown
 }
 
 /// A rendition being played.
 public struct Quality: Sendable, Hashable {
+    /// The media it carries: `video`, `audio`, `text`, `image` or `unknown`.
     public var kind: String
+    /// The representation id (DASH `Representation@id`, or the id given to an HLS variant or
+    /// rendition); what ``Player/selectQuality(_:)`` takes.
     public var id: String
+    /// The declared bitrate, bits per second (DASH `@bandwidth`, HLS `BANDWIDTH`).
     public var bandwidth: Int
+    /// The RFC 6381 codecs string (`avc1.64001f`, `mp4a.40.2`), when the manifest gives one.
     public var codecs: String?
+    /// Picture width, pixels; nil for audio or when the manifest does not say.
     public var width: Int?
+    /// Picture height, pixels; nil for audio or when the manifest does not say.
     public var height: Int?
 
     init(_ r: Representation) {
@@ -31,6 +58,7 @@ public struct Quality: Sendable, Hashable {
 
 /// Something that happened in a player.
 public enum PlayerEvent: Sendable, Hashable {
+    /// The player's ``PlaybackState`` changed to this one.
     case stateChanged(PlaybackState)
     /// A source's manifest loaded and its renditions were chosen.
     case sourceLoaded(url: String, streamType: StreamType)
@@ -51,7 +79,7 @@ public enum PlayerEvent: Sendable, Hashable {
     /// The latency target in use changed without the app asking: raised to `seconds` because
     /// the stream's segments arrive too late for the app's `requested` target (the server
     /// publishes late), or lowered again toward it once they arrive in time (see
-    /// ``FeasibleLatency``).
+    /// ``PlaybackStatus/targetLatency``).
     case targetLatencyChanged(seconds: Double, requested: Double)
     /// Playback stalled for the recovery delay and the stream is being reloaded; the next
     /// stall waits `nextDelay` seconds.
@@ -80,20 +108,22 @@ public enum PlayerEvent: Sendable, Hashable {
     case streamerMuted
     /// …and its end (or a jump moved out of it).
     case streamerUnmuted
-    /// The mute music began / stopped being heard (it fades in and out over
-    /// ``MixOptions/muteCrossfade``).
+    /// The mute music began to be heard (it fades in over ``MixOptions/muteCrossfade``).
     case muteMusicStarted
+    /// The mute music stopped being heard (it fades out over ``MixOptions/muteCrossfade``).
     case muteMusicStopped
     /// The presented stream reached an ad break (or a jump moved into one): the creative plays.
     case adStarted(AdBreak)
     /// The break ended, or a jump left it (forward past its end, or back before its start).
     case adFinished(AdBreak)
+    /// An on-demand stream played to its end (the state becomes ``PlaybackState/ended``).
     case ended
 }
 
 /// The events of one player, oldest first. Bounded: when a consumer falls behind, the oldest
 /// undelivered events are dropped and counted in ``droppedCount``. One consumer at a time.
 public struct PlayerEvents: AsyncSequence, Sendable {
+    /// Each element is one ``PlayerEvent``.
     public typealias Element = PlayerEvent
 
     let stream: AsyncStream<PlayerEvent>
@@ -103,11 +133,16 @@ public struct PlayerEvents: AsyncSequence, Sendable {
         let value = Atomic<Int>(0)
     }
 
+    /// Iterates the events; returned by ``PlayerEvents/makeAsyncIterator()``.
     public struct AsyncIterator: AsyncIteratorProtocol {
         var base: AsyncStream<PlayerEvent>.AsyncIterator
+        /// The next event, waiting for one; nil once the player is closed (``Player/close()``)
+        /// or the iterating task is cancelled.
         public mutating func next() async -> PlayerEvent? { await base.next() }
     }
 
+    /// An iterator over the events not yet delivered. Only one task should iterate at a time:
+    /// two iterators would share, not each receive, the events.
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: stream.makeAsyncIterator()) }
 
     /// Events dropped because the consumer fell more than the buffer behind.

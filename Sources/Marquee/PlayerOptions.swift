@@ -24,11 +24,13 @@ public struct AudioOutput: Sendable, Hashable, CustomStringConvertible {
 
     private init(unchecked: String) { self.spec = unchecked }
 
+    /// The output spec (``spec``).
     public var description: String { spec }
 }
 
 /// Where video goes (`headless`, `frames:<dir>`, `drm[:<card>[,<connector>]]`).
 public struct VideoOutput: Sendable, Hashable, CustomStringConvertible {
+    /// The core's output spec.
     public let spec: String
 
     /// Decodes and presents on the clock without a display (audio-only boxes, CI).
@@ -37,8 +39,11 @@ public struct VideoOutput: Sendable, Hashable, CustomStringConvertible {
     /// server wall time, pts, picture md5, width and height.
     public static func frames(_ directory: String) -> VideoOutput { VideoOutput(unchecked: "frames:\(directory)") }
 
-    /// A screen driven through DRM/KMS: `card` is `0`, `card1` or a path (default: the first
-    /// card with a display), `connector` a name such as `HDMI-A-1` (default: the first connected).
+    /// A screen driven through DRM/KMS: `card` is `0`, `card1` or a path, `connector` a name
+    /// such as `HDMI-A-1` (default: the first connected). Without either, the first card with a
+    /// connected display; with a connector but no card, card 0 (`drm:0,<connector>`), so name
+    /// the card too where card 0 is not the display's (a Raspberry Pi's `card0` can be the v3d
+    /// render node).
     public static func drm(card: String? = nil, connector: String? = nil) -> VideoOutput {
         switch (card, connector) {
         case (nil, nil): VideoOutput(unchecked: "drm")
@@ -57,6 +62,7 @@ public struct VideoOutput: Sendable, Hashable, CustomStringConvertible {
 
     private init(unchecked: String) { self.spec = unchecked }
 
+    /// The output spec (``spec``).
     public var description: String { spec }
 }
 
@@ -86,12 +92,13 @@ public struct VideoFit: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The fit's name: `contain`, `cover`, `fill` or `scaledown`.
     public var description: String { ["contain", "cover", "fill", "scaledown"][Int(rawValue)] }
 }
 
 /// Everything a ``Player`` is created with. Defaults follow DESIGN.md §7.
 public struct PlayerOptions: Sendable {
-    /// Manifest URLs (DASH `.mpd`), tried in order; the first that plays is used. Required.
+    /// Manifest URLs (DASH `.mpd`, HLS `.m3u8`), tried in order; the first that plays is used. Required.
     public var sources: [URL]
     /// The default ``targetLatency``.
     public static let defaultTargetLatency = 3.0
@@ -118,13 +125,14 @@ public struct PlayerOptions: Sendable {
     /// min/max. 0 disables sync: playback starts one segment (`MPD@maxSegmentDuration`) plus
     /// 0.5 s behind live and is not steered. Change it while playing with
     /// ``Player/setTargetLatency(_:)``. A stream whose segments arrive too late for it plays
-    /// at the smallest target that has them in time (``FeasibleLatency``) until they do.
+    /// at the smallest target that has them in time until they do
+    /// (``PlayerEvent/targetLatencyChanged(seconds:requested:)``).
     public var targetLatency: Double
     /// How latency is held: playback-rate bounds, gain, dead band, jump threshold. A manifest's
     /// `ServiceDescription` `PlaybackRate` min/max narrow the rate bounds.
     public var sync = SyncOptions()
     /// Stall recovery: a stall this long (s) reloads the stream; each reload doubles it up to
-    /// ``maxRecoveryDelay``, and stable playback resets it (``RecoveryPolicy``). Default 10.
+    /// ``maxRecoveryDelay``, and stable playback resets it. Default 10.
     public var minRecoveryDelay: Double = 10
     /// The longest stall before a reload, s. Default 90.
     public var maxRecoveryDelay: Double = 90
@@ -137,7 +145,11 @@ public struct PlayerOptions: Sendable {
     /// (`play()` returns); `true` makes `play()` throw the last source's error (scripts, tests).
     /// Wrong options and output failures always throw.
     public var failFast = false
+    /// Where audio goes: ALSA on a box, a WAV file or nothing (``AudioOutput/null``, the
+    /// default) elsewhere.
     public var audioOutput: AudioOutput
+    /// Where video goes: a screen through DRM/KMS on a box, ``VideoOutput/headless`` (the
+    /// default) or a frames log elsewhere.
     public var videoOutput: VideoOutput
     /// Headers sent with every request (tokens, cookies).
     public var httpHeaders: [String: String]
@@ -170,6 +182,10 @@ public struct PlayerOptions: Sendable {
     /// at 30 fps). More rides out longer decoder stalls at 1.4 MB (720p) to 3.1 MB (1080p) each.
     public var videoQueueFrames: Int = 0
 
+    /// Options for playing `sources` (main first, then backups); `targetLatency` in seconds
+    /// behind live (0…300, 0 disables sync); `rotation` in degrees clockwise (0, 90, 180,
+    /// 270). The other fields start at their documented defaults. Nothing is checked here:
+    /// ``Player/init(options:logger:)`` validates.
     public init(
         sources: [URL], autoplay: Bool = false, muted: Bool = false, targetLatency: Double = PlayerOptions.defaultTargetLatency,
         audioOutput: AudioOutput = .null, videoOutput: VideoOutput = .headless, httpHeaders: [String: String] = [:],
@@ -256,6 +272,7 @@ public struct ABROptions: Sendable, Hashable {
     /// Renditions above this frame rate are never chosen (a board profile's decoder limit).
     public var maxFrameRate: Double?
 
+    /// The defaults: safety 0.85, buffer levels 6 s and 18 s, no caps.
     public init() {}
 
     /// The controller's options.

@@ -14,6 +14,9 @@ public struct SystemdNotifier: Sendable {
     /// without a watchdog.
     public let watchdogInterval: Double?
 
+    /// Reads `NOTIFY_SOCKET`, `WATCHDOG_USEC` and `WATCHDOG_PID` from `environment` (the
+    /// process's by default). The watchdog counts only when `WATCHDOG_PID` is absent or is this
+    /// process.
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         let path = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
         socketPath = path

@@ -20,6 +20,7 @@ public struct MixOptions: Sendable, Hashable {
     public var muteMusic: URL?
     /// Cross-fade between the stream and the mute music, seconds. Default 1.
     public var muteCrossfade: Double = 1.0
+    /// The shape of the stream/mute-music cross-fade. Default equal power.
     public var muteCrossfadeShape: RampShape = .equalPower
     /// The loop point of the mute music is cross-faded over this long (linear), seconds, so it
     /// never clicks. Default 0.03.
@@ -30,6 +31,7 @@ public struct MixOptions: Sendable, Hashable {
     /// Ramp of the stream/music down and the ad up at a break's start, and back at its end,
     /// seconds. Default 0.25.
     public var adFade: Double = 0.25
+    /// The shape of the ``adFade`` ramps. Default linear.
     public var adFadeShape: RampShape = .linear
     /// How long a break lasts when its cue gives no duration and no end cue comes, seconds.
     public var defaultAdDuration: Double = 30
@@ -37,6 +39,8 @@ public struct MixOptions: Sendable, Hashable {
     /// `~/.cache/marquee`).
     public var cacheDirectory: URL?
 
+    /// Mixing with `muteMusic` and `adCreatives` (file paths or file/http(s) URLs), the ramps
+    /// at their defaults. ``Player/init(options:logger:)`` checks the values.
     public init(muteMusic: URL? = nil, adCreatives: [URL] = []) {
         self.muteMusic = muteMusic
         self.adCreatives = adCreatives

@@ -2,9 +2,13 @@ import MarqueeStreaming
 
 /// An ad break on the presentation timeline.
 public struct AdBreak: Sendable, Hashable {
+    /// The id of the event that announced it (a DASH event's `id`, a SCTE-35 splice event id,
+    /// the `id` given to ``Player/schedule(_:at:duration:id:)``), when it had one.
     public var id: String?
-    /// Presentation time the break starts and ends, seconds.
+    /// Presentation time the break starts, seconds.
     public var start: Double
+    /// Presentation time the break ends, seconds: its start plus the event's duration (else
+    /// ``MixOptions/defaultAdDuration``), or its end cue's time when that comes first.
     public var end: Double
     /// The creative named by the event, if any (else the options' creatives are used).
     public var creative: String?
@@ -19,6 +23,7 @@ public struct MixState: Sendable, Hashable {
     /// The ad break in progress.
     public var adBreak: AdBreak?
 
+    /// The mix with nothing happening: the stream heard, no mute, no break.
     public init() {}
 
     /// Input gains: the stream unless muted or in a break; the mute music while muted (outside

@@ -18,36 +18,60 @@ public import Foundation
 public struct MarqueeConfig: Sendable, Equatable, Decodable {
     /// Manifest URLs, main first, then backups.
     public var sources: [URL]
+    /// Whether playback should start without a user action (``PlayerOptions/autoplay``); nil:
+    /// not given (false).
     public var autoplay: Bool?
+    /// How pictures fit the screen (`"contain"`, `"cover"`, `"fill"`, `"scaledown"`); nil: not
+    /// given (contain).
     public var fit: VideoFit?
+    /// Whether to start muted (``PlayerOptions/muted``); nil: not given (false).
     public var muted: Bool?
+    /// A PNG or JPEG path shown until the first picture (``PlayerOptions/poster``).
     public var poster: String?
+    /// The `advanced` object: stall recovery, sync, analytics and interactive settings.
     public var advanced: Advanced?
 
+    /// The config's `advanced` object; every section is optional.
     public struct Advanced: Sendable, Equatable, Decodable {
+        /// `advanced.stall`: stall recovery delays.
         public var stall: Stall?
+        /// `advanced.sync`: the latency target.
         public var sync: Sync?
+        /// `advanced.analytics`: where the app reports to. Carried for the app; the player
+        /// sends nothing.
         public var analytics: Analytics?
+        /// `advanced.interactive`: an overlay for the app to show. Carried for the app; the
+        /// player shows nothing.
         public var interactive: Interactive?
     }
 
     /// Stall recovery: the reload timeout backs off from `minRecoveryDelay` to `maxRecoveryDelay` (s).
     public struct Stall: Sendable, Equatable, Decodable {
+        /// The first stall timeout before a reload, seconds, 0 < value ≤ 86400
+        /// (``PlayerOptions/minRecoveryDelay``).
         public var minRecoveryDelay: Double?
+        /// The longest stall timeout, seconds, at least `minRecoveryDelay` and ≤ 86400
+        /// (``PlayerOptions/maxRecoveryDelay``).
         public var maxRecoveryDelay: Double?
     }
 
+    /// Sync between boxes (`advanced.sync`).
     public struct Sync: Sendable, Equatable, Decodable {
         /// Seconds behind live (``PlayerOptions/targetLatency``).
         public var targetLatency: Double?
     }
 
+    /// Analytics settings (`advanced.analytics`), passed through to the app.
     public struct Analytics: Sendable, Equatable, Decodable {
+        /// The customer the box's reports are filed under.
         public var customerId: String?
+        /// Where reports are sent.
         public var endpoint: URL?
     }
 
+    /// Interactive overlay settings (`advanced.interactive`), passed through to the app.
     public struct Interactive: Sendable, Equatable, Decodable {
+        /// The overlay's address.
         public var url: URL?
     }
 

@@ -5,6 +5,7 @@ import NIOCore
 
 /// A failure of ``MarqueeSDK``: which kind, and a sentence for people.
 public struct MarqueeSDKError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The kind of failure: one of the constants below, compared with `==`.
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private let name: String
         private init(_ name: String) { self.name = name }
@@ -20,21 +21,28 @@ public struct MarqueeSDKError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let missingData = Code("missingData")
         /// The document is not a valid config; the message names the bad field's path.
         public static let invalidConfig = Code("invalidConfig")
+        /// The code's name, as spelled above (`downloadError`, `invalidConfig`).
         public var description: String { name }
     }
 
+    /// What kind of failure.
     public var code: Code
+    /// What exactly failed, one English sentence (for ``Code-swift.struct/invalidConfig`` it
+    /// starts with the bad field's path).
     public var message: String
     /// For ``Code-swift.struct/downloadError``: the HTTP status the config server answered
     /// with; nil when it did not answer (timeout, connection refused or reset).
     public var httpStatus: Int?
 
+    /// An error of kind `code` with `message`; `httpStatus` is the config server's answer
+    /// for a ``Code-swift.struct/downloadError``.
     public init(_ code: Code, _ message: String, httpStatus: Int? = nil) {
         self.code = code
         self.message = message
         self.httpStatus = httpStatus
     }
 
+    /// `code: message`, e.g. `invalidConfig: advanced.sync.targetLatency: expected a number`.
     public var description: String { "\(code): \(message)" }
 }
 
@@ -79,7 +87,9 @@ public enum MarqueeSDK {
 /// `Last-Modified`); a changed config is published on ``changes``, and a failed or invalid
 /// refresh keeps the last good one (and is published on ``failures``).
 public final class RemoteConfig: Sendable {
+    /// The config's URL: the stream id put into the URL template.
     public let url: URL
+    /// Seconds between refreshes (1…86400).
     public let interval: Double
     /// Every new config, in order (the first is the initial one).
     public let changes: AsyncStream<MarqueeConfig>

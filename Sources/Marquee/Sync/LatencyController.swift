@@ -18,6 +18,10 @@ public struct SyncOptions: Sendable, Equatable {
     /// move brings it back to this. Default 30.
     public var resyncInterval: Double = 30
 
+    /// Options with the given values; rates are playback-rate factors, `deadBand`,
+    /// `jumpThreshold` and `resyncInterval` are seconds. ``Player/init(options:logger:)``
+    /// checks them: rates within 0.5…1 and 1…2, gain 0 < g ≤ 10, dead band 0.001…1 s, jump
+    /// threshold above the dead band and ≤ 300 s, resync interval 1…86400 s.
     public init(
         minRate: Double = 0.97, maxRate: Double = 1.03, gain: Double = 0.1, deadBand: Double = 0.020, jumpThreshold: Double = 1.0,
         resyncInterval: Double = 30
