@@ -541,7 +541,8 @@ public final class Player: Sendable {
         task?.cancel()
         await task?.value
         await core?.close()  // (no session yet while the sources are being retried)
-        sink.send(.stateChanged(.idle))
+        // Once: a second stop (or close() after stop()) has nothing to stop and says nothing.
+        if core != nil || task != nil { sink.send(.stateChanged(.idle)) }
     }
 }
 

@@ -40,15 +40,14 @@ public struct VideoOutput: Sendable, Hashable, CustomStringConvertible {
     public static func frames(_ directory: String) -> VideoOutput { VideoOutput(unchecked: "frames:\(directory)") }
 
     /// A screen driven through DRM/KMS: `card` is `0`, `card1` or a path, `connector` a name
-    /// such as `HDMI-A-1` (default: the first connected). Without either, the first card with a
-    /// connected display; with a connector but no card, card 0 (`drm:0,<connector>`), so name
-    /// the card too where card 0 is not the display's (a Raspberry Pi's `card0` can be the v3d
-    /// render node).
+    /// such as `HDMI-A-1` (default: the first connected). Without a card, the first card with a
+    /// connected display (`drm`, `drm:,<connector>`), as a board profile without one: a
+    /// Raspberry Pi's `card0` can be the v3d render node, which drives no screen.
     public static func drm(card: String? = nil, connector: String? = nil) -> VideoOutput {
         switch (card, connector) {
         case (nil, nil): VideoOutput(unchecked: "drm")
         case (let card?, nil): VideoOutput(unchecked: "drm:\(card)")
-        case (let card, let connector?): VideoOutput(unchecked: "drm:\(card ?? "0"),\(connector)")
+        case (let card, let connector?): VideoOutput(unchecked: "drm:\(card ?? ""),\(connector)")
         }
     }
 
