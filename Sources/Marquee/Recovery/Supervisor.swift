@@ -27,7 +27,7 @@ extension Player {
                 case .restart:
                     // Every presentation time moved: the timeline starts afresh.
                     running = await player.reload(reason: "the stream restarted")
-                    watch.reloaded(now: Monotonic.now())
+                    if running { watch.reloaded(now: Monotonic.now()) }
                     continue
                 }
             } else if let due = watch.reloadDue {
@@ -65,18 +65,24 @@ extension Player {
             once.attempts = 1  // a probe: the next one comes soon enough
             if (try? await ManifestSource(url: main, fetcher: fetcher, policy: once).load()) != nil {
                 logger.notice("main source is back: switching to it", metadata: ["source": "\(main)"])
-                defer { watch.reloaded(now: Monotonic.now()) }
-                return await reload(reason: nil)
+                return reloaded(await reload(reason: nil), &watch)
             }
         }
         if let next = step.reload {
             if !displayOff { try? core.setOverlay(.slate(nil)) }  // "RECONNECTING..." over the held picture
             logger.notice("stalled: reloading", metadata: ["next_delay": "\(next)"])
             sink.send(.recovering(nextDelay: next))
-            defer { watch.reloaded(now: Monotonic.now()) }
-            return await reload(reason: nil)
+            return reloaded(await reload(reason: nil), &watch)
         }
         return presented != nil
+    }
+
+    /// After a reload: one that played gives its new session the whole delay (it may have waited
+    /// long on a hung source before a backup answered); after one that failed, the next is due
+    /// the delay after this one began, as the policy counted it.
+    private func reloaded(_ runs: Bool, _ watch: inout StallWatch) -> Bool {
+        if runs { watch.reloaded(now: Monotonic.now()) }
+        return runs
     }
 
     /// Whether a session's task runs (none after a failed reload).

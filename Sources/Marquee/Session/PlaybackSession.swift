@@ -35,20 +35,20 @@ final class PlaybackSession: Sendable {
     let syncEnabled: Bool
     /// Where the stall supervisor hears of this session (progress, a packager restart, the end).
     let reports: AsyncStream<SessionReport>.Continuation?
-    private let controller: Locked<LatencyController>
+    let controller: Locked<LatencyController>
     /// Presentation time the session starts at.
     let startPosition: Double
     let startMono: Double
     let logger: Logger
     let events: PlayerEvents.Sink
-    private let monitor = Locked(Monitor())
+    let monitor = Locked(Monitor())
     /// Mute music, ads: fed with the manifest's and the media's events, ticked while playing.
     let mixer: MixDirector?
     /// The user delay and pause (live), and the store of segments that makes them possible.
     let shift = TimeShift()
     let store: SegmentStore?
     let maxDelay: Double
-    private let pause = Locked<(mono: Double, position: Double)?>(nil)
+    let pause = Locked<(mono: Double, position: Double)?>(nil)
 
     struct Monitor {
         var state: PlaybackState = .buffering
@@ -165,39 +165,6 @@ final class PlaybackSession: Sendable {
         for plan in plans {
             let r = plan.representation
             events.send(.activeQualityChanged(Quality(r)))
-        }
-    }
-
-    /// The latency target and steering bounds for `mpd`: the options', with a manifest's
-    /// `ServiceDescription` applied (its latency target replaces the default target and is
-    /// clamped to its min/max; its playback-rate range narrows the options'). Target 0 (no
-    /// sync): one segment plus 0.5 s behind live.
-    static func syncSettings(options: PlayerOptions, mpd: MPD) -> (target: Double, sync: SyncOptions) {
-        var sync = options.sync
-        guard options.targetLatency > 0 else { return ((mpd.maxSegmentDuration ?? 2) + 0.5, sync) }
-        var target = options.targetLatency
-        if let sd = mpd.serviceDescription {
-            if target == PlayerOptions.defaultTargetLatency, let wanted = sd.latencyTarget, wanted > 0 {
-                target = wanted / 1000
-                if let low = sd.latencyMin, low > 0 { target = max(target, low / 1000) }
-                if let high = sd.latencyMax, high > 0 { target = min(target, high / 1000) }
-            }
-            if let low = sd.playbackRateMin, low > sync.minRate, low <= 1 { sync.minRate = low }
-            if let high = sd.playbackRateMax, high < sync.maxRate, high >= 1 { sync.maxRate = high }
-        }
-        return (target, sync)
-    }
-
-    /// Places the manifest's `EventStream` events on the mix timeline; unreadable ones are
-    /// reported as non-fatal errors.
-    static func insertEvents(of mpd: MPD, into mixer: MixDirector, events: PlayerEvents.Sink) {
-        for period in mpd.periods {
-            let start = period.start ?? 0
-            for stream in period.eventStreams {
-                let (timed, errors) = EventScheme.events(of: stream, periodStart: start)
-                mixer.insert(timed)
-                for error in errors { events.send(.error(PlayerError(error), fatal: false)) }
-            }
         }
     }
 
@@ -332,74 +299,6 @@ final class PlaybackSession: Sendable {
         controller.withLock { $0.reset() }
     }
 
-    static func period(of mpd: MPD, containing time: Double) -> Int {
-        var index = 0
-        for (i, p) in mpd.periods.enumerated() where (p.start ?? 0) <= time { index = i }
-        return index
-    }
-
-    /// One audio and one video track: the first audio AdaptationSet's first representation, and
-    /// the video AdaptationSet of the highest-bandwidth representation, among whose
-    /// representations ABR chooses segment by segment (its timeline is the one the feeder
-    /// follows; a muxed HLS variant feeds the audio track too).
-    /// `reuse`: the core's tracks from an earlier session (a reload): reset and re-offset
-    /// instead of added.
-    static func plan(
-        mpd: MPD, period: Int, manifestURL: URL, core: CoreHandle, now: Double?, reuse: [CoreTrackKind: Int32] = [:],
-        audioLanguage: String? = nil
-    ) throws(PlayerError) -> [TrackPlan] {
-        var plans: [TrackPlan] = []
-        for kind in [MediaKind.video, .audio] {
-            let candidates = mpd.periods[period].adaptationSets.flatMap { set in
-                set.representations.filter { $0.kind == kind && $0.segmentTemplate?.media != nil }.map { (set, $0) }
-            }
-            let chosen = kind == .video ? candidates.max { $0.1.bandwidth < $1.1.bandwidth } : Self.audioChoice(candidates, language: audioLanguage)
-            guard let (set, rep) = chosen else { continue }
-            let timeline: RepresentationTimeline
-            do {
-                timeline = try RepresentationTimeline(mpd: mpd, period: period, adaptationSet: set, representation: rep, manifestURL: manifestURL, liveEdge: now)
-            } catch {
-                throw PlayerError(error)
-            }
-            // The video segments carry the audio too: one more core track, fed the same bytes.
-            let muxed = kind == .video && rep.muxesAudio && !plans.contains { $0.kind == .audio }
-                && !mpd.periods[period].adaptationSets.contains { $0.representations.contains { $0.kind == .audio } }
-            var tracks: [Int32] = []
-            do {
-                for coreKind in [kind == .video ? CoreTrackKind.video : .audio] + (muxed ? [.audio] : []) {
-                    let track: Int32
-                    if let existing = reuse[coreKind] {
-                        try core.reuseTrack(existing, ptsOffset: timeline.ptsOffset)
-                        track = existing
-                    } else {
-                        track = try core.addTrack(coreKind, ptsOffset: timeline.ptsOffset)
-                    }
-                    try core.setTrackContainer(track, transportStream: rep.isTransportStream)
-                    tracks.append(track)
-                }
-            } catch {
-                throw PlayerError(.output, error.message, coreCode: error.code)
-            }
-            plans.append(
-                TrackPlan(
-                    kind: kind == .video ? .video : .audio, periodIndex: period, periodID: mpd.periods[period].id,
-                    periodStart: RepresentationTimeline.periodStart(mpd: mpd, index: period), adaptationSet: set, representation: rep, timeline: timeline,
-                    coreTrack: tracks[0], muxedAudioTrack: tracks.count > 1 ? tracks[1] : nil,
-                    renditions: kind == .video ? set.representations.filter { $0.kind == .video && $0.segmentTemplate?.media != nil } : []))
-        }
-        guard !plans.isEmpty else {
-            throw PlayerError(.noPlayableContent, "no audio or video representation with a SegmentTemplate in period \(period)")
-        }
-        return plans
-    }
-
-    /// The audio representation to play: the first of the language wanted, else of an adaptation
-    /// set whose `Role` is `main`, else the first.
-    static func audioChoice(_ candidates: [(AdaptationSet, Representation)], language: String?) -> (AdaptationSet, Representation)? {
-        if let language, let wanted = candidates.first(where: { LanguageTag.matches($0.0.lang, language) }) { return wanted }
-        return candidates.first { $0.0.roles.contains { $0.schemeIdUri == "urn:mpeg:dash:role:2011" && $0.value == "main" } } ?? candidates.first
-    }
-
     /// Feeds every track and watches the core until the presentation ends or the task is cancelled.
     func run() async {
         await withTaskGroup(of: Bool.self) { group in
@@ -454,238 +353,5 @@ final class PlaybackSession: Sendable {
             logger.debug("server clock re-measured", metadata: ["moved_ms": "\(String(format: "%.2f", moved * 1000))", "source": "\(fresh.source)"])
             if abs(moved) >= 0.001 { events.send(.timeOffsetChanged(seconds: fresh.localClockDifferenceMs / 1000)) }
         }
-    }
-
-    /// The control step's period: the latency controller's sampling interval (its gains are
-    /// tuned for it), the state and frame-rate readings, the mixer's look-ahead (0.5 s of timed
-    /// transitions, so a step this long never misses one) and the stall supervisor's progress
-    /// readings. Events do not wait for it (``pumpEvents()``).
-    static let controlInterval = 0.1
-
-    /// The control step, every ``controlInterval``: a sampled-data loop by design (the
-    /// controller steers on a fixed period), not a poll for events.
-    private func control() async {
-        while !Task.isCancelled {
-            if let status = core.status() {
-                update(status)
-                steer(status)
-                if let mixer, let position = status.position {
-                    await mixer.tick(position: drift.withLock { $0.presentation(of: position) }, mono: status.mono, rate: controller.withLock { $0.rate })
-                }
-                reports?.yield(.progress(mono: status.mono, presented: status.framesPresented + status.audioFramesPlayed))
-            }
-            try? await Task.sleep(for: .milliseconds(Int(Self.controlInterval * 1000)))
-        }
-    }
-
-    /// Reacts to the core's events as they are queued (``CoreEvents``: the core's wakeup, no
-    /// timer); returns when playback is over (ended, failed for good) or the session is stopped.
-    private func pumpEvents() async {
-        for await event in core.events() {
-            if handle(event) { return }
-        }
-    }
-
-    /// Returns `true` when playback is over.
-    private func handle(_ event: CoreEvent) -> Bool {
-        switch event.kind {
-        case .firstFrame:
-            let seconds = (core.status()?.firstFrameMono ?? Monotonic.now()) - startMono
-            events.send(.firstFrame(seconds: seconds))
-            logger.info("first frame", metadata: ["seconds": "\(String(format: "%.3f", seconds))"])
-        case .ended:
-            setState(.ended)
-            events.send(.ended)
-            return true
-        case .error:
-            let coreError = event.error
-            let code: PlayerError.Code = coreError?.isOutputFailure == true ? .output : .media
-            let error = PlayerError(code, event.message, coreCode: coreError?.code)
-            let fatal = code == .output
-            logger.warning("core error", metadata: ["error": "\(error)", "track": "\(event.track ?? -1)"])
-            events.send(.error(error, fatal: fatal))
-            if fatal {
-                monitor.withLock { $0.fatal = error }
-                setState(.error)
-                return true
-            }
-            // A damaged segment (skipped by the core): its init segment may be the bad part.
-            if let track = event.track {
-                for feeder in feeders where feeder.plan.coreTracks.contains(track) { feeder.initSuspect.withLock { $0 = true } }
-            }
-        case .trackFormat:
-            logger.info("track opened", metadata: ["track": "\(event.track ?? -1)", "format": "\(event.message)"])
-        case .outputChanged:
-            logger.notice("display changed", metadata: ["detail": "\(event.message)"])
-            events.send(.outputChanged(event.message))
-        case .decoderFallback:
-            logger.notice("decoder fallback", metadata: ["detail": "\(event.message)"])
-            events.send(.decoderFallback(event.message))
-        case .clipEnded:
-            logger.debug("clip ended", metadata: ["input": "\(event.track ?? -1)", "detail": "\(event.message)"])
-        case .underrun, .other:
-            logger.debug("core event", metadata: ["message": "\(event.message)"])
-        }
-        return false
-    }
-
-    /// One latency-control step (live with a target): measures the latency of what is heard
-    /// (or shown) now and re-anchors the core's schedule as the controller says.
-    private func steer(_ status: CoreStatus) {
-        if syncEnabled, !shift.paused, status.state == .buffering, status.position == nil, raisedBy.withLock({ $0 }) > 0 {
-            // The target was raised before the first picture (a server later than the target
-            // from the start): the schedule the core waits on moves there now.
-            raisedBy.withLock { $0 = 0 }
-            jumpToTarget()
-            return
-        }
-        guard syncEnabled, !shift.paused, status.state == .playing, let position = status.position,
-            let ast = mpd.availabilityStartTime?.timeIntervalSince1970
-        else { return }
-        Self.adjustTarget(
-            feasible: feasible, target: targetLatency, requested: requestedLatency, raisedBy: raisedBy, events: events, logger: logger,
-            now: status.mono)
-        let raised = raisedBy.withLock { r in defer { r = 0 }; return r }
-        let target = targetLatency.withLock { $0 } + shift.delay
-        let media = drift.withLock { $0 }
-        let latency = wallSeconds(status.mono + clock.timelineOffset(atMonotonic: status.mono) - ast - media.presentation(of: position))
-        let (action, before) = controller.withLock { c in
-            let before = c.rate
-            if raised >= Self.raiseJump, latency < target - Self.raiseJump / 2 {
-                c.jumped(now: status.mono)
-                return (LatencyController.Action.jump(error: latency - target), before)
-            }
-            return (c.update(now: status.mono, latency: latency, target: target, baseRate: media.rate * (1 + (clock.lead?.slope ?? 0))), before)
-        }
-        do {
-            switch action {
-            case .hold:
-                return
-            case .steer(let rate):
-                try core.setTimeline(monoAnchor: status.mono, mediaAnchor: position, rate: rate)
-                logger.debug("steering", metadata: ["rate": "\(rate)", "error": "\(latency - target)"])
-                events.send(.playbackRateChanged(rate))
-            case .jump(let error):
-                let mono = Monotonic.now()
-                try core.setTimeline(monoAnchor: mono, mediaAnchor: media.position(of: mono + clock.timelineOffset(atMonotonic: mono) - ast - timelineSeconds(target)))
-                logger.info("latency jump", metadata: ["error": "\(String(format: "%.3f", error))", "target": "\(target)"])
-                events.send(.latencyJump(error: error))
-                if before != 1 { events.send(.playbackRateChanged(1)) }
-            }
-        } catch {
-            logger.warning("cannot steer", metadata: ["error": "\(error.message)"])
-        }
-    }
-
-    private func update(_ status: CoreStatus) {
-        var newState: PlaybackState? =
-            switch status.state {
-            case .playing: .playing
-            case .buffering: .buffering
-            default: nil
-            }
-        if shift.paused { newState = nil }
-        if status.state == .playing, let position = status.position, !shift.paused {
-            let due = monitor.withLock { m in
-                guard status.mono - m.lastTimeUpdate >= 1 else { return false }
-                m.lastTimeUpdate = status.mono
-                return true
-            }
-            if due { events.send(.timeUpdate(drift.withLock { $0.presentation(of: position) })) }
-        }
-        monitor.withLock { m in
-            m.samples.append((status.mono, status.framesPresented))
-            m.samples.removeAll { status.mono - $0.mono > 1.0 }
-            if let first = m.samples.first, status.mono - first.mono > 0.25 {
-                m.fps = Double(status.framesPresented - first.frames) / (status.mono - first.mono)
-            }
-        }
-        if let newState { setState(newState) }
-    }
-
-    private func setState(_ state: PlaybackState) {
-        let changed = monitor.withLock { m in
-            // Ended and failed are final: a control step in flight does not undo them.
-            guard m.state != state, m.state != .ended, m.state != .error else { return false }
-            m.state = state
-            return true
-        }
-        if changed { events.send(.stateChanged(state)) }
-    }
-
-    var state: PlaybackState { monitor.withLock { $0.state } }
-
-    func status() -> PlaybackStatus {
-        let core = self.core.status()
-        let (state, fps) = monitor.withLock { ($0.state, $0.fps) }
-        var status = PlaybackStatus(state: state)
-        status.framesPerSecond = fps
-        status.timeOffset = clock.localClockDifferenceMs / 1000
-        status.playbackRate = controller.withLock { $0.rate }
-        status.targetLatency = mpd.isLive ? targetLatency.withLock { $0 } : nil
-        status.delay = shift.delay
-        status.availableDelay = availableDelay
-        status.storeBytes = store?.bytes ?? 0
-        guard let core else { return status }
-        let media = drift.withLock { $0 }
-        status.position = core.position.map { media.presentation(of: $0) }
-        status.framesPresented = core.framesPresented
-        status.framesDropped = core.framesDropped
-        status.avOffset = core.avOffset
-        status.width = core.width
-        status.height = core.height
-        if let position = status.position {
-            if mpd.isLive, let ast = mpd.availabilityStartTime {
-                status.latency = wallSeconds(core.mono + clock.timelineOffset(atMonotonic: core.mono) - ast.timeIntervalSince1970 - position)
-            }
-            let ends = feeders.compactMap { $0.pushedEnd.withLock { $0 } }
-            if let end = ends.min() { status.buffer = max(0, end - position) }
-        }
-        return status
-    }
-}
-
-/// A snapshot of what a player is doing, for status lines and the SDK's properties.
-public struct PlaybackStatus: Sendable, Hashable {
-    /// What the player is doing.
-    public var state: PlaybackState
-    /// Seconds between the live edge (server time) and what is presented now; `nil` on demand
-    /// and before the first frame.
-    public var latency: Double?
-    /// Seconds of media fetched ahead of the presented position (the least of the tracks').
-    public var buffer: Double = 0
-    /// The presentation time presented now, seconds; `nil` before the first frame.
-    public var position: Double?
-    /// Frames presented per second, over the last second.
-    public var framesPerSecond: Double = 0
-    /// Pictures presented since ``Player/play()``.
-    public var framesPresented: Int = 0
-    /// Pictures dropped as late since the first one was presented (a picture skipped on the
-    /// way to the start position is not counted).
-    public var framesDropped: Int = 0
-    /// The audio heard minus the picture shown with it, seconds: the largest over the last
-    /// second (positive: the picture lags the sound); `nil` without both audio and video.
-    public var avOffset: Double?
-    /// Width of the pictures presented, pixels; 0 before the first picture and without video.
-    public var width: Int = 0
-    /// Height of the pictures presented, pixels; 0 before the first picture and without video.
-    public var height: Int = 0
-    /// Server clock minus local wall clock, seconds.
-    public var timeOffset: Double = 0
-    /// The rate media plays at (the latency controller's; 1 when not steering).
-    public var playbackRate: Double = 1
-    /// The latency the session holds, seconds; `nil` on demand (the user delay comes on top).
-    public var targetLatency: Double?
-    /// The user delay (time-shift) in effect, seconds.
-    public var delay: Double = 0
-    /// How far the delay can go now, seconds: what the segment store reaches back.
-    public var availableDelay: Double = 0
-    /// Bytes of compressed media the segment store holds.
-    public var storeBytes: Int = 0
-
-    /// A status in `state` with nothing measured yet: no latency or position, every count 0,
-    /// rate 1.
-    public init(state: PlaybackState) {
-        self.state = state
     }
 }
