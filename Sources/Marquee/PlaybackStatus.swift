@@ -1,0 +1,44 @@
+/// A snapshot of what a player is doing, for status lines and the SDK's properties.
+public struct PlaybackStatus: Sendable, Hashable {
+    /// What the player is doing.
+    public var state: PlaybackState
+    /// Seconds between the live edge (server time) and what is presented now; `nil` on demand
+    /// and before the first frame.
+    public var latency: Double?
+    /// Seconds of media fetched ahead of the presented position (the least of the tracks').
+    public var buffer: Double = 0
+    /// The presentation time presented now, seconds; `nil` before the first frame.
+    public var position: Double?
+    /// Frames presented per second, over the last second.
+    public var framesPerSecond: Double = 0
+    /// Pictures presented since ``Player/play()``.
+    public var framesPresented: Int = 0
+    /// Pictures dropped as late since the first one was presented (a picture skipped on the
+    /// way to the start position is not counted).
+    public var framesDropped: Int = 0
+    /// The audio heard minus the picture shown with it, seconds: the largest over the last
+    /// second (positive: the picture lags the sound); `nil` without both audio and video.
+    public var avOffset: Double?
+    /// Width of the pictures presented, pixels; 0 before the first picture and without video.
+    public var width: Int = 0
+    /// Height of the pictures presented, pixels; 0 before the first picture and without video.
+    public var height: Int = 0
+    /// Server clock minus local wall clock, seconds.
+    public var timeOffset: Double = 0
+    /// The rate media plays at (the latency controller's; 1 when not steering).
+    public var playbackRate: Double = 1
+    /// The latency the session holds, seconds; `nil` on demand (the user delay comes on top).
+    public var targetLatency: Double?
+    /// The user delay (time-shift) in effect, seconds.
+    public var delay: Double = 0
+    /// How far the delay can go now, seconds: what the segment store reaches back.
+    public var availableDelay: Double = 0
+    /// Bytes of compressed media the segment store holds.
+    public var storeBytes: Int = 0
+
+    /// A status in `state` with nothing measured yet: no latency or position, every count 0,
+    /// rate 1.
+    public init(state: PlaybackState) {
+        self.state = state
+    }
+}
