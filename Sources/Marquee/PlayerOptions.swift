@@ -260,28 +260,35 @@ public struct PlayerOptions: Sendable {
 /// ``bufferSafe`` seconds; above it a buffer rule may go higher, reaching the top rendition at
 /// ``bufferTarget`` seconds, never above what the throughput sustains for the buffer ahead.
 public struct ABROptions: Sendable, Hashable {
+    /// The controller's own options: the defaults are its, stated once.
+    private(set) var controller = ABRController.Options()
+
     /// Fraction of the measured throughput a rendition may use, 0…1. Default 0.85.
-    public var safety = 0.85
-    /// Seconds of buffer under which only throughput decides. Default 6.
-    public var bufferSafe = 6.0
-    /// Seconds of buffer at which the buffer rule reaches the top rendition. Default 18.
-    public var bufferTarget = 18.0
-    /// Renditions taller than this (pixels) are never chosen (a board profile's decoder limit).
-    public var maxHeight: Int?
-    /// Renditions above this frame rate are never chosen (a board profile's decoder limit).
-    public var maxFrameRate: Double?
-
-    /// The defaults: safety 0.85, buffer levels 6 s and 18 s, no caps.
-    public init() {}
-
-    /// The controller's options.
-    var controller: ABRController.Options {
-        var options = ABRController.Options()
-        options.safety = safety
-        options.bufferSafe = bufferSafe
-        options.bufferTarget = bufferTarget
-        options.maxHeight = maxHeight
-        options.maxFrameRate = maxFrameRate
-        return options
+    public var safety: Double {
+        get { controller.safety }
+        set { controller.safety = newValue }
     }
+    /// Seconds of buffer under which only throughput decides. Default 6.
+    public var bufferSafe: Double {
+        get { controller.bufferSafe }
+        set { controller.bufferSafe = newValue }
+    }
+    /// Seconds of buffer at which the buffer rule reaches the top rendition. Default 18.
+    public var bufferTarget: Double {
+        get { controller.bufferTarget }
+        set { controller.bufferTarget = newValue }
+    }
+    /// Renditions taller than this (pixels) are never chosen (a board profile's decoder limit).
+    public var maxHeight: Int? {
+        get { controller.maxHeight }
+        set { controller.maxHeight = newValue }
+    }
+    /// Renditions above this frame rate are never chosen (a board profile's decoder limit).
+    public var maxFrameRate: Double? {
+        get { controller.maxFrameRate }
+        set { controller.maxFrameRate = newValue }
+    }
+
+    /// The defaults above.
+    public init() {}
 }

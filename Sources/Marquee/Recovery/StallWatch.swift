@@ -1,8 +1,8 @@
 /// What a playing session tells the stall supervisor, as it happens (no one polls for it).
 enum SessionReport: Sendable {
-    /// A control step's reading of the core: its monotonic time and the media presented so far
-    /// (video frames plus stream audio sample frames; it stops growing in a stall).
-    case progress(mono: Double, presented: Int)
+    /// A control step's reading of the core: the media presented so far (video frames plus
+    /// stream audio sample frames; it stops growing in a stall). The supervisor times it itself.
+    case progress(presented: Int)
     /// The packager restarted (a new `availabilityStartTime`): every presentation time moved, so
     /// the source is loaded afresh.
     case restart
@@ -13,7 +13,7 @@ enum SessionReport: Sendable {
 }
 
 /// Stall recovery's decisions, a pure state machine fed with the sessions' progress readings
-/// (``SessionReport/progress(mono:presented:)``) or, while no session runs, with the time alone.
+/// (``SessionReport/progress(presented:)``) or, while no session runs, with the time alone.
 ///
 /// Stalled means nothing presented for half a second after playback began, or no session
 /// running; the ``RecoveryPolicy`` says when a stall has lasted long enough to reload. Playing a

@@ -21,7 +21,7 @@ extension Player {
                 guard let report = await iterator.next() else { return }  // stop()
                 guard let player = weak() else { return }
                 switch report {
-                case .progress(_, let count): presented = count
+                case .progress(let count): presented = count
                 case .over: return
                 case .noSession: running = player.sessionRuns()  // (a reload since may have succeeded)
                 case .restart:

@@ -23,7 +23,7 @@ extension PlaybackSession {
                 if let mixer, let position = status.position {
                     await mixer.tick(position: drift.withLock { $0.presentation(of: position) }, mono: status.mono, rate: controller.withLock { $0.rate })
                 }
-                reports?.yield(.progress(mono: status.mono, presented: status.framesPresented + status.audioFramesPlayed))
+                reports?.yield(.progress(presented: status.framesPresented + status.audioFramesPlayed))
             }
             try? await Task.sleep(for: .milliseconds(Int(Self.controlInterval * 1000)))
         }

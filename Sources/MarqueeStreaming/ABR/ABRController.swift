@@ -14,7 +14,7 @@ import Foundation
 /// - Abandonment: a download that will not finish before the buffer runs out is dropped and
 ///   retried lower (``shouldAbandon(bytes:of:elapsed:buffer:)``).
 public struct ABRController: Sendable {
-    public struct Options: Sendable, Equatable {
+    public struct Options: Sendable, Hashable {
         /// Fraction of the estimate a rendition may use.
         public var safety = 0.85
         /// Buffer (s) under which only throughput decides.

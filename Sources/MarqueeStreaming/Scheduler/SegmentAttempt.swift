@@ -2,7 +2,7 @@ import NIOCore
 
 /// One try at downloading a media segment, and the judgement of it as it arrives.
 ///
-/// A segment already complete on the server is kept until whole (``isKeptWhole``), so a reset,
+/// A segment already complete on the server is kept until whole (`keepWhole`), so a reset,
 /// a short body, a stuck connection or junk never reaches the decoder and the segment is simply
 /// fetched again while time allows; one still being produced (low latency) is handed on chunk
 /// by chunk as it comes. Each chunk, and each tick while none comes, the try is judged
@@ -25,9 +25,6 @@ public struct SegmentAttempt: Sendable {
         kept = keepWhole ? ByteBuffer() : nil
         tail = SegmentEnd(transportStream: transportStream)
     }
-
-    /// Whether the body is kept until whole.
-    public var isKeptWhole: Bool { kept != nil }
 
     /// Takes a chunk of the body: returns it to hand on now (streamed), or nil when it is kept.
     public mutating func take(_ chunk: ByteBuffer) -> ByteBuffer? {
