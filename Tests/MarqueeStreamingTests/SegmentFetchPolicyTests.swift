@@ -120,12 +120,44 @@ import Testing
     @Test func theListingIsReloadedJustAfterTheNextSegmentShouldBeListed() {
         #expect(abs(SegmentChoice.listingWait(expectedIn: 1.2, segmentDuration: 2, misses: 0) - 1.23) < 1e-9)
         #expect(SegmentChoice.listingWait(expectedIn: 9, segmentDuration: 2, misses: 0) == 2)  // at most 2 s
-        // Due already and not there: 50 ms, 100, 200, 400, then half a segment.
-        let waits = (0..<6).map { SegmentChoice.listingWait(expectedIn: 0, segmentDuration: 2, misses: $0) }
-        #expect(waits == [0.05, 0.1, 0.2, 0.4, 0.8, 1])
+        // Due already and not there: 50 ms four times, then 100, 200, 400, 800, then half a segment.
+        let waits = (0..<10).map { SegmentChoice.listingWait(expectedIn: 0, segmentDuration: 2, misses: $0) }
+        #expect(waits == [0.05, 0.05, 0.05, 0.05, 0.1, 0.2, 0.4, 0.8, 1, 1])
         #expect(SegmentChoice.listingWait(expectedIn: nil, segmentDuration: 6, misses: 0) == 2)
         #expect(SegmentChoice.isOverdue(after: 100, now: 102.9, segmentDuration: 2) == false)
         #expect(SegmentChoice.isOverdue(after: 100, now: 103, segmentDuration: 2))
         #expect(SegmentChoice.storeLead(segmentDuration: 1) == 3 && SegmentChoice.storeLead(segmentDuration: 4) == 8)
+    }
+
+    /// A server that lists each segment 1.2 s after its end: the reloads learn it and come just
+    /// before the listing, so each arrival is found within the backoff's first steps (here
+    /// simulated: a reload at the scheduled time, then the backoff) instead of the last doubling.
+    @Test func theReloadLearnsHowLateTheServerLists() {
+        // Seconds after the segment's end it is found, and the last reload that missed it.
+        func found(late: Double, learned: Double) -> (at: Double, missed: Double?) {
+            var t = learned + 0.03  // listingWait: the expected listing + 30 ms
+            var missed: Double? = nil
+            var misses = 0
+            while t < late {
+                missed = t
+                t += SegmentChoice.listingWait(expectedIn: 0, segmentDuration: 2, misses: misses)
+                misses += 1
+            }
+            return (t, missed)
+        }
+        var learned = 0.0
+        var observed: [Double] = []
+        for late in [1.2, 1.2, 1.2, 1.2, 1.25, 1.15, 1.2, 1.2, 0.9, 0.9, 0.9, 0.9] {
+            let f = found(late: late, learned: learned)
+            observed.append(f.at - late)
+            learned = SegmentChoice.listingLateness(observed: f.at, missed: f.missed, segmentDuration: 2)
+        }
+        #expect(found(late: 1.2, learned: 0).at - 1.2 > 0.3, "without learning: the last doubling")
+        // From the second on: each found within 0.1 s of its listing (it varies by ±0.05 s); a
+        // server that lists earlier again (0.9 s) is followed down, 0.07 s a segment.
+        #expect(observed[1..<8].allSatisfy { $0 >= 0 && $0 < 0.1 }, "found after the listing by \(observed)")
+        #expect(zip(observed[8...], observed[9...]).allSatisfy { $1 <= $0 - 0.05 }, "found after the listing by \(observed)")
+        #expect(SegmentChoice.listingLateness(observed: 0.02, missed: nil, segmentDuration: 2) == 0)
+        #expect(SegmentChoice.listingLateness(observed: 60, missed: 59, segmentDuration: 2) == 3)
     }
 }

@@ -22,4 +22,25 @@ import Testing
         // The app asking for more than feasible gets it.
         #expect(f.target(requested: 6, current: 3, now: 73) == 6)
     }
+
+    /// A need a little beyond the raised target (a SegmentTimeline listed by a later reload)
+    /// raises it by a whole step, which the session jumps, not by the few hundredths a rate
+    /// would take half a minute to slew.
+    @Test func aRaiseIsAtLeastAStep() {
+        var f = FeasibleLatency()
+        f.record(need: 3.25, at: 0)
+        let first = f.target(requested: 3, current: 3, now: 0)
+        #expect(abs(first - 3.95) < 1e-9)
+        f.record(need: 3.46875, at: 2)  // 0.02 s beyond the first raise (its headroom, 0.2 s, within it)
+        let second = f.target(requested: 3, current: first, now: 2)
+        #expect(second - first >= PlaybackSession.raiseJump - 1e-9, "raised \(first) → \(second)")
+        // A need within the headroom moves nothing.
+        f.record(need: 3.625, at: 4)
+        #expect(f.target(requested: 3, current: second, now: 4) == second)
+        // Barely late from the start: the first raise is a step too.
+        var g = FeasibleLatency()
+        g.record(need: 2.5625, at: 0)
+        let barely = g.target(requested: 3, current: 3, now: 0)
+        #expect(barely >= 3.25 - 1e-9 && barely < 3.3, "raised to \(barely)")
+    }
 }

@@ -183,6 +183,12 @@ struct TrackFeeder: Sendable {
         var awaited = false
         var marked: SegmentReference? = nil  // the discontinuity the core's tracks were told of
         var loadedAt = Monotonic.now()
+        // Seconds after a segment's end the server lists it (``SegmentChoice/listingLateness(observed:segmentDuration:)``).
+        var listingLate = 0.0
+        var missedAt: Double? = nil  // server second of the last reload after a wait that listed nothing new
+        // The next segment was listed between the reload that missed it and the one that found
+        // it: its arrival is measured from the middle (seconds before the finding reload).
+        var listedBefore = 0.0
         while !Task.isCancelled {
             // A manifest that changes (minimumUpdatePeriod) is reloaded that often even while its
             // template computes the next segments: a new period, a period's end, are seen in time.
@@ -222,14 +228,21 @@ struct TrackFeeder: Sendable {
                     // Reload just after the next segment should be listed (``SegmentChoice/listingWait``).
                     let duration = SegmentChoice.segmentDuration(timeline)
                     let expected = lastEnd.flatMap { end in
-                        timeline.availabilityStartTime.map { $0.addingTimeInterval(end + duration).timeIntervalSince(clock.now()) }
+                        timeline.availabilityStartTime.map { $0.addingTimeInterval(end + duration + listingLate).timeIntervalSince(clock.now()) }
                     }
                     let wait = SegmentChoice.listingWait(expectedIn: expected, segmentDuration: duration, misses: misses)
+                    if misses > 0 { missedAt = serverSeconds() }  // (the first reload comes at once, before the wait)
                     misses += 1
                     awaited = true
                     try? await Task.sleep(for: .milliseconds(Int(wait * 1000)))
                     reloadSince = Monotonic.now()
                 } else {
+                    if misses > 0, let found = next, lastEnd != nil, let now = serverSeconds() {
+                        listingLate = SegmentChoice.listingLateness(
+                            observed: now - found.end, missed: missedAt.map { $0 - found.end }, segmentDuration: SegmentChoice.segmentDuration(timeline))
+                        listedBefore = missedAt.map { max(0, now - $0) / 2 } ?? 0
+                    }
+                    missedAt = nil
                     misses = 0
                 }
                 continue
@@ -264,8 +277,9 @@ struct TrackFeeder: Sendable {
                 pushedEnd.withLock { $0 = segment.end }
                 // Fetched whole as soon as it was there (not streamed while being produced).
                 if isLive, awaited, let askedAt, askedAt >= segment.end - 0.05, let arrived = firstByteAt.withLock({ $0 }) {
-                    onArrival(arrived - segment.start)
+                    onArrival(arrived - listedBefore - segment.start)
                 }
+                listedBefore = 0
             case .skipped:
                 break
             case .abandoned:

@@ -8,7 +8,10 @@
 /// that is the link's, which adaptive bitrate answers, not the target). The feasible latency is the largest need of the last ``window``
 /// seconds plus ``margin`` (decode and output). The session raises its target to it at once
 /// (never below the app's target) and lowers it again, not below the app's target, once the
-/// needs of a whole window allow ``lowerStep`` less. A raise adds ``headroom``.
+/// needs of a whole window allow ``lowerStep`` less. A raise adds ``headroom`` and is at least
+/// ``raiseStep``: the needs of a SegmentTimeline vary with the phase of the manifest reload
+/// that lists each segment, and a raise a few hundredths short of the next need would be
+/// followed by another, too small to jump, slewed away by rate for half a minute.
 struct FeasibleLatency: Sendable, Equatable {
     /// Seconds of measurements kept.
     static let window = 60.0
@@ -17,6 +20,9 @@ struct FeasibleLatency: Sendable, Equatable {
     static let margin = 0.5
     /// Seconds a raised target is given above the feasible latency.
     static let headroom = 0.2
+    /// A raise is at least this large (seconds): the session makes it by a jump
+    /// (``PlaybackSession/raiseJump``), never by a long slew.
+    static let raiseStep = 0.25
     /// The target comes down only when it can come down at least this much.
     static let lowerStep = 0.25
     /// Needs larger than this are not evidence about the server (a stall, a catch-up).
@@ -53,8 +59,8 @@ struct FeasibleLatency: Sendable, Equatable {
     func target(requested: Double, current: Double, now: Double) -> Double {
         guard requested > 0, let feasible = minimum(now: now).map({ ($0 * 100).rounded(.up) / 100 }) else { return requested }
         // Raised with ``headroom``: a need a little larger than the last does not raise it again.
-        if requested >= current { return feasible > requested + 0.01 ? feasible + Self.headroom : requested }  // the app asked for more
-        if feasible > current + 0.01 { return feasible + Self.headroom }
+        if requested >= current { return feasible > requested + 0.01 ? max(feasible + Self.headroom, requested + Self.raiseStep) : requested }  // the app asked for more
+        if feasible > current + 0.01 { return max(feasible + Self.headroom, current + Self.raiseStep) }
         let lower = max(requested, feasible)
         if let since, now - since >= Self.window, lower <= current - Self.lowerStep { return lower }
         return current

@@ -38,13 +38,33 @@ public enum SegmentChoice {
     /// ending at `lastEnd`: the next segment is listed once complete, at the end of the last one
     /// plus a segment on the server clock, so the reload comes just after that (30 ms), not on a
     /// fixed cadence that would eat the margin the latency target leaves; when it is not there
-    /// yet, again after 50 ms, 100, 200, ... (doubling with `misses`) up to half a segment.
+    /// yet, again after 50 ms (four times), then 100, 200, ... (doubling with `misses`) up to half a segment.
     /// `expectedIn`: seconds from now until that listing (nil without a last segment or a clock).
     public static func listingWait(expectedIn: Double?, segmentDuration duration: Double, misses: Int) -> Double {
         guard let expected = expectedIn else { return min(2, max(0.2, duration / 2)) }
         if expected > 0.05 { return min(2, expected + 0.03) }
-        return min(max(0.05, duration / 2), 0.05 * Double(1 << min(misses, 6)))
+        return min(max(0.05, duration / 2), 0.05 * Double(1 << min(max(0, misses - 3), 6)))
     }
+
+    /// How late the server lists its segments (seconds after a segment's end on the server
+    /// clock), learned from one a reload found `observed` seconds after its end: when a reload
+    /// `missed` it before (seconds after its end), it was listed between the two and the next
+    /// reload is planned at the miss; found at the first reload planned for it, somewhat before
+    /// that (``listingProbeAhead``), so that a server that lists earlier again is followed. The
+    /// reload is then made just before the listing and the backoff's fine first steps find it
+    /// (``listingWait(expectedIn:segmentDuration:misses:)``): each arrival is measured to a few
+    /// hundredths of a second, not to the last doubling of a backoff (up to half a segment),
+    /// and a server that lists late raises the latency target once, to what it needs, not by
+    /// the phase of the reloads. Never below zero, at most a segment and a half.
+    public static func listingLateness(observed: Double, missed: Double?, segmentDuration: Double) -> Double {
+        let estimate = missed.map { min($0, observed) } ?? observed - listingProbeAhead
+        guard estimate.isFinite else { return 0 }
+        return min(1.5 * segmentDuration, max(0, estimate))
+    }
+
+    /// Seconds before the last listing time the reload for a segment is made when no reload
+    /// missed it (``listingLateness(observed:missed:segmentDuration:)``).
+    public static let listingProbeAhead = 0.1
 
     /// A delayed presentation is fed from the store no further ahead of the wanted position than
     /// a live edge would be: this many seconds for a segment of `duration` seconds.
