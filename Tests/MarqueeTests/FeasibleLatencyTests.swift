@@ -44,3 +44,33 @@ import Testing
         #expect(barely >= 3.25 - 1e-9 && barely < 3.3, "raised to \(barely)")
     }
 }
+
+@Suite struct LatencyTargetTests {
+    /// The one latency target of a session: a late arrival raises it (once, the raise kept for
+    /// the next control step's jump), the app's request stays above what is feasible, a timeline
+    /// that moved forgets the arrivals measured on the old clock and ignores the next two
+    /// segments' worth, and without sync the target is the app's alone.
+    @Test func arrivalsRequestsAndARestart() {
+        var t = LatencyTarget(requested: 3, follows: true)
+        #expect(t.arrived(need: 2.0, at: 0) == nil && t.current == 3)
+        let raise = t.arrived(need: 3.4, at: 1)
+        #expect(raise == LatencyTarget.Change(before: 3, after: t.current, requested: 3) && abs(t.current - 4.1) < 1e-9)
+        #expect(abs(t.takeRaise() - 1.1) < 1e-9 && t.takeRaise() == 0, "the raise is taken once")
+        // The app asks for less than is feasible: it gets the feasible latency (3.9, no headroom).
+        t.request(2, now: 2)
+        #expect(t.requested == 2 && abs(t.current - 3.9) < 1e-9)
+        t.request(6, now: 2)
+        #expect(t.current == 6)
+        // The timeline moved: back to the app's, and arrivals in the next 4 s are no evidence.
+        t.request(3, now: 3)
+        #expect(t.restart(at: 10, after: 4) == LatencyTarget.Change(before: 3.9, after: 3, requested: 3))
+        #expect(t.arrived(need: 5, at: 12) == nil && t.current == 3)
+        #expect(t.arrived(need: 5, at: 14.5) != nil && t.current > 5)
+        #expect(t.restart(at: 20, after: 4) != nil && t.restart(at: 21, after: 4) == nil, "nothing to report twice")
+        // Sync off: the app's target, whatever arrives.
+        var off = LatencyTarget(requested: 3, follows: false)
+        #expect(off.arrived(need: 9, at: 0) == nil && off.current == 3)
+        off.request(1, now: 0)
+        #expect(off.current == 1)
+    }
+}

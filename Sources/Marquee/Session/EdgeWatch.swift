@@ -129,14 +129,8 @@ extension PlaybackSession {
     func timelineMoved(by moved: Double, segment: Double) {
         logger.info("latency jump", metadata: ["error": "\(String(format: "%.3f", moved))", "why": "the timeline follows the live edge"])
         events.send(.latencyJump(error: moved))
-        arrivalsFrom.withLock { $0 = Monotonic.now() + 2 * segment }
-        feasible.withLock { $0 = FeasibleLatency() }
-        let asked = requestedLatency.withLock { $0 }
-        let before = targetLatency.withLock { t in defer { t = asked }; return t }
-        if before != asked {
-            logger.notice("latency target", metadata: ["target": "\(asked)", "requested": "\(asked)", "why": "the timeline follows the live edge"])
-            events.send(.targetLatencyChanged(seconds: asked, requested: asked))
-        }
+        let change = latencyTarget.withLock { $0.restart(at: Monotonic.now(), after: 2 * segment) }
+        Self.report(change, events: events, logger: logger, why: "the timeline follows the live edge")
         jumpToTarget()
     }
 

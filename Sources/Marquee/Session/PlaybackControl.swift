@@ -83,21 +83,19 @@ extension PlaybackSession {
     /// One latency-control step (live with a target): measures the latency of what is heard
     /// (or shown) now and re-anchors the core's schedule as the controller says.
     func steer(_ status: CoreStatus) {
-        if syncEnabled, !shift.paused, status.state == .buffering, status.position == nil, raisedBy.withLock({ $0 }) > 0 {
+        if syncEnabled, !shift.paused, status.state == .buffering, status.position == nil, latencyTarget.withLock({ $0.raisedBy }) > 0 {
             // The target was raised before the first picture (a server later than the target
             // from the start): the schedule the core waits on moves there now.
-            raisedBy.withLock { $0 = 0 }
+            _ = latencyTarget.withLock { $0.takeRaise() }
             jumpToTarget()
             return
         }
         guard syncEnabled, !shift.paused, status.state == .playing, let position = status.position,
             let ast = mpd.availabilityStartTime?.timeIntervalSince1970
         else { return }
-        Self.adjustTarget(
-            feasible: feasible, target: targetLatency, requested: requestedLatency, raisedBy: raisedBy, events: events, logger: logger,
-            now: status.mono)
-        let raised = raisedBy.withLock { r in defer { r = 0 }; return r }
-        let target = targetLatency.withLock { $0 } + shift.delay
+        Self.report(latencyTarget.withLock { $0.adjust(now: status.mono) }, events: events, logger: logger)
+        let raised = latencyTarget.withLock { $0.takeRaise() }
+        let target = targetLatency + shift.delay
         let media = drift.withLock { $0 }
         let latency = wallSeconds(status.mono + clock.timelineOffset(atMonotonic: status.mono) - ast - media.presentation(of: position))
         let (action, before) = controller.withLock { c in
@@ -173,7 +171,7 @@ extension PlaybackSession {
         status.framesPerSecond = fps
         status.timeOffset = clock.localClockDifferenceMs / 1000
         status.playbackRate = controller.withLock { $0.rate }
-        status.targetLatency = mpd.isLive ? targetLatency.withLock { $0 } : nil
+        status.targetLatency = mpd.isLive ? targetLatency : nil
         status.delay = shift.delay
         status.availableDelay = availableDelay
         status.storeBytes = store?.bytes ?? 0

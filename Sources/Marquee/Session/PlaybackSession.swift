@@ -15,22 +15,14 @@ final class PlaybackSession: Sendable {
     let core: CoreHandle
     let feeders: [TrackFeeder]
     let plans: [TrackPlan]
-    /// Seconds behind live the session holds (changed by ``setTargetLatency(_:)``).
-    /// The latency target in use: the app's (``requestedLatency``), raised while the stream's
-    /// segments arrive too late for it (``FeasibleLatency``).
-    let targetLatency: SharedValue<Double>
-    /// The latency target the app asked for (options, manifest, ``setTargetLatency(_:)``).
-    let requestedLatency: SharedValue<Double>
-    /// When segments really arrive, against their presentation times.
-    let feasible = SharedValue(FeasibleLatency())
-    /// Arrival times count from this monotonic second (``timelineMoved(by:segment:)``).
-    let arrivalsFrom = SharedValue(-Double.infinity)
+    /// The latency target: the app's (``setTargetLatency(_:)``), raised while the stream's
+    /// segments arrive too late for it (``FeasibleLatency``); shared with the feeders.
+    let latencyTarget: Locked<LatencyTarget>
+    /// Seconds behind live the session holds now.
+    var targetLatency: Double { latencyTarget.withLock { $0.current } }
     /// The media clock's drift from the segments' dates: presented positions are read through
     /// it (latency, buffer, the feeders' position) and the controller steers around its rate.
     let drift = SharedValue(MediaClockDrift())
-    /// Seconds the target was raised by since the last control step (a large raise is a jump:
-    /// the picture held once, rather than late pictures dropped while the rate catches up).
-    let raisedBy = SharedValue(0.0)
     /// Whether the latency controller steers (live, target > 0).
     let syncEnabled: Bool
     /// Where the stall supervisor hears of this session (progress, a packager restart, the end).
@@ -106,10 +98,9 @@ final class PlaybackSession: Sendable {
         self.resyncInterval = options.sync.resyncInterval
         self.core = core
         self.plans = plans
-        let shared = SharedValue(target)
-        self.targetLatency = shared
-        self.requestedLatency = SharedValue(target)
         self.syncEnabled = mpd.isLive && options.targetLatency > 0
+        let shared = Locked(LatencyTarget(requested: target, follows: syncEnabled))
+        self.latencyTarget = shared
         self.controller = Locked(LatencyController(options: syncOptions))
         self.startPosition = start
         self.startMono = startMono
@@ -124,15 +115,10 @@ final class PlaybackSession: Sendable {
         let shift = self.shift
         let drift = self.drift
         let positionOf: @Sendable () -> Double? = { [core] in core.status()?.position.map { p in drift.withLock { $0.presentation(of: p) } } }
-        let (feasible, requested, syncing, raised) = (self.feasible, self.requestedLatency, self.syncEnabled, self.raisedBy)
         let ast = mpd.availabilityStartTime
         let restart = SharedValue(false)  // reported once
-        let arrivalsFrom = self.arrivalsFrom
         let onArrival: @Sendable (Double) -> Void = { need in
-            let now = Monotonic.now()
-            guard syncing, now >= arrivalsFrom.withLock({ $0 }) else { return }
-            feasible.withLock { $0.record(need: need, at: now) }
-            Self.adjustTarget(feasible: feasible, target: shared, requested: requested, raisedBy: raised, events: events, logger: logger, now: now)
+            Self.report(shared.withLock { $0.arrived(need: need, at: Monotonic.now()) }, events: events, logger: logger)
         }
         let drifting = plans.firstIndex { $0.kind == .video } ?? 0  // the feeder that measures the drift
         self.feeders = plans.enumerated().map { index, plan in
@@ -145,7 +131,7 @@ final class PlaybackSession: Sendable {
                 abr = SharedValue(controller)
             }
             return TrackFeeder(
-                initialPlan: plan, core: core, fetcher: fetcher, manifest: manifest, clock: sharedClock, targetLatency: shared, logger: logger,
+                initialPlan: plan, core: core, fetcher: fetcher, manifest: manifest, clock: sharedClock, latencyTarget: shared, logger: logger,
                 events: events, position: positionOf,
                 onEvents: { [mixer] timed, mpd in
                     if let timed { mixer?.insert(timed) }
@@ -157,7 +143,7 @@ final class PlaybackSession: Sendable {
                         reports?.yield(.restart)
                     }
                 }, shift: shift, store: store, abr: abr, latestMPD: SharedValue(mpd), active: SharedValue(plan.representation.id),
-                locations: SharedValue(LocationChoice(count: plan.timeline.baseURLs.count)), onArrival: onArrival,
+                loader: SegmentLoader(fetcher: fetcher, locations: plan.timeline.baseURLs.count, logger: logger), onArrival: onArrival,
                 drift: index == drifting ? drift : nil)
         }
         events.send(.sourceLoaded(url: source.absoluteString, streamType: mpd.isLive ? .live : .onDemand))
@@ -171,32 +157,19 @@ final class PlaybackSession: Sendable {
     /// Changes the latency target while playing; the controller steers (or jumps) to it (or to
     /// the feasible latency, if the segments arrive too late for it).
     func setTargetLatency(_ seconds: Double) {
-        requestedLatency.withLock { $0 = seconds }
-        let feasible = self.feasible.withLock { $0.minimum(now: Monotonic.now()) }
-        targetLatency.withLock { $0 = syncEnabled ? max(seconds, feasible.map { ($0 * 100).rounded(.up) / 100 } ?? 0) : seconds }
+        latencyTarget.withLock { $0.request(seconds, now: Monotonic.now()) }
     }
 
     /// A raise of the target at least this large (seconds) is made by a jump.
     static let raiseJump = 0.25
 
-    /// Moves the latency target in use as ``FeasibleLatency`` says (an event when it moves);
-    /// returns by how much it moved.
-    @discardableResult
-    static func adjustTarget(
-        feasible: SharedValue<FeasibleLatency>, target: SharedValue<Double>, requested: SharedValue<Double>, raisedBy: SharedValue<Double>,
-        events: PlayerEvents.Sink, logger: Logger, now: Double
-    ) -> Double {
-        let asked = requested.withLock { $0 }
-        let (before, after) = target.withLock { current -> (Double, Double) in
-            let before = current
-            current = feasible.withLock { $0.target(requested: asked, current: current, now: now) }
-            return (before, current)
-        }
-        guard after != before else { return 0 }
-        logger.notice("latency target", metadata: ["target": "\(after)", "requested": "\(asked)"])
-        events.send(.targetLatencyChanged(seconds: after, requested: asked))
-        if after > before { raisedBy.withLock { $0 += after - before } }
-        return after - before
+    /// Reports a change of the latency target in use (``LatencyTarget``): logged, and an event.
+    static func report(_ change: LatencyTarget.Change?, events: PlayerEvents.Sink, logger: Logger, why: String? = nil) {
+        guard let change else { return }
+        var metadata: Logger.Metadata = ["target": "\(change.after)", "requested": "\(change.requested)"]
+        if let why { metadata["why"] = "\(why)" }
+        logger.notice("latency target", metadata: metadata)
+        events.send(.targetLatencyChanged(seconds: change.after, requested: change.requested))
     }
 
     // MARK: time shift
@@ -207,21 +180,21 @@ final class PlaybackSession: Sendable {
         guard let store, let ast = mpd.availabilityStartTime,
             let since = store.continuousSince(tracks: plans.map(\.coreTrack))
         else { return 0 }
-        let live = clock.now().timeIntervalSince(ast) - targetLatency.withLock { $0 }
+        let live = clock.now().timeIntervalSince(ast) - targetLatency
         return max(0, min(maxDelay, live - since))
     }
 
     /// The presentation time at the latency target (live), nil on demand.
     var livePosition: Double? {
         guard mpd.isLive, let ast = mpd.availabilityStartTime else { return nil }
-        return clock.now().timeIntervalSince(ast) - targetLatency.withLock { $0 }
+        return clock.now().timeIntervalSince(ast) - targetLatency
     }
 
     /// How far behind the latency target the server's own window (DVR: `timeShiftBufferDepth`,
     /// an HLS playlist's length) still reaches, less a segment of margin; 0 without one.
     var windowDelay: Double {
         guard mpd.isLive, let depth = mpd.timeShiftBufferDepth else { return 0 }
-        let target = targetLatency.withLock { $0 }
+        let target = targetLatency
         return max(0, depth - target - 2 * (mpd.maxSegmentDuration ?? 2))
     }
 
@@ -262,7 +235,7 @@ final class PlaybackSession: Sendable {
     func resumePresentation() {
         guard let paused = pause.withLock({ p in defer { p = nil }; return p }) else { return }
         if mpd.isLive, let ast = mpd.availabilityStartTime {
-            let live = clock.now().timeIntervalSince(ast) - targetLatency.withLock { $0 }
+            let live = clock.now().timeIntervalSince(ast) - targetLatency
             let delay = max(0, min(live - paused.position, max(availableDelay, windowDelay)))
             shift.set(delay: delay, paused: false, reposition: true)
             jumpToTarget()
@@ -293,7 +266,7 @@ final class PlaybackSession: Sendable {
     func jumpToTarget() {
         guard let ast = mpd.availabilityStartTime?.timeIntervalSince1970 else { return }
         let mono = Monotonic.now()
-        let latency = targetLatency.withLock { $0 } + shift.delay
+        let latency = targetLatency + shift.delay
         let media = drift.withLock { $0 }
         try? core.setTimeline(monoAnchor: mono, mediaAnchor: media.position(of: mono + clock.timelineOffset(atMonotonic: mono) - ast - timelineSeconds(latency)))
         controller.withLock { $0.reset() }

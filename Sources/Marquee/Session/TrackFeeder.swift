@@ -56,7 +56,7 @@ struct TrackFeeder: Sendable {
     let manifest: ManifestSource
     let clock: SharedServerClock
     /// The session's latency target (it may change while playing).
-    let targetLatency: SharedValue<Double>
+    let latencyTarget: Locked<LatencyTarget>
     let logger: Logger
     let events: PlayerEvents.Sink
     /// Presentation time at the end of the last segment pushed.
@@ -80,15 +80,14 @@ struct TrackFeeder: Sendable {
     let latestMPD: SharedValue<MPD>
     /// Init segments fetched, by representation id.
     private let inits = SharedValue<[String: ByteBuffer]>([:])
-    /// AES-128 keys fetched, by URL.
-    private let keys = SharedValue<[URL: [UInt8]]>([:])
     /// The representation whose init segment the core's track was given last (nil after a
     /// restart: the next segment brings its own).
     private let pushedInit = SharedValue<String?>(nil)
     /// The rendition last reported by ``PlayerEvent/activeQualityChanged(_:)``.
     let active: SharedValue<String>
-    /// Which of the stream's alternative locations (BaseURLs) segments are fetched from.
-    let locations: SharedValue<LocationChoice>
+    /// Fetches the segments, init segments and keys (its alternative locations, the server's
+    /// answer times, the keys fetched).
+    let loader: SegmentLoader
     /// Hears, for each live segment fetched as soon as it was due, how many seconds after its
     /// presentation start it was in hand (``FeasibleLatency``).
     let onArrival: @Sendable (Double) -> Void
@@ -117,7 +116,7 @@ struct TrackFeeder: Sendable {
     /// The presentation time at the latency target, without the user delay (live).
     func livePosition() -> Double {
         guard let ast = plan.timeline.availabilityStartTime else { return 0 }
-        return clock.now().timeIntervalSince(ast) - targetLatency.withLock { $0 }
+        return clock.now().timeIntervalSince(ast) - latencyTarget.withLock { $0.current }
     }
 
     func run(from start: Double) async {
@@ -373,7 +372,7 @@ struct TrackFeeder: Sendable {
                 do {
                     var bytes = try await fetcher.get(source.url, timeout: .seconds(max(4, (segment.end - segment.start) * 3))).body
                     if let key = source.key {  // kept in the clear
-                        guard let clear = try? CoreHandle.decryptAES128(Array(bytes.readableBytesView), key: try await self.key(key.url), iv: key.iv) else {
+                        guard let clear = try? CoreHandle.decryptAES128(Array(bytes.readableBytesView), key: try await loader.key(key.url), iv: key.iv) else {
                             next = timeline.segment(after: segment)
                             continue
                         }
@@ -460,7 +459,7 @@ struct TrackFeeder: Sendable {
             }
         }
         inits.withLock { $0.removeAll() }  // the same ids may name other init segments there
-        locations.withLock { $0 = LocationChoice(count: timeline.baseURLs.count) }
+        loader.resetLocations(count: timeline.baseURLs.count)
         planned.withLock { $0 = next }
         if rep.isTransportStream != plan.representation.isTransportStream {
             restartTracks()  // another container: the tracks start over
@@ -474,35 +473,22 @@ struct TrackFeeder: Sendable {
 
     // MARK: fetching
 
-    /// `rep`'s init segment, fetched once (retried until it comes or the task ends); empty for
-    /// a transport stream.
+    /// `rep`'s init segment, fetched once (retried until it comes or the task ends:
+    /// ``SegmentLoader/initSegment(_:timeline:onError:)``); empty for a transport stream.
     private func initSegment(_ rep: Representation) async -> ByteBuffer? {
         if rep.isTransportStream { return ByteBuffer() }  // no init segment
         if let cached = inits.withLock({ $0[rep.id] }) { return cached }
-        guard let url = timeline(for: rep)?.initializationURL else {
+        let repTimeline = timeline(for: rep)
+        guard let url = repTimeline?.initializationURL else {
             events.send(.error(PlayerError(.manifest, "representation \(rep.id) has no initialization segment"), fatal: false))
             return nil
         }
-        var delay = 0.5
-        let repTimeline = timeline(for: rep)
-        while !Task.isCancelled {
-            let location = locations.withLock { $0.current(now: Monotonic.now()) }
-            do {
-                var policy = FetchPolicy.initSegment
-                if locations.withLock({ $0.count }) > 1 { policy.attempts = 2 }  // then the next location
-                let result = try await fetcher.get(repTimeline?.relocated(url, to: location) ?? url, policy: policy, maxBytes: 4 << 20)
-                inits.withLock { $0[rep.id] = result.body }
-                noteHead(result)  // the server's first answer time
-                return result.body
-            } catch {
-                if error.code == .cancelled { return nil }
-                events.send(.error(PlayerError(error), fatal: false))
-                if locations.withLock({ $0.failed(location, now: Monotonic.now()) }) { continue }  // another location at once
-            }
-            try? await Task.sleep(for: .milliseconds(Int(delay * 1000)))
-            delay = min(delay * 2, 8)
+        let events = self.events
+        guard let body = await loader.initSegment(url, timeline: repTimeline, onError: { events.send(.error(PlayerError($0), fatal: false)) }) else {
+            return nil
         }
-        return nil
+        inits.withLock { $0[rep.id] = body }
+        return body
     }
 
     /// Gives the core's track `rep`'s init segment unless it has it already (a rendition
@@ -557,196 +543,101 @@ struct TrackFeeder: Sendable {
 
     private enum Outcome { case pushed, skipped, abandoned, cancelled }
 
-    /// Keys fetched, by URL (HLS AES-128).
-    private static let keyCacheLimit = 64
+    /// What the loader asks while it loads `segment` as `rep`: the init segment given first,
+    /// the buffer, whether it is late, when its first byte came, ABR's abandonment rule.
+    private func loadContext(_ segment: SegmentReference, rep: Representation) -> SegmentLoadContext {
+        let feeder = self
+        let prepare: @Sendable () async -> Bool = { await feeder.pushInit(rep) }
+        let buffer: @Sendable () -> (ahead: Double?, beforeSegment: Double) = {
+            let pushed = feeder.pushedEnd.withLock { $0 } ?? segment.start
+            return (feeder.bufferAhead(from: segment.start), max(0, pushed - (feeder.position() ?? segment.start)))
+        }
+        let isLate: @Sendable () -> Bool = { segment.end < feeder.wantedPosition() }
+        let firstByte: @Sendable () -> Void = {
+            guard feeder.isLive else { return }
+            let now = feeder.serverSeconds()
+            feeder.firstByteAt.withLock { $0 = $0 ?? now }
+        }
+        var shouldAbandon: (@Sendable (Int, Int, Double, Double) -> Bool)?
+        if let abr {
+            shouldAbandon = { bytes, total, elapsed, buffer in
+                abr.withLock { $0.shouldAbandon(bytes: bytes, of: total, elapsed: elapsed, buffer: buffer) && $0.renditions.first?.id != rep.id }
+            }
+        }
+        return SegmentLoadContext(prepare: prepare, buffer: buffer, isLate: isLate, firstByte: firstByte, shouldAbandon: shouldAbandon)
+    }
+
+    /// The request for `segment` (of the plan's timeline) as `rep` from `url`.
+    private func request(_ segment: SegmentReference, rep: Representation, url: URL) -> SegmentRequest {
+        let duration = segment.end - segment.start
+        // Sent as it is produced (low latency): its rate says little about the link.
+        let paced = isLive && (plan.timeline.availabilityStartTime.map { $0.addingTimeInterval(segment.end) > clock.now() } ?? false)
+        return SegmentRequest(
+            url: url, timeline: timeline(for: rep), duration: duration, expectedBytes: rep.bandwidth * Int(duration * 1000) / 8000,
+            transportStream: rep.isTransportStream, live: isLive, paced: paced)
+    }
 
     /// An encrypted segment (HLS AES-128): fetched whole with its key, decrypted by the core,
     /// then pushed like any other. A key that cannot be fetched or does not decrypt the
     /// segment is reported and the segment skipped.
     private func fetchEncrypted(_ segment: SegmentReference, rep: Representation, url: URL, key: SegmentKey) async -> Outcome {
-        let duration = segment.end - segment.start
-        var attempt = 0
-        while !Task.isCancelled {
-            attempt += 1
-            guard await pushInit(rep) else { return .cancelled }
-            let began = Monotonic.now()
-            do {
-                let deadline = SegmentFetchPolicy.firstByteDeadline(buffer: bufferAhead(from: segment.start), usualHead: usualHead(), attempt: attempt)
-                let result = try await fetcher.get(
-                    url, timeout: .milliseconds(Int(SegmentFetchPolicy.downloadDeadline(duration: duration) * 1000)),
-                    firstByte: .milliseconds(Int(deadline * 1000)))
-                noteHead(result)
-                let seconds = Monotonic.now() - began
-                let keyBytes = try await self.key(key.url)
-                let clear: [UInt8]
-                do {
-                    clear = try CoreHandle.decryptAES128(Array(result.body.readableBytesView), key: keyBytes, iv: key.iv)
-                } catch {
-                    events.send(.error(PlayerError(.media, "segment \(url.absoluteString) does not decrypt with the key at \(key.url.absoluteString): \(error.message)"), fatal: false))
-                    return .skipped
-                }
-                let bytes = ByteBuffer(bytes: clear)
-                abr?.withLock { $0.downloaded(bytes: result.body.readableBytes, seconds: seconds, weight: duration) }
-                guard pushWhole(bytes, of: segment, rep: rep) else { return .cancelled }
-                store?.put(track: plan.coreTrack, time: segment.time, start: segment.start, end: segment.end, bytes: bytes, representation: rep.id)
-                return .pushed
-            } catch {
-                if error.code == .cancelled { return .cancelled }
-                switch SegmentFetchPolicy.nextEncrypted(after: error, attempt: attempt, late: isLive && segment.end < wantedPosition()) {
-                case .skip:
-                    logger.warning("segment skipped", metadata: ["url": "\(url)", "error": "\(error)"])
-                    events.send(.error(PlayerError(error), fatal: false))
-                    return .skipped
-                case .retry(let after):
-                    try? await Task.sleep(for: .milliseconds(Int(after * 1000)))
-                }
-            }
+        let (outcome, clear) = await loader.loadEncrypted(
+            request(segment, rep: rep, url: url), key: key, context: loadContext(segment, rep: rep),
+            decrypt: { try CoreHandle.decryptAES128($0, key: $1, iv: key.iv) })
+        switch outcome {
+        case .delivered(let bytes, let seconds):
+            guard let clear else { return .cancelled }
+            abr?.withLock { $0.downloaded(bytes: bytes, seconds: seconds, weight: segment.end - segment.start) }
+            guard pushWhole(clear, of: segment, rep: rep) else { return .cancelled }
+            store?.put(track: plan.coreTrack, time: segment.time, start: segment.start, end: segment.end, bytes: clear, representation: rep.id)
+            return .pushed
+        default:
+            return settle(outcome)
         }
-        return .cancelled
     }
 
-    /// The 16-byte key at `url`, fetched once.
-    private func key(_ url: URL) async throws(FetchError) -> [UInt8] {
-        if let cached = keys.withLock({ $0[url] }) { return cached }
-        let result = try await fetcher.get(url, policy: .key, maxBytes: 1024)
-        let bytes = Array(result.body.readableBytesView)
-        guard bytes.count == 16 else {
-            throw FetchError(.tooLarge, url: url.absoluteString, message: "an AES-128 key is 16 bytes, this one \(bytes.count)")
+    /// Fetches `segment` (of the plan's timeline) as `rep` from `url` into the core
+    /// (``SegmentLoader/load(_:into:context:)``): what it hands on goes through a
+    /// ``SegmentSink``; the download is measured for ABR and the segment kept for the delay.
+    private func fetch(_ segment: SegmentReference, rep: Representation, url: URL) async -> Outcome {
+        let request = request(segment, rep: rep, url: url)
+        var sink = SegmentSink(feeder: self, segment: segment, rep: rep, url: url)
+        let outcome = await loader.load(request, into: &sink, context: loadContext(segment, rep: rep))
+        switch outcome {
+        case .delivered(let bytes, let seconds):
+            guard sink.finish() else { return .cancelled }
+            abr?.withLock { $0.downloaded(bytes: bytes, seconds: seconds, paced: request.paced, weight: request.duration) }
+            store?.put(track: plan.coreTrack, time: segment.time, start: segment.start, end: segment.end, bytes: sink.whole, representation: rep.id)
+            return .pushed
+        case .abandoned(let bytes, let seconds):
+            // What came so far is the link's speed now.
+            abr?.withLock { $0.downloaded(bytes: bytes, seconds: seconds, weight: request.duration) }
+            return .abandoned
+        default:
+            return settle(outcome)
         }
-        keys.withLock { k in
-            if k.count >= Self.keyCacheLimit { k.removeAll() }
-            k[url] = bytes
-        }
-        return bytes
     }
 
-    /// Fetches `segment` (of the plan's timeline) as `rep` from `url` into the core: each try is
-    /// a ``SegmentAttempt`` (a segment complete on the server is kept until whole; one still being
-    /// produced streams in chunk by chunk), and what follows a failed one is
-    /// ``SegmentFetchPolicy``'s. With ABR the download is measured and, when it would arrive too
-    /// late, abandoned for a lower rendition.
-    private func fetch(_ segment: SegmentReference, rep: Representation, url segmentURL: URL) async -> Outcome {
-        var attempt = 0
-        let duration = segment.end - segment.start
-        let repTimeline = timeline(for: rep)
-        while !Task.isCancelled {
-            attempt += 1
-            let location = locations.withLock { $0.current(now: Monotonic.now()) }
-            let url = repTimeline?.relocated(segmentURL, to: location) ?? segmentURL
-            guard await pushInit(rep) else { return .cancelled }
-            // Sent as it is produced (low latency): its rate says little about the link.
-            let paced = isLive && (plan.timeline.availabilityStartTime.map { $0.addingTimeInterval(segment.end) > clock.now() } ?? false)
-            var state = SegmentAttempt(began: Monotonic.now(), keepWhole: !paced, transportStream: rep.isTransportStream)
-            var sink = SegmentSink(feeder: self, segment: segment, rep: rep, url: url)
-            let ahead = bufferAhead(from: segment.start)
-            let bufferAtStart = max(0, (pushedEnd.withLock { $0 } ?? segment.start) - (position() ?? segment.start))
-            let expected = rep.bandwidth * Int(duration * 1000) / 8000
-            let judgesPace = attempt == 1
-            var verdict: SegmentAttempt.Verdict?
-            do {
-                do {
-                    let result = try await fetcher.stream(
-                        url, timeout: .milliseconds(Int(SegmentFetchPolicy.downloadDeadline(duration: duration) * 1000)),
-                        firstByte: .milliseconds(Int(SegmentFetchPolicy.firstByteDeadline(buffer: ahead, usualHead: usualHead(), attempt: attempt) * 1000)),
-                        idle: .milliseconds(Int(SegmentFetchPolicy.idle(duration: duration, paced: paced) * 1000))
-                    ) { (chunk) throws(FetchError) in
-                        if state.received == 0, isLive { firstByteAt.withLock { $0 = $0 ?? serverSeconds() } }
-                        if let now = state.take(chunk) {
-                            try sink.deliver(now)
-                            return
-                        }
-                        verdict = judge(&state, rep: rep, expected: expected, bufferAtStart: bufferAtStart, duration: duration, judgesPace: judgesPace)
-                        try Self.giveUp(verdict, state: state, url: url)
-                    } onTick: { () throws(FetchError) in
-                        verdict = judge(&state, rep: rep, expected: expected, bufferAtStart: bufferAtStart, duration: duration, judgesPace: judgesPace)
-                        try Self.giveUp(verdict, state: state, url: url)
-                    }
-                    noteHead(result)
-                } catch let error where verdict == .wholeThenJunk && error.code == .cancelled {
-                    logger.info("segment whole, then junk: kept", metadata: ["url": "\(url)", "bytes": "\(state.wholeBeforeJunk ?? 0)"])
-                }
-                if let pending = state.keptBody() {
-                    // Cut short or garbage: fetched again once (an edge's fault passes); the
-                    // second time the core gets it, reports it and skips it.
-                    if attempt == 1, let problem = SegmentShape.problem(pending.readableBytesView, transportStream: rep.isTransportStream) {
-                        logger.info("segment damaged: fetched again", metadata: ["url": "\(url)", "problem": "\(problem)"])
-                        continue
-                    }
-                    try sink.deliver(pending)
-                }
-                guard sink.finish() else { return .cancelled }
-                abr?.withLock { $0.downloaded(bytes: state.received, seconds: Monotonic.now() - state.began, paced: paced, weight: duration) }
-                store?.put(track: plan.coreTrack, time: segment.time, start: segment.start, end: segment.end, bytes: sink.whole, representation: rep.id)
-                return .pushed
-            } catch {
-                if verdict == .abandon {
-                    // What came so far is the link's speed now.
-                    let elapsed = Monotonic.now() - state.began
-                    abr?.withLock { $0.downloaded(bytes: state.received, seconds: elapsed, weight: duration) }
-                    logger.info("download abandoned", metadata: ["rendition": "\(rep.id)", "bytes": "\(state.received)", "seconds": "\(String(format: "%.2f", elapsed))"])
-                    return .abandoned
-                }
-                if error.code == .cancelled { return .cancelled }
-                if sink.pushedBytes {
-                    // A partial low-latency segment is in the core: it decodes what is whole and
-                    // skips a box cut short; the next segment goes on from there.
-                    try? endSegment()
-                    events.send(.error(PlayerError(error), fatal: false))
-                    return .skipped
-                }
-                let late = isLive && segment.end < wantedPosition()
-                // Another location (an alternative BaseURL) is tried at once; this one is
-                // avoided for a while.
-                if locations.withLock({ $0.failed(location, now: Monotonic.now()) }), !late,
-                    attempt < SegmentFetchPolicy.attempts + locations.withLock({ $0.count })
-                {
-                    logger.warning("segment fetched from another location", metadata: ["url": "\(url)", "error": "\(error)"])
-                    continue
-                }
-                switch SegmentFetchPolicy.next(after: error, attempt: attempt, live: isLive, late: late, slow: verdict == .stuck) {
-                case .skip:
-                    logger.warning("segment skipped", metadata: ["url": "\(url)", "error": "\(error)"])
-                    events.send(.error(PlayerError(error), fatal: false))
-                    return .skipped
-                case .retry(let after):
-                    logger.info("segment fetched again", metadata: ["url": "\(url)", "attempt": "\(attempt + 1)", "error": "\(error)"])
-                    if after > 0 { try? await Task.sleep(for: .milliseconds(Int(after * 1000))) }
-                }
-            }
-        }
-        return .cancelled
-    }
-
-    /// Judges a try kept until whole (``SegmentAttempt/verdict(now:expected:bufferAtStart:duration:judgesPace:shouldAbandon:)``)
-    /// with ABR's abandonment rule, when a lower rendition than `rep` exists.
-    private func judge(
-        _ state: inout SegmentAttempt, rep: Representation, expected: Int, bufferAtStart: Double, duration: Double, judgesPace: Bool
-    ) -> SegmentAttempt.Verdict? {
-        state.verdict(
-            now: Monotonic.now(), expected: expected, bufferAtStart: bufferAtStart, duration: duration, judgesPace: judgesPace,
-            shouldAbandon: { bytes, total, elapsed, buffer in
-                guard let abr else { return false }
-                return abr.withLock { $0.shouldAbandon(bytes: bytes, of: total, elapsed: elapsed, buffer: buffer) && $0.renditions.first?.id != rep.id }
-            })
-    }
-
-    /// Ends the download with the error `verdict` calls for (none: it goes on).
-    private static func giveUp(_ verdict: SegmentAttempt.Verdict?, state: SegmentAttempt, url: URL) throws(FetchError) {
-        switch verdict {
-        case nil: return
-        case .wholeThenJunk: throw FetchError(.cancelled, url: url.absoluteString, message: "whole segment, then junk")
-        case .abandon: throw FetchError(.cancelled, url: url.absoluteString, message: "abandoned: too slow for the buffer")
-        case .stuck:
-            throw FetchError(
-                .timeout, url: url.absoluteString,
-                message: "\(state.received) bytes in \(String(format: "%.1f", Monotonic.now() - state.began)) s: too slow for the buffer")
+    /// A load that ended without a segment: reported (a partial low-latency segment in the core
+    /// is ended there: it decodes what is whole and skips a box cut short).
+    private func settle(_ outcome: SegmentLoadOutcome) -> Outcome {
+        switch outcome {
+        case .skipped(let error, let partial):
+            if partial { try? endSegment() }
+            events.send(.error(PlayerError(error), fatal: false))
+            return .skipped
+        case .unusable(let why):
+            events.send(.error(PlayerError(.media, why), fatal: false))
+            return .skipped
+        case .abandoned: return .abandoned
+        case .delivered, .cancelled: return .cancelled
         }
     }
 
     /// Where a segment's bytes go as they are handed on: the core's tracks (a transport
     /// stream's first bytes held until its offset is measured from its first PTS), the media
     /// clock's drift sample, the in-band event scanner and the copy kept for the store.
-    private struct SegmentSink {
+    private struct SegmentSink: SegmentDeliverySink {
         let feeder: TrackFeeder
         let segment: SegmentReference
         let rep: Representation
@@ -758,14 +649,20 @@ struct TrackFeeder: Sendable {
         private var unsampled: ByteBuffer?
         private var scanner = EventMessageScanner()
         /// Whether any byte reached the core.
-        private(set) var pushedBytes = false
+        private(set) var hasDelivered = false
         /// The whole segment, for the store (empty without one).
         private(set) var whole = ByteBuffer()
 
         init(feeder: TrackFeeder, segment: SegmentReference, rep: Representation, url: URL) {
             (self.feeder, self.segment, self.rep, self.url) = (feeder, segment, rep, url)
+            startOver()
+        }
+
+        mutating func startOver() {
             held = rep.measuresTimestamps && feeder.offsetPending.withLock({ $0 }) ? ByteBuffer() : nil
             unsampled = held == nil && feeder.drift != nil && rep.datedByPackager && rep.measuresTimestamps ? ByteBuffer() : nil
+            scanner = EventMessageScanner()
+            whole = ByteBuffer()
         }
 
         /// `probe` with `bytes` after it (the first bytes taken as they are: no copy).
@@ -793,7 +690,7 @@ struct TrackFeeder: Sendable {
                 unsampled = feeder.sampleDrift(probe, segment: segment, rep: rep) || probe.readableBytes >= TrackFeeder.offsetProbeBytes ? nil : probe
             }
             do { try feeder.push(out) } catch { throw FetchError(.cancelled, url: url.absoluteString, message: "core closed") }
-            pushedBytes = true
+            hasDelivered = true
             if feeder.store != nil {
                 var copy = bytes
                 whole.writeBuffer(&copy)
@@ -882,15 +779,6 @@ struct TrackFeeder: Sendable {
     private func bufferAhead(from start: Double) -> Double? {
         guard let presented = position() ?? (isLive ? wantedPosition() : nil) else { return nil }
         return max(0, (pushedEnd.withLock { $0 } ?? start) - presented)
-    }
-
-    /// The server's usual answer time (``HeadTimes``, media and init segments).
-    private let heads = SharedValue(HeadTimes())
-
-    private func usualHead() -> Double? { heads.withLock { $0.usual } }
-
-    private func noteHead(_ result: FetchResult) {
-        heads.withLock { $0.note(result.headReceived - result.sent) }
     }
 
     /// Places the media on the presentation timeline from `bytes`, the start of `segment`: its
