@@ -22,7 +22,7 @@ final class PlaybackSession: Sendable {
     var targetLatency: Double { latencyTarget.withLock { $0.current } }
     /// The media clock's drift from the segments' dates: presented positions are read through
     /// it (latency, buffer, the feeders' position) and the controller steers around its rate.
-    let drift = SharedValue(MediaClockDrift())
+    let drift = Locked(MediaClockDrift())
     /// Whether the latency controller steers (live, target > 0).
     let syncEnabled: Bool
     /// Where the stall supervisor hears of this session (progress, a packager restart, the end).
@@ -116,19 +116,19 @@ final class PlaybackSession: Sendable {
         let drift = self.drift
         let positionOf: @Sendable () -> Double? = { [core] in core.status()?.position.map { p in drift.withLock { $0.presentation(of: p) } } }
         let ast = mpd.availabilityStartTime
-        let restart = SharedValue(false)  // reported once
+        let restart = Locked(false)  // reported once
         let onArrival: @Sendable (Double) -> Void = { need in
             Self.report(shared.withLock { $0.arrived(need: need, at: Monotonic.now()) }, events: events, logger: logger)
         }
         let drifting = plans.firstIndex { $0.kind == .video } ?? 0  // the feeder that measures the drift
         self.feeders = plans.enumerated().map { index, plan in
-            var abr: SharedValue<ABRController>?
+            var abr: Locked<ABRController>?
             if plan.renditions.count > 1 {
                 var controller = ABRController(
                     renditions: plan.renditions.map { ABRController.Rendition(id: $0.id, bandwidth: $0.bandwidth, height: $0.height, frameRate: $0.frameRate) },
                     options: options.abr.controller)
                 controller.pinned = options.selectedQuality
-                abr = SharedValue(controller)
+                abr = Locked(controller)
             }
             return TrackFeeder(
                 initialPlan: plan, core: core, fetcher: fetcher, manifest: manifest, clock: sharedClock, latencyTarget: shared, logger: logger,
@@ -142,7 +142,7 @@ final class PlaybackSession: Sendable {
                         logger.notice("the stream restarted: a new availabilityStartTime", metadata: ["was": "\(ast)", "now": "\(now)"])
                         reports?.yield(.restart)
                     }
-                }, shift: shift, store: store, abr: abr, latestMPD: SharedValue(mpd), active: SharedValue(plan.representation.id),
+                }, shift: shift, store: store, abr: abr, latestMPD: Locked(mpd), active: Locked(plan.representation.id),
                 loader: SegmentLoader(fetcher: fetcher, locations: plan.timeline.baseURLs.count, logger: logger), onArrival: onArrival,
                 drift: index == drifting ? drift : nil)
         }

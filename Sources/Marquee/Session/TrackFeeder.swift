@@ -4,13 +4,6 @@ import MarqueeBridge
 import MarqueeStreaming
 import NIOCore
 
-/// A value shared between tasks behind a lock.
-final class SharedValue<Value: Sendable>: Sendable {
-    private let mutex: Locked<Value>
-    init(_ value: Value) { mutex = Locked(value) }
-    func withLock<R>(_ body: (inout Value) -> R) -> R { mutex.withLock { body(&$0) } }
-}
-
 /// The chosen representation of one track and the core track it feeds.
 struct TrackPlan: Sendable {
     var kind: CoreTrackKind
@@ -49,7 +42,7 @@ struct TrackPlan: Sendable {
 struct TrackFeeder: Sendable {
     /// The plan the feeder began with; ``plan`` is the one in force (a new Period replaces it).
     let initialPlan: TrackPlan
-    private let planned = SharedValue<TrackPlan?>(nil)
+    private let planned = Locked<TrackPlan?>(nil)
     var plan: TrackPlan { planned.withLock { $0 } ?? initialPlan }
     let core: CoreHandle
     let fetcher: HTTPFetcher
@@ -60,7 +53,7 @@ struct TrackFeeder: Sendable {
     let logger: Logger
     let events: PlayerEvents.Sink
     /// Presentation time at the end of the last segment pushed.
-    let pushedEnd = SharedValue<Double?>(nil)
+    let pushedEnd = Locked<Double?>(nil)
     /// What the core presents now (for the on-demand read-ahead limit).
     let position: @Sendable () -> Double?
     /// Receives the events found in the media (`emsg`) and each refreshed manifest.
@@ -73,18 +66,18 @@ struct TrackFeeder: Sendable {
     let store: SegmentStore?
     /// MPEG-TS: the offset from the stream's PTS to presentation time is still to be measured
     /// (at the first segment pushed after a start or a restart of the tracks).
-    let offsetPending = SharedValue(true)
+    let offsetPending = Locked(true)
     /// Adaptive bitrate over ``TrackPlan/renditions`` (nil without a choice).
-    let abr: SharedValue<ABRController>?
+    let abr: Locked<ABRController>?
     /// The newest manifest (the other renditions' timelines are built from it).
-    let latestMPD: SharedValue<MPD>
+    let latestMPD: Locked<MPD>
     /// Init segments fetched, by representation id.
-    private let inits = SharedValue<[String: ByteBuffer]>([:])
+    private let inits = Locked<[String: ByteBuffer]>([:])
     /// The representation whose init segment the core's track was given last (nil after a
     /// restart: the next segment brings its own).
-    private let pushedInit = SharedValue<String?>(nil)
+    private let pushedInit = Locked<String?>(nil)
     /// The rendition last reported by ``PlayerEvent/activeQualityChanged(_:)``.
-    let active: SharedValue<String>
+    let active: Locked<String>
     /// Fetches the segments, init segments and keys (its alternative locations, the server's
     /// answer times, the keys fetched).
     let loader: SegmentLoader
@@ -93,15 +86,15 @@ struct TrackFeeder: Sendable {
     let onArrival: @Sendable (Double) -> Void
     /// The media clock's drift from the segments' dates (``MediaClockDrift``), fed by one
     /// feeder of the session (the video one), nil for the others.
-    let drift: SharedValue<MediaClockDrift>?
+    let drift: Locked<MediaClockDrift>?
     /// The offset last set from a measured timestamp (``measureOffset(_:segment:rep:)``).
-    private let measuredOffset = SharedValue<Double?>(nil)
+    private let measuredOffset = Locked<Double?>(nil)
     /// Server seconds (since the availability start) when the segment being obtained began to
     /// arrive: its server had it then. The download after that is the link's, ABR's business.
-    private let firstByteAt = SharedValue<Double?>(nil)
+    private let firstByteAt = Locked<Double?>(nil)
     /// Set when the core reported a damaged segment on one of the feeder's tracks: the init
     /// segment is fetched and given again before the next segment (it may be the bad part).
-    let initSuspect = SharedValue(false)
+    let initSuspect = Locked(false)
 
     /// How far ahead of the presented position an on-demand stream is fetched.
     static let readAhead = 30.0
