@@ -5,7 +5,7 @@ public struct PlayerError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The kind of failure: one of the constants below, compared with `==`.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
-            case invalidOptions, invalidOptionsSources, manifest, network, noPlayableContent, media, output, state
+            case invalidOptions, invalidOptionsSources, manifest, network, noPlayableContent, media, output, state, playlist, invalidArgument
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -26,6 +26,10 @@ public struct PlayerError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let output = Code(.output)
         /// The call is not valid now (e.g. `play()` after `dispose()`).
         public static let state = Code(.state)
+        /// A playlist, a feed or a tag filter could not be read or used.
+        public static let playlist = Code(.playlist)
+        /// A method's argument cannot be used (an item index out of range, an unknown id).
+        public static let invalidArgument = Code(.invalidArgument)
 
         /// The SDK's name for ``invalidOptions`` (`createPlayer(options:)`).
         public static let invalidPlayerOptions = invalidOptions

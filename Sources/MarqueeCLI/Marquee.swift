@@ -55,6 +55,9 @@ struct OutputOptions: ParsableArguments {
 
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error.")
     var logLevel: String = "notice"
+
+    @Option(name: .long, help: "Write every player event to this file as one JSON line: {\"wall_time\": unix seconds, \"type\": …, fields}.")
+    var events: String?
 }
 
 struct BoardsCommand: ParsableCommand {

@@ -99,6 +99,12 @@ struct PlaybackRunner {
         if let delay = output.delay, delay > 0 { options.maxDelay = max(options.maxDelay, min(3600, delay + 5)) }  // kept for the delay
         if let music = output.muteMusic { options.mixing.muteMusic = mediaURL(music) }
         options.mixing.adCreatives += output.adCreative.map(mediaURL)
+        let eventLog: EventLog?
+        if let path = output.events {
+            do { eventLog = try EventLog(path: path) } catch { return fail("--events \(path): cannot be written: \(error)") }
+        } else {
+            eventLog = nil
+        }
         let player: Player
         do {
             player = try Player(options: options, logger: logger)
@@ -110,7 +116,7 @@ struct PlaybackRunner {
         let systemd = SystemdNotifier()
         systemd.ready(status: "playing \(sources[0].absoluteString)")
         let outcome = await withTaskGroup(of: Int32?.self) { group -> Int32 in
-            group.addTask { await watchEvents(player, status: status) }
+            group.addTask { await watchEvents(player, status: status, log: eventLog) }
             if let remote {
                 group.addTask {
                     for await config in remote.changes.dropFirst() {  // the first is the one playing
@@ -191,8 +197,9 @@ struct PlaybackRunner {
         }
     }
 
-    private func watchEvents(_ player: Player, status: StatusLine) async -> Int32? {
+    private func watchEvents(_ player: Player, status: StatusLine, log: EventLog?) async -> Int32? {
         for await event in player.events {
+            log?.write(event)
             switch event {
             case .error(let error, let fatal):
                 status.log(fatal ? "error: \(error)" : "warning: \(error)")

@@ -14,9 +14,6 @@ extension LivePlaybackTests {
     func abrStepsDownWithinOneSegmentWhenTheLinkDropsAndBackUpWhenItReturns(format: String) async throws {
         let media = Tools.packageRoot.deletingLastPathComponent().appendingPathComponent("shared/media/dashif-livesim2/testpic_2s_low_delay")
         try #require(FileManager.default.fileExists(atPath: media.appendingPathComponent("Manifest.mpd").path), "../shared/media is needed")
-        // ABR measures the link: not while the whole suite starts at once on 2 cores (live
-        // encoders, players, origins), which starves the in-process origin's answers.
-        try await Task.sleep(for: .seconds(25))
         let origin = try await Self.origin()
         defer { Task { await origin.stop() } }
         let now = Date().timeIntervalSince1970

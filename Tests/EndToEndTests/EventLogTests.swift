@@ -1,0 +1,65 @@
+import Foundation
+import Logging
+import MarqueeOrigin
+import TestSupport
+import Testing
+
+/// `marquee play --events PATH`: every player event as a JSON line, timed on the wall clock that
+/// `frames.tsv` uses, read back against the pictures the output presented.
+@Suite struct EventLogTests {
+    @Test func everyEventIsAJSONLineTimedWithThePictures() async throws {
+        let marquee = Tools.packageRoot.appendingPathComponent(".build/debug/marquee")
+        try #require(FileManager.default.isExecutableFile(atPath: marquee.path), "swift build first")
+        var logger = Logger(label: "test.origin")
+        logger.logLevel = .warning
+        let origin = try Origin(
+            configuration: OriginConfiguration(assetRoots: OriginConfiguration.defaultAssets(repoRoot: Tools.packageRoot.path)), logger: logger)
+        _ = try await origin.start()
+        defer { Task { await origin.stop() } }
+        let dir = try Tools.tempDirectory("eventlog")
+        let log = dir.appendingPathComponent("events.jsonl")
+        let process = Process()
+        process.executableURL = marquee
+        process.arguments = [
+            "play", origin.manifestURL(asset: "testpic_2s").absoluteString, "--audio", "null", "--video", "frames:\(dir.path)", "--duration", "4",
+            "--events", log.path,
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        // Awaited, not waited for: the origin answering it runs on this process's cooperative
+        // threads, which a blocking wait (here and in a parallel test) would take from it.
+        let exited = AsyncStream<Void> { done in
+            process.terminationHandler = { _ in done.finish() }
+        }
+        try process.run()
+        for await _ in exited {}
+        #expect(process.terminationStatus == 0)
+        let lines = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
+        let events = try lines.map { line in
+            try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "not a JSON object: \(line)")
+        }
+        let types = events.compactMap { $0["type"] as? String }
+        #expect(types.count == events.count && events.allSatisfy { $0["wall_time"] is Double }, "every line has a type and a wall time")
+        // In the order a player goes through them.
+        let order = ["sourceLoaded", "firstFrame", "timeUpdate"]
+        let firsts = order.map { name in types.firstIndex(of: name) ?? Int.max }
+        #expect(firsts == firsts.sorted() && firsts.last! < Int.max, "events: \(lines)")
+        #expect(events.first?["type"] as? String == "stateChanged" && events.first?["state"] as? String == "loading")
+        let source = try #require(events.first { $0["type"] as? String == "sourceLoaded" })
+        #expect(source["streamType"] as? String == "live" && (source["url"] as? String)?.hasSuffix(".mpd") == true)
+        // The first-frame event is logged when the first picture was presented (frames.tsv's
+        // time is when it was due; the event is queued as it is handed to the output).
+        let frames = try FramesFile.read(dir.appendingPathComponent("frames.tsv"))
+        let firstPicture = try #require(frames.first).wallTime
+        let firstFrame = try #require(events.first { $0["type"] as? String == "firstFrame" }?["wall_time"] as? Double)
+        #expect(abs(firstFrame - firstPicture) < 0.03, "first picture at \(firstPicture), its event at \(firstFrame)")
+        // Once a second while playing: the position presented then (within a frame or two).
+        let updates = events.filter { $0["type"] as? String == "timeUpdate" }
+        #expect(updates.count >= 2, "\(updates.count) time updates in 4 s")
+        for update in updates {
+            let (at, position) = (update["wall_time"] as! Double, update["position"] as! Double)
+            let shown = try #require(frames.last { $0.wallTime <= at }, "no picture before \(at)")
+            #expect(abs(shown.pts - position) < 0.1, "time update \(position) at \(at): the picture shown then is \(shown.pts)")
+        }
+    }
+}
