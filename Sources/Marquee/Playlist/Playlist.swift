@@ -25,8 +25,11 @@ public struct PlaylistItem: Sendable, Hashable {
 
     /// Unique within its playlist (``PlaylistQueue/jump(toID:)``, analytics, `frames.tsv`).
     public var id: String
+    /// Where it is: an `http`, `https` or `file` URL.
     public var url: URL
+    /// What it is (how it is played).
     public var kind: Kind
+    /// A name to show or report.
     public var title: String?
     /// Tags a ``TagFilter`` is applied to.
     public var tags: [String]
@@ -35,6 +38,7 @@ public struct PlaylistItem: Sendable, Hashable {
     public var duration: Double?
     /// Seconds into an on-demand item where it starts.
     public var startOffset: Double
+    /// Played without sound.
     public var muted: Bool
     /// How its pictures fit the screen; nil: the player's ``PlayerOptions/fit``.
     public var fit: VideoFit?
@@ -44,6 +48,7 @@ public struct PlaylistItem: Sendable, Hashable {
     /// How long an image is shown without a ``duration`` (mpv's `image-display-duration`).
     public static let defaultImageDuration = 5.0
 
+    /// An item; `kind` nil: from the URL's extension (``Kind/init(inferredFrom:)``).
     public init(
         id: String, url: URL, kind: Kind? = nil, title: String? = nil, tags: [String] = [], duration: Double? = nil, startOffset: Double = 0,
         muted: Bool = false, fit: VideoFit? = nil, targetLatency: Double? = nil
@@ -97,8 +102,11 @@ public enum RepeatMode: String, Sendable, Hashable, CaseIterable {
 /// (seconds, 0…300). `repeat`: `off` (default), `all`, `one`. Unknown keys are ignored (newer
 /// documents play on older players).
 public struct Playlist: Sendable, Hashable {
+    /// The items, in their listed order.
     public var items: [PlaylistItem]
+    /// What follows an item that ended by itself.
     public var repeatMode: RepeatMode
+    /// Whether the items play in a shuffled order (``PlaylistQueue``).
     public var shuffle: Bool
 
     /// The most items a playlist holds.

@@ -10,6 +10,7 @@
 ///   at its place in the new list when it is still there, else until it ends, after which the
 ///   new list goes on from the same position.
 public struct PlaylistQueue: Sendable, Hashable {
+    /// The playlist in force (the last ``replace(with:)``'s).
     public private(set) var playlist: Playlist
     /// Indices into the playlist's items, in the order they play.
     public private(set) var order: [Int]
