@@ -83,22 +83,22 @@ import Testing
 
     /// Every malformed document is a `.playlist` error that says where.
     @Test(arguments: [
-        ("{", "not JSON"),
-        ("[]", "an object expected"),
+        ("{", "not a JSON object"),
+        ("[]", "expected an object"),
         ("{}", "items: missing"),
-        (#"{"items": {}}"#, "items: a list expected"),
+        (#"{"items": {}}"#, "items: expected an array"),
         (#"{"items": [{}]}"#, "items[0].url: missing"),
-        (#"{"items": [{"url": 5}]}"#, "items[0].url: a string expected"),
+        (#"{"items": [{"url": 5}]}"#, "items[0].url: expected a string"),
         (#"{"items": [{"url": "ftp://x/a.mp4"}]}"#, "items[0].url: \"ftp://x/a.mp4\" is no http"),
         (#"{"items": [{"url": "a.mp4", "duration": -1}]}"#, "items[0].duration: -1.0 s must be > 0"),
-        (#"{"items": [{"url": "a.mp4", "duration": "10"}]}"#, "items[0].duration: a number expected"),
+        (#"{"items": [{"url": "a.mp4", "duration": "10"}]}"#, "items[0].duration: expected a number"),
         (#"{"items": [{"url": "a.mp4", "start": -2}]}"#, "items[0].start"),
         (#"{"items": [{"url": "a.mp4", "targetLatency": 301}]}"#, "items[0].targetLatency: 301.0 s is outside"),
         (#"{"items": [{"url": "a.mp4", "fit": "zoom"}]}"#, "items[0].fit: \"zoom\" is none of"),
         (#"{"items": [{"url": "a.mp4", "kind": "audio"}]}"#, "items[0].kind: \"audio\" is none of"),
         (#"{"items": [{"url": "a.mp4", "id": "x"}, {"url": "b.mp4", "id": "x"}]}"#, "items[1]: id \"x\" is items[0]'s already"),
         (#"{"items": [{"url": "a.mp4", "id": ""}]}"#, "items[0].id: empty"),
-        (#"{"items": [{"url": "a.mp4", "tags": "sport"}]}"#, "items[0].tags: a list expected"),
+        (#"{"items": [{"url": "a.mp4", "tags": "sport"}]}"#, "items[0].tags: expected an array"),
         (#"{"items": [], "repeat": "forever"}"#, "repeat: \"forever\" is none of off, all, one"),
     ])
     func malformedDocumentsSayWhere(_ json: String, _ says: String) {

@@ -154,7 +154,7 @@ public struct Playlist: Sendable, Hashable {
         do {
             document = try JSONDecoder().decode(Document.self, from: json)
         } catch let error as DecodingError {
-            throw PlayerError(.playlist, Self.describe(error))
+            throw PlayerError(.playlist, MarqueeConfig.describe(error))
         } catch {
             throw PlayerError(.playlist, "not a JSON playlist: \(error)")
         }
@@ -225,40 +225,5 @@ public struct Playlist: Sendable, Hashable {
         if text.hasPrefix("/") { return URL(fileURLWithPath: text) }
         guard let base else { return URL(fileURLWithPath: text) }
         return URL(string: text, relativeTo: base)?.absoluteURL
-    }
-
-    /// A decoding error as `path: what`.
-    private static func describe(_ error: DecodingError) -> String {
-        func path(_ keys: [any CodingKey]) -> String {
-            keys.reduce("") { out, key in
-                if let i = key.intValue { return out + "[\(i)]" }
-                return out.isEmpty ? key.stringValue : out + "." + key.stringValue
-            }
-        }
-        switch error {
-        case .typeMismatch(let type, let context):
-            return "\(path(context.codingPath)): \(Self.typeName(type)) expected"
-        case .valueNotFound(let type, let context):
-            return "\(path(context.codingPath)): \(Self.typeName(type)) expected, null found"
-        case .keyNotFound(let key, let context):
-            return "\(path(context.codingPath + [key])): missing"
-        case .dataCorrupted(let context):
-            let where_ = path(context.codingPath)
-            return (where_.isEmpty ? "" : where_ + ": ") + "not JSON (\(context.underlyingError.map { "\($0.localizedDescription)" } ?? context.debugDescription))"
-        @unknown default:
-            return "\(error)"
-        }
-    }
-
-    private static func typeName(_ type: Any.Type) -> String {
-        let name = "\(type)"
-        if name.hasPrefix("Array") { return "a list" }
-        if name.hasPrefix("Dictionary") { return "an object" }
-        switch type {
-        case is String.Type: return "a string"
-        case is Double.Type: return "a number"
-        case is Bool.Type: return "true or false"
-        default: return "a \(name)"
-        }
     }
 }

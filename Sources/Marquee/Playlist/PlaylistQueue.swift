@@ -80,11 +80,7 @@ public struct PlaylistQueue: Sendable, Hashable {
         case .off:
             position = at + 1 < order.count ? at + 1 : nil
         case .all:
-            if at + 1 < order.count {
-                position = at + 1
-            } else {
-                wrap(after: order[at])
-            }
+            step(from: at)
         }
         return current
     }
@@ -95,12 +91,17 @@ public struct PlaylistQueue: Sendable, Hashable {
         guard !order.isEmpty else { return nil }
         if orphan != nil { return advance() }
         guard let at = position else { return start() }
+        step(from: at)
+        return current
+    }
+
+    /// From the item at `at` of the order to the next one, wrapping after the last.
+    private mutating func step(from at: Int) {
         if at + 1 < order.count {
             position = at + 1
         } else {
             wrap(after: order[at])
         }
-        return current
     }
 
     /// The previous item, wrapping before the first to the last.

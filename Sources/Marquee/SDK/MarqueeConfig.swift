@@ -140,7 +140,7 @@ public struct MarqueeConfig: Sendable, Equatable, Decodable {
         }
     }
 
-    /// `path: what was wrong`, from a decoding error's coding path.
+    /// `path: what was wrong`, from a decoding error's coding path (the config's, a playlist's).
     static func describe(_ error: DecodingError) -> String {
         func path(_ keys: [any CodingKey]) -> String {
             keys.reduce("") { text, key in
@@ -169,7 +169,7 @@ public struct MarqueeConfig: Sendable, Equatable, Decodable {
         case is Double.Type, is Int.Type: "a number"
         case is String.Type, is URL.Type, is VideoFit.Type: "a string"
         case is [URL].Type: "an array of URL strings"
-        default: "an object"
+        default: "\(type)".hasPrefix("Array") ? "an array" : "an object"
         }
     }
 }

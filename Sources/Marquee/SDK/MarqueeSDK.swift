@@ -92,29 +92,10 @@ public final class RemoteConfig: Sendable {
     /// Seconds between refreshes (1…86400).
     public let interval: Double
     /// Every new config, in order (the first is the initial one).
-    public let changes: AsyncStream<MarqueeConfig>
+    public var changes: AsyncStream<MarqueeConfig> { refresher.changes }
     /// Every refresh that failed (the last good config stays).
-    public let failures: AsyncStream<MarqueeSDKError>
-    private let changesSink: AsyncStream<MarqueeConfig>.Continuation
-    private let failuresSink: AsyncStream<MarqueeSDKError>.Continuation
-    private let fetcher: HTTPFetcher
-    private let state: Locked<State>
-
-    private struct State {
-        var config: MarqueeConfig
-        var validators: Validators?
-        var task: Task<Void, Never>?
-    }
-
-    struct Validators: Sendable {
-        var etag: String?
-        var lastModified: String?
-    }
-
-    enum Outcome: Sendable {
-        case changed(MarqueeConfig, Validators)
-        case notModified
-    }
+    public var failures: AsyncStream<MarqueeSDKError> { refresher.failures }
+    private let refresher: DocumentRefresher<MarqueeConfig, MarqueeSDKError>
 
     /// Fetches the config of `streamId` now and refreshes it every `interval` seconds (1…86400,
     /// 60 by default) until ``stop()``; an interval out of range throws
@@ -126,83 +107,47 @@ public final class RemoteConfig: Sendable {
         guard interval.isFinite, interval >= 1, interval <= 86_400 else {
             throw MarqueeSDKError(.invalidArgument, "refresh interval \(interval) s is outside 1…86400")
         }
-        url = try MarqueeSDK.configURL(streamId: streamId, template: template)
+        let url = try MarqueeSDK.configURL(streamId: streamId, template: template)
+        self.url = url
         self.interval = interval
-        fetcher = Self.fetcher(httpHeaders)
+        let fetcher = Self.fetcher(httpHeaders)
         let (config, validators) = try await Self.fetchFirst(url, fetcher: fetcher)
-        state = Locked(State(config: config, validators: validators))
-        (changes, changesSink) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(16))
-        (failures, failuresSink) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(16))
-        changesSink.yield(config)
-        let task = Task { [weak self] in
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(Int(interval * 1000)))
-                guard let self, !Task.isCancelled else { return }
-                await self.refresh()
-            }
+        refresher = DocumentRefresher(first: config, validators: validators, interval: interval) { (validators) throws(MarqueeSDKError) in
+            try await Self.fetch(url, fetcher: fetcher, validators: validators)
         }
-        state.withLock { $0.task = task }
-    }
-
-    deinit {
-        state.withLock { $0.task?.cancel() }
-        changesSink.finish()
-        failuresSink.finish()
     }
 
     /// The last good config.
-    public var current: MarqueeConfig { state.withLock { $0.config } }
+    public var current: MarqueeConfig { refresher.current }
 
     /// Refetches now (conditionally); returns whether the config changed.
     @discardableResult
-    public func refresh() async -> Bool {
-        let validators = state.withLock { $0.validators }
-        do {
-            switch try await Self.fetch(url, fetcher: fetcher, validators: validators) {
-            case .notModified:
-                return false
-            case .changed(let config, let newValidators):
-                let changed = state.withLock { s -> Bool in
-                    defer { s.config = config; s.validators = newValidators }
-                    return s.config != config
-                }
-                if changed { changesSink.yield(config) }
-                return changed
-            }
-        } catch {
-            failuresSink.yield(error)
-            return false
-        }
-    }
+    public func refresh() async -> Bool { await refresher.refresh() }
 
     /// Stops refreshing.
-    public func stop() {
-        state.withLock { $0.task?.cancel() }
-        changesSink.finish()
-        failuresSink.finish()
-    }
+    public func stop() { refresher.stop() }
 
     static func fetcher(_ httpHeaders: [String: String]) -> HTTPFetcher {
         HTTPFetcher(headers: httpHeaders.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
     }
 
     /// The unconditional first fetch.
-    static func fetchFirst(_ url: URL, fetcher: HTTPFetcher) async throws(MarqueeSDKError) -> (config: MarqueeConfig, validators: Validators) {
-        guard case .changed(let config, let validators) = try await fetch(url, fetcher: fetcher, validators: nil) else {
+    static func fetchFirst(_ url: URL, fetcher: HTTPFetcher) async throws(MarqueeSDKError) -> (config: MarqueeConfig, validators: DocumentValidators) {
+        guard let (config, validators) = try await fetch(url, fetcher: fetcher, validators: nil) else {
             throw MarqueeSDKError(.missingData, "\(url.absoluteString) answered 304 to an unconditional request")
         }
         return (config, validators)
     }
 
-    static func fetch(_ url: URL, fetcher: HTTPFetcher, validators: Validators?) async throws(MarqueeSDKError) -> Outcome {
-        var conditional = fetcher
-        if let etag = validators?.etag { conditional.headers.append(("If-None-Match", etag)) }
-        if let modified = validators?.lastModified { conditional.headers.append(("If-Modified-Since", modified)) }
+    /// The config at `url` (nil: not modified since `validators`).
+    static func fetch(_ url: URL, fetcher: HTTPFetcher, validators: DocumentValidators?) async throws(MarqueeSDKError) -> (MarqueeConfig, DocumentValidators)? {
         let result: FetchResult
         do {
-            result = try await conditional.get(url, timeout: .seconds(10), maxBytes: MarqueeConfig.maxBytes)
+            guard let answered = try await DocumentValidators.get(url, fetcher: fetcher, validators: validators, maxBytes: MarqueeConfig.maxBytes) else {
+                return nil
+            }
+            result = answered
         } catch {
-            if error.code == .status, error.status == 304, validators != nil { return .notModified }
             throw MarqueeSDKError(.downloadError, error.description, httpStatus: error.status > 0 ? error.status : nil)
         }
         guard result.date != nil else {
@@ -210,6 +155,6 @@ public final class RemoteConfig: Sendable {
         }
         guard result.body.readableBytes > 0 else { throw MarqueeSDKError(.missingData, "\(url.absoluteString) sent an empty body") }
         let config = try MarqueeConfig.parse(Data(result.body.readableBytesView))
-        return .changed(config, Validators(etag: result.header("ETag"), lastModified: result.header("Last-Modified")))
+        return (config, DocumentValidators(result))
     }
 }

@@ -1,0 +1,81 @@
+public import Foundation
+import MarqueeStreaming
+import NIOCore
+
+/// A content source: a feed URL that answers a playlist (the JSON document of
+/// ``Playlist/init(json:relativeTo:)``), kept fresh like the remote config — refetched every
+/// ``interval`` seconds with conditional requests (`ETag` / `Last-Modified`, a `304` costs no
+/// parse), a changed playlist published on ``changes`` after ``filter``, and a refresh that
+/// fails (network, status, a malformed document) published on ``failures`` while the last good
+/// playlist stays. Relative item URLs are resolved against the feed's URL.
+///
+/// A refresh never interrupts anything by itself: a ``PlaylistQueue`` given the new playlist
+/// (``PlaylistQueue/replace(with:)``) lets the playing item finish.
+public final class ContentFeed: Sendable {
+    /// The feed's URL.
+    public let url: URL
+    /// Seconds between refreshes (1…86400).
+    public let interval: Double
+    /// The filter applied to every playlist the feed answers (nil: every item).
+    public let filter: TagFilter?
+    /// Every new playlist (filtered), in order; the first is the initial one.
+    public var changes: AsyncStream<Playlist> { refresher.changes }
+    /// Every refresh that failed (the last good playlist stays).
+    public var failures: AsyncStream<PlayerError> { refresher.failures }
+    private let refresher: DocumentRefresher<Playlist, PlayerError>
+
+    /// Fetches the feed at `url` now (a failure throws: ``PlayerError/Code/network``, or
+    /// ``PlayerError/Code/playlist`` for a document that cannot be used) and refreshes it every
+    /// `interval` seconds (1…86400, 60 by default; out of range:
+    /// ``PlayerError/Code/invalidArgument``) until ``stop()``.
+    public init(url: URL, filter: TagFilter? = nil, interval: Double = 60, httpHeaders: [String: String] = [:]) async throws(PlayerError) {
+        guard interval.isFinite, interval >= 1, interval <= 86_400 else {
+            throw PlayerError(.invalidArgument, "feed refresh interval \(interval) s is outside 1…86400")
+        }
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            throw PlayerError(.invalidArgument, "feed \(url.absoluteString): only http and https feeds are fetched")
+        }
+        self.url = url
+        self.interval = interval
+        self.filter = filter
+        let fetcher = RemoteConfig.fetcher(httpHeaders)
+        guard let (playlist, validators) = try await Self.fetch(url, fetcher: fetcher, validators: nil, filter: filter) else {
+            throw PlayerError(.network, "\(url.absoluteString) answered 304 to an unconditional request")
+        }
+        refresher = DocumentRefresher(first: playlist, validators: validators, interval: interval) { (validators) throws(PlayerError) in
+            try await Self.fetch(url, fetcher: fetcher, validators: validators, filter: filter)
+        }
+    }
+
+    /// The last good playlist (filtered).
+    public var current: Playlist { refresher.current }
+
+    /// Refetches now (conditionally); returns whether the playlist changed.
+    @discardableResult
+    public func refresh() async -> Bool { await refresher.refresh() }
+
+    /// Stops refreshing.
+    public func stop() { refresher.stop() }
+
+    /// The feed's playlist, filtered (nil: not modified since `validators`).
+    private static func fetch(
+        _ url: URL, fetcher: HTTPFetcher, validators: DocumentValidators?, filter: TagFilter?
+    ) async throws(PlayerError) -> (Playlist, DocumentValidators)? {
+        let result: FetchResult
+        do {
+            guard let answered = try await DocumentValidators.get(url, fetcher: fetcher, validators: validators, maxBytes: Playlist.maxDocumentBytes) else {
+                return nil
+            }
+            result = answered
+        } catch {
+            throw PlayerError(.network, "feed \(error.description)")
+        }
+        let playlist: Playlist
+        do {
+            playlist = try Playlist(json: Data(result.body.readableBytesView), relativeTo: url)
+        } catch {
+            throw PlayerError(.playlist, "feed \(url.absoluteString): \(error.message)")
+        }
+        return (filter.map { playlist.filtered(by: $0) } ?? playlist, DocumentValidators(result))
+    }
+}
