@@ -262,9 +262,7 @@ struct FaultTests {
         // 1 KiB every 100 ms after the segment: about 24 kB more in 2.5 s (a loaded CI box paces
         // slower: at least 4 of them).
         #expect(raw.body.count > truth[2].count + 4_000, "\(raw.body.count) bytes in 2.5 s (segment: \(truth[2].count))")
-        // Still coming near the end of the 2.5 s read (a loaded box may hold a chunk back a few
-        // hundred ms: 2.18 s was seen beside a spawned player).
-        #expect(raw.lastArrival > started + 1.9, "the last byte came \(raw.lastArrival - started) s in")
+        #expect(raw.lastArrival > started + 2.2, "the last byte came \(raw.lastArrival - started) s in")
         // The share: struck bodies never end, the others close after the segment.
         let ends = await withTaskGroup(of: (Int, RawResponse.End).self) { group in
             for n in 0..<50 { group.addTask { (n, await rawGET(stream.segment(n, ["seed_12", "endless_30"]), readFor: 1.5).end) } }

@@ -1,5 +1,6 @@
 import Foundation
 import MarqueeFuzzTargets
+import MarqueeStreaming
 import Testing
 
 /// The fuzz smoke of the parser targets in CI. Coverage-guided fuzzing (libFuzzer, `scripts/fuzz`)
@@ -105,10 +106,7 @@ struct Mutator {
 
     mutating func next() -> UInt64 {
         state &+= 0x9e37_79b9_7f4a_7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
+        return SplitMix64.finalised(state)
     }
 
     mutating func below(_ n: Int) -> Int { n <= 1 ? 0 : Int(next() % UInt64(n)) }

@@ -1,3 +1,5 @@
+import MarqueeStreaming
+
 /// Which item of a ``Playlist`` plays, and which comes next: a pure state machine the player
 /// drives (and an app may hold to show what is coming).
 ///
@@ -19,12 +21,12 @@ public struct PlaylistQueue: Sendable, Hashable {
     /// The item playing when it is no longer in the playlist (a replacement removed it): it
     /// plays to its end.
     public private(set) var orphan: PlaylistItem?
-    private var random: SplitMix
+    private var random: SplitMix64
 
     /// A queue over `playlist`, shuffled (when it says so) from `seed`.
     public init(_ playlist: Playlist, seed: UInt64 = UInt64.random(in: 0...UInt64.max)) {
         self.playlist = playlist
-        self.random = SplitMix(state: seed)
+        self.random = SplitMix64(state: seed)
         self.order = []
         self.order = drawOrder(avoidingFirst: nil)
     }
@@ -170,17 +172,5 @@ public struct PlaylistQueue: Sendable, Hashable {
         }
         if let avoid = avoidingFirst, out[0] == avoid { out.swapAt(0, 1 + Int(random.next() % UInt64(out.count - 1))) }
         return out
-    }
-
-    /// Sebastiano Vigna's SplitMix64 (seeded, reproducible; not for cryptography).
-    private struct SplitMix: Sendable, Hashable {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
     }
 }

@@ -83,10 +83,9 @@ extension PlaybackSession {
     /// One latency-control step (live with a target): measures the latency of what is heard
     /// (or shown) now and re-anchors the core's schedule as the controller says.
     func steer(_ status: CoreStatus) {
-        if syncEnabled, !shift.paused, status.state == .buffering, status.position == nil, latencyTarget.withLock({ $0.raisedBy }) > 0 {
+        if syncEnabled, !shift.paused, status.state == .buffering, status.position == nil, latencyTarget.withLock({ $0.takeRaise() }) > 0 {
             // The target was raised before the first picture (a server later than the target
             // from the start): the schedule the core waits on moves there now.
-            _ = latencyTarget.withLock { $0.takeRaise() }
             jumpToTarget()
             return
         }

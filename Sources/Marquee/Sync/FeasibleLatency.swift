@@ -53,11 +53,16 @@ struct FeasibleLatency: Sendable, Equatable {
         return recent.map(\.need).max().map { $0 + Self.margin }
     }
 
+    /// ``minimum(now:)`` rounded up to the hundredth of a second, as targets are set.
+    func minimumTarget(now: Double) -> Double? {
+        minimum(now: now).map { ($0 * 100).rounded(.up) / 100 }
+    }
+
     /// The target to play at now, given the app's `requested` target and the `current` one: up
     /// to the feasible latency at once, down toward it (not below `requested`) only after a
     /// whole window of measurements allows it.
     func target(requested: Double, current: Double, now: Double) -> Double {
-        guard requested > 0, let feasible = minimum(now: now).map({ ($0 * 100).rounded(.up) / 100 }) else { return requested }
+        guard requested > 0, let feasible = minimumTarget(now: now) else { return requested }
         // Raised with ``headroom``: a need a little larger than the last does not raise it again.
         if requested >= current { return feasible > requested + 0.01 ? max(feasible + Self.headroom, requested + Self.raiseStep) : requested }  // the app asked for more
         if feasible > current + 0.01 { return max(feasible + Self.headroom, current + Self.raiseStep) }

@@ -54,8 +54,7 @@ struct LatencyTarget: Sendable, Equatable {
     /// arrive too late for it.
     mutating func request(_ seconds: Double, now: Double) {
         requested = seconds
-        let feasible = self.feasible.minimum(now: now)
-        current = follows ? max(seconds, feasible.map { ($0 * 100).rounded(.up) / 100 } ?? 0) : seconds
+        current = follows ? max(seconds, feasible.minimumTarget(now: now) ?? 0) : seconds
     }
 
     /// The raise since the last step, taken (``raisedBy`` back to zero).

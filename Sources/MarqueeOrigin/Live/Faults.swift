@@ -1,3 +1,4 @@
+import MarqueeStreaming
 import Foundation
 
 /// The fault options of a live URL (`seed_`, `status_`, `reset_`, ..., see ``LiveOptions``):
@@ -91,22 +92,6 @@ struct Faults: Sendable, Equatable {
     }
 }
 
-/// Sebastiano Vigna's SplitMix64: a small, fast, seedable generator (not for cryptography).
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        return Self.finalised(state)
-    }
-
-    static func finalised(_ value: UInt64) -> UInt64 {
-        var z = value
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
-    }
-}
 
 extension Faults {
     /// Applies one fault option; false when `key` is not one. The error text is the 400 body.

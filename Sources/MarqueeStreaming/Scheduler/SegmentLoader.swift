@@ -89,8 +89,8 @@ public struct SegmentLoadContext: Sendable {
 /// policies (``FetchPolicy``), keys once. What it learns of the server (its usual answer time,
 /// the locations that failed) is kept across segments.
 public struct SegmentLoader: Sendable {
-    public let fetcher: HTTPFetcher
-    let logger: Logger
+    private let fetcher: HTTPFetcher
+    private let logger: Logger
     /// Which of the stream's alternative locations (BaseURLs) segments are fetched from.
     private let locations: Locked<LocationChoice>
     /// The server's usual answer time.
