@@ -54,7 +54,10 @@ extension LivePlaybackTests {
     @Test func aPackagerRestartWithANewAvailabilityStartTimeIsFollowed() async throws {
         let origin = try await Self.origin()
         defer { Task { await origin.stop() } }
-        let run = try await Self.play(origin.manifestURL(asset: "generated", options: ["restart_15"]), seconds: 34, audio: { _ in .null })
+        // Following a restart takes the latency (3 s) plus up to a reload period and the reload:
+        // 38 s hold two restarts followed whatever the phase of the first (34 s did not, when
+        // the second came 18 s in and was followed 4.1 s later).
+        let run = try await Self.play(origin.manifestURL(asset: "generated", options: ["restart_15"]), seconds: 38, audio: { _ in .null })
         let frames = run.frames
         try #require(frames.count > 600, "\(frames.count) pictures")
         // wall − pts = the restart's availabilityStartTime (a multiple of 15) + the latency.

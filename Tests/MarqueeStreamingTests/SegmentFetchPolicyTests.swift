@@ -22,7 +22,10 @@ import Testing
         let notYet = FetchError(.status, url: url, status: 404, message: "404")
         let forbidden = FetchError(.status, url: url, status: 403, message: "403")
         #expect(SegmentFetchPolicy.next(after: reset, attempt: 1, live: true, late: false, slow: false) == .retry(after: 0))
-        #expect(SegmentFetchPolicy.next(after: unavailable, attempt: 2, live: true, late: false, slow: false) == .retry(after: 0.8))
+        // A 503 at a live edge: again after 0.1 s, 0.4 s, 1.6 s (a second of slack is not spent waiting).
+        #expect(SegmentFetchPolicy.next(after: unavailable, attempt: 1, live: true, late: false, slow: false) == .retry(after: 0.1))
+        #expect(SegmentFetchPolicy.next(after: unavailable, attempt: 2, live: true, late: false, slow: false) == .retry(after: 0.4))
+        #expect(SegmentFetchPolicy.next(after: unavailable, attempt: 3, live: true, late: false, slow: false) == .retry(after: 1.6))
         #expect(SegmentFetchPolicy.next(after: unavailable, attempt: 4, live: true, late: false, slow: false) == .skip)
         #expect(SegmentFetchPolicy.next(after: notYet, attempt: 5, live: true, late: false, slow: false) == .retry(after: 0.3))
         #expect(SegmentFetchPolicy.next(after: notYet, attempt: 40, live: true, late: false, slow: false) == .skip)
@@ -82,6 +85,19 @@ import Testing
         let secondTry = attempt.verdict(now: 12, expected: 100_000, bufferAtStart: 3.5, duration: 2, judgesPace: false, shouldAbandon: { _, _, _, _ in false })
         #expect(secondTry == nil, "a second try is not given up as slow")
         #expect(attempt.verdict(now: 12, expected: 100_000, bufferAtStart: 3.5, duration: 2, judgesPace: true, shouldAbandon: { _, _, _, _ in true }) == .abandon)
+        // A body that came fast, then stopped: stuck once it has been silent for half of what
+        // is left of the buffer (never under 0.4 s), though its pace so far was ample.
+        var stalled = SegmentAttempt(began: 10, keepWhole: true, transportStream: false)
+        _ = stalled.take(ByteBuffer(bytes: [UInt8](repeating: 0, count: 50_000)), at: 10.05)
+        let judge = { (a: inout SegmentAttempt, now: Double) in
+            a.verdict(now: now, expected: 100_000, bufferAtStart: 1.5, duration: 2, judgesPace: true, shouldAbandon: { _, _, _, _ in false })
+        }
+        #expect(judge(&stalled, 10.4) == nil, "0.35 s of silence")
+        #expect(judge(&stalled, 10.6) == .stuck, "0.55 s of silence with 0.9 s of buffer left")
+        var paused = SegmentAttempt(began: 10, keepWhole: true, transportStream: false)
+        _ = paused.take(ByteBuffer(bytes: [UInt8](repeating: 0, count: 50_000)), at: 10.05)
+        #expect(paused.verdict(now: 11, expected: 100_000, bufferAtStart: 8, duration: 2, judgesPace: true, shouldAbandon: { _, _, _, _ in false }) == nil,
+                "a pause of 0.95 s with 7 s of buffer left is waited out")
         var streamed = SegmentAttempt(began: 10, keepWhole: false, transportStream: false)
         #expect(streamed.take(header)?.readableBytes == 8, "a body being produced is handed on as it comes")
         #expect(streamed.verdict(now: 30, expected: 100_000, bufferAtStart: 0, duration: 2, judgesPace: true, shouldAbandon: { _, _, _, _ in true }) == nil)

@@ -218,7 +218,7 @@ public struct HTTPFetcher: Sendable {
     }
 
     /// How often a waiting ``stream(_:method:timeout:firstByte:idle:onChunk:onTick:)`` wakes.
-    public static let tick = Duration.milliseconds(250)
+    public static let tick = Duration.milliseconds(100)
 
     /// Fetches `url`, handing each body chunk to `onChunk` as it arrives: the head within
     /// `firstByte` (default: `timeout`), the whole body within `timeout`, and with `idle` no

@@ -22,13 +22,19 @@ public struct SegmentAttempt: Sendable {
     /// it is produced); `transportStream`: MPEG-TS (else fMP4).
     public init(began: Double, keepWhole: Bool, transportStream: Bool) {
         self.began = began
+        lastChunk = began
         kept = keepWhole ? ByteBuffer() : nil
         tail = SegmentEnd(transportStream: transportStream)
     }
 
-    /// Takes a chunk of the body: returns it to hand on now (streamed), or nil when it is kept.
-    public mutating func take(_ chunk: ByteBuffer) -> ByteBuffer? {
+    /// Monotonic seconds when the last chunk came (the request's, before any).
+    public private(set) var lastChunk: Double
+
+    /// Takes a chunk of the body that came at monotonic `now` (nil: not noted): returns it to
+    /// hand on now (streamed), or nil when it is kept.
+    public mutating func take(_ chunk: ByteBuffer, at now: Double? = nil) -> ByteBuffer? {
         received += chunk.readableBytes
+        if let now { lastChunk = now }
         guard kept != nil else { return chunk }
         var incoming = chunk
         kept?.writeBuffer(&incoming)  // in place (a copy would copy it all per chunk)
@@ -49,7 +55,8 @@ public struct SegmentAttempt: Sendable {
 
     /// Judges the try at monotonic `now`: `expected` bytes in all (at least what came), the
     /// buffer was `bufferAtStart` seconds when it began, the segment lasts `duration` seconds.
-    /// `judgesPace`: a first try, which may be given up as stuck; `shouldAbandon(received,
+    /// `judgesPace`: a try that may be given up as stuck (one per segment: a second stuck try
+    /// is a slow link, left to ABR); `shouldAbandon(received,
     /// expected, elapsed, buffer)`: ABR's rule (false without a lower rendition). Only a body
     /// kept until whole is judged: a streamed one is paced by its encoder.
     public mutating func verdict(
@@ -65,7 +72,9 @@ public struct SegmentAttempt: Sendable {
         let total = max(received + 1, expected)
         let buffer = bufferAtStart - elapsed
         if shouldAbandon(received, total, elapsed, buffer) { return .abandon }
-        if judgesPace, SegmentFetchPolicy.stuck(bytes: received, of: total, elapsed: elapsed, duration: duration, buffer: buffer) {
+        if judgesPace,
+            SegmentFetchPolicy.stuck(bytes: received, of: total, elapsed: elapsed, silent: now - lastChunk, duration: duration, buffer: buffer)
+        {
             return .stuck
         }
         return nil

@@ -40,12 +40,21 @@ public enum SegmentFetchPolicy {
     /// A download slower than the media it carries plays (`bytes` of `total` expected after
     /// `elapsed` s of a `duration` s segment) that will not be whole before the `buffer` runs
     /// out: no link that healthy is that slow for its own rendition.
-    public static func stuck(bytes: Int, of total: Int, elapsed: Double, duration: Double, buffer: Double) -> Bool {
-        guard elapsed > 0.5, bytes < total, total > 0 else { return false }
+    /// `silent`: seconds since the last byte came (or since the request, before any): a body
+    /// that stops for half of what is left of the buffer (at least ``stallAtLeast``) is stuck
+    /// whatever its pace so far: a stalled edge is left while a new try still has time.
+    public static func stuck(bytes: Int, of total: Int, elapsed: Double, silent: Double = 0, duration: Double, buffer: Double) -> Bool {
+        guard bytes < total, total > 0 else { return false }
+        if bytes > 0, silent > max(stallAtLeast, buffer / 2) { return true }
+        guard elapsed > 0.5 else { return false }
         let rate = Double(max(bytes, 1)) / elapsed
         let realTime = Double(total) / max(duration, 0.1)
         return rate < realTime && Double(total - bytes) / rate > max(0.5, buffer - 0.5)
     }
+
+    /// The shortest pause of a body judged a stall (``stuck(bytes:of:elapsed:silent:duration:buffer:)``):
+    /// a healthy link's TCP recovers a lost packet well within it.
+    public static let stallAtLeast = 0.4
 
     /// How many tries a segment gets: a 404 at a live edge (a server that publishes late) is
     /// asked again while it can still be on time (40 tries at 150–300 ms), other failures
@@ -63,12 +72,13 @@ public enum SegmentFetchPolicy {
     /// What follows the `attempt`th try of a segment failing with `error`. `late`: the segment
     /// is behind the wanted position already (live); `slow`: the try was given up as too slow
     /// for the buffer. A reset, a stuck body or a server silent on that connection is tried
-    /// again at once; a 5xx after 0.4 s × the tries so far; a 404 after 150 ms × tries (at most
-    /// 300 ms).
+    /// again at once; a 5xx after 0.1 s, then 0.4 s, then 1.6 s (a live edge leaves about a
+    /// second between a segment's publication and its presentation: an edge's passing 503 must
+    /// not use it up); a 404 after 150 ms × tries (at most 300 ms).
     public static func next(after error: FetchError, attempt: Int, live: Bool, late: Bool, slow: Bool) -> Next {
         guard FetchPolicy.isTransient(error), !late, attempt < attempts(status: error.status, live: live) else { return .skip }
         if slow || error.code == .network || error.code == .timeout { return .retry(after: 0) }
-        return .retry(after: error.status == 404 ? min(0.3, 0.15 * Double(attempt)) : 0.4 * Double(attempt))
+        return .retry(after: error.status == 404 ? min(0.3, 0.15 * Double(attempt)) : [0.1, 0.4, 1.6][min(max(attempt, 1), 3) - 1])
     }
 
     /// What follows the `attempt`th try of an encrypted segment (fetched whole, then decrypted)

@@ -166,6 +166,9 @@ public struct SegmentLoader: Sendable {
     /// Loads `request` into `sink`, trying again as ``SegmentFetchPolicy`` says.
     public func load(_ request: SegmentRequest, into sink: inout some SegmentDeliverySink, context: SegmentLoadContext) async -> SegmentLoadOutcome {
         var attempt = 0
+        // A damaged body is fetched again once, whichever try brought it (a 503, then a body
+        // cut short: both the edge's); a stuck try is given up once (then the link is slow).
+        var (refetchedDamage, judgedStuck) = (false, false)
         let duration = request.duration
         while !Task.isCancelled {
             attempt += 1
@@ -175,7 +178,7 @@ public struct SegmentLoader: Sendable {
             sink.startOver()
             var state = SegmentAttempt(began: Monotonic.now(), keepWhole: !request.paced, transportStream: request.transportStream)
             let (ahead, bufferAtStart) = context.buffer()
-            let judgesPace = attempt == 1
+            let judgesPace = !judgedStuck
             var verdict: SegmentAttempt.Verdict?
             do {
                 do {
@@ -185,7 +188,7 @@ public struct SegmentLoader: Sendable {
                         idle: .milliseconds(Int(SegmentFetchPolicy.idle(duration: duration, paced: request.paced) * 1000))
                     ) { (chunk) throws(FetchError) in
                         if state.received == 0 { context.firstByte() }
-                        if let now = state.take(chunk) {
+                        if let now = state.take(chunk, at: Monotonic.now()) {
                             try sink.deliver(now)
                             return
                         }
@@ -202,7 +205,8 @@ public struct SegmentLoader: Sendable {
                 if let pending = state.keptBody() {
                     // Cut short or garbage: fetched again once (an edge's fault passes); the
                     // second time the receiver gets it (the core reports it and skips it).
-                    if attempt == 1, let problem = SegmentShape.problem(pending.readableBytesView, transportStream: request.transportStream) {
+                    if !refetchedDamage, let problem = SegmentShape.problem(pending.readableBytesView, transportStream: request.transportStream) {
+                        refetchedDamage = true
                         logger.info("segment damaged: fetched again", metadata: ["url": "\(url)", "problem": "\(problem)"])
                         continue
                     }
@@ -218,6 +222,7 @@ public struct SegmentLoader: Sendable {
                 }
                 if error.code == .cancelled { return .cancelled }
                 if sink.hasDelivered { return .skipped(error, partial: true) }
+                if verdict == .stuck { judgedStuck = true }
                 let late = request.live && context.isLate()
                 // Another location (an alternative BaseURL) is tried at once; this one is
                 // avoided for a while.
