@@ -188,6 +188,11 @@ int mq_player_set_timeline(mq_player *p, double mono_anchor, double media_anchor
 /// after the first one (the last picture stays under it). Outputs without a display draw nothing.
 int mq_player_set_overlay(mq_player *p, int32_t kind, const char *_Nullable message);
 
+/// Names what is presented from now on (a playlist item's id): the `frames:` output writes it
+/// in its `item` column for every picture presented after this call, until the next. `label`
+/// is copied (63 bytes kept; NULL or "": none, an empty column). Outputs without a file ignore it.
+int mq_player_set_label(mq_player *p, const char *_Nullable label);
+
 /// Starts the audio and video threads.
 int mq_player_start(mq_player *p);
 

@@ -368,6 +368,17 @@ int mq_player_set_overlay(mq_player *p, int32_t kind, const char *message)
     return MQ_OK;
 }
 
+int mq_player_set_label(mq_player *p, const char *label)
+{
+    if (!p)
+        return MQ_ERR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&p->lock);
+    snprintf(p->label_req, sizeof p->label_req, "%s", label ? label : "");
+    pthread_mutex_unlock(&p->lock);
+    atomic_fetch_add(&p->label_gen, 1);
+    return MQ_OK;
+}
+
 /* ---- status, events ---- */
 
 static double status_position(mq_player *p, double now)

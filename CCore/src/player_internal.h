@@ -81,6 +81,7 @@ typedef struct mq_tempo {
 /// Video thread (video_thread.c) only: presentation bookkeeping.
 typedef struct mq_video_state {
     uint32_t overlay_seen;       // overlay_gen last copied
+    uint32_t label_seen;         // label_gen last copied (into vo->label)
     mq_vo_overlay overlay_want;  // copy of overlay_req, taken under lock
     double last_present_mono;    // when the last picture was presented, 0 before one
     double av_window_start;      // the second av_window_peak covers began (monotonic), 0 none
@@ -131,10 +132,13 @@ struct mq_player {
     int ntracks;                     // writer, which reads them unlocked); the monitor reads under lock
     mq_vo_overlay overlay_req; // written by mq_player_set_overlay, copied by the video thread;
                                // overlay_gen is bumped after the write
+    char label_req[MQ_VO_LABEL_MAX]; // written by mq_player_set_label, copied by the video thread;
+                                     // label_gen is bumped after the write
 
     // atomics: written by the thread named, read anywhere
     _Atomic bool quit;                 // controlling thread (destroy)
     _Atomic uint32_t overlay_gen;      // controlling thread (set_overlay)
+    _Atomic uint32_t label_gen;        // controlling thread (set_label)
     _Atomic int state;                 // monitor, controlling thread (start)
     _Atomic double wall_offset;        // controlling thread
     mq_clock clock;                    // timeline: controlling thread; audio: audio thread (seqlocks)

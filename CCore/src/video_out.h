@@ -28,6 +28,9 @@ typedef struct mq_vo_overlay {
     char message[128];
 } mq_vo_overlay;
 
+/// Bytes of a label (mq_player_set_label), the terminating NUL included.
+#define MQ_VO_LABEL_MAX 64
+
 typedef struct mq_video_out_driver {
     const char *name;
     size_t priv_size;
@@ -58,6 +61,7 @@ struct mq_video_out {
     // video thread only
     mq_video_format fmt;   // configured format, width 0 before the first picture
     mq_vo_overlay overlay; // what present/refresh draw over pictures
+    char label[MQ_VO_LABEL_MAX]; // what is presented (mq_player_set_label): frames' item column
 };
 
 /// Chooses a driver by spec: `headless`, `frames:<dir>`, `drm[:<card>[,<connector>[,<WxH>]]]`

@@ -129,10 +129,17 @@ static mq_vo_overlay wanted_overlay(mq_player *p, double now)
     return want;
 }
 
-/// Display upkeep between pictures: overlays, poster, hotplug.
+/// Display upkeep between pictures: overlays, poster, hotplug; the label of what is presented.
 static void refresh_output(mq_player *p, double now)
 {
     mq_video_out *vo = p->vo;
+    uint32_t label_gen = atomic_load(&p->label_gen);
+    if (label_gen != p->video.label_seen) {
+        pthread_mutex_lock(&p->lock);
+        memcpy(vo->label, p->label_req, sizeof vo->label);
+        pthread_mutex_unlock(&p->lock);
+        p->video.label_seen = label_gen;
+    }
     mq_vo_overlay want = wanted_overlay(p, now); // also for outputs without a display (BLANK)
     if (!vo->driver->refresh)
         return;

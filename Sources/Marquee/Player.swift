@@ -45,6 +45,9 @@ public final class Player: Sendable {
         var muted = false
         var displayOff = false
         var suspended = false
+        /// At most this many tries of the last source's manifest at a start (nil: the manifest
+        /// policy's): a playlist's item that does not answer is skipped soon, the picture held.
+        var startAttempts: Int?
     }
 
     /// Validates `options`; throws ``PlayerError/Code-swift.struct/invalidOptions`` or
@@ -128,6 +131,11 @@ public final class Player: Sendable {
                 }
                 sink.send(.stateChanged(.buffering))
                 return
+            } catch {
+                // Fail fast: the outputs stay open (the poster) for a load() of other sources
+                // (a playlist's next item); stop() closes them.
+                inner.withLock { $0.core = core }
+                throw error
             }
             try begin(session, core: core)
         } catch {
@@ -200,6 +208,7 @@ public final class Player: Sendable {
             // gets the manifest's retries.
             var policy = FetchPolicy.manifest
             if index < options.sources.count - 1 { policy.attempts = 1 }
+            if let attempts = inner.withLock({ $0.startAttempts }) { policy.attempts = min(policy.attempts, attempts) }
             do {
                 return try await PlaybackSession(
                     source: source, options: options, core: core, fetcher: fetcher, startMono: startMono, logger: logger, events: sink,
@@ -219,7 +228,16 @@ public final class Player: Sendable {
     /// error when none plays (the outputs stay open; recovery tries again later).
     public func load() async throws(PlayerError) {
         let (old, task, core) = inner.withLock { ($0.session, $0.task, $0.core) }
-        guard let core, let old else { return try await play() }
+        guard let core else { return try await play() }
+        guard let old else {
+            // The outputs are open and nothing played yet (the sources are being retried, or
+            // failed fast): the first source that plays now starts them.
+            inner.withLock { $0.supervisor }?.cancel()
+            let session = try await openFirstSource(core: core, startMono: Monotonic.now())
+            guard inner.withLock({ $0.core != nil }) else { return }  // stop() ran meanwhile
+            try begin(session, core: core)
+            return
+        }
         task?.cancel()
         await task?.value
         inner.withLock { $0.task = nil }
@@ -239,6 +257,35 @@ public final class Player: Sendable {
             return false
         }
         if stopped { next.cancel() }
+    }
+
+    /// Plays `sources` instead of the playing source (the first that plays; the others are its
+    /// backups), on the same outputs: the last picture stays until the new source's first, and
+    /// stall recovery watches the new source (after an on-demand source ended, too). Before
+    /// ``play()`` it sets the sources and plays. Throws
+    /// ``PlayerError/Code-swift.struct/invalidOptionsSources`` for an empty list (nothing
+    /// changes then), else what ``load()`` throws.
+    public func load(sources: [URL]) async throws(PlayerError) {
+        var options = self.options
+        options.sources = sources
+        try updateOptions(options)
+        try await load()
+    }
+
+    /// Stops presenting the playing source now (a playlist item's end): its feeders stop and
+    /// what its tracks hold is dropped; the last picture stays on screen, the sound stops.
+    func cut() async {
+        let (session, task) = inner.withLock { ($0.session, $0.task) }
+        task?.cancel()
+        await task?.value
+        guard let session else { return }
+        for plan in session.plans { for track in plan.coreTracks { try? session.core.resetTrack(track) } }
+    }
+
+    /// Names what is presented from now on: the `frames:` output's `item` column (a playlist
+    /// item's id; nil: none).
+    func setLabel(_ label: String?) {
+        try? inner.withLock { $0.core }?.setLabel(label)
     }
 
     /// Waits until playback ends (on-demand end, fatal error) or the calling task is cancelled.

@@ -116,8 +116,12 @@ public enum PlayerEvent: Sendable, Hashable {
     case adStarted(AdBreak)
     /// The break ended, or a jump left it (forward past its end, or back before its start).
     case adFinished(AdBreak)
-    /// An on-demand stream played to its end (the state becomes ``PlaybackState/ended``).
+    /// An on-demand stream played to its end (the state becomes ``PlaybackState/ended``); of a
+    /// ``PlaylistPlayer``, the playlist did (repeat off, after its last item).
     case ended
+    /// A playlist item's analytics (``PlaylistPlayer``): started, shown, a quartile, finished,
+    /// skipped, failed.
+    case item(PlaylistItemEvent)
 }
 
 /// The events of one player, oldest first. Bounded: when a consumer falls behind, the oldest

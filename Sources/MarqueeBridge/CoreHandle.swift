@@ -254,6 +254,12 @@ package final class CoreHandle: Sendable {
         try call { p in withOptionalCString(message) { mq_player_set_overlay(p, kind, $0) } }
     }
 
+    /// Names what is presented from now on (a playlist item's id; nil: nothing): the
+    /// `frames:` output's `item` column (`mq_player_set_label`).
+    package func setLabel(_ label: String?) throws(CoreError) {
+        try call { p in withOptionalCString(label) { mq_player_set_label(p, $0) } }
+    }
+
     // MARK: mixing
 
     /// A mixer input: the stream's audio or one of the clip inputs.

@@ -68,6 +68,15 @@ final class EventLog: @unchecked Sendable {  // used by one task (the event watc
         case .adStarted(let a): return ["type": "adStarted", "ad": ad(a)]
         case .adFinished(let a): return ["type": "adFinished", "ad": ad(a)]
         case .ended: return ["type": "ended"]
+        case .item(let e):
+            var out: [String: Any] = ["type": "item", "event": e.kind.name, "id": e.id, "index": e.index, "serverTime": e.serverTime]
+            if let t = e.mediaTime { out["mediaTime"] = t }
+            if case .quartile(let q) = e.kind { out["quartile"] = q }
+            if case .failed(let error) = e.kind {
+                out["code"] = error.code.description
+                out["message"] = error.message
+            }
+            return out
         }
     }
 }

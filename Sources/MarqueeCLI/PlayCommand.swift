@@ -6,8 +6,20 @@ import Marquee
 struct PlayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "play", abstract: "Play a live DASH stream.")
 
-    @Argument(help: "Manifest URL(s); later ones are backups. None with --stream-id.")
+    @Argument(help: "Manifest URL(s); later ones are backups. None with --stream-id or --playlist.")
     var urls: [String] = []
+
+    @Option(name: .long, help: "Play a playlist: a JSON document (file or URL; a URL is refreshed every minute) of {\"items\": [{\"url\": …, \"id\": …, \"tags\": […], \"duration\": …}], \"repeat\": …}.")
+    var playlist: String?
+
+    @Option(name: .long, help: "With --playlist: play the items whose tags match this expression, e.g. \"(and sport (or food comedy))\".")
+    var filter: String?
+
+    @Flag(name: .long, help: "With --playlist: play the items in a shuffled order.")
+    var shuffle = false
+
+    @Option(name: .long, help: "With --playlist: off, all or one (default: the playlist's, else off).")
+    var `repeat`: String?
 
     @Option(name: .long, help: "Play what the remote config of this stream id says (MarqueeSDK.initialize); explicit options win.")
     var streamId: String?
@@ -18,10 +30,21 @@ struct PlayCommand: AsyncParsableCommand {
     @OptionGroup var output: OutputOptions
 
     func validate() throws {
-        if urls.isEmpty && streamId == nil { throw ValidationError("give manifest URL(s) or --stream-id") }
+        if urls.isEmpty && streamId == nil && playlist == nil { throw ValidationError("give manifest URL(s), --stream-id or --playlist") }
+        if playlist != nil && (!urls.isEmpty || streamId != nil) { throw ValidationError("--playlist plays alone: no manifest URLs or --stream-id with it") }
+        if playlist == nil && (filter != nil || shuffle || `repeat` != nil) { throw ValidationError("--filter, --shuffle and --repeat need --playlist") }
+        if let mode = `repeat`, RepeatMode(rawValue: mode) == nil { throw ValidationError("--repeat \(mode): expected off, all or one") }
+        if let filter {
+            do { _ = try TagFilter(filter) } catch { throw ValidationError("--filter: \(error)") }
+        }
     }
 
     func run() async throws {
+        if let playlist {
+            let code = await playPlaylist(playlist)
+            if code != 0 { throw ExitCode(code) }
+            return
+        }
         var sources = try urls.map { text -> URL in
             guard let url = URL(string: text), url.scheme != nil else { throw ValidationError("\"\(text)\" is not a URL") }
             return url
@@ -39,6 +62,45 @@ struct PlayCommand: AsyncParsableCommand {
         let code = await PlaybackRunner(output: output).play(sources: sources, remote: remote)
         remote?.stop()
         if code != 0 { throw ExitCode(code) }
+    }
+}
+
+extension PlayCommand {
+    /// `--playlist`: a file read once, or a URL followed as a content feed (refreshed every
+    /// minute; a refresh replaces the playlist without interrupting the item playing).
+    private func playPlaylist(_ location: String) async -> Int32 {
+        let tagFilter = filter.flatMap { try? TagFilter($0) }
+        var feed: ContentFeed?
+        var playlist: Playlist
+        do {
+            if let url = URL(string: location), url.scheme == "http" || url.scheme == "https" {
+                let opened = try await ContentFeed(url: url, filter: tagFilter)
+                feed = opened
+                playlist = opened.current
+            } else {
+                let file = URL(fileURLWithPath: location)
+                let data: Data
+                do { data = try Data(contentsOf: file) } catch {
+                    FileHandle.standardError.write(Data("marquee: --playlist \(location): cannot be read: \(error.localizedDescription)\n".utf8))
+                    return 1
+                }
+                playlist = try Playlist(json: data, relativeTo: file)
+                if let tagFilter { playlist = playlist.filtered(by: tagFilter) }
+            }
+        } catch {
+            FileHandle.standardError.write(Data("marquee: --playlist \(location): \(error)\n".utf8))
+            return 1
+        }
+        let overrides = (shuffle: shuffle, repeat: `repeat`.flatMap(RepeatMode.init(rawValue:)))
+        let adjusted: @Sendable (Playlist) -> Playlist = { p in
+            var p = p
+            if overrides.shuffle { p.shuffle = true }
+            if let mode = overrides.repeat { p.repeatMode = mode }
+            return p
+        }
+        let code = await PlaybackRunner(output: output).play(playlist: adjusted(playlist), feed: feed, adjust: adjusted)
+        feed?.stop()
+        return code
     }
 }
 
@@ -61,6 +123,98 @@ struct PlaybackRunner {
     /// is applied to the playing player.
     func play(sources: [URL], remote: RemoteConfig? = nil) async -> Int32 {
         let logger = makeLogger()
+        let options: PlayerOptions
+        switch makeOptions(sources: sources, remote: remote) {
+        case .success(let o): options = o
+        case .failure(let message): return fail(message.text)
+        }
+        let eventLog: EventLog?
+        if let path = output.events {
+            do { eventLog = try EventLog(path: path) } catch { return fail("--events \(path): cannot be written: \(error)") }
+        } else {
+            eventLog = nil
+        }
+        let player: Player
+        do {
+            player = try Player(options: options, logger: logger)
+            try await player.play()
+        } catch {
+            return fail("\(error)")
+        }
+        let status = StatusLine(interactive: isatty(STDOUT_FILENO) != 0)
+        let outcome = await run(player, events: player.events, eventLog: eventLog, status: status, what: sources[0].absoluteString) { group in
+            if let remote {
+                group.addTask {
+                    for await config in remote.changes.dropFirst() {  // the first is the one playing
+                        do { try player.apply(config) } catch { status.log("warning: remote config: \(error)") }
+                    }
+                    return nil
+                }
+                group.addTask {
+                    for await failure in remote.failures { status.log("warning: remote config refresh: \(failure)") }
+                    return nil
+                }
+            }
+        }
+        let final = player.status
+        // SIGTERM/SIGINT: the sound fades out rather than stopping mid-waveform.
+        await player.stop(fadeOut: outcome == Self.interrupted ? Player.shutdownFade : 0)
+        status.finish(final)
+        return outcome == Self.interrupted ? 0 : outcome
+    }
+
+    /// Plays `playlist` (a ``PlaylistPlayer``); with `feed`, each refresh (after `adjust`)
+    /// replaces the playlist.
+    func play(playlist: Playlist, feed: ContentFeed?, adjust: @escaping @Sendable (Playlist) -> Playlist) async -> Int32 {
+        let logger = makeLogger()
+        let placeholder = playlist.items.first { $0.kind == .stream }?.url ?? URL(string: "http://127.0.0.1/")!
+        let options: PlayerOptions
+        switch makeOptions(sources: [placeholder], remote: nil) {
+        case .success(let o): options = o
+        case .failure(let message): return fail(message.text)
+        }
+        let eventLog: EventLog?
+        if let path = output.events {
+            do { eventLog = try EventLog(path: path) } catch { return fail("--events \(path): cannot be written: \(error)") }
+        } else {
+            eventLog = nil
+        }
+        let playlistPlayer: PlaylistPlayer
+        do {
+            playlistPlayer = try PlaylistPlayer(playlist: playlist, options: options, logger: logger)
+            try await playlistPlayer.play()
+        } catch {
+            return fail("\(error)")
+        }
+        let status = StatusLine(interactive: isatty(STDOUT_FILENO) != 0)
+        let outcome = await run(
+            playlistPlayer.player, events: playlistPlayer.events, eventLog: eventLog, status: status, what: "a playlist of \(playlist.items.count) items"
+        ) { group in
+            if let feed {
+                group.addTask {
+                    for await fresh in feed.changes.dropFirst() {  // the first is the one playing
+                        playlistPlayer.replace(with: adjust(fresh))
+                        status.log("playlist refreshed: \(fresh.items.count) items")
+                    }
+                    return nil
+                }
+                group.addTask {
+                    for await failure in feed.failures { status.log("warning: playlist refresh: \(failure)") }
+                    return nil
+                }
+            }
+        }
+        let final = playlistPlayer.player.status
+        await playlistPlayer.stop()
+        status.finish(final)
+        return outcome == Self.interrupted ? 0 : outcome
+    }
+
+    struct OptionsFailure: Error { let text: String }
+
+    /// The player's options from the command line (and `remote`'s config).
+    private func makeOptions(sources: [URL], remote: RemoteConfig?) -> Result<PlayerOptions, OptionsFailure> {
+        func fail(_ text: String) -> Result<PlayerOptions, OptionsFailure> { .failure(OptionsFailure(text: text)) }
         var options = remote.map { PlayerOptions(config: $0.current) } ?? PlayerOptions(sources: sources)
         options.sources = sources
         options.autoplay = true
@@ -99,36 +253,20 @@ struct PlaybackRunner {
         if let delay = output.delay, delay > 0 { options.maxDelay = max(options.maxDelay, min(3600, delay + 5)) }  // kept for the delay
         if let music = output.muteMusic { options.mixing.muteMusic = mediaURL(music) }
         options.mixing.adCreatives += output.adCreative.map(mediaURL)
-        let eventLog: EventLog?
-        if let path = output.events {
-            do { eventLog = try EventLog(path: path) } catch { return fail("--events \(path): cannot be written: \(error)") }
-        } else {
-            eventLog = nil
-        }
-        let player: Player
-        do {
-            player = try Player(options: options, logger: logger)
-            try await player.play()
-        } catch {
-            return fail("\(error)")
-        }
-        let status = StatusLine(interactive: isatty(STDOUT_FILENO) != 0)
+        return .success(options)
+    }
+
+    /// Shows the status line and the events of `player` (its `events`, or a playlist's) until
+    /// the stream ends, a fatal error, `--duration`, or SIGTERM/SIGINT; `more` adds tasks.
+    /// Returns the exit code (``interrupted`` for a signal).
+    private func run(
+        _ player: Player, events: PlayerEvents, eventLog: EventLog?, status: StatusLine, what: String, more: (inout TaskGroup<Int32?>) -> Void
+    ) async -> Int32 {
         let systemd = SystemdNotifier()
-        systemd.ready(status: "playing \(sources[0].absoluteString)")
+        systemd.ready(status: "playing \(what)")
         let outcome = await withTaskGroup(of: Int32?.self) { group -> Int32 in
-            group.addTask { await watchEvents(player, status: status, log: eventLog) }
-            if let remote {
-                group.addTask {
-                    for await config in remote.changes.dropFirst() {  // the first is the one playing
-                        do { try player.apply(config) } catch { status.log("warning: remote config: \(error)") }
-                    }
-                    return nil
-                }
-                group.addTask {
-                    for await failure in remote.failures { status.log("warning: remote config refresh: \(failure)") }
-                    return nil
-                }
-            }
+            group.addTask { await watchEvents(events, status: status, log: eventLog) }
+            more(&group)
             group.addTask {
                 await showStatus(player, status: status, systemd: systemd)
                 return nil
@@ -166,12 +304,8 @@ struct PlaybackRunner {
             group.cancelAll()
             return code
         }
-        let final = player.status
         systemd.stopping()
-        // SIGTERM/SIGINT: the sound fades out rather than stopping mid-waveform.
-        await player.stop(fadeOut: outcome == Self.interrupted ? Player.shutdownFade : 0)
-        status.finish(final)
-        return outcome == Self.interrupted ? 0 : outcome
+        return outcome
     }
 
     /// The status line 4 times a second; under systemd also `STATUS=` and, only while pictures
@@ -197,8 +331,8 @@ struct PlaybackRunner {
         }
     }
 
-    private func watchEvents(_ player: Player, status: StatusLine, log: EventLog?) async -> Int32? {
-        for await event in player.events {
+    private func watchEvents(_ events: PlayerEvents, status: StatusLine, log: EventLog?) async -> Int32? {
+        for await event in events {
             log?.write(event)
             switch event {
             case .error(let error, let fatal):
@@ -207,6 +341,11 @@ struct PlaybackRunner {
             case .ended:
                 status.log("stream ended")
                 return 0
+            case .item(let e):
+                var line = "item \(e.index) \"\(e.id)\": \(e.kind.name)"
+                if case .quartile(let q) = e.kind { line += " \(q) %" }
+                if case .failed(let error) = e.kind { line += ": \(error)" }
+                status.log(line)
             case .firstFrame(let seconds):
                 status.log(String(format: "first frame after %.3f s", seconds))
             case .sourceLoaded(let url, let type):

@@ -73,3 +73,42 @@ import Testing
         print("discontinuity: \(rows.count) pictures in order, worst \(String(format: "%.1f", worst * 1000)) ms, longest gap \(String(format: "%.1f", longest * 1000)) ms; sound \(String(format: "%.3f", seconds)) s, the second at \(String(format: "%.4f", second)) s after a quiet run of \(quiet) samples")
     }
 }
+
+/// `mq_player_set_label`: the `frames:` output's `item` column names what was presented when
+/// each picture was, switching between two pictures at the call.
+@Suite struct LabelTests {
+    @Test func theItemColumnSwitchesAtTheCall() async throws {
+        let dir = try Fixtures.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let player = try TestPlayer(audio: "null", video: "frames:\(dir.path)/out")
+        let v = player.addTrack(MQ_TRACK_VIDEO)
+        player.push(v, try Fixtures.segments("V300", [1, 2]))
+        mq_player_end_track(player.p, v)
+        let offset = wallOffset()
+        mq_player_set_wall_offset(player.p, offset)
+        #expect(mq_player_set_label(player.p, "first") == 0)
+        mq_player_set_timeline(player.p, mq_clock_now() + 0.2, 0.066667, 1)
+        #expect(mq_player_start(player.p) == 0)
+        // Switched 2 s in from a thread of its own (beside the parallel suites, a task's sleep
+        // can resume seconds late); this task makes no call meanwhile.
+        nonisolated(unsafe) let p = player.p
+        let (switched, result) = await withCheckedContinuation { (done: CheckedContinuation<(Double, Int32), Never>) in
+            Thread.detachNewThread {
+                Thread.sleep(forTimeInterval: 2)
+                let at = mq_clock_now() + offset
+                done.resume(returning: (at, mq_player_set_label(p, "second item")))
+            }
+        }
+        #expect(result == 0)
+        #expect(try await player.waitFor(MQ_EVENT_ENDED, timeout: 10) != nil)
+        player.destroy()
+        let rows = try FrameRow.read(dir.appendingPathComponent("out"))
+        let labels = rows.map(\.item)
+        let firstSecond = try #require(labels.firstIndex(of: "second item"))
+        #expect(labels[..<firstSecond].allSatisfy { $0 == "first" } && labels[firstSecond...].allSatisfy { $0 == "second item" }, "\(Set(labels))")
+        #expect(firstSecond > 0, "pictures presented before the call")
+        // Switched between the last picture presented before the call and the first after it.
+        #expect(rows[firstSecond - 1].wall <= switched + 0.001 && rows[firstSecond].wall >= switched - 0.001 && rows[firstSecond].wall < switched + 0.05,
+                "switch at \(switched), pictures at \(rows[firstSecond - 1].wall) and \(rows[firstSecond].wall)")
+    }
+}

@@ -177,16 +177,18 @@ struct FrameRow {
     var md5: String
     var width: Int
     var height: Int
+    /// The label in effect (`mq_player_set_label`), "" without one.
+    var item: String
 
     static func read(_ dir: URL) throws -> [FrameRow] {
         let text = try String(contentsOf: dir.appendingPathComponent("frames.tsv"), encoding: .utf8)
         var lines = text.split(separator: "\n")
-        #expect(lines.first == "wall_time\tpts\tmd5\twidth\theight")
+        #expect(lines.first == "wall_time\tpts\tmd5\twidth\theight\titem")
         lines.removeFirst()
         return lines.map { line in
-            let f = line.split(separator: "\t").map(String.init)
+            let f = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
             return FrameRow(wall: Double(f[0])!, pts: f[1], md5: f[2], width: Int(f[3])!,
-                            height: Int(f[4])!)
+                            height: Int(f[4])!, item: f.count > 5 ? f[5] : "")
         }
     }
 }

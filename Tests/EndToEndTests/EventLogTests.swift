@@ -61,3 +61,55 @@ import Testing
         }
     }
 }
+
+/// `marquee play --playlist FILE --repeat off --filter …`: the items the filter keeps play in
+/// order, each for its duration; frames.tsv's `item` column names them; `--events` logs their
+/// analytics; the process exits 0 when the playlist is over. (In the serialized live suite: a
+/// real-time player beside the parallel suites would slow their own.)
+extension LivePlaybackTests {
+    @Test func aPlaylistFilePlaysToItsEndAndTheCommandExits() async throws {
+        let marquee = Tools.packageRoot.appendingPathComponent(".build/debug/marquee")
+        try #require(FileManager.default.isExecutableFile(atPath: marquee.path), "swift build first")
+        let origin = try await LivePlaybackTests.origin(staticRoot: Tools.packageRoot.appendingPathComponent("assets").path)
+        defer { Task { await origin.stop() } }
+        let dir = try Tools.tempDirectory("playlist-cli")
+        let vod = origin.baseURL.appendingPathComponent("static/generated/manifest.mpd").absoluteString
+        let document = """
+            {"repeat": "all", "items": [
+              {"id": "first", "url": "\(vod)", "duration": 2, "tags": ["Lobby"]},
+              {"id": "hidden", "url": "\(vod)", "duration": 2, "tags": ["office"]},
+              {"id": "second", "url": "\(origin.manifestURL(asset: "generated").absoluteString)", "duration": 2, "tags": ["lobby", "live"]}
+            ]}
+            """
+        let file = dir.appendingPathComponent("playlist.json")
+        try Data(document.utf8).write(to: file)
+        let log = dir.appendingPathComponent("events.jsonl")
+        let process = Process()
+        process.executableURL = marquee
+        process.arguments = [
+            "play", "--playlist", file.path, "--filter", "(or lobby kiosk)", "--repeat", "off", "--audio", "null", "--video", "frames:\(dir.path)",
+            "--duration", "20", "--events", log.path,
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        let exited = AsyncStream<Void> { done in process.terminationHandler = { _ in done.finish() } }
+        let began = Date()
+        try process.run()
+        for await _ in exited {}
+        #expect(process.terminationStatus == 0)
+        #expect(Date().timeIntervalSince(began) < 12, "the playlist's end ended the command (not --duration)")
+        let frames = try FramesFile.read(dir.appendingPathComponent("frames.tsv"))
+        var runs: [String] = []
+        for frame in frames where runs.last != frame.item { runs.append(frame.item) }
+        #expect(runs == ["first", "second"], "pictures by item: \(runs)")
+        let events = try String(contentsOf: log, encoding: .utf8).split(separator: "\n").map { line in
+            try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        }
+        let items = events.filter { $0["type"] as? String == "item" }.map { "\($0["id"] ?? "")/\($0["event"] ?? "")" }
+        for expected in ["first/started", "first/impression", "first/finished", "second/started", "second/impression", "second/finished"] {
+            #expect(items.contains(expected), "\(expected) missing from \(items)")
+        }
+        #expect(items.firstIndex(of: "first/finished") ?? .max < items.firstIndex(of: "second/started") ?? -1)
+        #expect(events.last?["type"] as? String == "ended" || events.contains { $0["type"] as? String == "ended" })
+    }
+}

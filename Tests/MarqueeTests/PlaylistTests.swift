@@ -182,3 +182,31 @@ import Testing
         #expect(q.advance()?.id == "b" && q.orphan == nil && q.advance()?.id == "c" && q.advance()?.id == "a")
     }
 }
+
+/// What a ``PlaylistPlayer`` refuses before anything plays.
+@Suite struct PlaylistPlayerArgumentTests {
+    @Test func anEmptyPlaylistAndAJumpOutsideTheItemsAreTypedErrors() throws {
+        let options = PlayerOptions(sources: [URL(string: "http://127.0.0.1:9/a.mpd")!], audioOutput: .null, videoOutput: .headless)
+        #expect(throws: PlayerError.self) { try PlaylistPlayer(playlist: try Playlist(items: []), options: options) }
+        do {
+            _ = try PlaylistPlayer(playlist: try Playlist(items: []), options: options)
+        } catch {
+            #expect(error.code == .playlist)
+        }
+        let playlist = try Playlist(json: Data(#"{"items": [{"url": "http://127.0.0.1:9/a.mpd", "id": "a"}]}"#.utf8))
+        let player = try PlaylistPlayer(playlist: playlist, options: options)
+        do {
+            try player.jump(toIndex: 3)
+            Issue.record("a jump to index 3 of 1 item was taken")
+        } catch {
+            #expect(error.code == .invalidArgument && error.message.contains("3"), "\(error)")
+        }
+        do {
+            try player.jump(toID: "nope")
+            Issue.record("a jump to an unknown id was taken")
+        } catch {
+            #expect(error.code == .invalidArgument && error.message.contains("nope"), "\(error)")
+        }
+        #expect(player.current == nil && player.queue.playlist.items.map(\.id) == ["a"])
+    }
+}

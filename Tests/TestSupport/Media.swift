@@ -7,6 +7,8 @@ public struct PresentedFrame: Sendable, Equatable {
     public var md5: String
     public var width: Int
     public var height: Int
+    /// The playlist item presented (its id), "" outside a playlist.
+    public var item: String = ""
 }
 
 public enum FramesFile {
@@ -14,13 +16,13 @@ public enum FramesFile {
     public static func read(_ url: URL) throws -> [PresentedFrame] {
         let text = try String(contentsOf: url, encoding: .utf8)
         let lines = text.split(separator: "\n")
-        guard lines.first?.hasPrefix("wall_time\tpts\tmd5\twidth\theight") == true else {
+        guard lines.first == "wall_time\tpts\tmd5\twidth\theight\titem" else {
             throw ToolFailure(message: "\(url.path): missing frames.tsv header")
         }
         return lines.dropFirst().compactMap { line in
-            let f = line.split(separator: "\t")
-            guard f.count == 5, let wall = Double(f[0]), let pts = Double(f[1]), let w = Int(f[3]), let h = Int(f[4]) else { return nil }
-            return PresentedFrame(wallTime: wall, pts: pts, md5: String(f[2]), width: w, height: h)
+            let f = line.split(separator: "\t", omittingEmptySubsequences: false)
+            guard f.count == 6, let wall = Double(f[0]), let pts = Double(f[1]), let w = Int(f[3]), let h = Int(f[4]) else { return nil }
+            return PresentedFrame(wallTime: wall, pts: pts, md5: String(f[2]), width: w, height: h, item: String(f[5]))
         }
     }
 }

@@ -14,15 +14,25 @@ extension Player {
     static func supervise(_ reports: AsyncStream<SessionReport>, first: PlayerOptions, player weak: @Sendable () -> Player?) async {
         var watch = StallWatch(policy: RecoveryPolicy(minDelay: first.minRecoveryDelay, maxDelay: first.maxRecoveryDelay), now: Monotonic.now())
         var running = true  // a session runs and reports
+        // The session ended (on demand) or failed for good: nothing is watched until a load()
+        // (the next playlist item, the app's) starts another, whose first report wakes it.
+        var over = false
         var iterator = reports.makeAsyncIterator()
         while !Task.isCancelled {
             var presented: Int?
             if running {
                 guard let report = await iterator.next() else { return }  // stop()
                 guard let player = weak() else { return }
+                if over {
+                    guard case .progress = report else { continue }
+                    over = false
+                    watch = StallWatch(policy: RecoveryPolicy(minDelay: watch.policy.minDelay, maxDelay: watch.policy.maxDelay), now: Monotonic.now())
+                }
                 switch report {
                 case .progress(let count): presented = count
-                case .over: return
+                case .over:
+                    over = true
+                    continue
                 case .noSession: running = player.sessionRuns()  // (a reload since may have succeeded)
                 case .restart:
                     // Every presentation time moved: the timeline starts afresh.

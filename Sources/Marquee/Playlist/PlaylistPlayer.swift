@@ -1,0 +1,338 @@
+public import Foundation
+public import Logging
+import MarqueeBridge
+import MarqueeStreaming
+
+/// Plays a ``Playlist``'s items in turn on one ``Player``'s outputs, with the analytics of each
+/// (``PlayerEvent/item(_:)``).
+///
+/// - Stream items (live or on-demand DASH/HLS) play through ``Player/load(sources:)``: the
+///   outputs stay open, so the last picture of an item stays on screen until the first of the
+///   next (no black frame). Each item gets its own target latency and mute.
+/// - An item ends by itself at its stream's end or after its ``PlaylistItem/playingTime``
+///   (counted from its first picture, while playing); a live item without a duration plays
+///   until it is left. Then the ``PlaylistQueue`` (repeat, shuffle) chooses the next.
+/// - An item that cannot be played is reported (``PlaylistItemEvent/Kind/failed(_:)``) and
+///   skipped; when every item failed in turn, the next round waits
+///   ``PlayerOptions/minRecoveryDelay``.
+/// - File and image items are not played yet: they fail with
+///   ``PlayerError/Code-swift.struct/playlist`` and are skipped.
+///
+/// Events: ``events`` carries the player's events (an item's own end, `ended`, is not passed
+/// on: the playlist goes on; an item's fatal error is passed on as not fatal) and the items'.
+public final class PlaylistPlayer: Sendable {
+    /// The player the items play on (status, volume, display; its own ``Player/events`` are
+    /// consumed here and passed on in ``events``).
+    public let player: Player
+    /// The player's events and the items' (``PlayerEvent/item(_:)``), in order. One consumer.
+    public let events: PlayerEvents
+    private let sink: PlayerEvents.Sink
+    private let base: PlayerOptions
+    private let logger: Logger
+    private let inner: Locked<Inner>
+
+    private struct Inner {
+        var queue: PlaylistQueue
+        /// A command (next, previous, a jump) chose the item: the loop takes the queue's
+        /// current one instead of advancing.
+        var moved = false
+        var runner: Task<Void, Never>?
+        var forwarder: Task<Void, Never>?
+        /// The playing item's watch: cancelled to leave the item.
+        var watch: Task<Outcome, Never>?
+        var playing: (item: PlaylistItem, index: Int, mediaTime: Double?)?
+        /// The last server clock offset measured (a live item's), seconds.
+        var serverOffset = 0.0
+        var paused = false
+    }
+
+    /// How an item's turn ended.
+    enum Outcome: Sendable {
+        case finished
+        case failed(PlayerError)
+        case left
+    }
+
+    /// A player for `playlist` with `options` for the outputs and defaults (its sources are
+    /// the items'); `seed` draws the shuffled orders. Throws
+    /// ``PlayerError/Code-swift.struct/playlist`` for an empty playlist, else what
+    /// ``Player/init(options:logger:)`` throws.
+    public init(
+        playlist: Playlist, options: PlayerOptions, seed: UInt64 = UInt64.random(in: 0...UInt64.max),
+        logger: Logger = Logger(label: "marquee.playlist")
+    ) throws(PlayerError) {
+        guard !playlist.items.isEmpty else { throw PlayerError(.playlist, "the playlist has no items") }
+        var options = options
+        // Replaced by each item's; an item that is not a stream is not a source.
+        options.sources = [playlist.items.first { $0.kind == .stream }?.url ?? URL(string: "http://127.0.0.1/")!]
+        options.failFast = true  // an item that does not play is skipped, not retried
+        base = options
+        player = try Player(options: options, logger: logger)
+        player.inner.withLock { $0.startAttempts = 2 }  // an item that does not answer: skipped after 0.5 s
+        self.logger = logger
+        (events, sink) = PlayerEvents.make()
+        inner = Locked(Inner(queue: PlaylistQueue(playlist, seed: seed)))
+    }
+
+    deinit {
+        inner.withLock {
+            $0.runner?.cancel()
+            $0.forwarder?.cancel()
+        }
+        sink.finish()
+    }
+
+    /// The queue now: the playlist in force, the order, the item playing.
+    public var queue: PlaylistQueue { inner.withLock { $0.queue } }
+
+    /// The item playing (or loading) and its index in the playlist's items.
+    public var current: (item: PlaylistItem, index: Int)? { inner.withLock { $0.playing.map { ($0.item, $0.index) } } }
+
+    /// Starts the first item; returns at once (the items' events tell what follows).
+    public func play() async throws(PlayerError) {
+        let started = inner.withLock { inner -> Bool in
+            guard inner.runner == nil else { return true }
+            let forwarder = Task { [player, sink, inner = self.inner] in
+                for await event in player.events {
+                    switch event {
+                    case .ended, .stateChanged(.ended): continue  // an item's end: the playlist goes on
+                    case .error(let error, true): sink.send(.error(error, fatal: false))  // the item is skipped
+                    case .timeOffsetChanged(let seconds):
+                        if seconds != 0 { inner.withLock { $0.serverOffset = seconds } }
+                        sink.send(event)
+                    default: sink.send(event)
+                    }
+                }
+            }
+            inner.forwarder = forwarder
+            inner.runner = Task { [weak self] in await self?.run() }
+            return false
+        }
+        if started { return }
+    }
+
+    /// Leaves the item playing for the next one, wrapping after the last.
+    public func next() { move { $0.next() } }
+
+    /// Leaves the item playing for the previous one, wrapping before the first.
+    public func previous() { move { $0.previous() } }
+
+    /// Leaves the item playing for the item at `index` of the playlist's items. Throws
+    /// ``PlayerError/Code-swift.struct/invalidArgument`` (nothing changes) for an index outside them.
+    public func jump(toIndex index: Int) throws(PlayerError) {
+        try inner.withLock { (inner: inout Inner) throws(PlayerError) in
+            _ = try inner.queue.jump(toIndex: index)
+            Self.leave(&inner)
+        }
+    }
+
+    /// Leaves the item playing for the item with `id`. Throws
+    /// ``PlayerError/Code-swift.struct/invalidArgument`` (nothing changes) when none has it.
+    public func jump(toID id: String) throws(PlayerError) {
+        try inner.withLock { (inner: inout Inner) throws(PlayerError) in
+            _ = try inner.queue.jump(toID: id)
+            Self.leave(&inner)
+        }
+    }
+
+    /// A new playlist (a feed refresh, a schedule): the item playing plays on (to its end, when
+    /// the new playlist no longer has it), then the new one goes on (``PlaylistQueue/replace(with:)``).
+    public func replace(with playlist: Playlist) {
+        inner.withLock { $0.queue.replace(with: playlist) }
+    }
+
+    /// Pauses the item playing (``Player/pause()``); its duration stops counting.
+    public func pause() throws(PlayerError) {
+        try player.pause()
+        let playing = inner.withLock { inner -> (item: PlaylistItem, index: Int, mediaTime: Double?)? in
+            inner.paused = true
+            return inner.playing
+        }
+        if let playing { send(.paused, playing.item, playing.index, mediaTime: player.status.position) }
+    }
+
+    /// Resumes after ``pause()``.
+    public func resume() {
+        player.resume()
+        let playing = inner.withLock { inner -> (item: PlaylistItem, index: Int, mediaTime: Double?)? in
+            defer { inner.paused = false }
+            return inner.paused ? inner.playing : nil
+        }
+        if let playing { send(.resumed, playing.item, playing.index, mediaTime: player.status.position) }
+    }
+
+    /// Stops: the item playing is reported skipped, the outputs close.
+    public func stop() async {
+        let (runner, watch) = inner.withLock { inner in (inner.runner, inner.watch) }
+        watch?.cancel()
+        runner?.cancel()
+        await runner?.value
+        await player.stop()
+        let forwarder = inner.withLock { inner -> Task<Void, Never>? in
+            defer { inner.runner = nil }
+            return inner.forwarder
+        }
+        forwarder?.cancel()
+    }
+
+    private func move(_ step: (inout PlaylistQueue) -> PlaylistItem?) {
+        inner.withLock { inner in
+            _ = step(&inner.queue)
+            Self.leave(&inner)
+        }
+    }
+
+    private static func leave(_ inner: inout Inner) {
+        inner.moved = true
+        inner.watch?.cancel()
+    }
+
+    // MARK: the items in turn
+
+    private func run() async {
+        var item = inner.withLock { inner in
+            // A jump (or a step) before play() chose the first item.
+            defer { inner.moved = false }
+            return inner.moved ? inner.queue.current ?? inner.queue.start() : inner.queue.start()
+        }
+        var failedInARow = 0
+        while let playing = item, !Task.isCancelled {
+            let index = inner.withLock { inner in inner.queue.playlist.items.firstIndex { $0.id == playing.id } ?? -1 }
+            inner.withLock { $0.playing = (playing, index, nil) }
+            let outcome = await play(playing, index: index)
+            let mediaTime = inner.withLock { $0.playing?.mediaTime }
+            switch outcome {
+            case .finished:
+                failedInARow = 0
+                send(.finished, playing, index, mediaTime: mediaTime)
+            case .left:
+                failedInARow = 0
+                send(.skipped, playing, index, mediaTime: mediaTime)
+            case .failed(let error):
+                failedInARow += 1
+                logger.warning("playlist item failed: skipped", metadata: ["id": "\(playing.id)", "error": "\(error)"])
+                send(.failed(error), playing, index, mediaTime: mediaTime)
+            }
+            if Task.isCancelled { break }
+            let count = inner.withLock { $0.queue.order.count }
+            if failedInARow >= max(1, count) {
+                // Every item failed in turn (the network is down?): a pause before the next round.
+                failedInARow = 0
+                try? await Task.sleep(for: .milliseconds(Int(base.minRecoveryDelay * 1000)))
+            }
+            item = inner.withLock { inner in
+                if inner.moved {
+                    inner.moved = false
+                    return inner.queue.current
+                }
+                return inner.queue.advance()
+            }
+        }
+        inner.withLock { $0.playing = nil }
+        if !Task.isCancelled {
+            // Repeat off, after the last item: the playlist is over.
+            await player.stop()
+            sink.send(.ended)
+        }
+    }
+
+    /// Plays `item` until it ends, fails or is left.
+    private func play(_ item: PlaylistItem, index: Int) async -> Outcome {
+        guard item.kind == .stream else {
+            return .failed(PlayerError(.playlist, "item \"\(item.id)\": \(item.kind.rawValue) items are not played yet (streams only)"))
+        }
+        let target = item.targetLatency ?? base.targetLatency
+        if target > 0 { try? player.setTargetLatency(target) }
+        try? player.setVolume(muted: item.muted || base.muted)
+        let before = player.status.framesPresented
+        do {
+            // (The first opens the outputs; they stay open through failures until stop().)
+            try await player.load(sources: [item.url])
+        } catch {
+            return .failed(error)
+        }
+        player.setLabel(item.id)
+        send(.started, item, index, mediaTime: nil)
+        let watch = Task { await self.watch(item, index: index, framesBefore: before) }
+        let left = inner.withLock { inner -> Bool in
+            inner.watch = watch
+            return inner.moved
+        }
+        if left { watch.cancel() }
+        let outcome = await withTaskCancellationHandler { await watch.value } onCancel: { watch.cancel() }
+        inner.withLock { $0.watch = nil }
+        if case .failed = outcome {} else { await player.cut() }  // on its last picture
+        return outcome
+    }
+
+    /// Follows the playing item: its first picture, its quartiles, its end.
+    ///
+    /// An on-demand item's progress is its media position from its start (its
+    /// ``PlaylistItem/startOffset``), so each quartile fires when the picture at its media time
+    /// is presented (the wait is slept to that time, not polled); a live item's is the time it
+    /// has been playing since its first picture.
+    private func watch(_ item: PlaylistItem, index: Int, framesBefore: Int) async -> Outcome {
+        var shown = false
+        var played = 0.0  // seconds playing since the first picture
+        var lastTick = Monotonic.now()
+        var quartile = 1  // the next one
+        var seeked = item.startOffset <= 0
+        let audioOnly = { [player] in !player.activeQualities.isEmpty && !player.activeQualities.contains { $0.kind == "video" } }
+        while !Task.isCancelled {
+            let status = player.status
+            let now = Monotonic.now()
+            if status.state == .error { return .failed(player.error ?? PlayerError(.media, "item \"\(item.id)\" failed")) }
+            let onDemand = player.duration
+            if !seeked, onDemand != nil {
+                seeked = true
+                try? player.seek(to: item.startOffset)
+            }
+            if !shown, status.framesPresented > framesBefore || (status.state == .playing && audioOnly()), let position = status.position {
+                shown = true
+                lastTick = now
+                inner.withLock { $0.playing?.mediaTime = position }
+                send(.impression, item, index, mediaTime: position)
+            }
+            if shown, status.state == .playing { played += now - lastTick }
+            lastTick = now
+            guard shown else {
+                try? await Task.sleep(for: .milliseconds(10))
+                continue
+            }
+            if let position = status.position { inner.withLock { $0.playing?.mediaTime = position } }
+            let start = onDemand != nil ? item.startOffset : 0
+            let progress = onDemand != nil ? (status.position ?? start) - start : played
+            let length = onDemand.map { min(item.playingTime ?? .infinity, $0 - start) } ?? item.playingTime
+            // A quartile is due at its share of the length; the last a little before the end
+            // (the last picture is presented a frame before it).
+            let due = { (q: Int) -> Double in (length ?? .infinity) * Double(q) / 4 - (q == 4 ? 0.02 : 0) }
+            if let length, length > 0 {
+                while quartile <= 4, progress >= due(quartile) {
+                    let time = onDemand != nil ? start + length * Double(quartile) / 4 : status.position
+                    send(.quartile(quartile * 25), item, index, mediaTime: time)
+                    quartile += 1
+                }
+                if let cap = item.playingTime, progress >= cap { return .finished }
+            }
+            if status.state == .ended {
+                while quartile <= 4, onDemand != nil {
+                    send(.quartile(quartile * 25), item, index, mediaTime: status.position)
+                    quartile += 1
+                }
+                return .finished
+            }
+            var wait = 0.02
+            if let length, length > 0, status.state == .playing {
+                let next = min(quartile <= 4 ? due(quartile) : .infinity, item.playingTime ?? .infinity)
+                wait = min(wait, (next - progress) / max(status.playbackRate, 0.1))
+            }
+            try? await Task.sleep(for: .milliseconds(max(1, Int(wait * 1000))))
+        }
+        return .left
+    }
+
+    private func send(_ kind: PlaylistItemEvent.Kind, _ item: PlaylistItem, _ index: Int, mediaTime: Double?) {
+        let offset = inner.withLock { $0.serverOffset }
+        sink.send(.item(PlaylistItemEvent(kind, id: item.id, index: index, mediaTime: mediaTime, serverTime: Date().timeIntervalSince1970 + offset)))
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import Marquee
+import TestSupport
+import Testing
+
+/// A playlist played end to end (``PlaylistPlayer``): a live item capped at 5 s, the ffmpeg-made
+/// on-demand DASH presentation the origin's assets come from (served as plain files, capped at
+/// 6 s), an item whose manifest is missing (404), repeat all. Read back from frames.tsv (its
+/// `item` column) and the item events.
+extension LivePlaybackTests {
+    @Test func aPlaylistPlaysItsItemsInOrderSkipsAFailingOneAndWraps() async throws {
+        let origin = try await Self.origin(staticRoot: Tools.packageRoot.appendingPathComponent("assets").path)
+        defer { Task { await origin.stop() } }
+        let vod = origin.baseURL.appendingPathComponent("static/generated/manifest.mpd")
+        let document = """
+            {"repeat": "all", "items": [
+              {"id": "live", "url": "\(origin.manifestURL(asset: "generated").absoluteString)", "duration": 5},
+              {"id": "vod", "url": "\(vod.absoluteString)", "duration": 6, "tags": ["film"]},
+              {"id": "gone", "url": "\(origin.baseURL.appendingPathComponent("static/missing.mpd").absoluteString)"}
+            ]}
+            """
+        let playlist = try Playlist(json: Data(document.utf8))
+        let dir = try Tools.tempDirectory("playlist")
+        let options = PlayerOptions(sources: [vod], audioOutput: .null, videoOutput: .frames(dir.path))
+        let player = try PlaylistPlayer(playlist: playlist, options: options)
+        let collected = EventLog()
+        let listener = Task { for await e in player.events { collected.append(e) } }
+        try await player.play()
+        try await Task.sleep(for: .seconds(17))
+        await player.stop()
+        listener.cancel()
+        let frames = try FramesFile.read(dir.appendingPathComponent("frames.tsv"))
+        let items = collected.events.compactMap { if case .item(let e) = $0 { e } else { nil } }
+
+        // In order, the failing item skipped with its error, then round again.
+        var runs: [(item: String, first: PresentedFrame, last: PresentedFrame)] = []
+        for frame in frames {
+            if runs.last?.item == frame.item { runs[runs.count - 1].last = frame } else { runs.append((frame.item, frame, frame)) }
+        }
+        #expect(runs.map(\.item).prefix(3) == ["live", "vod", "live"], "pictures by item: \(runs.map(\.item))")
+        let starts = items.filter { $0.kind == .started }.map(\.id)
+        #expect(starts.prefix(3) == ["live", "vod", "live"], "started: \(starts)")
+        let failure = items.first { if case .failed = $0.kind { true } else { false } }
+        #expect(failure?.id == "gone" && failure?.index == 2, "\(String(describing: failure))")
+        if case .failed(let error) = failure?.kind { #expect(error.code == .manifest || error.code == .network, "\(error)") }
+        #expect(items.filter { $0.kind == .finished }.map(\.id).prefix(2) == ["live", "vod"])
+        #expect(!collected.events.contains(.ended))
+
+        // Each item plays for its duration from its first picture (within two frames).
+        for run in runs.dropLast() {
+            let length = run.last.wallTime - run.first.wallTime
+            let cap = run.item == "live" ? 5.0 : 6.0
+            #expect(abs(length - cap) < 2.0 / 30 + 1.0 / 30, "\(run.item): pictures for \(length) s")
+        }
+
+        // The on-demand item's quartiles: each when the picture at its media time was presented.
+        let vodFrames = frames.filter { $0.item == "vod" }
+        let quartiles = items.filter { $0.id == "vod" && { if case .quartile = $0.kind { true } else { false } }($0) }
+        #expect(quartiles.map(\.kind) == [.quartile(25), .quartile(50), .quartile(75), .quartile(100)])
+        var worst = 0.0
+        for q in quartiles {
+            let time = try #require(q.mediaTime)
+            let frame = try #require(vodFrames.last { $0.pts <= time + 0.001 })
+            worst = max(worst, abs(q.serverTime - frame.wallTime))
+        }
+        #expect(worst < 1.0 / 30, "quartile events off their pictures by up to \(worst * 1000) ms")
+
+        // Between items the last picture stays until the next item's first (no black frame on
+        // a display); the wait is the next item's start (gapless preparation: not yet).
+        let gaps = zip(runs, runs.dropFirst()).map { $1.first.wallTime - $0.last.wallTime }
+        #expect(gaps.allSatisfy { $0 < 1.5 }, "gaps between items: \(gaps)")
+        print(String(format: "playlist: %d pictures, items %@, quartiles off by up to %.1f ms, gaps between items %@", frames.count,
+                     runs.map(\.item).joined(separator: ","), worst * 1000, gaps.map { String(format: "%.3f s", $0) }.joined(separator: ", ")))
+    }
+}
