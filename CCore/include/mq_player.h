@@ -30,6 +30,9 @@ typedef enum mq_track_kind {
 typedef enum mq_container {
     MQ_CONTAINER_FMP4 = 0,   ///< Fragmented MP4 / CMAF: an init segment, then media segments.
     MQ_CONTAINER_MPEGTS = 1, ///< MPEG-2 transport stream (188-byte packets, e.g. HLS .ts segments).
+    MQ_CONTAINER_PROBED = 2, ///< One whole file in any format libavformat recognises by its content
+                             ///< (a still PNG or JPEG, a progressive MP4 with its index first, …),
+                             ///< read front to back; not scanned for damage (no segments).
 } mq_container;
 
 /// Player state as seen by the presentation side.
@@ -148,6 +151,8 @@ int mq_player_push_discontinuity(mq_player *p, int32_t track_id, double pts_offs
 
 /// Sets the container of what is pushed to the track (`mq_container`; a new track expects
 /// fMP4): before its first push or right after `mq_player_reset_track`, else MQ_ERR_STATE.
+/// A probed input (MQ_CONTAINER_PROBED) is one file, like a transport stream taken by each
+/// track of its kind; a still image decodes to one picture (pts 0), shown until the next.
 /// An MPEG-TS track has no init segment; its demuxer reads the stream's own program tables,
 /// and takes from it the elementary stream of the track's kind (so the same muxed audio+video
 /// bytes may be pushed to an audio and a video track). Bytes without the TS sync byte every 188

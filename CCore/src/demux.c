@@ -18,8 +18,11 @@ static int open_input(mq_demux *d, mq_byte_queue *in)
 
     AVDictionary *opts = NULL;
     const AVInputFormat *format;
-    if (mq_byte_queue_container(in) == MQ_CONTAINER_MPEGTS) {
+    int container = mq_byte_queue_container(in);
+    if (container == MQ_CONTAINER_MPEGTS) {
         format = av_find_input_format("mpegts");
+    } else if (container == MQ_CONTAINER_PROBED) {
+        format = NULL; // probed from the first bytes
     } else {
         // Fragment timestamps from tfdt, so pts are the stream's real media time on a live edge.
         av_dict_set(&opts, "use_tfdt", "1", 0);
@@ -49,6 +52,15 @@ static int select_stream(mq_demux *d, enum AVMediaType type)
     return 0;
 }
 
+static const char *container_name(mq_byte_queue *in)
+{
+    switch (mq_byte_queue_container(in)) {
+    case MQ_CONTAINER_MPEGTS: return "MPEG-TS";
+    case MQ_CONTAINER_PROBED: return "file";
+    default: return "fMP4";
+    }
+}
+
 int mq_demux_open(mq_byte_queue *in, enum AVMediaType type, mq_demux **out, char *why, size_t n)
 {
     mq_demux *d = calloc(1, sizeof *d);
@@ -60,14 +72,14 @@ int mq_demux_open(mq_byte_queue *in, enum AVMediaType type, mq_demux **out, char
     int ret = open_input(d, in);
     err = MQ_ERR_DEMUX;
     if (ret < 0) {
-        snprintf(why, n, "cannot open the %s stream: %s",
-                 mq_byte_queue_container(in) == MQ_CONTAINER_MPEGTS ? "MPEG-TS" : "fMP4", av_err2str(ret));
+        snprintf(why, n, "cannot open the %s stream: %s", container_name(in), av_err2str(ret));
         goto fail;
     }
     ret = select_stream(d, type);
     if (ret < 0) {
+        int container = mq_byte_queue_container(in);
         snprintf(why, n, "no %s stream in the %s", av_get_media_type_string(type),
-                 mq_byte_queue_container(in) == MQ_CONTAINER_MPEGTS ? "transport stream" : "init segment");
+                 container == MQ_CONTAINER_MPEGTS ? "transport stream" : container == MQ_CONTAINER_PROBED ? "file" : "init segment");
         goto fail;
     }
     *out = d;

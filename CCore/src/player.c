@@ -290,7 +290,7 @@ int mq_player_push_discontinuity(mq_player *p, int32_t track_id, double pts_offs
 int mq_player_set_track_container(mq_player *p, int32_t track_id, int32_t container)
 {
     mq_track *t = p ? find_track(p, track_id) : NULL;
-    if (!p || (container != MQ_CONTAINER_FMP4 && container != MQ_CONTAINER_MPEGTS))
+    if (!p || (container != MQ_CONTAINER_FMP4 && container != MQ_CONTAINER_MPEGTS && container != MQ_CONTAINER_PROBED))
         return MQ_ERR_INVALID_ARGUMENT;
     if (!t)
         return MQ_ERR_NOT_FOUND;

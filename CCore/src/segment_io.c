@@ -267,8 +267,8 @@ int mq_byte_queue_push(mq_byte_queue *q, const uint8_t *data, size_t size)
     if (ret == MQ_OK && !q->failed && size > 0) {
         if (q->container == MQ_CONTAINER_MPEGTS)
             scan_ts(&q->scan, q->pushed, data, size);
-        else
-            scan_bytes(&q->scan, q->pushed, data, size);
+        else if (q->container == MQ_CONTAINER_FMP4)
+            scan_bytes(&q->scan, q->pushed, data, size); // (a probed file is not scanned)
         note_damage(q);
         q->pushed += (int64_t)size;
         if (q->tail)
@@ -307,6 +307,8 @@ static void check_cut(mq_byte_queue *q)
 {
     mq_box_scan *s = &q->scan;
     if (s->corrupt)
+        return;
+    if (q->container == MQ_CONTAINER_PROBED)
         return;
     if (q->container == MQ_CONTAINER_MPEGTS) {
         if (s->next_box > q->pushed)
@@ -573,7 +575,7 @@ void mq_byte_queue_skip_segment(mq_byte_queue *q)
         // fMP4: the next segment is read after the last init segment, unless it brings one
         bool init_next = (q->scan.nboundaries > 0 && q->scan.boundaries[0] == q->read) ||
                          (q->nstreams > 0 && q->streams[0].at == q->read); // a new stream brings its own
-        if (q->container != MQ_CONTAINER_MPEGTS && !init_next && q->read < q->pushed)
+        if (q->container == MQ_CONTAINER_FMP4 && !init_next && q->read < q->pushed)
             q->inject = q->init_len;
     }
     pthread_mutex_unlock(&q->lock);
@@ -582,7 +584,7 @@ void mq_byte_queue_skip_segment(mq_byte_queue *q)
 bool mq_byte_queue_request_rollover(mq_byte_queue *q)
 {
     pthread_mutex_lock(&q->lock);
-    bool can = q->container != MQ_CONTAINER_MPEGTS && q->init_len > 0;
+    bool can = q->container == MQ_CONTAINER_FMP4 && q->init_len > 0;
     if (can && !q->rollover_wanted) {
         q->rollover_wanted = true;
         q->rollover_at = segment_end(q, q->read);
@@ -691,12 +693,26 @@ static int read_packet(void *opaque, uint8_t *buf, int size)
     return ret;
 }
 
+/// The input is not seekable; only a probed file's size is told, once all of it was pushed
+/// (an image demuxer reads a still whole by its size: without it, nothing).
+static int64_t seek_packet(void *opaque, int64_t offset, int whence)
+{
+    (void)offset;
+    mq_byte_queue *q = opaque;
+    if (whence != AVSEEK_SIZE)
+        return AVERROR(ENOSYS);
+    pthread_mutex_lock(&q->lock);
+    int64_t size = q->container == MQ_CONTAINER_PROBED && q->ended ? q->pushed : AVERROR(ENOSYS);
+    pthread_mutex_unlock(&q->lock);
+    return size;
+}
+
 int mq_segment_io_open(mq_byte_queue *q, AVIOContext **out)
 {
     uint8_t *buf = av_malloc(MQ_AVIO_BUFFER);
     if (!buf)
         return MQ_ERR_NO_MEMORY;
-    AVIOContext *pb = avio_alloc_context(buf, MQ_AVIO_BUFFER, 0, q, read_packet, NULL, NULL);
+    AVIOContext *pb = avio_alloc_context(buf, MQ_AVIO_BUFFER, 0, q, read_packet, NULL, seek_packet);
     if (!pb) {
         av_free(buf);
         return MQ_ERR_NO_MEMORY;

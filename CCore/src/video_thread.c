@@ -110,8 +110,21 @@ static void consume_head(mq_player *p, const mq_vframe *head)
     mq_frame_queue_release(p->vq);
 }
 
+/// Whether a video track's input ended and was all decoded: its last picture is the end (a
+/// still image, a video that ends before its sound), not a stall.
+static bool video_input_over(mq_player *p)
+{
+    bool over = false;
+    pthread_mutex_lock(&p->lock);
+    for (int i = 0; i < p->ntracks && !over; i++)
+        over = p->tracks[i]->kind == MQ_TRACK_VIDEO && atomic_load(&p->tracks[i]->input_done);
+    pthread_mutex_unlock(&p->lock);
+    return over;
+}
+
 /// The overlay the display should show: the one requested, else the buffering band when
-/// pictures stopped coming for a second while playing (the last picture stays under it).
+/// pictures stopped coming for a second while playing (the last picture stays under it),
+/// unless the video's input is over.
 static mq_vo_overlay wanted_overlay(mq_player *p, double now)
 {
     uint32_t gen = atomic_load(&p->overlay_gen);
@@ -124,7 +137,7 @@ static mq_vo_overlay wanted_overlay(mq_player *p, double now)
     mq_vo_overlay want = p->video.overlay_want;
     int state = atomic_load(&p->state);
     if (want.kind == MQ_OVERLAY_NONE && p->video.last_present_mono > 0 && now - p->video.last_present_mono > 1.0 &&
-        (state == MQ_STATE_PLAYING || state == MQ_STATE_BUFFERING))
+        (state == MQ_STATE_PLAYING || state == MQ_STATE_BUFFERING) && !video_input_over(p))
         want.kind = MQ_OVERLAY_BUFFERING;
     return want;
 }

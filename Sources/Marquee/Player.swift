@@ -45,6 +45,11 @@ public final class Player: Sendable {
         var muted = false
         var displayOff = false
         var suspended = false
+        /// Whether the core's threads run (a session began, or a still picture is shown).
+        var coreStarted = false
+        /// The video track a still picture was shown on when no session had one (reused by the
+        /// next source's video).
+        var stillTrack: Int32?
         /// At most this many tries of the last source's manifest at a start (nil: the manifest
         /// policy's): a playlist's item that does not answer is skipped soon, the picture held.
         var startAttempts: Int?
@@ -96,28 +101,7 @@ public final class Player: Sendable {
         sink.send(.stateChanged(.loading))
         let startMono = Monotonic.now()
         do throws(PlayerError) {
-            let core: CoreHandle
-            do {
-                core = try CoreHandle(
-                    audio: options.audioOutput.spec, video: options.videoOutput.spec, fit: options.fit.rawValue,
-                    rotation: options.rotation, poster: options.poster,
-                    decoders: options.decoders.isEmpty ? nil : options.decoders.joined(separator: ","),
-                    decodeThreads: options.decodeThreads, videoQueueFrames: options.videoQueueFrames)
-            } catch {
-                throw PlayerError(error.isUnsupported || error.isInvalidArgument ? .invalidOptions : .output, error.message, coreCode: error.code)
-            }
-            let mixer = MixDirector(core: core, options: options.mixing, fetcher: fetcher, events: sink, logger: logger)
-            let (volume, muted, scheduled) = inner.withLock { ($0.volume, $0.muted, $0.scheduled) }
-            try? core.setVolume(volume, muted: muted)
-            if inner.withLock({ $0.displayOff }) { try? core.setOverlay(.blank) }
-            mixer.insert(scheduled)
-            Task { await mixer.prepare() }
-            inner.withLock {
-                $0.mixer = mixer
-                // Newest kept: progress readings come 10 times a second and a reload takes seconds.
-                let (stream, input) = AsyncStream<SessionReport>.makeStream(bufferingPolicy: .bufferingNewest(64))
-                $0.reports = (stream, input)
-            }
+            let core = try openOutputs(options)
             let session: PlaybackSession
             do {
                 session = try await openFirstSource(core: core, startMono: startMono)
@@ -149,6 +133,34 @@ public final class Player: Sendable {
         }
     }
 
+    /// Opens the outputs (the core, not started) with the mixer and the supervisor's report
+    /// stream, at the volume, mute and display state set so far.
+    private func openOutputs(_ options: PlayerOptions) throws(PlayerError) -> CoreHandle {
+        let core: CoreHandle
+        do {
+            core = try CoreHandle(
+                audio: options.audioOutput.spec, video: options.videoOutput.spec, fit: options.fit.rawValue,
+                rotation: options.rotation, poster: options.poster,
+                decoders: options.decoders.isEmpty ? nil : options.decoders.joined(separator: ","),
+                decodeThreads: options.decodeThreads, videoQueueFrames: options.videoQueueFrames)
+        } catch {
+            throw PlayerError(error.isUnsupported || error.isInvalidArgument ? .invalidOptions : .output, error.message, coreCode: error.code)
+        }
+        let mixer = MixDirector(core: core, options: options.mixing, fetcher: fetcher, events: sink, logger: logger)
+        let (volume, muted, scheduled) = inner.withLock { ($0.volume, $0.muted, $0.scheduled) }
+        try? core.setVolume(volume, muted: muted)
+        if inner.withLock({ $0.displayOff }) { try? core.setOverlay(.blank) }
+        mixer.insert(scheduled)
+        Task { await mixer.prepare() }
+        inner.withLock {
+            $0.mixer = mixer
+            // Newest kept: progress readings come 10 times a second and a reload takes seconds.
+            let (stream, input) = AsyncStream<SessionReport>.makeStream(bufferingPolicy: .bufferingNewest(64))
+            $0.reports = (stream, input)
+        }
+        return core
+    }
+
     /// Whether a source failure at start may pass with time (a network, server or content
     /// problem), rather than being a wrong option or a broken output.
     private static func mayPass(_ error: PlayerError) -> Bool {
@@ -157,7 +169,7 @@ public final class Player: Sendable {
 
     /// Starts the core on `session` with its stall supervisor.
     private func begin(_ session: PlaybackSession, core: CoreHandle) throws(PlayerError) {
-        do { try core.start() } catch { throw PlayerError(.output, error.message, coreCode: error.code) }
+        try startOnce(core)
         let task = Task { await session.run() }
         let reports = inner.withLock { $0.reports?.stream } ?? AsyncStream { $0.finish() }
         let supervisor = Task { [weak self, options] in
@@ -171,6 +183,13 @@ public final class Player: Sendable {
             $0.state = .buffering
         }
         sink.send(.stateChanged(.buffering))
+    }
+
+    /// Starts the core's threads unless a still picture started them already.
+    private func startOnce(_ core: CoreHandle) throws(PlayerError) {
+        guard !inner.withLock({ $0.coreStarted }) else { return }
+        do { try core.start() } catch { throw PlayerError(.output, error.message, coreCode: error.code) }
+        inner.withLock { $0.coreStarted = true }
     }
 
     /// No source played at start: tries them again after the recovery delay
@@ -233,7 +252,8 @@ public final class Player: Sendable {
             // The outputs are open and nothing played yet (the sources are being retried, or
             // failed fast): the first source that plays now starts them.
             inner.withLock { $0.supervisor }?.cancel()
-            let session = try await openFirstSource(core: core, startMono: Monotonic.now())
+            let still = inner.withLock { $0.stillTrack }
+            let session = try await openFirstSource(core: core, startMono: Monotonic.now(), reuse: still.map { [.video: $0] } ?? [:])
             guard inner.withLock({ $0.core != nil }) else { return }  // stop() ran meanwhile
             try begin(session, core: core)
             return
@@ -241,7 +261,8 @@ public final class Player: Sendable {
         task?.cancel()
         await task?.value
         inner.withLock { $0.task = nil }
-        let reuse = Dictionary(old.plans.flatMap(\.coreTracksByKind), uniquingKeysWith: { first, _ in first })
+        var reuse = Dictionary(old.plans.flatMap(\.coreTracksByKind), uniquingKeysWith: { first, _ in first })
+        if reuse[.video] == nil, let still = inner.withLock({ $0.stillTrack }) { reuse[.video] = still }
         let session: PlaybackSession
         do {
             session = try await openFirstSource(core: core, startMono: Monotonic.now(), reuse: reuse)
@@ -280,6 +301,42 @@ public final class Player: Sendable {
         await task?.value
         guard let session else { return }
         for plan in session.plans { for track in plan.coreTracks { try? session.core.resetTrack(track) } }
+    }
+
+    /// Shows `image` (a PNG or JPEG file's bytes) as a still picture in place of the source,
+    /// until the next load (a playlist's image item): the source stops as with ``cut()``, the
+    /// video track decodes the one picture and holds it (no buffering band over it), no sound.
+    /// Opens the outputs when nothing played yet. `label` names it in `frames:`.
+    func showStill(_ image: [UInt8], label: String?) async throws(PlayerError) {
+        await cut()
+        var core = inner.withLock { $0.core }
+        if core == nil { core = try openOutputs(options) }
+        guard let core else { return }
+        let known = inner.withLock { inner in inner.session?.plans.first { $0.kind == .video }?.coreTrack ?? inner.stillTrack }
+        do throws(CoreError) {
+            let video: Int32
+            if let known { video = known } else { video = try core.addTrack(.video, ptsOffset: 0) }
+            inner.withLock {
+                $0.core = core
+                if known == nil { $0.stillTrack = video }
+            }
+            try core.resetTrack(video)
+            try core.setTrackContainerProbed(video)
+            try core.setTrackOffset(video, ptsOffset: 0)
+            try core.setLabel(label)
+            // Due 0.2 s from now (its decode's time), on a timeline set before it comes: the
+            // old one would find it late.
+            try core.setTimeline(monoAnchor: Monotonic.now() + 0.2, mediaAnchor: 0)
+            let pushed = image.withUnsafeBytes { bytes -> CoreError? in
+                do throws(CoreError) { try core.push(track: video, bytes: bytes) } catch { return error }
+                return nil
+            }
+            if let pushed { throw pushed }
+            try core.endTrack(video)
+        } catch {
+            throw PlayerError(.output, error.message, coreCode: error.code)
+        }
+        try startOnce(core)
     }
 
     /// Names what is presented from now on: the `frames:` output's `item` column (a playlist
@@ -580,6 +637,8 @@ public final class Player: Sendable {
                 inner.reports?.input.finish()
                 inner.reports = nil
                 inner.mixer = nil
+                inner.coreStarted = false
+                inner.stillTrack = nil
                 if inner.state != .error { inner.state = .idle }
             }
             return (inner.task, inner.session?.core ?? inner.core, inner.supervisor)

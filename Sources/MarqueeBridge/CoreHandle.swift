@@ -204,6 +204,12 @@ package final class CoreHandle: Sendable {
         try call { mq_player_set_track_container($0, track, Int32(transportStream ? MQ_CONTAINER_MPEGTS.rawValue : MQ_CONTAINER_FMP4.rawValue)) }
     }
 
+    /// The track's bytes are one whole file in any format libavformat recognises (a still
+    /// image, a progressive MP4): `MQ_CONTAINER_PROBED`.
+    package func setTrackContainerProbed(_ track: Int32) throws(CoreError) {
+        try call { mq_player_set_track_container($0, track, Int32(MQ_CONTAINER_PROBED.rawValue)) }
+    }
+
     /// Changes the offset added to a track's media time (`mq_player_set_track_offset`), read as
     /// each frame is decoded.
     package func setTrackOffset(_ track: Int32, ptsOffset: Double) throws(CoreError) {

@@ -112,3 +112,29 @@ import Testing
                 "switch at \(switched), pictures at \(rows[firstSecond - 1].wall) and \(rows[firstSecond].wall)")
     }
 }
+
+/// `MQ_CONTAINER_PROBED`: a still image pushed whole (a playlist's image item) decodes to one
+/// picture, the image's own pixels, presented once on the timeline and held.
+@Suite struct StillImageTests {
+    @Test(arguments: ["png", "jpg"])
+    func aStillImageIsOnePictureOfItsPixels(_ type: String) async throws {
+        let dir = try Fixtures.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let image = dir.appendingPathComponent("still.\(type)")
+        _ = try await Fixtures.runAsync("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=640x360", "-frames:v", "1", image.path])
+        let md5 = try await Fixtures.frameMD5s(image)
+        let player = try TestPlayer(audio: "null", video: "frames:\(dir.path)/out")
+        let v = player.addTrack(MQ_TRACK_VIDEO)
+        #expect(mq_player_set_track_container(player.p, v, Int32(MQ_CONTAINER_PROBED.rawValue)) == 0)
+        player.push(v, try Data(contentsOf: image))
+        mq_player_end_track(player.p, v)
+        mq_player_set_timeline(player.p, mq_clock_now() + 0.2, 0, 1)
+        #expect(mq_player_start(player.p) == 0)
+        #expect(try await player.waitFor(MQ_EVENT_ENDED, timeout: 5) != nil)
+        #expect(!player.events.contains { $0.type == Int32(MQ_EVENT_ERROR.rawValue) }, "\(player.events.map(\.text))")
+        player.destroy()
+        let rows = try FrameRow.read(dir.appendingPathComponent("out"))
+        #expect(rows.count == 1 && rows.first?.md5 == md5.first && md5.count == 1, "\(rows.map(\.md5)) vs \(md5); events \(player.events.map(\.text))")
+        #expect(rows.first?.width == 640 && rows.first?.height == 360)
+    }
+}

@@ -5,28 +5,32 @@ import Testing
 
 /// A playlist played end to end (``PlaylistPlayer``): a live item capped at 5 s, the ffmpeg-made
 /// on-demand DASH presentation the origin's assets come from (served as plain files, capped at
-/// 6 s), an item whose manifest is missing (404), repeat all. Read back from frames.tsv (its
-/// `item` column) and the item events.
+/// 6 s), an item whose manifest is missing (404), a PNG shown for 2 s, repeat all. Read back
+/// from frames.tsv (its `item` column) and the item events.
 extension LivePlaybackTests {
     @Test func aPlaylistPlaysItsItemsInOrderSkipsAFailingOneAndWraps() async throws {
         let origin = try await Self.origin(staticRoot: Tools.packageRoot.appendingPathComponent("assets").path)
         defer { Task { await origin.stop() } }
         let vod = origin.baseURL.appendingPathComponent("static/generated/manifest.mpd")
+        let dir = try Tools.tempDirectory("playlist")
+        let png = dir.appendingPathComponent("still.png")
+        _ = try Tools.run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=1280x720", "-frames:v", "1", png.path])
+        let stillMD5 = try ReferenceDecode.frames(of: png).map(\.md5)
         let document = """
             {"repeat": "all", "items": [
               {"id": "live", "url": "\(origin.manifestURL(asset: "generated").absoluteString)", "duration": 5},
               {"id": "vod", "url": "\(vod.absoluteString)", "duration": 6, "tags": ["film"]},
-              {"id": "gone", "url": "\(origin.baseURL.appendingPathComponent("static/missing.mpd").absoluteString)"}
+              {"id": "gone", "url": "\(origin.baseURL.appendingPathComponent("static/missing.mpd").absoluteString)"},
+              {"id": "still", "url": "\(png.absoluteString)", "duration": 2}
             ]}
             """
         let playlist = try Playlist(json: Data(document.utf8))
-        let dir = try Tools.tempDirectory("playlist")
         let options = PlayerOptions(sources: [vod], audioOutput: .null, videoOutput: .frames(dir.path))
         let player = try PlaylistPlayer(playlist: playlist, options: options)
         let collected = EventLog()
         let listener = Task { for await e in player.events { collected.append(e) } }
         try await player.play()
-        try await Task.sleep(for: .seconds(17))
+        try await Task.sleep(for: .seconds(18))
         await player.stop()
         listener.cancel()
         let frames = try FramesFile.read(dir.appendingPathComponent("frames.tsv"))
@@ -37,17 +41,22 @@ extension LivePlaybackTests {
         for frame in frames {
             if runs.last?.item == frame.item { runs[runs.count - 1].last = frame } else { runs.append((frame.item, frame, frame)) }
         }
-        #expect(runs.map(\.item).prefix(3) == ["live", "vod", "live"], "pictures by item: \(runs.map(\.item))")
+        #expect(runs.map(\.item).prefix(4) == ["live", "vod", "still", "live"], "pictures by item: \(runs.map(\.item))")
         let starts = items.filter { $0.kind == .started }.map(\.id)
-        #expect(starts.prefix(3) == ["live", "vod", "live"], "started: \(starts)")
+        #expect(starts.prefix(4) == ["live", "vod", "still", "live"], "started: \(starts)")
         let failure = items.first { if case .failed = $0.kind { true } else { false } }
         #expect(failure?.id == "gone" && failure?.index == 2, "\(String(describing: failure))")
         if case .failed(let error) = failure?.kind { #expect(error.code == .manifest || error.code == .network, "\(error)") }
-        #expect(items.filter { $0.kind == .finished }.map(\.id).prefix(2) == ["live", "vod"])
+        #expect(items.filter { $0.kind == .finished }.map(\.id).prefix(3) == ["live", "vod", "still"])
+        // The image: one picture, its pixels, held for its 2 s (the next item's first picture
+        // comes after), without a buffering band (a display would show it; frames: records
+        // each picture once).
+        let still = frames.filter { $0.item == "still" }
+        #expect(still.map(\.md5) == stillMD5, "the still's pictures \(still.map(\.md5)), the PNG's \(stillMD5)")
         #expect(!collected.events.contains(.ended))
 
         // Each item plays for its duration from its first picture (within two frames).
-        for run in runs.dropLast() {
+        for run in runs.dropLast() where run.item != "still" {
             let length = run.last.wallTime - run.first.wallTime
             let cap = run.item == "live" ? 5.0 : 6.0
             #expect(abs(length - cap) < 2.0 / 30 + 1.0 / 30, "\(run.item): pictures for \(length) s")
@@ -67,7 +76,8 @@ extension LivePlaybackTests {
 
         // Between items the last picture stays until the next item's first (no black frame on
         // a display); the wait is the next item's start (gapless preparation: not yet).
-        let gaps = zip(runs, runs.dropFirst()).map { $1.first.wallTime - $0.last.wallTime }
+        let gaps = zip(runs, runs.dropFirst()).map { $1.first.wallTime - $0.last.wallTime - ($0.item == "still" ? 2 : 0) }
+        #expect(gaps.allSatisfy { $0 > 0 }, "an item cut short: \(gaps)")
         #expect(gaps.allSatisfy { $0 < 1.5 }, "gaps between items: \(gaps)")
         print(String(format: "playlist: %d pictures, items %@, quartiles off by up to %.1f ms, gaps between items %@", frames.count,
                      runs.map(\.item).joined(separator: ","), worst * 1000, gaps.map { String(format: "%.3f s", $0) }.joined(separator: ", ")))

@@ -2,6 +2,7 @@ public import Foundation
 public import Logging
 import MarqueeBridge
 import MarqueeStreaming
+import NIOCore
 
 /// Plays a ``Playlist``'s items in turn on one ``Player``'s outputs, with the analytics of each
 /// (``PlayerEvent/item(_:)``).
@@ -15,8 +16,10 @@ import MarqueeStreaming
 /// - An item that cannot be played is reported (``PlaylistItemEvent/Kind/failed(_:)``) and
 ///   skipped; when every item failed in turn, the next round waits
 ///   ``PlayerOptions/minRecoveryDelay``.
-/// - File and image items are not played yet: they fail with
-///   ``PlayerError/Code-swift.struct/playlist`` and are skipped.
+/// - Image items (PNG, JPEG; a local file or a URL) are shown as a still picture for their
+///   ``PlaylistItem/playingTime`` (5 s by default), without sound.
+/// - File items are not played yet: they fail with ``PlayerError/Code-swift.struct/playlist``
+///   and are skipped.
 ///
 /// Events: ``events`` carries the player's events (an item's own end, `ended`, is not passed
 /// on: the playlist goes on; an item's fatal error is passed on as not fatal) and the items'.
@@ -238,9 +241,82 @@ public final class PlaylistPlayer: Sendable {
 
     /// Plays `item` until it ends, fails or is left.
     private func play(_ item: PlaylistItem, index: Int) async -> Outcome {
-        guard item.kind == .stream else {
-            return .failed(PlayerError(.playlist, "item \"\(item.id)\": \(item.kind.rawValue) items are not played yet (streams only)"))
+        switch item.kind {
+        case .stream: return await playStream(item, index: index)
+        case .image: return await showImage(item, index: index)
+        case .file:
+            return .failed(PlayerError(.playlist, "item \"\(item.id)\": file items are not played yet (streams and images)"))
         }
+    }
+
+    /// The largest image item read, bytes.
+    public static let maxImageBytes = 32 << 20
+
+    /// Shows an image item for its ``PlaylistItem/playingTime`` from its picture on.
+    private func showImage(_ item: PlaylistItem, index: Int) async -> Outcome {
+        let bytes: [UInt8]
+        do {
+            bytes = try await Self.read(item.url, fetcher: player.fetcher)
+        } catch {
+            return .failed(error)
+        }
+        let before = player.status.framesPresented
+        do {
+            try await player.showStill(bytes, label: item.id)
+        } catch {
+            return .failed(error)
+        }
+        send(.started, item, index, mediaTime: nil)
+        let watch = Task { () -> Outcome in
+            // Its picture (decoded and due 0.2 s after), then its time.
+            let deadline = Monotonic.now() + 5
+            while player.status.framesPresented <= before {
+                if Monotonic.now() > deadline {
+                    return .failed(PlayerError(.media, "item \"\(item.id)\": the image did not decode (\(item.url.lastPathComponent))"))
+                }
+                try? await Task.sleep(for: .milliseconds(5))
+                if Task.isCancelled { return .left }
+            }
+            inner.withLock { $0.playing?.mediaTime = 0 }
+            send(.impression, item, index, mediaTime: 0)
+            try? await Task.sleep(for: .milliseconds(Int((item.playingTime ?? PlaylistItem.defaultImageDuration) * 1000)))
+            return Task.isCancelled ? .left : .finished
+        }
+        return await follow(watch)
+    }
+
+    /// An image's bytes: a local file, or fetched (two tries).
+    private static func read(_ url: URL, fetcher: HTTPFetcher) async throws(PlayerError) -> [UInt8] {
+        if url.isFileURL {
+            guard let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int), size <= maxImageBytes,
+                let data = FileManager.default.contents(atPath: url.path)
+            else { throw PlayerError(.playlist, "\(url.path): cannot be read, or over \(maxImageBytes) bytes") }
+            return [UInt8](data)
+        }
+        var policy = FetchPolicy.manifest
+        policy.attempts = 2
+        do {
+            let result = try await fetcher.get(url, policy: policy, maxBytes: maxImageBytes)
+            return [UInt8](result.body.readableBytesView)
+        } catch {
+            throw PlayerError(.network, "\(url.absoluteString): \(error)")
+        }
+    }
+
+    /// Waits for an item's watch, cancelled by a move (next, previous, a jump) or by stop().
+    private func follow(_ watch: Task<Outcome, Never>) async -> Outcome {
+        let left = inner.withLock { inner -> Bool in
+            inner.watch = watch
+            return inner.moved
+        }
+        if left { watch.cancel() }
+        let outcome = await withTaskCancellationHandler { await watch.value } onCancel: { watch.cancel() }
+        inner.withLock { $0.watch = nil }
+        return outcome
+    }
+
+    /// Plays a stream item until it ends, fails or is left.
+    private func playStream(_ item: PlaylistItem, index: Int) async -> Outcome {
         let target = item.targetLatency ?? base.targetLatency
         if target > 0 { try? player.setTargetLatency(target) }
         try? player.setVolume(muted: item.muted || base.muted)
@@ -253,14 +329,7 @@ public final class PlaylistPlayer: Sendable {
         }
         player.setLabel(item.id)
         send(.started, item, index, mediaTime: nil)
-        let watch = Task { await self.watch(item, index: index, framesBefore: before) }
-        let left = inner.withLock { inner -> Bool in
-            inner.watch = watch
-            return inner.moved
-        }
-        if left { watch.cancel() }
-        let outcome = await withTaskCancellationHandler { await watch.value } onCancel: { watch.cancel() }
-        inner.withLock { $0.watch = nil }
+        let outcome = await follow(Task { await self.watch(item, index: index, framesBefore: before) })
         if case .failed = outcome {} else { await player.cut() }  // on its last picture
         return outcome
     }
