@@ -105,6 +105,7 @@ static void fill_period(mq_player *p, mq_audio_sync *s, double t_hear, double *t
 {
     const int n = p->period_frames;
     const double sr = p->sample_rate;
+    uint32_t jumps = mq_clock_jumps(&p->clock); // before the schedule is read
     double want, rate = mq_clock_rate(&p->clock);
     bool scheduled = mq_clock_schedule(&p->clock, t_hear, &want);
     *t0 = scheduled ? want : NAN;
@@ -145,7 +146,7 @@ static void fill_period(mq_player *p, mq_audio_sync *s, double t_hear, double *t
             continue;
         }
         if (!published) {
-            mq_clock_publish_audio(&p->clock, t_hear + i / sr, next);
+            mq_clock_publish_audio(&p->clock, t_hear + i / sr, next, jumps);
             published = true;
         }
         i += copy_block(p, b, i, n - i);

@@ -49,6 +49,22 @@ void mq_clock_init(mq_clock *c)
 {
     mq_seq3_init(&c->timeline, NAN, NAN, 1.0);
     mq_seq3_init(&c->audio, 0, 0, 0);
+    atomic_init(&c->jumps, 0);
+}
+
+void mq_clock_set_timeline(mq_clock *c, double mono_anchor, double media_anchor, double rate)
+{
+    double mono = mq_clock_now(), before = NAN;
+    bool had = mq_clock_schedule(c, mono, &before);
+    mq_seq3_store(&c->timeline, mono_anchor, media_anchor, rate);
+    double after = media_anchor + (mono - mono_anchor) * rate;
+    if (!had || fabs(after - before) > MQ_CLOCK_JUMP)
+        atomic_fetch_add(&c->jumps, 1);
+}
+
+uint32_t mq_clock_jumps(const mq_clock *c)
+{
+    return atomic_load(&((mq_clock *)c)->jumps);
 }
 
 bool mq_clock_schedule(const mq_clock *c, double mono, double *media)
@@ -72,7 +88,7 @@ bool mq_clock_audio(const mq_clock *c, double mono, double *media)
 {
     double heard_mono, heard_media, valid;
     mq_seq3_load(&c->audio, &heard_mono, &heard_media, &valid);
-    if (valid == 0)
+    if (valid == 0 || valid != (double)mq_clock_jumps(c) + 1) // none, or heard before a jump
         return false;
     *media = heard_media + (mono - heard_mono) * mq_clock_rate(c);
     return true;
@@ -83,9 +99,9 @@ bool mq_clock_master(const mq_clock *c, double mono, double *media)
     return mq_clock_audio(c, mono, media) || mq_clock_schedule(c, mono, media);
 }
 
-void mq_clock_publish_audio(mq_clock *c, double mono, double media)
+void mq_clock_publish_audio(mq_clock *c, double mono, double media, uint32_t jumps)
 {
-    mq_seq3_store(&c->audio, mono, media, 1);
+    mq_seq3_store(&c->audio, mono, media, (double)jumps + 1);
 }
 
 void mq_clock_invalidate_audio(mq_clock *c)

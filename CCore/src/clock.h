@@ -19,10 +19,24 @@ void mq_seq3_load(const mq_seq3 *s, double *a, double *b, double *c);
 /// The player's clocks, all in presentation time (seconds).
 typedef struct mq_clock {
     mq_seq3 timeline; // written by the controlling thread: (mono_anchor, media_anchor, rate); NAN anchor = unset
-    mq_seq3 audio;    // written by the audio thread only: (mono, media heard then, valid 0/1)
+    mq_seq3 audio;    // written by the audio thread only: (mono, media heard then, jumps + 1 when it was read; 0 invalid)
+    _Atomic uint32_t jumps; // controlling thread: timelines that jumped (mq_clock_set_timeline)
 } mq_clock;
 
 void mq_clock_init(mq_clock *c);
+
+/// Controlling thread: a new schedule. One that jumps (the time due now moves by more than
+/// MQ_CLOCK_JUMP, or the first) makes the audio clock stale at once: the master clock is the
+/// schedule until the audio thread hears the new timeline's media (a new item, a seek; without
+/// it a picture due then would be judged on the old stream's sound for up to a period).
+void mq_clock_set_timeline(mq_clock *c, double mono_anchor, double media_anchor, double rate);
+
+/// Seconds the time due may move for a new schedule to be a jump.
+#define MQ_CLOCK_JUMP 0.05
+
+/// Audio thread: the jumps counted now (read before a period's media is judged; given back
+/// to `mq_clock_publish_audio`).
+uint32_t mq_clock_jumps(const mq_clock *c);
 
 /// The presentation time the schedule wants at monotonic `mono`; false before a timeline is set.
 bool mq_clock_schedule(const mq_clock *c, double mono, double *media);
@@ -36,8 +50,9 @@ bool mq_clock_master(const mq_clock *c, double mono, double *media);
 /// The audio clock alone at `mono`: false while no stream audio plays.
 bool mq_clock_audio(const mq_clock *c, double mono, double *media);
 
-/// Audio thread: media time `media` is heard at monotonic `mono`.
-void mq_clock_publish_audio(mq_clock *c, double mono, double media);
+/// Audio thread: media time `media` is heard at monotonic `mono`, judged on the schedule of
+/// `jumps` (`mq_clock_jumps` when the period began).
+void mq_clock_publish_audio(mq_clock *c, double mono, double media, uint32_t jumps);
 
 /// Audio thread: no stream audio is playing (the master falls back to the schedule).
 void mq_clock_invalidate_audio(mq_clock *c);

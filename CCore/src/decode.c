@@ -138,8 +138,12 @@ static int deliver_video(mq_decoder *d, AVFrame *f)
     d->next_pts = v.media_pts + v.duration;
     atomic_fetch_add(&p->frames_decoded, 1);
 
+    // Judged on the schedule, not the master clock: right after a reset (a new item, a seek) the
+    // audio clock still tells the old stream's time until the audio thread's next period, and
+    // a first picture decoded within it would be thrown away as late (the video thread drops
+    // what is late when it is due, on the master clock).
     double clock;
-    if (mq_clock_master(&p->clock, mq_clock_now(), &clock) && v.pts + v.duration < clock) {
+    if (mq_clock_schedule(&p->clock, mq_clock_now(), &clock) && v.pts + v.duration < clock) {
         if (v.pts + v.duration > d->late_until + 1e-6) // not counted when it was sent late
             mq_player_count_dropped(d->p); // already late: never queue it
         av_frame_unref(f);
@@ -230,7 +234,7 @@ static int deliver_audio(mq_decoder *d, AVFrame *f)
 static bool already_late(mq_decoder *d, const AVPacket *pkt, double *end)
 {
     double clock;
-    if (pkt->pts == AV_NOPTS_VALUE || !mq_clock_master(&d->p->clock, mq_clock_now(), &clock))
+    if (pkt->pts == AV_NOPTS_VALUE || !mq_clock_schedule(&d->p->clock, mq_clock_now(), &clock)) // (see deliver_video)
         return false;
     double tb = av_q2d(d->dmx->st->time_base);
     *end = (double)(pkt->pts + (pkt->duration > 0 ? pkt->duration : 0)) * tb + atomic_load(&d->t->pts_offset);

@@ -83,3 +83,48 @@ extension LivePlaybackTests {
                      runs.map(\.item).joined(separator: ","), worst * 1000, gaps.map { String(format: "%.3f s", $0) }.joined(separator: ", ")))
     }
 }
+
+/// A content feed refreshed while its first item plays, the new list without that item: the
+/// item plays to its end (its full duration, not cut), then the new list goes on.
+extension LivePlaybackTests {
+    @Test func aFeedRefreshThatDropsThePlayingItemLetsItFinish() async throws {
+        let dir = try Tools.tempDirectory("feed-play")
+        try FileManager.default.createSymbolicLink(
+            at: dir.appendingPathComponent("generated"), withDestinationURL: Tools.packageRoot.appendingPathComponent("assets/generated"))
+        _ = try Tools.run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=640x360", "-frames:v", "1", dir.appendingPathComponent("menu.png").path])
+        let origin = try await Self.origin(staticRoot: dir.path)
+        defer { Task { await origin.stop() } }
+        let feedFile = dir.appendingPathComponent("lobby.json")
+        try Data(#"{"repeat": "all", "items": [{"id": "a", "url": "generated/manifest.mpd", "duration": 3}, {"id": "b", "url": "generated/manifest.mpd", "duration": 2}]}"#.utf8)
+            .write(to: feedFile)
+        let feed = try await ContentFeed(url: origin.baseURL.appendingPathComponent("static/lobby.json"), interval: 3600)
+        defer { feed.stop() }
+        let frames = dir.appendingPathComponent("out")
+        let player = try PlaylistPlayer(
+            playlist: feed.current, options: PlayerOptions(sources: [feed.current.items[0].url], audioOutput: .null, videoOutput: .frames(frames.path)))
+        let collected = EventLog()
+        let listener = Task { for await e in player.events { collected.append(e) } }
+        try await player.play()
+        try await Task.sleep(for: .seconds(1.5))
+        try Data(#"{"repeat": "all", "items": [{"id": "b", "url": "generated/manifest.mpd", "duration": 2}, {"id": "menu", "url": "menu.png", "duration": 1}]}"#.utf8)
+            .write(to: feedFile)
+        #expect(await feed.refresh())
+        player.replace(with: feed.current)
+        try await Task.sleep(for: .seconds(6.5))
+        await player.stop()
+        listener.cancel()
+        let rows = try FramesFile.read(frames.appendingPathComponent("frames.tsv"))
+        var runs: [(item: String, first: Double, last: Double)] = []
+        for row in rows {
+            if runs.last?.item == row.item { runs[runs.count - 1].last = row.wallTime } else { runs.append((row.item, row.wallTime, row.wallTime)) }
+        }
+        let log = collected.timed.compactMap { if case .item(let e) = $0.event { String(format: "%@/%@ %.3f", e.id, e.kind.name, $0.time.truncatingRemainder(dividingBy: 100)) } else { nil } }
+        #expect(runs.map(\.item).prefix(3) == ["a", "b", "menu"], "pictures by item: \(runs.map(\.item)); events \(log)")
+        let a = try #require(runs.first)
+        #expect(abs(a.last - a.first - 3) < 0.1, "the dropped item played \(a.last - a.first) s of its 3")
+        let finished = collected.events.compactMap { if case .item(let e) = $0, e.kind == .finished { e.id } else { nil } }
+        #expect(finished.prefix(2) == ["a", "b"], "finished: \(finished)")
+        let skipped = collected.events.contains { if case .item(let e) = $0 { e.kind == .skipped && e.id == "a" } else { false } }
+        #expect(!skipped, "the playing item was not cut by the refresh")
+    }
+}
