@@ -47,9 +47,9 @@ public final class Player: Sendable {
         var suspended = false
         /// Whether the core's threads run (a session began, or a still picture is shown).
         var coreStarted = false
-        /// The video track a still picture was shown on when no session had one (reused by the
-        /// next source's video).
-        var stillTrack: Int32?
+        /// The tracks a file or a still was played on when no session had them (reused by the
+        /// next source's).
+        var ownTracks: [CoreTrackKind: Int32] = [:]
         /// At most this many tries of the last source's manifest at a start (nil: the manifest
         /// policy's): a playlist's item that does not answer is skipped soon, the picture held.
         var startAttempts: Int?
@@ -252,8 +252,8 @@ public final class Player: Sendable {
             // The outputs are open and nothing played yet (the sources are being retried, or
             // failed fast): the first source that plays now starts them.
             inner.withLock { $0.supervisor }?.cancel()
-            let still = inner.withLock { $0.stillTrack }
-            let session = try await openFirstSource(core: core, startMono: Monotonic.now(), reuse: still.map { [.video: $0] } ?? [:])
+            while core.pollEvent() != nil {}  // a file's or a still's
+            let session = try await openFirstSource(core: core, startMono: Monotonic.now(), reuse: inner.withLock { $0.ownTracks })
             guard inner.withLock({ $0.core != nil }) else { return }  // stop() ran meanwhile
             try begin(session, core: core)
             return
@@ -262,7 +262,8 @@ public final class Player: Sendable {
         await task?.value
         inner.withLock { $0.task = nil }
         var reuse = Dictionary(old.plans.flatMap(\.coreTracksByKind), uniquingKeysWith: { first, _ in first })
-        if reuse[.video] == nil, let still = inner.withLock({ $0.stillTrack }) { reuse[.video] = still }
+        reuse.merge(inner.withLock { $0.ownTracks }) { session, _ in session }
+        while core.pollEvent() != nil {}  // the old source's (a file's end would end the new one)
         let session: PlaybackSession
         do {
             session = try await openFirstSource(core: core, startMono: Monotonic.now(), reuse: reuse)
@@ -293,51 +294,67 @@ public final class Player: Sendable {
         try await load()
     }
 
-    /// Stops presenting the playing source now (a playlist item's end): its feeders stop and
-    /// what its tracks hold is dropped; the last picture stays on screen, the sound stops.
+    /// Stops presenting the playing source, file or still now (a playlist item's end): its
+    /// feeders stop and what its tracks hold is dropped; the last picture stays on screen, the
+    /// sound stops.
     func cut() async {
-        let (session, task) = inner.withLock { ($0.session, $0.task) }
+        let (session, task, core, own) = inner.withLock { ($0.session, $0.task, $0.core, $0.ownTracks) }
         task?.cancel()
         await task?.value
-        guard let session else { return }
-        for plan in session.plans { for track in plan.coreTracks { try? session.core.resetTrack(track) } }
+        let tracks = Set((session?.plans.flatMap(\.coreTracks) ?? []) + own.values)
+        for track in tracks { try? core?.resetTrack(track) }
     }
 
-    /// Shows `image` (a PNG or JPEG file's bytes) as a still picture in place of the source,
-    /// until the next load (a playlist's image item): the source stops as with ``cut()``, the
-    /// video track decodes the one picture and holds it (no buffering band over it), no sound.
-    /// Opens the outputs when nothing played yet. `label` names it in `frames:`.
-    func showStill(_ image: [UInt8], label: String?) async throws(PlayerError) {
+    /// Plays `file` (the bytes of any file libavformat reads: a PNG or JPEG, an MP4, …) in place
+    /// of the source, until the next load (a playlist's image or file item): the source stops
+    /// as with ``cut()``, the tracks read the file whole (`MQ_CONTAINER_PROBED`) from its time
+    /// 0, due 0.25 s from now. A `still` (an image) is one picture held, without sound (its
+    /// audio track is not fed: no buffering band, no end). Opens the outputs when nothing
+    /// played yet. `label` names it in `frames:`. Its end and errors are the core's events
+    /// (``fileEvent()``): no session follows it.
+    func playFile(_ file: [UInt8], label: String?, still: Bool) async throws(PlayerError) {
         await cut()
         var core = inner.withLock { $0.core }
         if core == nil { core = try openOutputs(options) }
         guard let core else { return }
-        let known = inner.withLock { inner in inner.session?.plans.first { $0.kind == .video }?.coreTrack ?? inner.stillTrack }
+        while core.pollEvent() != nil {}  // the cut source's
+        let kinds: [CoreTrackKind] = still ? [.video] : [.video, .audio]
         do throws(CoreError) {
-            let video: Int32
-            if let known { video = known } else { video = try core.addTrack(.video, ptsOffset: 0) }
-            inner.withLock {
-                $0.core = core
-                if known == nil { $0.stillTrack = video }
+            var tracks: [Int32] = []
+            for kind in kinds {
+                let known = inner.withLock { inner in inner.session?.plans.flatMap(\.coreTracksByKind).first { $0.0 == kind }?.1 ?? inner.ownTracks[kind] }
+                let track: Int32
+                if let known { track = known } else { track = try core.addTrack(kind, ptsOffset: 0) }
+                inner.withLock {
+                    $0.core = core
+                    if known == nil { $0.ownTracks[kind] = track }
+                }
+                try core.resetTrack(track)
+                try core.setTrackContainerProbed(track)
+                try core.setTrackOffset(track, ptsOffset: 0)
+                tracks.append(track)
             }
-            try core.resetTrack(video)
-            try core.setTrackContainerProbed(video)
-            try core.setTrackOffset(video, ptsOffset: 0)
             try core.setLabel(label)
-            // Due 0.2 s from now (its decode's time), on a timeline set before it comes: the
-            // old one would find it late.
-            try core.setTimeline(monoAnchor: Monotonic.now() + 0.2, mediaAnchor: 0)
-            let pushed = image.withUnsafeBytes { bytes -> CoreError? in
-                do throws(CoreError) { try core.push(track: video, bytes: bytes) } catch { return error }
-                return nil
+            // Due 0.25 s from now (its first decode's time), on a timeline set before it comes:
+            // the old one would find it late.
+            try core.setTimeline(monoAnchor: Monotonic.now() + 0.25, mediaAnchor: 0)
+            for track in tracks {
+                let pushed = file.withUnsafeBytes { bytes -> CoreError? in
+                    do throws(CoreError) { try core.push(track: track, bytes: bytes) } catch { return error }
+                    return nil
+                }
+                if let pushed { throw pushed }
+                try core.endTrack(track)
             }
-            if let pushed { throw pushed }
-            try core.endTrack(video)
         } catch {
             throw PlayerError(.output, error.message, coreCode: error.code)
         }
         try startOnce(core)
     }
+
+    /// The next core event while a file plays (``playFile(_:label:still:)``): its end, a
+    /// decode error.
+    func fileEvent() -> CoreEvent? { inner.withLock { $0.core }?.pollEvent() }
 
     /// Names what is presented from now on: the `frames:` output's `item` column (a playlist
     /// item's id; nil: none).
@@ -638,7 +655,7 @@ public final class Player: Sendable {
                 inner.reports = nil
                 inner.mixer = nil
                 inner.coreStarted = false
-                inner.stillTrack = nil
+                inner.ownTracks = [:]
                 if inner.state != .error { inner.state = .idle }
             }
             return (inner.task, inner.session?.core ?? inner.core, inner.supervisor)

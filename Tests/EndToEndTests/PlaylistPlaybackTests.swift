@@ -5,8 +5,8 @@ import Testing
 
 /// A playlist played end to end (``PlaylistPlayer``): a live item capped at 5 s, the ffmpeg-made
 /// on-demand DASH presentation the origin's assets come from (served as plain files, capped at
-/// 6 s), an item whose manifest is missing (404), a PNG shown for 2 s, repeat all. Read back
-/// from frames.tsv (its `item` column) and the item events.
+/// 6 s), an item whose manifest is missing (404), a PNG shown for 2 s, an MP4 file (2 s, with
+/// sound), repeat all. Read back from frames.tsv (its `item` column) and the item events.
 extension LivePlaybackTests {
     @Test func aPlaylistPlaysItsItemsInOrderSkipsAFailingOneAndWraps() async throws {
         let origin = try await Self.origin(staticRoot: Tools.packageRoot.appendingPathComponent("assets").path)
@@ -16,12 +16,19 @@ extension LivePlaybackTests {
         let png = dir.appendingPathComponent("still.png")
         _ = try Tools.run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=1280x720", "-frames:v", "1", png.path])
         let stillMD5 = try ReferenceDecode.frames(of: png).map(\.md5)
+        let clip = dir.appendingPathComponent("clip.mp4")
+        _ = try Tools.run("ffmpeg", [
+            "-v", "error", "-f", "lavfi", "-i", "testsrc2=s=640x360:r=30:d=2", "-f", "lavfi", "-i", "sine=frequency=440:d=2",
+            "-c:v", "libx264", "-g", "30", "-pix_fmt", "yuv420p", "-c:a", "aac", "-movflags", "+faststart", clip.path,
+        ])
+        let clipMD5 = try ReferenceDecode.frames(of: clip).map(\.md5)
         let document = """
             {"repeat": "all", "items": [
               {"id": "live", "url": "\(origin.manifestURL(asset: "generated").absoluteString)", "duration": 5},
               {"id": "vod", "url": "\(vod.absoluteString)", "duration": 6, "tags": ["film"]},
               {"id": "gone", "url": "\(origin.baseURL.appendingPathComponent("static/missing.mpd").absoluteString)"},
-              {"id": "still", "url": "\(png.absoluteString)", "duration": 2}
+              {"id": "still", "url": "\(png.absoluteString)", "duration": 2},
+              {"id": "clip", "url": "\(clip.absoluteString)"}
             ]}
             """
         let playlist = try Playlist(json: Data(document.utf8))
@@ -30,7 +37,7 @@ extension LivePlaybackTests {
         let collected = EventLog()
         let listener = Task { for await e in player.events { collected.append(e) } }
         try await player.play()
-        try await Task.sleep(for: .seconds(18))
+        try await Task.sleep(for: .seconds(20))
         await player.stop()
         listener.cancel()
         let frames = try FramesFile.read(dir.appendingPathComponent("frames.tsv"))
@@ -41,13 +48,16 @@ extension LivePlaybackTests {
         for frame in frames {
             if runs.last?.item == frame.item { runs[runs.count - 1].last = frame } else { runs.append((frame.item, frame, frame)) }
         }
-        #expect(runs.map(\.item).prefix(4) == ["live", "vod", "still", "live"], "pictures by item: \(runs.map(\.item))")
+        #expect(runs.map(\.item).prefix(5) == ["live", "vod", "still", "clip", "live"], "pictures by item: \(runs.map(\.item))")
         let starts = items.filter { $0.kind == .started }.map(\.id)
-        #expect(starts.prefix(4) == ["live", "vod", "still", "live"], "started: \(starts)")
+        #expect(starts.prefix(5) == ["live", "vod", "still", "clip", "live"], "started: \(starts)")
         let failure = items.first { if case .failed = $0.kind { true } else { false } }
         #expect(failure?.id == "gone" && failure?.index == 2, "\(String(describing: failure))")
         if case .failed(let error) = failure?.kind { #expect(error.code == .manifest || error.code == .network, "\(error)") }
-        #expect(items.filter { $0.kind == .finished }.map(\.id).prefix(3) == ["live", "vod", "still"])
+        #expect(items.filter { $0.kind == .finished }.map(\.id).prefix(4) == ["live", "vod", "still", "clip"])
+        // The file: every picture of it, in order, its own (its end ended the item).
+        let clipFrames = frames.filter { $0.item == "clip" }
+        #expect(clipFrames.map(\.md5) == clipMD5, "\(clipFrames.count) of the file's \(clipMD5.count) pictures, in order: \(clipFrames.map(\.md5) == Array(clipMD5.prefix(clipFrames.count)))")
         // The image: one picture, its pixels, held for its 2 s (the next item's first picture
         // comes after), without a buffering band (a display would show it; frames: records
         // each picture once).
@@ -56,7 +66,7 @@ extension LivePlaybackTests {
         #expect(!collected.events.contains(.ended))
 
         // Each item plays for its duration from its first picture (within two frames).
-        for run in runs.dropLast() where run.item != "still" {
+        for run in runs.dropLast() where run.item == "live" || run.item == "vod" {
             let length = run.last.wallTime - run.first.wallTime
             let cap = run.item == "live" ? 5.0 : 6.0
             #expect(abs(length - cap) < 2.0 / 30 + 1.0 / 30, "\(run.item): pictures for \(length) s")

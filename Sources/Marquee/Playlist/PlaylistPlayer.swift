@@ -18,8 +18,9 @@ import NIOCore
 ///   ``PlayerOptions/minRecoveryDelay``.
 /// - Image items (PNG, JPEG; a local file or a URL) are shown as a still picture for their
 ///   ``PlaylistItem/playingTime`` (5 s by default), without sound.
-/// - File items are not played yet: they fail with ``PlayerError/Code-swift.struct/playlist``
-///   and are skipped.
+/// - File items (a local path or a URL of anything libavformat reads with its index first: an
+///   MP4 with `+faststart`, MKV, TS, …; up to ``maxFileBytes``) play from memory to their end
+///   or for their duration; quartiles only with a duration.
 ///
 /// Events: ``events`` carries the player's events (an item's own end, `ended`, is not passed
 /// on: the playlist goes on; an item's fatal error is passed on as not fatal) and the items'.
@@ -243,17 +244,18 @@ public final class PlaylistPlayer: Sendable {
     private func play(_ item: PlaylistItem, index: Int) async -> Outcome {
         switch item.kind {
         case .stream: return await playStream(item, index: index)
-        case .image: return await showImage(item, index: index)
-        case .file:
-            return .failed(PlayerError(.playlist, "item \"\(item.id)\": file items are not played yet (streams and images)"))
+        case .image: return await playFile(item, index: index, still: true)
+        case .file: return await playFile(item, index: index, still: false)
         }
     }
 
-    /// The largest image item read, bytes.
-    public static let maxImageBytes = 32 << 20
+    /// The largest image or file item read, bytes: read whole and handed to the core (a file
+    /// plays from memory; its cost is its size, twice with sound, until it has played).
+    public static let maxFileBytes = 64 << 20
 
-    /// Shows an image item for its ``PlaylistItem/playingTime`` from its picture on.
-    private func showImage(_ item: PlaylistItem, index: Int) async -> Outcome {
+    /// Shows an image item for its ``PlaylistItem/playingTime`` (5 s by default) from its
+    /// picture on; plays a file item to its end, or for its duration.
+    private func playFile(_ item: PlaylistItem, index: Int, still: Bool) async -> Outcome {
         let bytes: [UInt8]
         do {
             bytes = try await Self.read(item.url, fetcher: player.fetcher)
@@ -262,41 +264,70 @@ public final class PlaylistPlayer: Sendable {
         }
         let before = player.status.framesPresented
         do {
-            try await player.showStill(bytes, label: item.id)
+            try await player.playFile(bytes, label: item.id, still: still)
         } catch {
             return .failed(error)
         }
         send(.started, item, index, mediaTime: nil)
-        let watch = Task { () -> Outcome in
-            // Its picture (decoded and due 0.2 s after), then its time.
+        let length = item.playingTime
+        let outcome = await follow(Task { () -> Outcome in
+            // Its first picture (due 0.25 s after), then its time or its end.
+            var shown: Double?
+            var quartile = 1
             let deadline = Monotonic.now() + 5
-            while player.status.framesPresented <= before {
-                if Monotonic.now() > deadline {
-                    return .failed(PlayerError(.media, "item \"\(item.id)\": the image did not decode (\(item.url.lastPathComponent))"))
+            while !Task.isCancelled {
+                let now = Monotonic.now()
+                while let event = player.fileEvent() {
+                    switch event.kind {
+                    case .ended where !still:
+                        while quartile <= 4, length != nil {
+                            send(.quartile(quartile * 25), item, index, mediaTime: shown.map { now - $0 })
+                            quartile += 1
+                        }
+                        return .finished
+                    case .error where shown == nil:
+                        return .failed(PlayerError(.media, "item \"\(item.id)\": \(event.message)"))
+                    default: continue
+                    }
                 }
-                try? await Task.sleep(for: .milliseconds(5))
-                if Task.isCancelled { return .left }
+                if shown == nil {
+                    if player.status.framesPresented > before {
+                        shown = now
+                        inner.withLock { $0.playing?.mediaTime = 0 }
+                        send(.impression, item, index, mediaTime: 0)
+                    } else if now > deadline {
+                        return .failed(PlayerError(.media, "item \"\(item.id)\": no picture from \(item.url.lastPathComponent)"))
+                    }
+                }
+                if let shown, let length {
+                    let played = now - shown
+                    inner.withLock { $0.playing?.mediaTime = played }
+                    while quartile <= 4, played >= length * Double(quartile) / 4 - (quartile == 4 ? 0.02 : 0) {
+                        send(.quartile(quartile * 25), item, index, mediaTime: min(played, length * Double(quartile) / 4))
+                        quartile += 1
+                    }
+                    if played >= length { return .finished }
+                }
+                try? await Task.sleep(for: .milliseconds(10))
             }
-            inner.withLock { $0.playing?.mediaTime = 0 }
-            send(.impression, item, index, mediaTime: 0)
-            try? await Task.sleep(for: .milliseconds(Int((item.playingTime ?? PlaylistItem.defaultImageDuration) * 1000)))
-            return Task.isCancelled ? .left : .finished
-        }
-        return await follow(watch)
+            return .left
+        })
+        if case .failed = outcome {} else { await player.cut() }  // a file's sound stops with its last picture
+        return outcome
     }
 
-    /// An image's bytes: a local file, or fetched (two tries).
+    /// An image's or a file's bytes: a local file, or fetched (two tries).
     private static func read(_ url: URL, fetcher: HTTPFetcher) async throws(PlayerError) -> [UInt8] {
         if url.isFileURL {
-            guard let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int), size <= maxImageBytes,
+            guard let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int), size <= maxFileBytes,
                 let data = FileManager.default.contents(atPath: url.path)
-            else { throw PlayerError(.playlist, "\(url.path): cannot be read, or over \(maxImageBytes) bytes") }
+            else { throw PlayerError(.playlist, "\(url.path): cannot be read, or over \(maxFileBytes) bytes") }
             return [UInt8](data)
         }
         var policy = FetchPolicy.manifest
         policy.attempts = 2
         do {
-            let result = try await fetcher.get(url, policy: policy, maxBytes: maxImageBytes)
+            let result = try await fetcher.get(url, policy: policy, maxBytes: maxFileBytes)
             return [UInt8](result.body.readableBytesView)
         } catch {
             throw PlayerError(.network, "\(url.absoluteString): \(error)")
