@@ -307,11 +307,13 @@ public final class Player: Sendable {
 
     /// Plays `file` (the bytes of any file libavformat reads: a PNG or JPEG, an MP4, …) in place
     /// of the source, until the next load (a playlist's image or file item): the source stops
-    /// as with ``cut()``, the tracks read the file whole (`MQ_CONTAINER_PROBED`) from its time
-    /// 0, due 0.25 s from now. A `still` (an image) is one picture held, without sound (its
-    /// audio track is not fed: no buffering band, no end). Opens the outputs when nothing
-    /// played yet. `label` names it in `frames:`. Its end and errors are the core's events
-    /// (``fileEvent()``): no session follows it.
+    /// as with ``cut()``, the tracks read the file whole (`MQ_CONTAINER_PROBED`), and its first
+    /// picture is shown as soon as it is decoded (the timeline is held until then, then
+    /// anchored on that picture's time: no fixed start lead). A `still` (an image) is one
+    /// picture held, without sound (its audio track is not fed: no buffering band, no end).
+    /// Opens the outputs when nothing played yet. `label` names it in `frames:`. Its end and
+    /// later errors are the core's events (``fileEvent()``): no session follows it. Throws
+    /// ``PlayerError/Code-swift.struct/media`` when nothing of it decodes.
     func playFile(_ file: [UInt8], label: String?, still: Bool) async throws(PlayerError) {
         await cut()
         var core = inner.withLock { $0.core }
@@ -319,8 +321,8 @@ public final class Player: Sendable {
         guard let core else { return }
         while core.pollEvent() != nil {}  // the cut source's
         let kinds: [CoreTrackKind] = still ? [.video] : [.video, .audio]
+        var tracks: [Int32] = []
         do throws(CoreError) {
-            var tracks: [Int32] = []
             for kind in kinds {
                 let known = inner.withLock { inner in inner.session?.plans.flatMap(\.coreTracksByKind).first { $0.0 == kind }?.1 ?? inner.ownTracks[kind] }
                 let track: Int32
@@ -335,9 +337,8 @@ public final class Player: Sendable {
                 tracks.append(track)
             }
             try core.setLabel(label)
-            // Due 0.25 s from now (its first decode's time), on a timeline set before it comes:
-            // the old one would find it late.
-            try core.setTimeline(monoAnchor: Monotonic.now() + 0.25, mediaAnchor: 0)
+            // Held (nothing due, nothing late) until its first picture or sound is decoded.
+            try core.setTimeline(monoAnchor: Monotonic.now() + Self.fileHold, mediaAnchor: 0)
             for track in tracks {
                 let pushed = file.withUnsafeBytes { bytes -> CoreError? in
                     do throws(CoreError) { try core.push(track: track, bytes: bytes) } catch { return error }
@@ -350,6 +351,42 @@ public final class Player: Sendable {
             throw PlayerError(.output, error.message, coreCode: error.code)
         }
         try startOnce(core)
+        try await anchorOnFirstFrame(core, video: tracks.first)  // (video first)
+    }
+
+    /// How far ahead a file's timeline is held while its first frame decodes, seconds.
+    static let fileHold = 3600.0
+
+    /// Anchors the timeline on the first decoded frame of a file (its video's, or its sound's
+    /// when it has no picture): that time is due 5 ms from then. Waits at most 2 s (then from 0).
+    private func anchorOnFirstFrame(_ core: CoreHandle, video: Int32?) async throws(PlayerError) {
+        var first: Double?
+        var videoDone = video == nil
+        let deadline = Monotonic.now() + 2
+        while !videoDone, Monotonic.now() < deadline, !Task.isCancelled {
+            while let event = core.pollEvent() {
+                switch event.kind {
+                case .trackFormat:
+                    if let t = event.mediaTime, t.isFinite { first = min(first ?? t, t) }
+                    if event.track == video { videoDone = true }
+                case .error where event.track == video && first != nil:
+                    videoDone = true  // a sound file: no picture
+                case .error:
+                    if event.track == video { continue }  // (its sound may still come)
+                    throw PlayerError(.media, event.message)
+                case .ended:
+                    throw PlayerError(.media, "nothing in the file decodes")
+                default:
+                    continue
+                }
+            }
+            if !videoDone { try? await Task.sleep(for: .milliseconds(2)) }
+        }
+        do {
+            try core.setTimeline(monoAnchor: Monotonic.now() + 0.005, mediaAnchor: first ?? 0)
+        } catch {
+            throw PlayerError(.output, error.message, coreCode: error.code)
+        }
     }
 
     /// The next core event while a file plays (``playFile(_:label:still:)``): its end, a

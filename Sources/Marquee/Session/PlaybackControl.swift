@@ -66,6 +66,7 @@ extension PlaybackSession {
             }
         case .trackFormat:
             logger.info("track opened", metadata: ["track": "\(event.track ?? -1)", "format": "\(event.message)"])
+            startOnFirstPicture(event)
         case .outputChanged:
             logger.notice("display changed", metadata: ["detail": "\(event.message)"])
             events.send(.outputChanged(event.message))
@@ -78,6 +79,22 @@ extension PlaybackSession {
             logger.debug("core event", metadata: ["message": "\(event.message)"])
         }
         return false
+    }
+
+    /// On demand: the first picture (or the first sound, without video) was decoded before the
+    /// start lead ran out: it is due now (5 ms), not at the end of the lead: a playlist's next
+    /// item follows the last picture of the one before by its fetch and decode, not a fixed wait.
+    func startOnFirstPicture(_ event: CoreEvent) {
+        guard let time = event.mediaTime, time.isFinite,
+            let start = onDemandStart.withLock({ s -> (anchor: Double, track: Int32)? in
+                guard let pending = s, pending.track == event.track else { return nil }
+                s = nil
+                return pending
+            })
+        else { return }
+        let now = Monotonic.now()
+        guard now + 0.005 < start.anchor, !shift.paused else { return }
+        try? core.setTimeline(monoAnchor: now + 0.005, mediaAnchor: time)
     }
 
     /// One latency-control step (live with a target): measures the latency of what is heard

@@ -41,6 +41,11 @@ final class PlaybackSession: Sendable {
     let store: SegmentStore?
     let maxDelay: Double
     let pause = Locked<(mono: Double, position: Double)?>(nil)
+    /// On demand: the first picture is due at most ``onDemandLead`` after the start, and as
+    /// soon as it is decoded (``startOnFirstPicture(_:)``): when, and the track that tells.
+    let onDemandStart: Locked<(anchor: Double, track: Int32)?>
+    /// How long an on-demand start gives the first segments to arrive and decode, seconds.
+    static let onDemandLead = 0.25
 
     struct Monitor {
         var state: PlaybackState = .buffering
@@ -72,6 +77,7 @@ final class PlaybackSession: Sendable {
         } else {
             start = 0
         }
+        var onDemandStart = Locked<(anchor: Double, track: Int32)?>(nil)
         let periodIndex = Self.period(of: mpd, containing: start)
         let plans = try Self.plan(
             mpd: mpd, period: periodIndex, manifestURL: source, core: core, now: mpd.availabilityStartTime.map { clock.now().timeIntervalSince($0) },
@@ -84,11 +90,14 @@ final class PlaybackSession: Sendable {
                 try core.setTimeline(monoAnchor: mono, mediaAnchor: mono + clock.offset - ast.timeIntervalSince1970 - target)  // (no edge lead yet)
             } else {
                 let first = plans.compactMap { $0.timeline.segment(containing: 0)?.start }.min() ?? 0
-                try core.setTimeline(monoAnchor: mono + 0.25, mediaAnchor: first)
+                try core.setTimeline(monoAnchor: mono + Self.onDemandLead, mediaAnchor: first)
+                let track = plans.first { $0.kind == .video }?.coreTrack ?? plans.first?.coreTrack
+                onDemandStart = Locked(track.map { (anchor: mono + Self.onDemandLead, track: $0) })
             }
         } catch {
             throw PlayerError(.output, error.message, coreCode: error.code)
         }
+        self.onDemandStart = onDemandStart
         self.source = source
         self.mpd = mpd
         let sharedClock = SharedServerClock(clock)
