@@ -11,8 +11,10 @@ import NIOCore
 ///   outputs stay open, so the last picture of an item stays on screen until the first of the
 ///   next (no black frame). Each item gets its own target latency and mute.
 /// - An item ends by itself at its stream's end or after its ``PlaylistItem/playingTime``
-///   (counted from its first picture, while playing); a live item without a duration plays
-///   until it is left. Then the ``PlaylistQueue`` (repeat, shuffle) chooses the next.
+///   (counted from its first picture, except while paused: a stall does not stretch a slot;
+///   on demand, by media time); a live item without a duration plays until it is left. Then
+///   the ``PlaylistQueue`` (repeat, shuffle) chooses the next. A stream item without a picture
+///   within ``startTimeout`` fails.
 /// - An item that cannot be played is reported (``PlaylistItemEvent/Kind/failed(_:)``) and
 ///   skipped; when every item failed in turn, the next round waits
 ///   ``PlayerOptions/minRecoveryDelay``.
@@ -249,6 +251,10 @@ public final class PlaylistPlayer: Sendable {
         }
     }
 
+    /// Seconds a stream item may take from its load to its first picture before it is given up
+    /// (reported failed, the playlist goes on).
+    public static let startTimeout = 10.0
+
     /// The largest image or file item read, bytes: read whole and handed to the core (a file
     /// plays from memory; its cost is its size, twice with sound, until it has played).
     public static let maxFileBytes = 64 << 20
@@ -372,6 +378,7 @@ public final class PlaylistPlayer: Sendable {
     /// is presented (the wait is slept to that time, not polled); a live item's is the time it
     /// has been playing since its first picture.
     private func watch(_ item: PlaylistItem, index: Int, framesBefore: Int) async -> Outcome {
+        let began = Monotonic.now()
         var shown = false
         var played = 0.0  // seconds playing since the first picture
         var lastTick = Monotonic.now()
@@ -393,9 +400,14 @@ public final class PlaylistPlayer: Sendable {
                 inner.withLock { $0.playing?.mediaTime = position }
                 send(.impression, item, index, mediaTime: position)
             }
-            if shown, status.state == .playing { played += now - lastTick }
+            // An item's time runs from its first picture on, but for pauses (a stall does not
+            // stretch a signage slot).
+            if shown, status.state != .paused { played += now - lastTick }
             lastTick = now
             guard shown else {
+                if now - began > Self.startTimeout {
+                    return .failed(PlayerError(.media, "item \"\(item.id)\": no picture within \(Int(Self.startTimeout)) s"))
+                }
                 try? await Task.sleep(for: .milliseconds(10))
                 continue
             }
