@@ -123,16 +123,10 @@ struct PlaybackRunner {
     /// is applied to the playing player.
     func play(sources: [URL], remote: RemoteConfig? = nil) async -> Int32 {
         let logger = makeLogger()
-        let options: PlayerOptions
-        switch makeOptions(sources: sources, remote: remote) {
-        case .success(let o): options = o
+        let (options, eventLog): (PlayerOptions, EventLog?)
+        switch setUp(sources: sources, remote: remote) {
+        case .success(let made): (options, eventLog) = made
         case .failure(let message): return fail(message.text)
-        }
-        let eventLog: EventLog?
-        if let path = output.events {
-            do { eventLog = try EventLog(path: path) } catch { return fail("--events \(path): cannot be written: \(error)") }
-        } else {
-            eventLog = nil
         }
         let player: Player
         do {
@@ -168,16 +162,10 @@ struct PlaybackRunner {
     func play(playlist: Playlist, feed: ContentFeed?, adjust: @escaping @Sendable (Playlist) -> Playlist) async -> Int32 {
         let logger = makeLogger()
         let placeholder = playlist.items.first { $0.kind == .stream }?.url ?? URL(string: "http://127.0.0.1/")!
-        let options: PlayerOptions
-        switch makeOptions(sources: [placeholder], remote: nil) {
-        case .success(let o): options = o
+        let (options, eventLog): (PlayerOptions, EventLog?)
+        switch setUp(sources: [placeholder], remote: nil) {
+        case .success(let made): (options, eventLog) = made
         case .failure(let message): return fail(message.text)
-        }
-        let eventLog: EventLog?
-        if let path = output.events {
-            do { eventLog = try EventLog(path: path) } catch { return fail("--events \(path): cannot be written: \(error)") }
-        } else {
-            eventLog = nil
         }
         let playlistPlayer: PlaylistPlayer
         do {
@@ -212,9 +200,9 @@ struct PlaybackRunner {
 
     struct OptionsFailure: Error { let text: String }
 
-    /// The player's options from the command line (and `remote`'s config).
-    private func makeOptions(sources: [URL], remote: RemoteConfig?) -> Result<PlayerOptions, OptionsFailure> {
-        func fail(_ text: String) -> Result<PlayerOptions, OptionsFailure> { .failure(OptionsFailure(text: text)) }
+    /// The player's options from the command line (and `remote`'s config), and `--events`' log.
+    private func setUp(sources: [URL], remote: RemoteConfig?) -> Result<(PlayerOptions, EventLog?), OptionsFailure> {
+        func fail(_ text: String) -> Result<(PlayerOptions, EventLog?), OptionsFailure> { .failure(OptionsFailure(text: text)) }
         var options = remote.map { PlayerOptions(config: $0.current) } ?? PlayerOptions(sources: sources)
         options.sources = sources
         options.autoplay = true
@@ -253,7 +241,8 @@ struct PlaybackRunner {
         if let delay = output.delay, delay > 0 { options.maxDelay = max(options.maxDelay, min(3600, delay + 5)) }  // kept for the delay
         if let music = output.muteMusic { options.mixing.muteMusic = mediaURL(music) }
         options.mixing.adCreatives += output.adCreative.map(mediaURL)
-        return .success(options)
+        guard let path = output.events else { return .success((options, nil)) }
+        do { return .success((options, try EventLog(path: path))) } catch { return fail("--events \(path): cannot be written: \(error)") }
     }
 
     /// Shows the status line and the events of `player` (its `events`, or a playlist's) until
