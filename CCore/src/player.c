@@ -41,6 +41,7 @@ static int track_create(mq_player *p, mq_track_kind kind, double pts_offset, int
     t->id = id;
     t->kind = kind;
     atomic_init(&t->pts_offset, pts_offset);
+    atomic_init(&t->probed, false);
     int ret = mq_byte_queue_create(&t->input);
     if (ret < 0)
         goto fail;
@@ -294,7 +295,10 @@ int mq_player_set_track_container(mq_player *p, int32_t track_id, int32_t contai
         return MQ_ERR_INVALID_ARGUMENT;
     if (!t)
         return MQ_ERR_NOT_FOUND;
-    return mq_byte_queue_set_container(t->input, container);
+    int ret = mq_byte_queue_set_container(t->input, container);
+    if (ret == MQ_OK)
+        atomic_store(&t->probed, container == MQ_CONTAINER_PROBED);
+    return ret;
 }
 
 int mq_player_end_track(mq_player *p, int32_t track_id)

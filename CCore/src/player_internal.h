@@ -40,6 +40,7 @@ typedef struct mq_track {
                                // reads it, and stores the one a discontinuity carries
     _Atomic bool input_done;   // decode thread (everything of the ended input was decoded and
                                // handed on); the controlling thread clears it on reset_track
+    _Atomic bool probed;       // controlling thread (set_track_container): a whole file (a still)
 } mq_track;
 
 /// A mixer input that plays clips (inputs 1…MQ_MIXER_MAX_INPUTS−1; input 0 is the stream).

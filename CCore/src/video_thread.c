@@ -110,21 +110,24 @@ static void consume_head(mq_player *p, const mq_vframe *head)
     mq_frame_queue_release(p->vq);
 }
 
-/// Whether a video track's input ended and was all decoded: its last picture is the end (a
-/// still image, a video that ends before its sound), not a stall.
+/// Whether a video track reading a whole file (a still image, a playlist's file) has decoded
+/// all of it: its last picture is the end, not a stall. (A stream's video that ends before its
+/// sound still shows the band.)
 static bool video_input_over(mq_player *p)
 {
     bool over = false;
     pthread_mutex_lock(&p->lock);
-    for (int i = 0; i < p->ntracks && !over; i++)
-        over = p->tracks[i]->kind == MQ_TRACK_VIDEO && atomic_load(&p->tracks[i]->input_done);
+    for (int i = 0; i < p->ntracks && !over; i++) {
+        const mq_track *t = p->tracks[i];
+        over = t->kind == MQ_TRACK_VIDEO && atomic_load(&t->probed) && atomic_load(&t->input_done);
+    }
     pthread_mutex_unlock(&p->lock);
     return over;
 }
 
 /// The overlay the display should show: the one requested, else the buffering band when
 /// pictures stopped coming for a second while playing (the last picture stays under it),
-/// unless the video's input is over.
+/// unless a whole file's video is over.
 static mq_vo_overlay wanted_overlay(mq_player *p, double now)
 {
     uint32_t gen = atomic_load(&p->overlay_gen);

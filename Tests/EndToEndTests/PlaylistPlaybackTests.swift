@@ -1,5 +1,6 @@
 import Foundation
 import Marquee
+import MarqueeStreaming
 import TestSupport
 import Testing
 
@@ -35,7 +36,16 @@ extension LivePlaybackTests {
         let options = PlayerOptions(sources: [vod], audioOutput: .null, videoOutput: .frames(dir.path))
         let player = try PlaylistPlayer(playlist: playlist, options: options)
         let collected = EventLog()
-        let listener = Task { for await e in player.events { collected.append(e) } }
+        let pauseRefused = Locked<PlayerError?>(nil)
+        let listener = Task {
+            for await e in player.events {
+                collected.append(e)
+                // An image is not paused: a typed error, and it goes on.
+                if case .item(let i) = e, i.id == "still", i.kind == .started, pauseRefused.withLock({ $0 == nil }) {
+                    do throws(PlayerError) { try player.pause() } catch { pauseRefused.withLock { $0 = error } }
+                }
+            }
+        }
         try await player.play()
         try await Task.sleep(for: .seconds(20))
         await player.stop()
@@ -63,6 +73,7 @@ extension LivePlaybackTests {
         // each picture once).
         let still = frames.filter { $0.item == "still" }
         #expect(still.map(\.md5) == stillMD5, "the still's pictures \(still.map(\.md5)), the PNG's \(stillMD5)")
+        #expect(pauseRefused.withLock { $0?.code } == .state, "pause during the still: \(String(describing: pauseRefused.withLock { $0 }))")
         #expect(!collected.events.contains(.ended))
 
         // Each item plays for its duration from its first picture (within two frames).

@@ -147,8 +147,13 @@ public final class PlaylistPlayer: Sendable {
         inner.withLock { $0.queue.replace(with: playlist) }
     }
 
-    /// Pauses the item playing (``Player/pause()``); its duration stops counting.
+    /// Pauses the item playing (``Player/pause()``); its duration stops counting. Throws
+    /// ``PlayerError/Code-swift.struct/state`` for an image or file item (they are not paused)
+    /// or when nothing plays.
     public func pause() throws(PlayerError) {
+        if let item = inner.withLock({ $0.playing?.item }), item.kind != .stream {
+            throw PlayerError(.state, "pause: item \"\(item.id)\" is \(item.kind == .image ? "an image" : "a file"): not paused")
+        }
         try player.pause()
         let playing = inner.withLock { inner -> (item: PlaylistItem, index: Int, mediaTime: Double?)? in
             inner.paused = true
@@ -281,6 +286,9 @@ public final class PlaylistPlayer: Sendable {
             var shown: Double?
             var quartile = 1
             let deadline = Monotonic.now() + 5
+            // A file that stops playing without ending (nothing presented, its position still)
+            // is given up after 10 s: the playlist goes on.
+            var progress = (frames: before, position: Double?.none, at: Monotonic.now())
             while !Task.isCancelled {
                 let now = Monotonic.now()
                 while let event = player.fileEvent() {
@@ -303,6 +311,14 @@ public final class PlaylistPlayer: Sendable {
                         send(.impression, item, index, mediaTime: 0)
                     } else if now > deadline {
                         return .failed(PlayerError(.media, "item \"\(item.id)\": no picture from \(item.url.lastPathComponent)"))
+                    }
+                }
+                if !still, shown != nil {
+                    let status = player.status
+                    if status.framesPresented != progress.frames || status.position != progress.position {
+                        progress = (status.framesPresented, status.position, now)
+                    } else if now - progress.at > Self.startTimeout {
+                        return .failed(PlayerError(.media, "item \"\(item.id)\": stopped playing for \(Int(Self.startTimeout)) s"))
                     }
                 }
                 if let shown, let length {
