@@ -88,7 +88,7 @@ bool mq_clock_audio(const mq_clock *c, double mono, double *media)
 {
     double heard_mono, heard_media, valid;
     mq_seq3_load(&c->audio, &heard_mono, &heard_media, &valid);
-    if (valid == 0 || valid != (double)mq_clock_jumps(c) + 1) // none, or heard before a jump
+    if (valid != (double)mq_clock_jumps(c) + 1) // none (0), or heard before a jump
         return false;
     *media = heard_media + (mono - heard_mono) * mq_clock_rate(c);
     return true;

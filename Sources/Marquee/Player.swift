@@ -252,7 +252,7 @@ public final class Player: Sendable {
             // The outputs are open and nothing played yet (the sources are being retried, or
             // failed fast): the first source that plays now starts them.
             inner.withLock { $0.supervisor }?.cancel()
-            while core.pollEvent() != nil {}  // a file's or a still's
+            core.dropEvents()  // a file's or a still's
             let session = try await openFirstSource(core: core, startMono: Monotonic.now(), reuse: inner.withLock { $0.ownTracks })
             guard inner.withLock({ $0.core != nil }) else { return }  // stop() ran meanwhile
             try begin(session, core: core)
@@ -263,7 +263,7 @@ public final class Player: Sendable {
         inner.withLock { $0.task = nil }
         var reuse = Dictionary(old.plans.flatMap(\.coreTracksByKind), uniquingKeysWith: { first, _ in first })
         reuse.merge(inner.withLock { $0.ownTracks }) { session, _ in session }
-        while core.pollEvent() != nil {}  // the old source's (a file's end would end the new one)
+        core.dropEvents()  // the old source's (a file's end would end the new one)
         let session: PlaybackSession
         do {
             session = try await openFirstSource(core: core, startMono: Monotonic.now(), reuse: reuse)
@@ -319,7 +319,7 @@ public final class Player: Sendable {
         var core = inner.withLock { $0.core }
         if core == nil { core = try openOutputs(options) }
         guard let core else { return }
-        while core.pollEvent() != nil {}  // the cut source's
+        core.dropEvents()  // the cut source's
         let kinds: [CoreTrackKind] = still ? [.video] : [.video, .audio]
         var tracks: [Int32] = []
         do throws(CoreError) {

@@ -356,6 +356,12 @@ package final class CoreHandle: Sendable {
             avOffset: finite(s.av_offset_peak) ?? finite(s.av_offset))
     }
 
+    /// Drops the pending events: those of what a new source replaces (its end, its errors)
+    /// would otherwise be read as the new one's.
+    package func dropEvents() {
+        while pollEvent() != nil {}
+    }
+
     /// The oldest pending core event, if any.
     package func pollEvent() -> CoreEvent? {
         var e = mq_event()

@@ -60,3 +60,34 @@ public struct PlaylistItemEvent: Sendable, Hashable {
         (self.kind, self.id, self.index, self.mediaTime, self.serverTime) = (kind, id, index, mediaTime, serverTime)
     }
 }
+
+/// The quartiles of an item's length still to fire, in order (both watchers of
+/// ``PlaylistPlayer``: streams by media time, files by time shown).
+struct Quartiles {
+    /// The next one to fire, 1…4 (5: all fired).
+    private(set) var next = 1
+
+    /// Progress (seconds) at which quartile `q` is due: its share of `length`; the last one
+    /// 20 ms before the end (the last picture is presented a frame before it).
+    static func due(_ q: Int, length: Double) -> Double { length * Double(q) / 4 - (q == 4 ? 0.02 : 0) }
+
+    /// The quartiles due at `progress` of `length`, each with its share of the length (seconds
+    /// from the item's start); taken.
+    mutating func take(progress: Double, length: Double) -> [(percent: Int, share: Double)] {
+        var out: [(percent: Int, share: Double)] = []
+        while next <= 4, progress >= Self.due(next, length: length) {
+            out.append((next * 25, length * Double(next) / 4))
+            next += 1
+        }
+        return out
+    }
+
+    /// The quartiles not fired yet (the item ended first); taken.
+    mutating func rest() -> [Int] {
+        defer { next = 5 }
+        return next <= 4 ? (next...4).map { $0 * 25 } : []
+    }
+
+    /// Progress at which the next one is due; nil when none is left.
+    func nextDue(length: Double) -> Double? { next <= 4 ? Self.due(next, length: length) : nil }
+}

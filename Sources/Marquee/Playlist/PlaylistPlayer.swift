@@ -96,8 +96,8 @@ public final class PlaylistPlayer: Sendable {
 
     /// Starts the first item; returns at once (the items' events tell what follows).
     public func play() async throws(PlayerError) {
-        let started = inner.withLock { inner -> Bool in
-            guard inner.runner == nil else { return true }
+        inner.withLock { inner in
+            guard inner.runner == nil else { return }
             let forwarder = Task { [player, sink, inner = self.inner] in
                 for await event in player.events {
                     switch event {
@@ -112,9 +112,7 @@ public final class PlaylistPlayer: Sendable {
             }
             inner.forwarder = forwarder
             inner.runner = Task { [weak self] in await self?.run() }
-            return false
         }
-        if started { return }
     }
 
     /// Leaves the item playing for the next one, wrapping after the last.
@@ -284,7 +282,7 @@ public final class PlaylistPlayer: Sendable {
         let outcome = await follow(Task { () -> Outcome in
             // Its first picture (due 0.25 s after), then its time or its end.
             var shown: Double?
-            var quartile = 1
+            var quartiles = Quartiles()
             let deadline = Monotonic.now() + 5
             // A file that stops playing without ending (nothing presented, its position still)
             // is given up after 10 s: the playlist goes on.
@@ -294,9 +292,8 @@ public final class PlaylistPlayer: Sendable {
                 while let event = player.fileEvent() {
                     switch event.kind {
                     case .ended where !still:
-                        while quartile <= 4, length != nil {
-                            send(.quartile(quartile * 25), item, index, mediaTime: shown.map { now - $0 })
-                            quartile += 1
+                        if length != nil {
+                            for q in quartiles.rest() { send(.quartile(q), item, index, mediaTime: shown.map { now - $0 }) }
                         }
                         return .finished
                     case .error where shown == nil:
@@ -324,9 +321,8 @@ public final class PlaylistPlayer: Sendable {
                 if let shown, let length {
                     let played = now - shown
                     inner.withLock { $0.playing?.mediaTime = played }
-                    while quartile <= 4, played >= length * Double(quartile) / 4 - (quartile == 4 ? 0.02 : 0) {
-                        send(.quartile(quartile * 25), item, index, mediaTime: min(played, length * Double(quartile) / 4))
-                        quartile += 1
+                    for q in quartiles.take(progress: played, length: length) {
+                        send(.quartile(q.percent), item, index, mediaTime: min(played, q.share))
                     }
                     if played >= length { return .finished }
                 }
@@ -398,7 +394,7 @@ public final class PlaylistPlayer: Sendable {
         var shown = false
         var played = 0.0  // seconds playing since the first picture
         var lastTick = Monotonic.now()
-        var quartile = 1  // the next one
+        var quartiles = Quartiles()
         var seeked = item.startOffset <= 0
         let audioOnly = { [player] in !player.activeQualities.isEmpty && !player.activeQualities.contains { $0.kind == "video" } }
         while !Task.isCancelled {
@@ -431,27 +427,20 @@ public final class PlaylistPlayer: Sendable {
             let start = onDemand != nil ? item.startOffset : 0
             let progress = onDemand != nil ? (status.position ?? start) - start : played
             let length = onDemand.map { min(item.playingTime ?? .infinity, $0 - start) } ?? item.playingTime
-            // A quartile is due at its share of the length; the last a little before the end
-            // (the last picture is presented a frame before it).
-            let due = { (q: Int) -> Double in (length ?? .infinity) * Double(q) / 4 - (q == 4 ? 0.02 : 0) }
             if let length, length > 0 {
-                while quartile <= 4, progress >= due(quartile) {
-                    let time = onDemand != nil ? start + length * Double(quartile) / 4 : status.position
-                    send(.quartile(quartile * 25), item, index, mediaTime: time)
-                    quartile += 1
+                for q in quartiles.take(progress: progress, length: length) {
+                    send(.quartile(q.percent), item, index, mediaTime: onDemand != nil ? start + q.share : status.position)
                 }
                 if let cap = item.playingTime, progress >= cap { return .finished }
             }
             if status.state == .ended {
-                while quartile <= 4, onDemand != nil {
-                    send(.quartile(quartile * 25), item, index, mediaTime: status.position)
-                    quartile += 1
-                }
+                if onDemand != nil { for q in quartiles.rest() { send(.quartile(q), item, index, mediaTime: status.position) } }
                 return .finished
             }
+            // Slept to the next quartile or the cap (a frame's precision), at most 20 ms.
             var wait = 0.02
             if let length, length > 0, status.state == .playing {
-                let next = min(quartile <= 4 ? due(quartile) : .infinity, item.playingTime ?? .infinity)
+                let next = min(quartiles.nextDue(length: length) ?? .infinity, item.playingTime ?? .infinity)
                 wait = min(wait, (next - progress) / max(status.playbackRate, 0.1))
             }
             try? await Task.sleep(for: .milliseconds(max(1, Int(wait * 1000))))
