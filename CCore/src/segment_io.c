@@ -64,6 +64,7 @@ struct mq_byte_queue {
     uint8_t *init; // the last init segment pushed (mq_byte_queue_push_init), for a resync
     size_t init_len, init_cap;
     size_t inject; // bytes of `init` still to be read before the bytes at `read` (after a skip)
+    bool inject_due; // a skip reached the last byte pushed: inject when the next segment comes
     struct { int64_t at; double offset; } streams[MQ_MAX_BOUNDARIES]; // discontinuities not yet read past
     int nstreams;
     double due_offset;    // the offset of the last stream start passed, until taken (NAN: none)
@@ -394,6 +395,7 @@ void mq_byte_queue_reset(mq_byte_queue *q)
     scan_reset(&q->scan);
     q->nmarks = q->ndamage = 0;
     q->init_len = q->inject = 0;
+    q->inject_due = false;
     q->rollover_at = INT64_MAX;
     q->rollover_wanted = false;
     q->ended = q->failed = false;
@@ -414,8 +416,23 @@ void mq_byte_queue_abort(mq_byte_queue *q)
 
 /* ---- decode thread ---- */
 
+/// After a skip, an fMP4 segment is read after the last init segment unless it brings one (or
+/// a new stream starts there): decided once its first bytes are here, since a skip often
+/// reaches the last byte pushed while the next segment is still on its way.
+static void resolve_inject(mq_byte_queue *q)
+{
+    if (!q->inject_due || q->read >= q->pushed)
+        return;
+    q->inject_due = false;
+    bool init_next = (q->scan.nboundaries > 0 && q->scan.boundaries[0] == q->read) ||
+                     (q->nstreams > 0 && q->streams[0].at == q->read);
+    if (q->container == MQ_CONTAINER_FMP4 && !init_next)
+        q->inject = q->init_len;
+}
+
 static mq_input_state state_locked(mq_byte_queue *q)
 {
+    resolve_inject(q);
     if (q->aborted)
         return MQ_INPUT_ABORTED;
     if (q->reset_pending)
@@ -558,6 +575,7 @@ void mq_byte_queue_skip_segment(mq_byte_queue *q)
 {
     pthread_mutex_lock(&q->lock);
     q->inject = 0;
+    q->inject_due = false;
     if (q->ndamage == 0 || q->damage[0].from > q->read) { // the demuxer's finding: the segment it is in
         if (q->ndamage == MQ_MAX_DAMAGE)
             q->ndamage--;
@@ -572,11 +590,8 @@ void mq_byte_queue_skip_segment(mq_byte_queue *q)
         discard_to(q, to);
         q->ndamage--;
         memmove(q->damage, q->damage + 1, (size_t)q->ndamage * sizeof q->damage[0]);
-        // fMP4: the next segment is read after the last init segment, unless it brings one
-        bool init_next = (q->scan.nboundaries > 0 && q->scan.boundaries[0] == q->read) ||
-                         (q->nstreams > 0 && q->streams[0].at == q->read); // a new stream brings its own
-        if (q->container == MQ_CONTAINER_FMP4 && !init_next && q->read < q->pushed)
-            q->inject = q->init_len;
+        q->inject_due = q->container == MQ_CONTAINER_FMP4; // (resolved when its bytes are here)
+        resolve_inject(q);
     }
     pthread_mutex_unlock(&q->lock);
 }
@@ -611,6 +626,7 @@ void mq_byte_queue_fail(mq_byte_queue *q)
     free_chunks(q);
     q->read = q->pushed;
     q->inject = 0;
+    q->inject_due = false;
     pthread_mutex_unlock(&q->lock);
 }
 

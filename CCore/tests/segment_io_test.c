@@ -2,7 +2,8 @@
 // fMP4: bytes pushed in odd-sized chunks from another thread come out of avio_read exactly;
 // a second init segment is a session boundary (EOF there, then the next session); garbage and
 // a truncated segment are reported corrupt; a reset cancels a blocked reader and the queue
-// takes new bytes after it.
+// takes new bytes after it; a segment skipped before the next arrives is followed by the init
+// segment and the next.
 //
 //   segment_io_test <stream.mp4>      exit 0 when every check passed
 
@@ -159,6 +160,52 @@ static void test_reset(void)
     mq_byte_queue_destroy(&q);
 }
 
+/// Offset of the n-th (0-based) top-level box of `type`, or -1.
+static long box_at(const char *type, int n)
+{
+    for (size_t at = 0; at + 8 <= media_size;) {
+        uint32_t len = (uint32_t)media[at] << 24 | (uint32_t)media[at + 1] << 16 | (uint32_t)media[at + 2] << 8 | media[at + 3];
+        if (memcmp(media + at + 4, type, 4) == 0 && n-- == 0)
+            return (long)at;
+        if (len < 8)
+            return -1;
+        at += len;
+    }
+    return -1;
+}
+
+/// A cut segment skipped before the next one arrives (live: the next is still being fetched):
+/// the next is read after the init segment, exactly as if it had been there at the skip.
+static void test_skip_before_next(void)
+{
+    long f1 = box_at("moof", 0), f2 = box_at("moof", 1);
+    CHECK(f1 > 0 && f2 > f1, "two fragments (%ld, %ld)", f1, f2);
+    if (f1 <= 0 || f2 <= f1)
+        return;
+    mq_byte_queue *q = NULL;
+    mq_byte_queue_create(&q);
+    mq_byte_queue_push_init(q, media, (size_t)f1);
+    mq_byte_queue_end_segment(q);
+    mq_byte_queue_push(q, media + f1, (size_t)(f2 - f1) / 2); // cut short
+    mq_byte_queue_end_segment(q);
+    uint8_t *out = malloc(media_size * 2);
+    int err = 0;
+    long n = read_session(q, out, media_size * 2, &err);
+    CHECK(n >= f1 && n < f2 && err == AVERROR_INVALIDDATA, "the init segment, then INVALIDDATA (%ld, %d)", n, err);
+    CHECK(mq_byte_queue_state(q) == MQ_INPUT_CORRUPT, "corrupt");
+    mq_byte_queue_skip_segment(q); // nothing after the cut one yet
+    mq_byte_queue_push(q, media + f2, media_size - (size_t)f2);
+    mq_byte_queue_end_segment(q);
+    mq_byte_queue_end(q);
+    n = read_session(q, out, media_size * 2, &err);
+    long want = f1 + (long)media_size - f2;
+    CHECK(n == want && err == AVERROR_EOF, "init + the next segment (%ld of %ld bytes, %d)", n, want, err);
+    CHECK(n == want && memcmp(out, media, (size_t)f1) == 0 && memcmp(out + f1, media + f2, media_size - (size_t)f2) == 0,
+          "byte-exact");
+    free(out);
+    mq_byte_queue_destroy(&q);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -175,6 +222,7 @@ int main(int argc, char **argv)
     test_garbage();
     test_truncated();
     test_reset();
+    test_skip_before_next();
     free(file);
     return mqt_done("segment_io_test");
 }
