@@ -32,7 +32,8 @@ typedef enum mq_container {
     MQ_CONTAINER_MPEGTS = 1, ///< MPEG-2 transport stream (188-byte packets, e.g. HLS .ts segments).
     MQ_CONTAINER_PROBED = 2, ///< One whole file in any format libavformat recognises by its content
                              ///< (a still PNG or JPEG, a progressive MP4 with its index first, …),
-                             ///< read front to back; not scanned for damage (no segments).
+                             ///< read front to back once all of it was pushed (the track
+                             ///< ended); not scanned for damage (no segments).
 } mq_container;
 
 /// Player state as seen by the presentation side.

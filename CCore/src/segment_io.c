@@ -439,6 +439,8 @@ static mq_input_state state_locked(mq_byte_queue *q)
         return MQ_INPUT_RESET;
     if (q->failed) // until a reset; a failed track has not ended unless its input has
         return q->ended ? MQ_INPUT_ENDED : (mq_input_state)-1;
+    if (q->container == MQ_CONTAINER_PROBED && !q->ended) // a whole file: read once all of it is
+        return (mq_input_state)-1;                     // here (its demuxer is told its size then)
     if (q->inject > 0)
         return MQ_INPUT_DATA;
     if ((q->scan.nboundaries > 0 && q->read == q->scan.boundaries[0]) || (q->nstreams > 0 && q->read == q->streams[0].at))

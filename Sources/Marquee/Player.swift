@@ -53,6 +53,26 @@ public final class Player: Sendable {
         /// At most this many tries of the last source's manifest at a start (nil: the manifest
         /// policy's): a playlist's item that does not answer is skipped soon, the picture held.
         var startAttempts: Int?
+        /// A source made ready ahead (``prepare(_:targetLatency:startAt:)``): the next session
+        /// of its URL starts on it.
+        var prepared: PreparedSource?
+    }
+
+    /// Segments fetched ahead for the next source (``prepare(_:targetLatency:startAt:)``).
+    let prefetch = SegmentPrefetch()
+
+    /// Makes `source` ready to play at monotonic time `startAt` (a playlist's next item, while
+    /// the current one plays): its manifest, the server clock, the first segments at
+    /// `targetLatency` (live). The next ``load(sources:)`` of it starts without fetching
+    /// before its first picture. Throws what its manifest's load throws (the item would fail).
+    func prepare(_ source: URL, targetLatency: Double?, startAt: Double) async throws(PlayerError) {
+        var options = self.options
+        if let target = targetLatency ?? inner.withLock({ $0.targetLatency }) { options.targetLatency = target }
+        var policy = FetchPolicy.manifest
+        if let attempts = inner.withLock({ $0.startAttempts }) { policy.attempts = min(policy.attempts, attempts) }
+        let prepared = try await PreparedSource.prepare(
+            source, options: options, fetcher: fetcher, logger: logger, policy: policy, prefetch: prefetch, startAt: startAt)
+        inner.withLock { $0.prepared = prepared }
     }
 
     /// Validates `options`; throws ``PlayerError/Code-swift.struct/invalidOptions`` or
@@ -83,8 +103,19 @@ public final class Player: Sendable {
 
     /// State, latency, buffer, frame rate and counts, measured now.
     public var status: PlaybackStatus {
-        let (session, state) = inner.withLock { ($0.session, $0.state) }
-        return session?.status() ?? PlaybackStatus(state: state)
+        let (session, state, core, started) = inner.withLock { ($0.session, $0.state, $0.core, $0.coreStarted) }
+        if let session { return session.status() }
+        var status = PlaybackStatus(state: state)
+        // A file or a still played before any source (a playlist's first item): the core's.
+        if started, let reading = core?.status() {
+            status.position = reading.position
+            status.framesPresented = reading.framesPresented
+            status.framesDropped = reading.framesDropped
+            status.avOffset = reading.avOffset
+            status.width = reading.width
+            status.height = reading.height
+        }
+        return status
     }
 
     /// Opens the outputs, loads the first source that plays and starts playback. Returns once
@@ -221,7 +252,10 @@ public final class Player: Sendable {
         var lastError = PlayerError(.invalidOptionsSources, "no sources")
         var options = self.options
         if let target = inner.withLock({ $0.targetLatency }) { options.targetLatency = target }
-        let (mixer, reports) = inner.withLock { ($0.mixer, $0.reports?.input) }
+        let (mixer, reports, prepared) = inner.withLock { inner in
+            defer { inner.prepared = nil }
+            return (inner.mixer, inner.reports?.input, inner.prepared)
+        }
         for (index, source) in options.sources.enumerated() {
             // With a backup behind it, a source is tried once (the backup waits); the last one
             // gets the manifest's retries.
@@ -231,7 +265,7 @@ public final class Player: Sendable {
             do {
                 return try await PlaybackSession(
                     source: source, options: options, core: core, fetcher: fetcher, startMono: startMono, logger: logger, events: sink,
-                    reuse: reuse, mixer: mixer, startPolicy: policy, reports: reports)
+                    reuse: reuse, mixer: mixer, startPolicy: policy, reports: reports, prepared: prepared, prefetch: prefetch)
             } catch {
                 logger.warning("source failed", metadata: ["source": "\(source)", "error": "\(error)"])
                 sink.send(.error(error, fatal: false))
@@ -317,8 +351,11 @@ public final class Player: Sendable {
     func playFile(_ file: [UInt8], label: String?, still: Bool) async throws(PlayerError) {
         await cut()
         var core = inner.withLock { $0.core }
-        if core == nil { core = try openOutputs(options) }
+        let fresh = core == nil
+        if fresh { core = try openOutputs(options) }
         guard let core else { return }
+        // Before any source measured the server clock: the local one (frames:' wall times).
+        if fresh { try? core.setWallOffset(ServerClock.local().offset) }
         core.dropEvents()  // the cut source's
         let kinds: [CoreTrackKind] = still ? [.video] : [.video, .audio]
         var tracks: [Int32] = []

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import Logging
 import MarqueeBridge
 import MarqueeStreaming
@@ -50,7 +50,28 @@ public final class PlaylistPlayer: Sendable {
         /// The last server clock offset measured (a live item's), seconds.
         var serverOffset = 0.0
         var paused = false
+        /// The next items made ready while this one plays (``prepareNext(startAt:)``), once a turn.
+        var preparation: Task<Void, Never>?
+        var prepareStarted = false
+        /// What the preparation found, by item (``readyKey(_:)``).
+        var ready: [String: Prepared] = [:]
     }
+
+    /// An item made ready ahead of its turn.
+    enum Prepared: Sendable {
+        /// A stream's manifest, clock and first segments (``Player/prepare(_:targetLatency:startAt:)``).
+        case stream
+        /// An image's or a file's bytes.
+        case bytes([UInt8])
+        /// It cannot play: at its turn it is reported failed and skipped at once.
+        case failed(PlayerError)
+    }
+
+    /// Seconds before an item's end the next one is made ready: its manifest, server clock and
+    /// first segments (a live one's at its target latency, once the server has them), or its
+    /// bytes. An item that cannot be made ready is reported failed at its turn, skipped at once,
+    /// and the one after it made ready instead.
+    public static let prepareAhead = 2.5
 
     /// How an item's turn ended.
     enum Outcome: Sendable {
@@ -142,7 +163,14 @@ public final class PlaylistPlayer: Sendable {
     /// A new playlist (a feed refresh, a schedule): the item playing plays on (to its end, when
     /// the new playlist no longer has it), then the new one goes on (``PlaylistQueue/replace(with:)``).
     public func replace(with playlist: Playlist) {
-        inner.withLock { $0.queue.replace(with: playlist) }
+        inner.withLock { inner in
+            inner.queue.replace(with: playlist)
+            // What was made ready was for the old order: again for the new one.
+            inner.preparation?.cancel()
+            inner.preparation = nil
+            inner.ready.removeAll()
+            inner.prepareStarted = false
+        }
     }
 
     /// Pauses the item playing (``Player/pause()``); its duration stops counting. Throws
@@ -194,7 +222,62 @@ public final class PlaylistPlayer: Sendable {
     private static func leave(_ inner: inout Inner) {
         inner.moved = true
         inner.watch?.cancel()
+        inner.preparation?.cancel()  // made ready for another order
+        inner.preparation = nil
+        inner.ready.removeAll()
     }
+
+    /// Makes the upcoming items ready (once a turn) to start at monotonic time `startAt`: the
+    /// next one, or, when it cannot be, the first after it that can.
+    private func prepareNext(startAt: Double) {
+        inner.withLock { inner in
+            guard !inner.prepareStarted else { return }
+            inner.prepareStarted = true
+            var queue = inner.queue
+            var upcoming: [PlaylistItem] = []
+            for _ in 0..<queue.order.count {
+                guard let next = queue.advance() else { break }
+                upcoming.append(next)
+            }
+            inner.ready.removeAll()
+            inner.preparation = Task { [weak self] in await self?.prepare(upcoming, startAt: startAt) }
+        }
+    }
+
+    private func prepare(_ items: [PlaylistItem], startAt: Double) async {
+        for item in items where !Task.isCancelled {
+            let result: Prepared
+            switch item.kind {
+            case .stream:
+                do throws(PlayerError) {
+                    try await player.prepare(item.url, targetLatency: item.targetLatency ?? base.targetLatency, startAt: startAt)
+                    result = .stream
+                } catch { result = .failed(error) }
+            case .image, .file:
+                do throws(PlayerError) { result = .bytes(try await Self.read(item.url, fetcher: player.fetcher)) } catch { result = .failed(error) }
+            }
+            if Task.isCancelled { return }
+            inner.withLock { $0.ready[Self.readyKey(item)] = result }
+            if case .failed = result { continue }
+            return
+        }
+    }
+
+    /// What was made ready for `item` (the preparation running is awaited: it does what the
+    /// item's start would); nil when nothing was.
+    private func takePrepared(_ item: PlaylistItem) async -> Prepared? {
+        let preparation = inner.withLock { $0.preparation }
+        await preparation?.value
+        return inner.withLock { inner in
+            inner.prepareStarted = false
+            inner.preparation = nil
+            return inner.ready.removeValue(forKey: Self.readyKey(item))
+        }
+    }
+
+    /// An item's key among those made ready: its id and URL (a refreshed playlist may give an
+    /// id another URL).
+    private static func readyKey(_ item: PlaylistItem) -> String { item.id + "\n" + item.url.absoluteString }
 
     // MARK: the items in turn
 
@@ -247,10 +330,14 @@ public final class PlaylistPlayer: Sendable {
 
     /// Plays `item` until it ends, fails or is left.
     private func play(_ item: PlaylistItem, index: Int) async -> Outcome {
+        let prepared = await takePrepared(item)
+        if case .failed(let error) = prepared { return .failed(error) }
+        var bytes: [UInt8]?
+        if case .bytes(let b) = prepared { bytes = b }
         switch item.kind {
         case .stream: return await playStream(item, index: index)
-        case .image: return await playFile(item, index: index, still: true)
-        case .file: return await playFile(item, index: index, still: false)
+        case .image: return await playFile(item, index: index, still: true, bytes: bytes)
+        case .file: return await playFile(item, index: index, still: false, bytes: bytes)
         }
     }
 
@@ -264,12 +351,16 @@ public final class PlaylistPlayer: Sendable {
 
     /// Shows an image item for its ``PlaylistItem/playingTime`` (5 s by default) from its
     /// picture on; plays a file item to its end, or for its duration.
-    private func playFile(_ item: PlaylistItem, index: Int, still: Bool) async -> Outcome {
+    private func playFile(_ item: PlaylistItem, index: Int, still: Bool, bytes prepared: [UInt8]?) async -> Outcome {
         let bytes: [UInt8]
-        do {
-            bytes = try await Self.read(item.url, fetcher: player.fetcher)
-        } catch {
-            return .failed(error)
+        if let prepared {
+            bytes = prepared
+        } else {
+            do {
+                bytes = try await Self.read(item.url, fetcher: player.fetcher)
+            } catch {
+                return .failed(error)
+            }
         }
         let before = player.status.framesPresented
         do {
@@ -325,6 +416,11 @@ public final class PlaylistPlayer: Sendable {
                         send(.quartile(q.percent), item, index, mediaTime: min(played, q.share))
                     }
                     if played >= length { return .finished }
+                    if length - played <= Self.prepareAhead { prepareNext(startAt: now + length - played) }
+                } else if shown != nil {
+                    // A file to its end (not known here): the next is made ready from its start
+                    // (a live one's first segment is fetched again then, if it moved on).
+                    prepareNext(startAt: now)
                 }
                 try? await Task.sleep(for: .milliseconds(10))
             }
@@ -432,6 +528,8 @@ public final class PlaylistPlayer: Sendable {
                     send(.quartile(q.percent), item, index, mediaTime: onDemand != nil ? start + q.share : status.position)
                 }
                 if let cap = item.playingTime, progress >= cap { return .finished }
+                let left = (length - progress) / max(status.playbackRate, 0.1)
+                if status.state == .playing, left <= Self.prepareAhead { prepareNext(startAt: now + left) }
             }
             if status.state == .ended {
                 if onDemand != nil { for q in quartiles.rest() { send(.quartile(q), item, index, mediaTime: status.position) } }

@@ -62,14 +62,21 @@ final class PlaybackSession: Sendable {
     init(
         source: URL, options: PlayerOptions, core: CoreHandle, fetcher: HTTPFetcher, startMono: Double, logger: Logger,
         events: PlayerEvents.Sink, reuse: [CoreTrackKind: Int32] = [:], mixer: MixDirector? = nil, startPolicy: FetchPolicy = .manifest,
-        reports: AsyncStream<SessionReport>.Continuation? = nil
+        reports: AsyncStream<SessionReport>.Continuation? = nil, prepared: PreparedSource? = nil, prefetch: SegmentPrefetch? = nil
     ) async throws(PlayerError) {
-        let manifest = ManifestSource(url: source, fetcher: fetcher, policy: startPolicy, audioLanguage: options.audioLanguage)
-        let mpd = try await manifest.load()
-        let clock =
-            mpd.isLive
-            ? await ClockSync(fetcher: fetcher, logger: logger).synchronize(timings: mpd.utcTimings, fallback: await manifest.lastResult)
-            : ServerClock.local()
+        let manifest: ManifestSource
+        let mpd: MPD
+        let clock: ServerClock
+        if let prepared, prepared.fits(source) {
+            (manifest, mpd, clock) = (prepared.manifest, prepared.mpd, prepared.clock)  // (made ready ahead)
+        } else {
+            manifest = ManifestSource(url: source, fetcher: fetcher, policy: startPolicy, audioLanguage: options.audioLanguage)
+            mpd = try await manifest.load()
+            clock =
+                mpd.isLive
+                ? await ClockSync(fetcher: fetcher, logger: logger).synchronize(timings: mpd.utcTimings, fallback: await manifest.lastResult)
+                : ServerClock.local()
+        }
         let (target, syncOptions) = Self.syncSettings(options: options, mpd: mpd)
         let start: Double
         if mpd.isLive, let ast = mpd.availabilityStartTime {
@@ -152,7 +159,7 @@ final class PlaybackSession: Sendable {
                         reports?.yield(.restart)
                     }
                 }, shift: shift, store: store, abr: abr, latestMPD: Locked(mpd), active: Locked(plan.representation.id),
-                loader: SegmentLoader(fetcher: fetcher, locations: plan.timeline.baseURLs.count, logger: logger), onArrival: onArrival,
+                loader: SegmentLoader(fetcher: fetcher, locations: plan.timeline.baseURLs.count, logger: logger, prefetched: prefetch), onArrival: onArrival,
                 drift: index == drifting ? drift : nil)
         }
         events.send(.sourceLoaded(url: source.absoluteString, streamType: mpd.isLive ? .live : .onDemand))

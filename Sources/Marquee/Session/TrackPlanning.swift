@@ -52,11 +52,22 @@ extension PlaybackSession {
     /// follows; a muxed HLS variant feeds the audio track too).
     /// `reuse`: the core's tracks from an earlier session (a reload): reset and re-offset
     /// instead of added.
-    static func plan(
-        mpd: MPD, period: Int, manifestURL: URL, core: CoreHandle, now: Double?, reuse: [CoreTrackKind: Int32] = [:],
-        audioLanguage: String? = nil
-    ) throws(PlayerError) -> [TrackPlan] {
-        var plans: [TrackPlan] = []
+    /// What a track plays, before any core track: its kind, adaptation set, representation
+    /// and timeline, and whether its segments carry the audio too.
+    struct TrackChoice: Sendable {
+        var kind: MediaKind
+        var adaptationSet: AdaptationSet
+        var representation: Representation
+        var timeline: RepresentationTimeline
+        var muxed: Bool
+        /// The video renditions ABR chooses among (none for audio).
+        var renditions: [Representation]
+    }
+
+    /// The tracks ``plan(mpd:period:manifestURL:core:now:reuse:audioLanguage:)`` creates, without
+    /// the core (a source prepared ahead, ``PreparedSource``).
+    static func choose(mpd: MPD, period: Int, manifestURL: URL, now: Double?, audioLanguage: String? = nil) throws(PlayerError) -> [TrackChoice] {
+        var choices: [TrackChoice] = []
         for kind in [MediaKind.video, .audio] {
             let candidates = mpd.periods[period].adaptationSets.flatMap { set in
                 set.representations.filter { $0.kind == kind && $0.segmentTemplate?.media != nil }.map { (set, $0) }
@@ -70,8 +81,26 @@ extension PlaybackSession {
                 throw PlayerError(error)
             }
             // The video segments carry the audio too: one more core track, fed the same bytes.
-            let muxed = kind == .video && rep.muxesAudio && !plans.contains { $0.kind == .audio }
+            let muxed = kind == .video && rep.muxesAudio && !choices.contains { $0.kind == .audio }
                 && !mpd.periods[period].adaptationSets.contains { $0.representations.contains { $0.kind == .audio } }
+            choices.append(
+                TrackChoice(
+                    kind: kind, adaptationSet: set, representation: rep, timeline: timeline, muxed: muxed,
+                    renditions: kind == .video ? set.representations.filter { $0.kind == .video && $0.segmentTemplate?.media != nil } : []))
+        }
+        guard !choices.isEmpty else {
+            throw PlayerError(.noPlayableContent, "no audio or video representation with a SegmentTemplate in period \(period)")
+        }
+        return choices
+    }
+
+    static func plan(
+        mpd: MPD, period: Int, manifestURL: URL, core: CoreHandle, now: Double?, reuse: [CoreTrackKind: Int32] = [:],
+        audioLanguage: String? = nil
+    ) throws(PlayerError) -> [TrackPlan] {
+        var plans: [TrackPlan] = []
+        for choice in try choose(mpd: mpd, period: period, manifestURL: manifestURL, now: now, audioLanguage: audioLanguage) {
+            let (kind, set, rep, timeline, muxed) = (choice.kind, choice.adaptationSet, choice.representation, choice.timeline, choice.muxed)
             var tracks: [Int32] = []
             do {
                 for coreKind in [kind == .video ? CoreTrackKind.video : .audio] + (muxed ? [.audio] : []) {
@@ -92,11 +121,7 @@ extension PlaybackSession {
                 TrackPlan(
                     kind: kind == .video ? .video : .audio, periodIndex: period, periodID: mpd.periods[period].id,
                     periodStart: RepresentationTimeline.periodStart(mpd: mpd, index: period), adaptationSet: set, representation: rep, timeline: timeline,
-                    coreTrack: tracks[0], muxedAudioTrack: tracks.count > 1 ? tracks[1] : nil,
-                    renditions: kind == .video ? set.representations.filter { $0.kind == .video && $0.segmentTemplate?.media != nil } : []))
-        }
-        guard !plans.isEmpty else {
-            throw PlayerError(.noPlayableContent, "no audio or video representation with a SegmentTemplate in period \(period)")
+                    coreTrack: tracks[0], muxedAudioTrack: tracks.count > 1 ? tracks[1] : nil, renditions: choice.renditions))
         }
         return plans
     }
