@@ -117,6 +117,23 @@ void mq_player_destroy(mq_player *_Nullable *_Nonnull p);
 /// track's media on the common presentation timeline the clock runs on.
 int mq_player_add_track(mq_player *p, mq_track_kind kind, double pts_offset, int32_t *track_id);
 
+/// Adds a staged track: the next item's, decoded while the tracks playing go on (at most one of
+/// each kind). Its decoder discards what ends before `start` (presentation time, after
+/// `pts_offset`: the position the next item enters at) and holds its first picture (or sound)
+/// from `start` on, until `mq_player_activate_tracks`. It is not judged late, counts no drops,
+/// and does not keep the player from ENDED.
+int mq_player_add_staged_track(mq_player *p, mq_track_kind kind, double pts_offset, double start, int32_t *track_id);
+
+/// The staged tracks replace the others: every track that is not staged is removed (its decode
+/// thread stopped), what the queues hold is dropped, and the staged tracks hand on what they
+/// hold: set the timeline first, so that the held picture is due. MQ_ERR_STATE without a
+/// staged track.
+int mq_player_activate_tracks(mq_player *p);
+
+/// Removes a track: its decode thread stops and its input is dropped; unless it is staged,
+/// what it decoded (the queued pictures and sound) is dropped too. Its id is not reused.
+int mq_player_remove_track(mq_player *p, int32_t track_id);
+
 /// Appends bytes to a track's input (an init segment, a media segment or any chunk of one;
 /// the bytes are copied). The track's demuxer reads them as one continuous fMP4 stream.
 int mq_player_push(mq_player *p, int32_t track_id, const uint8_t *data, size_t size);

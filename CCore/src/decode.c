@@ -118,6 +118,35 @@ static void report_format(mq_decoder *d, const AVFrame *f)
                         "%s", msg);
 }
 
+/* ---- staged (decoded ahead) ---- */
+
+/// The position a picture or sound is judged late against: a staged track's start (what ends
+/// before it is not the next item's), else the schedule now. False: nothing is late (no
+/// timeline yet).
+static bool late_mark(mq_decoder *d, double *clock)
+{
+    if (atomic_load(&d->t->staged)) {
+        *clock = atomic_load(&d->t->stage_start);
+        return true;
+    }
+    // Judged on the schedule, not the master clock: right after a reset (a new item, a seek)
+    // the audio clock still tells the old stream's time until the audio thread's next period,
+    // and a first picture decoded within it would be thrown away as late (the video thread
+    // drops what is late when it is due, on the master clock).
+    return mq_clock_schedule(&d->p->clock, mq_clock_now(), clock);
+}
+
+/// A staged track holds its first picture or sound here until mq_player_activate_tracks
+/// (which first removes the tracks it replaces and empties the queues). False when its input
+/// was reset or aborted meanwhile (the held frame is dropped).
+static bool wait_activation(mq_decoder *d)
+{
+    _Atomic bool *cancel = mq_byte_queue_cancel_flag(d->t->input);
+    while (atomic_load(&d->t->staged) && !atomic_load(cancel))
+        mq_sleep_until(mq_clock_now() + 0.002);
+    return !atomic_load(cancel);
+}
+
 /* ---- video ---- */
 
 static double frame_duration(mq_decoder *d, const AVFrame *f)
@@ -138,13 +167,10 @@ static int deliver_video(mq_decoder *d, AVFrame *f)
     d->next_pts = v.media_pts + v.duration;
     atomic_fetch_add(&p->frames_decoded, 1);
 
-    // Judged on the schedule, not the master clock: right after a reset (a new item, a seek) the
-    // audio clock still tells the old stream's time until the audio thread's next period, and
-    // a first picture decoded within it would be thrown away as late (the video thread drops
-    // what is late when it is due, on the master clock).
     double clock;
-    if (mq_clock_schedule(&p->clock, mq_clock_now(), &clock) && v.pts + v.duration < clock) {
-        if (v.pts + v.duration > d->late_until + 1e-6) // not counted when it was sent late
+    bool staged = atomic_load(&d->t->staged);
+    if (late_mark(d, &clock) && v.pts + v.duration < clock) {
+        if (!staged && v.pts + v.duration > d->late_until + 1e-6) // not counted when it was sent late
             mq_player_count_dropped(d->p); // already late: never queue it
         av_frame_unref(f);
         return MQ_OK;
@@ -153,6 +179,10 @@ static int deliver_video(mq_decoder *d, AVFrame *f)
     if (!v.frame)
         return MQ_ERR_NO_MEMORY;
     av_frame_move_ref(v.frame, f);
+    if (staged && !wait_activation(d)) {
+        av_frame_free(&v.frame);
+        return MQ_OK;
+    }
     return mq_frame_queue_push(p->vq, &v, mq_byte_queue_cancel_flag(d->t->input));
 }
 
@@ -221,6 +251,13 @@ static int deliver_audio(mq_decoder *d, AVFrame *f)
     d->next_pts = pts + (double)f->nb_samples / f->sample_rate;
     // What comes out first is what the resampler still holds from before this frame.
     pts += atomic_load(&d->t->pts_offset) - (double)swr_get_delay(d->swr, 1000000) / 1e6;
+    if (atomic_load(&d->t->staged)) { // decoded ahead: from its start on, held until activated
+        double start = atomic_load(&d->t->stage_start);
+        if (pts + (double)f->nb_samples / f->sample_rate <= start || !wait_activation(d)) {
+            av_frame_unref(f);
+            return MQ_OK;
+        }
+    }
     ret = push_audio(d, f, pts);
     av_frame_unref(f);
     return ret;
@@ -234,7 +271,7 @@ static int deliver_audio(mq_decoder *d, AVFrame *f)
 static bool already_late(mq_decoder *d, const AVPacket *pkt, double *end)
 {
     double clock;
-    if (pkt->pts == AV_NOPTS_VALUE || !mq_clock_schedule(&d->p->clock, mq_clock_now(), &clock)) // (see deliver_video)
+    if (pkt->pts == AV_NOPTS_VALUE || !late_mark(d, &clock))
         return false;
     double tb = av_q2d(d->dmx->st->time_base);
     *end = (double)(pkt->pts + (pkt->duration > 0 ? pkt->duration : 0)) * tb + atomic_load(&d->t->pts_offset);
@@ -256,7 +293,7 @@ static int decode_packet(mq_decoder *d, const AVPacket *pkt)
         double end = 0;
         bool late = already_late(d, pkt, &end);
         d->codec->skip_frame = late ? AVDISCARD_NONREF : AVDISCARD_DEFAULT;
-        if (late) {
+        if (late && !atomic_load(&d->t->staged)) {
             mq_player_count_dropped(d->p);
             d->late_until = fmax(d->late_until, end);
         }

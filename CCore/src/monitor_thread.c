@@ -61,9 +61,12 @@ static bool track_presented(mq_player *p, mq_track *t, double now)
 static void monitor_state(mq_player *p, mq_monitor *m)
 {
     double now = mq_clock_now();
-    bool done = p->ntracks > 0;
-    for (int i = 0; i < p->ntracks; i++)
-        done = done && track_presented(p, p->tracks[i], now);
+    bool done = false, others = true; // (staged tracks: the next item's, decoded ahead)
+    for (int i = 0; i < p->ntracks; i++) {
+        if (atomic_load(&p->tracks[i]->staged))
+            continue;
+        done = others = others && track_presented(p, p->tracks[i], now);
+    }
     if (done && !m->ended_sent) {
         m->ended_sent = true;
         if (atomic_load(&p->state) != MQ_STATE_ERROR)

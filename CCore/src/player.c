@@ -32,7 +32,7 @@ static void track_destroy(mq_track **pt)
 }
 
 static int track_create(mq_player *p, mq_track_kind kind, double pts_offset, int32_t id,
-                        mq_track **out)
+                        double stage_start, mq_track **out)
 {
     mq_track *t = calloc(1, sizeof *t);
     if (!t)
@@ -42,6 +42,8 @@ static int track_create(mq_player *p, mq_track_kind kind, double pts_offset, int
     t->kind = kind;
     atomic_init(&t->pts_offset, pts_offset);
     atomic_init(&t->probed, false);
+    atomic_init(&t->staged, !isnan(stage_start));
+    atomic_init(&t->stage_start, stage_start);
     int ret = mq_byte_queue_create(&t->input);
     if (ret < 0)
         goto fail;
@@ -59,8 +61,11 @@ fail:
 
 static mq_track *find_track(mq_player *p, int32_t id)
 {
-    // The track list only grows, on the controlling thread that also calls this.
-    return id >= 1 && id <= p->ntracks ? p->tracks[id - 1] : NULL;
+    // The track list changes only on the controlling thread, which also calls this.
+    for (int i = 0; i < p->ntracks; i++)
+        if (p->tracks[i]->id == id)
+            return p->tracks[i];
+    return NULL;
 }
 
 /* ---- create / destroy ---- */
@@ -203,23 +208,82 @@ void mq_player_destroy(mq_player **pp)
 
 /* ---- tracks API ---- */
 
-int mq_player_add_track(mq_player *p, mq_track_kind kind, double pts_offset, int32_t *track_id)
+static int add_track(mq_player *p, mq_track_kind kind, double pts_offset, double stage_start, int32_t *track_id)
 {
     if (!p || !track_id || (kind != MQ_TRACK_AUDIO && kind != MQ_TRACK_VIDEO) || !isfinite(pts_offset))
         return MQ_ERR_INVALID_ARGUMENT;
+    bool staged = !isnan(stage_start);
     for (int i = 0; i < p->ntracks; i++)
-        if (p->tracks[i]->kind == kind)
-            return MQ_ERR_UNSUPPORTED; // one audio and one video track (the mixer will lift this)
+        if (p->tracks[i]->kind == kind && atomic_load(&p->tracks[i]->staged) == staged)
+            return MQ_ERR_UNSUPPORTED; // one audio and one video track (and one of each staged)
     if (p->ntracks == MQ_MAX_TRACKS)
         return MQ_ERR_UNSUPPORTED;
     mq_track *t = NULL;
-    int ret = track_create(p, kind, pts_offset, p->ntracks + 1, &t);
+    int ret = track_create(p, kind, pts_offset, ++p->next_track_id, stage_start, &t);
     if (ret < 0)
         return ret;
     pthread_mutex_lock(&p->lock);
     p->tracks[p->ntracks++] = t;
     pthread_mutex_unlock(&p->lock);
     *track_id = t->id;
+    return MQ_OK;
+}
+
+int mq_player_add_track(mq_player *p, mq_track_kind kind, double pts_offset, int32_t *track_id)
+{
+    return add_track(p, kind, pts_offset, NAN, track_id);
+}
+
+int mq_player_add_staged_track(mq_player *p, mq_track_kind kind, double pts_offset, double start, int32_t *track_id)
+{
+    return isfinite(start) ? add_track(p, kind, pts_offset, start, track_id) : MQ_ERR_INVALID_ARGUMENT;
+}
+
+/// Takes track `i` off the list (under lock) and destroys it (its decode thread joined).
+static void remove_at(mq_player *p, int i)
+{
+    pthread_mutex_lock(&p->lock);
+    mq_track *t = p->tracks[i];
+    memmove(p->tracks + i, p->tracks + i + 1, (size_t)(p->ntracks - i - 1) * sizeof p->tracks[0]);
+    p->tracks[--p->ntracks] = NULL;
+    pthread_mutex_unlock(&p->lock);
+    track_destroy(&t);
+}
+
+int mq_player_remove_track(mq_player *p, int32_t track_id)
+{
+    if (!p)
+        return MQ_ERR_INVALID_ARGUMENT;
+    for (int i = 0; i < p->ntracks; i++)
+        if (p->tracks[i]->id == track_id) {
+            bool staged = atomic_load(&p->tracks[i]->staged);
+            remove_at(p, i);
+            if (!staged) { // what it decoded goes with it
+                mq_frame_queue_flush(p->vq);
+                mq_pcm_ring_flush(p->pcm);
+            }
+            return MQ_OK;
+        }
+    return MQ_ERR_NOT_FOUND;
+}
+
+int mq_player_activate_tracks(mq_player *p)
+{
+    if (!p)
+        return MQ_ERR_INVALID_ARGUMENT;
+    bool any = false;
+    for (int i = 0; i < p->ntracks; i++)
+        any = any || atomic_load(&p->tracks[i]->staged);
+    if (!any)
+        return MQ_ERR_STATE;
+    for (int i = p->ntracks - 1; i >= 0; i--)
+        if (!atomic_load(&p->tracks[i]->staged))
+            remove_at(p, i); // joined: nothing of it reaches the queues any more
+    // The staged tracks hold what they decoded: the queues are the cut stream's alone.
+    mq_frame_queue_flush(p->vq);
+    mq_pcm_ring_flush(p->pcm);
+    for (int i = 0; i < p->ntracks; i++)
+        atomic_store(&p->tracks[i]->staged, false);
     return MQ_OK;
 }
 

@@ -41,6 +41,9 @@ typedef struct mq_track {
     _Atomic bool input_done;   // decode thread (everything of the ended input was decoded and
                                // handed on); the controlling thread clears it on reset_track
     _Atomic bool probed;       // controlling thread (set_track_container): a whole file (a still)
+    _Atomic bool staged;       // controlling thread (add_staged_track; activate_tracks clears it):
+                               // decoded ahead, the first picture or sound held until activated
+    _Atomic double stage_start; // controlling thread: while staged, what ends before it is discarded
 } mq_track;
 
 /// A mixer input that plays clips (inputs 1…MQ_MIXER_MAX_INPUTS−1; input 0 is the stream).
@@ -129,8 +132,9 @@ struct mq_player {
     // lock: the monitor holds it while it works and sleeps on cond between rounds
     pthread_mutex_t lock;
     pthread_cond_t cond;      // destroy broadcasts it to wake the monitor
-    mq_track *tracks[MQ_MAX_TRACKS]; // appended under lock by the controlling thread (their only
-    int ntracks;                     // writer, which reads them unlocked); the monitor reads under lock
+    mq_track *tracks[MQ_MAX_TRACKS]; // added and removed under lock by the controlling thread (their
+    int ntracks;                     // only writer, which reads them unlocked); others read under lock
+    int32_t next_track_id;           // controlling thread: ids are never reused
     mq_vo_overlay overlay_req; // written by mq_player_set_overlay, copied by the video thread;
                                // overlay_gen is bumped after the write
     char label_req[MQ_VO_LABEL_MAX]; // written by mq_player_set_label, copied by the video thread;

@@ -161,6 +161,24 @@ package final class CoreHandle: Sendable {
         return id
     }
 
+    /// A staged track (`mq_player_add_staged_track`): decoded ahead from `start` on, its first
+    /// picture or sound held until ``activateTracks()``.
+    package func addStagedTrack(_ kind: CoreTrackKind, ptsOffset: Double, start: Double) throws(CoreError) -> Int32 {
+        var id: Int32 = -1
+        try call { mq_player_add_staged_track($0, kind == .audio ? MQ_TRACK_AUDIO : MQ_TRACK_VIDEO, ptsOffset, start, &id) }
+        return id
+    }
+
+    /// The staged tracks replace every other (`mq_player_activate_tracks`).
+    package func activateTracks() throws(CoreError) {
+        try call { mq_player_activate_tracks($0) }
+    }
+
+    /// Removes a track (`mq_player_remove_track`).
+    package func removeTrack(_ track: Int32) throws(CoreError) {
+        try call { mq_player_remove_track($0, track) }
+    }
+
     package func push(track: Int32, bytes: UnsafeRawBufferPointer) throws(CoreError) {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return }
         try call { mq_player_push($0, track, base.assumingMemoryBound(to: UInt8.self), bytes.count) }

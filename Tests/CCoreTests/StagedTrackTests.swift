@@ -1,0 +1,60 @@
+import CCore
+import Foundation
+import TestSupport
+import Testing
+
+/// `mq_player_add_staged_track` / `mq_player_activate_tracks`: the next item decoded while the
+/// current one plays, from a position inside a segment (its keyframe 1 s earlier), its first
+/// picture held; activated, it replaces the current one on the next picture: no repeated
+/// picture, no wait for a decode.
+@Suite struct StagedTrackTests {
+    @Test func aStagedTrackEntersMidSegmentOnTheNextPicture() async throws {
+        let dir = try Fixtures.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let a = try Fixtures.segments("V300", [1, 2]), b = try Fixtures.segments("V300", [3, 4])
+        let bFile = dir.appendingPathComponent("b.mp4")
+        try b.write(to: bFile)
+        let bMD5 = try await Fixtures.frameMD5s(bFile), bPTS = try await Fixtures.framePTS(bFile).compactMap(Double.init)
+        try #require(bMD5.count == bPTS.count && bPTS.count > 60)
+        let interval = bPTS[1] - bPTS[0]
+        let start = bPTS[0] + 1.0 + interval / 2  // between two pictures: the one before it is due
+        let entry = try #require(bPTS.lastIndex { $0 <= start })
+
+        let player = try TestPlayer(audio: "null", video: "frames:\(dir.path)/out")
+        let offset = wallOffset()
+        mq_player_set_wall_offset(player.p, offset)
+        let v = player.addTrack(MQ_TRACK_VIDEO)
+        player.push(v, a)
+        mq_player_end_track(player.p, v)
+        mq_player_set_label(player.p, "a")
+        mq_player_set_timeline(player.p, mq_clock_now() + 0.2, 0, 1)
+        #expect(mq_player_start(player.p) == 0)
+        try await Task.sleep(for: .seconds(1))
+        var staged: Int32 = -1
+        #expect(mq_player_add_staged_track(player.p, MQ_TRACK_VIDEO, 0, start, &staged) == 0)
+        #expect(mq_player_add_staged_track(player.p, MQ_TRACK_VIDEO, 0, start, &staged) != 0, "one staged track of a kind")
+        player.push(staged, b)
+        mq_player_end_track(player.p, staged)
+        try await Task.sleep(for: .seconds(1))  // decoded ahead meanwhile, its picture held
+        let before = player.status().frames_presented
+        let switched = mq_clock_now()
+        mq_player_set_label(player.p, "b")
+        mq_player_set_timeline(player.p, switched, start, 1)
+        #expect(mq_player_activate_tracks(player.p) == 0)
+        #expect(try await player.waitFor(MQ_EVENT_ENDED, timeout: 10) != nil, "the staged track's end ends the player (the replaced one is gone)")
+        player.destroy()
+
+        let rows = try FrameRow.read(dir.appendingPathComponent("out"))
+        let firstB = try #require(rows.firstIndex { $0.item == "b" })
+        #expect(rows[firstB...].allSatisfy { $0.item == "b" }, "a picture of the replaced track after the switch")
+        #expect(firstB == Int(before) || firstB == Int(before) + 1, "\(firstB) pictures before the staged one, \(before) presented at the call")
+        let bRows = Array(rows[firstB...])
+        // The picture due at the entry, then every one after it: ffmpeg's, in order.
+        #expect(bRows.map(\.md5) == Array(bMD5[entry...]), "\(bRows.count) pictures from the staged track; the first is ffmpeg's #\(bMD5.firstIndex(of: bRows[0].md5) ?? -1), want #\(entry)")
+        let shown = bRows[0].wall - offset - switched
+        #expect(shown >= -0.001 && shown < interval, "the staged picture shown \(shown * 1000) ms after the switch")
+        let gap = bRows[0].wall - rows[firstB - 1].wall
+        #expect(gap < 1.5 * interval, "\(gap * 1000) ms between the last picture of the replaced track and the first of the staged one")
+        print(String(format: "staged: entered at picture #%d, shown %.1f ms after the switch, %.1f ms after the last replaced picture", entry, shown * 1000, gap * 1000))
+    }
+}
