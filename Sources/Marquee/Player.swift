@@ -56,6 +56,9 @@ public final class Player: Sendable {
         /// A source made ready ahead (``prepare(_:targetLatency:startAt:)``): the next session
         /// of its URL starts on it.
         var prepared: PreparedSource?
+        /// The next source's session, decoding ahead on staged core tracks (``prepare(_:targetLatency:startAt:)``):
+        /// the next ``load(sources:)`` of its URL activates it.
+        var staged: PlaybackSession?
     }
 
     /// Segments fetched ahead for the next source (``prepare(_:targetLatency:startAt:)``).
@@ -65,14 +68,65 @@ public final class Player: Sendable {
     /// the current one plays): its manifest, the server clock, the first segments at
     /// `targetLatency` (live). The next ``load(sources:)`` of it starts without fetching
     /// before its first picture. Throws what its manifest's load throws (the item would fail).
-    func prepare(_ source: URL, targetLatency: Double?, startAt: Double) async throws(PlayerError) {
+    ///
+    /// Once the outputs play, the source's session is made too and decodes ahead on staged core
+    /// tracks (``PlaybackSession/startFeeding()``): its first picture and sound wait, decoded, for
+    /// the load, which only switches to them (a live source's, the one due at its target latency
+    /// at `startAt`). Before that, its first segments are fetched ahead (``SegmentPrefetch``).
+    /// `startAt` nil: not known yet (a file item playing to its end): a live source is only
+    /// loaded ahead, not decoded (its entry depends on when it starts).
+    func prepare(_ source: URL, targetLatency: Double?, startAt: Double?) async throws(PlayerError) {
         var options = self.options
+        options.sources = [source]
         if let target = targetLatency ?? inner.withLock({ $0.targetLatency }) { options.targetLatency = target }
         var policy = FetchPolicy.manifest
         if let attempts = inner.withLock({ $0.startAttempts }) { policy.attempts = min(policy.attempts, attempts) }
+        await discardStaged()
+        let (core, started, mixer, reports) = inner.withLock { ($0.core, $0.coreStarted, $0.mixer, $0.reports?.input) }
+        let stage = core != nil && started
         let prepared = try await PreparedSource.prepare(
-            source, options: options, fetcher: fetcher, logger: logger, policy: policy, prefetch: prefetch, startAt: startAt)
+            source, options: options, fetcher: fetcher, logger: logger, policy: policy, prefetch: stage || startAt == nil ? nil : prefetch,
+            startAt: startAt ?? Monotonic.now())
+        if let core, stage, startAt != nil || !prepared.mpd.isLive {
+            do throws(PlayerError) {
+                let session = try await PlaybackSession(
+                    source: source, options: options, core: core, fetcher: fetcher, startMono: Monotonic.now(), logger: logger, events: sink,
+                    mixer: mixer, startPolicy: policy, reports: reports, prepared: prepared, prefetch: prefetch, stagedAt: startAt ?? Monotonic.now())
+                session.startFeeding()
+                let kept = inner.withLock { inner -> Bool in
+                    guard inner.core === core else { return false }  // stopped meanwhile
+                    inner.staged = session
+                    return true
+                }
+                if !kept { await session.discard() }
+                return
+            } catch {
+                logger.info("the next source is not decoded ahead", metadata: ["source": "\(source)", "error": "\(error)"])
+            }
+        }
         inner.withLock { $0.prepared = prepared }
+    }
+
+    /// Drops the session decoding ahead, if any (its source was not loaded next).
+    private func discardStaged() async {
+        let staged = inner.withLock { inner in
+            defer { inner.staged = nil }
+            return inner.staged
+        }
+        await staged?.discard()
+    }
+
+    /// The session decoding ahead for `sources`' first source, taken; nil (and any other
+    /// dropped) when there is none. ``PreparedSource/maxAge`` bounds its age.
+    private func takeStaged(for sources: [URL]) async -> PlaybackSession? {
+        let staged = inner.withLock { inner in
+            defer { inner.staged = nil }
+            return inner.staged
+        }
+        guard let staged else { return nil }
+        if staged.source == sources.first, Monotonic.now() - staged.startMono < PreparedSource.maxAge { return staged }
+        await staged.discard()
+        return nil
     }
 
     /// Validates `options`; throws ``PlayerError/Code-swift.struct/invalidOptions`` or
@@ -287,6 +341,18 @@ public final class Player: Sendable {
             // failed fast): the first source that plays now starts them.
             inner.withLock { $0.supervisor }?.cancel()
             core.dropEvents()  // a file's or a still's
+            if let staged = await takeStaged(for: options.sources) {
+                do {
+                    try staged.activate()  // (decoded ahead while a file or a still played)
+                    inner.withLock { $0.ownTracks = [:] }
+                    guard inner.withLock({ $0.core != nil }) else { return }
+                    try begin(staged, core: core)
+                    return
+                } catch {
+                    logger.warning("the source decoded ahead could not take over", metadata: ["error": "\(error)"])
+                    await staged.discard()
+                }
+            }
             let session = try await openFirstSource(core: core, startMono: Monotonic.now(), reuse: inner.withLock { $0.ownTracks })
             guard inner.withLock({ $0.core != nil }) else { return }  // stop() ran meanwhile
             try begin(session, core: core)
@@ -295,6 +361,25 @@ public final class Player: Sendable {
         task?.cancel()
         await task?.value
         inner.withLock { $0.task = nil }
+        if let staged = await takeStaged(for: options.sources) {
+            // Decoded ahead: it replaces the playing source's tracks on its next picture.
+            do {
+                try staged.activate()
+                let next = Task { await staged.run() }
+                let stopped = inner.withLock { inner -> Bool in
+                    guard inner.core != nil else { return true }
+                    inner.session = staged
+                    inner.task = next
+                    inner.ownTracks = [:]  // (removed by the activation)
+                    return false
+                }
+                if stopped { next.cancel() }
+                return
+            } catch {
+                logger.warning("the source decoded ahead could not take over", metadata: ["error": "\(error)"])
+                await staged.discard()
+            }
+        }
         var reuse = Dictionary(old.plans.flatMap(\.coreTracksByKind), uniquingKeysWith: { first, _ in first })
         reuse.merge(inner.withLock { $0.ownTracks }) { session, _ in session }
         core.dropEvents()  // the old source's (a file's end would end the new one)
@@ -348,12 +433,15 @@ public final class Player: Sendable {
     /// Opens the outputs when nothing played yet. `label` names it in `frames:`. Its end and
     /// later errors are the core's events (``fileEvent()``): no session follows it. Throws
     /// ``PlayerError/Code-swift.struct/media`` when nothing of it decodes.
-    func playFile(_ file: [UInt8], label: String?, still: Bool) async throws(PlayerError) {
+    /// Returns when (monotonic seconds) its first picture is due.
+    @discardableResult
+    func playFile(_ file: [UInt8], label: String?, still: Bool) async throws(PlayerError) -> Double {
+        await discardStaged()
         await cut()
         var core = inner.withLock { $0.core }
         let fresh = core == nil
         if fresh { core = try openOutputs(options) }
-        guard let core else { return }
+        guard let core else { return Monotonic.now() }
         // Before any source measured the server clock: the local one (frames:' wall times).
         if fresh { try? core.setWallOffset(ServerClock.local().offset) }
         core.dropEvents()  // the cut source's
@@ -388,7 +476,7 @@ public final class Player: Sendable {
             throw PlayerError(.output, error.message, coreCode: error.code)
         }
         try startOnce(core)
-        try await anchorOnFirstFrame(core, video: tracks.first)  // (video first)
+        return try await anchorOnFirstFrame(core, video: tracks.first)  // (video first)
     }
 
     /// How far ahead a file's timeline is held while its first frame decodes, seconds.
@@ -396,7 +484,7 @@ public final class Player: Sendable {
 
     /// Anchors the timeline on the first decoded frame of a file (its video's, or its sound's
     /// when it has no picture): that time is due 5 ms from then. Waits at most 2 s (then from 0).
-    private func anchorOnFirstFrame(_ core: CoreHandle, video: Int32?) async throws(PlayerError) {
+    private func anchorOnFirstFrame(_ core: CoreHandle, video: Int32?) async throws(PlayerError) -> Double {
         var first: Double?
         var videoDone = video == nil
         let deadline = Monotonic.now() + 2
@@ -420,7 +508,9 @@ public final class Player: Sendable {
             if !videoDone { try? await Task.sleep(for: .milliseconds(2)) }
         }
         do {
-            try core.setTimeline(monoAnchor: Monotonic.now() + 0.005, mediaAnchor: first ?? 0)
+            let due = Monotonic.now() + 0.005
+            try core.setTimeline(monoAnchor: due, mediaAnchor: first ?? 0)
+            return due
         } catch {
             throw PlayerError(.output, error.message, coreCode: error.code)
         }
@@ -719,6 +809,7 @@ public final class Player: Sendable {
 
     /// Stops playback and closes the outputs (the WAV file and frames.tsv are complete after it).
     public func stop() async {
+        await discardStaged()
         let (task, core, supervisor) = inner.withLock { inner -> (Task<Void, Never>?, CoreHandle?, Task<Void, Never>?) in
             defer {
                 inner.task = nil

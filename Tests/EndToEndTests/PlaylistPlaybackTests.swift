@@ -96,13 +96,13 @@ extension LivePlaybackTests {
         #expect(worst < 1.0 / 30, "quartile events off their pictures by up to \(worst * 1000) ms")
 
         // Between items the last picture stays until the next item's first (no black frame on
-        // a display); the wait is the next item's first decode (its manifest, clock and first
-        // segments were made ready while the item before played; pre-decoding: not yet).
+        // a display), which follows within 1.5 frame intervals (the last picture's own 33 ms
+        // included): each next item was made ready and decoded ahead while the one before
+        // played (a stream's first picture held on staged tracks, a file's bytes read), and the
+        // failing one was found out then and skipped at once (it cost 0.4–0.6 s at the cut).
         let gaps = zip(runs, runs.dropFirst()).map { $1.first.wallTime - $0.last.wallTime - ($0.item == "still" ? 2 : 0) }
         #expect(gaps.allSatisfy { $0 > 0 }, "an item cut short: \(gaps)")
-        // Each next item made ready before the cut: the failing one is skipped at once (it took
-        // its two manifest tries, 0.4–0.6 s, at the cut before).
-        #expect(gaps.allSatisfy { $0 < 0.4 }, "gaps between items: \(gaps)")
+        #expect(gaps.allSatisfy { $0 < 1.5 / 30 }, "gaps between items: \(gaps)")
         print(String(format: "playlist: %d pictures, items %@, quartiles off by up to %.1f ms, gaps between items %@", frames.count,
                      runs.map(\.item).joined(separator: ","), worst * 1000, gaps.map { String(format: "%.3f s", $0) }.joined(separator: ", ")))
     }
@@ -154,9 +154,8 @@ extension LivePlaybackTests {
 }
 
 /// A playlist that starts with an image (no stream has opened the outputs or measured a clock),
-/// then a live item made ready while the image shows (manifest, clock, first segments), then an
-/// image again; repeat off. The live item is entered at its target latency; the wait between
-/// items is the next one's first decode, nothing fetched after the cut.
+/// then a live item decoded ahead while the image shows (on staged core tracks, its picture due
+/// at its target latency when the image's slot ends held), then an image again; repeat off.
 extension LivePlaybackTests {
     @Test func aPlaylistStartingWithAnImageEntersLiveAtItsTargetAndEnds() async throws {
         let origin = try await Self.origin()
@@ -202,7 +201,7 @@ extension LivePlaybackTests {
         let settled = liveFrames.filter { $0.wallTime > liveFrames[0].wallTime + 0.1 }.map { $0.wallTime - ast - $0.pts }
         #expect(settled.count > 60 && settled.allSatisfy { abs($0 - 3) < 0.020 }, "live latency \(settled.min() ?? .nan)…\(settled.max() ?? .nan)")
         let gaps = [runs[1].first.wallTime - runs[0].first.wallTime - 3, runs[2].first.wallTime - runs[1].last.wallTime]
-        #expect(gaps.allSatisfy { $0 > 0 && $0 < 0.25 }, "gaps between items: \(gaps)")
+        #expect(gaps.allSatisfy { $0 > 0 && $0 < 1.5 / 30 }, "gaps between items: \(gaps)")
         print(String(format: "image first: live entered at latency %.4f s; gaps image→live %.3f s, live→image %.3f s", latencies[0], gaps[0], gaps[1]))
     }
 }

@@ -210,3 +210,36 @@ import Testing
         #expect(player.current == nil && player.queue.playlist.items.map(\.id) == ["a"])
     }
 }
+
+/// A file item's length from its MP4 movie header (``MP4Duration``): ffmpeg's MP4s with the
+/// index first and last, 2 s each; not an MP4: none.
+@Suite struct MP4DurationTests {
+    static func ffmpeg(_ args: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["ffmpeg", "-v", "error", "-y"] + args
+        try process.run()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0, "ffmpeg \(args)")
+    }
+
+    @Test func anMP4TellsItsLength() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("mp4dur-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        for flags in ["+faststart", "-faststart"] {
+            let file = dir.appendingPathComponent("clip\(flags).mp4")
+            try Self.ffmpeg([
+                "-f", "lavfi", "-i", "testsrc2=s=320x240:r=30:d=2", "-f", "lavfi", "-i", "sine=frequency=440:d=2", "-c:v", "libx264", "-c:a", "aac",
+                "-movflags", flags, file.path,
+            ])
+            let seconds = try #require(MP4Duration.seconds(of: [UInt8](Data(contentsOf: file))), "\(flags)")
+            #expect(abs(seconds - 2) < 0.05, "\(flags): \(seconds) s")
+        }
+        let png = dir.appendingPathComponent("still.png")
+        try Self.ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=320x240", "-frames:v", "1", png.path])
+        #expect(MP4Duration.seconds(of: [UInt8](try Data(contentsOf: png))) == nil)
+        #expect(MP4Duration.seconds(of: [0, 0, 0, 8, 0x6d, 0x6f, 0x6f, 0x76]) == nil, "an empty moov")
+        #expect(MP4Duration.seconds(of: [0, 0, 0, 99, 0x6d, 0x6f]) == nil, "cut short")
+    }
+}

@@ -229,7 +229,7 @@ public final class PlaylistPlayer: Sendable {
 
     /// Makes the upcoming items ready (once a turn) to start at monotonic time `startAt`: the
     /// next one, or, when it cannot be, the first after it that can.
-    private func prepareNext(startAt: Double) {
+    private func prepareNext(startAt: Double?) {
         inner.withLock { inner in
             guard !inner.prepareStarted else { return }
             inner.prepareStarted = true
@@ -244,7 +244,7 @@ public final class PlaylistPlayer: Sendable {
         }
     }
 
-    private func prepare(_ items: [PlaylistItem], startAt: Double) async {
+    private func prepare(_ items: [PlaylistItem], startAt: Double?) async {
         for item in items where !Task.isCancelled {
             let result: Prepared
             switch item.kind {
@@ -363,13 +363,17 @@ public final class PlaylistPlayer: Sendable {
             }
         }
         let before = player.status.framesPresented
+        let due: Double  // when its first picture is due: its time counts from there
         do {
-            try await player.playFile(bytes, label: item.id, still: still)
+            due = try await player.playFile(bytes, label: item.id, still: still)
         } catch {
             return .failed(error)
         }
         send(.started, item, index, mediaTime: nil)
-        let length = item.playingTime
+        // A file's length, when its index tells it (MP4): its slot, cut on its last picture's
+        // end (not after its sound drained), with quartiles; else it plays to its end.
+        let duration = still ? nil : MP4Duration.seconds(of: bytes)
+        let length = item.playingTime ?? duration
         let outcome = await follow(Task { () -> Outcome in
             // Its first picture (due 0.25 s after), then its time or its end.
             var shown: Double?
@@ -394,7 +398,7 @@ public final class PlaylistPlayer: Sendable {
                 }
                 if shown == nil {
                     if player.status.framesPresented > before {
-                        shown = now
+                        shown = min(now, due)
                         inner.withLock { $0.playing?.mediaTime = 0 }
                         send(.impression, item, index, mediaTime: 0)
                     } else if now > deadline {
@@ -417,12 +421,18 @@ public final class PlaylistPlayer: Sendable {
                     }
                     if played >= length { return .finished }
                     if length - played <= Self.prepareAhead { prepareNext(startAt: now + length - played) }
-                } else if shown != nil {
-                    // A file to its end (not known here): the next is made ready from its start
-                    // (a live one's first segment is fetched again then, if it moved on).
-                    prepareNext(startAt: now)
+                } else if shown != nil, !still {
+                    // A file to its end, its length unknown: the next is made ready from its
+                    // start (a live one loaded, not decoded: its entry depends on when).
+                    prepareNext(startAt: nil)
                 }
-                try? await Task.sleep(for: .milliseconds(10))
+                // Slept to the next quartile or the end (a frame's precision), at most 10 ms.
+                var wait = 0.01
+                if let shown, let length {
+                    let played = Monotonic.now() - shown
+                    wait = min(wait, max(0.001, min(quartiles.nextDue(length: length) ?? .infinity, length) - played))
+                }
+                try? await Task.sleep(for: .milliseconds(max(1, Int((wait * 1000).rounded(.up)))))
             }
             return .left
         })

@@ -62,7 +62,8 @@ final class PlaybackSession: Sendable {
     init(
         source: URL, options: PlayerOptions, core: CoreHandle, fetcher: HTTPFetcher, startMono: Double, logger: Logger,
         events: PlayerEvents.Sink, reuse: [CoreTrackKind: Int32] = [:], mixer: MixDirector? = nil, startPolicy: FetchPolicy = .manifest,
-        reports: AsyncStream<SessionReport>.Continuation? = nil, prepared: PreparedSource? = nil, prefetch: SegmentPrefetch? = nil
+        reports: AsyncStream<SessionReport>.Continuation? = nil, prepared: PreparedSource? = nil, prefetch: SegmentPrefetch? = nil,
+        stagedAt: Double? = nil
     ) async throws(PlayerError) {
         let manifest: ManifestSource
         let mpd: MPD
@@ -78,33 +79,33 @@ final class PlaybackSession: Sendable {
                 : ServerClock.local()
         }
         let (target, syncOptions) = Self.syncSettings(options: options, mpd: mpd)
+        // Staged (decoded ahead of `stagedAt`): placed for then; the timeline is set at activate().
+        let ahead = stagedAt.map { max(0, $0 - Monotonic.now()) } ?? 0
         let start: Double
         if mpd.isLive, let ast = mpd.availabilityStartTime {
-            start = clock.now().timeIntervalSince(ast) - target
+            start = clock.now().timeIntervalSince(ast) + ahead - target
         } else {
             start = 0
         }
-        var onDemandStart = Locked<(anchor: Double, track: Int32)?>(nil)
+        var onDemandStart: (anchor: Double, track: Int32)?
         let periodIndex = Self.period(of: mpd, containing: start)
+        let edge = mpd.availabilityStartTime.map { clock.now().timeIntervalSince($0) + ahead }
+        let choices = stagedAt == nil ? nil : try Self.choose(mpd: mpd, period: periodIndex, manifestURL: source, now: edge, audioLanguage: options.audioLanguage)
+        let entry = mpd.isLive ? start : choices?.compactMap { $0.timeline.segment(containing: 0)?.start }.min() ?? 0
         let plans = try Self.plan(
-            mpd: mpd, period: periodIndex, manifestURL: source, core: core, now: mpd.availabilityStartTime.map { clock.now().timeIntervalSince($0) },
-            reuse: reuse, audioLanguage: options.audioLanguage)
-        do {
-            try core.setWallOffset(clock.offset)
-            let mono = Monotonic.now()
-            if mpd.isLive, let ast = mpd.availabilityStartTime {
-                // Presentation time p is due at server time AST + p + targetLatency.
-                try core.setTimeline(monoAnchor: mono, mediaAnchor: mono + clock.offset - ast.timeIntervalSince1970 - target)  // (no edge lead yet)
-            } else {
-                let first = plans.compactMap { $0.timeline.segment(containing: 0)?.start }.min() ?? 0
-                try core.setTimeline(monoAnchor: mono + Self.onDemandLead, mediaAnchor: first)
-                let track = plans.first { $0.kind == .video }?.coreTrack ?? plans.first?.coreTrack
-                onDemandStart = Locked(track.map { (anchor: mono + Self.onDemandLead, track: $0) })
+            mpd: mpd, period: periodIndex, manifestURL: source, core: core, now: edge, reuse: reuse, audioLanguage: options.audioLanguage,
+            stage: stagedAt == nil ? nil : entry)
+        let stagedFlag = Locked(stagedAt != nil)
+        self.staged = stagedFlag
+        self.entry = entry
+        if stagedAt == nil {
+            do {
+                onDemandStart = try Self.setSchedule(core: core, mpd: mpd, clock: clock, target: target, plans: plans, lead: Self.onDemandLead)
+            } catch {
+                throw PlayerError(.output, error.message, coreCode: error.code)
             }
-        } catch {
-            throw PlayerError(.output, error.message, coreCode: error.code)
         }
-        self.onDemandStart = onDemandStart
+        self.onDemandStart = Locked(onDemandStart)
         self.source = source
         self.mpd = mpd
         let sharedClock = SharedServerClock(clock)
@@ -130,7 +131,10 @@ final class PlaybackSession: Sendable {
         self.store = store
         let shift = self.shift
         let drift = self.drift
-        let positionOf: @Sendable () -> Double? = { [core] in core.status()?.position.map { p in drift.withLock { $0.presentation(of: p) } } }
+        // (None while staged: the core presents the item before.)
+        let positionOf: @Sendable () -> Double? = { [core] in
+            stagedFlag.withLock { $0 } ? nil : core.status()?.position.map { p in drift.withLock { $0.presentation(of: p) } }
+        }
         let ast = mpd.availabilityStartTime
         let restart = Locked(false)  // reported once
         let onArrival: @Sendable (Double) -> Void = { need in
@@ -162,12 +166,75 @@ final class PlaybackSession: Sendable {
                 loader: SegmentLoader(fetcher: fetcher, locations: plan.timeline.baseURLs.count, logger: logger, prefetched: prefetch), onArrival: onArrival,
                 drift: index == drifting ? drift : nil)
         }
-        events.send(.sourceLoaded(url: source.absoluteString, streamType: mpd.isLive ? .live : .onDemand))
-        events.send(.timeOffsetChanged(seconds: clock.localClockDifferenceMs / 1000))
-        for plan in plans {
-            let r = plan.representation
-            events.send(.activeQualityChanged(Quality(r)))
+        if stagedAt == nil { announce() }
+    }
+
+    /// Sets the server clock and the presentation schedule: live, presentation time p due at
+    /// server time AST + p + `target`; on demand, the first segment's start due `lead` from now
+    /// (returned with the track whose first picture may come sooner: ``startOnFirstPicture(_:)``).
+    private static func setSchedule(
+        core: CoreHandle, mpd: MPD, clock: ServerClock, target: Double, plans: [TrackPlan], lead: Double
+    ) throws(CoreError) -> (anchor: Double, track: Int32)? {
+        try core.setWallOffset(clock.offset)
+        let mono = Monotonic.now()
+        if mpd.isLive, let ast = mpd.availabilityStartTime {
+            try core.setTimeline(monoAnchor: mono, mediaAnchor: mono + clock.offset - ast.timeIntervalSince1970 - target)  // (no edge lead yet)
+            return nil
         }
+        let first = plans.compactMap { $0.timeline.segment(containing: 0)?.start }.min() ?? 0
+        try core.setTimeline(monoAnchor: mono + lead, mediaAnchor: first)
+        guard lead > 0, let track = plans.first(where: { $0.kind == .video })?.coreTrack ?? plans.first?.coreTrack else { return nil }
+        return (mono + lead, track)
+    }
+
+    /// Whether the session is staged (decoded ahead, not presenting yet: ``activate()``).
+    let staged: Locked<Bool>
+    /// Where a staged session enters (presentation time): live, the target latency's position
+    /// at the time it was staged for; on demand, its start.
+    let entry: Double
+    /// A staged session's feeders, started by ``startFeeding()``.
+    private let earlyFeeding = Locked<Task<Void, Never>?>(nil)
+
+    /// Starts a staged session's feeders: its first picture and sound are decoded and held.
+    func startFeeding() {
+        earlyFeeding.withLock { task in
+            guard task == nil else { return }
+            task = Task { [self] in
+                await withTaskGroup(of: Void.self) { group in
+                    for feeder in feeders { group.addTask { await feeder.run(from: self.startPosition) } }
+                }
+            }
+        }
+    }
+
+    /// A staged session takes over the outputs: the server clock and the schedule are set (live,
+    /// at the target latency now; on demand, its start due now), the core's staged tracks
+    /// replace the others (``CoreHandle/activateTracks()``) and hand on what they hold, and the
+    /// session's events begin. Throws when the core refuses.
+    func activate() throws(PlayerError) {
+        do {
+            _ = try Self.setSchedule(core: core, mpd: mpd, clock: clock.current, target: targetLatency, plans: plans, lead: 0)
+            try core.activateTracks()
+        } catch {
+            throw PlayerError(.output, error.message, coreCode: error.code)
+        }
+        staged.withLock { $0 = false }
+        announce()
+    }
+
+    /// Discards a staged session that will not play: its feeders stop, its core tracks go.
+    func discard() async {
+        let task = earlyFeeding.withLock { $0 }
+        task?.cancel()
+        await task?.value
+        for track in Set(plans.flatMap(\.coreTracks)) { try? core.removeTrack(track) }
+    }
+
+    /// The session's source, clock and renditions, told once it presents.
+    private func announce() {
+        events.send(.sourceLoaded(url: source.absoluteString, streamType: mpd.isLive ? .live : .onDemand))
+        events.send(.timeOffsetChanged(seconds: clock.current.localClockDifferenceMs / 1000))
+        for plan in plans { events.send(.activeQualityChanged(Quality(plan.representation))) }
     }
 
     /// Changes the latency target while playing; the controller steers (or jumps) to it (or to
@@ -291,10 +358,17 @@ final class PlaybackSession: Sendable {
     /// Feeds every track and watches the core until the presentation ends or the task is cancelled.
     func run() async {
         await withTaskGroup(of: Bool.self) { group in
-            for feeder in feeders {
+            if let early = earlyFeeding.withLock({ $0 }) {
                 group.addTask {
-                    await feeder.run(from: self.startPosition)
+                    await withTaskCancellationHandler { await early.value } onCancel: { early.cancel() }
                     return false
+                }
+            } else {
+                for feeder in feeders {
+                    group.addTask {
+                        await feeder.run(from: self.startPosition)
+                        return false
+                    }
                 }
             }
             if mpd.isLive {

@@ -20,13 +20,13 @@ struct PreparedSource: Sendable {
     /// Whether a session for `source` may start on it now.
     func fits(_ source: URL) -> Bool { source == url && Monotonic.now() - at < Self.maxAge }
 
-    /// Loads `url`'s manifest (`policy`) and measures the server clock (live); then fetches
-    /// into `prefetch` each track's init segment and the media segment its session will start
+    /// Loads `url`'s manifest (`policy`) and measures the server clock (live); then (with a
+    /// `prefetch`) fetches into it each track's init segment and the media segment its session will start
     /// with when it starts at monotonic time `startAt` with `options` (a live segment once the
     /// server has it, if that is before `startAt`). Throws what the manifest's load throws; a
     /// segment that cannot be fetched ahead is left to the session.
     static func prepare(
-        _ url: URL, options: PlayerOptions, fetcher: HTTPFetcher, logger: Logger, policy: FetchPolicy, prefetch: SegmentPrefetch, startAt: Double
+        _ url: URL, options: PlayerOptions, fetcher: HTTPFetcher, logger: Logger, policy: FetchPolicy, prefetch: SegmentPrefetch?, startAt: Double
     ) async throws(PlayerError) -> PreparedSource {
         let manifest = ManifestSource(url: url, fetcher: fetcher, policy: policy, audioLanguage: options.audioLanguage)
         let mpd = try await manifest.load()
@@ -35,7 +35,7 @@ struct PreparedSource: Sendable {
             ? await ClockSync(fetcher: fetcher, logger: logger).synchronize(timings: mpd.utcTimings, fallback: await manifest.lastResult)
             : ServerClock.local()
         let prepared = PreparedSource(url: url, manifest: manifest, mpd: mpd, clock: clock, at: Monotonic.now())
-        await prepared.fetchFirstSegments(options: options, fetcher: fetcher, prefetch: prefetch, startAt: startAt)
+        if let prefetch { await prepared.fetchFirstSegments(options: options, fetcher: fetcher, prefetch: prefetch, startAt: startAt) }
         return prepared
     }
 

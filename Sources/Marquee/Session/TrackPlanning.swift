@@ -94,9 +94,11 @@ extension PlaybackSession {
         return choices
     }
 
+    /// `stage`: the core tracks are staged from that presentation time on (a next item decoded
+    /// ahead: ``PlaybackSession/activate()``), new ones.
     static func plan(
         mpd: MPD, period: Int, manifestURL: URL, core: CoreHandle, now: Double?, reuse: [CoreTrackKind: Int32] = [:],
-        audioLanguage: String? = nil
+        audioLanguage: String? = nil, stage: Double? = nil
     ) throws(PlayerError) -> [TrackPlan] {
         var plans: [TrackPlan] = []
         for choice in try choose(mpd: mpd, period: period, manifestURL: manifestURL, now: now, audioLanguage: audioLanguage) {
@@ -105,7 +107,9 @@ extension PlaybackSession {
             do {
                 for coreKind in [kind == .video ? CoreTrackKind.video : .audio] + (muxed ? [.audio] : []) {
                     let track: Int32
-                    if let existing = reuse[coreKind] {
+                    if let stage {
+                        track = try core.addStagedTrack(coreKind, ptsOffset: timeline.ptsOffset, start: stage)
+                    } else if let existing = reuse[coreKind] {
                         try core.reuseTrack(existing, ptsOffset: timeline.ptsOffset)
                         track = existing
                     } else {
@@ -115,6 +119,7 @@ extension PlaybackSession {
                     tracks.append(track)
                 }
             } catch {
+                if stage != nil { for track in tracks + plans.flatMap(\.coreTracks) { try? core.removeTrack(track) } }  // (none left behind)
                 throw PlayerError(.output, error.message, coreCode: error.code)
             }
             plans.append(
