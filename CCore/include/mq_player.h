@@ -130,6 +130,10 @@ int mq_player_add_staged_track(mq_player *p, mq_track_kind kind, double pts_offs
 /// staged track.
 int mq_player_activate_tracks(mq_player *p);
 
+/// How pictures fit the display from now on (`mq_fit`; a playlist item's own): the picture on
+/// screen is drawn again in it at once.
+int mq_player_set_fit(mq_player *p, int32_t fit);
+
 /// Removes a track: its decode thread stops and its input is dropped; unless it is staged,
 /// what it decoded (the queued pictures and sound) is dropped too. Its id is not reused.
 int mq_player_remove_track(mq_player *p, int32_t track_id);

@@ -107,6 +107,7 @@ static void init_shared(mq_player *p)
 static int open_outputs(mq_player *p, const mq_player_config *cfg, int buffer_ms, int queue)
 {
     mq_video_out_options vopts = {.fit = cfg->video_fit, .rotation = cfg->video_rotation, .poster = cfg->poster};
+    atomic_init(&p->fit_req, cfg->video_fit);
     int ret = mq_audio_out_create(cfg->audio_out, p->sample_rate, p->channels, buffer_ms, &p->ao);
     if (ret < 0)
         return ret;
@@ -265,6 +266,14 @@ int mq_player_remove_track(mq_player *p, int32_t track_id)
             return MQ_OK;
         }
     return MQ_ERR_NOT_FOUND;
+}
+
+int mq_player_set_fit(mq_player *p, int32_t fit)
+{
+    if (!p || fit < MQ_FIT_CONTAIN || fit > MQ_FIT_SCALEDOWN)
+        return MQ_ERR_INVALID_ARGUMENT;
+    atomic_store(&p->fit_req, fit);
+    return MQ_OK;
 }
 
 int mq_player_activate_tracks(mq_player *p)

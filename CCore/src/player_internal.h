@@ -144,6 +144,7 @@ struct mq_player {
     _Atomic bool quit;                 // controlling thread (destroy)
     _Atomic uint32_t overlay_gen;      // controlling thread (set_overlay)
     _Atomic uint32_t label_gen;        // controlling thread (set_label)
+    _Atomic int fit_req;               // controlling thread (set_fit); the video thread applies it
     _Atomic int state;                 // monitor, controlling thread (start)
     _Atomic double wall_offset;        // controlling thread
     mq_clock clock;                    // timeline: controlling thread; audio: audio thread (seqlocks)

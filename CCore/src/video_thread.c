@@ -157,9 +157,12 @@ static void refresh_output(mq_player *p, double now)
         p->video.label_seen = label_gen;
     }
     mq_vo_overlay want = wanted_overlay(p, now); // also for outputs without a display (BLANK)
+    int fit = atomic_load(&p->fit_req);
+    bool refit = fit != vo->opts.fit; // (the held picture is drawn again in the new fit)
+    vo->opts.fit = fit;
     if (!vo->driver->refresh)
         return;
-    bool changed = want.kind != vo->overlay.kind || strcmp(want.message, vo->overlay.message) != 0;
+    bool changed = refit || want.kind != vo->overlay.kind || strcmp(want.message, vo->overlay.message) != 0;
     vo->overlay = want;
     char what[200] = "";
     int ret = vo->driver->refresh(vo, changed, what, sizeof what);
@@ -189,7 +192,10 @@ static void video_step(mq_player *p)
         mq_frame_queue_wait(p->vq, now + 0.005, false); // no timeline yet
         return;
     }
-    if ((n > 1 && next.pts <= clock) || clock - head.pts > head.duration) {
+    // Late: dropped when the next one is due too, or when it is over a frame behind, but for the
+    // last picture of a whole file (a still: shown late rather than never; a slow display's
+    // redraw can take longer than its frame).
+    if ((n > 1 && next.pts <= clock) || (clock - head.pts > head.duration && (n > 1 || !video_input_over(p)))) {
         drop_head(p, &head);
         return;
     }

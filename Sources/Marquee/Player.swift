@@ -59,6 +59,8 @@ public final class Player: Sendable {
         /// The next source's session, decoding ahead on staged core tracks (``prepare(_:targetLatency:startAt:)``):
         /// the next ``load(sources:)`` of its URL activates it.
         var staged: PlaybackSession?
+        /// The fit set by ``setFit(_:)`` (nil: the options').
+        var fit: VideoFit?
     }
 
     /// Segments fetched ahead for the next source (``prepare(_:targetLatency:startAt:)``).
@@ -232,8 +234,9 @@ public final class Player: Sendable {
             throw PlayerError(error.isUnsupported || error.isInvalidArgument ? .invalidOptions : .output, error.message, coreCode: error.code)
         }
         let mixer = MixDirector(core: core, options: options.mixing, fetcher: fetcher, events: sink, logger: logger)
-        let (volume, muted, scheduled) = inner.withLock { ($0.volume, $0.muted, $0.scheduled) }
+        let (volume, muted, scheduled, fit) = inner.withLock { ($0.volume, $0.muted, $0.scheduled, $0.fit) }
         try? core.setVolume(volume, muted: muted)
+        if let fit { try? core.setFit(fit.rawValue) }
         if inner.withLock({ $0.displayOff }) { try? core.setOverlay(.blank) }
         mixer.insert(scheduled)
         Task { await mixer.prepare() }
@@ -435,7 +438,9 @@ public final class Player: Sendable {
     /// ``PlayerError/Code-swift.struct/media`` when nothing of it decodes.
     /// Returns when (monotonic seconds) its first picture is due.
     @discardableResult
-    func playFile(_ file: [UInt8], label: String?, still: Bool) async throws(PlayerError) -> Double {
+    /// `from`: seconds into the file its presentation starts at (what comes before is decoded,
+    /// not shown).
+    func playFile(_ file: [UInt8], label: String?, still: Bool, from offset: Double = 0) async throws(PlayerError) -> Double {
         await discardStaged()
         await cut()
         var core = inner.withLock { $0.core }
@@ -476,15 +481,16 @@ public final class Player: Sendable {
             throw PlayerError(.output, error.message, coreCode: error.code)
         }
         try startOnce(core)
-        return try await anchorOnFirstFrame(core, video: tracks.first)  // (video first)
+        return try await anchorOnFirstFrame(core, video: tracks.first, offset: still ? 0 : max(0, offset))  // (video first)
     }
 
     /// How far ahead a file's timeline is held while its first frame decodes, seconds.
     static let fileHold = 3600.0
 
     /// Anchors the timeline on the first decoded frame of a file (its video's, or its sound's
-    /// when it has no picture): that time is due 5 ms from then. Waits at most 2 s (then from 0).
-    private func anchorOnFirstFrame(_ core: CoreHandle, video: Int32?) async throws(PlayerError) -> Double {
+    /// when it has no picture): that time plus `offset` is due 5 ms from then (what comes before
+    /// is decoded and dropped as late). Waits at most 2 s (then from 0). Returns when it is due.
+    private func anchorOnFirstFrame(_ core: CoreHandle, video: Int32?, offset: Double) async throws(PlayerError) -> Double {
         var first: Double?
         var videoDone = video == nil
         let deadline = Monotonic.now() + 2
@@ -509,7 +515,7 @@ public final class Player: Sendable {
         }
         do {
             let due = Monotonic.now() + 0.005
-            try core.setTimeline(monoAnchor: due, mediaAnchor: first ?? 0)
+            try core.setTimeline(monoAnchor: due, mediaAnchor: (first ?? 0) + offset)
             return due
         } catch {
             throw PlayerError(.output, error.message, coreCode: error.code)
@@ -732,6 +738,19 @@ public final class Player: Sendable {
     public var isDisplayOff: Bool { inner.withLock { $0.displayOff } }
 
     // MARK: audio
+
+    /// How pictures fit the display: ``PlayerOptions/fit`` until ``setFit(_:)``.
+    public var fit: VideoFit { inner.withLock { $0.fit ?? $0.options.fit } }
+
+    /// Fits pictures to the display in `fit` from now on (a playlist item's own); the picture
+    /// on screen is drawn again in it at once. Applies while playing, else at ``play()``.
+    public func setFit(_ fit: VideoFit) {
+        let core = inner.withLock { inner in
+            inner.fit = fit
+            return inner.core
+        }
+        try? core?.setFit(fit.rawValue)
+    }
 
     /// Output volume, 0…1 (linear gain); changes ramp over 10 ms. Default 1.
     public var volume: Double { inner.withLock { $0.volume } }

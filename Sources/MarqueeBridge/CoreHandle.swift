@@ -174,6 +174,11 @@ package final class CoreHandle: Sendable {
         try call { mq_player_activate_tracks($0) }
     }
 
+    /// How pictures fit the display from now on (`mq_player_set_fit`; `mq_fit`'s values).
+    package func setFit(_ fit: Int32) throws(CoreError) {
+        try call { mq_player_set_fit($0, fit) }
+    }
+
     /// Removes a track (`mq_player_remove_track`).
     package func removeTrack(_ track: Int32) throws(CoreError) {
         try call { mq_player_remove_track($0, track) }

@@ -137,4 +137,30 @@ import Testing
         #expect(rows.count == 1 && rows.first?.md5 == md5.first && md5.count == 1, "\(rows.map(\.md5)) vs \(md5); events \(player.events.map(\.text))")
         #expect(rows.first?.width == 640 && rows.first?.height == 360)
     }
+
+    /// A still decoded ahead (its schedule held) and then due a second ago (the display was
+    /// busy redrawing: a slow box's refit took longer than the picture's 40 ms): shown late,
+    /// not dropped (nothing would be shown at all).
+    @Test func aStillDueInThePastIsShownNotDropped() async throws {
+        let dir = try Fixtures.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let image = dir.appendingPathComponent("still.png")
+        _ = try await Fixtures.runAsync("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=320x240", "-frames:v", "1", image.path])
+        let md5 = try await Fixtures.frameMD5s(image)
+        let player = try TestPlayer(audio: "null", video: "frames:\(dir.path)/out")
+        let v = player.addTrack(MQ_TRACK_VIDEO)
+        #expect(mq_player_set_track_container(player.p, v, Int32(MQ_CONTAINER_PROBED.rawValue)) == 0)
+        mq_player_set_timeline(player.p, mq_clock_now() + 3600, 0, 1)  // held: decoded, not due
+        #expect(mq_player_start(player.p) == 0)
+        player.push(v, try Data(contentsOf: image))
+        mq_player_end_track(player.p, v)
+        #expect(try await player.waitFor(MQ_EVENT_TRACK_FORMAT, timeout: 5) != nil)
+        try await Task.sleep(for: .milliseconds(50))  // queued
+        mq_player_set_timeline(player.p, mq_clock_now() - 1, 0, 1)
+        #expect(try await player.waitFor(MQ_EVENT_ENDED, timeout: 5) != nil)
+        let dropped = player.status().frames_dropped
+        player.destroy()
+        let rows = try FrameRow.read(dir.appendingPathComponent("out"))
+        #expect(rows.map(\.md5) == md5 && dropped == 0, "\(rows.count) pictures, \(dropped) dropped")
+    }
 }

@@ -18,7 +18,7 @@ wait_for() { # <log> <pattern> <seconds>
   i=0
   while ! grep -q "$2" "$1" 2>/dev/null; do
     i=$((i + 1))
-    if [ $i -gt $(($3 * 5)) ]; then fail "no '$2' in $1 after $3 s"; tail -5 "$1"; return 1; fi
+    if [ $i -gt $(($3 * 5)) ]; then fail "no '$2' in $1 after $3 s"; tail -25 "$1" | sed "s/^/--- /"; return 1; fi
     sleep 0.2
   done
 }
@@ -74,6 +74,17 @@ stop
 for f in cover fill scaledown; do fit_case "fit-$f" --fit $f; stop; done
 fit_case rot-180 --rotation 180; stop
 fit_case rot-90 --rotation 90; stop
+
+# 2b. a playlist's images, each in its item's own fit (mq_player_set_fit): the PNG decoded by
+# the player (rgb24) through the same scaler; the second replaces the first without a black frame
+cat > /tmp/pl-fit.json <<EOF
+{"items": [{"id": "cover", "url": "file://$M/poster.png", "duration": 5, "fit": "cover"},
+           {"id": "fill", "url": "file://$M/poster.png", "duration": 30, "fit": "fill"}]}
+EOF
+play pl-fit --playlist /tmp/pl-fit.json --video drm --audio null
+wait_for /tmp/pl-fit.log 'item 0 "cover": impression' 60 && sleep 1.5 && snap pl-cover
+wait_for /tmp/pl-fit.log 'item 1 "fill": impression' 30 && sleep 1.5 && snap pl-fill
+stop
 
 # 3. buffering band: the video track stops after 2 s, audio goes on; the last picture is held
 play band "$URL/short/manifest.mpd" --video drm --audio null

@@ -123,6 +123,8 @@ def expected_screens(media):
     exp["band"] = expect.band(exp["fit-contain"], W, H)
     exp["slate"] = expect.slate(W, H, "STREAM LOST - RECONNECTING")
     exp["poster"] = expect.expected_fit(os.path.join(media, "poster.png"), 512, 384, W, H, "contain")[0]
+    exp["pl-cover"] = expect.expected_fit(os.path.join(media, "poster.png"), 512, 384, W, H, "cover")[0]
+    exp["pl-fill"] = expect.expected_fit(os.path.join(media, "poster.png"), 512, 384, W, H, "fill")[0]
     return exp
 
 

@@ -36,7 +36,7 @@ public struct PlaylistItem: Sendable, Hashable {
     /// Seconds the item plays at most (an image: how long it is shown); nil: to its end (a live
     /// stream: until the app moves on).
     public var duration: Double?
-    /// Seconds into an on-demand item where it starts.
+    /// Seconds into an on-demand item or a file where it starts (not an image's).
     public var startOffset: Double
     /// Played without sound.
     public var muted: Bool

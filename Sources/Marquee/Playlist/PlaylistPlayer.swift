@@ -332,6 +332,7 @@ public final class PlaylistPlayer: Sendable {
     private func play(_ item: PlaylistItem, index: Int) async -> Outcome {
         let prepared = await takePrepared(item)
         if case .failed(let error) = prepared { return .failed(error) }
+        player.setFit(item.fit ?? base.fit)
         var bytes: [UInt8]?
         if case .bytes(let b) = prepared { bytes = b }
         switch item.kind {
@@ -365,14 +366,14 @@ public final class PlaylistPlayer: Sendable {
         let before = player.status.framesPresented
         let due: Double  // when its first picture is due: its time counts from there
         do {
-            due = try await player.playFile(bytes, label: item.id, still: still)
+            due = try await player.playFile(bytes, label: item.id, still: still, from: item.startOffset)
         } catch {
             return .failed(error)
         }
         send(.started, item, index, mediaTime: nil)
         // A file's length, when its index tells it (MP4): its slot, cut on its last picture's
         // end (not after its sound drained), with quartiles; else it plays to its end.
-        let duration = still ? nil : MP4Duration.seconds(of: bytes)
+        let duration = still ? nil : MP4Duration.seconds(of: bytes).map { max(0, $0 - item.startOffset) }
         let length = item.playingTime ?? duration
         let outcome = await follow(Task { () -> Outcome in
             // Its first picture (due 0.25 s after), then its time or its end.
