@@ -9,7 +9,11 @@ import NIOCore
 ///
 /// - Stream items (live or on-demand DASH/HLS) play through ``Player/load(sources:)``: the
 ///   outputs stay open, so the last picture of an item stays on screen until the first of the
-///   next (no black frame). Each item gets its own target latency and mute.
+///   next (no black frame). Each item gets its own target latency, mute and fit.
+/// - Gapless: ``prepareAhead`` seconds before an item ends, the next is made ready (a stream's
+///   session decoding ahead, its first picture held; an image's or a file's bytes read) and the
+///   cut shows its first picture on the next frame. An item that cannot be made ready is found
+///   out then: skipped at once at its turn, the one after it made ready instead.
 /// - An item ends by itself at its stream's end or after its ``PlaylistItem/playingTime``
 ///   (counted from its first picture, except while paused: a stall does not stretch a slot;
 ///   on demand, by media time); a live item without a duration plays until it is left. Then
