@@ -52,14 +52,53 @@ static void silence(mq_player *p, int from, int to)
                (size_t)(to - from) * (size_t)p->channels * sizeof(float));
 }
 
+/// Frames a cut between two streams is smoothed over (5 ms).
+static int32_t declick_frames(const mq_player *p)
+{
+    return p->sample_rate / 200;
+}
+
 static void check_generation(mq_player *p, mq_audio_sync *s)
 {
     uint32_t gen = atomic_load_explicit(&p->out->gen, memory_order_acquire);
     if (gen == s->gen)
         return;
     s->gen = gen; // the track was reset: a new stream starts
+    if (s->started) { // one was heard: its last frame fades out, the new one fades in (no click)
+        s->decay_left = declick_frames(p);
+        s->fadein_left = declick_frames(p);
+    }
     s->locked = s->started = s->underrun = false;
     mq_clock_invalidate_audio(&p->clock);
+}
+
+/// The new stream's first frames after a cut (`k` from output index `i`), ramped up from 0.
+static void fade_in(mq_player *p, mq_audio_sync *s, int i, int k)
+{
+    const int ch = p->channels;
+    const float d = (float)declick_frames(p);
+    for (int j = i; j < i + k && s->fadein_left > 0; j++, s->fadein_left--) {
+        float g = 1.0f - (float)s->fadein_left / d;
+        for (int c = 0; c < ch; c++)
+            s->mix[(size_t)j * (size_t)ch + (size_t)c] *= g;
+    }
+}
+
+/// After a cut, the last frame heard of the old stream is blended out over the first frames of
+/// the period (into silence, or into the new stream); then the period's last frame is kept.
+static void declick(mq_player *p, mq_audio_sync *s)
+{
+    const int n = p->period_frames, ch = p->channels;
+    const float d = (float)declick_frames(p);
+    for (int i = 0; i < n && s->decay_left > 0; i++, s->decay_left--) {
+        float w = (float)s->decay_left / d; // 1 → 0
+        for (int c = 0; c < ch; c++) {
+            float *m = &s->mix[(size_t)i * (size_t)ch + (size_t)c];
+            *m = s->tail[c] * w + *m * (1.0f - w);
+        }
+    }
+    for (int c = 0; c < ch && c < 8; c++)
+        s->tail[c] = s->mix[(size_t)(n - 1) * (size_t)ch + (size_t)c];
 }
 
 /// The ring is empty at output index `i` (heard at `t`, where `media` was due).
@@ -99,9 +138,17 @@ static int copy_block(mq_player *p, const mq_pcm_block *b, int i, int max)
     return k;
 }
 
+static void fill_stream(mq_player *p, mq_audio_sync *s, double t_hear, double *t0, double *dt);
+
 /// Fills one period of s->mix whose first frame is heard at monotonic `t_hear`. Gives the
 /// presentation time due at its first frame (NAN without a schedule) and the step per frame.
 static void fill_period(mq_player *p, mq_audio_sync *s, double t_hear, double *t0, double *dt)
+{
+    fill_stream(p, s, t_hear, t0, dt);
+    declick(p, s);
+}
+
+static void fill_stream(mq_player *p, mq_audio_sync *s, double t_hear, double *t0, double *dt)
 {
     const int n = p->period_frames;
     const double sr = p->sample_rate;
@@ -149,7 +196,10 @@ static void fill_period(mq_player *p, mq_audio_sync *s, double t_hear, double *t
             mq_clock_publish_audio(&p->clock, t_hear + i / sr, next, jumps);
             published = true;
         }
-        i += copy_block(p, b, i, n - i);
+        int k = copy_block(p, b, i, n - i);
+        if (s->fadein_left > 0)
+            fade_in(p, s, i, k);
+        i += k;
         s->locked = s->started = true;
         s->underrun = false;
     }

@@ -57,4 +57,42 @@ import Testing
         #expect(gap < 1.5 * interval, "\(gap * 1000) ms between the last picture of the replaced track and the first of the staged one")
         print(String(format: "staged: entered at picture #%d, shown %.1f ms after the switch, %.1f ms after the last replaced picture", entry, shown * 1000, gap * 1000))
     }
+
+    /// The sound at the cut: the old stream's last frame fades out and the new one fades in
+    /// over 5 ms (a 1 kHz tone cut mid-wave, a 440 Hz one entered at its peak): no sample steps
+    /// further than the tones themselves do; cut bare, the steps were the tones' amplitude.
+    @Test func theSoundAtTheCutHasNoClick() async throws {
+        let dir = try Fixtures.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let a = try Data(contentsOf: try await Fixtures.makeAudio("sine=f=1000:r=48000", seconds: 4, in: dir, name: "a.mp4"))
+        let b = try Data(contentsOf: try await Fixtures.makeAudio("sine=f=440:r=48000", seconds: 3, in: dir, name: "b.mp4"))
+        let player = try TestPlayer(audio: "wav:\(dir.path)/out.wav", video: nil)
+        let ta = player.addTrack(MQ_TRACK_AUDIO)
+        player.push(ta, a)
+        mq_player_end_track(player.p, ta)
+        mq_player_set_timeline(player.p, mq_clock_now() + 0.2, 0, 1)
+        #expect(mq_player_start(player.p) == 0)
+        try await Task.sleep(for: .seconds(1))
+        let start = 1.0 + 0.25 / 440  // a quarter wave in: the 440 Hz tone enters at its peak
+        var tb: Int32 = -1
+        #expect(mq_player_add_staged_track(player.p, MQ_TRACK_AUDIO, 0, start, &tb) == 0)
+        player.push(tb, b)
+        mq_player_end_track(player.p, tb)
+        try await Task.sleep(for: .milliseconds(700))
+        mq_player_set_timeline(player.p, mq_clock_now(), start, 1)
+        #expect(mq_player_activate_tracks(player.p) == 0)
+        #expect(try await player.waitFor(MQ_EVENT_ENDED, timeout: 10) != nil)
+        player.destroy()
+        let pcm = try PCM.wav(dir.appendingPathComponent("out.wav")).pcm
+        let span = try #require(pcm.soundSpan())
+        let body = pcm.samples[(span.lowerBound + 2400)..<(span.upperBound - 2400)]  // (not the tones' own ends)
+        let steps = zip(body, body.dropFirst()).map { abs(Int($1) - Int($0)) }
+        let peak = body.map { abs(Int($0)) }.max() ?? 0
+        // A 1 kHz sine of amplitude A moves at most A·2π·1000/48000 ≈ 0.13 A a sample.
+        let worst = steps.max() ?? 0
+        #expect(peak > 2000 && Double(worst) < 0.16 * Double(peak), "largest step \(worst) with tones of \(peak)")
+        let seconds = Double(span.count) / pcm.rate
+        #expect(seconds > 3.3 && seconds < 3.8, "\(seconds) s of sound: the first tone cut after about 1.5 s, the second's last 2 s")
+        print(String(format: "cut: largest step %d, tones of %d (%.3f); %.2f s of sound", worst, peak, Double(worst) / Double(peak), seconds))
+    }
 }
