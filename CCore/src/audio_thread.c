@@ -58,16 +58,27 @@ static int32_t declick_frames(const mq_player *p)
     return p->sample_rate / 200;
 }
 
+/// The stream audio heard stops being continuous at output index `i` of this period (a new
+/// generation, a jump of the schedule, an underrun): the last frame heard fades out over 5 ms
+/// from there (into silence or what follows), and the next stream audio fades in. No click.
+static void cut_at(mq_player *p, mq_audio_sync *s, int i)
+{
+    if (i > 0)
+        for (int c = 0; c < p->channels && c < 8; c++)
+            s->tail[c] = s->mix[(size_t)(i - 1) * (size_t)p->channels + (size_t)c];
+    s->decay_from = i;
+    s->decay_left = declick_frames(p);
+    s->fadein_left = declick_frames(p);
+}
+
 static void check_generation(mq_player *p, mq_audio_sync *s)
 {
     uint32_t gen = atomic_load_explicit(&p->out->gen, memory_order_acquire);
     if (gen == s->gen)
         return;
     s->gen = gen; // the track was reset: a new stream starts
-    if (s->started) { // one was heard: its last frame fades out, the new one fades in (no click)
-        s->decay_left = declick_frames(p);
-        s->fadein_left = declick_frames(p);
-    }
+    if (s->started) // one was heard (its last frame is the last period's: `tail`)
+        cut_at(p, s, 0);
     s->locked = s->started = s->underrun = false;
     mq_clock_invalidate_audio(&p->clock);
 }
@@ -84,19 +95,20 @@ static void fade_in(mq_player *p, mq_audio_sync *s, int i, int k)
     }
 }
 
-/// After a cut, the last frame heard of the old stream is blended out over the first frames of
-/// the period (into silence, or into the new stream); then the period's last frame is kept.
+/// After a cut (`cut_at`), the last frame heard is blended out from the cut on (into silence,
+/// or into what follows); then the period's last frame is kept.
 static void declick(mq_player *p, mq_audio_sync *s)
 {
     const int n = p->period_frames, ch = p->channels;
     const float d = (float)declick_frames(p);
-    for (int i = 0; i < n && s->decay_left > 0; i++, s->decay_left--) {
+    for (int i = s->decay_from; i < n && s->decay_left > 0; i++, s->decay_left--) {
         float w = (float)s->decay_left / d; // 1 → 0
         for (int c = 0; c < ch; c++) {
             float *m = &s->mix[(size_t)i * (size_t)ch + (size_t)c];
             *m = s->tail[c] * w + *m * (1.0f - w);
         }
     }
+    s->decay_from = 0; // (a fade-out longer than the period goes on from the next one's start)
     for (int c = 0; c < ch && c < 8; c++)
         s->tail[c] = s->mix[(size_t)(n - 1) * (size_t)ch + (size_t)c];
 }
@@ -115,6 +127,8 @@ static void ring_empty(mq_player *p, mq_audio_sync *s, double t, double media, i
     }
     if (!s->started)
         return; // leading silence: stream audio has not begun
+    if (s->locked)
+        cut_at(p, s, i); // the sound stops here
     mq_clock_invalidate_audio(&p->clock);
     s->locked = false;
     atomic_fetch_add_explicit(&p->audio_silence_frames, p->period_frames - i, memory_order_relaxed);
@@ -172,6 +186,8 @@ static void fill_stream(mq_player *p, mq_audio_sync *s, double t_hear, double *t
         // Unlocked we align to the sample (skip or wait exactly); locked we write on.
         double tol = s->locked ? MQ_LOCKED_TOLERANCE : 0.5 / sr;
         if (err < -tol) { // late: skip it
+            if (s->locked)
+                cut_at(p, s, i); // (a jump of the schedule: the sound jumps)
             int k = (int)lrint(-err * sr / b->rate), avail = b->frames - p->out->read_off;
             k = k > 0 ? k : 1;
             k = k < avail ? k : avail;
@@ -181,6 +197,8 @@ static void fill_stream(mq_player *p, mq_audio_sync *s, double t_hear, double *t
             continue;
         }
         if (err > tol) { // early: silence until it is due
+            if (s->locked)
+                cut_at(p, s, i); // (a jump of the schedule back: silence)
             if (!published) // nothing heard yet this period: the schedule is the clock (a jump back)
                 mq_clock_invalidate_audio(&p->clock);
             int k = (int)lrint(err * sr);

@@ -20,6 +20,8 @@
 /// PCM ring `pcm` (the tempo thread passes it on to the audio thread). Errors become ERROR
 /// events; a broken stream waits for mq_player_reset_track.
 
+#define MQ_HELD_AUDIO 12 // frames a staged audio track decodes ahead (AAC at 48 kHz: 256 ms)
+
 typedef struct mq_decoder {
     // decode thread only (lives on its stack)
     mq_track *t;
@@ -38,6 +40,12 @@ typedef struct mq_decoder {
     bool rolled;                            // the last session ended at a rollover: keep the codec
     double session_start;                   // media time of the session's first packet (NAN: none yet)
     bool rollover_asked;                    // for this session
+    // A staged audio track's first sound, decoded ahead (mq_player_add_staged_track): handed on
+    // at activation, so the ring starts with more than one frame (a busy machine's decode thread
+    // may come late for the second: an underrun right after the cut).
+    AVFrame *held[MQ_HELD_AUDIO];
+    double held_pts[MQ_HELD_AUDIO];         // each one's media time (s), as deliver_audio takes it
+    int nheld;
 } mq_decoder;
 
 
@@ -241,26 +249,64 @@ static int push_audio(mq_decoder *d, const AVFrame *f, double pts)
     }
 }
 
-static int deliver_audio(mq_decoder *d, AVFrame *f)
+/// Resamples `f` (media time `media`, seconds) into the ring; consumes it.
+static int deliver_audio_at(mq_decoder *d, AVFrame *f, double media)
 {
     int ret = setup_swr(d, f);
-    if (ret < 0)
+    if (ret < 0) {
+        av_frame_unref(f);
         return ret;
-    int64_t ts = f->pts != AV_NOPTS_VALUE ? f->pts : f->best_effort_timestamp;
-    double pts = ts != AV_NOPTS_VALUE ? (double)ts * av_q2d(d->dmx->st->time_base) : d->next_pts;
-    d->next_pts = pts + (double)f->nb_samples / f->sample_rate;
-    // What comes out first is what the resampler still holds from before this frame.
-    pts += atomic_load(&d->t->pts_offset) - (double)swr_get_delay(d->swr, 1000000) / 1e6;
-    if (atomic_load(&d->t->staged)) { // decoded ahead: from its start on, held until activated
-        double start = atomic_load(&d->t->stage_start);
-        if (pts + (double)f->nb_samples / f->sample_rate <= start || !wait_activation(d)) {
-            av_frame_unref(f);
-            return MQ_OK;
-        }
     }
+    // What comes out first is what the resampler still holds from before this frame.
+    double pts = media + atomic_load(&d->t->pts_offset) - (double)swr_get_delay(d->swr, 1000000) / 1e6;
     ret = push_audio(d, f, pts);
     av_frame_unref(f);
     return ret;
+}
+
+static void free_held(mq_decoder *d)
+{
+    for (int i = 0; i < d->nheld; i++)
+        av_frame_free(&d->held[i]);
+    d->nheld = 0;
+}
+
+/// The held sound, once the track is activated: handed on in order (dropped if its input was
+/// reset meanwhile).
+static int settle_held(mq_decoder *d)
+{
+    if (d->nheld == 0)
+        return MQ_OK;
+    if (!wait_activation(d)) {
+        free_held(d);
+        return MQ_OK;
+    }
+    int ret = MQ_OK;
+    for (int i = 0; i < d->nheld && ret >= 0; i++)
+        ret = deliver_audio_at(d, d->held[i], d->held_pts[i]);
+    free_held(d);
+    return ret;
+}
+
+static int deliver_audio(mq_decoder *d, AVFrame *f)
+{
+    int64_t ts = f->pts != AV_NOPTS_VALUE ? f->pts : f->best_effort_timestamp;
+    double media = ts != AV_NOPTS_VALUE ? (double)ts * av_q2d(d->dmx->st->time_base) : d->next_pts;
+    d->next_pts = media + (double)f->nb_samples / f->sample_rate;
+    if (atomic_load(&d->t->staged)) { // decoded ahead: from its start on, held until activated
+        double end = media + atomic_load(&d->t->pts_offset) + (double)f->nb_samples / f->sample_rate;
+        AVFrame *kept = end > atomic_load(&d->t->stage_start) ? av_frame_alloc() : NULL;
+        if (!kept) {
+            av_frame_unref(f);
+            return MQ_OK;
+        }
+        av_frame_move_ref(kept, f);
+        d->held[d->nheld] = kept;
+        d->held_pts[d->nheld++] = media;
+        return d->nheld == MQ_HELD_AUDIO ? settle_held(d) : MQ_OK;
+    }
+    int ret = settle_held(d); // activated while they were held
+    return ret < 0 ? ret : deliver_audio_at(d, f, media);
 }
 
 /* ---- session ---- */
@@ -415,6 +461,7 @@ static void run_session(mq_decoder *d)
 static void on_reset(mq_decoder *d)
 {
     mq_player *p = d->p;
+    free_held(d);
     atomic_store(&d->t->input_done, false);
     if (d->t->kind == MQ_TRACK_VIDEO)
         mq_frame_queue_flush(p->vq);
@@ -432,6 +479,7 @@ static void on_reset(mq_decoder *d)
 
 static void on_ended(mq_decoder *d)
 {
+    settle_held(d); // a staged track's whole input decoded: its sound waits for the activation
     if (d->t->kind == MQ_TRACK_AUDIO) {
         if (d->swr)
             push_audio(d, NULL, atomic_load(&d->p->pcm->queued_until));
@@ -478,6 +526,8 @@ static void decode_loop(mq_decoder *d)
             run_session(d);
             break;
         }
+        if (d->nheld > 0 && st != MQ_INPUT_RESET)
+            settle_held(d); // a session ended while sound was held: it waits for the activation
         st = mq_byte_queue_wait(d->t->input);
     }
 }
@@ -493,6 +543,7 @@ void *mq_decode_thread_main(void *arg)
     } else {
         decode_loop(&d);
     }
+    free_held(&d);
     close_session(&d);
     swr_free(&d.swr);
     av_packet_free(&d.pkt);

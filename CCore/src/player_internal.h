@@ -71,9 +71,11 @@ typedef struct mq_audio_sync {
     int64_t virt_frames; // virtual device: frames written since virt_t0
     uint32_t gen;        // `out` ring generation last seen
     uint32_t xruns_seen; // ao->xruns last counted
-    float tail[8];       // the last stream frame mixed (channels ≤ 8): a cut fades out from it
-    int32_t decay_left;  // frames of that fade still to blend in (a new generation), 0 none
-    int32_t fadein_left; // frames of the new generation's fade-in still to apply, 0 none
+    float tail[8];       // the last stream frame mixed (channels ≤ 8); at a cut, the frame the
+                         // fade-out holds (a new generation, a jump, an underrun)
+    int32_t decay_from;  // output index of this period the fade-out starts at
+    int32_t decay_left;  // frames of that fade-out still to blend in, 0 none
+    int32_t fadein_left; // frames of the next stream audio's fade-in still to apply, 0 none
 } mq_audio_sync;
 
 /// Tempo thread (tempo_thread.c) only: the stage between the `pcm` and `out` rings.

@@ -153,6 +153,10 @@ void *mq_tempo_thread_main(void *arg)
         if (!want_stretch)
             stop_stretching(p, t);
         mq_pcm_block *b = mq_pcm_ring_peek(p->pcm);
+        if (b && b->gen != t->gen) { // flushed since the check above: the new stream's, after a reset
+            reset(p, t, b->gen);
+            continue;
+        }
         if (!b) {
             if (atomic_load(&p->pcm->eof) && !t->eof_passed) {
                 stop_stretching(p, t);
