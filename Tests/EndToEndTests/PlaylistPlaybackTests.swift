@@ -108,6 +108,9 @@ extension LivePlaybackTests {
         let gaps = zip(runs, runs.dropFirst()).map { $1.first.wallTime - $0.last.wallTime - ($0.item == "still" ? 2 : 0) }
         #expect(gaps.allSatisfy { $0 > 0 }, "an item cut short: \(gaps)")
         #expect(gaps.allSatisfy { $0 < 1.5 / 30 }, "gaps between items: \(gaps)")
+        // No picture presented twice (a held picture shown again at the cut would be).
+        let repeated = zip(frames, frames.dropFirst()).filter { $0.md5 == $1.md5 && $0.pts == $1.pts }
+        #expect(repeated.isEmpty, "pictures presented twice: \(repeated.map { "\($0.0.item) \($0.0.pts)" })")
         print(String(format: "playlist: %d pictures, items %@, quartiles off by up to %.1f ms, gaps between items %@", frames.count,
                      runs.map(\.item).joined(separator: ","), worst * 1000, gaps.map { String(format: "%.3f s", $0) }.joined(separator: ", ")))
     }
