@@ -1,3 +1,5 @@
+import MarqueeBridge
+
 /// A snapshot of what a player is doing, for status lines and the SDK's properties.
 public struct PlaybackStatus: Sendable, Hashable {
     /// What the player is doing.
@@ -40,5 +42,18 @@ public struct PlaybackStatus: Sendable, Hashable {
     /// rate 1.
     public init(state: PlaybackState) {
         self.state = state
+    }
+}
+
+extension PlaybackStatus {
+    /// The core's reading of what is shown: `position` (the presentation time, already mapped
+    /// to the session's media time), the picture counts, the A/V offset and the picture size.
+    mutating func read(_ core: CoreStatus, position: Double?) {
+        self.position = position
+        framesPresented = core.framesPresented
+        framesDropped = core.framesDropped
+        avOffset = core.avOffset
+        width = core.width
+        height = core.height
     }
 }

@@ -193,12 +193,7 @@ extension PlaybackSession {
         status.storeBytes = store?.bytes ?? 0
         guard let core else { return status }
         let media = drift.withLock { $0 }
-        status.position = core.position.map { media.presentation(of: $0) }
-        status.framesPresented = core.framesPresented
-        status.framesDropped = core.framesDropped
-        status.avOffset = core.avOffset
-        status.width = core.width
-        status.height = core.height
+        status.read(core, position: core.position.map { media.presentation(of: $0) })
         if let position = status.position {
             if mpd.isLive, let ast = mpd.availabilityStartTime {
                 status.latency = wallSeconds(core.mono + clock.timelineOffset(atMonotonic: core.mono) - ast.timeIntervalSince1970 - position)
