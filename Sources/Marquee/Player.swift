@@ -63,18 +63,14 @@ public final class Player: Sendable {
         var fit: VideoFit?
     }
 
-    /// Segments fetched ahead for the next source (``prepare(_:targetLatency:startAt:)``).
-    let prefetch = SegmentPrefetch()
-
     /// Makes `source` ready to play at monotonic time `startAt` (a playlist's next item, while
-    /// the current one plays): its manifest, the server clock, the first segments at
-    /// `targetLatency` (live). The next ``load(sources:)`` of it starts without fetching
-    /// before its first picture. Throws what its manifest's load throws (the item would fail).
+    /// the current one plays): its manifest and the server clock (live). The next
+    /// ``load(sources:)`` of it starts without loading them again. Throws what its manifest's load throws (the item would fail).
     ///
     /// Once the outputs play, the source's session is made too and decodes ahead on staged core
     /// tracks (``PlaybackSession/startFeeding()``): its first picture and sound wait, decoded, for
     /// the load, which only switches to them (a live source's, the one due at its target latency
-    /// at `startAt`). Before that, its first segments are fetched ahead (``SegmentPrefetch``).
+    /// at `startAt`). Before that (nothing has played yet), only the manifest and clock are ready.
     /// `startAt` nil: not known yet (a file item playing to its end): a live source is only
     /// loaded ahead, not decoded (its entry depends on when it starts).
     func prepare(_ source: URL, targetLatency: Double?, startAt: Double?) async throws(PlayerError) {
@@ -87,13 +83,12 @@ public final class Player: Sendable {
         let (core, started, mixer, reports) = inner.withLock { ($0.core, $0.coreStarted, $0.mixer, $0.reports?.input) }
         let stage = core != nil && started
         let prepared = try await PreparedSource.prepare(
-            source, options: options, fetcher: fetcher, logger: logger, policy: policy, prefetch: stage || startAt == nil ? nil : prefetch,
-            startAt: startAt ?? Monotonic.now())
+            source, options: options, fetcher: fetcher, logger: logger, policy: policy)
         if let core, stage, startAt != nil || !prepared.mpd.isLive {
             do throws(PlayerError) {
                 let session = try await PlaybackSession(
                     source: source, options: options, core: core, fetcher: fetcher, startMono: Monotonic.now(), logger: logger, events: sink,
-                    mixer: mixer, startPolicy: policy, reports: reports, prepared: prepared, prefetch: prefetch, stagedAt: startAt ?? Monotonic.now())
+                    mixer: mixer, startPolicy: policy, reports: reports, prepared: prepared, stagedAt: startAt ?? Monotonic.now())
                 session.startFeeding()
                 let kept = inner.withLock { inner -> Bool in
                     guard inner.core === core else { return false }  // stopped meanwhile
@@ -163,14 +158,7 @@ public final class Player: Sendable {
         if let session { return session.status() }
         var status = PlaybackStatus(state: state)
         // A file or a still played before any source (a playlist's first item): the core's.
-        if started, let reading = core?.status() {
-            status.position = reading.position
-            status.framesPresented = reading.framesPresented
-            status.framesDropped = reading.framesDropped
-            status.avOffset = reading.avOffset
-            status.width = reading.width
-            status.height = reading.height
-        }
+        if started, let reading = core?.status() { status.read(reading, position: reading.position) }
         return status
     }
 
@@ -322,7 +310,7 @@ public final class Player: Sendable {
             do {
                 return try await PlaybackSession(
                     source: source, options: options, core: core, fetcher: fetcher, startMono: startMono, logger: logger, events: sink,
-                    reuse: reuse, mixer: mixer, startPolicy: policy, reports: reports, prepared: prepared, prefetch: prefetch)
+                    reuse: reuse, mixer: mixer, startPolicy: policy, reports: reports, prepared: prepared)
             } catch {
                 logger.warning("source failed", metadata: ["source": "\(source)", "error": "\(error)"])
                 sink.send(.error(error, fatal: false))

@@ -83,31 +83,4 @@ struct SegmentLoaderTests {
         }
         #expect(error.status == 404 && !partial && sink.bytes.isEmpty, "\(error)")
     }
-
-    @Test("a segment fetched ahead is handed on from memory, once; a damaged one is not used")
-    func aSegmentFetchedAheadIsTakenOnce() async throws {
-        let stream = try await PinnedStream()
-        let truth = try await stream.truth(rep: "0", count: 4)
-        let prefetch = SegmentPrefetch()
-        #expect(await prefetch.fetch(stream.segment(3, rep: "0", []), fetcher: HTTPFetcher(), policy: .initSegment))
-        let kept = try #require(prefetch.take(stream.segment(3, rep: "0", [])))
-        #expect(Array(kept.body.readableBytesView) == truth[3])
-        // Kept under an address nothing answers at: only memory can hand it on.
-        let nowhere = URL(string: "http://127.0.0.1:1/seg-3.m4s")!
-        prefetch.put(nowhere, body: kept.body, seconds: 0.01)
-        let loader = SegmentLoader(fetcher: HTTPFetcher(), locations: 1, logger: Logger(label: "test.loader"), prefetched: prefetch)
-        var sink = Collected()
-        let outcome = await loader.load(Self.request(nowhere), into: &sink, context: Self.context(lateAfter: 0.3))
-        #expect(outcome == .delivered(bytes: truth[3].count, seconds: 0.01) && sink.bytes == truth[3], "\(outcome)")
-        var again = Collected()
-        let second = await loader.load(Self.request(nowhere), into: &again, context: Self.context(lateAfter: 0.3))
-        #expect(again.bytes.isEmpty, "taken twice: \(second)")
-        var cut = kept.body
-        cut.moveWriterIndex(to: kept.body.readableBytes / 2)
-        prefetch.put(nowhere, body: cut, seconds: 0.01)
-        var damaged = Collected()
-        _ = await loader.load(Self.request(nowhere), into: &damaged, context: Self.context(lateAfter: 0.3))
-        #expect(damaged.bytes.isEmpty, "a segment cut short was handed on from memory")
-        #expect(prefetch.count == 0)
-    }
 }

@@ -62,7 +62,7 @@ final class PlaybackSession: Sendable {
     init(
         source: URL, options: PlayerOptions, core: CoreHandle, fetcher: HTTPFetcher, startMono: Double, logger: Logger,
         events: PlayerEvents.Sink, reuse: [CoreTrackKind: Int32] = [:], mixer: MixDirector? = nil, startPolicy: FetchPolicy = .manifest,
-        reports: AsyncStream<SessionReport>.Continuation? = nil, prepared: PreparedSource? = nil, prefetch: SegmentPrefetch? = nil,
+        reports: AsyncStream<SessionReport>.Continuation? = nil, prepared: PreparedSource? = nil,
         stagedAt: Double? = nil
     ) async throws(PlayerError) {
         let manifest: ManifestSource
@@ -163,7 +163,7 @@ final class PlaybackSession: Sendable {
                         reports?.yield(.restart)
                     }
                 }, shift: shift, store: store, abr: abr, latestMPD: Locked(mpd), active: Locked(plan.representation.id),
-                loader: SegmentLoader(fetcher: fetcher, locations: plan.timeline.baseURLs.count, logger: logger, prefetched: prefetch), onArrival: onArrival,
+                loader: SegmentLoader(fetcher: fetcher, locations: plan.timeline.baseURLs.count, logger: logger), onArrival: onArrival,
                 drift: index == drifting ? drift : nil)
         }
         if stagedAt == nil { announce() }

@@ -101,16 +101,11 @@ public struct SegmentLoader: Sendable {
     /// Keys kept (HLS AES-128).
     static let keyCacheLimit = 64
 
-    /// Segments fetched ahead (a playlist's next item): taken from there first, once.
-    private let prefetched: SegmentPrefetch?
-
-    /// A loader over `locations` alternative locations of the stream; the segments in
-    /// `prefetched` (by URL) are taken from there instead of the network.
-    public init(fetcher: HTTPFetcher, locations: Int, logger: Logger, prefetched: SegmentPrefetch? = nil) {
+    /// A loader over `locations` alternative locations of the stream.
+    public init(fetcher: HTTPFetcher, locations: Int, logger: Logger) {
         self.fetcher = fetcher
         self.logger = logger
         self.locations = Locked(LocationChoice(count: locations))
-        self.prefetched = prefetched
     }
 
     /// A new period: its own alternative locations.
@@ -131,10 +126,6 @@ public struct SegmentLoader: Sendable {
     /// each failure is handed to `onError`, then the next location is tried at once, or the
     /// same again after 0.5 s, doubling to 8 s. Nil when cancelled.
     public func initSegment(_ url: URL, timeline: RepresentationTimeline?, onError: (FetchError) -> Void) async -> ByteBuffer? {
-        if let kept = prefetched?.take(url) {
-            logger.debug("init segment fetched ahead", metadata: ["url": "\(url)"])
-            return kept.body
-        }
         var delay = 0.5
         while !Task.isCancelled {
             let location = locations.withLock { $0.current(now: Monotonic.now()) }
@@ -179,17 +170,6 @@ public struct SegmentLoader: Sendable {
         // cut short: both the edge's); a stuck try is given up once (then the link is slow).
         var (refetchedDamage, judgedStuck) = (false, false)
         let duration = request.duration
-        // Fetched ahead, whole and sound: handed on at once (its download's time is the
-        // estimate's). A damaged one is fetched again as below.
-        if let kept = prefetched?.take(request.url),
-            SegmentShape.problem(kept.body.readableBytesView, transportStream: request.transportStream) == nil
-        {
-            logger.debug("segment fetched ahead", metadata: ["url": "\(request.url)"])
-            guard await context.prepare() else { return .cancelled }
-            sink.startOver()
-            do { try sink.deliver(kept.body) } catch { return .cancelled }
-            return .delivered(bytes: kept.body.readableBytes, seconds: kept.seconds)
-        }
         while !Task.isCancelled {
             attempt += 1
             let location = locations.withLock { $0.current(now: Monotonic.now()) }
