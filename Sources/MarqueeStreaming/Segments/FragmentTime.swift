@@ -18,31 +18,7 @@ public enum FragmentTime {
         return Double(read(s, tfdt.lowerBound + 4, tfdtV1 ? 8 : 4)) / Double(timescale)
     }
 
-    /// The payload range of the box reached by `types` (each a child of the one before).
-    private static func path(_ types: [String], in b: [UInt8], _ range: Range<Int>) -> Range<Int>? {
-        guard let first = types.first else { return range }
-        var at = range.lowerBound
-        while at + 8 <= range.upperBound {
-            // The size stays UInt64 until checked against the bytes there are: a largesize may
-            // be anything up to 2^64 − 1.
-            var boxSize = read(b, at, 4), header = 8
-            if boxSize == 1, at + 16 <= range.upperBound {
-                boxSize = read(b, at + 8, 8)
-                header = 16
-            } else if boxSize == 0 {
-                boxSize = UInt64(range.upperBound - at)
-            }
-            guard boxSize >= header, boxSize <= range.upperBound - at else { return nil }
-            let size = Int(boxSize)
-            if String(decoding: b[at + 4..<at + 8], as: UTF8.self) == first {
-                return path(Array(types.dropFirst()), in: b, at + header..<at + size)
-            }
-            at += size
-        }
-        return nil
-    }
+    private static func path(_ types: [String], in b: [UInt8], _ range: Range<Int>) -> Range<Int>? { ISOBox.path(types, in: b, range) }
 
-    private static func read(_ b: [UInt8], _ at: Int, _ count: Int) -> UInt64 {
-        b[at..<at + count].reduce(0) { $0 << 8 | UInt64($1) }
-    }
+    private static func read(_ b: [UInt8], _ at: Int, _ count: Int) -> UInt64 { ISOBox.number(b, at, count) }
 }

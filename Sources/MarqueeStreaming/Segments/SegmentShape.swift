@@ -15,20 +15,14 @@ public enum SegmentShape {
     private static func boxProblem(_ b: [UInt8]) -> String? {
         var at = 0
         while at < b.count {
-            guard b.count - at >= 8 else { return "cut short inside a box header at byte \(at)" }
-            var size = b[at..<at + 4].reduce(0) { $0 << 8 | Int($1) }
-            var header = 8
-            if size == 1 {
-                guard b.count - at >= 16 else { return "cut short inside a box header at byte \(at)" }
-                size = b[at + 8..<at + 16].reduce(0) { $0 << 8 | Int($1) }
-                header = 16
-            } else if size == 0 {
-                size = b.count - at  // to the end
+            switch ISOBox.read(b, at: at, end: b.count) {
+            case .failure(.headerCut): return "cut short inside a box header at byte \(at)"
+            case .failure(.implausibleSize(let size)): return "implausible box size \(size) at byte \(at)"
+            case .failure(.cutShort(let size, let left)): return "cut short: a box of \(size) bytes at byte \(at), \(left) left"
+            case .success(let box):
+                guard box.type.allSatisfy({ (0x20...0x7e).contains($0) }) else { return "not an ISO BMFF segment (box type at byte \(at))" }
+                at = box.end
             }
-            guard b[at + 4..<at + 8].allSatisfy({ (0x20...0x7e).contains($0) }) else { return "not an ISO BMFF segment (box type at byte \(at))" }
-            guard size >= header else { return "implausible box size \(size) at byte \(at)" }
-            guard size <= b.count - at else { return "cut short: a box of \(size) bytes at byte \(at), \(b.count - at) left" }
-            at += size
         }
         return nil
     }
