@@ -112,20 +112,6 @@ static void check_frames(const char *tsv_path, const char *md5_path, int min_row
     free(tsv);
 }
 
-/// Stream offset of the `n`th top-level box of type `type` in `b` (-1: none).
-static long box_offset(const uint8_t *b, size_t size, const char *type, int n)
-{
-    for (size_t at = 0; at + 8 <= size;) {
-        uint32_t len = (uint32_t)b[at] << 24 | (uint32_t)b[at + 1] << 16 | (uint32_t)b[at + 2] << 8 | b[at + 3];
-        if (memcmp(b + at + 4, type, 4) == 0 && n-- == 0)
-            return (long)at;
-        if (len < 8)
-            return -1;
-        at += len;
-    }
-    return -1;
-}
-
 /// Plays video.mp4 with its first fragment damaged (`cut`: cut short, else random bytes),
 /// segment ends marked; only the second fragment's pictures (ffmpeg's, in order) may show.
 /// damaged: 0 none (demuxer rollover every 0.5 s: every picture, in order), 1 random bytes,
@@ -138,7 +124,7 @@ static void play_damaged(const char *video, const char *md5, const char *outdir,
     snprintf(tsv, sizeof tsv, "%s/damaged-%d/frames.tsv", outdir, damage);
     size_t size = 0;
     uint8_t *b = mqt_read_file(video, &size);
-    long f1 = b ? box_offset(b, size, "moof", 0) : -1, f2 = b ? box_offset(b, size, "moof", 1) : -1;
+    long f1 = b ? mqt_box_offset(b, size, "moof", 0) : -1, f2 = b ? mqt_box_offset(b, size, "moof", 1) : -1;
     CHECK(f1 > 0 && f2 > f1, "two fragments in %s", video);
     mq_player_config cfg = {.audio_out = "null", .video_out = spec, .demux_rollover = damage ? 0 : 0.5};
     mq_player *p = NULL;

@@ -160,19 +160,8 @@ static void test_reset(void)
     mq_byte_queue_destroy(&q);
 }
 
-/// Offset of the n-th (0-based) top-level box of `type`, or -1.
-static long box_at(const char *type, int n)
-{
-    for (size_t at = 0; at + 8 <= media_size;) {
-        uint32_t len = (uint32_t)media[at] << 24 | (uint32_t)media[at + 1] << 16 | (uint32_t)media[at + 2] << 8 | media[at + 3];
-        if (memcmp(media + at + 4, type, 4) == 0 && n-- == 0)
-            return (long)at;
-        if (len < 8)
-            return -1;
-        at += len;
-    }
-    return -1;
-}
+/// Offset of the n-th (0-based) top-level box of `type` in the test media, or -1.
+static long box_at(const char *type, int n) { return mqt_box_offset(media, media_size, type, n); }
 
 /// A cut segment skipped before the next one arrives (live: the next is still being fetched):
 /// the next is read after the init segment, exactly as if it had been there at the skip.

@@ -63,6 +63,20 @@ static inline uint8_t *mqt_read_file(const char *path, size_t *size)
     return buf;
 }
 
+/// Offset of the `n`th (0-based) top-level ISO BMFF box of `type` in `b`, or -1.
+static inline long mqt_box_offset(const uint8_t *b, size_t size, const char *type, int n)
+{
+    for (size_t at = 0; at + 8 <= size;) {
+        uint32_t len = (uint32_t)b[at] << 24 | (uint32_t)b[at + 1] << 16 | (uint32_t)b[at + 2] << 8 | b[at + 3];
+        if (memcmp(b + at + 4, type, 4) == 0 && n-- == 0)
+            return (long)at;
+        if (len < 8)
+            return -1;
+        at += len;
+    }
+    return -1;
+}
+
 /// 16-bit PCM from a canonical 44-byte-header WAV, as audio_out_wav.c writes it.
 typedef struct mqt_wav {
     int channels, rate;
