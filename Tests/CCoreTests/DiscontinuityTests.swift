@@ -122,12 +122,7 @@ import Testing
     func aStillImageIsOnePictureOfItsPixels(_ type: String) async throws {
         let dir = try Fixtures.tempDir()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let image = dir.appendingPathComponent("still.\(type)")
-        _ = try await Fixtures.runAsync("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=640x360", "-frames:v", "1", image.path])
-        let md5 = try await Fixtures.frameMD5s(image)
-        let player = try TestPlayer(audio: "null", video: "frames:\(dir.path)/out")
-        let v = player.addTrack(MQ_TRACK_VIDEO)
-        #expect(mq_player_set_track_container(player.p, v, Int32(MQ_CONTAINER_PROBED.rawValue)) == 0)
+        let (image, md5, player, v) = try await Self.still(type, size: "640x360", in: dir)
         player.push(v, try Data(contentsOf: image))
         mq_player_end_track(player.p, v)
         mq_player_set_timeline(player.p, mq_clock_now() + 0.2, 0, 1)
@@ -146,12 +141,7 @@ import Testing
     @Test func aStillDueInThePastIsShownNotDropped() async throws {
         let dir = try Fixtures.tempDir()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let image = dir.appendingPathComponent("still.png")
-        _ = try await Fixtures.runAsync("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=320x240", "-frames:v", "1", image.path])
-        let md5 = try await Fixtures.frameMD5s(image)
-        let player = try TestPlayer(audio: "null", video: "frames:\(dir.path)/out")
-        let v = player.addTrack(MQ_TRACK_VIDEO)
-        #expect(mq_player_set_track_container(player.p, v, Int32(MQ_CONTAINER_PROBED.rawValue)) == 0)
+        let (image, md5, player, v) = try await Self.still("png", size: "320x240", in: dir)
         mq_player_set_timeline(player.p, mq_clock_now() + 3600, 0, 1)  // held: decoded, not due
         #expect(mq_player_start(player.p) == 0)
         player.push(v, try Data(contentsOf: image))
@@ -164,5 +154,17 @@ import Testing
         player.destroy()
         let rows = try FrameRow.read(dir.appendingPathComponent("out"))
         #expect(rows.map(\.md5) == md5 && dropped == 0, "\(rows.count) pictures, \(dropped) dropped")
+    }
+
+    /// An ffmpeg test picture of `size` as a `type` file in `dir`, ffmpeg's MD5 of its decode,
+    /// and a player writing frames to `dir/out` with one probed video track.
+    private static func still(_ type: String, size: String, in dir: URL) async throws -> (URL, [String], TestPlayer, Int32) {
+        let image = dir.appendingPathComponent("still.\(type)")
+        _ = try await Fixtures.runAsync("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=\(size)", "-frames:v", "1", image.path])
+        let md5 = try await Fixtures.frameMD5s(image)
+        let player = try TestPlayer(audio: "null", video: "frames:\(dir.path)/out")
+        let v = player.addTrack(MQ_TRACK_VIDEO)
+        #expect(mq_player_set_track_container(player.p, v, Int32(MQ_CONTAINER_PROBED.rawValue)) == 0)
+        return (image, md5, player, v)
     }
 }
