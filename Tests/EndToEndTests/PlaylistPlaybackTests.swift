@@ -54,10 +54,7 @@ extension LivePlaybackTests {
         let items = collected.events.compactMap { if case .item(let e) = $0 { e } else { nil } }
 
         // In order, the failing item skipped with its error, then round again.
-        var runs: [(item: String, first: PresentedFrame, last: PresentedFrame)] = []
-        for frame in frames {
-            if runs.last?.item == frame.item { runs[runs.count - 1].last = frame } else { runs.append((frame.item, frame, frame)) }
-        }
+        let runs = FramesFile.runs(frames)
         #expect(runs.map(\.item).prefix(5) == ["live", "vod", "still", "clip", "live"], "pictures by item: \(runs.map(\.item))")
         let starts = items.filter { $0.kind == .started }.map(\.id)
         #expect(starts.prefix(5) == ["live", "vod", "still", "clip", "live"], "started: \(starts)")
@@ -146,10 +143,7 @@ extension LivePlaybackTests {
         await player.stop()
         listener.cancel()
         let rows = try FramesFile.read(frames.appendingPathComponent("frames.tsv"))
-        var runs: [(item: String, first: Double, last: Double)] = []
-        for row in rows {
-            if runs.last?.item == row.item { runs[runs.count - 1].last = row.wallTime } else { runs.append((row.item, row.wallTime, row.wallTime)) }
-        }
+        let runs = FramesFile.runs(rows).map { (item: $0.item, first: $0.first.wallTime, last: $0.last.wallTime) }
         let log = collected.timed.compactMap { if case .item(let e) = $0.event { String(format: "%@/%@ %.3f", e.id, e.kind.name, $0.time.truncatingRemainder(dividingBy: 100)) } else { nil } }
         #expect(runs.map(\.item).prefix(3) == ["a", "b", "menu"], "pictures by item: \(runs.map(\.item)); events \(log)")
         let a = try #require(runs.first)
@@ -191,10 +185,7 @@ extension LivePlaybackTests {
         await player.stop()
         listener.cancel()
         let frames = try FramesFile.read(dir.appendingPathComponent("frames.tsv"))
-        var runs: [(item: String, first: PresentedFrame, last: PresentedFrame)] = []
-        for frame in frames {
-            if runs.last?.item == frame.item { runs[runs.count - 1].last = frame } else { runs.append((frame.item, frame, frame)) }
-        }
+        let runs = FramesFile.runs(frames)
         #expect(runs.map(\.item) == ["a", "live", "b"], "pictures by item: \(runs.map(\.item))")
         #expect(collected.events.contains(.ended), "repeat off: the playlist ends after its last item")
         try #require(runs.count == 3)

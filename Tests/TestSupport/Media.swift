@@ -25,6 +25,16 @@ public enum FramesFile {
             return PresentedFrame(wallTime: wall, pts: pts, md5: String(f[2]), width: w, height: h, item: String(f[5]))
         }
     }
+
+    /// A playlist's pictures grouped into runs of one item (its id), in the order shown, each
+    /// with its first and last picture.
+    public static func runs(_ frames: [PresentedFrame]) -> [(item: String, first: PresentedFrame, last: PresentedFrame)] {
+        var runs: [(item: String, first: PresentedFrame, last: PresentedFrame)] = []
+        for frame in frames {
+            if runs.last?.item == frame.item { runs[runs.count - 1].last = frame } else { runs.append((frame.item, frame, frame)) }
+        }
+        return runs
+    }
 }
 
 /// An independent decode with the ffmpeg CLI: every picture's pts_time and md5, as
