@@ -61,6 +61,32 @@ public final class Player: Sendable {
         var staged: PlaybackSession?
         /// The fit set by ``setFit(_:)`` (nil: the options').
         var fit: VideoFit?
+        /// Latency targets earlier sessions had to raise, by source, with when (monotonic):
+        /// the next session of that source starts there (``learnedTarget(for:)``).
+        var learnedTargets: [URL: (target: Double, at: Double)] = [:]
+    }
+
+    /// How long a source's raised latency target is remembered (seconds): a playlist's turn.
+    static let learnedTargetLifetime = 600.0
+
+    /// Notes the latency target `session` was raised to (a late server), for its source's next
+    /// session; one that held the app's target forgets the source's.
+    private func learn(from session: PlaybackSession?) {
+        guard let session else { return }
+        let raised = session.raisedTarget
+        inner.withLock { inner in
+            let now = Monotonic.now()
+            inner.learnedTargets = inner.learnedTargets.filter { now - $0.value.at < Self.learnedTargetLifetime }
+            inner.learnedTargets[session.source] = raised.map { ($0, now) }
+        }
+    }
+
+    /// The latency target an earlier session of `source` was raised to, within
+    /// ``learnedTargetLifetime``; nil when none was.
+    func learnedTarget(for source: URL) -> Double? {
+        inner.withLock { inner in
+            inner.learnedTargets[source].flatMap { Monotonic.now() - $0.at < Self.learnedTargetLifetime ? $0.target : nil }
+        }
     }
 
     /// Makes `source` ready to play at monotonic time `startAt` (a playlist's next item, while
@@ -88,7 +114,8 @@ public final class Player: Sendable {
             do throws(PlayerError) {
                 let session = try await PlaybackSession(
                     source: source, options: options, core: core, fetcher: fetcher, startMono: Monotonic.now(), logger: logger, events: sink,
-                    mixer: mixer, startPolicy: policy, reports: reports, prepared: prepared, stagedAt: startAt ?? Monotonic.now())
+                    mixer: mixer, startPolicy: policy, reports: reports, prepared: prepared, stagedAt: startAt ?? Monotonic.now(),
+                    learnedTarget: learnedTarget(for: source))
                 session.startFeeding()
                 let kept = inner.withLock { inner -> Bool in
                     guard inner.core === core else { return false }  // stopped meanwhile
@@ -310,7 +337,7 @@ public final class Player: Sendable {
             do {
                 return try await PlaybackSession(
                     source: source, options: options, core: core, fetcher: fetcher, startMono: startMono, logger: logger, events: sink,
-                    reuse: reuse, mixer: mixer, startPolicy: policy, reports: reports, prepared: prepared)
+                    reuse: reuse, mixer: mixer, startPolicy: policy, reports: reports, prepared: prepared, learnedTarget: learnedTarget(for: source))
             } catch {
                 logger.warning("source failed", metadata: ["source": "\(source)", "error": "\(error)"])
                 sink.send(.error(error, fatal: false))
@@ -352,6 +379,7 @@ public final class Player: Sendable {
         task?.cancel()
         await task?.value
         inner.withLock { $0.task = nil }
+        learn(from: old)
         if let staged = await takeStaged(for: options.sources) {
             // Decoded ahead: it replaces the playing source's tracks on its next picture.
             do {
@@ -411,6 +439,7 @@ public final class Player: Sendable {
         let (session, task, core, own) = inner.withLock { ($0.session, $0.task, $0.core, $0.ownTracks) }
         task?.cancel()
         await task?.value
+        learn(from: session)
         let tracks = Set((session?.plans.flatMap(\.coreTracks) ?? []) + own.values)
         for track in tracks { try? core?.resetTrack(track) }
     }

@@ -101,4 +101,50 @@ extension LivePlaybackTests {
         print(String(format: "staged live, %@ on every first fetch: entered at %.4f s, gaps %.3f s, %.3f s", fault, latencies[0],
                      gaps.first ?? .nan, gaps.last ?? .nan))
     }
+
+    /// A live item whose server publishes each segment 1.5 s after its end (unannounced; 2 s
+    /// segments): the target of 3 s is not feasible, and its first turn is raised after its
+    /// first picture (a hold, then steady). Its next turn starts at the raised target: entered
+    /// gapless behind the image on the picture due then, steady from it.
+    @Test func aLateServersLiveItemsNextTurnStartsAtTheRaisedTarget() async throws {
+        let origin = try await Self.origin()
+        defer { Task { await origin.stop() } }
+        let ast = Double(Int(Date().timeIntervalSince1970) - 3600)
+        let live = origin.manifestURL(asset: "generated", options: ["ast_\(Int(ast))", "late_1.5"])
+        let dir = try Tools.tempDirectory("playlist-late-server")
+        let png = dir.appendingPathComponent("still.png")
+        _ = try Tools.run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=640x360", "-frames:v", "1", png.path])
+        let document = """
+            {"repeat": "all", "items": [
+              {"id": "a", "url": "\(png.absoluteString)", "duration": 3},
+              {"id": "live", "url": "\(live.absoluteString)", "duration": 4, "targetLatency": 3}
+            ]}
+            """
+        let player = try PlaylistPlayer(
+            playlist: try Playlist(json: Data(document.utf8)), options: PlayerOptions(sources: [live], audioOutput: .null, videoOutput: .frames(dir.path)))
+        try await player.play()
+        try await Task.sleep(for: .seconds(15.5))
+        await player.stop()
+        let frames = try FramesFile.read(dir.appendingPathComponent("frames.tsv"))
+        let runs = FramesFile.runs(frames)
+        try #require(runs.map(\.item).prefix(4) == ["a", "live", "a", "live"], "pictures by item: \(runs.map(\.item))")
+        func latencies(_ run: Int) -> [Double] {
+            frames.filter { $0.wallTime >= runs[run].first.wallTime && $0.wallTime <= runs[run].last.wallTime }.map { $0.wallTime - ast - $0.pts }
+        }
+        let (first, second) = (latencies(1), latencies(3))
+        try #require(first.count > 60 && second.count > 90, "\(first.count) and \(second.count) live pictures")
+        let raised = Stats.median(Array(first.suffix(30)))
+        #expect(raised > 3.5 + 0.5, "the first turn settled at \(raised) s: not raised?")
+        // Entered on the picture due at the raised target (at most a frame late), then on it.
+        #expect(second[0] > raised - 0.005 && second[0] < raised + 1.0 / 30 + 0.005 && second.dropFirst().allSatisfy { abs($0 - raised) < 0.020 },
+                "second turn: entered at \(second[0]) s, then \(second.dropFirst().min()!)…\(second.dropFirst().max()!); the first settled at \(raised) s")
+        let gap = runs[3].first.wallTime - runs[2].first.wallTime - 3
+        #expect(gap > 0 && gap < 1.5 / 30, "image → live, second turn: \(gap) s")
+        // The first turn's cost, by the phase of the late segment against the cut: the image
+        // held longer (the raise known before the cut) or the first live picture held.
+        let firstGap = runs[1].first.wallTime - runs[0].first.wallTime - 3
+        let hold = zip(first.dropFirst(), first).map { $0 - $1 }.max() ?? 0
+        print(String(format: "late server (1.5 s): first turn: image→live %.3f s, live picture held %.2f s, settled at %.3f s; second turn entered at %.3f s (%.1f ms spread), gap %.3f s",
+                     firstGap, hold, raised, second[0], (second.max()! - second.min()!) * 1000, gap))
+    }
 }

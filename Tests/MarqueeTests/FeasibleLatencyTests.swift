@@ -74,3 +74,20 @@ import Testing
         #expect(off.current == 1)
     }
 }
+
+@Suite struct LearnedLatencyTargetTests {
+    /// A session of a stream an earlier one had to raise (a late server) starts at that raise:
+    /// no lower until a whole window of arrivals allows it, no higher on a need it covers; one
+    /// that was not raised (or without sync) starts at the app's target.
+    @Test func aLearnedTargetHoldsForAWindowThenComesDown() {
+        var t = LatencyTarget(requested: 3, follows: true, learned: 4.37, now: 0)
+        #expect(abs(t.current - 4.37) < 1e-9 && t.requested == 3)
+        #expect(t.arrived(need: 3.6, at: 2) == nil, "a need it covers changes nothing: \(t.current)")
+        #expect(t.adjust(now: 30) == nil && abs(t.current - 4.37) < 1e-9, "held within the window")
+        // A window of needs of 1.5 s: down to the app's 3 s once the learned need is out of it.
+        for second in stride(from: 31.0, through: 95, by: 2) { _ = t.arrived(need: 1.5, at: second) }
+        #expect(t.current == 3, "came down to \(t.current)")
+        #expect(LatencyTarget(requested: 3, follows: true, learned: 3, now: 0).current == 3)
+        #expect(LatencyTarget(requested: 3, follows: false, learned: 5, now: 0).current == 3)
+    }
+}

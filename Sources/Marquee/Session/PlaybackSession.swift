@@ -63,7 +63,7 @@ final class PlaybackSession: Sendable {
         source: URL, options: PlayerOptions, core: CoreHandle, fetcher: HTTPFetcher, startMono: Double, logger: Logger,
         events: PlayerEvents.Sink, reuse: [CoreTrackKind: Int32] = [:], mixer: MixDirector? = nil, startPolicy: FetchPolicy = .manifest,
         reports: AsyncStream<SessionReport>.Continuation? = nil, prepared: PreparedSource? = nil,
-        stagedAt: Double? = nil
+        stagedAt: Double? = nil, learnedTarget: Double? = nil
     ) async throws(PlayerError) {
         let manifest: ManifestSource
         let mpd: MPD
@@ -78,7 +78,13 @@ final class PlaybackSession: Sendable {
                 ? await ClockSync(fetcher: fetcher, logger: logger).synchronize(timings: mpd.utcTimings, fallback: await manifest.lastResult)
                 : ServerClock.local()
         }
-        let (target, syncOptions) = Self.syncSettings(options: options, mpd: mpd)
+        let (requested, syncOptions) = Self.syncSettings(options: options, mpd: mpd)
+        let syncEnabled = mpd.isLive && options.targetLatency > 0
+        // An earlier session of this stream had to raise its target (``Player/learnedTarget(for:)``):
+        // this one starts there, placed for it, rather than late and raised again.
+        let latency = LatencyTarget(requested: requested, follows: syncEnabled, learned: learnedTarget, now: Monotonic.now())
+        let target = latency.current
+        if target != requested { logger.info("latency target learned", metadata: ["target": "\(target)", "requested": "\(requested)"]) }
         // Staged (decoded ahead of `stagedAt`): placed for then; the timeline is set at activate().
         let ahead = stagedAt.map { max(0, $0 - Monotonic.now()) } ?? 0
         let start: Double
@@ -115,8 +121,8 @@ final class PlaybackSession: Sendable {
         self.resyncInterval = options.sync.resyncInterval
         self.core = core
         self.plans = plans
-        self.syncEnabled = mpd.isLive && options.targetLatency > 0
-        let shared = Locked(LatencyTarget(requested: target, follows: syncEnabled))
+        self.syncEnabled = syncEnabled
+        let shared = Locked(latency)
         self.latencyTarget = shared
         self.controller = Locked(LatencyController(options: syncOptions))
         self.startPosition = start
@@ -235,6 +241,15 @@ final class PlaybackSession: Sendable {
         events.send(.sourceLoaded(url: source.absoluteString, streamType: mpd.isLive ? .live : .onDemand))
         events.send(.timeOffsetChanged(seconds: clock.current.localClockDifferenceMs / 1000))
         for plan in plans { events.send(.activeQualityChanged(Quality(plan.representation))) }
+        let latency = latencyTarget.withLock { $0 }
+        if latency.current != latency.requested { events.send(.targetLatencyChanged(seconds: latency.current, requested: latency.requested)) }
+    }
+
+    /// The latency target this session was raised to (the stream's segments arrived too late
+    /// for the app's), nil when it holds the app's.
+    var raisedTarget: Double? {
+        let latency = latencyTarget.withLock { $0 }
+        return syncEnabled && latency.current > latency.requested + 0.01 ? latency.current : nil
     }
 
     /// Changes the latency target while playing; the controller steers (or jumps) to it (or to

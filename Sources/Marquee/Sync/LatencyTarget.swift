@@ -32,6 +32,17 @@ struct LatencyTarget: Sendable, Equatable {
         self.follows = follows
     }
 
+    /// A target that starts at `learned` (seconds, when above `requested`): what an earlier
+    /// session of the same stream was raised to (a playlist's next turn of a live item). It
+    /// holds as if that session's latest need had just been measured at monotonic `now`, so it
+    /// comes down as the arrivals of a whole window allow, and only then.
+    init(requested: Double, follows: Bool, learned: Double?, now: Double) {
+        self.init(requested: requested, follows: follows)
+        guard follows, let learned, learned > requested + 0.01 else { return }
+        feasible.record(need: learned - FeasibleLatency.headroom - FeasibleLatency.margin, at: now)
+        current = learned
+    }
+
     /// A segment was in hand `need` seconds after its presentation start, at monotonic `now`:
     /// the target moves as ``FeasibleLatency`` says (nil: it stays).
     mutating func arrived(need: Double, at now: Double) -> Change? {
