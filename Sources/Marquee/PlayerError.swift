@@ -5,7 +5,7 @@ public struct PlayerError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The kind of failure: one of the constants below, compared with `==`.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
-            case invalidOptions, invalidOptionsSources, manifest, network, noPlayableContent, media, output, state, playlist, invalidArgument
+            case invalidOptions, invalidOptionsSources, manifest, network, noPlayableContent, media, output, state, playlist, invalidArgument, schedule
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -28,6 +28,8 @@ public struct PlayerError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let state = Code(.state)
         /// A playlist, a feed or a tag filter could not be read or used.
         public static let playlist = Code(.playlist)
+        /// A schedule could not be read or used.
+        public static let schedule = Code(.schedule)
         /// A method's argument cannot be used (an item index out of range, an unknown id).
         public static let invalidArgument = Code(.invalidArgument)
 
