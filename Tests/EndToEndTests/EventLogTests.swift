@@ -113,3 +113,27 @@ extension LivePlaybackTests {
         #expect(events.last?["type"] as? String == "ended" || events.contains { $0["type"] as? String == "ended" })
     }
 }
+
+/// `marquee schedule FILE --at TIME --for LENGTH`: the preview, in the schedule's time zone.
+@Suite struct ScheduleCommandTests {
+    @Test func thePreviewPrintsWhatPlaysWhenInTheZone() throws {
+        let marquee = Tools.packageRoot.appendingPathComponent(".build/debug/marquee")
+        try #require(FileManager.default.isExecutableFile(atPath: marquee.path), "swift build first")
+        let dir = try Tools.tempDirectory("schedule-cli")
+        let file = dir.appendingPathComponent("schedule.json")
+        try Data("""
+            {"timeZone": "America/New_York", "default": "main",
+             "playlists": {"main": {"items": [{"url": "main.png", "id": "main", "duration": 60}], "repeat": "all"},
+                           "ads": {"items": [{"url": "ad.mp4", "id": "ad", "duration": 30}]}},
+             "interrupts": [{"id": "ads", "playlist": "ads", "secondsPerHour": 60}]}
+            """.utf8).write(to: file)
+        let out = try Tools.run(marquee.path, ["schedule", file.path, "--at", "2026-12-01T12:00:00Z", "--for", "1h", "--entries"])
+        let lines = out.split(separator: "\n").map(String.init)
+        // Two 30-s chunks an hour, 1770 s apart, the first 885 s in (07:14:45, 07:44:45); New York is UTC−5 in December.
+        #expect(lines.count == 6 && lines[0].contains("America/New_York"), "\(out)")
+        #expect(lines[1].hasPrefix("2026-12-01 07:00:00") && lines[2].hasPrefix("2026-12-01 07:14:45") && lines[2].contains("interrupt ads"), "\(out)")
+        #expect(lines[4].hasPrefix("2026-12-01 07:44:45") && lines[4].contains("interrupt ads"), "\(out)")
+        let bad = try? Tools.run(marquee.path, ["schedule", file.path, "--for", "forever"])
+        #expect(bad == nil, "a bad --for is refused")
+    }
+}

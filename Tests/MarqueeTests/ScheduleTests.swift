@@ -149,3 +149,30 @@ import Testing
         #expect(throws: PlayerError.self) { _ = try Self.schedule("", zone: "Mars/Olympus") }
     }
 }
+
+@Suite struct SchedulePreviewTests {
+    /// What plays when: each entry's playlist from its first item, each item for its length,
+    /// cut at the entry's end; a live item to the entry's end; a playlist without repeat held.
+    @Test func thePreviewListsEachItemInItsEntry() throws {
+        let json = """
+            {"timeZone": "UTC", "default": "main",
+             "playlists": {"main": {"items": [{"url": "http://cdn/live.mpd", "id": "live"}]},
+                           "lunch": {"items": [{"url": "menu.png", "id": "menu", "duration": 20}, {"url": "dish.mp4", "id": "dish", "duration": 40}], "repeat": "all"},
+                           "once": {"items": [{"url": "hello.png", "id": "hello", "duration": 10}]}},
+             "slots": [{"id": "lunch", "playlist": "lunch", "from": "12:00", "to": "12:01:30"}],
+             "events": [{"id": "hi", "playlist": "once", "start": "2026-12-01T12:05:00Z", "duration": 30}]}
+            """
+        let s = try Schedule(json: Data(json.utf8), relativeTo: URL(fileURLWithPath: "/signage/schedule.json"))
+        let plays = s.plays(from: ScheduleTests.at("2026-12-01T11:59:00Z"), to: ScheduleTests.at("2026-12-01T12:06:00Z"))
+        let f = ISO8601DateFormatter()
+        let text = plays.map { "\(f.string(from: $0.start)) \($0.item?.id ?? "-") \(Int($0.end.timeIntervalSince($0.start)))" }
+        #expect(text == [
+            "2026-12-01T11:59:00Z live 60",
+            "2026-12-01T12:00:00Z menu 20", "2026-12-01T12:00:20Z dish 40", "2026-12-01T12:01:00Z menu 20", "2026-12-01T12:01:20Z dish 10",
+            "2026-12-01T12:01:30Z live 210",
+            "2026-12-01T12:05:00Z hello 10", "2026-12-01T12:05:10Z - 20",
+            "2026-12-01T12:05:30Z live 30",
+        ], "\(text)")
+        #expect(plays[1].item?.url.path == "/signage/menu.png", "relative to the schedule")
+    }
+}

@@ -197,3 +197,49 @@ extension Playlist {
         return total
     }
 }
+
+/// One item's turn in a schedule's preview (``Schedule/plays(from:to:)``).
+public struct ScheduledPlay: Sendable, Hashable {
+    /// The entry it plays in.
+    public var entry: ScheduleEntry
+    /// The item, nil for the rest of an entry whose playlist ended (repeat off: its last
+    /// picture stays).
+    public var item: PlaylistItem?
+    public var start: Date
+    /// Its end: its length's, or the entry's when that comes first or its length is not known.
+    public var end: Date
+}
+
+extension Schedule {
+    /// The most plays ``plays(from:to:)`` lists.
+    public static let maxPlays = 100_000
+
+    /// What plays when from `from` to `to`: each entry's playlist from its first item, in its
+    /// listed order (a shuffled one's order is drawn as it plays), each item for its
+    /// ``PlaylistItem/playingTime``; an item of unknown length (a live stream, a file without a
+    /// duration) to the entry's end. As ``SchedulePlayer`` plays it.
+    public func plays(from: Date, to: Date) -> [ScheduledPlay] {
+        var out: [ScheduledPlay] = []
+        for entry in timeline(from: from, to: to) {
+            guard let playlist = playlists[entry.playlist], !playlist.items.isEmpty else { continue }
+            var at = entry.start
+            var index = 0
+            while at < entry.end, out.count < Self.maxPlays {
+                guard index < playlist.items.count else {
+                    out.append(ScheduledPlay(entry: entry, item: nil, start: at, end: entry.end))  // (repeat off: held)
+                    break
+                }
+                let item = playlist.items[index]
+                let end = item.playingTime.map { min(entry.end, at.addingTimeInterval($0)) } ?? entry.end
+                out.append(ScheduledPlay(entry: entry, item: item, start: at, end: end))
+                at = end
+                switch playlist.repeatMode {
+                case .one: break
+                case .all: index = (index + 1) % playlist.items.count
+                case .off: index += 1
+                }
+            }
+        }
+        return out
+    }
+}
