@@ -16,7 +16,7 @@ typedef enum mq_err {
     MQ_ERR_DECODE = -7,           ///< The decoder rejected the stream.
     MQ_ERR_IO = -8,               ///< A file could not be written (wav:, frames:).
     MQ_ERR_STATE = -9,            ///< The call is not valid in the object's current state.
-    MQ_ERR_NOT_FOUND = -10,       ///< No such track / item.
+    MQ_ERR_NOT_FOUND = -10,       ///< No such track / item; no stream of a track's kind in its input.
     MQ_ERR_CLOSED = -11,          ///< The object was stopped or the track ended.
 } mq_err;
 

@@ -77,6 +77,7 @@ int mq_demux_open(mq_byte_queue *in, enum AVMediaType type, mq_demux **out, char
     }
     ret = select_stream(d, type);
     if (ret < 0) {
+        err = MQ_ERR_NOT_FOUND; // a readable input without this kind of stream (a file without sound)
         int container = mq_byte_queue_container(in);
         snprintf(why, n, "no %s stream in the %s", av_get_media_type_string(type),
                  container == MQ_CONTAINER_MPEGTS ? "transport stream" : container == MQ_CONTAINER_PROBED ? "file" : "init segment");

@@ -517,6 +517,8 @@ public final class Player: Sendable {
                 case .trackFormat:
                     if let t = event.mediaTime, t.isFinite { first = min(first ?? t, t) }
                     if event.track == video { videoDone = true }
+                case .error where event.error?.isMissingStream == true:
+                    if event.track == video { videoDone = true }  // a sound file: no picture; a file without sound: its pictures
                 case .error where event.track == video && first != nil:
                     videoDone = true  // a sound file: no picture
                 case .error:

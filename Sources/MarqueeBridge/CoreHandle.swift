@@ -23,6 +23,9 @@ package struct CoreError: Error, Hashable, Sendable, CustomStringConvertible {
     package var isOutputFailure: Bool {
         code == MQ_ERR_AUDIO_DEVICE.rawValue || code == MQ_ERR_VIDEO_DEVICE.rawValue || code == MQ_ERR_IO.rawValue
     }
+    /// `MQ_ERR_NOT_FOUND` on a track's event: its input has no stream of its kind (a file
+    /// without sound).
+    package var isMissingStream: Bool { code == MQ_ERR_NOT_FOUND.rawValue }
     /// `MQ_ERR_DEMUX` / `MQ_ERR_DECODE`: the media itself is bad.
     package var isMediaFailure: Bool { code == MQ_ERR_DEMUX.rawValue || code == MQ_ERR_DECODE.rawValue }
 }

@@ -12,6 +12,12 @@ struct PlayCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Play a playlist: a JSON document (file or URL; a URL is refreshed every minute) of {\"items\": [{\"url\": …, \"id\": …, \"tags\": […], \"duration\": …}], \"repeat\": …}.")
     var playlist: String?
 
+    @Option(name: .long, help: "Play a schedule: a JSON document (see `marquee schedule`), followed by the server's clock.")
+    var schedule: String?
+
+    @Option(name: .long, help: "With --schedule: the server clock's source, a URL answering an ISO 8601 time (default: the local clock).")
+    var timeSource: String?
+
     @Option(name: .long, help: "With --playlist: play the items whose tags match this expression, e.g. \"(and sport (or food comedy))\".")
     var filter: String?
 
@@ -30,7 +36,13 @@ struct PlayCommand: AsyncParsableCommand {
     @OptionGroup var output: OutputOptions
 
     func validate() throws {
-        if urls.isEmpty && streamId == nil && playlist == nil { throw ValidationError("give manifest URL(s), --stream-id or --playlist") }
+        if urls.isEmpty && streamId == nil && playlist == nil && schedule == nil {
+            throw ValidationError("give manifest URL(s), --stream-id, --playlist or --schedule")
+        }
+        if schedule != nil && (!urls.isEmpty || streamId != nil || playlist != nil) {
+            throw ValidationError("--schedule plays alone: no manifest URLs, --stream-id or --playlist with it")
+        }
+        if timeSource != nil && schedule == nil { throw ValidationError("--time-source needs --schedule") }
         if playlist != nil && (!urls.isEmpty || streamId != nil) { throw ValidationError("--playlist plays alone: no manifest URLs or --stream-id with it") }
         if playlist == nil && (filter != nil || shuffle || `repeat` != nil) { throw ValidationError("--filter, --shuffle and --repeat need --playlist") }
         if let mode = `repeat`, RepeatMode(rawValue: mode) == nil { throw ValidationError("--repeat \(mode): expected off, all or one") }
@@ -40,6 +52,26 @@ struct PlayCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if let schedule {
+            let file = URL(fileURLWithPath: schedule)
+            let read: Schedule
+            do {
+                read = try Schedule(json: try Data(contentsOf: file), relativeTo: file)
+            } catch {
+                FileHandle.standardError.write(Data("marquee: --schedule \(schedule): \(error)\n".utf8))
+                throw ExitCode(1)
+            }
+            var source: URL?
+            if let timeSource {
+                guard let url = URL(string: timeSource), url.scheme == "http" || url.scheme == "https" else {
+                    throw ValidationError("--time-source \(timeSource): not an http or https URL")
+                }
+                source = url
+            }
+            let code = await PlaybackRunner(output: output).play(schedule: read, timeSource: source)
+            if code != 0 { throw ExitCode(code) }
+            return
+        }
         if let playlist {
             let code = await playPlaylist(playlist)
             if code != 0 { throw ExitCode(code) }
@@ -194,6 +226,34 @@ struct PlaybackRunner {
         }
         let final = playlistPlayer.player.status
         await playlistPlayer.stop()
+        status.finish(final)
+        return outcome == Self.interrupted ? 0 : outcome
+    }
+
+    /// Plays `schedule` (a ``SchedulePlayer``), its clock read from `timeSource`.
+    func play(schedule: Schedule, timeSource: URL?) async -> Int32 {
+        let logger = makeLogger()
+        let streams = schedule.playlists.values.flatMap(\.items).filter { $0.kind == .stream }
+        let placeholder = streams.first?.url ?? URL(string: "http://127.0.0.1/")!
+        let (options, eventLog): (PlayerOptions, EventLog?)
+        switch setUp(sources: [placeholder], remote: nil) {
+        case .success(let made): (options, eventLog) = made
+        case .failure(let message): return fail(message.text)
+        }
+        let schedulePlayer: SchedulePlayer
+        do {
+            schedulePlayer = try SchedulePlayer(schedule: schedule, options: options, timeSource: timeSource, logger: logger)
+            try await schedulePlayer.play()
+        } catch {
+            return fail("\(error)")
+        }
+        let status = StatusLine(interactive: isatty(STDOUT_FILENO) != 0)
+        let outcome = await run(
+            schedulePlayer.playlistPlayer.player, events: schedulePlayer.events, eventLog: eventLog, status: status,
+            what: "a schedule of \(schedule.playlists.count) playlists"
+        ) { _ in }
+        let final = schedulePlayer.playlistPlayer.player.status
+        await schedulePlayer.stop()
         status.finish(final)
         return outcome == Self.interrupted ? 0 : outcome
     }

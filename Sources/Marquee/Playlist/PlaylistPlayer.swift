@@ -59,6 +59,24 @@ public final class PlaylistPlayer: Sendable {
         var prepareStarted = false
         /// What the preparation found, by item (``readyKey(_:)``).
         var ready: [String: Prepared] = [:]
+        /// The monotonic time the preparation running is for (nil: not known).
+        var preparedFor: Double?
+        /// Switches to other playlists at monotonic times (a schedule's next entries), in order.
+        var switches: [(at: Double, playlist: Playlist)] = []
+
+        /// The switch due at `now` or within ``PlaylistPlayer/switchEarly`` of it (the latest
+        /// of those), taken with those before it.
+        mutating func takeSwitch(now: Double) -> (at: Double, playlist: Playlist)? {
+            let due = switches.filter { now >= $0.at - PlaylistPlayer.switchEarly }
+            guard let last = due.last else { return nil }
+            switches.removeFirst(due.count)
+            return last
+        }
+        /// Whether the end of the playlist holds its last picture (a schedule's entry: until
+        /// the next switch) rather than stopping.
+        var holdAtEnd = false
+        /// The seed of the shuffled orders (queues made for switches draw from it too).
+        var seed: UInt64
     }
 
     /// An item made ready ahead of its turn.
@@ -82,6 +100,8 @@ public final class PlaylistPlayer: Sendable {
         case finished
         case failed(PlayerError)
         case left
+        /// Cut by a switch to another playlist (a schedule's entry ended).
+        case cut
     }
 
     /// A player for `playlist` with `options` for the outputs and defaults (its sources are
@@ -102,7 +122,7 @@ public final class PlaylistPlayer: Sendable {
         player.inner.withLock { $0.startAttempts = 2 }  // an item that does not answer: skipped after 0.5 s
         self.logger = logger
         (events, sink) = PlayerEvents.make()
-        inner = Locked(Inner(queue: PlaylistQueue(playlist, seed: seed)))
+        inner = Locked(Inner(queue: PlaylistQueue(playlist, seed: seed), seed: seed))
     }
 
     deinit {
@@ -177,6 +197,38 @@ public final class PlaylistPlayer: Sendable {
         }
     }
 
+    /// Switches to `playlist` at monotonic time `at` (a schedule's next entry): the item
+    /// playing then is cut on that time (reported finished) and `playlist` starts from its
+    /// first item, made ready ahead like any next item (its first picture due at `at`). A
+    /// playlist that ends before holds its last picture until then. Switches set for `at` or
+    /// later are replaced.
+    func switchPlaylist(to playlist: Playlist, at: Double) {
+        inner.withLock { inner in
+            inner.switches.removeAll { $0.at >= at - 0.001 }
+            inner.switches.append((at, playlist))
+            inner.holdAtEnd = true
+            // Made ready for an item due after the switch: again, for the new playlist's.
+            if inner.prepareStarted, (inner.preparedFor ?? .infinity) >= at - 0.001 {
+                inner.preparation?.cancel()
+                inner.preparation = nil
+                inner.ready.removeAll()
+                inner.prepareStarted = false
+            }
+        }
+    }
+
+    /// Before ``play()``: plays `playlist` from its first item instead, holding its end (a
+    /// schedule's first entry).
+    func startOver(with playlist: Playlist) {
+        inner.withLock { inner in
+            inner.queue = PlaylistQueue(playlist, seed: inner.seed)
+            inner.holdAtEnd = true
+        }
+    }
+
+    /// The pending switch's monotonic time, nil without one.
+    private var cutAt: Double? { inner.withLock { $0.switches.first?.at } }
+
     /// Pauses the item playing (``Player/pause()``); its duration stops counting. Throws
     /// ``PlayerError/Code-swift.struct/state`` for an image or file item (they are not paused)
     /// or when nothing plays.
@@ -237,10 +289,17 @@ public final class PlaylistPlayer: Sendable {
         inner.withLock { inner in
             guard !inner.prepareStarted else { return }
             inner.prepareStarted = true
+            inner.preparedFor = startAt
             var queue = inner.queue
+            var first = false
+            if let pending = inner.switches.first, pending.at <= (startAt ?? .infinity) + 0.001 {
+                queue = PlaylistQueue(pending.playlist, seed: inner.seed)  // the switch comes first
+                first = true
+            }
             var upcoming: [PlaylistItem] = []
             for _ in 0..<queue.order.count {
-                guard let next = queue.advance() else { break }
+                guard let next = first ? queue.start() : queue.advance() else { break }
+                first = false
                 upcoming.append(next)
             }
             inner.ready.removeAll()
@@ -275,6 +334,7 @@ public final class PlaylistPlayer: Sendable {
         return inner.withLock { inner in
             inner.prepareStarted = false
             inner.preparation = nil
+            inner.preparedFor = nil
             return inner.ready.removeValue(forKey: Self.readyKey(item))
         }
     }
@@ -304,6 +364,9 @@ public final class PlaylistPlayer: Sendable {
             case .left:
                 failedInARow = 0
                 send(.skipped, playing, index, mediaTime: mediaTime)
+            case .cut:
+                failedInARow = 0
+                send(.finished, playing, index, mediaTime: mediaTime)
             case .failed(let error):
                 failedInARow += 1
                 logger.warning("playlist item failed: skipped", metadata: ["id": "\(playing.id)", "error": "\(error)"])
@@ -311,17 +374,30 @@ public final class PlaylistPlayer: Sendable {
             }
             if Task.isCancelled { break }
             let count = inner.withLock { $0.queue.order.count }
-            if failedInARow >= max(1, count) {
+            if failedInARow >= max(1, count), !switchDue(within: base.minRecoveryDelay) {
                 // Every item failed in turn (the network is down?): a pause before the next round.
                 failedInARow = 0
                 try? await Task.sleep(for: .milliseconds(Int(base.minRecoveryDelay * 1000)))
             }
+            var switchAt: Double?
             item = inner.withLock { inner in
+                if let taken = inner.takeSwitch(now: Monotonic.now()) {
+                    // The switch: the new playlist from its first item.
+                    inner.moved = false
+                    inner.queue = PlaylistQueue(taken.playlist, seed: inner.seed)
+                    switchAt = taken.at
+                    return inner.queue.start()
+                }
                 if inner.moved {
                     inner.moved = false
                     return inner.queue.current
                 }
                 return inner.queue.advance()
+            }
+            if let switchAt { await Self.sleep(until: switchAt) }  // (an item ended just before it)
+            if item == nil, inner.withLock({ $0.holdAtEnd }) {
+                // The playlist is over before its entry: its last picture holds until the switch.
+                item = await holdUntilSwitch()
             }
         }
         inner.withLock { $0.playing = nil }
@@ -330,6 +406,46 @@ public final class PlaylistPlayer: Sendable {
             await player.stop()
             sink.send(.ended)
         }
+    }
+
+    /// How early (seconds) a switch is taken by an item that ends just before it: its first
+    /// picture is due at the switch anyway.
+    static let switchEarly = 0.05
+
+    /// Sleeps until monotonic time `at` (to the millisecond; nothing when it is past).
+    private static func sleep(until at: Double) async {
+        let wait = at - Monotonic.now()
+        if wait > 0 { try? await Task.sleep(for: .microseconds(Int(wait * 1e6))) }
+    }
+
+    /// Whether a switch is pending within `seconds`.
+    private func switchDue(within seconds: Double) -> Bool {
+        cutAt.map { $0 - Monotonic.now() <= seconds } ?? false
+    }
+
+    /// Waits, the last picture held, for the pending switch (made ready ahead); its playlist's
+    /// first item then, nil when stopped.
+    private func holdUntilSwitch() async -> PlaylistItem? {
+        inner.withLock { $0.playing = nil }
+        while !Task.isCancelled {
+            let now = Monotonic.now()
+            if let at = cutAt {
+                if at - now <= Self.prepareAhead { prepareNext(startAt: at) }
+                if now >= at - Self.switchEarly {
+                    let first = inner.withLock { inner -> PlaylistItem? in
+                        guard let taken = inner.takeSwitch(now: Monotonic.now()) else { return nil }
+                        inner.queue = PlaylistQueue(taken.playlist, seed: inner.seed)
+                        return inner.queue.start()
+                    }
+                    await Self.sleep(until: at)
+                    return first
+                }
+                try? await Task.sleep(for: .milliseconds(max(1, min(10, Int(((at - Self.switchEarly - now) * 1000).rounded(.up))))))
+            } else {
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+        }
+        return nil
     }
 
     /// Plays `item` until it ends, fails or is left.
@@ -396,6 +512,8 @@ public final class PlaylistPlayer: Sendable {
                             for q in quartiles.rest() { send(.quartile(q), item, index, mediaTime: shown.map { now - $0 }) }
                         }
                         return .finished
+                    case .error where event.error?.isMissingStream == true:
+                        continue  // a file without sound (or without pictures) plays what it has
                     case .error where shown == nil:
                         return .failed(PlayerError(.media, "item \"\(item.id)\": \(event.message)"))
                     default: continue
@@ -418,6 +536,8 @@ public final class PlaylistPlayer: Sendable {
                         return .failed(PlayerError(.media, "item \"\(item.id)\": stopped playing for \(Int(Self.startTimeout)) s"))
                     }
                 }
+                let cut = cutAt
+                if let cut, now >= cut { return .cut }
                 if let shown, let length {
                     let played = now - shown
                     inner.withLock { $0.playing?.mediaTime = played }
@@ -425,18 +545,22 @@ public final class PlaylistPlayer: Sendable {
                         send(.quartile(q.percent), item, index, mediaTime: min(played, q.share))
                     }
                     if played >= length { return .finished }
-                    if length - played <= Self.prepareAhead { prepareNext(startAt: now + length - played) }
+                    let end = min(now + length - played, cut ?? .infinity)
+                    if end - now <= Self.prepareAhead { prepareNext(startAt: end) }
+                } else if let cut, cut - now <= Self.prepareAhead {
+                    prepareNext(startAt: cut)
                 } else if shown != nil, !still {
                     // A file to its end, its length unknown: the next is made ready from its
                     // start (a live one loaded, not decoded: its entry depends on when).
                     prepareNext(startAt: nil)
                 }
-                // Slept to the next quartile or the end (a frame's precision), at most 10 ms.
+                // Slept to the next quartile, the end or the switch (a frame's precision), at most 10 ms.
                 var wait = 0.01
                 if let shown, let length {
                     let played = Monotonic.now() - shown
                     wait = min(wait, max(0.001, min(quartiles.nextDue(length: length) ?? .infinity, length) - played))
                 }
+                if let cut { wait = min(wait, max(0.001, cut - Monotonic.now())) }
                 try? await Task.sleep(for: .milliseconds(max(1, Int((wait * 1000).rounded(.up)))))
             }
             return .left
@@ -527,6 +651,7 @@ public final class PlaylistPlayer: Sendable {
             // stretch a signage slot).
             if shown, status.state != .paused { played += now - lastTick }
             lastTick = now
+            if let cut = cutAt, now >= cut { return .cut }
             guard shown else {
                 if now - began > Self.startTimeout {
                     return .failed(PlayerError(.media, "item \"\(item.id)\": no picture within \(Int(Self.startTimeout)) s"))
@@ -535,6 +660,7 @@ public final class PlaylistPlayer: Sendable {
                 continue
             }
             if let position = status.position { inner.withLock { $0.playing?.mediaTime = position } }
+            let cut = cutAt
             let start = onDemand != nil ? item.startOffset : 0
             let progress = onDemand != nil ? (status.position ?? start) - start : played
             let length = onDemand.map { min(item.playingTime ?? .infinity, $0 - start) } ?? item.playingTime
@@ -544,8 +670,9 @@ public final class PlaylistPlayer: Sendable {
                 }
                 if let cap = item.playingTime, progress >= cap { return .finished }
                 let left = (length - progress) / max(status.playbackRate, 0.1)
-                if status.state == .playing, left <= Self.prepareAhead { prepareNext(startAt: now + left) }
+                if status.state == .playing, left <= Self.prepareAhead, now + left < (cut ?? .infinity) { prepareNext(startAt: now + left) }
             }
+            if let cut, cut - now <= Self.prepareAhead { prepareNext(startAt: cut) }
             if status.state == .ended {
                 if onDemand != nil { for q in quartiles.rest() { send(.quartile(q), item, index, mediaTime: status.position) } }
                 return .finished
@@ -556,6 +683,7 @@ public final class PlaylistPlayer: Sendable {
                 let next = min(quartiles.nextDue(length: length) ?? .infinity, item.playingTime ?? .infinity)
                 wait = min(wait, (next - progress) / max(status.playbackRate, 0.1))
             }
+            if let cut { wait = min(wait, max(0.001, cut - Monotonic.now())) }
             try? await Task.sleep(for: .milliseconds(max(1, Int(wait * 1000))))
         }
         return .left
