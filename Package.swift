@@ -29,6 +29,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.24.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        // SHA-256 (proof of play's chain, content hashes); already built for async-http-client's TLS.
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.0"..<"5.0.0"),
         // `swift package generate-documentation` (the Marquee.docc catalog); no code depends on it.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
     ],
@@ -76,6 +78,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             // The public API is sealed: an import is internal unless written `public import`, so
             // a public declaration that shows a dependency's type is a compile error.

@@ -18,6 +18,15 @@ struct PlayCommand: AsyncParsableCommand {
     @Option(name: .long, help: "With --schedule: the server clock's source, a URL answering an ISO 8601 time (default: the local clock).")
     var timeSource: String?
 
+    @Option(name: .long, help: "With --schedule: record each completed play in this journal (append-only, fsync'd JSON lines, hash-chained).")
+    var proofOfPlay: String?
+
+    @Option(name: .long, help: "With --proof-of-play: upload the records to this URL (POST, JSON batches; the backlog after an outage).")
+    var proofOfPlayUrl: String?
+
+    @Option(name: .long, help: "With --proof-of-play: this box's name in the records (default: the host name).")
+    var box: String?
+
     @Option(name: .long, help: "With --playlist: play the items whose tags match this expression, e.g. \"(and sport (or food comedy))\".")
     var filter: String?
 
@@ -42,7 +51,8 @@ struct PlayCommand: AsyncParsableCommand {
         if schedule != nil && (!urls.isEmpty || streamId != nil || playlist != nil) {
             throw ValidationError("--schedule plays alone: no manifest URLs, --stream-id or --playlist with it")
         }
-        if timeSource != nil && schedule == nil { throw ValidationError("--time-source needs --schedule") }
+        if (timeSource != nil || proofOfPlay != nil) && schedule == nil { throw ValidationError("--time-source and --proof-of-play need --schedule") }
+        if (proofOfPlayUrl != nil || box != nil) && proofOfPlay == nil { throw ValidationError("--proof-of-play-url and --box need --proof-of-play") }
         if playlist != nil && (!urls.isEmpty || streamId != nil) { throw ValidationError("--playlist plays alone: no manifest URLs or --stream-id with it") }
         if playlist == nil && (filter != nil || shuffle || `repeat` != nil) { throw ValidationError("--filter, --shuffle and --repeat need --playlist") }
         if let mode = `repeat`, RepeatMode(rawValue: mode) == nil { throw ValidationError("--repeat \(mode): expected off, all or one") }
@@ -68,7 +78,28 @@ struct PlayCommand: AsyncParsableCommand {
                 }
                 source = url
             }
-            let code = await PlaybackRunner(output: output).play(schedule: read, timeSource: source)
+            var journal: ProofOfPlayJournal?
+            var uploader: ProofOfPlayUploader?
+            if let proofOfPlay {
+                do {
+                    journal = try ProofOfPlayJournal(url: URL(fileURLWithPath: proofOfPlay), box: box ?? ProcessInfo.processInfo.hostName)
+                } catch {
+                    FileHandle.standardError.write(Data("marquee: --proof-of-play \(proofOfPlay): \(error)\n".utf8))
+                    throw ExitCode(1)
+                }
+                if let text = proofOfPlayUrl {
+                    guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https" else {
+                        throw ValidationError("--proof-of-play-url \(text): not an http or https URL")
+                    }
+                    uploader = ProofOfPlayUploader(journal: journal!, endpoint: url)
+                    uploader?.start()
+                }
+            }
+            let code = await PlaybackRunner(output: output).play(schedule: read, timeSource: source, journal: journal)
+            if let uploader {
+                uploader.stop()
+                _ = try? await uploader.upload()  // the last plays, when the endpoint answers
+            }
             if code != 0 { throw ExitCode(code) }
             return
         }
@@ -231,7 +262,7 @@ struct PlaybackRunner {
     }
 
     /// Plays `schedule` (a ``SchedulePlayer``), its clock read from `timeSource`.
-    func play(schedule: Schedule, timeSource: URL?) async -> Int32 {
+    func play(schedule: Schedule, timeSource: URL?, journal: ProofOfPlayJournal?) async -> Int32 {
         let logger = makeLogger()
         let streams = schedule.playlists.values.flatMap(\.items).filter { $0.kind == .stream }
         let placeholder = streams.first?.url ?? URL(string: "http://127.0.0.1/")!
@@ -242,7 +273,7 @@ struct PlaybackRunner {
         }
         let schedulePlayer: SchedulePlayer
         do {
-            schedulePlayer = try SchedulePlayer(schedule: schedule, options: options, timeSource: timeSource, logger: logger)
+            schedulePlayer = try SchedulePlayer(schedule: schedule, options: options, timeSource: timeSource, logger: logger, journal: journal)
             try await schedulePlayer.play()
         } catch {
             return fail("\(error)")

@@ -163,6 +163,9 @@ public final class Origin: Sendable {
     /// Names of the loaded assets.
     public var assetNames: [String] { responder.assets.keys.sorted() }
 
+    /// The proof-of-play receiver at `POST /plays`.
+    public var plays: PlayReceiver { responder.plays }
+
     private static func urlHost(_ host: String) -> String {
         if host == "0.0.0.0" || host.isEmpty { return "127.0.0.1" }
         return host.contains(":") ? "[\(host)]" : host

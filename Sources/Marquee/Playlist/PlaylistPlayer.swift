@@ -40,6 +40,13 @@ public final class PlaylistPlayer: Sendable {
     private let base: PlayerOptions
     private let logger: Logger
     private let inner: Locked<Inner>
+    /// Where completed plays are recorded (proof of play), nil: not recorded.
+    public let journal: ProofOfPlayJournal?
+    /// The records waiting to be appended, in order (``record(_:outcome:)``), and their writer.
+    private let records: AsyncStream<(PlayRecord, Task<String, Never>?)>.Continuation
+    private let recorder: Task<Void, Never>
+    /// Records queued, not appended yet.
+    private let unrecorded = Locked(0)
 
     private struct Inner {
         var queue: PlaylistQueue
@@ -62,21 +69,44 @@ public final class PlaylistPlayer: Sendable {
         /// The monotonic time the preparation running is for (nil: not known).
         var preparedFor: Double?
         /// Switches to other playlists at monotonic times (a schedule's next entries), in order.
-        var switches: [(at: Double, playlist: Playlist)] = []
+        var switches: [(at: Double, playlist: Playlist, context: PlayContext)] = []
 
         /// The switch due at `now` or within ``PlaylistPlayer/switchEarly`` of it (the latest
-        /// of those), taken with those before it.
-        mutating func takeSwitch(now: Double) -> (at: Double, playlist: Playlist)? {
+        /// of those), taken with those before it: its playlist is the queue's now.
+        mutating func takeSwitch(now: Double) -> (at: Double, first: PlaylistItem?)? {
             let due = switches.filter { now >= $0.at - PlaylistPlayer.switchEarly }
             guard let last = due.last else { return nil }
             switches.removeFirst(due.count)
-            return last
+            queue = PlaylistQueue(last.playlist, seed: seed)
+            context = last.context
+            return (last.at, queue.start())
         }
         /// Whether the end of the playlist holds its last picture (a schedule's entry: until
         /// the next switch) rather than stopping.
         var holdAtEnd = false
         /// The seed of the shuffled orders (queues made for switches draw from it too).
         var seed: UInt64
+        /// The schedule entry and playlist the items play in (proof of play), nil outside a schedule.
+        var context: PlayContext = PlayContext()
+        /// Server Unix seconds minus monotonic seconds (a schedule's clock); nil: the local clock
+        /// corrected by ``serverOffset``.
+        var clockOffset: Double?
+        /// The item playing's proof of play, so far.
+        var tracking: PlayTracking?
+    }
+
+    /// Where items play (a schedule's entry and playlist name).
+    struct PlayContext: Sendable {
+        var entry: String?
+        var playlist: String?
+    }
+
+    /// What proof of play needs of the item playing.
+    struct PlayTracking: Sendable {
+        var framesBefore: Int
+        var droppedBefore: Int
+        var shownMono: Double?
+        var contentHash: Task<String, Never>?
     }
 
     /// An item made ready ahead of its turn.
@@ -110,7 +140,7 @@ public final class PlaylistPlayer: Sendable {
     /// ``Player/init(options:logger:)`` throws.
     public init(
         playlist: Playlist, options: PlayerOptions, seed: UInt64 = UInt64.random(in: 0...UInt64.max),
-        logger: Logger = Logger(label: "marquee.playlist")
+        logger: Logger = Logger(label: "marquee.playlist"), journal: ProofOfPlayJournal? = nil
     ) throws(PlayerError) {
         guard !playlist.items.isEmpty else { throw PlayerError(.playlist, "the playlist has no items") }
         var options = options
@@ -123,6 +153,20 @@ public final class PlaylistPlayer: Sendable {
         self.logger = logger
         (events, sink) = PlayerEvents.make()
         inner = Locked(Inner(queue: PlaylistQueue(playlist, seed: seed), seed: seed))
+        self.journal = journal
+        let (stream, input) = AsyncStream<(PlayRecord, Task<String, Never>?)>.makeStream()
+        records = input
+        let unrecorded = self.unrecorded
+        recorder = Task { [journal, logger] in
+            for await (draft, hashing) in stream {
+                var draft = draft
+                draft.contentHash = await hashing?.value
+                do throws(PlayerError) { try journal?.append(draft) } catch {
+                    logger.error("proof of play not recorded", metadata: ["item": "\(draft.item)", "error": "\(error)"])
+                }
+                unrecorded.withLock { $0 -= 1 }
+            }
+        }
     }
 
     deinit {
@@ -130,7 +174,32 @@ public final class PlaylistPlayer: Sendable {
             $0.runner?.cancel()
             $0.forwarder?.cancel()
         }
+        records.finish()
         sink.finish()
+    }
+
+    /// Records `item`'s play (proof of play) when it was shown: queued for the journal at
+    /// once, its content hash awaited there.
+    private func record(_ item: PlaylistItem, outcome: Outcome) {
+        guard journal != nil else { return }
+        let now = Monotonic.now()
+        let (tracking, context, clockOffset, serverOffset) = inner.withLock { ($0.tracking, $0.context, $0.clockOffset, $0.serverOffset) }
+        guard let tracking, let shown = tracking.shownMono else { return }
+        let how: String
+        switch outcome {
+        case .finished, .cut: how = "finished"
+        case .left: how = "skipped"
+        case .failed: how = "failed"
+        }
+        let offset = clockOffset ?? (Monotonic.realtime() - Monotonic.now() + serverOffset)
+        let status = player.status
+        let draft = PlayRecord(
+            item: item.id, url: item.url.absoluteString, entry: context.entry, playlist: context.playlist,
+            start: shown + offset, end: max(shown, now) + offset, startMono: shown, endMono: max(shown, now),
+            framesPresented: max(0, status.framesPresented - tracking.framesBefore), framesDropped: max(0, status.framesDropped - tracking.droppedBefore),
+            displayOn: !player.inner.withLock { $0.displayOff }, outcome: how)
+        unrecorded.withLock { $0 += 1 }
+        records.yield((draft, tracking.contentHash))
     }
 
     /// The queue now: the playlist in force, the order, the item playing.
@@ -202,10 +271,10 @@ public final class PlaylistPlayer: Sendable {
     /// first item, made ready ahead like any next item (its first picture due at `at`). A
     /// playlist that ends before holds its last picture until then. Switches set for `at` or
     /// later are replaced.
-    func switchPlaylist(to playlist: Playlist, at: Double) {
+    func switchPlaylist(to playlist: Playlist, at: Double, entry: String? = nil, name: String? = nil) {
         inner.withLock { inner in
             inner.switches.removeAll { $0.at >= at - 0.001 }
-            inner.switches.append((at, playlist))
+            inner.switches.append((at, playlist, PlayContext(entry: entry, playlist: name)))
             inner.holdAtEnd = true
             // Made ready for an item due after the switch: again, for the new playlist's.
             if inner.prepareStarted, (inner.preparedFor ?? .infinity) >= at - 0.001 {
@@ -219,12 +288,16 @@ public final class PlaylistPlayer: Sendable {
 
     /// Before ``play()``: plays `playlist` from its first item instead, holding its end (a
     /// schedule's first entry).
-    func startOver(with playlist: Playlist) {
+    func startOver(with playlist: Playlist, entry: String? = nil, name: String? = nil) {
         inner.withLock { inner in
             inner.queue = PlaylistQueue(playlist, seed: inner.seed)
             inner.holdAtEnd = true
+            inner.context = PlayContext(entry: entry, playlist: name)
         }
     }
+
+    /// Times proof of play on a server clock: server Unix seconds = monotonic + `offset`.
+    func setClockOffset(_ offset: Double) { inner.withLock { $0.clockOffset = offset } }
 
     /// The pending switch's monotonic time, nil without one.
     private var cutAt: Double? { inner.withLock { $0.switches.first?.at } }
@@ -260,6 +333,8 @@ public final class PlaylistPlayer: Sendable {
         watch?.cancel()
         runner?.cancel()
         await runner?.value
+        // Every completed play in the journal before stop() returns.
+        for _ in 0..<500 where unrecorded.withLock({ $0 }) > 0 { try? await Task.sleep(for: .milliseconds(2)) }
         await player.stop()
         let forwarder = inner.withLock { inner -> Task<Void, Never>? in
             defer { inner.runner = nil }
@@ -354,9 +429,14 @@ public final class PlaylistPlayer: Sendable {
         var failedInARow = 0
         while let playing = item, !Task.isCancelled {
             let index = inner.withLock { inner in inner.queue.playlist.items.firstIndex { $0.id == playing.id } ?? -1 }
-            inner.withLock { $0.playing = (playing, index, nil) }
+            let status = player.status
+            inner.withLock {
+                $0.playing = (playing, index, nil)
+                $0.tracking = PlayTracking(framesBefore: status.framesPresented, droppedBefore: status.framesDropped)
+            }
             let outcome = await play(playing, index: index)
             let mediaTime = inner.withLock { $0.playing?.mediaTime }
+            record(playing, outcome: outcome)
             switch outcome {
             case .finished:
                 failedInARow = 0
@@ -384,9 +464,8 @@ public final class PlaylistPlayer: Sendable {
                 if let taken = inner.takeSwitch(now: Monotonic.now()) {
                     // The switch: the new playlist from its first item.
                     inner.moved = false
-                    inner.queue = PlaylistQueue(taken.playlist, seed: inner.seed)
                     switchAt = taken.at
-                    return inner.queue.start()
+                    return taken.first
                 }
                 if inner.moved {
                     inner.moved = false
@@ -432,11 +511,7 @@ public final class PlaylistPlayer: Sendable {
             if let at = cutAt {
                 if at - now <= Self.prepareAhead { prepareNext(startAt: at) }
                 if now >= at - Self.switchEarly {
-                    let first = inner.withLock { inner -> PlaylistItem? in
-                        guard let taken = inner.takeSwitch(now: Monotonic.now()) else { return nil }
-                        inner.queue = PlaylistQueue(taken.playlist, seed: inner.seed)
-                        return inner.queue.start()
-                    }
+                    let first = inner.withLock { inner -> PlaylistItem? in inner.takeSwitch(now: Monotonic.now())?.first }
                     await Self.sleep(until: at)
                     return first
                 }
@@ -484,6 +559,10 @@ public final class PlaylistPlayer: Sendable {
             }
         }
         let before = player.status.framesPresented
+        if journal != nil {
+            let hashing = Task.detached { sha256Hex(bytes) }
+            inner.withLock { $0.tracking?.contentHash = hashing }
+        }
         let due: Double  // when its first picture is due: its time counts from there
         do {
             due = try await player.playFile(bytes, label: item.id, still: still, from: item.startOffset)
@@ -522,7 +601,10 @@ public final class PlaylistPlayer: Sendable {
                 if shown == nil {
                     if player.status.framesPresented > before {
                         shown = min(now, due)
-                        inner.withLock { $0.playing?.mediaTime = 0 }
+                        inner.withLock {
+                            $0.playing?.mediaTime = 0
+                            $0.tracking?.shownMono = shown
+                        }
                         send(.impression, item, index, mediaTime: 0)
                     } else if now > deadline {
                         return .failed(PlayerError(.media, "item \"\(item.id)\": no picture from \(item.url.lastPathComponent)"))
@@ -644,7 +726,10 @@ public final class PlaylistPlayer: Sendable {
             if !shown, status.framesPresented > framesBefore || (status.state == .playing && audioOnly()), let position = status.position {
                 shown = true
                 lastTick = now
-                inner.withLock { $0.playing?.mediaTime = position }
+                inner.withLock {
+                    $0.playing?.mediaTime = position
+                    $0.tracking?.shownMono = now
+                }
                 send(.impression, item, index, mediaTime: position)
             }
             // An item's time runs from its first picture on, but for pauses (a stall does not

@@ -41,14 +41,16 @@ public final class SchedulePlayer: Sendable {
     }
 
     /// A player for `schedule` with `options` for the outputs and defaults; `timeSource` nil:
-    /// the local clock. Throws what ``PlaylistPlayer/init(playlist:options:seed:logger:)`` throws.
+    /// the local clock; `journal`: where each completed play is recorded (proof of play, with
+    /// its schedule entry and playlist, timed on the schedule's clock). Throws what
+    /// ``PlaylistPlayer/init(playlist:options:seed:logger:journal:)`` throws.
     public init(
         schedule: Schedule, options: PlayerOptions, timeSource: URL? = nil, seed: UInt64 = UInt64.random(in: 0...UInt64.max),
-        logger: Logger = Logger(label: "marquee.schedule")
+        logger: Logger = Logger(label: "marquee.schedule"), journal: ProofOfPlayJournal? = nil
     ) throws(PlayerError) {
         let first = schedule.entry(at: Date())
         guard let playlist = schedule.playlists[first.playlist] else { throw PlayerError(.schedule, "no playlist \"\(first.playlist)\"") }
-        playlistPlayer = try PlaylistPlayer(playlist: playlist, options: options, seed: seed, logger: logger)
+        playlistPlayer = try PlaylistPlayer(playlist: playlist, options: options, seed: seed, logger: logger, journal: journal)
         self.timeSource = timeSource
         self.logger = logger
         inner = Locked(Inner(schedule: schedule))
@@ -67,11 +69,12 @@ public final class SchedulePlayer: Sendable {
     /// first item is loading.
     public func play() async throws(PlayerError) {
         guard inner.withLock({ $0.runner == nil }) else { return }
+        playlistPlayer.setClockOffset(inner.withLock { $0.clock.offset })
         await measureClock()
         let (schedule, clock) = inner.withLock { ($0.schedule, $0.clock) }
         let entry = schedule.entry(at: clock.now())
         if let playlist = schedule.playlists[entry.playlist] {
-            playlistPlayer.startOver(with: playlist)
+            playlistPlayer.startOver(with: playlist, entry: entry.source.description, name: entry.playlist)
         }
         inner.withLock { $0.entry = entry }
         logger.info("schedule entry", metadata: ["entry": "\(entry.source)", "playlist": "\(entry.playlist)", "until": "\(entry.end)"])
@@ -103,6 +106,7 @@ public final class SchedulePlayer: Sendable {
         let clock = await ClockSync(fetcher: playlistPlayer.player.fetcher, logger: logger).synchronize(timings: [timing])
         if clock.isLocal { logger.warning("the time source did not answer: the local clock", metadata: ["source": "\(timeSource)"]) }
         inner.withLock { $0.clock = clock }
+        playlistPlayer.setClockOffset(clock.offset)
     }
 
     /// Sets each next entry's switch ahead of it, and follows replacements of the schedule.
@@ -143,7 +147,7 @@ public final class SchedulePlayer: Sendable {
     /// Switches the playlist player to `entry`'s playlist at monotonic `at`, and waits for it.
     private func switchTo(_ entry: ScheduleEntry, at: Double, schedule: Schedule) async {
         guard let playlist = schedule.playlists[entry.playlist] else { return }
-        playlistPlayer.switchPlaylist(to: playlist, at: at)
+        playlistPlayer.switchPlaylist(to: playlist, at: at, entry: entry.source.description, name: entry.playlist)
         let wait = at - Monotonic.now()
         if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(wait * 1000) + 1)) }
         inner.withLock { $0.entry = entry }

@@ -13,6 +13,7 @@ struct OriginResponder: Sendable {
     var logger: Logger
     var sntpPort = BoundPort()
     var visits = VisitCounter()
+    var plays = PlayReceiver()
 
     /// A response being built: status, body, content type, and the clock its `Date` header uses.
     struct Reply {
@@ -63,8 +64,12 @@ struct OriginResponder: Sendable {
         let started = ContinuousClock.now
         let path = request.uri.path
         var reply: Reply
-        if request.method != .get && request.method != .head {
-            reply = Reply(.methodNotAllowed, "only GET and HEAD")
+        if request.method == .post, path == "/plays" {
+            var request = request
+            let body = (try? await request.collectBody(upTo: 16 << 20)).map { Array($0.readableBytesView) }
+            reply = plays.receive(body, key: request.headers.first { $0.name.canonicalName == "idempotency-key" }?.value)
+        } else if request.method != .get && request.method != .head {
+            reply = Reply(.methodNotAllowed, "only GET and HEAD (and POST /plays)")
         } else {
             let components = path.split(separator: "/", omittingEmptySubsequences: true)
                 .map { String($0).removingPercentEncoding ?? String($0) }
@@ -423,5 +428,50 @@ extension OriginResponder.Reply {
         var copy = self
         if copy.body.last == UInt8(ascii: "\n") { copy.body.removeLast() }
         return copy
+    }
+}
+
+/// `POST /plays`: a proof-of-play receiver, as an operator's server would be: it keeps every
+/// record's id with how many times it came, answers 503 while ``outage`` is set (an outage
+/// the uploader must ride out), and 400 to a body that is not a batch of records.
+public final class PlayReceiver: Sendable {
+    private struct State {
+        var counts: [String: Int] = [:]
+        var order: [String] = []
+        var batches = 0
+        var outage = false
+    }
+    private let state = Locked(State())
+
+    public init() {}
+
+    /// Whether the receiver answers 503 (down).
+    public var outage: Bool {
+        get { state.withLock { $0.outage } }
+        set { state.withLock { $0.outage = newValue } }
+    }
+
+    /// Each record id received, with how many times.
+    public var counts: [String: Int] { state.withLock { $0.counts } }
+    /// The ids in the order they first came.
+    public var order: [String] { state.withLock { $0.order } }
+    /// Batches accepted.
+    public var batches: Int { state.withLock { $0.batches } }
+
+    func receive(_ body: [UInt8]?, key: String?) -> OriginResponder.Reply {
+        if outage { return OriginResponder.Reply(.serviceUnavailable, "proof-of-play receiver down") }
+        guard let body, let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
+            let box = object["box"] as? String, let records = object["records"] as? [[String: Any]]
+        else { return OriginResponder.Reply(.badRequest, "not a batch of records") }
+        state.withLock { state in
+            state.batches += 1
+            for record in records {
+                guard let sequence = record["sequence"] as? Int else { continue }
+                let id = "\(box)-\(sequence)"
+                if state.counts[id] == nil { state.order.append(id) }
+                state.counts[id, default: 0] += 1
+            }
+        }
+        return OriginResponder.Reply(.ok, "{\"received\": \(records.count)}")
     }
 }

@@ -182,6 +182,27 @@ public struct HTTPFetcher: Sendable {
         return result
     }
 
+    /// POSTs `body` to `url` (with `headers`, after the fetcher's own); returns the status and
+    /// the answer's body (up to 64 KiB). Throws on no answer within `timeout`.
+    public func post(
+        _ url: URL, body: [UInt8], contentType: String = "application/json", headers extra: [(String, String)] = [], timeout: Duration = .seconds(30)
+    ) async throws(FetchError) -> (status: Int, body: ByteBuffer) {
+        var request = HTTPClientRequest(url: url.absoluteString)
+        request.method = .POST
+        for (name, value) in headers + extra { request.headers.add(name: name, value: value) }
+        request.headers.replaceOrAdd(name: "Content-Type", value: contentType)
+        request.body = .bytes(ByteBuffer(bytes: body))
+        do {
+            let response = try await client.execute(request, timeout: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000))
+            let answer = try await response.body.collect(upTo: 64 << 10)
+            return (Int(response.status.code), answer)
+        } catch let error as FetchError {
+            throw error
+        } catch {
+            throw FetchError(.network, url: url.absoluteString, message: "POST: \(error)")
+        }
+    }
+
     /// Fetches `url` whole under `policy`: transient failures are tried again (see
     /// ``FetchPolicy``); throws the last error. `onRetry` hears each failure that is retried.
     public func get(
