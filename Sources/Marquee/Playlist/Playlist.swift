@@ -44,6 +44,9 @@ public struct PlaylistItem: Sendable, Hashable {
     public var fit: VideoFit?
     /// A live item's latency target (seconds); nil: the player's.
     public var targetLatency: Double?
+    /// The SHA-256 its bytes must have (an image's or a file's, lowercase hex): a download
+    /// that does not match is not played (``ContentCache``).
+    public var sha256: String?
 
     /// How long an image is shown without a ``duration`` (mpv's `image-display-duration`).
     public static let defaultImageDuration = 5.0
@@ -51,7 +54,7 @@ public struct PlaylistItem: Sendable, Hashable {
     /// An item; `kind` nil: from the URL's extension (``Kind/init(inferredFrom:)``).
     public init(
         id: String, url: URL, kind: Kind? = nil, title: String? = nil, tags: [String] = [], duration: Double? = nil, startOffset: Double = 0,
-        muted: Bool = false, fit: VideoFit? = nil, targetLatency: Double? = nil
+        muted: Bool = false, fit: VideoFit? = nil, targetLatency: Double? = nil, sha256: String? = nil
     ) {
         self.id = id
         self.url = url
@@ -63,6 +66,7 @@ public struct PlaylistItem: Sendable, Hashable {
         self.muted = muted
         self.fit = fit
         self.targetLatency = targetLatency
+        self.sha256 = sha256
     }
 
     /// Seconds it plays at most: its ``duration``, an image's default, else nil.
@@ -99,7 +103,8 @@ public enum RepeatMode: String, Sendable, Hashable, CaseIterable {
 /// document), `id` (unique; default the item's 1-based position), `kind` (`stream`, `file`,
 /// `image`; default from the extension), `title`, `tags`, `duration` (seconds, > 0), `start`
 /// (seconds, ≥ 0), `muted`, `fit` (`contain`, `cover`, `fill`, `scaledown`), `targetLatency`
-/// (seconds, 0…300). `repeat`: `off` (default), `all`, `one`. Unknown keys are ignored (newer
+/// (seconds, 0…300), `sha256` (64 hex digits: what the bytes of an image or a file must hash
+/// to). `repeat`: `off` (default), `all`, `one`. Unknown keys are ignored (newer
 /// documents play on older players).
 public struct Playlist: Sendable, Hashable {
     /// The items, in their listed order.
@@ -191,6 +196,15 @@ public struct Playlist: Sendable, Hashable {
         var muted: Bool?
         var fit: String?
         var targetLatency: Double?
+        var sha256: String?
+
+        /// An announced SHA-256: 64 hex digits, kept lowercase.
+        static func digest(_ text: String?, _ at: String) throws(PlayerError) -> String? {
+            guard let text else { return nil }
+            let hex = text.lowercased()
+            guard hex.count == 64, hex.allSatisfy({ $0.isHexDigit }) else { throw PlayerError(.playlist, "\(at).sha256: \"\(text)\" is not 64 hex digits") }
+            return hex
+        }
 
         func item(index: Int, base: URL?) throws(PlayerError) -> PlaylistItem {
             let at = "items[\(index)]"
@@ -213,7 +227,7 @@ public struct Playlist: Sendable, Hashable {
             if let id, id.isEmpty { throw PlayerError(.playlist, "\(at).id: empty") }
             return PlaylistItem(
                 id: id ?? String(index + 1), url: resolved, kind: kind, title: title, tags: tags ?? [], duration: duration, startOffset: start ?? 0,
-                muted: muted ?? false, fit: fit, targetLatency: targetLatency)
+                muted: muted ?? false, fit: fit, targetLatency: targetLatency, sha256: try Self.digest(sha256, at))
         }
     }
 

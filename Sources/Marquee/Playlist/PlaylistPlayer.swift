@@ -42,6 +42,8 @@ public final class PlaylistPlayer: Sendable {
     private let inner: Locked<Inner>
     /// Where completed plays are recorded (proof of play), nil: not recorded.
     public let journal: ProofOfPlayJournal?
+    /// Where image and file items are kept (offline play), nil: fetched each time.
+    public let cache: ContentCache?
     /// The records waiting to be appended, in order (``record(_:outcome:)``), and their writer.
     private let records: AsyncStream<(PlayRecord, Task<String, Never>?)>.Continuation
     private let recorder: Task<Void, Never>
@@ -140,7 +142,7 @@ public final class PlaylistPlayer: Sendable {
     /// ``Player/init(options:logger:)`` throws.
     public init(
         playlist: Playlist, options: PlayerOptions, seed: UInt64 = UInt64.random(in: 0...UInt64.max),
-        logger: Logger = Logger(label: "marquee.playlist"), journal: ProofOfPlayJournal? = nil
+        logger: Logger = Logger(label: "marquee.playlist"), journal: ProofOfPlayJournal? = nil, cache: ContentCache? = nil
     ) throws(PlayerError) {
         guard !playlist.items.isEmpty else { throw PlayerError(.playlist, "the playlist has no items") }
         var options = options
@@ -154,6 +156,7 @@ public final class PlaylistPlayer: Sendable {
         (events, sink) = PlayerEvents.make()
         inner = Locked(Inner(queue: PlaylistQueue(playlist, seed: seed), seed: seed))
         self.journal = journal
+        self.cache = cache
         let (stream, input) = AsyncStream<(PlayRecord, Task<String, Never>?)>.makeStream()
         records = input
         let unrecorded = self.unrecorded
@@ -392,7 +395,7 @@ public final class PlaylistPlayer: Sendable {
                     result = .stream
                 } catch { result = .failed(error) }
             case .image, .file:
-                do throws(PlayerError) { result = .bytes(try await Self.read(item.url, fetcher: player.fetcher)) } catch { result = .failed(error) }
+                do throws(PlayerError) { result = .bytes(try await read(item)) } catch { result = .failed(error) }
             }
             if Task.isCancelled { return }
             inner.withLock { $0.ready[Self.readyKey(item)] = result }
@@ -553,7 +556,7 @@ public final class PlaylistPlayer: Sendable {
             bytes = prepared
         } else {
             do {
-                bytes = try await Self.read(item.url, fetcher: player.fetcher)
+                bytes = try await read(item)
             } catch {
                 return .failed(error)
             }
@@ -651,7 +654,19 @@ public final class PlaylistPlayer: Sendable {
         return outcome
     }
 
-    /// An image's or a file's bytes: a local file, or fetched (two tries).
+    /// An image's or a file's bytes: a local file, else from the ``cache`` (kept there when
+    /// fetched), else fetched (two tries); checked against its announced ``PlaylistItem/sha256``
+    /// (a mismatch is not played).
+    private func read(_ item: PlaylistItem) async throws(PlayerError) -> [UInt8] {
+        if let cache, !item.url.isFileURL { return try await cache.fetch(item.url, sha256: item.sha256) }
+        let bytes = try await Self.read(item.url, fetcher: player.fetcher)
+        if let announced = item.sha256, sha256Hex(bytes) != announced {
+            throw PlayerError(.media, "\(item.url.absoluteString): its bytes do not hash to the announced \(announced): not played")
+        }
+        return bytes
+    }
+
+    /// A local file's bytes, or fetched (two tries).
     private static func read(_ url: URL, fetcher: HTTPFetcher) async throws(PlayerError) -> [UInt8] {
         if url.isFileURL {
             guard let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int), size <= maxFileBytes,

@@ -38,19 +38,27 @@ public final class SchedulePlayer: Sendable {
         /// The entry playing, nil before ``play()``.
         var entry: ScheduleEntry?
         var runner: Task<Void, Never>?
+        var prefetcher: Task<Void, Never>?
     }
+
+    /// Seconds of the schedule ahead whose images and files the cache keeps.
+    public static let cacheHorizon = 86_400.0
+    /// Seconds between looks ahead (a failed fetch is tried again then).
+    public static let cacheInterval = 300.0
 
     /// A player for `schedule` with `options` for the outputs and defaults; `timeSource` nil:
     /// the local clock; `journal`: where each completed play is recorded (proof of play, with
-    /// its schedule entry and playlist, timed on the schedule's clock). Throws what
+    /// its schedule entry and playlist, timed on the schedule's clock); `cache`: where the
+    /// images and files the next ``cacheHorizon`` plays are fetched ahead, every
+    /// ``cacheInterval`` (offline play). Throws what
     /// ``PlaylistPlayer/init(playlist:options:seed:logger:journal:)`` throws.
     public init(
         schedule: Schedule, options: PlayerOptions, timeSource: URL? = nil, seed: UInt64 = UInt64.random(in: 0...UInt64.max),
-        logger: Logger = Logger(label: "marquee.schedule"), journal: ProofOfPlayJournal? = nil
+        logger: Logger = Logger(label: "marquee.schedule"), journal: ProofOfPlayJournal? = nil, cache: ContentCache? = nil
     ) throws(PlayerError) {
         let first = schedule.entry(at: Date())
         guard let playlist = schedule.playlists[first.playlist] else { throw PlayerError(.schedule, "no playlist \"\(first.playlist)\"") }
-        playlistPlayer = try PlaylistPlayer(playlist: playlist, options: options, seed: seed, logger: logger, journal: journal)
+        playlistPlayer = try PlaylistPlayer(playlist: playlist, options: options, seed: seed, logger: logger, journal: journal, cache: cache)
         self.timeSource = timeSource
         self.logger = logger
         inner = Locked(Inner(schedule: schedule))
@@ -80,7 +88,30 @@ public final class SchedulePlayer: Sendable {
         logger.info("schedule entry", metadata: ["entry": "\(entry.source)", "playlist": "\(entry.playlist)", "until": "\(entry.end)"])
         try await playlistPlayer.play()
         let runner = Task { [weak self] () -> Void in await self?.run() }
-        inner.withLock { $0.runner = runner }
+        let prefetcher = playlistPlayer.cache.map { cache in
+            Task { [weak self] () -> Void in
+                while !Task.isCancelled {
+                    guard await self?.prefetch(into: cache) != nil else { return }
+                    try? await Task.sleep(for: .seconds(Self.cacheInterval))
+                }
+            }
+        }
+        inner.withLock {
+            $0.runner = runner
+            $0.prefetcher = prefetcher
+        }
+    }
+
+    /// Fetches into `cache` what the next ``cacheHorizon`` of the schedule plays; returns the
+    /// items fetched.
+    @discardableResult
+    public func prefetch(into cache: ContentCache) async -> Int {
+        let (fetched, failed) = await cache.prefetch(schedule, from: now, horizon: Self.cacheHorizon)
+        if fetched > 0 || !failed.isEmpty {
+            logger.info("content cache", metadata: ["fetched": "\(fetched)", "failed": "\(failed.count)", "bytes": "\(cache.totalBytes)"])
+        }
+        for (url, error) in failed { logger.warning("not cached yet", metadata: ["url": "\(url)", "error": "\(error)"]) }
+        return fetched
     }
 
     /// A new schedule (a refresh): in force at once when it changes what plays now, else from
@@ -91,10 +122,11 @@ public final class SchedulePlayer: Sendable {
 
     /// Stops following the schedule and the playlist player.
     public func stop() async {
-        let runner = inner.withLock { inner in
-            defer { inner.runner = nil }
-            return inner.runner
+        let (runner, prefetcher) = inner.withLock { inner in
+            defer { (inner.runner, inner.prefetcher) = (nil, nil) }
+            return (inner.runner, inner.prefetcher)
         }
+        prefetcher?.cancel()
         runner?.cancel()
         await runner?.value
         await playlistPlayer.stop()

@@ -1,0 +1,130 @@
+import Foundation
+import Marquee
+import MarqueeOrigin
+import TestSupport
+import Testing
+
+/// Offline content: a schedule's images and files fetched ahead from the origin (real HTTP),
+/// kept by content hash, checked against announced hashes, bounded; then played with the
+/// origin stopped.
+@Suite struct ContentCacheTests {
+    /// Images and an MP4 served by the origin's /static, with their SHA-256s.
+    static func media(in dir: URL) throws -> [(name: String, sha256: String)] {
+        var out: [(String, String)] = []
+        for (i, colour) in ["red", "green", "blue", "yellow"].enumerated() {
+            let name = "c\(i).png"
+            _ = try Tools.run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "color=c=\(colour):s=320x240", "-frames:v", "1", dir.appendingPathComponent(name).path])
+            out.append((name, sha256Hex([UInt8](try Data(contentsOf: dir.appendingPathComponent(name))))))
+        }
+        _ = try Tools.run("ffmpeg", [
+            "-v", "error", "-f", "lavfi", "-i", "testsrc2=s=320x240:r=30:d=2", "-c:v", "libx264", "-g", "30", "-pix_fmt", "yuv420p",
+            "-movflags", "+faststart", dir.appendingPathComponent("ad.mp4").path,
+        ])
+        out.append(("ad.mp4", sha256Hex([UInt8](try Data(contentsOf: dir.appendingPathComponent("ad.mp4"))))))
+        return out
+    }
+
+    /// A 30-minute schedule: a default loop of three images, a slot of the fourth 10 minutes
+    /// in, the MP4 as an interrupt (60 s an hour); every item announced with its hash.
+    static func schedule(base: URL, media: [(name: String, sha256: String)], start: Date, badHash: Bool = false) throws -> Schedule {
+        func item(_ i: Int, _ seconds: Double) -> String {
+            let sha = badHash && i == 1 ? String(repeating: "0", count: 64) : media[i].sha256
+            return #"{"id": "\#(media[i].name)", "url": "\#(base.appendingPathComponent(media[i].name).absoluteString)", "duration": \#(seconds), "sha256": "\#(sha)"}"#
+        }
+        let clock = DateFormatter()
+        clock.timeZone = TimeZone(identifier: "UTC")
+        clock.dateFormat = "HH:mm:ss"
+        let json = """
+            {"timeZone": "UTC", "default": "loop",
+             "playlists": {"loop": {"repeat": "all", "items": [\(item(0, 1.5)), \(item(1, 1.5)), \(item(2, 1.5))]},
+                           "slot": {"repeat": "all", "items": [\(item(3, 2))]},
+                           "ads": {"items": [{"id": "ad", "url": "\(base.appendingPathComponent("ad.mp4").absoluteString)", "sha256": "\(media[4].sha256)", "duration": 2}]}},
+             "slots": [{"id": "s", "playlist": "slot", "from": "\(clock.string(from: start.addingTimeInterval(600)))", "to": "\(clock.string(from: start.addingTimeInterval(720)))"}],
+             "interrupts": [{"id": "ads", "playlist": "ads", "secondsPerHour": 60}]}
+            """
+        return try Schedule(json: Data(json.utf8))
+    }
+
+    @Test func aSchedulesContentIsFetchedAheadCheckedAndKept() async throws {
+        let dir = try Tools.tempDirectory("cache-media")
+        let media = try Self.media(in: dir)
+        let origin = try await LivePlaybackTests.origin(staticRoot: dir.path)
+        let base = origin.baseURL.appendingPathComponent("static")
+        let cacheDir = try Tools.tempDirectory("cache")
+        let cache = try ContentCache(directory: cacheDir)
+        let now = Date()
+        // One item announced with a wrong hash: fetched, refused, not kept (and tried again later).
+        let wrong = try Self.schedule(base: base, media: media, start: now, badHash: true)
+        let first = await cache.prefetch(wrong, from: now, horizon: 1800)
+        #expect(first.fetched == 4 && first.failed.count == 1 && first.failed[0].1.code == .media, "\(first)")
+        #expect(!cache.contains(base.appendingPathComponent(media[1].name)))
+        let right = try Self.schedule(base: base, media: media, start: now)
+        #expect(await cache.prefetch(right, from: now, horizon: 1800).fetched == 1)
+        #expect(await cache.prefetch(right, from: now, horizon: 1800).fetched == 0, "kept: nothing fetched again")
+        await origin.stop()
+        // The origin is gone: every image and file the 30 minutes play is there, byte-exact.
+        let needs = ContentCache.needs(right, from: now, horizon: 1800)
+        #expect(needs.count == 5)
+        for item in needs {
+            let bytes = cache.bytes(for: item.url, sha256: item.sha256)
+            #expect(bytes.map(sha256Hex) == item.sha256, "\(item.id)")
+        }
+        // Found again by a new cache on the same directory (a reboot), one object per content.
+        let reopened = try ContentCache(directory: cacheDir)
+        #expect(needs.allSatisfy { reopened.contains($0.url, sha256: $0.sha256) })
+        let objects = try FileManager.default.contentsOfDirectory(atPath: cacheDir.appendingPathComponent("objects").path)
+        #expect(Set(objects) == Set(media.map(\.sha256)), "\(objects)")
+    }
+
+    @Test func theLeastRecentlyUsedUnscheduledContentIsEvicted() async throws {
+        let dir = try Tools.tempDirectory("cache-evict")
+        let media = try Self.media(in: dir)
+        let origin = try await LivePlaybackTests.origin(staticRoot: dir.path)
+        defer { Task { await origin.stop() } }
+        let base = origin.baseURL.appendingPathComponent("static")
+        let sizes = media.map { (try? FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent($0.name).path)[.size] as? Int) ?? 0 }
+        // Room for the MP4 and one image.
+        let cache = try ContentCache(directory: try Tools.tempDirectory("cache-small"), maxBytes: sizes[4] + sizes[0] + 10)
+        for i in [0, 1, 2] { try await cache.fetch(base.appendingPathComponent(media[i].name)) }
+        _ = cache.bytes(for: base.appendingPathComponent(media[0].name))  // used: the most recent
+        try await cache.fetch(base.appendingPathComponent(media[4].name))
+        cache.evict(keeping: [base.appendingPathComponent(media[4].name)])
+        #expect(cache.contains(base.appendingPathComponent(media[4].name)), "scheduled: kept")
+        #expect(cache.contains(base.appendingPathComponent(media[0].name)), "the most recently used: kept")
+        #expect(!cache.contains(base.appendingPathComponent(media[1].name)) && !cache.contains(base.appendingPathComponent(media[2].name)))
+        #expect(cache.totalBytes <= sizes[4] + sizes[0] + 10)
+    }
+
+    /// The schedule played by a ``SchedulePlayer`` with the origin stopped: every item of the
+    /// first 12 s (the loop, the interrupt if it falls there) shows its own picture from the
+    /// cache, none fails.
+    @Test func aScheduleFetchedAheadPlaysWithTheOriginStopped() async throws {
+        let dir = try Tools.tempDirectory("cache-offline")
+        let media = try Self.media(in: dir)
+        let origin = try await LivePlaybackTests.origin(staticRoot: dir.path)
+        let base = origin.baseURL.appendingPathComponent("static")
+        let cache = try ContentCache(directory: try Tools.tempDirectory("cache-offline-store"))
+        let now = Date()
+        let schedule = try Self.schedule(base: base, media: media, start: now)
+        #expect(await cache.prefetch(schedule, from: now, horizon: 1800).failed.isEmpty)
+        await origin.stop()
+        let out = try Tools.tempDirectory("cache-offline-out")
+        let player = try SchedulePlayer(
+            schedule: schedule, options: PlayerOptions(sources: [base], audioOutput: .null, videoOutput: .frames(out.path)), cache: cache)
+        let collected = EventLog()
+        let listener = Task { for await e in player.events { collected.append(e) } }
+        try await player.play()
+        try await Task.sleep(for: .seconds(12))
+        await player.stop()
+        listener.cancel()
+        let failed = collected.events.compactMap { if case .item(let e) = $0, case .failed(let error) = e.kind { "\(e.id): \(error)" } else { nil } }
+        #expect(failed.isEmpty, "\(failed)")
+        let frames = try FramesFile.read(out.appendingPathComponent("frames.tsv"))
+        let runs = FramesFile.runs(frames).map(\.item)
+        #expect(runs.count >= 6 && Set(runs).isSuperset(of: ["c0.png", "c1.png", "c2.png"]), "\(runs)")
+        // Each image's picture is its own colour (the red one: red).
+        let red = try #require(frames.first { $0.item == "c0.png" })
+        let reference = try ReferenceDecode.frames(of: dir.appendingPathComponent("c0.png"))
+        #expect(red.md5 == reference.first?.md5)
+    }
+}
