@@ -53,7 +53,7 @@ public final class ProofOfPlayJournal: Sendable {
         let last = records.last.map { ($0.sequence, $0.hash) } ?? (0, "")
         let uploaded = (try? String(contentsOf: Self.cursorURL(url), encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
         state = Locked(State(fd: fd, last: last, uploaded: min(uploaded, last.0)))
-        Self.syncDirectory(of: url)
+        DurableFile.syncDirectory(of: url)
     }
 
     deinit {
@@ -98,18 +98,11 @@ public final class ProofOfPlayJournal: Sendable {
     /// Notes that the records through `sequence` were delivered: written atomically beside the
     /// journal before it returns.
     public func markUploaded(through sequence: Int) throws(PlayerError) {
-        let cursor = Self.cursorURL(url)
-        let temporary = cursor.appendingPathExtension("tmp")
-        let text = "\(sequence)\n"
-        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw PlayerError(.output, "proof of play: cannot write \(temporary.path)") }
-        let written = text.utf8CString.withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count - 1) }
-        let synced = fsync(fd) == 0
-        close(fd)
-        guard written == text.utf8.count, synced, rename(temporary.path, cursor.path) == 0 else {
-            throw PlayerError(.output, "proof of play: cannot write \(cursor.path)")
+        do {
+            try DurableFile.replace(Array("\(sequence)\n".utf8), at: Self.cursorURL(url))
+        } catch {
+            throw PlayerError(.output, "proof of play: \(error.message)")
         }
-        Self.syncDirectory(of: cursor)
         state.withLock { $0.uploaded = max($0.uploaded, sequence) }
     }
 
@@ -157,12 +150,4 @@ public final class ProofOfPlayJournal: Sendable {
     }
 
     private static func cursorURL(_ url: URL) -> URL { url.appendingPathExtension("uploaded") }
-
-    /// Makes a new name in `url`'s directory durable (a created file, a rename).
-    private static func syncDirectory(of url: URL) {
-        let fd = open(url.deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        _ = fsync(fd)
-        close(fd)
-    }
 }

@@ -2,10 +2,6 @@ public import Foundation
 import MarqueeStreaming
 import NIOCore
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Images and files kept on the box so a schedule plays with the network down: content-
 /// addressed (each object named by its SHA-256, one copy however many URLs share it), written
 /// atomically (a temporary file, `fsync`, `rename`), bounded in size (the least recently used
@@ -166,35 +162,12 @@ public final class ContentCache: Sendable {
     private func store(_ bytes: [UInt8], hash: String) throws(PlayerError) {
         let target = objectURL(hash)
         if FileManager.default.fileExists(atPath: target.path) { return }
-        try Self.writeAtomically(bytes, to: target)
+        try DurableFile.replace(bytes, at: target)
     }
 
     private func saveIndex() throws(PlayerError) {
         let index = state.withLock { $0.index }
         guard let data = try? JSONEncoder().encode(index) else { return }
-        try Self.writeAtomically([UInt8](data), to: directory.appendingPathComponent("index.json"))
-    }
-
-    static func writeAtomically(_ bytes: [UInt8], to target: URL) throws(PlayerError) {
-        let temporary = target.appendingPathExtension("\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp")
-        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw PlayerError(.output, "content cache: cannot write \(temporary.path)") }
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            if n <= 0 { break }
-            offset += n
-        }
-        let synced = fsync(fd) == 0
-        close(fd)
-        guard offset == bytes.count, synced, rename(temporary.path, target.path) == 0 else {
-            unlink(temporary.path)
-            throw PlayerError(.output, "content cache: cannot write \(target.path)")
-        }
-        let dir = open(target.deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dir >= 0 {
-            _ = fsync(dir)
-            close(dir)
-        }
+        try DurableFile.replace([UInt8](data), at: directory.appendingPathComponent("index.json"))
     }
 }
