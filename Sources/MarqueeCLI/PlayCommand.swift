@@ -27,6 +27,12 @@ struct PlayCommand: AsyncParsableCommand {
     @Option(name: .long, help: "With --proof-of-play: this box's name in the records (default: the host name).")
     var box: String?
 
+    @Option(name: .long, help: "With --schedule: keep the images and files of the next 24 h in this directory (fetched ahead; played from there offline).")
+    var cache: String?
+
+    @Option(name: .long, help: "With --cache: its size bound in MiB.")
+    var cacheMib: Int = 2048
+
     @Option(name: .long, help: "With --playlist: play the items whose tags match this expression, e.g. \"(and sport (or food comedy))\".")
     var filter: String?
 
@@ -51,7 +57,10 @@ struct PlayCommand: AsyncParsableCommand {
         if schedule != nil && (!urls.isEmpty || streamId != nil || playlist != nil) {
             throw ValidationError("--schedule plays alone: no manifest URLs, --stream-id or --playlist with it")
         }
-        if (timeSource != nil || proofOfPlay != nil) && schedule == nil { throw ValidationError("--time-source and --proof-of-play need --schedule") }
+        if (timeSource != nil || proofOfPlay != nil || cache != nil) && schedule == nil {
+            throw ValidationError("--time-source, --proof-of-play and --cache need --schedule")
+        }
+        if cacheMib < 1 { throw ValidationError("--cache-mib \(cacheMib): at least 1") }
         if (proofOfPlayUrl != nil || box != nil) && proofOfPlay == nil { throw ValidationError("--proof-of-play-url and --box need --proof-of-play") }
         if playlist != nil && (!urls.isEmpty || streamId != nil) { throw ValidationError("--playlist plays alone: no manifest URLs or --stream-id with it") }
         if playlist == nil && (filter != nil || shuffle || `repeat` != nil) { throw ValidationError("--filter, --shuffle and --repeat need --playlist") }
@@ -95,7 +104,16 @@ struct PlayCommand: AsyncParsableCommand {
                     uploader?.start()
                 }
             }
-            let code = await PlaybackRunner(output: output).play(schedule: read, timeSource: source, journal: journal)
+            var store: ContentCache?
+            if let cache {
+                do {
+                    store = try ContentCache(directory: URL(fileURLWithPath: cache), maxBytes: cacheMib << 20)
+                } catch {
+                    FileHandle.standardError.write(Data("marquee: --cache \(cache): \(error)\n".utf8))
+                    throw ExitCode(1)
+                }
+            }
+            let code = await PlaybackRunner(output: output).play(schedule: read, timeSource: source, journal: journal, cache: store)
             if let uploader {
                 uploader.stop()
                 _ = try? await uploader.upload()  // the last plays, when the endpoint answers
@@ -262,7 +280,7 @@ struct PlaybackRunner {
     }
 
     /// Plays `schedule` (a ``SchedulePlayer``), its clock read from `timeSource`.
-    func play(schedule: Schedule, timeSource: URL?, journal: ProofOfPlayJournal?) async -> Int32 {
+    func play(schedule: Schedule, timeSource: URL?, journal: ProofOfPlayJournal?, cache: ContentCache?) async -> Int32 {
         let logger = makeLogger()
         let streams = schedule.playlists.values.flatMap(\.items).filter { $0.kind == .stream }
         let placeholder = streams.first?.url ?? URL(string: "http://127.0.0.1/")!
@@ -273,7 +291,7 @@ struct PlaybackRunner {
         }
         let schedulePlayer: SchedulePlayer
         do {
-            schedulePlayer = try SchedulePlayer(schedule: schedule, options: options, timeSource: timeSource, logger: logger, journal: journal)
+            schedulePlayer = try SchedulePlayer(schedule: schedule, options: options, timeSource: timeSource, logger: logger, journal: journal, cache: cache)
             try await schedulePlayer.play()
         } catch {
             return fail("\(error)")
