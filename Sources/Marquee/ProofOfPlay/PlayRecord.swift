@@ -34,14 +34,15 @@ public struct PlayRecord: Codable, Sendable, Hashable {
     /// Pictures presented and dropped as late while it played.
     public var framesPresented: Int
     public var framesDropped: Int
-    /// Whether the display was on (not blanked by ``Player/setDisplay(on:)``) when it ended.
+    /// Whether the display was on (not blanked by ``Player/displayOff()``) when it ended.
     public var displayOn: Bool
     /// How its turn ended: `finished` (its length, its end, or its schedule entry's end) or
     /// `skipped` (left by a command or a stop).
     public var outcome: String
     /// The previous record's ``hash`` ("" for the first).
     public var previous: String
-    /// SHA-256 (hex) of ``previous`` and this record's fields (``canonical``).
+    /// SHA-256 (hex) of ``previous`` and this record's fields (as JSON with sorted keys and an
+    /// empty hash).
     public var hash: String
 
     /// A record to append (``ProofOfPlayJournal/append(_:)`` sets its sequence, box and hashes).

@@ -51,7 +51,7 @@ public final class SchedulePlayer: Sendable {
     /// its schedule entry and playlist, timed on the schedule's clock); `cache`: where the
     /// images and files the next ``cacheHorizon`` plays are fetched ahead, every
     /// ``cacheInterval`` (offline play). Throws what
-    /// ``PlaylistPlayer/init(playlist:options:seed:logger:journal:)`` throws.
+    /// ``PlaylistPlayer/init(playlist:options:seed:logger:journal:cache:)`` throws.
     public init(
         schedule: Schedule, options: PlayerOptions, timeSource: URL? = nil, seed: UInt64 = UInt64.random(in: 0...UInt64.max),
         logger: Logger = Logger(label: "marquee.schedule"), journal: ProofOfPlayJournal? = nil, cache: ContentCache? = nil

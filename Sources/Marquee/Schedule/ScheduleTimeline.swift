@@ -30,7 +30,7 @@ public struct ScheduleEntry: Sendable, Hashable, CustomStringConvertible {
 }
 
 extension Schedule {
-    /// One interrupt's part of an hour: ``chunks(of:)``.
+    /// One interrupt's part of an hour: ``hourChunks``.
     public struct Chunk: Sendable, Hashable {
         /// The interrupt's index in ``interrupts``.
         public var interrupt: Int
