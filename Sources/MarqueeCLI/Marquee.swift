@@ -8,7 +8,7 @@ struct MarqueeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "marquee",
         abstract: "Marquee: a live-stream player for set-top boxes, kiosks and signage.",
-        subcommands: [PlayCommand.self, DemoCommand.self, OriginCommand.self, BoardsCommand.self, ScheduleCommand.self]
+        subcommands: [PlayCommand.self, DemoCommand.self, OriginCommand.self, BoardsCommand.self, ScheduleCommand.self, ProofOfPlayCommand.self]
     )
 }
 

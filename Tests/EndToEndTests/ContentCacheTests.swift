@@ -128,3 +128,43 @@ import Testing
         #expect(red.md5 == reference.first?.md5)
     }
 }
+
+/// A schedule replaced while it plays (a refreshed document) that puts another entry in force
+/// now: switched to at once (``SchedulePlayer/replaceLead`` after), not at the old entry's end.
+@Suite struct ScheduleReplacementTests {
+    @Test func aReplacedScheduleTakesEffectAtOnce() async throws {
+        let dir = try Tools.tempDirectory("schedule-replace")
+        for colour in ["red", "green"] {
+            _ = try Tools.run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "color=c=\(colour):s=320x240", "-frames:v", "1", dir.appendingPathComponent("\(colour).png").path])
+        }
+        func schedule(slot: Bool) throws -> Schedule {
+            let clock = DateFormatter()
+            clock.timeZone = TimeZone(identifier: "UTC")
+            clock.dateFormat = "HH:mm:ss"
+            let now = Date()
+            let slots = slot
+                ? #", "slots": [{"id": "news", "playlist": "green", "from": "\#(clock.string(from: now.addingTimeInterval(-60)))", "to": "\#(clock.string(from: now.addingTimeInterval(120)))"}]"#
+                : ""
+            return try Schedule(json: Data("""
+                {"timeZone": "UTC", "default": "red",
+                 "playlists": {"red": {"repeat": "all", "items": [{"id": "red", "url": "\(dir.appendingPathComponent("red.png").absoluteString)", "duration": 60}]},
+                               "green": {"repeat": "all", "items": [{"id": "green", "url": "\(dir.appendingPathComponent("green.png").absoluteString)", "duration": 60}]}}\(slots)}
+                """.utf8))
+        }
+        let out = try Tools.tempDirectory("schedule-replace-out")
+        let player = try SchedulePlayer(schedule: try schedule(slot: false), options: PlayerOptions(sources: [dir], audioOutput: .null, videoOutput: .frames(out.path)))
+        try await player.play()
+        try await Task.sleep(for: .seconds(2))
+        let replaced = Date().timeIntervalSince1970
+        player.replace(with: try schedule(slot: true))
+        try await Task.sleep(for: .seconds(2))
+        #expect(player.entry?.source == .slot("news"))
+        await player.stop()
+        let runs = FramesFile.runs(try FramesFile.read(out.appendingPathComponent("frames.tsv")))
+        #expect(runs.map(\.item) == ["red", "green"], "\(runs.map(\.item))")
+        if runs.count == 2 {
+            let after = runs[1].first.wallTime - replaced
+            #expect(after > 0 && after < SchedulePlayer.replaceLead + 0.6, "switched \(after) s after the replacement")
+        }
+    }
+}

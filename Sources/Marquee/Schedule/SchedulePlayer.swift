@@ -174,7 +174,7 @@ public final class SchedulePlayer: Sendable {
     }
 
     /// Seconds after a replacement of the schedule that changes what is in force its switch comes.
-    static let replaceLead = 0.5
+    public static let replaceLead = 0.5
 
     /// Switches the playlist player to `entry`'s playlist at monotonic `at`, and waits for it.
     private func switchTo(_ entry: ScheduleEntry, at: Double, schedule: Schedule) async {
