@@ -12,7 +12,7 @@ struct PlayCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Play a playlist: a JSON document (file or URL; a URL is refreshed every minute) of {\"items\": [{\"url\": …, \"id\": …, \"tags\": […], \"duration\": …}], \"repeat\": …}.")
     var playlist: String?
 
-    @Option(name: .long, help: "Play a schedule: a JSON document (see `marquee schedule`), followed by the server's clock.")
+    @Option(name: .long, help: "Play a schedule: a JSON document (file or URL; a URL is refreshed every minute; see `marquee schedule`), followed by the server's clock.")
     var schedule: String?
 
     @Option(name: .long, help: "With --schedule: the server clock's source, a URL answering an ISO 8601 time (default: the local clock).")
@@ -72,14 +72,21 @@ struct PlayCommand: AsyncParsableCommand {
 
     func run() async throws {
         if let schedule {
-            let file = URL(fileURLWithPath: schedule)
             let read: Schedule
+            var feed: ScheduleFeed?
             do {
-                read = try Schedule(json: try Data(contentsOf: file), relativeTo: file)
+                if let url = URL(string: schedule), url.scheme == "http" || url.scheme == "https" {
+                    feed = try await ScheduleFeed(url: url)
+                    read = feed!.current
+                } else {
+                    let file = URL(fileURLWithPath: schedule)
+                    read = try Schedule(json: try Data(contentsOf: file), relativeTo: file)
+                }
             } catch {
                 FileHandle.standardError.write(Data("marquee: --schedule \(schedule): \(error)\n".utf8))
                 throw ExitCode(1)
             }
+            defer { feed?.stop() }
             var source: URL?
             if let timeSource {
                 guard let url = URL(string: timeSource), url.scheme == "http" || url.scheme == "https" else {
@@ -113,7 +120,7 @@ struct PlayCommand: AsyncParsableCommand {
                     throw ExitCode(1)
                 }
             }
-            let code = await PlaybackRunner(output: output).play(schedule: read, timeSource: source, journal: journal, cache: store)
+            let code = await PlaybackRunner(output: output).play(schedule: read, feed: feed, timeSource: source, journal: journal, cache: store)
             if let uploader {
                 uploader.stop()
                 _ = try? await uploader.upload()  // the last plays, when the endpoint answers
@@ -280,7 +287,7 @@ struct PlaybackRunner {
     }
 
     /// Plays `schedule` (a ``SchedulePlayer``), its clock read from `timeSource`.
-    func play(schedule: Schedule, timeSource: URL?, journal: ProofOfPlayJournal?, cache: ContentCache?) async -> Int32 {
+    func play(schedule: Schedule, feed: ScheduleFeed?, timeSource: URL?, journal: ProofOfPlayJournal?, cache: ContentCache?) async -> Int32 {
         let logger = makeLogger()
         let streams = schedule.playlists.values.flatMap(\.items).filter { $0.kind == .stream }
         let placeholder = streams.first?.url ?? URL(string: "http://127.0.0.1/")!
@@ -300,7 +307,21 @@ struct PlaybackRunner {
         let outcome = await run(
             schedulePlayer.playlistPlayer.player, events: schedulePlayer.events, eventLog: eventLog, status: status,
             what: "a schedule of \(schedule.playlists.count) playlists"
-        ) { _ in }
+        ) { group in
+            if let feed {
+                group.addTask {
+                    for await fresh in feed.changes.dropFirst() {  // the first is the one playing
+                        schedulePlayer.replace(with: fresh)
+                        status.log("schedule refreshed: \(fresh.playlists.count) playlists, \(fresh.slots.count) slots")
+                    }
+                    return nil
+                }
+                group.addTask {
+                    for await failure in feed.failures { status.log("warning: schedule refresh: \(failure)") }
+                    return nil
+                }
+            }
+        }
         let final = schedulePlayer.playlistPlayer.player.status
         await schedulePlayer.stop()
         status.finish(final)

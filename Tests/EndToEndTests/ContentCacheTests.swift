@@ -168,3 +168,36 @@ import Testing
         }
     }
 }
+
+/// A schedule from a URL (``ScheduleFeed``): fetched over real HTTP, refreshed conditionally, a
+/// change published, a broken document a typed failure while the last good schedule stays.
+@Suite struct ScheduleFeedTests {
+    @Test func aScheduleFeedFollowsItsDocument() async throws {
+        let dir = try Tools.tempDirectory("schedule-feed")
+        let file = dir.appendingPathComponent("schedule.json")
+        func write(_ slotPlaylist: String) throws {
+            try Data("""
+                {"default": "a", "playlists": {"a": {"items": [{"url": "a.png", "duration": 5}]}, "b": {"items": [{"url": "b.png", "duration": 5}]}},
+                 "slots": [{"id": "s", "playlist": "\(slotPlaylist)", "from": "00:00", "to": "00:01"}]}
+                """.utf8).write(to: file)
+        }
+        try write("a")
+        let origin = try await LivePlaybackTests.origin(staticRoot: dir.path)
+        defer { Task { await origin.stop() } }
+        let url = origin.baseURL.appendingPathComponent("static/schedule.json")
+        let feed = try await ScheduleFeed(url: url, interval: 3600)
+        defer { feed.stop() }
+        #expect(feed.current.slots.first?.playlist == "a")
+        #expect(feed.current.playlists["b"]?.items.first?.url == origin.baseURL.appendingPathComponent("static/b.png"), "relative to the feed")
+        #expect(await feed.refresh() == false, "unchanged (a 304)")
+        try await Task.sleep(for: .milliseconds(1100))  // (Last-Modified has a one-second grain)
+        try write("b")
+        #expect(await feed.refresh() == true && feed.current.slots.first?.playlist == "b")
+        try await Task.sleep(for: .milliseconds(1100))
+        try Data(#"{"default": "nope", "playlists": {"a": {"items": [{"url": "a.png"}]}}}"#.utf8).write(to: file)
+        var failures = feed.failures.makeAsyncIterator()
+        #expect(await feed.refresh() == false && feed.current.slots.first?.playlist == "b", "the last good schedule stays")
+        let failure = await failures.next()
+        #expect(failure?.code == .schedule && failure?.message.contains("default") == true, "\(String(describing: failure))")
+    }
+}

@@ -117,7 +117,7 @@ public struct ScheduleEvent: Sendable, Hashable {
 /// ISO 8601 with an offset or `Z`. Playlists are ``Playlist/init(json:relativeTo:)``'s
 /// documents; item URLs are resolved against the schedule's. Every problem is a
 /// ``PlayerError/Code-swift.struct/schedule`` error naming where it is.
-public struct Schedule: Sendable {
+public struct Schedule: Sendable, Equatable {
     public var timeZone: TimeZone
     /// The playlists, by name.
     public var playlists: [String: Playlist]
