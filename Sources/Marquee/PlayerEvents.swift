@@ -122,6 +122,9 @@ public enum PlayerEvent: Sendable, Hashable {
     /// A playlist item's analytics (``PlaylistPlayer``): started, shown, a quartile, finished,
     /// skipped, failed.
     case item(PlaylistItemEvent)
+    /// A schedule's entry came into force (``SchedulePlayer``): at its switch, and the first
+    /// one at ``SchedulePlayer/play()``.
+    case scheduleEntry(ScheduleEntry)
 }
 
 /// The events of one player, oldest first. Bounded: when a consumer falls behind, the oldest

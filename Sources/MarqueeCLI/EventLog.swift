@@ -68,6 +68,9 @@ final class EventLog: @unchecked Sendable {  // used by one task (the event watc
         case .adStarted(let a): return ["type": "adStarted", "ad": ad(a)]
         case .adFinished(let a): return ["type": "adFinished", "ad": ad(a)]
         case .ended: return ["type": "ended"]
+        case .scheduleEntry(let e):
+            return ["type": "scheduleEntry", "source": e.source.description, "playlist": e.playlist,
+                    "start": e.start.timeIntervalSince1970, "end": e.end.timeIntervalSince1970]
         case .item(let e):
             var out: [String: Any] = ["type": "item", "event": e.kind.name, "id": e.id, "index": e.index, "serverTime": e.serverTime]
             if let t = e.mediaTime { out["mediaTime"] = t }

@@ -460,6 +460,8 @@ struct PlaybackRunner {
             case .ended:
                 status.log("stream ended")
                 return 0
+            case .scheduleEntry(let e):
+                status.log("schedule: \(e.source) (playlist \(e.playlist)) until \(e.end)")
             case .item(let e):
                 var line = "item \(e.index) \"\(e.id)\": \(e.kind.name)"
                 if case .quartile(let q) = e.kind { line += " \(q) %" }

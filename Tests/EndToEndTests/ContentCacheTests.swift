@@ -153,6 +153,9 @@ import Testing
         }
         let out = try Tools.tempDirectory("schedule-replace-out")
         let player = try SchedulePlayer(schedule: try schedule(slot: false), options: PlayerOptions(sources: [dir], audioOutput: .null, videoOutput: .frames(out.path)))
+        let collected = EventLog()
+        let listener = Task { for await e in player.events { collected.append(e) } }
+        defer { listener.cancel() }
         try await player.play()
         try await Task.sleep(for: .seconds(2))
         let replaced = Date().timeIntervalSince1970
@@ -161,6 +164,8 @@ import Testing
         try await Task.sleep(for: .milliseconds(500))
         #expect(player.entry?.source == .slot("news"))
         await player.stop()
+        let entries = collected.events.compactMap { if case .scheduleEntry(let e) = $0 { e.source } else { nil } }
+        #expect(entries == [.defaultPlaylist, .slot("news")], "scheduleEntry events: \(entries)")
         let runs = FramesFile.runs(try FramesFile.read(out.appendingPathComponent("frames.tsv")))
         #expect(runs.map(\.item) == ["red", "green"], "\(runs.map(\.item))")
         if runs.count == 2 {

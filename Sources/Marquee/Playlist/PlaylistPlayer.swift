@@ -302,6 +302,9 @@ public final class PlaylistPlayer: Sendable {
     /// Times proof of play on a server clock: server Unix seconds = monotonic + `offset`.
     func setClockOffset(_ offset: Double) { inner.withLock { $0.clockOffset = offset } }
 
+    /// Sends `event` on ``events`` (a schedule's).
+    func announce(_ event: PlayerEvent) { sink.send(event) }
+
     /// The pending switch's monotonic time, nil without one.
     private var cutAt: Double? { inner.withLock { $0.switches.first?.at } }
 

@@ -86,6 +86,7 @@ public final class SchedulePlayer: Sendable {
         }
         inner.withLock { $0.entry = entry }
         logger.info("schedule entry", metadata: ["entry": "\(entry.source)", "playlist": "\(entry.playlist)", "until": "\(entry.end)"])
+        playlistPlayer.announce(.scheduleEntry(entry))
         try await playlistPlayer.play()
         let runner = Task { [weak self] () -> Void in await self?.run() }
         let prefetcher = playlistPlayer.cache.map { cache in
@@ -184,5 +185,6 @@ public final class SchedulePlayer: Sendable {
         if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(wait * 1000) + 1)) }
         inner.withLock { $0.entry = entry }
         logger.info("schedule entry", metadata: ["entry": "\(entry.source)", "playlist": "\(entry.playlist)", "until": "\(entry.end)"])
+        playlistPlayer.announce(.scheduleEntry(entry))
     }
 }
