@@ -192,6 +192,19 @@ def config_seeds():
     seed("config", '{"sources": ["http://a.example/\\u00e9t\\u00e9.mpd"], "advanced": {"sync": {"targetLatency": 1e-3}}}')
 
 
+def schedule_seeds():
+    playlists = ('"playlists": {"main": {"items": [{"url": "https://cdn.example/live.mpd", "id": "live"}]},'
+                 ' "ads": {"items": [{"url": "ad.mp4", "duration": 15}, {"url": "ad2.mp4", "duration": 15}], "repeat": "all"},'
+                 ' "night": {"items": [{"url": "closed.png", "duration": 60}], "repeat": "all"}}')
+    seed("schedule", '{"timeZone": "Europe/Amsterdam", "default": "main", ' + playlists +
+         ', "slots": [{"id": "n", "playlist": "night", "days": ["fri", "sat"], "from": "22:00", "to": "06:00", "startDate": "2026-03-28",'
+         ' "endDate": "2026-10-25", "priority": 2}], "interrupts": [{"id": "a", "playlist": "ads", "secondsPerHour": 360, "from": "08:00",'
+         ' "to": "20:00"}], "events": [{"id": "e", "playlist": "night", "start": "2027-01-15T12:00:00+01:00", "duration": 600}]}')
+    seed("schedule", '{"default": "main", ' + playlists + '}')
+    seed("schedule", '{"timeZone": "America/New_York", "default": "ads", ' + playlists +
+         ', "interrupts": [{"playlist": "night", "secondsPerHour": 3000}, {"playlist": "ads", "secondsPerHour": 600}]}')
+
+
 def misc_seeds(made):
     texts = {
         0: ["PT2S", "PT0H0M8.000S", "P1DT2H", "-PT1.5S", "P1Y2M3W4DT5H6M7,5S", "PT1,5S"],
@@ -250,6 +263,7 @@ mpd_seeds()
 hls_seeds(made)
 event_seeds(made)
 config_seeds()
+schedule_seeds()
 misc_seeds(made)
 segment_seeds(made)
 regressions()

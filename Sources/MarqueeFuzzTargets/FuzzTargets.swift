@@ -23,6 +23,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case emsg
     /// `MarqueeConfig.parse` and the options made of it.
     case config
+    /// `Schedule(json:)`, then a day of its timeline, its hour's chunks and an hour of plays.
+    case schedule
     /// The small readers: ISO 8601 durations, xs:dateTime, HTTP dates, segment shape,
     /// transport stream timestamps, fMP4 decode time, segment template expansion.
     case misc
@@ -36,6 +38,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .scte35: fuzzSCTE35(bytes)
         case .emsg: fuzzEventMessage(bytes)
         case .config: fuzzConfig(bytes)
+        case .schedule: fuzzSchedule(bytes)
         case .misc: fuzzMisc(bytes)
         }
     }
@@ -122,6 +125,14 @@ private func fuzzEventMessage(_ bytes: [UInt8]) {
 private func fuzzConfig(_ bytes: [UInt8]) {
     guard let config = try? MarqueeConfig.parse(Data(bytes)) else { return }
     _ = PlayerOptions(config: config)
+}
+
+private func fuzzSchedule(_ bytes: [UInt8]) {
+    guard let schedule = try? Schedule(json: Data(bytes)) else { return }
+    _ = schedule.hourChunks
+    _ = schedule.timeline(from: now, to: now.addingTimeInterval(86_400))
+    _ = schedule.entry(at: now)
+    _ = schedule.plays(from: now, to: now.addingTimeInterval(3600))
 }
 
 private func fuzzMisc(_ bytes: [UInt8]) {

@@ -56,7 +56,7 @@ extension Schedule {
             let at = "slots[\(index)]"
             return ScheduleSlot(
                 id: try Self.string(o, "id", at) ?? String(index + 1), playlist: try Self.required(o, "playlist", at),
-                when: try Self.recurrence(o, at), priority: try Self.number(o, "priority", at).map { Int($0) } ?? 0)
+                when: try Self.recurrence(o, at), priority: try Self.priority(o, at))
         }
         let interrupts = try Self.list(top, "interrupts").enumerated().map { (index, o) throws(PlayerError) in
             let at = "interrupts[\(index)]"
@@ -98,6 +98,12 @@ extension Schedule {
             throw PlayerError(.schedule, "\(at).\(key): a number")
         }
         return n.doubleValue
+    }
+
+    private static func priority(_ o: [String: Any], _ at: String) throws(PlayerError) -> Int {
+        guard let value = try number(o, "priority", at) else { return 0 }
+        guard value.magnitude <= 1_000_000 else { throw PlayerError(.schedule, "\(at).priority: \(value) is outside ±1000000") }
+        return Int(value.rounded(.down))
     }
 
     private static let dayNames = ["sun": 1, "mon": 2, "tue": 3, "wed": 4, "thu": 5, "fri": 6, "sat": 7]

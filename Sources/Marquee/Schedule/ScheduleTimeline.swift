@@ -50,7 +50,7 @@ extension Schedule {
         guard !interrupts.isEmpty else { return [] }
         let counts = interrupts.map { interrupt -> Int in
             guard let pass = playlists[interrupt.playlist]?.passLength, pass > 0 else { return 1 }
-            return max(1, Int((interrupt.secondsPerHour / pass).rounded()))
+            return min(Self.maxChunks, max(1, Int((interrupt.secondsPerHour / pass).rounded())))
         }
         let total = counts.reduce(0, +)
         var credit = [Int](repeating: 0, count: counts.count)
@@ -70,6 +70,10 @@ extension Schedule {
             return Chunk(interrupt: i, offset: at, length: length)
         }
     }
+
+    /// The most chunks an interrupt takes in an hour (one every 30 s): a playlist of very short
+    /// items gets longer chunks rather than thousands of switches.
+    public static let maxChunks = 120
 
     /// What is in force at `time` (the server's clock), with when it began (looked for up to
     /// a day back) and when it ends (up to two days ahead).
