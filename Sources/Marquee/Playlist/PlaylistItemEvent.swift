@@ -19,7 +19,8 @@ public struct PlaylistItemEvent: Sendable, Hashable {
         /// 25, 50, 75 or 100 % of an on-demand item (or of a capped one's ``PlaylistItem/duration``)
         /// was presented: fired when the picture at that media time is.
         case quartile(Int)
-        /// It played to its end, or for its ``PlaylistItem/playingTime``.
+        /// It played to its end, or for its ``PlaylistItem/playingTime``, or until its schedule
+        /// entry ended (``SchedulePlayer``).
         case finished
         /// It was left before its end: ``PlaylistPlayer/next()``, ``PlaylistPlayer/previous()``,
         /// a jump, or ``PlaylistPlayer/stop()``.
