@@ -153,9 +153,10 @@ def check_screens(snaps, exp):
 
 
 def check_audio(capture, reference):
-    """Every non-silent captured frame must belong to a bit-exact run of the decoded track.
-    Runs are found by re-aligning after each discontinuity (a skip or inserted silence, which
-    the player does when starved under TCG); the runs and gaps are reported."""
+    """Every non-silent captured frame must belong to a bit-exact run of the decoded track, but
+    for the fades at each discontinuity. Runs are found by re-aligning after each discontinuity
+    (a skip or inserted silence, which the player does when starved under TCG); the runs and
+    gaps are reported."""
     if not os.path.exists(capture):
         print("  alsa: no capture")
         return False
@@ -184,7 +185,10 @@ def check_audio(capture, reference):
           "capture %d frames" % (exact, exact / 48000, len(runs), unmatched, len(cap) // fb))
     for c, r, n in runs[:6]:
         print("    run at capture %.3f s = track %.3f s, %.3f s long" % (c / 48000, r / 48000, n / 48000))
-    return exact >= 3 * 48000 and unmatched <= 192  # snd-aloop's drain jiffy at the very end
+    # Not bit-exact: snd-aloop's drain jiffy at the very end (up to 192 frames), and at each
+    # discontinuity the player's 5 ms fades (the last frame heard faded out, the next sound faded
+    # in: up to 2 × 240 frames at 48 kHz; a CI run read 240 for one skip under TCG).
+    return exact >= 3 * 48000 and unmatched <= 192 + 480 * max(0, len(runs) - 1)
 
 
 def main():
