@@ -118,6 +118,21 @@ import Testing
         #expect(abs(counted[.interrupt("ads")]! - 360) < 3.6 && abs(counted[.interrupt("promo")]! - 36) < 0.36, "\(counted)")
     }
 
+    /// An interrupt over a playlist of 1-ms items: its hour in at most ``Schedule/maxChunks``
+    /// chunks (not 360,000), still exactly its share.
+    @Test func anInterruptOfTinyItemsTakesBoundedChunks() throws {
+        let json = """
+            {"default": "main", "playlists": {"main": {"items": [{"url": "m.png", "duration": 60}]},
+                                              "tiny": {"items": [{"url": "t.png", "duration": 0.001}], "repeat": "all"}},
+             "interrupts": [{"id": "tiny", "playlist": "tiny", "secondsPerHour": 360}]}
+            """
+        let s = try Schedule(json: Data(json.utf8))
+        #expect(s.hourChunks.count == Schedule.maxChunks)
+        let hour = s.timeline(from: Self.at("2026-12-01T09:00:00Z"), to: Self.at("2026-12-01T10:00:00Z"))
+        let share = hour.filter { $0.source == .interrupt("tiny") }.map { $0.end.timeIntervalSince($0.start) }.reduce(0, +)
+        #expect(abs(share - 360) < 1e-6, "\(share) s")
+    }
+
     @Test func aScheduleIsTheSameFunctionOfTimeOnEveryBox() throws {
         let body = #""slots": [{"id": "lunch", "playlist": "lunch", "from": "12:00", "to": "13:00"}], "interrupts": [{"id": "ads", "playlist": "ads", "secondsPerHour": 120}]"#
         let (a, b) = (try Self.schedule(body), try Self.schedule(body))
@@ -138,6 +153,7 @@ import Testing
         (#""events": [{"playlist": "launch", "start": "tomorrow", "duration": 5}]"#, "events[0].start"),
         (#""slots": [{"playlist": "lunch", "priority": "high"}]"#, "slots[0].priority: a number"),
         (#""slots": [{"id": "x", "playlist": "lunch"}, {"id": "x", "playlist": "night"}]"#, "used twice"),
+        (#""slots": [{"playlist": "lunch", "priority": 1e300}]"#, "slots[0].priority: 1e+300 is outside"),
     ])
     func aBadScheduleIsATypedErrorSayingWhere(_ body: String, _ says: String) throws {
         #expect {
