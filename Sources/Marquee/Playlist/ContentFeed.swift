@@ -1,6 +1,4 @@
 public import Foundation
-import MarqueeStreaming
-import NIOCore
 
 /// A content source: a feed URL that answers a playlist (the JSON document of
 /// ``Playlist/init(json:relativeTo:)``), kept fresh like the remote config — refetched every
@@ -29,21 +27,19 @@ public final class ContentFeed: Sendable {
     /// `interval` seconds (1…86400, 60 by default; out of range:
     /// ``PlayerError/Code/invalidArgument``) until ``stop()``.
     public init(url: URL, filter: TagFilter? = nil, interval: Double = 60, httpHeaders: [String: String] = [:]) async throws(PlayerError) {
-        guard interval.isFinite, interval >= 1, interval <= 86_400 else {
-            throw PlayerError(.invalidArgument, "feed refresh interval \(interval) s is outside 1…86400")
-        }
-        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
-            throw PlayerError(.invalidArgument, "feed \(url.absoluteString): only http and https feeds are fetched")
-        }
         self.url = url
         self.interval = interval
         self.filter = filter
-        let fetcher = RemoteConfig.fetcher(httpHeaders)
-        guard let (playlist, validators) = try await Self.fetch(url, fetcher: fetcher, validators: nil, filter: filter) else {
-            throw PlayerError(.network, "\(url.absoluteString) answered 304 to an unconditional request")
-        }
-        refresher = DocumentRefresher(first: playlist, validators: validators, interval: interval) { (validators) throws(PlayerError) in
-            try await Self.fetch(url, fetcher: fetcher, validators: validators, filter: filter)
+        refresher = try await DocumentRefresher.following(
+            url, what: "feed", interval: interval, httpHeaders: httpHeaders, maxBytes: Playlist.maxDocumentBytes
+        ) { (body) throws(PlayerError) in
+            let playlist: Playlist
+            do throws(PlayerError) {
+                playlist = try Playlist(json: body, relativeTo: url)
+            } catch {
+                throw PlayerError(.playlist, "feed \(url.absoluteString): \(error.message)")
+            }
+            return filter.map { playlist.filtered(by: $0) } ?? playlist
         }
     }
 
@@ -56,26 +52,4 @@ public final class ContentFeed: Sendable {
 
     /// Stops refreshing.
     public func stop() { refresher.stop() }
-
-    /// The feed's playlist, filtered (nil: not modified since `validators`).
-    private static func fetch(
-        _ url: URL, fetcher: HTTPFetcher, validators: DocumentValidators?, filter: TagFilter?
-    ) async throws(PlayerError) -> (Playlist, DocumentValidators)? {
-        let result: FetchResult
-        do {
-            guard let answered = try await DocumentValidators.get(url, fetcher: fetcher, validators: validators, maxBytes: Playlist.maxDocumentBytes) else {
-                return nil
-            }
-            result = answered
-        } catch {
-            throw PlayerError(.network, "feed \(error.description)")
-        }
-        let playlist: Playlist
-        do {
-            playlist = try Playlist(json: Data(result.body.readableBytesView), relativeTo: url)
-        } catch {
-            throw PlayerError(.playlist, "feed \(url.absoluteString): \(error.message)")
-        }
-        return (filter.map { playlist.filtered(by: $0) } ?? playlist, DocumentValidators(result))
-    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import MarqueeStreaming
+import NIOCore
 
 /// A server's validators of a document (`ETag`, `Last-Modified`), sent back on the next request
 /// so that an unchanged document costs a `304`.
@@ -97,5 +98,42 @@ final class DocumentRefresher<Value: Sendable & Equatable, Failure: Error & Send
         state.withLock { $0.task?.cancel() }
         changesSink.finish()
         failuresSink.finish()
+    }
+}
+
+extension DocumentRefresher where Failure == PlayerError {
+    /// A document at an http(s) `url`, fetched now (unconditionally) and refreshed every
+    /// `interval` seconds (1…86400) with conditional requests: the content feed's and the
+    /// schedule feed's. `what` names it in errors (`feed`, `schedule`); `parse` reads a body
+    /// into the value (its error is the document's). A network failure is
+    /// ``PlayerError/Code-swift.struct/network``, a bad interval or URL
+    /// ``PlayerError/Code-swift.struct/invalidArgument``.
+    static func following(
+        _ url: URL, what: String, interval: Double, httpHeaders: [String: String], maxBytes: Int,
+        parse: @escaping @Sendable (Data) throws(PlayerError) -> Value
+    ) async throws(PlayerError) -> DocumentRefresher {
+        guard interval.isFinite, interval >= 1, interval <= 86_400 else {
+            throw PlayerError(.invalidArgument, "\(what) refresh interval \(interval) s is outside 1…86400")
+        }
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            throw PlayerError(.invalidArgument, "\(what) \(url.absoluteString): only http and https are fetched")
+        }
+        let fetcher = RemoteConfig.fetcher(httpHeaders)
+        let fetch: Fetch = { (validators) throws(PlayerError) in
+            let result: FetchResult
+            do throws(FetchError) {
+                guard let answered = try await DocumentValidators.get(url, fetcher: fetcher, validators: validators, maxBytes: maxBytes) else {
+                    return nil
+                }
+                result = answered
+            } catch {
+                throw PlayerError(.network, "\(what) \(error.description)")
+            }
+            return (try parse(Data(result.body.readableBytesView)), DocumentValidators(result))
+        }
+        guard let (first, validators) = try await fetch(nil) else {
+            throw PlayerError(.network, "\(url.absoluteString) answered 304 to an unconditional request")
+        }
+        return DocumentRefresher(first: first, validators: validators, interval: interval, fetch: fetch)
     }
 }
