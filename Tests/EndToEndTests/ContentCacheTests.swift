@@ -109,8 +109,10 @@ import Testing
         #expect(await cache.prefetch(schedule, from: now, horizon: 1800).failed.isEmpty)
         await origin.stop()
         let out = try Tools.tempDirectory("cache-offline-out")
+        let journal = try ProofOfPlayJournal(url: out.appendingPathComponent("plays.jsonl"), box: "offline")
         let player = try SchedulePlayer(
-            schedule: schedule, options: PlayerOptions(sources: [base], audioOutput: .null, videoOutput: .frames(out.path)), cache: cache)
+            schedule: schedule, options: PlayerOptions(sources: [base], audioOutput: .null, videoOutput: .frames(out.path)), journal: journal,
+            cache: cache)
         let collected = EventLog()
         let listener = Task { for await e in player.events { collected.append(e) } }
         try await player.play()
@@ -126,6 +128,11 @@ import Testing
         let red = try #require(frames.first { $0.item == "c0.png" })
         let reference = try ReferenceDecode.frames(of: dir.appendingPathComponent("c0.png"))
         #expect(red.md5 == reference.first?.md5)
+        // Proof of play names each content by the hash its bytes have.
+        var hashes = Dictionary(media.map { ($0.name, $0.sha256) }, uniquingKeysWith: { a, _ in a })
+        hashes["ad"] = media[4].sha256  // (the interrupt's item, if its chunk falls in these 12 s)
+        let records = journal.records(after: 0)
+        #expect(records.count >= 5 && records.allSatisfy { $0.contentHash == hashes[$0.item] }, "\(records.map { ($0.item, $0.contentHash ?? "-") })")
     }
 }
 

@@ -566,7 +566,10 @@ public final class PlaylistPlayer: Sendable {
         }
         let before = player.status.framesPresented
         if journal != nil {
-            let hashing = Task.detached { sha256Hex(bytes) }
+            // Known already when read (checked against the announced hash, or kept by it in the
+            // cache): not hashed twice.
+            let known = item.sha256 ?? (item.url.isFileURL ? nil : cache?.sha256(of: item.url))
+            let hashing = known.map { hash in Task { hash } } ?? Task.detached { sha256Hex(bytes) }
             inner.withLock { $0.tracking?.contentHash = hashing }
         }
         let due: Double  // when its first picture is due: its time counts from there

@@ -62,6 +62,9 @@ public final class ContentCache: Sendable {
         state.withLock { state in state.index[url.absoluteString].map { sha256 == nil || $0.sha256 == sha256 } ?? false }
     }
 
+    /// The SHA-256 of `url`'s kept bytes, nil when they are not kept.
+    public func sha256(of url: URL) -> String? { state.withLock { $0.index[url.absoluteString]?.sha256 } }
+
     /// `url`'s bytes from the cache, nil when they are not kept, do not match `sha256` (when
     /// given) or no longer match their own hash on disk.
     public func bytes(for url: URL, sha256: String? = nil) -> [UInt8]? {
