@@ -20,6 +20,7 @@ let package = Package(
     products: [
         .library(name: "Marquee", targets: ["Marquee"]),
         .library(name: "MarqueeOrigin", targets: ["MarqueeOrigin"]),
+        .library(name: "MarqueeVenue", targets: ["MarqueeVenue"]),
         .executable(name: "marquee", targets: ["MarqueeCLI"]),
     ],
     dependencies: [
@@ -28,6 +29,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.24.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
+        // HTTP field names for the venue proxy (already built for Hummingbird).
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         // SHA-256 (proof of play's chain, content hashes); already built for async-http-client's TLS.
         .package(url: "https://github.com/apple/swift-crypto", "3.12.0"..<"5.0.0"),
@@ -74,7 +77,7 @@ let package = Package(
         .target(
             name: "Marquee",
             dependencies: [
-                "MarqueeBridge", "MarqueeStreaming",
+                "MarqueeBridge", "MarqueeStreaming", "MarqueeVenue",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -94,12 +97,29 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
+        .target(
+            name: "MarqueeVenue",
+            dependencies: [
+                "MarqueeStreaming",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         .executableTarget(
             name: "MarqueeCLI",
             dependencies: [
-                "Marquee", "MarqueeOrigin",
+                "Marquee", "MarqueeOrigin", "MarqueeVenue",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -2,6 +2,7 @@ public import Foundation
 public import Logging
 import MarqueeBridge
 import MarqueeStreaming
+public import MarqueeVenue
 
 /// Plays one live (or on-demand) DASH or HLS stream from a list of sources.
 ///
@@ -22,6 +23,9 @@ public final class Player: Sendable {
     let logger: Logger
     let fetcher: HTTPFetcher
     let inner: Locked<Inner>
+    /// The venue proxy the sources play through (``PlayerOptions/venue``), started by the first
+    /// ``play()``, stopped by ``stop()``.
+    let venue: VenueProxy?
 
     struct Inner {
         var options: PlayerOptions
@@ -99,7 +103,9 @@ public final class Player: Sendable {
     /// at `startAt`). Before that (nothing has played yet), only the manifest and clock are ready.
     /// `startAt` nil: not known yet (a file item playing to its end): a live source is only
     /// loaded ahead, not decoded (its entry depends on when it starts).
-    func prepare(_ source: URL, targetLatency: Double?, startAt: Double?) async throws(PlayerError) {
+    func prepare(_ upstream: URL, targetLatency: Double?, startAt: Double?) async throws(PlayerError) {
+        try await startVenue()
+        let source = routed(upstream)
         var options = self.options
         options.sources = [source]
         if let target = targetLatency ?? inner.withLock({ $0.targetLatency }) { options.targetLatency = target }
@@ -148,7 +154,7 @@ public final class Player: Sendable {
             return inner.staged
         }
         guard let staged else { return nil }
-        if staged.source == sources.first, Monotonic.now() - staged.startMono < PreparedSource.maxAge { return staged }
+        if staged.source == sources.first.map(routed), Monotonic.now() - staged.startMono < PreparedSource.maxAge { return staged }
         await staged.discard()
         return nil
     }
@@ -157,6 +163,14 @@ public final class Player: Sendable {
     /// ``PlayerError/Code-swift.struct/invalidOptionsSources`` when they cannot be used.
     public init(options: PlayerOptions, logger: Logger = Logger(label: "marquee.player")) throws(PlayerError) {
         inner = Locked(Inner(options: try options.validated()))
+        if var configuration = options.venue {
+            configuration.upstreams += options.sources.compactMap { url in url.host.map { $0 + (url.port.map { ":\($0)" } ?? "") } }
+            do { venue = try VenueProxy(configuration: configuration, logger: logger) } catch {
+                throw PlayerError(.invalidOptions, "venue: \(error.message)")
+            }
+        } else {
+            venue = nil
+        }
         self.logger = logger
         (events, sink) = PlayerEvents.make()
         fetcher = HTTPFetcher(headers: options.httpHeaders.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
@@ -328,7 +342,9 @@ public final class Player: Sendable {
             defer { inner.prepared = nil }
             return (inner.mixer, inner.reports?.input, inner.prepared)
         }
-        for (index, source) in options.sources.enumerated() {
+        try await startVenue()
+        for (index, upstream) in options.sources.enumerated() {
+            let source = routed(upstream)
             // With a backup behind it, a source is tried once (the backup waits); the last one
             // gets the manifest's retries.
             var policy = FetchPolicy.manifest
@@ -600,7 +616,37 @@ public final class Player: Sendable {
 
     /// The source playing: the first of ``PlayerOptions/sources`` that played, or a backup;
     /// nil before one loaded.
-    public var source: URL? { inner.withLock { $0.session?.source } }
+    public var source: URL? {
+        inner.withLock { $0.session?.source }.map { local in venue?.upstreamURL(for: local) ?? local }
+    }
+
+    /// What the player plays when it plays through a venue proxy (``PlayerOptions/venue``):
+    /// the proxy's URL of the playing source, which any other player on this box may play too.
+    /// Nil without a venue or before a source plays.
+    public var localManifestUrl: URL? {
+        guard venue != nil else { return nil }
+        return inner.withLock { $0.session?.source }
+    }
+
+    /// The venue proxy's figures (bytes from the CDN and from peers, peers, fallbacks, bans);
+    /// nil without a venue.
+    public var venueStatistics: VenueStatistics? { venue?.statistics }
+
+    /// `url` as the player fetches it: through the venue proxy when there is one and it serves
+    /// `url`'s host.
+    func routed(_ url: URL) -> URL {
+        guard let venue, venue.port != nil else { return url }
+        if let host = url.host { venue.addUpstream(host + (url.port.map { ":\($0)" } ?? "")) }
+        return (try? venue.localURL(for: url)) ?? url
+    }
+
+    /// Starts the venue proxy if there is one and it is not running.
+    func startVenue() async throws(PlayerError) {
+        guard let venue, venue.port == nil else { return }
+        do { _ = try await venue.start() } catch {
+            throw PlayerError(.network, "venue proxy: \(error)")
+        }
+    }
     /// Live or on demand, by the manifest (unknown before one loaded).
     public var streamType: StreamType {
         guard let mpd = inner.withLock({ $0.session?.mpd }) else { return .unknown }
@@ -848,6 +894,7 @@ public final class Player: Sendable {
     /// Stops playback and closes the outputs (the WAV file and frames.tsv are complete after it).
     public func stop() async {
         await discardStaged()
+        await venue?.stop()
         let (task, core, supervisor) = inner.withLock { inner -> (Task<Void, Never>?, CoreHandle?, Task<Void, Never>?) in
             defer {
                 inner.task = nil

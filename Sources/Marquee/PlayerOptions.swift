@@ -1,5 +1,6 @@
 public import Foundation
 import MarqueeStreaming
+public import MarqueeVenue
 
 /// Where audio goes. The C spelling is the output spec string (`alsa:default`, `wav:/tmp/x.wav`, `null`).
 public struct AudioOutput: Sendable, Hashable, CustomStringConvertible {
@@ -181,6 +182,12 @@ public struct PlayerOptions: Sendable {
     /// at 30 fps). More rides out longer decoder stalls at 1.4 MB (720p) to 3.1 MB (1080p) each.
     public var videoQueueFrames: Int = 0
 
+    /// Play through a venue proxy in this process (nil: straight from the sources). The
+    /// player plays ``Player/localManifestUrl``; the proxy serves the configured upstreams and
+    /// the sources' hosts, and shares segments with the venue's other boxes as
+    /// ``VenueConfiguration/sharing`` allows. Statistics: ``Player/venueStatistics``.
+    public var venue: VenueConfiguration?
+
     /// Options for playing `sources` (main first, then backups); `targetLatency` in seconds
     /// behind live (0…300, 0 disables sync); `rotation` in degrees clockwise (0, 90, 180,
     /// 270). The other fields start at their documented defaults. Nothing is checked here:
@@ -247,6 +254,10 @@ public struct PlayerOptions: Sendable {
             guard (1...35).contains(language.count), language.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }) else {
                 throw PlayerError(.invalidOptions, "audioLanguage \"\(language)\" is not a language tag (letters, digits and -, at most 35)")
             }
+        }
+        if var venue {
+            venue.upstreams += sources.compactMap { url in url.host.map { $0 + (url.port.map { ":\($0)" } ?? "") } }
+            do { _ = try venue.validated() } catch { throw PlayerError(.invalidOptions, "venue: \(error.message)") }
         }
         guard (0...64).contains(decodeThreads) else {
             throw PlayerError(.invalidOptions, "decodeThreads \(decodeThreads) is outside 0…64")

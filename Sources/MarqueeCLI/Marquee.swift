@@ -1,4 +1,5 @@
 import ArgumentParser
+import MarqueeVenue
 import Foundation
 import Logging
 import Marquee
@@ -8,7 +9,7 @@ struct MarqueeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "marquee",
         abstract: "Marquee: a live-stream player for set-top boxes, kiosks and signage.",
-        subcommands: [PlayCommand.self, DemoCommand.self, OriginCommand.self, BoardsCommand.self, ScheduleCommand.self, ProofOfPlayCommand.self]
+        subcommands: [PlayCommand.self, DemoCommand.self, OriginCommand.self, BoardsCommand.self, ScheduleCommand.self, ProofOfPlayCommand.self, ProxyCommand.self]
     )
 }
 
@@ -58,6 +59,40 @@ struct OutputOptions: ParsableArguments {
 
     @Option(name: .long, help: "Write every player event to this file as one JSON line: {\"wall_time\": unix seconds, \"type\": …, fields}.")
     var events: String?
+
+    @Option(name: .long, help: "Play through a venue proxy in this process, sharing segments with the venue's other boxes: never, onlyOnLAN or always.")
+    var venue: String?
+
+    @Option(name: .long, help: "With --venue: the proxy's listening address (default 0.0.0.0 when sharing, else 127.0.0.1).")
+    var venueHost: String?
+
+    @Option(name: .long, help: "With --venue: the proxy's port (default: any free one; peers need a known one).")
+    var venuePort: Int = 0
+
+    @Option(name: .long, help: "With --venue: a peer box's proxy, host:port (repeat for several).")
+    var peer: [String] = []
+
+    @Option(name: .long, help: "With --venue: this box's name among its peers (default: the host name).")
+    var venueBox: String?
+
+    @Option(name: .long, help: "With --venue: the segment store's size in MiB.")
+    var venueStoreMib: Int = 256
+}
+
+extension OutputOptions {
+    /// The venue proxy's configuration from --venue and its options (nil without --venue).
+    func venueConfiguration() throws(ValidationError) -> VenueConfiguration? {
+        guard let venue else {
+            guard peer.isEmpty, venueBox == nil, venueHost == nil else { throw ValidationError("--peer, --venue-box and --venue-host need --venue") }
+            return nil
+        }
+        guard let sharing = SharingPolicy(rawValue: venue) else { throw ValidationError("--venue \(venue): expected never, onlyOnLAN or always") }
+        var configuration = VenueConfiguration(
+            host: venueHost ?? (sharing == .never ? "127.0.0.1" : "0.0.0.0"), port: venuePort, upstreams: [], storeBytes: venueStoreMib << 20,
+            sharing: sharing, peers: peer)
+        if let venueBox { configuration.boxId = venueBox }
+        return configuration
+    }
 }
 
 struct BoardsCommand: ParsableCommand {

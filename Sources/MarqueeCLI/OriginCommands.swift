@@ -15,13 +15,16 @@ struct OriginCommand: AsyncParsableCommand {
     @Option(help: "Port to listen on (0 picks a free one).")
     var port: Int = 8080
 
+    @Option(help: "Address to listen on (0.0.0.0: every interface, for other hosts).")
+    var host: String = "127.0.0.1"
+
     @Option(help: "Also serve this directory as plain files under /static/.")
     var staticRoot: String?
 
     func run() async throws {
         var logger = Logger(label: "marquee.origin")
         logger.logLevel = .info
-        var configuration = OriginConfiguration(port: port, assetRoots: OriginConfiguration.defaultAssets(repoRoot: repoRoot()))
+        var configuration = OriginConfiguration(host: host, port: port, assetRoots: OriginConfiguration.defaultAssets(repoRoot: repoRoot()))
         configuration.staticRoot = staticRoot
         let origin = try Origin(configuration: configuration, logger: logger)
         let bound = try await origin.start()

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import Marquee
+import MarqueeVenue
 
 struct PlayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "play", abstract: "Play a live DASH stream.")
@@ -239,9 +240,11 @@ struct PlaybackRunner {
             }
         }
         let final = player.status
+        let venue = player.venueStatistics
         // SIGTERM/SIGINT: the sound fades out rather than stopping mid-waveform.
         await player.stop(fadeOut: outcome == Self.interrupted ? Player.shutdownFade : 0)
         status.finish(final)
+        if let venue, let json = try? JSONEncoder().encode(venue) { say("venue: " + String(decoding: json, as: UTF8.self)) }
         return outcome == Self.interrupted ? 0 : outcome
     }
 
@@ -368,6 +371,7 @@ struct PlaybackRunner {
             return URL(fileURLWithPath: text)
         }
         options.failFast = output.failFast
+        do { options.venue = try output.venueConfiguration() } catch { return fail(error.message) }
         if let delay = output.delay, delay > 0 { options.maxDelay = max(options.maxDelay, min(3600, delay + 5)) }  // kept for the delay
         if let music = output.muteMusic { options.mixing.muteMusic = mediaURL(music) }
         options.mixing.adCreatives += output.adCreative.map(mediaURL)

@@ -16,6 +16,10 @@ import MarqueeStreaming
 /// - `/time/xsdate`, `/time/iso`, `/time/ms`, `/time?ms`, `/time/head` (GET/HEAD, `Date`), each
 ///   also as `/time/timeoffset_<s>/...` on an offset clock.
 /// - `/static/<path>`: files of ``OriginConfiguration/staticRoot``.
+/// - `/origin/stats`: the body bytes sent so far, as JSON (`{"bytes":…,"requests":…}`).
+///
+/// Media segments (and static media files) are answered `Cache-Control: public, max-age=60`
+/// with their SHA-256 in `Repr-Digest` (RFC 9530); manifests and everything else `no-store`.
 /// - SNTP on UDP (``sntpServerPort``), listed in a manifest by the `utc_ntp` option.
 ///
 /// The server is HummingbirdCore's HTTP/1 server driven directly (not `Application`), so that

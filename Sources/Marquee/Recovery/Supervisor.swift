@@ -1,3 +1,4 @@
+import MarqueeVenue
 import Foundation
 import MarqueeBridge
 import MarqueeStreaming
@@ -61,7 +62,8 @@ extension Player {
             watch.policy = RecoveryPolicy(minDelay: options.minRecoveryDelay, maxDelay: options.maxRecoveryDelay)
         }
         guard let (session, core, displayOff) = supervised() else { return nil }
-        let main = options.sources.first
+        venue?.reportBuffer(seconds: session.status().buffer)
+        let main = options.sources.first.map(routed)
         let step = watch.step(
             now: Monotonic.now(), presented: presented, onBackup: main.map { session.source != $0 } ?? false,
             mainRetryInterval: options.mainSourceRetryInterval)

@@ -1,4 +1,6 @@
+import Crypto
 import Foundation
+import HTTPTypes
 import MarqueeStreaming
 import Hummingbird
 import HummingbirdCore
@@ -14,6 +16,7 @@ struct OriginResponder: Sendable {
     var sntpPort = BoundPort()
     var visits = VisitCounter()
     var plays = PlayReceiver()
+    var served = ServedBytes()
 
     /// A response being built: status, body, content type, and the clock its `Date` header uses.
     struct Reply {
@@ -33,6 +36,9 @@ struct OriginResponder: Sendable {
         var location: String?
         /// How sending the body ends: normally, cut short, or never (delivery faults).
         var ending = Ending.complete
+        /// A media segment (or a static media file): answered cacheable (`public, max-age=60`)
+        /// with its SHA-256 (`Repr-Digest`, RFC 9530), which a venue proxy checks peers' bytes against.
+        var media = false
 
         enum Ending: Equatable {
             case complete
@@ -68,6 +74,8 @@ struct OriginResponder: Sendable {
             var request = request
             let body = (try? await request.collectBody(upTo: 16 << 20)).map { Array($0.readableBytesView) }
             reply = plays.receive(body, key: request.headers.first { $0.name.canonicalName == "idempotency-key" }?.value)
+        } else if request.method == .get, path == "/origin/stats" {
+            reply = Reply(bytes: Array("{\"bytes\":\(served.bytes),\"requests\":\(served.requests)}".utf8), contentType: "application/json", clock: OriginClock())
         } else if request.method != .get && request.method != .head {
             reply = Reply(.methodNotAllowed, "only GET and HEAD (and POST /plays)")
         } else {
@@ -93,15 +101,22 @@ struct OriginResponder: Sendable {
         headers[.contentType] = reply.contentType
         headers[.date] = OriginClock.httpDate(reply.clock.now())
         headers[.accessControlAllowOrigin] = "*"
-        headers[.cacheControl] = "no-store"
+        if reply.media, reply.status == .ok {
+            headers[.cacheControl] = "public, max-age=60"
+            headers[HTTPField.Name("Repr-Digest")!] = "sha-256=:\(Data(SHA256.hash(data: reply.body)).base64EncodedString()):"
+        } else {
+            headers[.cacheControl] = "no-store"
+        }
         if let etag = reply.etag { headers[.eTag] = etag }
         if let modified = reply.lastModified { headers[.lastModified] = modified }
         if let location = reply.location { headers[.location] = location }
         let response: Response
         if reply.schedule != nil || reply.ending != .complete, request.method == .get {
             let schedule = reply.schedule ?? [(0..<reply.body.count, 0)]
-            response = Response(status: reply.status, headers: headers, body: Self.paced(reply.body, schedule, ending: reply.ending, clock: reply.clock))
+            response = Response(
+                status: reply.status, headers: headers, body: Self.paced(reply.body, schedule, ending: reply.ending, clock: reply.clock, served: served))
         } else {
+            if request.method == .get { served.add(reply.body.count) }
             var buffer = ByteBuffer()
             buffer.writeBytes(reply.body)
             response = Response(status: reply.status, headers: headers, body: ResponseBody(byteBuffer: buffer))
@@ -115,7 +130,9 @@ struct OriginResponder: Sendable {
     /// A body written piece by piece as the clock reaches each piece's time (chunked), then ended
     /// as `ending` says: finished; cut short (with the whole body's `Content-Length`) by a thrown
     /// ``ConnectionFault``; or followed by endless filler.
-    static func paced(_ body: [UInt8], _ schedule: [(bytes: Range<Int>, at: Double)], ending: Reply.Ending, clock: OriginClock) -> ResponseBody {
+    static func paced(
+        _ body: [UInt8], _ schedule: [(bytes: Range<Int>, at: Double)], ending: Reply.Ending, clock: OriginClock, served: ServedBytes
+    ) -> ResponseBody {
         var sent = 0..<body.count, length: Int?
         if case .cut(let at, _) = ending { (sent, length) = (0..<at, body.count) }
         if case .stall(let at) = ending { (sent, length) = (0..<at, body.count) }
@@ -123,7 +140,9 @@ struct OriginResponder: Sendable {
             for piece in schedule where piece.bytes.overlaps(sent) {
                 let wait = piece.at - clock.now()
                 if wait > 0 { try await Task.sleep(for: .milliseconds(Int((wait * 1000).rounded(.up)))) }
-                try await writer.write(ByteBuffer(bytes: body[piece.bytes.clamped(to: sent)]))
+                let part = body[piece.bytes.clamped(to: sent)]
+                served.add(part.count)
+                try await writer.write(ByteBuffer(bytes: part))
             }
             switch ending {
             case .complete: try await writer.finish(nil)
@@ -263,6 +282,7 @@ struct OriginResponder: Sendable {
             let rate = Int64(TransportStreamTimestamps.clockRate), scale = Int64(rep.timescale)
             let loopStart90k = loopStart / scale * rate + loopStart % scale * rate / scale  // no overflow
             var reply = Reply(bytes: TransportStreamTimestamps.shifted(bytes, by: loopStart90k), contentType: mime, clock: clock)
+            reply.media = true
             if let kbps = options.bandwidth(at: clock.now()) { reply.schedule = Self.limited(reply.body.count, kbps: kbps, schedule: reply.schedule, now: clock.now()) }
             return reply
         } catch {
@@ -286,7 +306,9 @@ struct OriginResponder: Sendable {
         let mime = rep.representation.kind == .audio ? "audio/mp4" : "video/mp4"
         if name == "init.mp4" {
             do {
-                return Reply(bytes: try AssetLoader.bytes(rep.initFile), contentType: mime, clock: clock)
+                var reply = Reply(bytes: try AssetLoader.bytes(rep.initFile), contentType: mime, clock: clock)
+                reply.media = true
+                return reply
             } catch {
                 return Reply(.internalServerError, error.description, clock: clock)
             }
@@ -318,6 +340,7 @@ struct OriginResponder: Sendable {
             var body = try rewriter.rewrite(bytes, delta: delta, name: vod.file)
             if let ad = options.ad { body = Self.insertingCues(ad, into: body, segment: live, timescale: rep.timescale) }
             var reply = Reply(bytes: body, contentType: mime, clock: clock)
+            reply.media = true
             // Still being "produced" (available early through availabilityTimeOffset): each CMAF
             // chunk goes out when its last sample exists, as a low-latency encoder would send it.
             // (Wall-clock times: media time over the media clock's rate, `drift_`.)
@@ -396,6 +419,7 @@ struct OriginResponder: Sendable {
             return Reply(.notFound, "no static file \(components.joined(separator: "/"))")
         }
         var reply = Reply(bytes: [UInt8](data), contentType: Self.contentType(path), clock: OriginClock())
+        reply.media = reply.contentType.hasPrefix("video/") || reply.contentType.hasPrefix("audio/")
         // FNV-1a of the content: a changed file gets a new ETag, an unchanged one a 304.
         let hash = data.reduce(UInt64(0xcbf2_9ce4_8422_2325)) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
         reply.etag = "\"\(String(hash, radix: 16))\""
@@ -434,6 +458,15 @@ extension OriginResponder.Reply {
 /// `POST /plays`: a proof-of-play receiver, as an operator's server would be: it keeps every
 /// record's id with how many times it came, answers 503 while ``outage`` is set (an outage
 /// the uploader must ride out), and 400 to a body that is not a batch of records.
+/// Body bytes the origin has sent (what an uplink carries), for venue measurements:
+/// `GET /origin/stats`.
+final class ServedBytes: Sendable {
+    private let state = Locked((bytes: 0, requests: 0))
+    func add(_ n: Int) { state.withLock { $0.bytes += n; $0.requests += 1 } }
+    var bytes: Int { state.withLock { $0.bytes } }
+    var requests: Int { state.withLock { $0.requests } }
+}
+
 public final class PlayReceiver: Sendable {
     private struct State {
         var counts: [String: Int] = [:]

@@ -1,0 +1,299 @@
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import Logging
+import MarqueeStreaming
+import NIOCore
+
+/// The other boxes of a venue: who answers, who owns which segment, and fetching a segment
+/// from its owner with every byte verified before use.
+///
+/// - **Who**: peers given by address and peers discovered (``add(discovered:)``), each asked
+///   `GET /venue/hello` every 2 s; one that answered within the last 6 s is connected. Under
+///   `onlyOnLAN` only addresses on local networks (``PeerAddress/isLocal(_:)``) are asked or
+///   answered; under `never`, none.
+/// - **Owner**: rendezvous hashing — every box scores (box name, segment URL) the same way and
+///   the highest score among the connected boxes and this one owns it, so the boxes agree
+///   without talking, and a box that goes away moves only its own share.
+/// - **Verification** (before a byte is used): while the peer's answer comes, a HEAD to the
+///   CDN says what the segment is. With a SHA-256 digest (RFC 9530 `Repr-Digest` or
+///   `Content-Digest`, which our origin sends) the bytes must hash to it; without, the length
+///   must be the CDN's `Content-Length` and the peer's `ETag` the CDN's. A media segment must
+///   also be whole (``SegmentShape``). A CDN that says neither a digest nor a length cannot
+///   vouch for a peer: the segment comes from the CDN. A peer whose bytes fail is banned for
+///   ``VenueConfiguration/banSeconds``.
+final class PeerNetwork: Sendable {
+    static let prefix = "/p/"
+    let configuration: VenueConfiguration
+    let client: HTTPClient
+    let logger: Logger
+    private let state = Locked(State())
+
+    private struct Peer {
+        var address: PeerAddress
+        var box: String?
+        var lastAnswer: Double?
+        var bannedUntil: Double?
+        var discovered: Bool
+    }
+
+    private struct State {
+        var peers: [PeerAddress: Peer] = [:]
+        var task: Task<Void, Never>?
+        var ownPort: Int?
+    }
+
+    /// Seconds between hellos, and how long an answer counts.
+    static let helloInterval = 2.0
+    static let connectedFor = 6.0
+
+    init(configuration: VenueConfiguration, client: HTTPClient, logger: Logger) {
+        self.configuration = configuration
+        self.client = client
+        self.logger = logger
+        state.withLock { s in
+            for text in configuration.peers {
+                guard let a = PeerAddress(text) else { continue }
+                s.peers[a] = Peer(address: a, discovered: false)
+            }
+        }
+    }
+
+    func start(ownPort: Int) {
+        guard configuration.sharing != .never else { return }
+        let task = Task { [self] in
+            while !Task.isCancelled {
+                await greetAll()
+                try? await Task.sleep(for: .milliseconds(Int(Self.helloInterval * 1000)))
+            }
+        }
+        state.withLock {
+            $0.ownPort = ownPort
+            $0.task = task
+        }
+    }
+
+    func stop() {
+        state.withLock { $0.task }?.cancel()
+    }
+
+    /// Adds a peer found by discovery (DNS-SD); a second call for one address is nothing.
+    func add(discovered address: PeerAddress) {
+        state.withLock { s in
+            if s.peers[address] == nil { s.peers[address] = Peer(address: address, discovered: true) }
+        }
+    }
+
+    /// Forgets a discovered peer (its service went away); a configured one stays.
+    func remove(discovered address: PeerAddress) {
+        state.withLock { s in
+            if s.peers[address]?.discovered == true { s.peers[address] = nil }
+        }
+    }
+
+    /// Whether a peer at `remote` may ask this box or be asked.
+    func accepts(remote: String) -> Bool {
+        switch configuration.sharing {
+        case .never: false
+        case .onlyOnLAN: PeerAddress.isLocal(remote)
+        case .always: true
+        }
+    }
+
+    func hello() -> String {
+        let box = configuration.boxId.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+        return "{\"box\":\"\(box)\",\"sharing\":\"\(configuration.sharing.rawValue)\"}"
+    }
+
+    private func greetAll() async {
+        let addresses = state.withLock { Array($0.peers.keys) }.filter { accepts(remote: $0.host) }
+        await withTaskGroup(of: Void.self) { group in
+            for address in addresses { group.addTask { await self.greet(address) } }
+        }
+    }
+
+    private func greet(_ address: PeerAddress) async {
+        var request = HTTPClientRequest(url: "http://\(address)/venue/hello")
+        request.method = .GET
+        var box: String?
+        do {
+            let response = try await client.execute(request, timeout: .seconds(1))
+            let body = try await response.body.collect(upTo: 4096)
+            if response.status == .ok, let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any] {
+                box = object["box"] as? String
+            }
+        } catch {}
+        let now = Monotonic.now()
+        state.withLock { s in
+            guard s.peers[address] != nil else { return }
+            if let box {
+                s.peers[address]?.box = box
+                s.peers[address]?.lastAnswer = now
+            }
+        }
+    }
+
+    /// The peers answering now (not this box, not banned).
+    private func connected(now: Double) -> [(PeerAddress, String)] {
+        state.withLock { s in
+            s.peers.values.compactMap { p in
+                guard let box = p.box, box != configuration.boxId, let last = p.lastAnswer, now - last <= Self.connectedFor,
+                    (p.bannedUntil ?? 0) <= now, accepts(remote: p.address.host)
+                else { return nil }
+                return (p.address, box)
+            }
+        }
+    }
+
+    var connectedCount: Int { configuration.sharing == .never ? 0 : connected(now: Monotonic.now()).count }
+
+    /// The peer that owns `key`, nil when this box does (or there is nobody to share with).
+    func owner(of key: String) -> PeerAddress? {
+        guard configuration.sharing != .never else { return nil }
+        let members = connected(now: Monotonic.now())
+        guard !members.isEmpty else { return nil }
+        var best = (score: Self.score(box: configuration.boxId, key: key), address: PeerAddress?.none)
+        for (address, box) in members {
+            let s = Self.score(box: box, key: key)
+            if s > best.score || (s == best.score && address.description < (best.address?.description ?? "")) { best = (s, address) }
+        }
+        return best.address
+    }
+
+    /// Rendezvous score: the first 8 bytes of SHA-256(box "\n" key), the same on every box.
+    static func score(box: String, key: String) -> UInt64 {
+        let digest = SHA256.hash(data: Array((box + "\n" + key).utf8))
+        return digest.withUnsafeBytes { raw in raw.prefix(8).reduce(0) { $0 << 8 | UInt64($1) } }
+    }
+
+    private func ban(_ address: PeerAddress, why: String) {
+        let until = Monotonic.now() + configuration.banSeconds
+        state.withLock { $0.peers[address]?.bannedUntil = until }
+        logger.warning("venue: peer \(address) banned for \(configuration.banSeconds) s: \(why)")
+    }
+
+    /// What the CDN says of a segment.
+    struct Description: Sendable {
+        var sha256: [UInt8]?
+        var length: Int?
+        var etag: String?
+    }
+
+    enum Outcome { case verified, unverifiable(String), failed(String) }
+
+    /// Asks `peer` for `url` within `deadline` seconds; on bytes verified against the CDN's
+    /// word, hands them to `transfer` (not finished) and returns true. False: the caller goes
+    /// to the CDN (the peer was late, gone, or lied — then it is banned).
+    func fetch(_ url: URL, from peer: PeerAddress, deadline: Double, into transfer: Transfer, proxy: VenueProxy) async -> Bool {
+        guard let path = ProxyPath.path(for: url) else { return false }
+        let peerURL = "http://\(peer)\(Self.prefix)\(path.dropFirst(ProxyPath.prefix.count))"
+        let limit = proxy.store.largestObject
+        let client = self.client
+        let started = Monotonic.now()
+        async let said = describe(url, deadline: deadline)
+        let got: (headers: [(String, String)], body: ByteBuffer)? = await Self.within(deadline) {
+            var request = HTTPClientRequest(url: peerURL)
+            request.method = .GET
+            let response = try await client.execute(request, timeout: .milliseconds(Int64(deadline * 1000)))
+            guard response.status == .ok else { return nil }
+            let body = try await response.body.collect(upTo: limit)
+            return (response.headers.map { ($0.name, $0.value) }, body)
+        } ?? nil
+        let description = await said
+        guard let got else {
+            logger.info("venue: peer \(peer) had no \(url.lastPathComponent) within \(String(format: "%.2f", deadline)) s")
+            return false
+        }
+        guard let description else {
+            logger.info("venue: the CDN did not describe \(url.lastPathComponent): the peer's bytes cannot be checked")
+            return false
+        }
+        switch Self.verify(got.body, headers: got.headers, against: description, path: url.path) {
+        case .verified: break
+        case .unverifiable(let why):
+            logger.info("venue: \(url.lastPathComponent) from \(peer) not used: \(why)")
+            return false
+        case .failed(let why):
+            proxy.stats.withLock {
+                $0.verificationFailures += 1
+                $0.peerBans += 1
+            }
+            ban(peer, why: "\(url.lastPathComponent): \(why)")
+            return false
+        }
+        var headers = VenueProxy.kept(got.headers).filter { $0.0.lowercased() != "marquee-source" }
+        headers.append(("Content-Length", "\(got.body.readableBytes)"))
+        transfer.receive(head: TransferHead(status: 200, reason: "OK", headers: headers, url: url))
+        proxy.stats.withLock { $0.bytesFromPeers += Int64(got.body.readableBytes) }
+        transfer.receive(chunk: got.body)
+        transfer.finish(.success(()))
+        logger.debug("venue: \(url.lastPathComponent) from \(peer), \(got.body.readableBytes) bytes in \(String(format: "%.3f", Monotonic.now() - started)) s")
+        return true
+    }
+
+    /// The CDN's word on `url` (a HEAD), nil without an answer in time.
+    private func describe(_ url: URL, deadline: Double) async -> Description? {
+        let client = self.client
+        return await Self.within(deadline) {
+            var request = HTTPClientRequest(url: url.absoluteString)
+            request.method = .HEAD
+            let response = try await client.execute(request, timeout: .milliseconds(Int64(deadline * 1000)))
+            guard response.status == .ok else { return nil }
+            let headers = response.headers
+            var d = Description()
+            for name in ["Repr-Digest", "Content-Digest"] {
+                if let value = headers.first(name: name), let hash = Self.sha256(fromDigest: value) { d.sha256 = hash }
+            }
+            d.length = headers.first(name: "Content-Length").flatMap(Int.init)
+            d.etag = headers.first(name: "ETag")
+            return d
+        } ?? nil
+    }
+
+    /// The SHA-256 in an RFC 9530 digest field (`sha-256=:base64:`), nil without one.
+    static func sha256(fromDigest field: String) -> [UInt8]? {
+        for member in field.split(separator: ",") {
+            let m = member.trimmingCharacters(in: .whitespaces)
+            guard m.lowercased().hasPrefix("sha-256=:"), m.hasSuffix(":"), m.count > 10 else { continue }
+            let b64 = m.dropFirst("sha-256=:".count).dropLast()
+            if let data = Data(base64Encoded: String(b64)), data.count == 32 { return Array(data) }
+        }
+        return nil
+    }
+
+    static func verify(_ body: ByteBuffer, headers: [(String, String)], against cdn: Description, path: String) -> Outcome {
+        let bytes = body.readableBytesView
+        if let hash = cdn.sha256 {
+            guard Array(SHA256.hash(data: Array(bytes))) == hash else { return .failed("SHA-256 differs from the CDN's") }
+        } else {
+            guard let length = cdn.length else { return .unverifiable("the CDN gives neither a digest nor a length") }
+            guard length == bytes.count else { return .failed("\(bytes.count) bytes, the CDN says \(length)") }
+            if let etag = cdn.etag {
+                let theirs = headers.first { $0.0.caseInsensitiveCompare("ETag") == .orderedSame }?.1
+                guard theirs == etag else { return .failed("ETag \(theirs ?? "none"), the CDN says \(etag)") }
+            }
+        }
+        let p = path.lowercased()
+        let transportStream = p.hasSuffix(".ts")
+        if transportStream || [".m4s", ".mp4", ".m4v", ".m4a", ".cmfv", ".cmfa", ".cmft"].contains(where: p.hasSuffix),
+            let problem = SegmentShape.problem(bytes, transportStream: transportStream)
+        {
+            return .failed(problem)
+        }
+        return .verified
+    }
+
+    /// `body`'s result, or nil when it throws or takes longer than `seconds` (it is cancelled).
+    static func within<T: Sendable>(_ seconds: Double, _ body: @escaping @Sendable () async throws -> T) async -> T? {
+        await withTaskGroup(of: T?.self) { group in
+            group.addTask { try? await body() }
+            group.addTask {
+                try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+    }
+}

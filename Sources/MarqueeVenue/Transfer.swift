@@ -1,0 +1,139 @@
+import Foundation
+import MarqueeStreaming
+import NIOCore
+
+/// The head of an upstream answer.
+struct TransferHead: Sendable {
+    var status: Int
+    var reason: String
+    var headers: [(String, String)]
+    /// Where the answer came from after redirects.
+    var url: URL
+
+    func header(_ name: String) -> String? {
+        headers.first { $0.0.caseInsensitiveCompare(name) == .orderedSame }?.1
+    }
+}
+
+/// What a reader of a ``Transfer`` is handed, in order: the head, the body's chunks, the end.
+enum TransferPart: Sendable {
+    case head(TransferHead)
+    case chunk(ByteBuffer)
+}
+
+/// One upstream answer being received, shared by every request that wants it (coalescing): a
+/// reader that joins late is first handed what has arrived, then each chunk as it comes. The
+/// chunks are kept until the end (a late joiner needs them; a finished transfer's body goes to
+/// the store as one buffer). When the last reader leaves before the end, `onAbandoned` runs (the
+/// fetch is cancelled).
+final class Transfer: Sendable {
+    private let state = Locked(State())
+    let onAbandoned: Locked<(@Sendable () -> Void)?> = Locked(nil)
+
+    private struct State {
+        var head: TransferHead?
+        var chunks: [ByteBuffer] = []
+        var bytes = 0
+        var end: Result<Void, any Error>?
+        var readers: [Int: AsyncThrowingStream<TransferPart, any Error>.Continuation] = [:]
+        var nextReader = 0
+        var everRead = false
+        /// The body grew past `retainLimit`: its chunks are no longer kept, nobody may join.
+        var overflowed = false
+    }
+
+    /// Bytes of body kept for readers who join late; past it the transfer is only its readers'.
+    let retainLimit: Int
+
+    init(retainLimit: Int) {
+        self.retainLimit = retainLimit
+    }
+
+    func receive(head: TransferHead) {
+        let readers = state.withLock { s in
+            s.head = head
+            return Array(s.readers.values)
+        }
+        for r in readers { r.yield(.head(head)) }
+    }
+
+    func receive(chunk: ByteBuffer) {
+        let readers = state.withLock { s in
+            s.bytes += chunk.readableBytes
+            if s.bytes > retainLimit {
+                s.overflowed = true
+                s.chunks = []
+            } else {
+                s.chunks.append(chunk)
+            }
+            return Array(s.readers.values)
+        }
+        for r in readers { r.yield(.chunk(chunk)) }
+    }
+
+    func finish(_ result: Result<Void, any Error>) {
+        let readers = state.withLock { s in
+            s.end = result
+            defer { s.readers = [:] }
+            return Array(s.readers.values)
+        }
+        for r in readers {
+            switch result {
+            case .success: r.finish()
+            case .failure(let e): r.finish(throwing: e)
+            }
+        }
+    }
+
+    /// The parts so far and then as they come. Ends when the transfer does (throwing its error).
+    /// Nil when the body outgrew what is kept (the caller fetches for itself).
+    func read() -> AsyncThrowingStream<TransferPart, any Error>? {
+        let (stream, continuation) = AsyncThrowingStream<TransferPart, any Error>.makeStream()
+        let joined: Int?? = state.withLock { s -> Int?? in
+            if s.overflowed { return .none }
+            s.everRead = true
+            if let head = s.head { continuation.yield(.head(head)) }
+            for c in s.chunks { continuation.yield(.chunk(c)) }
+            if let end = s.end {
+                switch end {
+                case .success: continuation.finish()
+                case .failure(let e): continuation.finish(throwing: e)
+                }
+                return .some(nil)
+            }
+            let id = s.nextReader
+            s.nextReader += 1
+            s.readers[id] = continuation
+            return .some(id)
+        }
+        guard let joined else { return nil }
+        if let id = joined {
+            continuation.onTermination = { [weak self] _ in self?.leave(id) }
+        }
+        return stream
+    }
+
+    private func leave(_ id: Int) {
+        let abandoned = state.withLock { s -> Bool in
+            guard s.readers.removeValue(forKey: id) != nil else { return false }
+            return s.readers.isEmpty && s.end == nil
+        }
+        if abandoned { onAbandoned.withLock { $0 }?() }
+    }
+
+    var isFinished: Bool { state.withLock { $0.end != nil } }
+    var receivedBytes: Int { state.withLock { $0.bytes } }
+
+    /// The whole body once finished successfully (one buffer).
+    func body() -> ByteBuffer? {
+        state.withLock { s in
+            guard case .success = s.end, !s.overflowed else { return nil }
+            var all = ByteBuffer()
+            all.reserveCapacity(s.bytes)
+            for var c in s.chunks { all.writeBuffer(&c) }
+            return all
+        }
+    }
+
+    var head: TransferHead? { state.withLock { $0.head } }
+}

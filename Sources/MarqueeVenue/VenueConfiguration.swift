@@ -1,0 +1,149 @@
+import Foundation
+
+/// Where a box may take segments from besides the CDN (System73's PolyNet names).
+///
+/// - `never`: no sharing. The proxy still caches and coalesces for the players of this box.
+/// - `onlyOnLAN`: peers whose address is on the box's own networks (RFC 1918, link-local, the
+///   unique-local IPv6 range, loopback) are used; any other configured peer is ignored.
+/// - `always`: every configured or discovered peer is used, wherever it is (a venue spread over
+///   sites joined by a VPN). Marquee never reaches peers over the internet by itself: there is no
+///   tracker and no NAT traversal, `always` only lifts the address check.
+public enum SharingPolicy: String, Sendable, Codable, CaseIterable {
+    case never, onlyOnLAN, always
+}
+
+/// What a venue proxy does. Bad values are refused by ``validated()`` with a ``VenueError``.
+public struct VenueConfiguration: Sendable {
+    /// Address the proxy listens on: loopback for this box's players only, `0.0.0.0` to serve
+    /// peers (and players elsewhere in the venue).
+    public var host: String
+    /// Port (0: any free one).
+    public var port: Int
+    /// The upstream hosts served (`host` or `host:port`, case-insensitive; a `*.` prefix takes
+    /// every subdomain). Any other is refused with 403: never an open proxy.
+    public var upstreams: [String]
+    /// Bytes the segment store may hold.
+    public var storeBytes: Int
+    public var sharing: SharingPolicy
+    /// Peers given by address (`host:port` of their proxies), besides those discovered.
+    public var peers: [String]
+    /// This box's name among its peers (default: the host name).
+    public var boxId: String
+    /// Seconds a peer that served bytes that failed verification is not asked again.
+    public var banSeconds: Double
+    /// Seconds a segment may wait for a peer when nothing says how much buffer the player has.
+    public var defaultPeerDeadline: Double
+
+    public init(
+        host: String = "127.0.0.1", port: Int = 0, upstreams: [String], storeBytes: Int = 256 << 20, sharing: SharingPolicy = .never,
+        peers: [String] = [], boxId: String = ProcessInfo.processInfo.hostName, banSeconds: Double = 300, defaultPeerDeadline: Double = 1.5
+    ) {
+        self.host = host
+        self.port = port
+        self.upstreams = upstreams
+        self.storeBytes = storeBytes
+        self.sharing = sharing
+        self.peers = peers
+        self.boxId = boxId
+        self.banSeconds = banSeconds
+        self.defaultPeerDeadline = defaultPeerDeadline
+    }
+
+    /// The configuration with its upstream patterns normalised, or the first thing wrong with it.
+    public func validated() throws(VenueError) -> VenueConfiguration {
+        var copy = self
+        guard !upstreams.isEmpty else { throw VenueError(.invalidConfiguration, "no upstream host: a proxy that serves none is useless, one that serves any is open") }
+        copy.upstreams = try upstreams.map { (pattern) throws(VenueError) -> String in
+            let p = pattern.trimmingCharacters(in: .whitespaces).lowercased()
+            guard !p.isEmpty, !p.contains("/"), !p.contains("@"), p != "*", !p.hasPrefix("*") || p.hasPrefix("*.") && p.count > 2 else {
+                throw VenueError(.invalidConfiguration, "upstream \"\(pattern)\" is not a host or host:port (a \"*.\" prefix may take subdomains)")
+            }
+            return p
+        }
+        guard (0...65535).contains(port) else { throw VenueError(.invalidConfiguration, "port \(port) is out of range") }
+        guard storeBytes >= 1 << 20 else { throw VenueError(.invalidConfiguration, "a store of \(storeBytes) bytes holds no segment (at least 1 MiB)") }
+        guard banSeconds >= 0, banSeconds.isFinite, defaultPeerDeadline > 0, defaultPeerDeadline.isFinite else {
+            throw VenueError(.invalidConfiguration, "ban and deadline seconds must be finite and positive")
+        }
+        for peer in peers where PeerAddress(peer) == nil {
+            throw VenueError(.invalidConfiguration, "peer \"\(peer)\" is not host:port")
+        }
+        return copy
+    }
+
+    /// Whether `authority` (`host` or `host:port` of an upstream URL) may be served.
+    public func allows(authority: String) -> Bool {
+        let a = authority.lowercased()
+        let host = PeerAddress.hostPart(a)
+        return upstreams.contains { pattern in
+            if pattern.hasPrefix("*.") {
+                let suffix = String(pattern.dropFirst(1))  // ".example.com" (or with a port)
+                return pattern.contains(":") ? a.hasSuffix(suffix) : host.hasSuffix(suffix)
+            }
+            return pattern.contains(":") || pattern.hasPrefix("[") ? a == pattern : host == pattern
+        }
+    }
+}
+
+/// A peer proxy's address, `host:port`.
+public struct PeerAddress: Hashable, Sendable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+
+    public init?(_ text: String) {
+        let t = text.trimmingCharacters(in: .whitespaces)
+        guard let colon = t.lastIndex(of: ":"), let port = Int(t[t.index(after: colon)...]), (1...65535).contains(port) else { return nil }
+        var host = String(t[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty, !host.contains("/") else { return nil }
+        self.host = host
+        self.port = port
+    }
+
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+    /// The host of `authority` (`host`, `host:port`, `[v6]:port`).
+    static func hostPart(_ authority: String) -> String {
+        if authority.hasPrefix("["), let end = authority.firstIndex(of: "]") { return String(authority[...end]) }
+        if let colon = authority.lastIndex(of: ":"), authority.firstIndex(of: ":") == colon { return String(authority[..<colon]) }
+        return authority
+    }
+
+    /// Whether `host` (a literal address) is on a local network: RFC 1918, loopback, link-local,
+    /// shared address space (RFC 6598), IPv6 unique-local and link-local. A name is not (it would
+    /// have to be resolved first; discovery hands addresses).
+    public static func isLocal(_ host: String) -> Bool {
+        let h = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        let v4 = h.split(separator: ".").compactMap { UInt8($0) }
+        if v4.count == 4, h.split(separator: ".").count == 4 {
+            switch (v4[0], v4[1]) {
+            case (10, _), (127, _), (192, 168), (169, 254): return true
+            case (172, 16...31), (100, 64...127): return true
+            default: return false
+            }
+        }
+        guard h.contains(":") else { return h == "localhost" }
+        if h == "::1" { return true }
+        if h.hasPrefix("::ffff:") { return isLocal(String(h.dropFirst(7))) }
+        return h.hasPrefix("fc") || h.hasPrefix("fd") || h.hasPrefix("fe8") || h.hasPrefix("fe9") || h.hasPrefix("fea") || h.hasPrefix("feb")
+    }
+}
+
+/// Why the venue proxy refused something.
+public struct VenueError: Error, Hashable, Sendable, CustomStringConvertible {
+    public enum Code: String, Sendable, Hashable {
+        case invalidConfiguration, notAllowed, invalidURL, notRunning
+    }
+    public var code: Code
+    public var message: String
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+    public var description: String { "\(code.rawValue): \(message)" }
+}

@@ -1,0 +1,441 @@
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import Logging
+import MarqueeStreaming
+import NIOCore
+import NIOHTTP1
+import ServiceLifecycle
+
+/// A venue's local proxy between players and the CDN (System73's PolyNet model): a player plays
+/// ``localURL(for:)`` instead of the upstream manifest, and every box of a venue then takes each
+/// segment from the CDN about once.
+///
+/// - **Routes**: `GET`/`HEAD /u/<scheme>/<authority><path>` is the upstream URL
+///   `<scheme>://<authority><path>` (query kept). Manifests (HLS playlists, DASH MPDs) are
+///   rewritten so their URLs lead back through the proxy (``ManifestRewriter``); they are never
+///   stored. `/p/...` is the same for peers (see below); `GET /venue/stats` is
+///   ``VenueStatistics`` as JSON; `GET /venue/hello` is this box's name for peers.
+/// - **Only configured upstreams**: any other authority is answered 403 (never an open proxy).
+/// - **Store**: complete 200 answers that are not manifests, not `no-store`/`no-cache`/`private`,
+///   and not larger than an eighth of the store, are kept (``SegmentStore``, least recently used
+///   out first, `max-age` honoured when given).
+/// - **Coalescing**: a request for a URL already being fetched joins that fetch: it is handed
+///   what has arrived, then the rest as it comes (low-latency chunks pass as they arrive).
+///   Requests with `Range`, `Authorization` or `Cookie` are passed through on their own.
+/// - **Faults are not hidden**: an upstream status goes to the player as it is; an answer cut
+///   short upstream is cut short to the player too (connection closed before its end), so the
+///   player's own retries and checks see what happened.
+/// - **Peers** (``SharingPolicy``): each segment has an owner among the boxes that answer
+///   (rendezvous hashing on its URL); a box that is not the owner asks it first, under a
+///   deadline from the player's buffer, and uses nothing from it before it is verified
+///   (``PeerNetwork``); the owner fetches from the CDN once for all.
+public final class VenueProxy: Sendable {
+    public let configuration: VenueConfiguration
+    let logger: Logger
+    let store: SegmentStore
+    let client: HTTPClient
+    private let inflight = Locked([String: Transfer]())
+    let stats = Locked(VenueStatistics())
+    private let state = Locked(State())
+    let peers: PeerNetwork
+    /// Upstream hosts added while running (``addUpstream(_:)``), besides the configuration's.
+    private let addedUpstreams = Locked(VenueConfiguration(upstreams: []))
+    /// Seconds of media the local player holds ahead, as it last said (nil: never said).
+    private let playerBuffer = Locked<Double?>(nil)
+
+    private struct State {
+        var port: Int?
+        var task: Task<Void, Never>?
+        var group: ServiceGroup?
+    }
+
+    /// Checks `configuration` (a ``VenueError`` names what is wrong).
+    public init(configuration: VenueConfiguration, logger: Logger, client: HTTPClient = HTTPFetcher.defaultClient) throws(VenueError) {
+        let configuration = try configuration.validated()
+        self.configuration = configuration
+        self.logger = logger
+        self.client = client
+        store = SegmentStore(capacity: configuration.storeBytes)
+        peers = PeerNetwork(configuration: configuration, client: client, logger: logger)
+    }
+
+    // MARK: Serving
+
+    /// Binds and serves in the background; returns the bound port.
+    public func start() async throws -> Int {
+        if let port = state.withLock({ $0.port }) { return port }
+        let (bound, continuation) = AsyncStream<Result<Int, any Error>>.makeStream()
+        let server = try HTTPServerBuilder.http1().buildServer(
+            configuration: ServerConfiguration(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
+            eventLoopGroup: EventLoopGroupProvider.singleton.eventLoopGroup,
+            logger: logger,
+            responder: { [self] (request: Request, writer: consuming ResponseWriter, channel) in
+                let remote = channel.remoteAddress?.ipAddress ?? ""
+                let response = await respond(to: request, from: remote)
+                try await writer.write(response: response.head, body: response.body)
+            },
+            onServerRunning: { channel in continuation.yield(.success(channel.localAddress?.port ?? 0)) }
+        )
+        let logger = self.logger
+        let group = ServiceGroup(configuration: .init(services: [server], logger: logger))
+        let task = Task {
+            do { try await group.run() } catch {
+                logger.warning("venue: server stopped: \(error)")
+                continuation.yield(.failure(error))
+            }
+            continuation.finish()
+        }
+        var result: Result<Int, any Error> = .failure(VenueError(.notRunning, "the server stopped before it was listening"))
+        for await first in bound {
+            result = first
+            break
+        }
+        let port = try result.get()
+        state.withLock {
+            $0.port = port
+            $0.task = task
+            $0.group = group
+        }
+        peers.start(ownPort: port)
+        logger.info("venue: proxy on http://\(configuration.host):\(port), upstreams \(configuration.upstreams), sharing \(configuration.sharing.rawValue)")
+        return port
+    }
+
+    /// Stops serving (in-flight answers get up to 2 s) and stops asking peers.
+    public func stop() async {
+        peers.stop()
+        let (task, group) = state.withLock { s -> (Task<Void, Never>?, ServiceGroup?) in
+            defer { s = State() }
+            return (s.task, s.group)
+        }
+        guard let task else { return }
+        await group?.triggerGracefulShutdown()
+        let deadline = Task {
+            try? await Task.sleep(for: .seconds(2))
+            task.cancel()
+        }
+        await task.value
+        deadline.cancel()
+    }
+
+    /// The port served on (nil before ``start()``).
+    public var port: Int? { state.withLock { $0.port } }
+
+    /// The URL a player on this box plays instead of `upstream` (loopback). Throws when the
+    /// proxy is not running, `upstream` is not http(s), or its host is not served.
+    public func localURL(for upstream: URL) throws(VenueError) -> URL {
+        guard let port else { throw VenueError(.notRunning, "the venue proxy is not running") }
+        guard let path = ProxyPath.path(for: upstream), let authority = ManifestRewriter.authority(upstream) else {
+            throw VenueError(.invalidURL, "\(upstream.absoluteString) is not an http(s) URL")
+        }
+        guard allows(authority: authority) else {
+            throw VenueError(.notAllowed, "\(authority) is not among the proxy's upstreams \(configuration.upstreams)")
+        }
+        let host = configuration.host == "0.0.0.0" || configuration.host == "::" ? "127.0.0.1" : configuration.host
+        guard let url = URL(string: "http://\(host.contains(":") ? "[\(host)]" : host):\(port)\(path)") else {
+            throw VenueError(.invalidURL, "no proxy URL for \(upstream.absoluteString)")
+        }
+        return url
+    }
+
+    /// Serves `authority` (`host` or `host:port`) too from now on (a player's new source).
+    public func addUpstream(_ authority: String) {
+        let a = authority.lowercased()
+        guard !a.isEmpty, !a.contains("/"), !a.contains("@"), !a.hasPrefix("*") else { return }
+        addedUpstreams.withLock { if !$0.upstreams.contains(a) { $0.upstreams.append(a) } }
+    }
+
+    /// Whether `authority` is served (configured or added).
+    func allows(authority: String) -> Bool {
+        configuration.allows(authority: authority) || addedUpstreams.withLock { $0.allows(authority: authority) }
+    }
+
+    /// The upstream URL behind a URL of this proxy (nil: not one of its).
+    public func upstreamURL(for local: URL) -> URL? {
+        guard let port, local.port == port, let components = URLComponents(url: local, resolvingAgainstBaseURL: true) else { return nil }
+        return ProxyPath.upstream(path: components.percentEncodedPath, query: components.percentEncodedQuery)?.url
+    }
+
+    /// What was delivered and from where, now.
+    public var statistics: VenueStatistics {
+        var s = stats.withLock { $0 }
+        s.storedBytes = store.bytes
+        s.peersConnected = peers.connectedCount
+        return s
+    }
+
+    /// The local player's buffer ahead, in seconds: how long a segment may wait for a peer.
+    /// (A player on another box says it with CMCD's `bl`.)
+    public func reportBuffer(seconds: Double) {
+        guard seconds.isFinite else { return }
+        playerBuffer.withLock { $0 = max(0, seconds) }
+    }
+
+    func respond(to request: Request, from remote: String) async -> Response {
+        let path = request.uri.path
+        if path == "/venue/stats", request.method == .get {
+            let data = (try? JSONEncoder().encode(statistics)) ?? Data()
+            return Self.plain(.ok, String(decoding: data, as: UTF8.self), type: "application/json")
+        }
+        if path == "/venue/hello", request.method == .get {
+            guard peers.accepts(remote: remote) else { return refuse("peer \(remote) is outside the sharing policy") }
+            return Self.plain(.ok, peers.hello(), type: "application/json")
+        }
+        guard request.method == .get || request.method == .head else {
+            return Self.plain(.methodNotAllowed, "only GET and HEAD")
+        }
+        if path.hasPrefix(PeerNetwork.prefix) {
+            guard peers.accepts(remote: remote) else { return refuse("peer \(remote) is outside the sharing policy") }
+            guard let target = ProxyPath.upstream(path: ProxyPath.prefix + path.dropFirst(PeerNetwork.prefix.count), query: request.uri.query) else {
+                return Self.plain(.badRequest, "not a peer path: \(path)")
+            }
+            guard allows(authority: target.authority) else { return refuse("\(target.authority) is not served") }
+            return await serveToPeer(target.url)
+        }
+        guard let target = ProxyPath.upstream(path: path, query: request.uri.query) else {
+            return Self.plain(.notFound, "not a proxy path: \(path) (try /u/<scheme>/<host[:port]>/<path>)")
+        }
+        guard allows(authority: target.authority) else {
+            return refuse("\(target.authority) is not among the proxy's upstreams")
+        }
+        stats.withLock { $0.requests += 1 }
+        return await serveToPlayer(request, url: target.url)
+    }
+
+    private func refuse(_ why: String) -> Response {
+        stats.withLock { $0.refused += 1 }
+        logger.info("venue: refused: \(why)")
+        return Self.plain(.forbidden, why)
+    }
+
+    static func plain(_ status: HTTPResponse.Status, _ text: String, type: String = "text/plain; charset=utf-8") -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = type
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    // MARK: Players
+
+    private static let forwardedRequestHeaders: [HTTPField.Name] = [
+        .range, .userAgent, .accept, .acceptLanguage, .authorization, .cookie, .ifNoneMatch, .ifModifiedSince,
+    ]
+
+    private func serveToPlayer(_ request: Request, url: URL) async -> Response {
+        let headers = request.headers
+        let key = url.absoluteString
+        let manifest = ManifestRewriter.kind(path: url.path, contentType: nil) != nil
+        let shared = headers[.range] == nil && headers[.authorization] == nil && headers[.cookie] == nil
+        if request.method == .head || !shared {
+            var forwarded: [(String, String)] = []
+            for name in Self.forwardedRequestHeaders { if let v = headers[name] { forwarded.append((name.rawName, v)) } }
+            let transfer = fetchUpstream(url, method: request.method == .head ? .HEAD : .GET, headers: forwarded, key: nil)
+            return await answer(transfer, url: url, head: request.method == .head, origin: "pass", to: .player)
+        }
+        if !manifest, let object = store.get(key) {
+            stats.withLock {
+                $0.storeHits += 1
+                $0.bytesServedToPlayers += Int64(object.body.readableBytes)
+            }
+            return Self.stored(object, source: "store")
+        }
+        let deadline = peerDeadline(headers)
+        let (transfer, joined) = transfer(for: url, key: key, manifest: manifest, askPeers: !manifest, peerDeadline: deadline)
+        if joined { stats.withLock { $0.coalesced += 1 } }
+        return await answer(transfer, url: url, head: false, origin: joined ? "coalesced" : "fetched", to: .player)
+    }
+
+    /// Seconds a segment may wait for a peer: half the player's buffer (CMCD `bl` in the
+    /// request's header or query, else what the local player reported), within 0.25–8 s.
+    private func peerDeadline(_ headers: HTTPFields) -> Double {
+        var buffer: Double?
+        for value in [headers[HTTPField.Name("CMCD-Request")!]] + [nil] {
+            guard let value else { continue }
+            for item in value.split(separator: ",") where item.hasPrefix("bl=") { buffer = Double(item.dropFirst(3)).map { $0 / 1000 } }
+        }
+        guard let seconds = buffer ?? playerBuffer.withLock({ $0 }) else { return configuration.defaultPeerDeadline }
+        return min(8, max(0.25, seconds / 2))
+    }
+
+    /// The transfer under way for `key`, or a new one; whether it was joined.
+    func transfer(for url: URL, key: String, manifest: Bool, askPeers: Bool, peerDeadline: Double) -> (Transfer, Bool) {
+        if let existing = inflight.withLock({ $0[key] }), existing.read() != nil { return (existing, true) }
+        let transfer = Transfer(retainLimit: store.largestObject)
+        let raced: Transfer? = inflight.withLock { map in
+            if let other = map[key] { return other }
+            map[key] = transfer
+            return nil
+        }
+        if let raced { return (raced, true) }
+        let task = Task {
+            if askPeers, let owner = peers.owner(of: key) {
+                if await peers.fetch(url, from: owner, deadline: peerDeadline, into: transfer, proxy: self) {
+                    finishTransfer(transfer, key: key, manifest: manifest)
+                    return
+                }
+                stats.withLock { $0.peerFallbacks += 1 }
+            }
+            await runUpstream(url, method: .GET, headers: [], into: transfer)
+            finishTransfer(transfer, key: key, manifest: manifest)
+        }
+        transfer.onAbandoned.withLock { $0 = { task.cancel() } }
+        return (transfer, false)
+    }
+
+    private func finishTransfer(_ transfer: Transfer, key: String, manifest: Bool) {
+        inflight.withLock { if $0[key] === transfer { $0[key] = nil } }
+        guard !manifest, let head = transfer.head, head.status == 200, let body = transfer.body() else { return }
+        let control = (head.header("Cache-Control") ?? "").lowercased()
+        guard !control.contains("no-store"), !control.contains("no-cache"), !control.contains("private") else { return }
+        if let length = head.header("Content-Length").flatMap(Int.init), length != body.readableBytes { return }
+        var expires: Double?
+        if let maxAge = Self.maxAge(control) { expires = Monotonic.now() + maxAge - Double(head.header("Age").flatMap(Int.init) ?? 0) }
+        store.put(key, StoredObject(headers: Self.kept(head.headers), body: body, expires: expires))
+    }
+
+    static func maxAge(_ control: String) -> Double? {
+        for directive in control.split(separator: ",") {
+            let d = directive.trimmingCharacters(in: .whitespaces)
+            for name in ["s-maxage=", "max-age="] where d.hasPrefix(name) { return Double(d.dropFirst(name.count)) }
+        }
+        return nil
+    }
+
+    /// A transfer fetching `url` from upstream on its own (not in the in-flight map).
+    private func fetchUpstream(_ url: URL, method: HTTPMethod, headers: [(String, String)], key: String?) -> Transfer {
+        let transfer = Transfer(retainLimit: store.largestObject)
+        let task = Task { await runUpstream(url, method: method, headers: headers, into: transfer) }
+        transfer.onAbandoned.withLock { $0 = { task.cancel() } }
+        return transfer
+    }
+
+    /// Fetches `url` into `transfer`: the head within 8 s, then the body as it comes (a body
+    /// that stops for the client's idle timeout fails).
+    func runUpstream(_ url: URL, method: HTTPMethod, headers: [(String, String)], into transfer: Transfer) async {
+        var request = HTTPClientRequest(url: url.absoluteString)
+        request.method = method
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        do {
+            let response = try await client.execute(request, timeout: .seconds(8))
+            transfer.receive(
+                head: TransferHead(
+                    status: Int(response.status.code), reason: response.status.reasonPhrase, headers: response.headers.map { ($0.name, $0.value) },
+                    url: response.url ?? url))
+            for try await chunk in response.body {
+                stats.withLock { $0.bytesFromCDN += Int64(chunk.readableBytes) }
+                transfer.receive(chunk: chunk)
+            }
+            transfer.finish(.success(()))
+        } catch {
+            stats.withLock { $0.upstreamErrors += 1 }
+            if !Task.isCancelled { logger.info("venue: upstream \(url.absoluteString): \(error)") }
+            transfer.finish(.failure(error))
+        }
+    }
+
+    /// Response headers worth repeating (hop-by-hop and length ones are the proxy's own).
+    static func kept(_ headers: [(String, String)]) -> [(String, String)] {
+        let dropped: Set<String> = [
+            "connection", "keep-alive", "transfer-encoding", "content-length", "te", "trailer", "upgrade", "proxy-authenticate",
+            "proxy-connection", "content-encoding", "server",
+        ]
+        return headers.filter { !dropped.contains($0.0.lowercased()) }
+    }
+
+    private static func stored(_ object: StoredObject, source: String) -> Response {
+        var headers = HTTPFields()
+        for (name, value) in object.headers { if let n = HTTPField.Name(name) { headers.append(HTTPField(name: n, value: value)) } }
+        headers[HTTPField.Name("Marquee-Source")!] = source
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: object.body))
+    }
+
+    /// The player's answer from `transfer`: the upstream status and headers; a manifest
+    /// collected and rewritten; any other body passed on as it arrives.
+    private func answer(_ transfer: Transfer, url: URL, head: Bool, origin: String, to audience: Audience) async -> Response {
+        guard let body = transfer.read(), let headReader = transfer.read() else {
+            // The body outgrew what a transfer keeps before this request joined: fetch alone.
+            return await answer(fetchUpstream(url, method: .GET, headers: [], key: nil), url: url, head: head, origin: "pass", to: audience)
+        }
+        var upstreamHead: TransferHead?
+        do {
+            for try await part in headReader {
+                if case .head(let h) = part {
+                    upstreamHead = h
+                    break
+                }
+            }
+        } catch {
+            return Self.plain(.badGateway, "upstream \(url.absoluteString): \(error)")
+        }
+        guard let upstreamHead else { return Self.plain(.badGateway, "upstream \(url.absoluteString) gave no answer") }
+        var headers = HTTPFields()
+        for (name, value) in Self.kept(upstreamHead.headers) {
+            if let n = HTTPField.Name(name) { headers.append(HTTPField(name: n, value: value)) }
+        }
+        headers[HTTPField.Name("Marquee-Source")!] = origin
+        let status = HTTPResponse.Status(code: upstreamHead.status, reasonPhrase: upstreamHead.reason)
+        if head {
+            if let length = upstreamHead.header("Content-Length"), upstreamHead.header("Content-Encoding") == nil { headers[.contentLength] = length }
+            return Response(status: status, headers: headers, body: ResponseBody())
+        }
+        if (200..<300).contains(upstreamHead.status),
+            let kind = ManifestRewriter.kind(path: url.path, contentType: upstreamHead.header("Content-Type"))
+        {
+            var all = ByteBuffer()
+            do {
+                for try await part in body {
+                    guard case .chunk(var c) = part else { continue }
+                    guard all.readableBytes + c.readableBytes <= 16 << 20 else { return Self.plain(.badGateway, "manifest over 16 MiB") }
+                    all.writeBuffer(&c)
+                }
+            } catch {
+                return Self.plain(.badGateway, "upstream \(url.absoluteString): \(error)")
+            }
+            let text = String(decoding: all.readableBytesView, as: UTF8.self)
+            let rewritten = ManifestRewriter(requested: url, answered: upstreamHead.url, allows: { [self] in allows(authority: $0) }).rewrite(text, kind: kind)
+            headers[.eTag] = nil
+            let out = ByteBuffer(string: rewritten)
+            count(out.readableBytes, to: audience)
+            return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: out))
+        }
+        let length = upstreamHead.header("Content-Encoding") == nil ? upstreamHead.header("Content-Length").flatMap(Int.init) : nil
+        return Response(
+            status: status, headers: headers,
+            body: ResponseBody(contentLength: length) { [self] writer in
+                for try await part in body {
+                    guard case .chunk(let c) = part else { continue }
+                    count(c.readableBytes, to: audience)
+                    try await writer.write(c)
+                }
+                try await writer.finish(nil)
+            })
+    }
+
+    enum Audience { case player, peer }
+
+    private func count(_ bytes: Int, to audience: Audience) {
+        stats.withLock {
+            switch audience {
+            case .player: $0.bytesServedToPlayers += Int64(bytes)
+            case .peer: $0.bytesServedToPeers += Int64(bytes)
+            }
+        }
+    }
+
+    // MARK: Peers
+
+    /// A peer's request: from the store, a transfer under way, or (this box is the owner, or
+    /// the asker thinks so) fetched from upstream now, never from another peer.
+    private func serveToPeer(_ url: URL) async -> Response {
+        let key = url.absoluteString
+        if let object = store.get(key) {
+            stats.withLock { $0.bytesServedToPeers += Int64(object.body.readableBytes) }
+            return Self.stored(object, source: "peer-store")
+        }
+        let (transfer, _) = transfer(for: url, key: key, manifest: false, askPeers: false, peerDeadline: 0)
+        return await answer(transfer, url: url, head: false, origin: "peer-fetched", to: .peer)
+    }
+}
