@@ -145,7 +145,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "Marquee", "MarqueeOrigin", "MarqueeStreaming", "TestSupport",
+                "Marquee", "MarqueeOrigin", "MarqueeStreaming", "MarqueeVenue", "TestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),

@@ -149,7 +149,7 @@ struct ManifestRewriter {
         while let open = rest.range(of: "<\(element)") {
             let after = rest[open.upperBound...]
             guard let first = after.first, first == ">" || first == " " || first == "\t" || first == "\n" || first == "\r",
-                let gt = after.firstIndex(of: ">"), after[after.index(before: gt)] != "/",
+                let gt = after.firstIndex(of: ">"), gt == after.startIndex || after[after.index(before: gt)] != "/",
                 let close = rest[gt...].range(of: "</\(element)>")
             else {
                 out += rest[..<open.upperBound]

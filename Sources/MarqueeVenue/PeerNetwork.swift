@@ -283,6 +283,21 @@ final class PeerNetwork: Sendable {
         return .verified
     }
 
+    /// Why an upstream body is not what its own headers say (a SHA-256 digest that differs) or
+    /// not a whole media segment; nil when nothing is wrong with it. Such a body is passed on
+    /// (the player judges it) but never kept.
+    static func problem(_ body: ByteBuffer, headers: [(String, String)], path: String) -> String? {
+        var said = Description()
+        for name in ["Repr-Digest", "Content-Digest"] {
+            if let value = headers.first(where: { $0.0.caseInsensitiveCompare(name) == .orderedSame })?.1, let hash = sha256(fromDigest: value) {
+                said.sha256 = hash
+            }
+        }
+        said.length = body.readableBytes
+        if case .failed(let why) = verify(body, headers: headers, against: said, path: path) { return why }
+        return nil
+    }
+
     /// `body`'s result, or nil when it throws or takes longer than `seconds` (it is cancelled).
     static func within<T: Sendable>(_ seconds: Double, _ body: @escaping @Sendable () async throws -> T) async -> T? {
         await withTaskGroup(of: T?.self) { group in

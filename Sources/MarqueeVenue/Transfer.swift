@@ -121,6 +121,9 @@ final class Transfer: Sendable {
         if abandoned { onAbandoned.withLock { $0 }?() }
     }
 
+    /// Whether a reader may still join (the body has not outgrown what is kept).
+    var isJoinable: Bool { state.withLock { !$0.overflowed } }
+
     var isFinished: Bool { state.withLock { $0.end != nil } }
     var receivedBytes: Int { state.withLock { $0.bytes } }
 

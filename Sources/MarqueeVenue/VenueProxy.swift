@@ -142,6 +142,13 @@ public final class VenueProxy: Sendable {
         return url
     }
 
+    /// Asks `peer` too from now on (what discovery calls; the configured peers are there from
+    /// the start). Under `onlyOnLAN` a peer outside the local networks is never asked.
+    public func addPeer(_ peer: PeerAddress) { peers.add(discovered: peer) }
+
+    /// Stops asking `peer` (its service went away); a configured peer stays.
+    public func removePeer(_ peer: PeerAddress) { peers.remove(discovered: peer) }
+
     /// Serves `authority` (`host` or `host:port`) too from now on (a player's new source).
     public func addUpstream(_ authority: String) {
         let a = authority.lowercased()
@@ -262,7 +269,7 @@ public final class VenueProxy: Sendable {
 
     /// The transfer under way for `key`, or a new one; whether it was joined.
     func transfer(for url: URL, key: String, manifest: Bool, askPeers: Bool, peerDeadline: Double) -> (Transfer, Bool) {
-        if let existing = inflight.withLock({ $0[key] }), existing.read() != nil { return (existing, true) }
+        if let existing = inflight.withLock({ $0[key] }), existing.isJoinable { return (existing, true) }
         let transfer = Transfer(retainLimit: store.largestObject)
         let raced: Transfer? = inflight.withLock { map in
             if let other = map[key] { return other }
@@ -273,24 +280,28 @@ public final class VenueProxy: Sendable {
         let task = Task {
             if askPeers, let owner = peers.owner(of: key) {
                 if await peers.fetch(url, from: owner, deadline: peerDeadline, into: transfer, proxy: self) {
-                    finishTransfer(transfer, key: key, manifest: manifest)
+                    finishTransfer(transfer, url: url, key: key, manifest: manifest)
                     return
                 }
                 stats.withLock { $0.peerFallbacks += 1 }
             }
             await runUpstream(url, method: .GET, headers: [], into: transfer)
-            finishTransfer(transfer, key: key, manifest: manifest)
+            finishTransfer(transfer, url: url, key: key, manifest: manifest)
         }
         transfer.onAbandoned.withLock { $0 = { task.cancel() } }
         return (transfer, false)
     }
 
-    private func finishTransfer(_ transfer: Transfer, key: String, manifest: Bool) {
+    private func finishTransfer(_ transfer: Transfer, url: URL, key: String, manifest: Bool) {
         inflight.withLock { if $0[key] === transfer { $0[key] = nil } }
         guard !manifest, let head = transfer.head, head.status == 200, let body = transfer.body() else { return }
         let control = (head.header("Cache-Control") ?? "").lowercased()
         guard !control.contains("no-store"), !control.contains("no-cache"), !control.contains("private") else { return }
         if let length = head.header("Content-Length").flatMap(Int.init), length != body.readableBytes { return }
+        if let problem = PeerNetwork.problem(body, headers: head.headers, path: url.path) {
+            logger.info("venue: \(url.absoluteString) not kept: \(problem)")
+            return
+        }
         var expires: Double?
         if let maxAge = Self.maxAge(control) { expires = Monotonic.now() + maxAge - Double(head.header("Age").flatMap(Int.init) ?? 0) }
         store.put(key, StoredObject(headers: Self.kept(head.headers), body: body, expires: expires))

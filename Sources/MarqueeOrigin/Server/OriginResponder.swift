@@ -116,7 +116,7 @@ struct OriginResponder: Sendable {
             response = Response(
                 status: reply.status, headers: headers, body: Self.paced(reply.body, schedule, ending: reply.ending, clock: reply.clock, served: served))
         } else {
-            if request.method == .get { served.add(reply.body.count) }
+            if request.method == .get, path != "/origin/stats" { served.add(reply.body.count) }
             var buffer = ByteBuffer()
             buffer.writeBytes(reply.body)
             response = Response(status: reply.status, headers: headers, body: ResponseBody(byteBuffer: buffer))
