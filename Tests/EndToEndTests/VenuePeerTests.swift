@@ -1,0 +1,130 @@
+import Foundation
+import Marquee
+import MarqueeOrigin
+import MarqueeStreaming
+@testable import MarqueeVenue
+import Logging
+import TestSupport
+import Testing
+
+/// Boxes of one venue sharing segments, on loopback: real proxies (in this process, and one as
+/// a `marquee proxy` process that is killed), a lying peer (tests/venue/liar_peer.py), our
+/// origin as the CDN. Asserted: what the clients receive (byte-exact against the origin) and
+/// what the origin sends.
+@Suite struct VenuePeerTests {
+    static func proxy(box: String, deadline: Double = 2, peers: [String] = []) async throws -> VenueProxy {
+        var logger = Logger(label: "test.venue.\(box)")
+        logger.logLevel = .warning
+        let configuration = VenueConfiguration(
+            upstreams: ["127.0.0.1"], sharing: .onlyOnLAN, peers: peers, boxId: box, banSeconds: 300, defaultPeerDeadline: deadline)
+        let proxy = try VenueProxy(configuration: configuration, logger: logger)
+        _ = try await proxy.start()
+        return proxy
+    }
+
+    /// Waits until `proxy` counts `peers` peers answering (hellos every 2 s).
+    static func waitConnected(_ proxy: VenueProxy, peers: Int) async throws {
+        for _ in 0..<100 where proxy.statistics.peersConnected < peers { try await Task.sleep(for: .milliseconds(100)) }
+        #expect(proxy.statistics.peersConnected == peers)
+    }
+
+    static func freePort() -> Int { Int.random(in: 20_000..<60_000) }
+
+    /// Segments of `generated`'s video whose owner among boxes `a` and `other` is `owner`.
+    static func segments(_ origin: Origin, owner: String, other: String, count: Int, options: [String] = [], newest: Int = 3) -> [URL] {
+        let edge = Int(Date().timeIntervalSince1970 / 2) - newest
+        let base = origin.manifestURL(asset: "generated", options: options).deletingLastPathComponent()
+        var out: [URL] = []
+        for n in stride(from: edge, to: edge - 25, by: -1) where out.count < count {
+            let url = base.appendingPathComponent("0/\(n).m4s")
+            let key = url.absoluteString
+            if PeerNetwork.score(box: owner, key: key) > PeerNetwork.score(box: other, key: key) { out.append(url) }
+        }
+        return out
+    }
+
+    @Test func twoBoxesTakeEachSegmentFromTheCDNOnce() async throws {
+        let origin = try await LivePlaybackTests.origin()
+        defer { Task { await origin.stop() } }
+        let a = try await Self.proxy(box: "a"), b = try await Self.proxy(box: "b")
+        defer { Task { await a.stop(); await b.stop() } }
+        a.addPeer(PeerAddress(host: "127.0.0.1", port: b.port!))
+        b.addPeer(PeerAddress(host: "127.0.0.1", port: a.port!))
+        try await Self.waitConnected(a, peers: 1)
+        try await Self.waitConnected(b, peers: 1)
+        // Both boxes' players ask for the same segments at the same moment; each box owns about half.
+        let urls = Self.segments(origin, owner: "a", other: "b", count: 3) + Self.segments(origin, owner: "b", other: "a", count: 3)
+        let before = try await VenueProxyTests.originBytes(origin)
+        let got = try await withThrowingTaskGroup(of: (URL, [UInt8]).self) { group in
+            for url in urls {
+                for proxy in [a, b] {
+                    let local = try proxy.localURL(for: url)
+                    group.addTask { (url, try await VenueProxyTests.get(local)) }
+                }
+            }
+            return try await group.reduce(into: [(URL, [UInt8])]()) { $0.append($1) }
+        }
+        let sent = try await VenueProxyTests.originBytes(origin) - before
+        var total = 0
+        for url in urls {
+            let direct = try await VenueProxyTests.get(url)
+            total += direct.count
+            #expect(got.filter { $0.0 == url }.map { sha256Hex($0.1) } == [sha256Hex(direct), sha256Hex(direct)], "\(url.lastPathComponent): both boxes got the origin's bytes")
+        }
+        #expect(sent == total, "the origin sent \(sent) bytes for \(total) bytes of segments (each once)")
+        #expect(a.statistics.bytesFromPeers > 0 && b.statistics.bytesFromPeers > 0)
+    }
+
+    @Test func aLyingPeerIsCaughtBannedAndCostsNoSegment() async throws {
+        let origin = try await LivePlaybackTests.origin()
+        defer { Task { await origin.stop() } }
+        let port = Self.freePort()
+        let log = try Tools.tempDirectory("liar").appendingPathComponent("asked.log")
+        FileManager.default.createFile(atPath: log.path, contents: nil)
+        let liar = try Tools.spawn("python3", [Tools.packageRoot.appendingPathComponent("tests/venue/liar_peer.py").path, "\(port)", log.path, "liar"])
+        defer { Tools.stop(liar) }
+        let a = try await Self.proxy(box: "a", peers: ["127.0.0.1:\(port)"])
+        defer { Task { await a.stop() } }
+        try await Self.waitConnected(a, peers: 1)
+        // The liar owns these: it is asked for the first, its bytes fail the hash, it is banned;
+        // every segment reaches the player byte-exact from the CDN.
+        let urls = Self.segments(origin, owner: "liar", other: "a", count: 4)
+        for url in urls {
+            let body = try await VenueProxyTests.get(try a.localURL(for: url))
+            #expect(sha256Hex(body) == sha256Hex(try await VenueProxyTests.get(url)), "\(url.lastPathComponent) is the origin's")
+        }
+        let asked = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
+        #expect(asked.count == 1, "asked \(asked.count) times: banned after its first lie")
+        #expect(a.statistics.peersConnected == 0, "a banned peer is not counted as connected")
+    }
+
+    @Test func aPeerKilledMidTransferCostsNoSegment() async throws {
+        let origin = try await LivePlaybackTests.origin()
+        defer { Task { await origin.stop() } }
+        let port = Self.freePort()
+        let marquee = Tools.packageRoot.appendingPathComponent(".build/debug/marquee").path
+        let b = try Tools.spawn(marquee, ["proxy", "--port", "\(port)", "--upstream", "127.0.0.1", "--sharing", "onlyOnLAN", "--box", "b"])
+        defer { Tools.stop(b) }
+        let a = try await Self.proxy(box: "a", deadline: 6, peers: ["127.0.0.1:\(port)"])
+        defer { Task { await a.stop() } }
+        try await Self.waitConnected(a, peers: 1)
+        // B owns a segment that the origin trickles (about 3 s for it); B is killed (SIGKILL) 1 s
+        // into its transfer to A. A goes to the CDN at once and the player gets the segment whole.
+        let url = try #require(Self.segments(origin, owner: "b", other: "a", count: 1, options: ["trickle_2000-100"]).first)
+        let plain = URL(string: url.absoluteString.replacingOccurrences(of: "/trickle_2000-100/", with: "/"))!
+        let asked = Date()
+        let killer = Task {
+            try await Task.sleep(for: .seconds(1))
+            kill(b.processIdentifier, SIGKILL)
+        }
+        let body = try await VenueProxyTests.get(try a.localURL(for: url))
+        try await killer.value
+        let took = Date().timeIntervalSince(asked)
+        let direct = try await VenueProxyTests.get(plain)
+        #expect(sha256Hex(body) == sha256Hex(direct), "the whole segment, the origin's bytes")
+        // A waited for B until the kill (1 s), then went to the CDN at once (the origin trickles a
+        // URL's first answer only: B's): not the 6 s deadline.
+        #expect(took >= 1 && took < 4, "took \(took) s")
+        #expect(a.statistics.peerFallbacks == 1, "\(took) s, \(a.statistics)")
+    }
+}
