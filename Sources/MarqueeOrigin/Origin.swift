@@ -16,7 +16,8 @@ import MarqueeStreaming
 /// - `/time/xsdate`, `/time/iso`, `/time/ms`, `/time?ms`, `/time/head` (GET/HEAD, `Date`), each
 ///   also as `/time/timeoffset_<s>/...` on an offset clock.
 /// - `/static/<path>`: files of ``OriginConfiguration/staticRoot``.
-/// - `/origin/stats`: the body bytes sent so far, as JSON (`{"bytes":…,"requests":…}`).
+/// - `/origin/stats`: the body bytes sent so far, as JSON (`{"bytes":…,"requests":…}`);
+///   `/origin/stats?media` adds how many times each media path was answered (`"media":{…}`).
 ///
 /// Media segments (and static media files) are answered `Cache-Control: public, max-age=60`
 /// with their SHA-256 in `Repr-Digest` (RFC 9530); manifests and everything else `no-store`.

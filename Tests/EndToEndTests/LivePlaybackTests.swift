@@ -25,7 +25,8 @@ import Testing
 
     /// Plays `url` for `seconds` and returns what the outputs hold.
     static func play(
-        _ url: URL, seconds: Double, audio: (URL) -> AudioOutput, target: Double = 3, configure: (inout PlayerOptions) -> Void = { _ in }
+        _ url: URL, seconds: Double, audio: (URL) -> AudioOutput, target: Double = 3, configure: (inout PlayerOptions) -> Void = { _ in },
+        during: (Player) -> Void = { _ in }
     ) async throws -> (frames: [PresentedFrame], dir: URL, events: [PlayerEvent], timed: [(time: Double, event: PlayerEvent)]) {
         let dir = try Tools.tempDirectory("e2e")
         var options = PlayerOptions(
@@ -36,6 +37,7 @@ import Testing
         let listener = Task { for await e in player.events { collected.append(e) } }
         try await player.play()
         try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+        during(player)
         await player.stop()
         listener.cancel()
         return (try FramesFile.read(dir.appendingPathComponent("frames.tsv")), dir, collected.events, collected.timed)

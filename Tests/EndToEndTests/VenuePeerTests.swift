@@ -80,7 +80,7 @@ import Testing
         defer { Task { await origin.stop() } }
         let port = Self.freePort()
         let log = try Tools.tempDirectory("liar").appendingPathComponent("asked.log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let liar = try Tools.spawn("python3", [Tools.packageRoot.appendingPathComponent("tests/venue/liar_peer.py").path, "\(port)", log.path, "liar"])
         defer { Tools.stop(liar) }
         let a = try await Self.proxy(box: "a", peers: ["127.0.0.1:\(port)"])

@@ -75,7 +75,7 @@ struct OriginResponder: Sendable {
             let body = (try? await request.collectBody(upTo: 16 << 20)).map { Array($0.readableBytesView) }
             reply = plays.receive(body, key: request.headers.first { $0.name.canonicalName == "idempotency-key" }?.value)
         } else if request.method == .get, path == "/origin/stats" {
-            reply = Reply(bytes: Array("{\"bytes\":\(served.bytes),\"requests\":\(served.requests)}".utf8), contentType: "application/json", clock: OriginClock())
+            reply = Reply(bytes: Array(served.json(media: request.uri.query == "media").utf8), contentType: "application/json", clock: OriginClock())
         } else if request.method != .get && request.method != .head {
             reply = Reply(.methodNotAllowed, "only GET and HEAD (and POST /plays)")
         } else {
@@ -115,8 +115,9 @@ struct OriginResponder: Sendable {
             let schedule = reply.schedule ?? [(0..<reply.body.count, 0)]
             response = Response(
                 status: reply.status, headers: headers, body: Self.paced(reply.body, schedule, ending: reply.ending, clock: reply.clock, served: served))
+            served.add(0, mediaPath: reply.media ? path : nil)
         } else {
-            if request.method == .get, path != "/origin/stats" { served.add(reply.body.count) }
+            if request.method == .get, path != "/origin/stats" { served.add(reply.body.count, mediaPath: reply.media ? path : nil) }
             var buffer = ByteBuffer()
             buffer.writeBytes(reply.body)
             response = Response(status: reply.status, headers: headers, body: ResponseBody(byteBuffer: buffer))
@@ -141,7 +142,7 @@ struct OriginResponder: Sendable {
                 let wait = piece.at - clock.now()
                 if wait > 0 { try await Task.sleep(for: .milliseconds(Int((wait * 1000).rounded(.up)))) }
                 let part = body[piece.bytes.clamped(to: sent)]
-                served.add(part.count)
+                served.add(part.count, request: false)
                 try await writer.write(ByteBuffer(bytes: part))
             }
             switch ending {
@@ -460,11 +461,30 @@ extension OriginResponder.Reply {
 /// the uploader must ride out), and 400 to a body that is not a batch of records.
 /// Body bytes the origin has sent (what an uplink carries), for venue measurements:
 /// `GET /origin/stats`.
+/// With `?media`, also how often each media path was sent whole or in part.
 final class ServedBytes: Sendable {
-    private let state = Locked((bytes: 0, requests: 0))
-    func add(_ n: Int) { state.withLock { $0.bytes += n; $0.requests += 1 } }
+    private let state = Locked((bytes: 0, requests: 0, media: [String: Int]()))
+    /// `n` more bytes; `request`: they begin an answer.
+    func add(_ n: Int, mediaPath: String? = nil, request: Bool = true) {
+        state.withLock {
+            $0.bytes += n
+            if request { $0.requests += 1 }
+            if let mediaPath { $0.media[mediaPath, default: 0] += 1 }
+        }
+    }
     var bytes: Int { state.withLock { $0.bytes } }
     var requests: Int { state.withLock { $0.requests } }
+
+    func json(media: Bool) -> String {
+        state.withLock { s in
+            var out = "{\"bytes\":\(s.bytes),\"requests\":\(s.requests)"
+            if media {
+                let entries = s.media.sorted { $0.key < $1.key }.map { "\"\($0.key.replacingOccurrences(of: "\"", with: "\\\""))\":\($0.value)" }
+                out += ",\"media\":{\(entries.joined(separator: ","))}"
+            }
+            return out + "}"
+        }
+    }
 }
 
 public final class PlayReceiver: Sendable {
