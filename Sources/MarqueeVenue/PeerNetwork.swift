@@ -25,6 +25,9 @@ import NIOCore
 final class PeerNetwork: Sendable {
     static let prefix = "/p/"
     let configuration: VenueConfiguration
+    /// The CDN's client (its HEADs), and the peers' own: a LAN peer connects within 0.5 s and
+    /// never leaves a second without a byte, else it is given up (the CDN instead).
+    let cdn: HTTPClient
     let client: HTTPClient
     let logger: Logger
     private let state = Locked(State())
@@ -41,15 +44,34 @@ final class PeerNetwork: Sendable {
         var peers: [PeerAddress: Peer] = [:]
         var task: Task<Void, Never>?
         var ownPort: Int?
+        var startedAt: Double?
+    }
+
+    /// Seconds after the start during which a segment waits for the first hellos.
+    static let settling = 1.5
+
+    /// Right after the start, until every peer answered once or ``settling`` passed: boxes of a
+    /// venue start together (after a power cut), and without this every box would fetch the
+    /// first segments from the CDN itself, all at once.
+    func settle() async {
+        while true {
+            let waiting = state.withLock { s -> Bool in
+                guard let started = s.startedAt, Monotonic.now() - started < Self.settling else { return false }
+                return s.peers.values.contains { $0.box == nil && accepts(remote: $0.address.host) }
+            }
+            guard waiting else { return }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
     }
 
     /// Seconds between hellos, and how long an answer counts.
     static let helloInterval = 2.0
     static let connectedFor = 6.0
 
-    init(configuration: VenueConfiguration, client: HTTPClient, logger: Logger) {
+    init(configuration: VenueConfiguration, cdn: HTTPClient, logger: Logger) {
         self.configuration = configuration
-        self.client = client
+        self.cdn = cdn
+        client = Self.peerClient
         self.logger = logger
         state.withLock { s in
             for text in configuration.peers {
@@ -61,21 +83,40 @@ final class PeerNetwork: Sendable {
 
     func start(ownPort: Int) {
         guard configuration.sharing != .never else { return }
+        let began = Monotonic.now()
         let task = Task { [self] in
             while !Task.isCancelled {
                 await greetAll()
-                try? await Task.sleep(for: .milliseconds(Int(Self.helloInterval * 1000)))
+                // Often at first (boxes of a venue start together), then every helloInterval.
+                let interval = Monotonic.now() - began < 10 ? 0.25 : Self.helloInterval
+                try? await Task.sleep(for: .milliseconds(Int(interval * 1000)))
             }
         }
         state.withLock {
             $0.ownPort = ownPort
             $0.task = task
+            $0.startedAt = began
         }
     }
 
-    func stop() {
-        state.withLock { $0.task }?.cancel()
+    func stop() async {
+        let task = state.withLock { s in
+            defer { s.task = nil }
+            return s.task
+        }
+        task?.cancel()
+        await task?.value
     }
+
+    /// The client every proxy of the process asks peers with (never shut down, as
+    /// ``HTTPFetcher/defaultClient``).
+    static let peerClient: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout = .init(connect: .milliseconds(500), read: .seconds(1))
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.redirectConfiguration = .disallow
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
 
     /// Adds a peer found by discovery (DNS-SD); a second call for one address is nothing.
     func add(discovered address: PeerAddress) {
@@ -181,59 +222,110 @@ final class PeerNetwork: Sendable {
 
     enum Outcome { case verified, unverifiable(String), failed(String) }
 
-    /// Asks `peer` for `url` within `deadline` seconds; on bytes verified against the CDN's
-    /// word, hands them to `transfer` (not finished) and returns true. False: the caller goes
-    /// to the CDN (the peer was late, gone, or lied — then it is banned).
-    func fetch(_ url: URL, from peer: PeerAddress, deadline: Double, into transfer: Transfer, proxy: VenueProxy) async -> Bool {
-        guard let path = ProxyPath.path(for: url) else { return false }
+    /// Asks `peer` for `url`; on bytes verified against the CDN's word, hands them to
+    /// `transfer` (finished): ``PeerOutcome``. A peer that is gone (refused, reset) is not
+    /// counted as connected until it answers a hello again; one that lied is banned.
+    ///
+    /// `deadline` (seconds, from the player's buffer) bounds a peer that serves from its store:
+    /// its answer must begin within min(deadline, 1 s) and, at the pace it comes, end within the
+    /// deadline. A peer relaying the CDN for this segment (it owns it and fetches it now) is
+    /// waited for while bytes keep coming (a second without one ends it), up to
+    /// max(deadline, ``relayWait``): its pace is the uplink's, which going to the CDN as well
+    /// would only share.
+    func fetch(_ url: URL, from peer: PeerAddress, deadline: Double, into transfer: Transfer, proxy: VenueProxy) async -> PeerOutcome {
+        guard let path = ProxyPath.path(for: url) else { return .declined }
         let peerURL = "http://\(peer)\(Self.prefix)\(path.dropFirst(ProxyPath.prefix.count))"
         let limit = proxy.store.largestObject
         let client = self.client
         let started = Monotonic.now()
-        async let said = describe(url, deadline: deadline)
-        let got: (headers: [(String, String)], body: ByteBuffer)? = await Self.within(deadline) {
+        let cap = max(deadline, Self.relayWait)
+        async let said = describe(url, deadline: cap)
+        let outcome: Result<(headers: [(String, String)], body: ByteBuffer), PeerFailure> = await Self.within(cap) {
             var request = HTTPClientRequest(url: peerURL)
             request.method = .GET
-            let response = try await client.execute(request, timeout: .milliseconds(Int64(deadline * 1000)))
-            guard response.status == .ok else { return nil }
-            let body = try await response.body.collect(upTo: limit)
-            return (response.headers.map { ($0.name, $0.value) }, body)
-        } ?? nil
-        let description = await said
-        guard let got else {
-            logger.info("venue: peer \(peer) had no \(url.lastPathComponent) within \(String(format: "%.2f", deadline)) s")
-            return false
+            let response: HTTPClientResponse
+            do {
+                response = try await client.execute(request, timeout: .milliseconds(Int64(min(deadline, 1) * 1000)))
+            } catch {
+                return .failure(PeerFailure("no answer: \(error)", gone: true))
+            }
+            guard response.status == .ok else { return .failure(PeerFailure("HTTP \(response.status.code)")) }
+            let relaying = response.headers.first(name: "Marquee-Source") != "peer-store"
+            let length = response.headers.first(name: "Content-Length").flatMap(Int.init)
+            var body = ByteBuffer()
+            do {
+                for try await var chunk in response.body {
+                    guard body.readableBytes + chunk.readableBytes <= limit else { return .failure(PeerFailure("over \(limit) bytes")) }
+                    body.writeBuffer(&chunk)
+                    let elapsed = Monotonic.now() - started
+                    if !relaying, let length, elapsed > 0.2, elapsed * Double(length) / Double(body.readableBytes) > deadline {
+                        return .failure(PeerFailure(String(format: "too slow: %d of %d bytes in %.2f s", body.readableBytes, length, elapsed)))
+                    }
+                }
+            } catch {
+                return .failure(PeerFailure("cut short after \(body.readableBytes) bytes: \(error)", gone: true))
+            }
+            return .success((response.headers.map { ($0.name, $0.value) }, body))
+        } ?? .failure(PeerFailure(String(format: "not complete within %.2f s", cap)))
+        let got: (headers: [(String, String)], body: ByteBuffer)
+        switch outcome {
+        case .success(let value): got = value
+        case .failure(let failure):
+            logger.info("venue: \(url.lastPathComponent) from peer \(peer): \(failure.why)")
+            if failure.gone {
+                // Not asked again until it answers a hello: the boxes re-agree on owners without it.
+                state.withLock { $0.peers[peer]?.lastAnswer = nil }
+                return .gone
+            }
+            return .declined
         }
-        guard let description else {
+        guard let description = await said else {
             logger.info("venue: the CDN did not describe \(url.lastPathComponent): the peer's bytes cannot be checked")
-            return false
+            return .declined
         }
         switch Self.verify(got.body, headers: got.headers, against: description, path: url.path) {
         case .verified: break
         case .unverifiable(let why):
             logger.info("venue: \(url.lastPathComponent) from \(peer) not used: \(why)")
-            return false
+            return .declined
         case .failed(let why):
             proxy.stats.withLock {
                 $0.verificationFailures += 1
                 $0.peerBans += 1
             }
             ban(peer, why: "\(url.lastPathComponent): \(why)")
-            return false
+            return .gone  // every box that asked it now asks the same next owner: the CDN once
         }
-        var headers = VenueProxy.kept(got.headers).filter { $0.0.lowercased() != "marquee-source" }
+        var headers = VenueProxy.kept(got.headers).filter { $0.0.lowercased() != "marquee-source" && $0.0.lowercased() != "content-length" }
         headers.append(("Content-Length", "\(got.body.readableBytes)"))
         transfer.receive(head: TransferHead(status: 200, reason: "OK", headers: headers, url: url))
         proxy.stats.withLock { $0.bytesFromPeers += Int64(got.body.readableBytes) }
         transfer.receive(chunk: got.body)
         transfer.finish(.success(()))
         logger.debug("venue: \(url.lastPathComponent) from \(peer), \(got.body.readableBytes) bytes in \(String(format: "%.3f", Monotonic.now() - started)) s")
-        return true
+        return .delivered
+    }
+
+    /// How asking a peer ended: the bytes are in the transfer; the peer is gone (refused, reset,
+    /// or banned for a lie: the next owner may be asked); or not from it (late, refused,
+    /// unverifiable: the CDN).
+    enum PeerOutcome { case delivered, gone, declined }
+
+    /// Seconds a peer relaying the CDN is waited for at most (bytes still coming).
+    static let relayWait = 3.0
+
+    struct PeerFailure: Error {
+        var why: String
+        var gone = false
+        init(_ why: String, gone: Bool = false) {
+            self.why = why
+            self.gone = gone
+        }
     }
 
     /// The CDN's word on `url` (a HEAD), nil without an answer in time.
     private func describe(_ url: URL, deadline: Double) async -> Description? {
-        let client = self.client
+        let client = self.cdn
         return await Self.within(deadline) {
             var request = HTTPClientRequest(url: url.absoluteString)
             request.method = .HEAD

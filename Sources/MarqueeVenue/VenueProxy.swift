@@ -60,7 +60,7 @@ public final class VenueProxy: Sendable {
         self.logger = logger
         self.client = client
         store = SegmentStore(capacity: configuration.storeBytes)
-        peers = PeerNetwork(configuration: configuration, client: client, logger: logger)
+        peers = PeerNetwork(configuration: configuration, cdn: client, logger: logger)
     }
 
     // MARK: Serving
@@ -107,7 +107,7 @@ public final class VenueProxy: Sendable {
 
     /// Stops serving (in-flight answers get up to 2 s) and stops asking peers.
     public func stop() async {
-        peers.stop()
+        await peers.stop()
         let (task, group) = state.withLock { s -> (Task<Void, Never>?, ServiceGroup?) in
             defer { s = State() }
             return (s.task, s.group)
@@ -278,17 +278,32 @@ public final class VenueProxy: Sendable {
         }
         if let raced { return (raced, true) }
         let task = Task {
-            if askPeers, let owner = peers.owner(of: key) {
-                if await peers.fetch(url, from: owner, deadline: peerDeadline, into: transfer, proxy: self) {
+            // The owner first; when it is gone (refused, reset), the next owner among those left
+            // (the one every box now agrees on), if half the deadline is left; else the CDN.
+            if askPeers { await peers.settle() }
+            let began = Monotonic.now()
+            var asked = 0
+            while askPeers, asked < 2, let owner = peers.owner(of: key) {
+                asked += 1
+                let left = peerDeadline - (Monotonic.now() - began)
+                guard asked == 1 || left > peerDeadline / 2 else { break }
+                switch await peers.fetch(url, from: owner, deadline: left, into: transfer, proxy: self) {
+                case .delivered:
                     finishTransfer(transfer, url: url, key: key, manifest: manifest)
                     return
+                case .gone: continue
+                case .declined: break
                 }
-                stats.withLock { $0.peerFallbacks += 1 }
+                break
             }
+            if asked > 0 { stats.withLock { $0.peerFallbacks += 1 } }
             await runUpstream(url, method: .GET, headers: [], into: transfer)
             finishTransfer(transfer, url: url, key: key, manifest: manifest)
         }
-        transfer.onAbandoned.withLock { $0 = { task.cancel() } }
+        // A player that gives a try up (too slow for its buffer) asks again at once: the transfer
+        // goes on into the store and the next try joins it. Only a body too large to keep is
+        // cancelled when nobody reads it any more.
+        transfer.onAbandoned.withLock { $0 = { [weak transfer] in if transfer?.isJoinable == false { task.cancel() } } }
         return (transfer, false)
     }
 

@@ -4,14 +4,18 @@
 flipped near its end: same length, same ETag and headers, whole boxes, wrong pictures.
 Only a hash check catches it. Each /p/ request is appended to the log file.
 
-usage: liar_peer.py PORT LOGFILE [BOX]
+usage: liar_peer.py PORT LOGFILE [BOX [SOURCE]]
+SOURCE (host:port): where the real bytes are fetched instead of the URL's host (a copy of the
+origin beside the liar, so that its lies do not load the CDN's uplink).
 """
 import http.server
 import sys
+import time
 import urllib.request
 
 PORT, LOG = int(sys.argv[1]), sys.argv[2]
 BOX = sys.argv[3] if len(sys.argv) > 3 else "liar"
+SOURCE = sys.argv[4] if len(sys.argv) > 4 else None
 
 
 class Liar(http.server.BaseHTTPRequestHandler):
@@ -31,8 +35,10 @@ class Liar(http.server.BaseHTTPRequestHandler):
             self.send_error(404)
             return
         scheme, rest = self.path[3:].split("/", 1)
+        if SOURCE:
+            rest = SOURCE + "/" + rest.split("/", 1)[1]
         with open(LOG, "a") as log:
-            log.write(self.path + "\n")
+            log.write(f"{time.time():.3f}\t{self.client_address[0]}\t{self.path}\n")
         try:
             with urllib.request.urlopen(f"{scheme}://{rest}", timeout=5) as answer:
                 body = bytearray(answer.read())
@@ -52,4 +58,4 @@ class Liar(http.server.BaseHTTPRequestHandler):
         self.wfile.write(bytes(body))
 
 
-http.server.ThreadingHTTPServer(("127.0.0.1", PORT), Liar).serve_forever()
+http.server.ThreadingHTTPServer(("", PORT), Liar).serve_forever()
