@@ -77,6 +77,9 @@ struct OutputOptions: ParsableArguments {
 
     @Option(name: .long, help: "With --venue: the segment store's size in MiB.")
     var venueStoreMib: Int = 256
+
+    @Flag(name: .long, help: "With --venue: do not publish this box or find peers with DNS-SD (Avahi); the --peer boxes only.")
+    var noDiscovery = false
 }
 
 extension OutputOptions {
@@ -91,6 +94,7 @@ extension OutputOptions {
             host: venueHost ?? (sharing == .never ? "127.0.0.1" : "0.0.0.0"), port: venuePort, upstreams: [], storeBytes: venueStoreMib << 20,
             sharing: sharing, peers: peer)
         if let venueBox { configuration.boxId = venueBox }
+        configuration.discovery = !noDiscovery
         return configuration
     }
 }

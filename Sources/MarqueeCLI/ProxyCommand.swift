@@ -36,6 +36,9 @@ struct ProxyCommand: AsyncParsableCommand {
     @Option(name: .long, help: "This box's name among its peers (default: the host name).")
     var box: String?
 
+    @Flag(name: .long, help: "Do not publish this box or find peers with DNS-SD (Avahi); the --peer boxes only.")
+    var noDiscovery = false
+
     @Option(name: .long, help: "Print the proxy URL to play for this upstream manifest URL (repeat for several).")
     var url: [String] = []
 
@@ -48,6 +51,7 @@ struct ProxyCommand: AsyncParsableCommand {
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .notice
         var configuration = VenueConfiguration(host: host, port: port, upstreams: upstream, storeBytes: storeMib << 20, sharing: policy, peers: peer)
         if let box { configuration.boxId = box }
+        configuration.discovery = !noDiscovery
         let proxy: VenueProxy
         do { proxy = try VenueProxy(configuration: configuration, logger: logger) } catch { throw ValidationError("\(error)") }
         let bound = try await proxy.start()

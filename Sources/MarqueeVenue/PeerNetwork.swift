@@ -45,19 +45,26 @@ final class PeerNetwork: Sendable {
         var task: Task<Void, Never>?
         var ownPort: Int?
         var startedAt: Double?
+        /// Discovery's first look is under way.
+        var discovering = false
     }
 
-    /// Seconds after the start during which a segment waits for the first hellos.
-    static let settling = 1.5
+    /// Seconds after the start during which a segment waits for discovery's first look and the
+    /// first hellos.
+    static let settling = 2.0
 
-    /// Right after the start, until every peer answered once or ``settling`` passed: boxes of a
+    /// Discovery has begun its first look (``settle()`` waits for it) / has ended it.
+    func discovering(_ on: Bool) { state.withLock { $0.discovering = on } }
+
+    /// Right after the start, until discovery's first look is over and every peer known then
+    /// answered once, or ``settling`` passed: boxes of a
     /// venue start together (after a power cut), and without this every box would fetch the
     /// first segments from the CDN itself, all at once.
     func settle() async {
         while true {
             let waiting = state.withLock { s -> Bool in
                 guard let started = s.startedAt, Monotonic.now() - started < Self.settling else { return false }
-                return s.peers.values.contains { $0.box == nil && accepts(remote: $0.address.host) }
+                return s.discovering || s.peers.values.contains { $0.box == nil && accepts(remote: $0.address.host) }
             }
             guard waiting else { return }
             try? await Task.sleep(for: .milliseconds(50))

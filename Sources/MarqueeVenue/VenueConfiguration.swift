@@ -33,6 +33,9 @@ public struct VenueConfiguration: Sendable {
     public var banSeconds: Double
     /// Seconds a segment may wait for a peer when nothing says how much buffer the player has.
     public var defaultPeerDeadline: Double
+    /// Whether peers are also found with DNS-SD (Avahi; see ``VenueProxy``): this box is
+    /// published and the others followed. Only when sharing.
+    public var discovery: Bool = true
 
     public init(
         host: String = "127.0.0.1", port: Int = 0, upstreams: [String], storeBytes: Int = 256 << 20, sharing: SharingPolicy = .never,

@@ -29,6 +29,8 @@ import ServiceLifecycle
 /// - **Faults are not hidden**: an upstream status goes to the player as it is; an answer cut
 ///   short upstream is cut short to the player too (connection closed before its end), so the
 ///   player's own retries and checks see what happened.
+/// - **Discovery**: the configured peers, and (``VenueConfiguration/discovery``) those found
+///   with DNS-SD through Avahi (``PeerDiscovery``: `_marquee-venue._tcp`).
 /// - **Peers** (``SharingPolicy``): each segment has an owner among the boxes that answer
 ///   (rendezvous hashing on its URL); a box that is not the owner asks it first, under a
 ///   deadline from the player's buffer, and uses nothing from it before it is verified
@@ -42,6 +44,7 @@ public final class VenueProxy: Sendable {
     let stats = Locked(VenueStatistics())
     private let state = Locked(State())
     let peers: PeerNetwork
+    private let discovery: PeerDiscovery
     /// Upstream hosts added while running (``addUpstream(_:)``), besides the configuration's.
     private let addedUpstreams = Locked(VenueConfiguration(upstreams: []))
     /// Seconds of media the local player holds ahead, as it last said (nil: never said).
@@ -61,6 +64,7 @@ public final class VenueProxy: Sendable {
         self.client = client
         store = SegmentStore(capacity: configuration.storeBytes)
         peers = PeerNetwork(configuration: configuration, cdn: client, logger: logger)
+        discovery = PeerDiscovery(logger: logger)
     }
 
     // MARK: Serving
@@ -100,6 +104,13 @@ public final class VenueProxy: Sendable {
             $0.task = task
             $0.group = group
         }
+        if configuration.sharing != .never, configuration.discovery {
+            let peers = self.peers
+            peers.discovering(true)
+            discovery.start(
+                box: configuration.boxId, port: port, found: { peers.add(discovered: $0) }, lost: { peers.remove(discovered: $0) },
+                settled: { peers.discovering(false) })
+        }
         peers.start(ownPort: port)
         logger.info("venue: proxy on http://\(configuration.host):\(port), upstreams \(configuration.upstreams), sharing \(configuration.sharing.rawValue)")
         return port
@@ -107,6 +118,7 @@ public final class VenueProxy: Sendable {
 
     /// Stops serving (in-flight answers get up to 2 s) and stops asking peers.
     public func stop() async {
+        discovery.stop()
         await peers.stop()
         let (task, group) = state.withLock { s -> (Task<Void, Never>?, ServiceGroup?) in
             defer { s = State() }

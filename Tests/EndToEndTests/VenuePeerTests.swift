@@ -15,8 +15,9 @@ import Testing
     static func proxy(box: String, deadline: Double = 2, peers: [String] = []) async throws -> VenueProxy {
         var logger = Logger(label: "test.venue.\(box)")
         logger.logLevel = .warning
-        let configuration = VenueConfiguration(
+        var configuration = VenueConfiguration(
             upstreams: ["127.0.0.1"], sharing: .onlyOnLAN, peers: peers, boxId: box, banSeconds: 300, defaultPeerDeadline: deadline)
+        configuration.discovery = false  // the peers are the test's (tests/venue/run tests DNS-SD between hosts)
         let proxy = try VenueProxy(configuration: configuration, logger: logger)
         _ = try await proxy.start()
         return proxy
@@ -103,7 +104,7 @@ import Testing
         defer { Task { await origin.stop() } }
         let port = Self.freePort()
         let marquee = Tools.packageRoot.appendingPathComponent(".build/debug/marquee").path
-        let b = try Tools.spawn(marquee, ["proxy", "--port", "\(port)", "--upstream", "127.0.0.1", "--sharing", "onlyOnLAN", "--box", "b"])
+        let b = try Tools.spawn(marquee, ["proxy", "--port", "\(port)", "--upstream", "127.0.0.1", "--sharing", "onlyOnLAN", "--box", "b", "--no-discovery"])
         defer { Tools.stop(b) }
         let a = try await Self.proxy(box: "a", deadline: 6, peers: ["127.0.0.1:\(port)"])
         defer { Task { await a.stop() } }

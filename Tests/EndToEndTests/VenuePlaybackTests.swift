@@ -50,7 +50,9 @@ extension LivePlaybackTests {
         let url = origin.manifestURL(asset: "generated")
         let ports = (Int.random(in: 20_000..<40_000), Int.random(in: 40_000..<60_000))
         func venue(_ box: String, _ port: Int, _ peer: Int) -> VenueConfiguration {
-            VenueConfiguration(port: port, upstreams: [], sharing: .onlyOnLAN, peers: ["127.0.0.1:\(peer)"], boxId: box)
+            var configuration = VenueConfiguration(port: port, upstreams: [], sharing: .onlyOnLAN, peers: ["127.0.0.1:\(peer)"], boxId: box)
+            configuration.discovery = false  // each other only (tests/venue/run tests DNS-SD)
+            return configuration
         }
         let started = Date().timeIntervalSince1970
         async let a = Self.play(url, seconds: 16, audio: { _ in .null }) { $0.venue = venue("a", ports.0, ports.1) }
