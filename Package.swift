@@ -126,7 +126,7 @@ let package = Package(
         ),
         // The parsers' fuzz targets: run by libFuzzer (MarqueeFuzz, below) and by the test
         // suite's fuzz smoke.
-        .target(name: "MarqueeFuzzTargets", dependencies: ["Marquee", "MarqueeStreaming"]),
+        .target(name: "MarqueeFuzzTargets", dependencies: ["Marquee", "MarqueeStreaming", "MarqueeVenue"]),
         // Helpers shared by the test targets (external tools, WAV/frames.tsv readers, tone analysis).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "CCoreTests", dependencies: ["CCore", "TestSupport"]),

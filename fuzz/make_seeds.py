@@ -33,6 +33,9 @@ def seed(target, data, name=None):
     counts[target] = counts.get(target, 0) + 1
     with open(os.path.join(folder, name or "seed-%04d" % counts[target]), "wb") as f:
         f.write(data)
+    # The venue proxy's manifest rewriter reads the same texts (first byte: h HLS, d DASH).
+    if target in ("mpd", "hls") and not (name or "").startswith("regression-"):
+        seed("rewrite", (b"d" if target == "mpd" else b"h") + data)
 
 
 def read(path):

@@ -1,6 +1,7 @@
 import Foundation
 import Marquee
 import MarqueeStreaming
+import MarqueeVenue
 
 // The fuzz targets of the parsers that read what a server sends (issue #14): libFuzzer runs them
 // (Sources/MarqueeFuzz, scripts/fuzz, README "Fuzzing"), and the test suite's fuzz smoke
@@ -25,6 +26,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case config
     /// `Schedule(json:)`, then a day of its timeline, its hour's chunks and an hour of plays.
     case schedule
+    /// The venue proxy's `ManifestRewriter` (first byte `h`: an HLS playlist, else a DASH MPD),
+    /// as answered where asked and after a redirect.
+    case rewrite
     /// The small readers: ISO 8601 durations, xs:dateTime, HTTP dates, segment shape,
     /// transport stream timestamps, fMP4 decode time, segment template expansion.
     case misc
@@ -39,6 +43,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .emsg: fuzzEventMessage(bytes)
         case .config: fuzzConfig(bytes)
         case .schedule: fuzzSchedule(bytes)
+        case .rewrite: fuzzRewrite(bytes)
         case .misc: fuzzMisc(bytes)
         }
     }
@@ -125,6 +130,16 @@ private func fuzzEventMessage(_ bytes: [UInt8]) {
 private func fuzzConfig(_ bytes: [UInt8]) {
     guard let config = try? MarqueeConfig.parse(Data(bytes)) else { return }
     _ = PlayerOptions(config: config)
+}
+
+private func fuzzRewrite(_ bytes: [UInt8]) {
+    guard let first = bytes.first else { return }
+    let text = String(decoding: bytes.dropFirst(), as: UTF8.self)
+    let requested = URL(string: "http://cdn.example:8080/live/ch1/master.m3u8")!
+    for answered in [requested, URL(string: "https://edge.example/x/y/master.m3u8")!] {
+        _ = ManifestRewriter(requested: requested, answered: answered, allows: { $0.hasSuffix(".example") || $0.hasSuffix(".example:8080") })
+            .rewrite(text, kind: first == UInt8(ascii: "h") ? .hls : .dash)
+    }
 }
 
 private func fuzzSchedule(_ bytes: [UInt8]) {

@@ -36,14 +36,20 @@ enum ProxyPath {
 /// but for an answer that came from elsewhere after a redirect, where they are anchored to the
 /// place it came from. URLs to hosts not served are left as they are (the player goes there
 /// directly). `UTCTiming` values are never rewritten: a clock is read where the packager says.
-struct ManifestRewriter {
+public struct ManifestRewriter {
     /// The URL asked for, and where the answer came from.
-    var requested: URL
-    var answered: URL
+    public var requested: URL
+    public var answered: URL
     /// Whether an upstream authority is served.
-    var allows: (String) -> Bool
+    public var allows: (String) -> Bool
 
-    enum Kind { case hls, dash }
+    public init(requested: URL, answered: URL, allows: @escaping (String) -> Bool) {
+        self.requested = requested
+        self.answered = answered
+        self.allows = allows
+    }
+
+    public enum Kind: Sendable { case hls, dash }
 
     static func kind(path: String, contentType: String?) -> Kind? {
         let type = (contentType ?? "").lowercased()
@@ -82,7 +88,8 @@ struct ManifestRewriter {
         return host.lowercased() + (url.port.map { ":\($0)" } ?? "")
     }
 
-    func rewrite(_ text: String, kind: Kind) -> String {
+    /// `text` with its URLs leading through the proxy.
+    public func rewrite(_ text: String, kind: Kind) -> String {
         switch kind {
         case .hls: rewriteHLS(text)
         case .dash: rewriteDASH(text)
