@@ -87,10 +87,21 @@ let package = Package(
             // a public declaration that shows a dependency's type is a compile error.
             swiftSettings: [.enableUpcomingFeature("InternalImportsByDefault"), .enableUpcomingFeature("MemberImportVisibility")]
         ),
+        // The HTTP/1 server the origin and the venue proxy run (HummingbirdCore, started and stopped).
+        .target(
+            name: "MarqueeServing",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .target(
             name: "MarqueeOrigin",
             dependencies: [
-                "MarqueeStreaming",
+                "MarqueeStreaming", "MarqueeServing",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -104,7 +115,7 @@ let package = Package(
         .target(
             name: "MarqueeVenue",
             dependencies: [
-                "MarqueeStreaming",
+                "MarqueeStreaming", "MarqueeServing",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),

@@ -2,8 +2,8 @@ import Foundation
 import Hummingbird
 import HummingbirdCore
 import Logging
+import MarqueeServing
 import NIOCore
-import ServiceLifecycle
 import MarqueeStreaming
 
 /// A loopback live DASH origin, like the DASH-IF live simulator: it loops VOD DASH assets into
@@ -23,8 +23,8 @@ import MarqueeStreaming
 /// with their SHA-256 in `Repr-Digest` (RFC 9530); manifests and everything else `no-store`.
 /// - SNTP on UDP (``sntpServerPort``), listed in a manifest by the `utc_ntp` option.
 ///
-/// The server is HummingbirdCore's HTTP/1 server driven directly (not `Application`), so that
-/// the `Date` header can follow the request's offset clock.
+/// The server is HummingbirdCore's HTTP/1 server driven directly (not `Application`;
+/// `RunningServer`), so that the `Date` header can follow the request's offset clock.
 public final class Origin: Sendable {
     public let configuration: OriginConfiguration
     private let logger: Logger
@@ -34,10 +34,8 @@ public final class Origin: Sendable {
     private let sntpPort = BoundPort()
 
     private struct State {
-        var port: Int?
         var sntp: (any Channel)?
-        var task: Task<Void, Never>?
-        var group: ServiceGroup?
+        var server: RunningServer?
     }
 
     /// Loads and indexes every asset; throws an ``OriginError`` naming the first bad one.
@@ -58,59 +56,32 @@ public final class Origin: Sendable {
 
     /// Binds and serves in the background; returns the bound port.
     public func start() async throws -> Int {
-        if let port = state.withLock({ $0.port }) { return port }
+        if let port = state.withLock({ $0.server?.port }) { return port }
         let responder = self.responder
         let host = configuration.host
-        let (bound, continuation) = AsyncStream<Result<Int, any Error>>.makeStream()
         let fallback = Locked("\(host):\(configuration.port)")
-        let server = try HTTPServerBuilder.http1().buildServer(
-            configuration: ServerConfiguration(address: .hostname(host, port: configuration.port), serverName: nil),
-            eventLoopGroup: EventLoopGroupProvider.singleton.eventLoopGroup,
-            logger: logger,
-            responder: { (request: Request, writer: consuming ResponseWriter, channel) in
-                let response = await responder.respond(to: request, fallbackAuthority: fallback.withLock { $0 })
-                do {
-                    try await writer.write(response: response.head, body: response.body)
-                } catch let fault as ConnectionFault {
-                    // A body cut short (reset_, badlength_): Hummingbird closes the connection when
-                    // the responder throws, after a FIN; a reset must come first, so close here.
-                    if fault.reset {
-                        try? await (channel as? any SocketOptionProvider)?.setSoLinger(linger(l_onoff: 1, l_linger: 0)).get()
-                        try? await channel.close()
-                    }
-                    throw fault
-                }
-            },
-            onServerRunning: { channel in
-                let port = channel.localAddress?.port ?? 0
-                fallback.withLock { $0 = "\(Self.urlHost(host)):\(port)" }
-                continuation.yield(.success(port))
-            }
-        )
-        let logger = self.logger
-        let group = ServiceGroup(configuration: .init(services: [server], logger: logger))
-        let task = Task {
+        let server = try await RunningServer.start(host: host, port: configuration.port, logger: logger) {
+            (request: Request, writer: consuming ResponseWriter, channel) in
+            let response = await responder.respond(to: request, fallbackAuthority: fallback.withLock { $0 })
             do {
-                try await group.run()
-            } catch {
-                logger.warning("origin: server stopped: \(error)")
-                continuation.yield(.failure(error))
+                try await writer.write(response: response.head, body: response.body)
+            } catch let fault as ConnectionFault {
+                // A body cut short (reset_, badlength_): Hummingbird closes the connection when
+                // the responder throws, after a FIN; a reset must come first, so close here.
+                if fault.reset {
+                    try? await (channel as? any SocketOptionProvider)?.setSoLinger(linger(l_onoff: 1, l_linger: 0)).get()
+                    try? await channel.close()
+                }
+                throw fault
             }
-            continuation.finish()
         }
-        var result: Result<Int, any Error> = .failure(OriginError(.notRunning, "the server stopped before it was listening"))
-        for await first in bound {
-            result = first
-            break
-        }
-        let port = try result.get()
+        let port = server.port
+        fallback.withLock { $0 = "\(Self.urlHost(host)):\(port)" }
         let sntp = try? await SNTPServer.start(host: host, port: 0, clock: OriginClock())
         sntpPort.port = sntp?.localAddress?.port
         state.withLock {
             $0.sntp = sntp
-            $0.port = port
-            $0.task = task
-            $0.group = group
+            $0.server = server
         }
         logger.info("origin: listening on http://\(Self.urlHost(host)):\(port)")
         return port
@@ -118,28 +89,21 @@ public final class Origin: Sendable {
 
     /// Stops listening, lets in-flight responses finish (for up to 2 s) and closes the connections.
     public func stop() async {
-        let (task, group, sntp) = state.withLock { state -> (Task<Void, Never>?, ServiceGroup?, (any Channel)?) in
+        let (server, sntp) = state.withLock { state -> (RunningServer?, (any Channel)?) in
             defer { state = State() }
-            return (state.task, state.group, state.sntp)
+            return (state.server, state.sntp)
         }
         try? await sntp?.close()
         sntpPort.port = nil
-        guard let task else { return }
-        await group?.triggerGracefulShutdown()
-        let deadline = Task {
-            try? await Task.sleep(for: .seconds(2))
-            task.cancel()
-        }
-        await task.value
-        deadline.cancel()
+        await server?.stop()
     }
 
     /// Starts (if needed) and serves until the calling task is cancelled.
     public func run() async throws {
         _ = try await start()
-        let task = state.withLock { $0.task }
+        let server = state.withLock { $0.server }
         await withTaskCancellationHandler {
-            await task?.value
+            await server?.wait()
         } onCancel: {
             Task { await self.stop() }
         }
@@ -151,7 +115,7 @@ public final class Origin: Sendable {
 
     /// `http://127.0.0.1:<port>` (the configured port until ``start()`` has bound one).
     public var baseURL: URL {
-        let port = state.withLock { $0.port } ?? configuration.port
+        let port = state.withLock { $0.server?.port } ?? configuration.port
         return URL(string: "http://\(Self.urlHost(configuration.host)):\(port)")!
     }
 

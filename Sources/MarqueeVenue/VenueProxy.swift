@@ -5,10 +5,10 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 import Logging
+import MarqueeServing
 import MarqueeStreaming
 import NIOCore
 import NIOHTTP1
-import ServiceLifecycle
 
 /// A venue's local proxy between players and the CDN (System73's PolyNet model): a player plays
 /// ``localURL(for:)`` instead of the upstream manifest, and every box of a venue then takes each
@@ -51,9 +51,7 @@ public final class VenueProxy: Sendable {
     private let playerBuffer = Locked<Double?>(nil)
 
     private struct State {
-        var port: Int?
-        var task: Task<Void, Never>?
-        var group: ServiceGroup?
+        var server: RunningServer?
     }
 
     /// Checks `configuration` (a ``VenueError`` names what is wrong).
@@ -71,39 +69,15 @@ public final class VenueProxy: Sendable {
 
     /// Binds and serves in the background; returns the bound port.
     public func start() async throws -> Int {
-        if let port = state.withLock({ $0.port }) { return port }
-        let (bound, continuation) = AsyncStream<Result<Int, any Error>>.makeStream()
-        let server = try HTTPServerBuilder.http1().buildServer(
-            configuration: ServerConfiguration(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
-            eventLoopGroup: EventLoopGroupProvider.singleton.eventLoopGroup,
-            logger: logger,
-            responder: { [self] (request: Request, writer: consuming ResponseWriter, channel) in
-                let remote = channel.remoteAddress?.ipAddress ?? ""
-                let response = await respond(to: request, from: remote)
-                try await writer.write(response: response.head, body: response.body)
-            },
-            onServerRunning: { channel in continuation.yield(.success(channel.localAddress?.port ?? 0)) }
-        )
-        let logger = self.logger
-        let group = ServiceGroup(configuration: .init(services: [server], logger: logger))
-        let task = Task {
-            do { try await group.run() } catch {
-                logger.warning("venue: server stopped: \(error)")
-                continuation.yield(.failure(error))
-            }
-            continuation.finish()
+        if let port = state.withLock({ $0.server?.port }) { return port }
+        let server = try await RunningServer.start(host: configuration.host, port: configuration.port, logger: logger) {
+            [self] (request: Request, writer: consuming ResponseWriter, channel) in
+            let remote = channel.remoteAddress?.ipAddress ?? ""
+            let response = await respond(to: request, from: remote)
+            try await writer.write(response: response.head, body: response.body)
         }
-        var result: Result<Int, any Error> = .failure(VenueError(.notRunning, "the server stopped before it was listening"))
-        for await first in bound {
-            result = first
-            break
-        }
-        let port = try result.get()
-        state.withLock {
-            $0.port = port
-            $0.task = task
-            $0.group = group
-        }
+        state.withLock { $0.server = server }
+        let port = server.port
         if configuration.sharing != .never, configuration.discovery {
             let peers = self.peers
             peers.discovering(true)
@@ -120,22 +94,15 @@ public final class VenueProxy: Sendable {
     public func stop() async {
         discovery.stop()
         await peers.stop()
-        let (task, group) = state.withLock { s -> (Task<Void, Never>?, ServiceGroup?) in
-            defer { s = State() }
-            return (s.task, s.group)
+        let server = state.withLock { s in
+            defer { s.server = nil }
+            return s.server
         }
-        guard let task else { return }
-        await group?.triggerGracefulShutdown()
-        let deadline = Task {
-            try? await Task.sleep(for: .seconds(2))
-            task.cancel()
-        }
-        await task.value
-        deadline.cancel()
+        await server?.stop()
     }
 
     /// The port served on (nil before ``start()``).
-    public var port: Int? { state.withLock { $0.port } }
+    public var port: Int? { state.withLock { $0.server?.port } }
 
     /// The URL a player on this box plays instead of `upstream` (loopback). Throws when the
     /// proxy is not running, `upstream` is not http(s), or its host is not served.
