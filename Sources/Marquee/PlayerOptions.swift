@@ -185,7 +185,8 @@ public struct PlayerOptions: Sendable {
     /// Play through a venue proxy in this process (nil: straight from the sources). The
     /// player plays ``Player/localManifestUrl``; the proxy serves the configured upstreams and
     /// the sources' hosts, and shares segments with the venue's other boxes as its `sharing`
-    /// allows. Statistics: ``Player/venueStatistics``.
+    /// allows. Statistics: ``Player/venueStatistics``. Read when the player is made:
+    /// ``Player/updateOptions(_:)`` does not change it.
     public var venue: VenueConfiguration?
 
     /// Options for playing `sources` (main first, then backups); `targetLatency` in seconds

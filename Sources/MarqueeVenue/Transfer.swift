@@ -37,7 +37,6 @@ final class Transfer: Sendable {
         var end: Result<Void, any Error>?
         var readers: [Int: AsyncThrowingStream<TransferPart, any Error>.Continuation] = [:]
         var nextReader = 0
-        var everRead = false
         /// The body grew past `retainLimit`: its chunks are no longer kept, nobody may join.
         var overflowed = false
     }
@@ -91,7 +90,6 @@ final class Transfer: Sendable {
         let (stream, continuation) = AsyncThrowingStream<TransferPart, any Error>.makeStream()
         let joined: Int?? = state.withLock { s -> Int?? in
             if s.overflowed { return .none }
-            s.everRead = true
             if let head = s.head { continuation.yield(.head(head)) }
             for c in s.chunks { continuation.yield(.chunk(c)) }
             if let end = s.end {

@@ -218,7 +218,7 @@ public final class VenueProxy: Sendable {
         if request.method == .head || !shared {
             var forwarded: [(String, String)] = []
             for name in Self.forwardedRequestHeaders { if let v = headers[name] { forwarded.append((name.rawName, v)) } }
-            let transfer = fetchUpstream(url, method: request.method == .head ? .HEAD : .GET, headers: forwarded, key: nil)
+            let transfer = fetchUpstream(url, method: request.method == .head ? .HEAD : .GET, headers: forwarded)
             return await answer(transfer, url: url, head: request.method == .head, origin: "pass", to: .player)
         }
         if !manifest, let object = store.get(key) {
@@ -228,21 +228,27 @@ public final class VenueProxy: Sendable {
             }
             return Self.stored(object, source: "store")
         }
-        let deadline = peerDeadline(headers)
+        let deadline = peerDeadline(headers, query: url.query)
         let (transfer, joined) = transfer(for: url, key: key, manifest: manifest, askPeers: !manifest, peerDeadline: deadline)
         if joined { stats.withLock { $0.coalesced += 1 } }
         return await answer(transfer, url: url, head: false, origin: joined ? "coalesced" : "fetched", to: .player)
     }
 
-    /// Seconds a segment may wait for a peer: half the player's buffer (CMCD `bl` in the
-    /// request's header or query, else what the local player reported), within 0.25–8 s.
-    private func peerDeadline(_ headers: HTTPFields) -> Double {
+    /// Seconds a segment may wait for a peer: half the player's buffer (CMCD `bl`, in
+    /// milliseconds, from the request's `CMCD-Request` header or its `CMCD` query argument; else
+    /// what the local player reported), within 0.25–8 s; without either, the configuration's
+    /// default.
+    private func peerDeadline(_ headers: HTTPFields, query: String?) -> Double {
         var buffer: Double?
-        for value in [headers[HTTPField.Name("CMCD-Request")!]] + [nil] {
-            guard let value else { continue }
+        var sources: [String] = []
+        if let header = headers[HTTPField.Name("CMCD-Request")!] { sources.append(header) }
+        for item in (query ?? "").split(separator: "&") where item.hasPrefix("CMCD=") {
+            sources.append(String(item.dropFirst(5)).removingPercentEncoding ?? "")
+        }
+        for value in sources {
             for item in value.split(separator: ",") where item.hasPrefix("bl=") { buffer = Double(item.dropFirst(3)).map { $0 / 1000 } }
         }
-        guard let seconds = buffer ?? playerBuffer.withLock({ $0 }) else { return configuration.defaultPeerDeadline }
+        guard let seconds = buffer ?? playerBuffer.withLock({ $0 }), seconds.isFinite else { return configuration.defaultPeerDeadline }
         return min(8, max(0.25, seconds / 2))
     }
 
@@ -310,7 +316,7 @@ public final class VenueProxy: Sendable {
     }
 
     /// A transfer fetching `url` from upstream on its own (not in the in-flight map).
-    private func fetchUpstream(_ url: URL, method: HTTPMethod, headers: [(String, String)], key: String?) -> Transfer {
+    private func fetchUpstream(_ url: URL, method: HTTPMethod, headers: [(String, String)]) -> Transfer {
         let transfer = Transfer(retainLimit: store.largestObject)
         let task = Task { await runUpstream(url, method: method, headers: headers, into: transfer) }
         transfer.onAbandoned.withLock { $0 = { task.cancel() } }
@@ -362,7 +368,7 @@ public final class VenueProxy: Sendable {
     private func answer(_ transfer: Transfer, url: URL, head: Bool, origin: String, to audience: Audience) async -> Response {
         guard let body = transfer.read(), let headReader = transfer.read() else {
             // The body outgrew what a transfer keeps before this request joined: fetch alone.
-            return await answer(fetchUpstream(url, method: .GET, headers: [], key: nil), url: url, head: head, origin: "pass", to: audience)
+            return await answer(fetchUpstream(url, method: .GET, headers: []), url: url, head: head, origin: "pass", to: audience)
         }
         var upstreamHead: TransferHead?
         do {

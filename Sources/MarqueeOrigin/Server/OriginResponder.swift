@@ -461,15 +461,26 @@ extension OriginResponder.Reply {
 /// the uploader must ride out), and 400 to a body that is not a batch of records.
 /// Body bytes the origin has sent (what an uplink carries), for venue measurements:
 /// `GET /origin/stats`.
-/// With `?media`, also how often each media path was sent whole or in part.
+/// With `?media`, also how often each of (at least) the last ``mediaPathsKept`` media paths was sent
+/// whole or in part (bounded: an origin serving for days does not grow).
 final class ServedBytes: Sendable {
-    private let state = Locked((bytes: 0, requests: 0, media: [String: Int]()))
+    private let state = Locked((bytes: 0, requests: 0, media: [String: Int](), order: [String]()))
+    static let mediaPathsKept = 4096
+
     /// `n` more bytes; `request`: they begin an answer.
     func add(_ n: Int, mediaPath: String? = nil, request: Bool = true) {
         state.withLock {
             $0.bytes += n
             if request { $0.requests += 1 }
-            if let mediaPath { $0.media[mediaPath, default: 0] += 1 }
+            guard let mediaPath else { return }
+            if $0.media[mediaPath] == nil {
+                $0.order.append(mediaPath)
+                if $0.order.count > 2 * Self.mediaPathsKept {  // forget the older half at once (amortised)
+                    for old in $0.order.prefix(Self.mediaPathsKept) { $0.media[old] = nil }
+                    $0.order.removeFirst(Self.mediaPathsKept)
+                }
+            }
+            $0.media[mediaPath, default: 0] += 1
         }
     }
     var bytes: Int { state.withLock { $0.bytes } }
