@@ -6,7 +6,7 @@ import MarqueeVenue
 struct ProxyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "proxy",
-        abstract: "Run a venue proxy: any player (Marquee, mpv, a browser) plays /u/<scheme>/<host[:port]>/<path> of it instead of the upstream URL.",
+        abstract: "Run a venue proxy: any HTTP player (Marquee, ffmpeg, ...) plays /u/<scheme>/<host[:port]>/<path> of it instead of the upstream URL.",
         discussion: """
             Manifests are rewritten to lead back through the proxy; segments are stored (bounded) and \
             concurrent requests for one are fetched once. Only the --upstream hosts are served (403 \
