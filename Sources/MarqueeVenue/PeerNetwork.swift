@@ -43,7 +43,6 @@ final class PeerNetwork: Sendable {
     private struct State {
         var peers: [PeerAddress: Peer] = [:]
         var task: Task<Void, Never>?
-        var ownPort: Int?
         var startedAt: Double?
         /// Discovery's first look is under way.
         var discovering = false
@@ -88,7 +87,7 @@ final class PeerNetwork: Sendable {
         }
     }
 
-    func start(ownPort: Int) {
+    func start() {
         guard configuration.sharing != .never else { return }
         let began = Monotonic.now()
         let task = Task { [self] in
@@ -100,7 +99,6 @@ final class PeerNetwork: Sendable {
             }
         }
         state.withLock {
-            $0.ownPort = ownPort
             $0.task = task
             $0.startedAt = began
         }
@@ -161,16 +159,13 @@ final class PeerNetwork: Sendable {
     }
 
     private func greet(_ address: PeerAddress) async {
-        var request = HTTPClientRequest(url: "http://\(address)/venue/hello")
-        request.method = .GET
         var box: String?
-        do {
-            let response = try await client.execute(request, timeout: .seconds(1))
-            let body = try await response.body.collect(upTo: 4096)
-            if response.status == .ok, let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any] {
-                box = object["box"] as? String
-            }
-        } catch {}
+        if let url = URL(string: "http://\(address)/venue/hello"),
+            let answer = try? await HTTPFetcher(client: client).get(url, timeout: .seconds(1), maxBytes: 4096),
+            let object = try? JSONSerialization.jsonObject(with: Data(answer.body.readableBytesView)) as? [String: Any]
+        {
+            box = object["box"] as? String
+        }
         let now = Monotonic.now()
         state.withLock { s in
             guard s.peers[address] != nil else { return }
@@ -225,6 +220,14 @@ final class PeerNetwork: Sendable {
         var sha256: [UInt8]?
         var length: Int?
         var etag: String?
+
+        /// From an answer's headers: an RFC 9530 SHA-256 digest, `Content-Length`, `ETag`.
+        init(headers: [(String, String)]) {
+            func field(_ name: String) -> String? { headers.first { $0.0.caseInsensitiveCompare(name) == .orderedSame }?.1 }
+            sha256 = ["Repr-Digest", "Content-Digest"].lazy.compactMap { field($0).flatMap(PeerNetwork.sha256(fromDigest:)) }.first
+            length = field("Content-Length").flatMap(Int.init)
+            etag = field("ETag")
+        }
     }
 
     enum Outcome { case verified, unverifiable(String), failed(String) }
@@ -332,21 +335,8 @@ final class PeerNetwork: Sendable {
 
     /// The CDN's word on `url` (a HEAD), nil without an answer in time.
     private func describe(_ url: URL, deadline: Double) async -> Description? {
-        let client = self.cdn
-        return await Self.within(deadline) {
-            var request = HTTPClientRequest(url: url.absoluteString)
-            request.method = .HEAD
-            let response = try await client.execute(request, timeout: .milliseconds(Int64(deadline * 1000)))
-            guard response.status == .ok else { return nil }
-            let headers = response.headers
-            var d = Description()
-            for name in ["Repr-Digest", "Content-Digest"] {
-                if let value = headers.first(name: name), let hash = Self.sha256(fromDigest: value) { d.sha256 = hash }
-            }
-            d.length = headers.first(name: "Content-Length").flatMap(Int.init)
-            d.etag = headers.first(name: "ETag")
-            return d
-        } ?? nil
+        let answer = try? await HTTPFetcher(client: cdn).get(url, method: .HEAD, timeout: .milliseconds(Int(deadline * 1000)), maxBytes: 0)
+        return answer.map { Description(headers: $0.headers) }
     }
 
     /// The SHA-256 in an RFC 9530 digest field (`sha-256=:base64:`), nil without one.
@@ -386,13 +376,8 @@ final class PeerNetwork: Sendable {
     /// not a whole media segment; nil when nothing is wrong with it. Such a body is passed on
     /// (the player judges it) but never kept.
     static func problem(_ body: ByteBuffer, headers: [(String, String)], path: String) -> String? {
-        var said = Description()
-        for name in ["Repr-Digest", "Content-Digest"] {
-            if let value = headers.first(where: { $0.0.caseInsensitiveCompare(name) == .orderedSame })?.1, let hash = sha256(fromDigest: value) {
-                said.sha256 = hash
-            }
-        }
-        said.length = body.readableBytes
+        var said = Description(headers: headers)
+        said.length = body.readableBytes  // a short body is the player's to judge (not the length here)
         if case .failed(let why) = verify(body, headers: headers, against: said, path: path) { return why }
         return nil
     }

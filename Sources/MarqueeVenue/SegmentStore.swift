@@ -8,8 +8,6 @@ struct StoredObject: Sendable {
     var body: ByteBuffer
     /// Monotonic seconds after which it is stale (nil: kept until evicted).
     var expires: Double?
-    /// SHA-256 of `body`, hex, once somebody needed it.
-    var sha256: String?
 }
 
 /// Complete segments by upstream URL, least recently used evicted first, the bodies' bytes
@@ -22,7 +20,6 @@ final class SegmentStore: Sendable {
         var objects: [String: (object: StoredObject, used: UInt64)] = [:]
         var bytes = 0
         var clock: UInt64 = 0
-        var evicted = 0
     }
 
     init(capacity: Int) {
@@ -47,8 +44,6 @@ final class SegmentStore: Sendable {
         }
     }
 
-    func contains(_ key: String, now: Double = Monotonic.now()) -> Bool { get(key, now: now) != nil }
-
     /// Stores `object` under `key` (replacing any), evicting the least recently used to fit.
     func put(_ key: String, _ object: StoredObject) {
         let size = object.body.readableBytes
@@ -58,7 +53,6 @@ final class SegmentStore: Sendable {
             while s.bytes + size > capacity, let victim = s.objects.min(by: { $0.value.used < $1.value.used }) {
                 s.objects[victim.key] = nil
                 s.bytes -= victim.value.object.body.readableBytes
-                s.evicted += 1
             }
             s.clock += 1
             s.objects[key] = (object, s.clock)
@@ -66,11 +60,6 @@ final class SegmentStore: Sendable {
         }
     }
 
-    func setHash(_ key: String, _ hash: String) {
-        state.withLock { $0.objects[key]?.object.sha256 = hash }
-    }
 
     var bytes: Int { state.withLock { $0.bytes } }
-    var count: Int { state.withLock { $0.objects.count } }
-    var evictions: Int { state.withLock { $0.evicted } }
 }

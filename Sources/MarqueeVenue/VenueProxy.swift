@@ -85,7 +85,7 @@ public final class VenueProxy: Sendable {
                 box: configuration.boxId, port: port, found: { peers.add(discovered: $0) }, lost: { peers.remove(discovered: $0) },
                 settled: { peers.discovering(false) })
         }
-        peers.start(ownPort: port)
+        peers.start()
         logger.info("venue: proxy on http://\(configuration.host):\(port), upstreams \(configuration.upstreams), sharing \(configuration.sharing.rawValue)")
         return port
     }
