@@ -130,3 +130,96 @@ import Testing
         #expect(a.statistics.peerFallbacks == 1, "\(took) s, \(a.statistics)")
     }
 }
+
+/// Another packager and another server: ffmpeg's HLS (MPEG-TS) served by Python's `http.server`,
+/// which sends no digest and no ETag. Verification then has the CDN's length and the segment's
+/// shape only; sharing must still fetch each segment once, and a liar's bytes must still be caught.
+@Suite struct VenuePeerTestsWithoutDigests {  // (named so scripts/test runs it with VenuePeerTests)
+    /// ffmpeg's HLS of 6 one-second TS segments in a directory served by `python3 -m http.server`
+    /// (its request log in `requests.log`); the server's port.
+    static func serve() async throws -> (dir: URL, port: Int, server: Process) {
+        let dir = try Tools.tempDirectory("venue-plain")
+        _ = try Tools.run("ffmpeg", [
+            "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30:duration=6", "-c:v", "libx264", "-g", "30",
+            "-preset", "ultrafast", "-f", "hls", "-hls_time", "1", "-hls_list_size", "0", "out.m3u8",
+        ], cwd: dir)
+        let port = VenuePeerTests.freePort()
+        let server = try Tools.spawn(
+            "sh", ["-c", "exec python3 -u -m http.server \(port) --bind 127.0.0.1 --directory '\(dir.path)' 2>'\(dir.path)/requests.log'"])
+        for _ in 0..<50 {
+            if (try? await HTTPFetcher().get(URL(string: "http://127.0.0.1:\(port)/out.m3u8")!)) != nil { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return (dir, port, server)
+    }
+
+    static func segments(_ dir: URL, port: Int) throws -> [URL] {
+        try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".ts") }.sorted()
+            .map { URL(string: "http://127.0.0.1:\(port)/\($0)")! }
+    }
+
+    /// GETs of each path the server logged.
+    static func gets(_ dir: URL) throws -> [String: Int] {
+        let log = try String(contentsOf: dir.appendingPathComponent("requests.log"), encoding: .utf8)
+        var out: [String: Int] = [:]
+        for line in log.split(separator: "\n") {
+            guard let range = line.range(of: "\"GET ") else { continue }
+            out[String(line[range.upperBound...].prefix { $0 != " " }), default: 0] += 1
+        }
+        return out
+    }
+
+    @Test func twoBoxesTakeEachSegmentOnceFromAServerWithoutDigests() async throws {
+        let (dir, port, server) = try await Self.serve()
+        defer { Tools.stop(server) }
+        let a = try await VenuePeerTests.proxy(box: "a"), b = try await VenuePeerTests.proxy(box: "b")
+        defer { Task { await a.stop(); await b.stop() } }
+        a.addPeer(PeerAddress(host: "127.0.0.1", port: b.port!))
+        b.addPeer(PeerAddress(host: "127.0.0.1", port: a.port!))
+        try await VenuePeerTests.waitConnected(a, peers: 1)
+        try await VenuePeerTests.waitConnected(b, peers: 1)
+        let urls = try Self.segments(dir, port: port)
+        try #require(urls.count >= 5)
+        let got = try await withThrowingTaskGroup(of: (URL, [UInt8]).self) { group in
+            for url in urls {
+                for proxy in [a, b] {
+                    let local = try proxy.localURL(for: url)
+                    group.addTask { (url, try await VenueProxyTests.get(local)) }
+                }
+            }
+            return try await group.reduce(into: [(URL, [UInt8])]()) { $0.append($1) }
+        }
+        let counts = try Self.gets(dir)
+        for url in urls {
+            #expect(counts[url.path] == 1, "\(url.lastPathComponent): the server sent it \(counts[url.path] ?? 0) times")
+            let file = [UInt8](try Data(contentsOf: dir.appendingPathComponent(url.lastPathComponent)))
+            #expect(got.filter { $0.0 == url }.map { sha256Hex($0.1) } == [sha256Hex(file), sha256Hex(file)], "\(url.lastPathComponent)")
+        }
+    }
+
+    @Test func aLyingPeerIsCaughtByLengthAndShapeWithoutADigest() async throws {
+        let (dir, port, server) = try await Self.serve()
+        defer { Tools.stop(server) }
+        let liarPort = VenuePeerTests.freePort()
+        let log = dir.appendingPathComponent("asked.log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        // A liar's name that owns the first segment (owners are by name): it is asked for sure.
+        let urls = try Self.segments(dir, port: port)
+        let first = urls[0].absoluteString
+        let name = try #require((0..<64).map { "liar\($0)" }.first { PeerNetwork.score(box: $0, key: first) > PeerNetwork.score(box: "a", key: first) })
+        let liar = try Tools.spawn("python3", [Tools.packageRoot.appendingPathComponent("tests/venue/liar_peer.py").path, "\(liarPort)", log.path, name])
+        defer { Tools.stop(liar) }
+        let a = try await VenuePeerTests.proxy(box: "a", peers: ["127.0.0.1:\(liarPort)"])
+        defer { Task { await a.stop() } }
+        try await VenuePeerTests.waitConnected(a, peers: 1)
+        // The liar keeps the length (the server gives no ETag to compare); its flipped bytes break
+        // the TS packets' sync bytes: caught, banned, and every segment is the server's file.
+        for url in urls {
+            let body = try await VenueProxyTests.get(try a.localURL(for: url))
+            let file = [UInt8](try Data(contentsOf: dir.appendingPathComponent(url.lastPathComponent)))
+            #expect(sha256Hex(body) == sha256Hex(file), "\(url.lastPathComponent) is the server's")
+        }
+        let asked = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
+        #expect(asked.count == 1, "asked \(asked.count) times: banned after its first lie")
+    }
+}
