@@ -66,8 +66,9 @@ extension LivePlaybackTests {
         // it took longer than a frame): every picture of it from there, in order, its own.
         let clipFrames = frames.filter { $0.item == "clip" }
         let from = clipFrames.first.flatMap { clipMD5.firstIndex(of: $0.md5) }
+        let clipOrder = clipFrames.map { f in "\(clipMD5.firstIndex(of: f.md5) ?? -1)@\(f.pts)" }.joined(separator: " ")
         #expect(from.map { (30...31).contains($0) && clipFrames.map(\.md5) == Array(clipMD5[$0...]) } == true,
-                "\(clipFrames.count) of the file's \(clipMD5.count) pictures, from #\(from ?? -1)")
+                "\(clipFrames.count) of the file's \(clipMD5.count) pictures, from #\(from ?? -1): \(clipOrder)")
         // The image: one picture, its pixels, held for its 2 s (the next item's first picture
         // comes after), without a buffering band (a display would show it; frames: records
         // each picture once).

@@ -708,6 +708,10 @@ public final class PlaylistPlayer: Sendable {
         if target > 0 { try? player.setTargetLatency(target) }
         try? player.setVolume(muted: item.muted || base.muted)
         let before = player.status.framesPresented
+        // Named before the load, as a stream made ready ahead shows its first picture when the
+        // load switches to it (the item before has shown its last: it was cut or ended), and
+        // again after it, as the first load opens the outputs.
+        player.setLabel(item.id)
         do {
             // (The first opens the outputs; they stay open through failures until stop().)
             try await player.load(sources: [item.url])
