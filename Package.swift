@@ -34,6 +34,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         // SHA-256 (proof of play's chain, content hashes); already built for async-http-client's TLS.
         .package(url: "https://github.com/apple/swift-crypto", "3.12.0"..<"5.0.0"),
+        // Fleet telemetry: the swift-metrics facade, exported for a Prometheus scrape.
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
         // `swift package generate-documentation` (the Marquee.docc catalog); no code depends on it.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
     ],
@@ -127,10 +130,25 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
+        // Fleet: the QoE record, metrics (swift-metrics; a Prometheus endpoint) and the local
+        // control socket (a Unix socket speaking JSON lines).
+        .target(
+            name: "MarqueeFleet",
+            dependencies: [
+                "Marquee", "MarqueeServing", "MarqueeVenue",
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "MarqueeCLI",
             dependencies: [
-                "Marquee", "MarqueeOrigin", "MarqueeVenue",
+                "Marquee", "MarqueeOrigin", "MarqueeVenue", "MarqueeFleet",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -156,7 +174,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "Marquee", "MarqueeOrigin", "MarqueeStreaming", "MarqueeVenue", "TestSupport",
+                "Marquee", "MarqueeOrigin", "MarqueeStreaming", "MarqueeVenue", "MarqueeFleet", "TestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),

@@ -9,7 +9,7 @@ struct MarqueeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "marquee",
         abstract: "Marquee: a live-stream player for set-top boxes, kiosks and signage.",
-        subcommands: [PlayCommand.self, DemoCommand.self, OriginCommand.self, BoardsCommand.self, ScheduleCommand.self, ProofOfPlayCommand.self, ProxyCommand.self]
+        subcommands: [PlayCommand.self, DemoCommand.self, OriginCommand.self, BoardsCommand.self, ScheduleCommand.self, ProofOfPlayCommand.self, ProxyCommand.self, ControlCommand.self]
     )
 }
 
@@ -80,9 +80,29 @@ struct OutputOptions: ParsableArguments {
 
     @Flag(name: .long, help: "With --venue: do not publish this box or find peers with DNS-SD (Avahi); the --peer boxes only.")
     var noDiscovery = false
+
+    @Option(name: .long, help: "Serve metrics for a Prometheus scrape at http://<host:port>/metrics (a port alone: on 127.0.0.1).")
+    var metrics: String?
+
+    @Option(name: .long, help: "Listen for `marquee ctl` on this Unix socket (mode 0600; the connecting uid checked).")
+    var control: String?
+
+    @Option(name: .long, help: "The operator's customer id, carried in the QoE record (printed as `qoe: {json}` at exit).")
+    var customerId: String?
 }
 
 extension OutputOptions {
+    /// --metrics as a host and port (a port alone: loopback).
+    func metricsAddress() throws(ValidationError) -> (host: String, port: Int)? {
+        guard let metrics else { return nil }
+        let parts = metrics.split(separator: ":", omittingEmptySubsequences: false)
+        let host = parts.count > 1 ? parts.dropLast().joined(separator: ":") : "127.0.0.1"
+        guard let port = Int(parts.last ?? ""), (0...65535).contains(port), !host.isEmpty else {
+            throw ValidationError("--metrics \(metrics): expected host:port or a port")
+        }
+        return (host, port)
+    }
+
     /// The venue proxy's configuration from --venue and its options (nil without --venue).
     func venueConfiguration() throws(ValidationError) -> VenueConfiguration? {
         guard let venue else {

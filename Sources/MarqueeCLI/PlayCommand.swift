@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import Marquee
+import MarqueeFleet
 import MarqueeVenue
 
 struct PlayCommand: AsyncParsableCommand {
@@ -385,10 +386,17 @@ struct PlaybackRunner {
     private func run(
         _ player: Player, events: PlayerEvents, eventLog: EventLog?, status: StatusLine, what: String, more: (inout TaskGroup<Int32?>) -> Void
     ) async -> Int32 {
+        let fleet: Fleet
+        do {
+            fleet = try await Fleet.start(
+                player: player, customerId: output.customerId, metrics: try output.metricsAddress(), controlPath: output.control)
+        } catch {
+            return fail("\(error)")
+        }
         let systemd = SystemdNotifier()
         systemd.ready(status: "playing \(what)")
         let outcome = await withTaskGroup(of: Int32?.self) { group -> Int32 in
-            group.addTask { await watchEvents(events, status: status, log: eventLog) }
+            group.addTask { await watchEvents(events, status: status, log: eventLog, telemetry: fleet.telemetry) }
             more(&group)
             group.addTask {
                 await showStatus(player, status: status, systemd: systemd)
@@ -428,6 +436,11 @@ struct PlaybackRunner {
             return code
         }
         systemd.stopping()
+        let qoe = await fleet.stop()
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        if let json = try? encoder.encode(qoe) { say("qoe: " + String(decoding: json, as: UTF8.self)) }
         return outcome
     }
 
@@ -454,9 +467,10 @@ struct PlaybackRunner {
         }
     }
 
-    private func watchEvents(_ events: PlayerEvents, status: StatusLine, log: EventLog?) async -> Int32? {
+    private func watchEvents(_ events: PlayerEvents, status: StatusLine, log: EventLog?, telemetry: FleetTelemetry) async -> Int32? {
         for await event in events {
             log?.write(event)
+            telemetry.observe(event)
             switch event {
             case .error(let error, let fatal):
                 status.log(fatal ? "error: \(error)" : "warning: \(error)")

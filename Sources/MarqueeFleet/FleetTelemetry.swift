@@ -1,0 +1,258 @@
+public import CoreMetrics
+import Foundation
+public import Marquee
+import MarqueeVenue
+import Synchronization
+
+/// What a box reports about its player: the play's ``QoERecord``, the same figures as
+/// swift-metrics counters and gauges (for any metrics backend; ``MetricsEndpoint`` serves them
+/// to Prometheus), and the player's events to the control socket's observers.
+///
+/// The player has one event consumer, so whoever consumes them passes each to
+/// ``observe(_:)``; ``run()`` samples the player's status 4 times a second (time playing and
+/// stalled, the latency's distance from its target, frame counts). A scrape samples it first,
+/// so counters are current to the moment of the scrape.
+///
+/// Metrics (Prometheus names): `marquee_frames_presented_total`, `marquee_frames_dropped_total`,
+/// `marquee_stalls_total`, `marquee_attempts_total`, `marquee_errors_total{code}`, and gauges
+/// `marquee_playing`, `marquee_latency_seconds`, `marquee_target_latency_seconds`,
+/// `marquee_buffer_seconds`, `marquee_playback_rate`, `marquee_clock_offset_seconds`,
+/// `marquee_video_bitrate_bps`, `marquee_startup_seconds`, `marquee_rebuffer_ratio`,
+/// `marquee_display_off`, `marquee_cpu_temperature_celsius` (where the board has a thermal
+/// zone); a histogram `marquee_latency_distance_seconds` (|latency − target|); with a venue
+/// proxy `marquee_venue_bytes_total{from=cdn|peers|store}`, `marquee_venue_bytes_served_to_peers_total`,
+/// `marquee_venue_peers_connected`, `marquee_venue_verification_failures_total`.
+public final class FleetTelemetry: Sendable {
+    /// The player reported on.
+    public let player: Player
+    private let state: Mutex<State>
+    private let metrics: Instruments
+
+    struct State {
+        var record: QoERecord
+        var lastSample: ContinuousClock.Instant?
+        var started = false  // first picture (or sound)
+        var eventState: PlaybackState = .idle
+        var videoBitrate: Double?
+        var bitrateWeighted = 0.0
+        var bitrateSeconds = 0.0
+        var counted = Counted()
+        var observers: [Int: AsyncStream<PlayerEvent>.Continuation] = [:]
+        var nextObserver = 0
+    }
+
+    /// Totals already added to the counters (they are incremented by what is new).
+    struct Counted {
+        var presented = 0, dropped = 0
+        var fromCDN: Int64 = 0, fromPeers: Int64 = 0, fromStore: Int64 = 0, servedToPeers: Int64 = 0, verificationFailures = 0
+    }
+
+    /// Reports on `player`; `customerId` goes in the record; metrics are made with `factory`
+    /// (default: the process's bootstrapped `MetricsSystem.factory`).
+    public init(player: Player, customerId: String? = nil, factory: (any MetricsFactory)? = nil) {
+        self.player = player
+        self.state = Mutex(State(record: QoERecord(customerId: customerId)))
+        self.metrics = Instruments(factory: factory ?? MetricsSystem.factory)
+    }
+
+    /// The record so far.
+    public var record: QoERecord { state.withLock { $0.record } }
+
+    /// Takes in one of the player's events (call it for every event, in order).
+    public func observe(_ event: PlayerEvent) {
+        let observers = state.withLock { s -> [AsyncStream<PlayerEvent>.Continuation] in
+            switch event {
+            case .sourceLoaded(let url, _):
+                s.record.attempts += 1
+                s.record.source = url
+                metrics.attempts.increment()
+            case .firstFrame(let seconds):
+                if s.record.startupTime == nil {
+                    s.record.startupTime = seconds
+                    metrics.startup.record(seconds)
+                }
+                s.started = true
+            case .activeQualityChanged(let q) where q.kind == "video":
+                s.videoBitrate = Double(q.bandwidth)
+                metrics.bitrate.record(Double(q.bandwidth))
+            case .error(let error, let fatal):
+                s.record.errors[error.code.description, default: 0] += 1
+                metrics.error(error.code.description).increment()
+                if fatal && !s.started { s.record.startFailed = true }
+            case .stateChanged(let new):
+                if new == .buffering && s.eventState == .playing && s.started {
+                    s.record.stalls += 1
+                    metrics.stalls.increment()
+                }
+                s.eventState = new
+            case .timeOffsetChanged(let seconds):
+                s.record.clockOffset = seconds
+            default:
+                break
+            }
+            return Array(s.observers.values)
+        }
+        for o in observers { o.yield(event) }
+    }
+
+    /// Reads the player's status into the record and the metrics (``run()`` calls it 4 times
+    /// a second; a scrape calls it first).
+    public func sample() {
+        let status = player.status
+        let venue = player.venueStatistics
+        let displayOff = player.isDisplayOff
+        let now = ContinuousClock.now
+        state.withLock { s in
+            if let last = s.lastSample, s.started {
+                let dt = Double((now - last).components.attoseconds) / 1e18 + Double((now - last).components.seconds)
+                switch status.state {
+                case .playing:
+                    s.record.playingSeconds += dt
+                    if let b = s.videoBitrate {
+                        s.bitrateWeighted += b * dt
+                        s.bitrateSeconds += dt
+                    }
+                case .buffering:
+                    s.record.stalledSeconds += dt
+                default:
+                    break
+                }
+            }
+            s.lastSample = now
+            let total = s.record.stalledSeconds + s.record.playingSeconds
+            s.record.rebufferRatio = total > 0 ? s.record.stalledSeconds / total : 0
+            s.record.timeWeightedBitrate = s.bitrateSeconds > 0 ? s.bitrateWeighted / s.bitrateSeconds : nil
+            s.record.clockOffset = status.timeOffset
+            if status.state == .playing, let latency = status.latency, let target = status.targetLatency {
+                s.record.latency.record(latency - target)
+                metrics.latencyDistance.record(abs(latency - target))
+            }
+            // A new player's counts start again from 0: they are added whole.
+            if status.framesPresented < s.counted.presented { s.counted.presented = 0 }
+            if status.framesDropped < s.counted.dropped { s.counted.dropped = 0 }
+            metrics.presented.increment(by: Int64(status.framesPresented - s.counted.presented))
+            metrics.dropped.increment(by: Int64(status.framesDropped - s.counted.dropped))
+            s.counted.presented = status.framesPresented
+            s.counted.dropped = status.framesDropped
+            s.record.framesPresented = status.framesPresented
+            s.record.framesDropped = status.framesDropped
+            if let venue { metrics.venue(venue, counted: &s.counted) }
+        }
+        metrics.playing.record(status.state == .playing ? 1 : 0)
+        metrics.latency.record(status.latency ?? .nan)
+        metrics.target.record(status.targetLatency ?? .nan)
+        metrics.buffer.record(status.buffer)
+        metrics.rate.record(status.playbackRate)
+        metrics.clockOffset.record(status.timeOffset)
+        metrics.displayOff.record(displayOff ? 1 : 0)
+        metrics.rebufferRatio.record(record.rebufferRatio)
+        if let celsius = DeviceHealth.cpuTemperature() { metrics.temperature.record(celsius) }
+    }
+
+    /// Samples until the calling task is cancelled.
+    public func run() async {
+        while !Task.isCancelled {
+            sample()
+            try? await Task.sleep(for: .milliseconds(250))
+        }
+    }
+
+    /// Ends the record: a play that never showed a picture (or played a sound) is an exit
+    /// before video start. Returns the record.
+    @discardableResult
+    public func finish() -> QoERecord {
+        sample()
+        return state.withLock { s in
+            if !s.started { s.record.exitedBeforeVideoStart = true }
+            for o in s.observers.values { o.finish() }
+            s.observers.removeAll()
+            return s.record
+        }
+    }
+
+    /// The player's events from now on, for one observer (the control socket's `observe
+    /// events`); at most 256 waiting, the oldest dropped beyond.
+    func events() -> (AsyncStream<PlayerEvent>, cancel: @Sendable () -> Void) {
+        let (stream, continuation) = AsyncStream.makeStream(of: PlayerEvent.self, bufferingPolicy: .bufferingNewest(256))
+        let id = state.withLock { s in
+            s.nextObserver += 1
+            s.observers[s.nextObserver] = continuation
+            return s.nextObserver
+        }
+        let cancel: @Sendable () -> Void = { [weak self] in
+            _ = self?.state.withLock { $0.observers.removeValue(forKey: id) }
+            continuation.finish()
+        }
+        return (stream, cancel)
+    }
+}
+
+/// The metric handles ``FleetTelemetry`` updates.
+struct Instruments: Sendable {
+    let factory: any MetricsFactory
+    let presented, dropped, stalls, attempts: Counter
+    let playing, latency, target, buffer, rate, clockOffset, bitrate, startup, rebufferRatio, displayOff, temperature: Gauge
+    let latencyDistance: Recorder
+    let venueCDN, venuePeers, venueStore, venueServed, venueVerification: Counter
+    let venuePeersConnected: Gauge
+
+    init(factory: any MetricsFactory) {
+        self.factory = factory
+        func counter(_ name: String, _ dimensions: [(String, String)] = []) -> Counter {
+            Counter(label: name, dimensions: dimensions, factory: factory)
+        }
+        func gauge(_ name: String) -> Gauge { Gauge(label: name, factory: factory) }
+        presented = counter("marquee_frames_presented_total")
+        dropped = counter("marquee_frames_dropped_total")
+        stalls = counter("marquee_stalls_total")
+        attempts = counter("marquee_attempts_total")
+        playing = gauge("marquee_playing")
+        latency = gauge("marquee_latency_seconds")
+        target = gauge("marquee_target_latency_seconds")
+        buffer = gauge("marquee_buffer_seconds")
+        rate = gauge("marquee_playback_rate")
+        clockOffset = gauge("marquee_clock_offset_seconds")
+        bitrate = gauge("marquee_video_bitrate_bps")
+        startup = gauge("marquee_startup_seconds")
+        rebufferRatio = gauge("marquee_rebuffer_ratio")
+        displayOff = gauge("marquee_display_off")
+        temperature = gauge("marquee_cpu_temperature_celsius")
+        latencyDistance = Recorder(label: "marquee_latency_distance_seconds", dimensions: [], aggregate: true, factory: factory)
+        venueCDN = counter("marquee_venue_bytes_total", [("from", "cdn")])
+        venuePeers = counter("marquee_venue_bytes_total", [("from", "peers")])
+        venueStore = counter("marquee_venue_store_hits_total")
+        venueServed = counter("marquee_venue_bytes_served_to_peers_total")
+        venueVerification = counter("marquee_venue_verification_failures_total")
+        venuePeersConnected = gauge("marquee_venue_peers_connected")
+    }
+
+    func error(_ code: String) -> Counter {
+        Counter(label: "marquee_errors_total", dimensions: [("code", code)], factory: factory)
+    }
+
+    func venue(_ v: VenueStatistics, counted: inout FleetTelemetry.Counted) {
+        venueCDN.increment(by: max(0, v.bytesFromCDN - counted.fromCDN))
+        venuePeers.increment(by: max(0, v.bytesFromPeers - counted.fromPeers))
+        venueStore.increment(by: Int64(max(0, v.storeHits - Int(counted.fromStore))))
+        venueServed.increment(by: max(0, v.bytesServedToPeers - counted.servedToPeers))
+        venueVerification.increment(by: Int64(max(0, v.verificationFailures - counted.verificationFailures)))
+        counted.fromCDN = max(counted.fromCDN, v.bytesFromCDN)
+        counted.fromPeers = max(counted.fromPeers, v.bytesFromPeers)
+        counted.fromStore = max(counted.fromStore, Int64(v.storeHits))
+        counted.servedToPeers = max(counted.servedToPeers, v.bytesServedToPeers)
+        counted.verificationFailures = max(counted.verificationFailures, v.verificationFailures)
+        venuePeersConnected.record(v.peersConnected)
+    }
+}
+
+/// Board health read from the kernel.
+enum DeviceHealth {
+    /// The first thermal zone's temperature (`/sys/class/thermal/thermal_zone0/temp`, millidegrees),
+    /// °C; nil where the board exposes none.
+    static func cpuTemperature() -> Double? {
+        guard let text = try? String(contentsOfFile: "/sys/class/thermal/thermal_zone0/temp", encoding: .utf8),
+            let milli = Double(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        else { return nil }
+        return milli / 1000
+    }
+}
