@@ -20,8 +20,9 @@ import Synchronization
 /// `marquee_video_bitrate_bps`, `marquee_startup_seconds`, `marquee_rebuffer_ratio`,
 /// `marquee_display_off`, `marquee_cpu_temperature_celsius` (where the board has a thermal
 /// zone); a histogram `marquee_latency_distance_seconds` (|latency − target|); with a venue
-/// proxy `marquee_venue_bytes_total{from=cdn|peers|store}`, `marquee_venue_bytes_served_to_peers_total`,
-/// `marquee_venue_peers_connected`, `marquee_venue_verification_failures_total`.
+/// proxy `marquee_venue_bytes_total{from=cdn|peers}`, `marquee_venue_store_hits_total`,
+/// `marquee_venue_bytes_served_to_peers_total`, `marquee_venue_peers_connected`,
+/// `marquee_venue_verification_failures_total`.
 public final class FleetTelemetry: Sendable {
     /// The player reported on.
     public let player: Player
@@ -44,7 +45,7 @@ public final class FleetTelemetry: Sendable {
     /// Totals already added to the counters (they are incremented by what is new).
     struct Counted {
         var presented = 0, dropped = 0
-        var fromCDN: Int64 = 0, fromPeers: Int64 = 0, fromStore: Int64 = 0, servedToPeers: Int64 = 0, verificationFailures = 0
+        var fromCDN: Int64 = 0, fromPeers: Int64 = 0, servedToPeers: Int64 = 0, storeHits = 0, verificationFailures = 0
     }
 
     /// Reports on `player`; `customerId` goes in the record; metrics are made with `factory`
@@ -52,7 +53,8 @@ public final class FleetTelemetry: Sendable {
     public init(player: Player, customerId: String? = nil, factory: (any MetricsFactory)? = nil) {
         self.player = player
         self.state = Mutex(State(record: QoERecord(customerId: customerId)))
-        self.metrics = Instruments(factory: factory ?? MetricsSystem.factory)
+        self.metrics = Instruments(
+            factory: factory ?? MetricsSystem.factory, venue: player.venueStatistics != nil, thermal: DeviceHealth.cpuTemperature() != nil)
     }
 
     /// The record so far.
@@ -127,16 +129,18 @@ public final class FleetTelemetry: Sendable {
                 s.record.latency.record(latency - target)
                 metrics.latencyDistance.record(abs(latency - target))
             }
-            // A new player's counts start again from 0: they are added whole.
+            // The counts go on across loads; a stopped or reloaded core's start again from 0,
+            // and what it counts then is all new.
             if status.framesPresented < s.counted.presented { s.counted.presented = 0 }
             if status.framesDropped < s.counted.dropped { s.counted.dropped = 0 }
-            metrics.presented.increment(by: Int64(status.framesPresented - s.counted.presented))
-            metrics.dropped.increment(by: Int64(status.framesDropped - s.counted.dropped))
+            let presented = status.framesPresented - s.counted.presented, dropped = status.framesDropped - s.counted.dropped
+            metrics.presented.increment(by: Int64(presented))
+            metrics.dropped.increment(by: Int64(dropped))
+            s.record.framesPresented += presented
+            s.record.framesDropped += dropped
             s.counted.presented = status.framesPresented
             s.counted.dropped = status.framesDropped
-            s.record.framesPresented = status.framesPresented
-            s.record.framesDropped = status.framesDropped
-            if let venue { metrics.venue(venue, counted: &s.counted) }
+            if let venue, let instruments = metrics.venue { instruments.update(venue, counted: &s.counted) }
         }
         metrics.playing.record(status.state == .playing ? 1 : 0)
         metrics.latency.record(status.latency ?? .nan)
@@ -146,7 +150,7 @@ public final class FleetTelemetry: Sendable {
         metrics.clockOffset.record(status.timeOffset)
         metrics.displayOff.record(displayOff ? 1 : 0)
         metrics.rebufferRatio.record(record.rebufferRatio)
-        if let celsius = DeviceHealth.cpuTemperature() { metrics.temperature.record(celsius) }
+        if let temperature = metrics.temperature, let celsius = DeviceHealth.cpuTemperature() { temperature.record(celsius) }
     }
 
     /// Samples until the calling task is cancelled.
@@ -191,16 +195,15 @@ public final class FleetTelemetry: Sendable {
 struct Instruments: Sendable {
     let factory: any MetricsFactory
     let presented, dropped, stalls, attempts: Counter
-    let playing, latency, target, buffer, rate, clockOffset, bitrate, startup, rebufferRatio, displayOff, temperature: Gauge
+    let playing, latency, target, buffer, rate, clockOffset, bitrate, startup, rebufferRatio, displayOff: Gauge
+    let temperature: Gauge?
     let latencyDistance: Recorder
-    let venueCDN, venuePeers, venueStore, venueServed, venueVerification: Counter
-    let venuePeersConnected: Gauge
+    let venue: VenueInstruments?
 
-    init(factory: any MetricsFactory) {
+    /// With `venue`, the venue proxy's too; with `thermal`, the CPU temperature.
+    init(factory: any MetricsFactory, venue: Bool, thermal: Bool) {
         self.factory = factory
-        func counter(_ name: String, _ dimensions: [(String, String)] = []) -> Counter {
-            Counter(label: name, dimensions: dimensions, factory: factory)
-        }
+        func counter(_ name: String) -> Counter { Counter(label: name, factory: factory) }
         func gauge(_ name: String) -> Gauge { Gauge(label: name, factory: factory) }
         presented = counter("marquee_frames_presented_total")
         dropped = counter("marquee_frames_dropped_total")
@@ -216,32 +219,42 @@ struct Instruments: Sendable {
         startup = gauge("marquee_startup_seconds")
         rebufferRatio = gauge("marquee_rebuffer_ratio")
         displayOff = gauge("marquee_display_off")
-        temperature = gauge("marquee_cpu_temperature_celsius")
+        temperature = thermal ? gauge("marquee_cpu_temperature_celsius") : nil
         latencyDistance = Recorder(label: "marquee_latency_distance_seconds", dimensions: [], aggregate: true, factory: factory)
-        venueCDN = counter("marquee_venue_bytes_total", [("from", "cdn")])
-        venuePeers = counter("marquee_venue_bytes_total", [("from", "peers")])
-        venueStore = counter("marquee_venue_store_hits_total")
-        venueServed = counter("marquee_venue_bytes_served_to_peers_total")
-        venueVerification = counter("marquee_venue_verification_failures_total")
-        venuePeersConnected = gauge("marquee_venue_peers_connected")
+        self.venue = venue ? VenueInstruments(factory: factory) : nil
     }
 
     func error(_ code: String) -> Counter {
         Counter(label: "marquee_errors_total", dimensions: [("code", code)], factory: factory)
     }
+}
 
-    func venue(_ v: VenueStatistics, counted: inout FleetTelemetry.Counted) {
-        venueCDN.increment(by: max(0, v.bytesFromCDN - counted.fromCDN))
-        venuePeers.increment(by: max(0, v.bytesFromPeers - counted.fromPeers))
-        venueStore.increment(by: Int64(max(0, v.storeHits - Int(counted.fromStore))))
-        venueServed.increment(by: max(0, v.bytesServedToPeers - counted.servedToPeers))
-        venueVerification.increment(by: Int64(max(0, v.verificationFailures - counted.verificationFailures)))
+/// The venue proxy's delivery metrics.
+struct VenueInstruments: Sendable {
+    let fromCDN, fromPeers, storeHits, servedToPeers, verificationFailures: Counter
+    let peersConnected: Gauge
+
+    init(factory: any MetricsFactory) {
+        fromCDN = Counter(label: "marquee_venue_bytes_total", dimensions: [("from", "cdn")], factory: factory)
+        fromPeers = Counter(label: "marquee_venue_bytes_total", dimensions: [("from", "peers")], factory: factory)
+        storeHits = Counter(label: "marquee_venue_store_hits_total", factory: factory)
+        servedToPeers = Counter(label: "marquee_venue_bytes_served_to_peers_total", factory: factory)
+        verificationFailures = Counter(label: "marquee_venue_verification_failures_total", factory: factory)
+        peersConnected = Gauge(label: "marquee_venue_peers_connected", factory: factory)
+    }
+
+    func update(_ v: VenueStatistics, counted: inout FleetTelemetry.Counted) {
+        fromCDN.increment(by: max(0, v.bytesFromCDN - counted.fromCDN))
+        fromPeers.increment(by: max(0, v.bytesFromPeers - counted.fromPeers))
+        storeHits.increment(by: Int64(max(0, v.storeHits - counted.storeHits)))
+        servedToPeers.increment(by: max(0, v.bytesServedToPeers - counted.servedToPeers))
+        verificationFailures.increment(by: Int64(max(0, v.verificationFailures - counted.verificationFailures)))
         counted.fromCDN = max(counted.fromCDN, v.bytesFromCDN)
         counted.fromPeers = max(counted.fromPeers, v.bytesFromPeers)
-        counted.fromStore = max(counted.fromStore, Int64(v.storeHits))
+        counted.storeHits = max(counted.storeHits, v.storeHits)
         counted.servedToPeers = max(counted.servedToPeers, v.bytesServedToPeers)
         counted.verificationFailures = max(counted.verificationFailures, v.verificationFailures)
-        venuePeersConnected.record(v.peersConnected)
+        peersConnected.record(v.peersConnected)
     }
 }
 

@@ -1,0 +1,176 @@
+import Foundation
+import Marquee
+import MarqueeFleet
+import TestSupport
+import Testing
+
+/// A playing box seen and steered from outside: Debian's Prometheus server scrapes its metrics
+/// endpoint (each scraped frame counter is held against the pictures `frames.tsv` shows by
+/// that moment), the control socket answers and steers it (a volume set through it halves the
+/// sine in the WAV output), `marquee ctl` reads it, another uid is kept out, and the QoE record
+/// matches what the outputs hold. (Run one test at a time, beside the venue suites: its
+/// answer times are measured.)
+@Suite(.serialized) struct FleetTests {
+    @Test func prometheusScrapesAPlayingBoxAndTheControlSocketSteersIt() async throws {
+        let prometheus = "/usr/bin/prometheus"
+        try #require(FileManager.default.isExecutableFile(atPath: prometheus), "scripts/setup installs prometheus")
+        let origin = try await LivePlaybackTests.origin()
+        defer { Task { await origin.stop() } }
+        let dir = try Tools.tempDirectory("fleet")
+        var options = PlayerOptions(sources: [origin.manifestURL(asset: "generated")])
+        options.audioOutput = .wav(dir.appendingPathComponent("out.wav").path)
+        options.videoOutput = .frames(dir.path)
+        let player = try Player(options: options)
+        let socketPath = dir.appendingPathComponent("control.sock").path
+        let fleet = try await Fleet.start(player: player, customerId: "acme", metrics: ("127.0.0.1", 0), controlPath: socketPath)
+        let metricsPort = try #require(fleet.metrics?.port)
+
+        // Prometheus, as a box's operator runs it: scraping every second.
+        let promPort = VenuePeerTests.freePort()
+        let config = dir.appendingPathComponent("prometheus.yml")
+        try """
+            global: {scrape_interval: 1s, scrape_timeout: 900ms}
+            scrape_configs: [{job_name: box, static_configs: [{targets: ["127.0.0.1:\(metricsPort)"]}]}]
+            """.write(to: config, atomically: true, encoding: .utf8)
+        let server = try Tools.spawn(prometheus, [
+            "--config.file=\(config.path)", "--storage.tsdb.path=\(dir.appendingPathComponent("tsdb").path)",
+            "--web.listen-address=127.0.0.1:\(promPort)",
+        ])
+        defer { Tools.stop(server) }
+
+        let events = Task {
+            for await event in player.events { fleet.telemetry.observe(event) }
+        }
+        let started = Date().timeIntervalSince1970
+        try await player.play()
+        try await Task.sleep(for: .seconds(3))
+
+        // The control socket: `get latency` answered within 10 ms.
+        let client = try ControlClient(path: socketPath)
+        var times = [Double]()
+        var latency: Double?
+        for _ in 0..<20 {
+            let t0 = Date()
+            let answer = try client.request(["command": "get", "property": "latency", "id": 7])
+            times.append(Date().timeIntervalSince(t0))
+            #expect(answer["ok"] as? Bool == true && answer["id"] as? Int == 7, "\(answer)")
+            latency = answer["data"] as? Double
+        }
+        #expect(abs((latency ?? 0) - 3) < 0.1, "latency read through the socket: \(String(describing: latency))")
+        #expect(Stats.percentile(times, 90) < 0.010, "get latency answered in \(times.map { String(format: "%.2f ms", $0 * 1000) })")
+        // A bad request: a typed answer, the connection stays.
+        let bad = try client.request(["command": "get", "property": "loudness"])
+        #expect(bad["ok"] as? Bool == false && (bad["error"] as? String)?.contains("loudness") == true, "\(bad)")
+        let observer = try ControlClient(path: socketPath)
+        #expect(try observer.request(["command": "observe", "property": "state"])["ok"] as? Bool == true)
+        let observed = try observer.receive()
+        #expect(observed?["event"] as? String == "propertyChange" && observed?["data"] as? String == "playing", "\(String(describing: observed))")
+
+        // `marquee ctl`, the command-line client.
+        let marquee = Tools.packageRoot.appendingPathComponent(".build/debug/marquee").path
+        let ctl = try await Tools.offPool { try Tools.run(marquee, ["ctl", "--socket", socketPath, "get", "state"]) }
+        #expect(ctl.contains("\"data\":\"playing\"") && ctl.contains("\"ok\":true"), "marquee ctl get state: \(ctl)")
+
+        // Another uid: the socket file (0600) keeps it out, and if the file is opened up, the
+        // peer check does.
+        let attrs = try FileManager.default.attributesOfItem(atPath: socketPath)
+        #expect((attrs[.posixPermissions] as? Int) == 0o600, "socket mode \(String(describing: attrs[.posixPermissions]))")
+        let probe = """
+            import socket, sys
+            s = socket.socket(socket.AF_UNIX)
+            try:
+                s.connect(sys.argv[1])
+            except OSError as e:
+                print("connect:", e.strerror); sys.exit(0)
+            try:
+                s.sendall(b'{"command": "get", "property": "latency"}\\n')
+            except OSError:
+                pass
+            print("answer:", s.recv(4096).decode().strip())
+            try:
+                print("then:", "closed" if s.recv(4096) == b"" else "more")
+            except ConnectionResetError:
+                print("then: closed")
+            """
+        let asNobody = ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", probe, socketPath]
+        let closed = try await Tools.offPool { try Tools.run("setpriv", asNobody) }
+        #expect(closed.contains("connect: Permission denied"), "nobody at a 0600 socket: \(closed)")
+        chmod(socketPath, 0o666)
+        let refused = try await Tools.offPool { try Tools.run("setpriv", asNobody) }
+        #expect(refused.contains("refused: uid 65534") && refused.hasSuffix("then: closed\n") && !refused.contains("data"), "nobody: \(refused)")
+
+        // Steering: the volume halves from the moment it is set.
+        try await Task.sleep(for: .seconds(1))
+        #expect(try client.request(["command": "set", "property": "volume", "value": 0.5])["ok"] as? Bool == true)
+        let volumeAt = Date().timeIntervalSince1970
+        try await Task.sleep(for: .seconds(5))
+        // As `marquee play` ends: the record closed, then the player stopped.
+        let record = await fleet.stop()
+        await player.stop()
+        events.cancel()
+
+        // What the outputs hold.
+        let frames = try FramesFile.read(dir.appendingPathComponent("frames.tsv"))
+        let firstPicture = try #require(frames.first).wallTime
+        let pcm = try PCM.wav(dir.appendingPathComponent("out.wav"))
+        let first = try #require(pcm.firstSound())
+        let left = pcm.channel(0)
+        func rms(_ from: Double, _ to: Double) -> Double {  // seconds of sound from its start
+            let a = first + Int(from * 48_000), b = min(left.count, first + Int(to * 48_000))
+            let slice = left[a..<b]
+            return (slice.map { $0 * $0 }.reduce(0, +) / Double(slice.count)).squareRoot()
+        }
+        let change = volumeAt - firstPicture
+        let ratio = rms(change + 0.3, change + 3) / rms(1, change - 0.3)
+        #expect(abs(ratio - 0.5) < 0.03, "the sine's level after the volume was set to 0.5 through the socket: ×\(ratio)")
+
+        // Each scrape's presented-frame counter against the pictures shown by its moment.
+        let url = "http://127.0.0.1:\(promPort)/api/v1/query?query=marquee_frames_presented_total%5B60s%5D"
+        let data = Data(try await Tools.offPool { try Tools.run("curl", ["-sS", url]) }.utf8)
+        let json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let result = try #require(((json["data"] as? [String: Any])?["result"] as? [[String: Any]])?.first, "\(String(decoding: data, as: UTF8.self))")
+        let samples = try #require(result["values"] as? [[Any]]).map { ($0[0] as! Double, Double($0[1] as! String)!) }
+        #expect(samples.count >= 4, "\(samples.count) scrapes")
+        var worst = 0.0
+        for (time, value) in samples {
+            let shown = Double(frames.filter { $0.wallTime <= time }.count)
+            worst = max(worst, abs(value - shown))
+        }
+        #expect(worst <= 30, "a scraped counter off the pictures shown at its moment by \(worst) frames")
+
+        // The QoE record: what the outputs and the clock say.
+        #expect(record.customerId == "acme" && record.attempts == 1 && record.stalls == 0 && !record.exitedBeforeVideoStart && !record.startFailed)
+        let startup = try #require(record.startupTime)
+        #expect(abs(startup - (firstPicture - started)) < 0.1, "startup \(startup) s; the first picture came \(firstPicture - started) s after play()")
+        #expect(abs(record.framesPresented - frames.count) <= 3, "QoE \(record.framesPresented) pictures, frames.tsv \(frames.count)")
+        #expect(record.latency.samples >= 20 && record.latency.maxDistance < 0.05, "\(record.latency)")
+        #expect(abs(record.playingSeconds - (frames.last!.wallTime - firstPicture)) < 0.5, "playing \(record.playingSeconds) s")
+        print(String(format: "fleet: %d scrapes, counter off by ≤ %.0f frames; get latency p50 %.2f ms, p90 %.2f ms; volume ×%.3f; startup %.3f s",
+                     samples.count, worst, Stats.median(times) * 1000, Stats.percentile(times, 90) * 1000, ratio, startup))
+    }
+
+    /// A play that never shows a picture: its source answers 404. Stopped after 2 s, its record
+    /// is an exit before video start, with no startup time and the errors by kind; an interval
+    /// of the scrape says it is not playing.
+    @Test func aPlayThatNeverStartsIsAnExitBeforeVideoStart() async throws {
+        let origin = try await LivePlaybackTests.origin()
+        defer { Task { await origin.stop() } }
+        let missing = origin.baseURL.appendingPathComponent("live/nothing-here/manifest.mpd")
+        let player = try Player(options: PlayerOptions(sources: [missing], audioOutput: .null, videoOutput: .headless))
+        let fleet = try await Fleet.start(player: player, metrics: ("127.0.0.1", 0))
+        let port = try #require(fleet.metrics?.port)
+        let events = Task {
+            for await event in player.events { fleet.telemetry.observe(event) }
+        }
+        try? await player.play()
+        try await Task.sleep(for: .seconds(2))
+        let scrape = try await Tools.offPool { try Tools.run("curl", ["-sS", "http://127.0.0.1:\(port)/metrics"]) }
+        let record = await fleet.stop()
+        await player.stop()
+        events.cancel()
+        #expect(record.exitedBeforeVideoStart && record.startupTime == nil && record.framesPresented == 0, "\(record)")
+        #expect((record.errors["network"] ?? 0) + (record.errors["manifest"] ?? 0) >= 1, "errors: \(record.errors)")
+        #expect(scrape.contains("\nmarquee_playing 0.0\n") && scrape.contains("\nmarquee_frames_presented_total 0\n"), "\(scrape)")
+        #expect(scrape.contains("marquee_errors_total{code=\"network\"}") || scrape.contains("marquee_errors_total{code=\"manifest\"}"), "\(scrape)")
+    }
+}
