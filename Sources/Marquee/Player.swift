@@ -22,6 +22,9 @@ public final class Player: Sendable {
     let sink: PlayerEvents.Sink
     let logger: Logger
     let fetcher: HTTPFetcher
+    /// This player's session id: CMCD's `sid` (``CMCDOptions/sessionId``, else a new UUID),
+    /// and the QoE record's (MarqueeFleet).
+    public let sessionId: String
     let inner: Locked<Inner>
     /// The venue proxy the sources play through (``PlayerOptions/venue``), started by the first
     /// ``play()``, stopped by ``stop()``.
@@ -173,7 +176,15 @@ public final class Player: Sendable {
         }
         self.logger = logger
         (events, sink) = PlayerEvents.make()
-        fetcher = HTTPFetcher(headers: options.httpHeaders.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+        sessionId = options.cmcd?.sessionId ?? UUID().uuidString
+        var fetcher = HTTPFetcher(headers: options.httpHeaders.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+        if let cmcd = options.cmcd {
+            let session = CMCDSession(mode: cmcd.transmission == .query ? .query : .headers, sessionId: sessionId, contentId: cmcd.contentId)
+            let hls = options.sources.first?.pathExtension.lowercased() == "m3u8"
+            session.update { $0.streamingFormat = hls ? "h" : "d" }
+            fetcher.cmcd = session
+        }
+        self.fetcher = fetcher
         inner.withLock { $0.muted = options.muted }
     }
 

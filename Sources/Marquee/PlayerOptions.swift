@@ -153,6 +153,8 @@ public struct PlayerOptions: Sendable {
     public var videoOutput: VideoOutput
     /// Headers sent with every request (tokens, cookies).
     public var httpHeaders: [String: String]
+    /// Common Media Client Data (CTA-5004) sent with every request; nil (the default): none.
+    public var cmcd: CMCDOptions?
     /// Display outputs: how pictures fit the screen. Default contain.
     public var fit: VideoFit
     /// Display outputs: clockwise rotation in degrees (0, 90, 180, 270).
@@ -303,4 +305,31 @@ public struct ABROptions: Sendable, Hashable {
 
     /// The defaults above.
     public init() {}
+}
+
+/// Common Media Client Data (CTA-5004 version 1) on every request the player makes: the CDN's
+/// logs then carry the session, the object (`ot`, `br`, `d`, `tb`), the buffer (`bl`), startup
+/// (`su`), a stall (`bs`), the stream (`sf`, `st`), the rate (`pr`) and the content id (`cid`).
+public struct CMCDOptions: Sendable, Hashable {
+    /// How the data travel.
+    public enum Transmission: String, Sendable, Hashable, CaseIterable {
+        /// The `CMCD` query argument (works with any CDN; changes the URL).
+        case query
+        /// The `CMCD-Request`, `-Object`, `-Status` and `-Session` headers (a browser would need
+        /// the CDN's CORS consent; a box does not).
+        case headers
+    }
+
+    /// Query argument or headers. Default query.
+    public var transmission: Transmission
+    /// The content id (`cid`), e.g. the stream id; nil: not sent.
+    public var contentId: String?
+    /// The session id (`sid`); nil: a new UUID for each player (``Player/sessionId``).
+    public var sessionId: String?
+
+    public init(transmission: Transmission = .query, contentId: String? = nil, sessionId: String? = nil) {
+        self.transmission = transmission
+        self.contentId = contentId
+        self.sessionId = sessionId
+    }
 }

@@ -89,6 +89,12 @@ struct OutputOptions: ParsableArguments {
 
     @Option(name: .long, help: "The operator's customer id, carried in the QoE record (printed as `qoe: {json}` at exit).")
     var customerId: String?
+
+    @Option(name: .long, help: "Send Common Media Client Data (CTA-5004) with every request: query or headers.")
+    var cmcd: String?
+
+    @Option(name: .long, help: "With --cmcd: the content id (cid) sent.")
+    var contentId: String?
 }
 
 extension OutputOptions {

@@ -372,6 +372,12 @@ struct PlaybackRunner {
             return URL(fileURLWithPath: text)
         }
         options.failFast = output.failFast
+        if let mode = output.cmcd {
+            guard let transmission = CMCDOptions.Transmission(rawValue: mode) else { return fail("--cmcd \(mode): expected query or headers") }
+            options.cmcd = CMCDOptions(transmission: transmission, contentId: output.contentId)
+        } else if output.contentId != nil {
+            return fail("--content-id needs --cmcd")
+        }
         do { options.venue = try output.venueConfiguration() } catch { return fail(error.message) }
         if let delay = output.delay, delay > 0 { options.maxDelay = max(options.maxDelay, min(3600, delay + 5)) }  // kept for the delay
         if let music = output.muteMusic { options.mixing.muteMusic = mediaURL(music) }

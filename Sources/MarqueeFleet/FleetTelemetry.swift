@@ -52,7 +52,7 @@ public final class FleetTelemetry: Sendable {
     /// (default: the process's bootstrapped `MetricsSystem.factory`).
     public init(player: Player, customerId: String? = nil, factory: (any MetricsFactory)? = nil) {
         self.player = player
-        self.state = Mutex(State(record: QoERecord(customerId: customerId)))
+        self.state = Mutex(State(record: QoERecord(sessionId: player.sessionId, customerId: customerId)))
         self.metrics = Instruments(
             factory: factory ?? MetricsSystem.factory, venue: player.venueStatistics != nil, thermal: DeviceHealth.cpuTemperature() != nil)
     }

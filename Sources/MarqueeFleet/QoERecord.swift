@@ -1,5 +1,5 @@
 public import Foundation
-public import Marquee
+import Marquee
 
 /// One play's quality of experience, as QoE services (Mux, Conviva) and player SDKs' analytics
 /// report it: how long it took to start, whether it started at all, how often and how long it
@@ -9,7 +9,7 @@ public import Marquee
 /// second; encoded as JSON (`marquee play` prints it at exit, the control socket answers
 /// `get qoe`; dates as ISO 8601 there).
 public struct QoERecord: Codable, Sendable, Equatable {
-    /// This play's id (a UUID), also sent as CMCD `sid` where CMCD is on.
+    /// This play's id: the player's ``Player/sessionId``, sent as CMCD `sid` where CMCD is on.
     public var sessionId: String
     /// The operator's customer id (Livery's `customerId`), when given.
     public var customerId: String?

@@ -18,6 +18,9 @@ import MarqueeStreaming
 /// - `/static/<path>`: files of ``OriginConfiguration/staticRoot``.
 /// - `/origin/stats`: the body bytes sent so far, as JSON (`{"bytes":…,"requests":…}`);
 ///   `/origin/stats?media` adds how many times each media path was answered (`"media":{…}`).
+/// - `/origin/requests`: the last 2,048 requests (method, path, query) with the Common Media
+///   Client Data each carried (`cmcd`: the `CMCD` query argument; `cmcdHeaders`: `CMCD-*`
+///   headers), as JSON. A `CMCD` argument is otherwise ignored, as a CDN ignores it.
 ///
 /// Media segments (and static media files) are answered `Cache-Control: public, max-age=60`
 /// with their SHA-256 in `Repr-Digest` (RFC 9530); manifests and everything else `no-store`.

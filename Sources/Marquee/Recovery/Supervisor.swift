@@ -63,6 +63,22 @@ extension Player {
         }
         guard let (session, core, displayOff) = supervised() else { return nil }
         venue?.reportBuffer(seconds: session.status().buffer)
+        if let cmcd = fetcher.cmcd {
+            let status = session.status()
+            let top = qualities.filter { $0.kind == "video" }.map(\.bandwidth).max()
+            let live = session.mpd.isLive
+            let hls = session.source.pathExtension.lowercased() == "m3u8"
+            cmcd.update { s in
+                s.streamType = live ? "l" : "v"
+                s.streamingFormat = hls ? "h" : "d"
+                s.playbackRate = status.playbackRate
+                s.topBitrate = top
+                if status.framesPresented > 0 {
+                    if !s.starting && status.state == .buffering { s.starved = true }
+                    s.starting = false
+                }
+            }
+        }
         let main = options.sources.first.map(routed)
         let step = watch.step(
             now: Monotonic.now(), presented: presented, onBackup: main.map { session.source != $0 } ?? false,

@@ -477,7 +477,11 @@ struct TrackFeeder: Sendable {
             return nil
         }
         let events = self.events
-        guard let body = await loader.initSegment(url, timeline: repTimeline, onError: { events.send(.error(PlayerError($0), fatal: false)) }) else {
+        let loader = self.loader
+        let fetched = await CMCDSession.$object.withValue(CMCDSession.Object(type: "i", bitrate: rep.bandwidth)) {
+            await loader.initSegment(url, timeline: repTimeline, onError: { events.send(.error(PlayerError($0), fatal: false)) })
+        }
+        guard let body = fetched else {
             return nil
         }
         inits.withLock { $0[rep.id] = body }
@@ -560,6 +564,19 @@ struct TrackFeeder: Sendable {
         return SegmentLoadContext(prepare: prepare, buffer: buffer, isLate: isLate, firstByte: firstByte, shouldAbandon: shouldAbandon)
     }
 
+    /// What CMCD says of a request for `segment` as `rep`: its type, bitrate, duration and the
+    /// buffer ahead of it.
+    private func cmcdObject(_ segment: SegmentReference, rep: Representation) -> CMCDSession.Object {
+        let type: String
+        switch rep.kind {
+        case .video: type = rep.isTransportStream ? "av" : "v"
+        case .audio: type = "a"
+        case .text: type = "c"
+        default: type = "o"
+        }
+        return CMCDSession.Object(type: type, bitrate: rep.bandwidth, duration: segment.end - segment.start, buffer: bufferAhead(from: segment.start))
+    }
+
     /// The request for `segment` (of the plan's timeline) as `rep` from `url`.
     private func request(_ segment: SegmentReference, rep: Representation, url: URL) -> SegmentRequest {
         let duration = segment.end - segment.start
@@ -574,9 +591,11 @@ struct TrackFeeder: Sendable {
     /// then pushed like any other. A key that cannot be fetched or does not decrypt the
     /// segment is reported and the segment skipped.
     private func fetchEncrypted(_ segment: SegmentReference, rep: Representation, url: URL, key: SegmentKey) async -> Outcome {
-        let (outcome, clear) = await loader.loadEncrypted(
-            request(segment, rep: rep, url: url), key: key, context: loadContext(segment, rep: rep),
-            decrypt: { try CoreHandle.decryptAES128($0, key: $1, iv: key.iv) })
+        let (outcome, clear) = await CMCDSession.$object.withValue(cmcdObject(segment, rep: rep)) {
+            await loader.loadEncrypted(
+                request(segment, rep: rep, url: url), key: key, context: loadContext(segment, rep: rep),
+                decrypt: { try CoreHandle.decryptAES128($0, key: $1, iv: key.iv) })
+        }
         switch outcome {
         case .delivered(let bytes, let seconds):
             guard let clear else { return .cancelled }
@@ -595,7 +614,10 @@ struct TrackFeeder: Sendable {
     private func fetch(_ segment: SegmentReference, rep: Representation, url: URL) async -> Outcome {
         let request = request(segment, rep: rep, url: url)
         var sink = SegmentSink(feeder: self, segment: segment, rep: rep, url: url)
-        let outcome = await loader.load(request, into: &sink, context: loadContext(segment, rep: rep))
+        let context = loadContext(segment, rep: rep)
+        let outcome = await CMCDSession.$object.withValue(cmcdObject(segment, rep: rep)) {
+            await loader.load(request, into: &sink, context: context)
+        }
         switch outcome {
         case .delivered(let bytes, let seconds):
             guard sink.finish() else { return .cancelled }

@@ -17,6 +17,7 @@ struct OriginResponder: Sendable {
     var visits = VisitCounter()
     var plays = PlayReceiver()
     var served = ServedBytes()
+    let requests = RequestLog()
 
     /// A response being built: status, body, content type, and the clock its `Date` header uses.
     struct Reply {
@@ -69,13 +70,19 @@ struct OriginResponder: Sendable {
     func respond(to request: Request, fallbackAuthority: String) async -> Response {
         let started = ContinuousClock.now
         let path = request.uri.path
+        // CMCD (CTA-5004) is logged and otherwise ignored, as a CDN does: never an option.
+        let (query, cmcdQuery) = Self.splitCMCD(request.uri.query)
+        let cmcdHeaders = request.headers.filter { $0.name.canonicalName.hasPrefix("cmcd-") }.map { ($0.name.canonicalName, $0.value) }
+        if path != "/origin/requests" { requests.add(method: "\(request.method)", path: path, query: query, cmcdQuery: cmcdQuery, cmcdHeaders: cmcdHeaders) }
         var reply: Reply
         if request.method == .post, path == "/plays" {
             var request = request
             let body = (try? await request.collectBody(upTo: 16 << 20)).map { Array($0.readableBytesView) }
             reply = plays.receive(body, key: request.headers.first { $0.name.canonicalName == "idempotency-key" }?.value)
         } else if request.method == .get, path == "/origin/stats" {
-            reply = Reply(bytes: Array(served.json(media: request.uri.query == "media").utf8), contentType: "application/json", clock: OriginClock())
+            reply = Reply(bytes: Array(served.json(media: query == "media").utf8), contentType: "application/json", clock: OriginClock())
+        } else if request.method == .get, path == "/origin/requests" {
+            reply = Reply(bytes: requests.json(), contentType: "application/json", clock: OriginClock())
         } else if request.method != .get && request.method != .head {
             reply = Reply(.methodNotAllowed, "only GET and HEAD (and POST /plays)")
         } else {
@@ -83,13 +90,13 @@ struct OriginResponder: Sendable {
                 .map { String($0).removingPercentEncoding ?? String($0) }
             switch components.first {
             case "live":
-                reply = live(Array(components.dropFirst()), path: path, query: request.uri.query, authority: request.head.authority ?? fallbackAuthority)
-            case "time": reply = time(Array(components.dropFirst()), query: request.uri.query)
+                reply = live(Array(components.dropFirst()), path: path, query: query, authority: request.head.authority ?? fallbackAuthority)
+            case "time": reply = time(Array(components.dropFirst()), query: query)
             case "static": reply = staticFile(Array(components.dropFirst()), ifNoneMatch: request.headers[.ifNoneMatch])
             case "moved" where path.hasSuffix(".mpd") || path.hasSuffix(".m3u8"):
                 // A manifest that redirects to /live/…: relative URLs in it resolve against /live/….
                 reply = Reply(.found, "moved to /live")
-                reply.location = "/live" + path.dropFirst("/moved".count) + (request.uri.query.map { "?" + $0 } ?? "")
+                reply.location = "/live" + path.dropFirst("/moved".count) + (query.map { "?" + $0 } ?? "")
             default: reply = Reply(.notFound, "no such resource: \(path) (try /live/<options>/<asset>/<manifest>, /moved/<options>/<asset>/<manifest>, /time/xsdate, /static/<file>)")
             }
         }
@@ -459,6 +466,54 @@ extension OriginResponder.Reply {
 /// `POST /plays`: a proof-of-play receiver, as an operator's server would be: it keeps every
 /// record's id with how many times it came, answers 503 while ``outage`` is set (an outage
 /// the uploader must ride out), and 400 to a body that is not a batch of records.
+/// The origin's request log (`GET /origin/requests`): the last ``kept`` requests, each its
+/// method, path, query (without CMCD) and the Common Media Client Data it carried, as the
+/// `CMCD` query argument and as `CMCD-*` headers (lower-cased names), as JSON.
+final class RequestLog: Sendable {
+    struct Entry {
+        var method: String, path: String, query: String?, cmcdQuery: String?, cmcdHeaders: [(String, String)], time: Double
+    }
+    private let state = Locked([Entry]())
+    static let kept = 2048
+
+    func add(method: String, path: String, query: String?, cmcdQuery: String?, cmcdHeaders: [(String, String)]) {
+        let entry = Entry(
+            method: method, path: path, query: query, cmcdQuery: cmcdQuery, cmcdHeaders: cmcdHeaders, time: Date().timeIntervalSince1970)
+        state.withLock {
+            $0.append(entry)
+            if $0.count > 2 * Self.kept { $0.removeFirst(Self.kept) }  // amortised
+        }
+    }
+
+    func json() -> [UInt8] {
+        let entries = state.withLock { Array($0.suffix(Self.kept)) }
+        let objects: [[String: Any]] = entries.map { e in
+            var o: [String: Any] = ["method": e.method, "path": e.path, "time": e.time]
+            if let q = e.query { o["query"] = q }
+            if let c = e.cmcdQuery { o["cmcd"] = c }
+            if !e.cmcdHeaders.isEmpty { o["cmcdHeaders"] = Dictionary(e.cmcdHeaders, uniquingKeysWith: { a, b in a + "," + b }) }
+            return o
+        }
+        return Array((try? JSONSerialization.data(withJSONObject: objects, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("[]".utf8))
+    }
+}
+
+extension OriginResponder {
+    /// The query without its `CMCD` argument, and that argument's value (decoded).
+    static func splitCMCD(_ query: String?) -> (query: String?, cmcd: String?) {
+        guard let query else { return (nil, nil) }
+        var kept = [Substring](), cmcd: String?
+        for part in query.split(separator: "&", omittingEmptySubsequences: false) {
+            if part.hasPrefix("CMCD=") {
+                cmcd = String(part.dropFirst(5)).removingPercentEncoding ?? String(part.dropFirst(5))
+            } else {
+                kept.append(part)
+            }
+        }
+        return (kept.isEmpty ? nil : kept.joined(separator: "&"), cmcd)
+    }
+}
+
 /// Body bytes the origin has sent (what an uplink carries), for venue measurements:
 /// `GET /origin/stats`.
 /// With `?media`, also how often each of (at least) the last ``mediaPathsKept`` media paths was sent

@@ -138,6 +138,8 @@ public struct HTTPFetcher: Sendable {
     public let client: HTTPClient
     /// Headers added to every request (per-source headers, cookies).
     public var headers: [(String, String)]
+    /// Common Media Client Data sent with every GET and HEAD (off when nil).
+    public var cmcd: CMCDSession?
 
     /// Seconds a connection may take to open (default client); a refused one fails at once.
     public static let connectTimeout = 5
@@ -254,9 +256,12 @@ public struct HTTPFetcher: Sendable {
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw FetchError(.invalidURL, url: text, message: "only http and https URLs can be fetched")
         }
-        var request = HTTPClientRequest(url: text)
+        var request = HTTPClientRequest(url: cmcd?.mode == .query ? cmcd!.url(url).absoluteString : text)
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let cmcd, cmcd.mode == .headers {
+            for (name, value) in cmcd.headers(for: url) { request.headers.add(name: name, value: value) }
+        }
         let sent = Monotonic.now()
         func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
         let total = seconds(timeout)
