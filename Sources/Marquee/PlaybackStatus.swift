@@ -37,6 +37,9 @@ public struct PlaybackStatus: Sendable, Hashable {
     public var availableDelay: Double = 0
     /// Bytes of compressed media the segment store holds.
     public var storeBytes: Int = 0
+    /// Seconds of silence the audio output played because stream audio ran dry after it began
+    /// (under-runs), since the core started.
+    public var audioSilence: Double = 0
 
     /// A status in `state` with nothing measured yet: no latency or position, every count 0,
     /// rate 1.
@@ -55,5 +58,6 @@ extension PlaybackStatus {
         avOffset = core.avOffset
         width = core.width
         height = core.height
+        audioSilence = Double(core.audioSilenceFrames) / 48_000  // the core's output rate
     }
 }

@@ -20,7 +20,9 @@ import Musl
 /// - `{"command": "get", "property": P}` → `{"ok": true, "data": …}`; properties: `state`,
 ///   `latency`, `targetLatency`, `buffer`, `position`, `rate`, `volume`, `muted`,
 ///   `framesPresented`, `framesDropped`, `width`, `height`, `timeOffset`, `delay`, `source`,
-///   `displayOff`, `fit`, `qoe`, `venue`, `status` (all the status' figures);
+///   `displayOff`, `output` (what the display output last reported: connected, mode, lost),
+///   `audioUnderrun` (seconds of silence played for want of stream audio), `fit`, `qoe`,
+///   `venue`, `status` (all the status' figures);
 /// - `{"command": "set", "property": P, "value": V}` for `volume` (0…1), `muted`,
 ///   `targetLatency` (seconds), `delay` (seconds), `displayOff`, `fit`
 ///   (`contain|cover|fill|scaledown`), `paused`;
@@ -279,6 +281,8 @@ enum Properties {
         case "delay": return player.status.delay
         case "source": return player.source?.absoluteString ?? NSNull()
         case "displayOff": return player.isDisplayOff
+        case "output": return telemetry.output ?? NSNull()
+        case "audioUnderrun": return player.status.audioSilence
         case "fit": return player.fit.description
         case "qoe": return try object(telemetry.record)
         case "venue": return try player.venueStatistics.map { try object($0) } ?? NSNull()

@@ -18,8 +18,10 @@ import Synchronization
 /// `marquee_playing`, `marquee_latency_seconds`, `marquee_target_latency_seconds`,
 /// `marquee_buffer_seconds`, `marquee_playback_rate`, `marquee_clock_offset_seconds`,
 /// `marquee_video_bitrate_bps`, `marquee_startup_seconds`, `marquee_rebuffer_ratio`,
-/// `marquee_display_off`, `marquee_cpu_temperature_celsius` (where the board has a thermal
-/// zone); a histogram `marquee_latency_distance_seconds` (|latency − target|); with a venue
+/// `marquee_display_off`, `marquee_display_connected` (0 after the display output reported it
+/// unplugged or lost, 1 again when it comes back), `marquee_audio_underrun_seconds` (silence
+/// played because stream audio ran dry), `marquee_cpu_temperature_celsius` (where the board has
+/// a thermal zone), a counter `marquee_output_changes_total` (display hot-plug and mode changes); a histogram `marquee_latency_distance_seconds` (|latency − target|); with a venue
 /// proxy `marquee_venue_bytes_total{from=cdn|peers}`, `marquee_venue_store_hits_total`,
 /// `marquee_venue_bytes_served_to_peers_total`, `marquee_venue_peers_connected`,
 /// `marquee_venue_verification_failures_total`.
@@ -35,6 +37,7 @@ public final class FleetTelemetry: Sendable {
         var started = false  // first picture (or sound)
         var eventState: PlaybackState = .idle
         var videoBitrate: Double?
+        var output: String?
         var bitrateWeighted = 0.0
         var bitrateSeconds = 0.0
         var counted = Counted()
@@ -54,11 +57,16 @@ public final class FleetTelemetry: Sendable {
         self.player = player
         self.state = Mutex(State(record: QoERecord(sessionId: player.sessionId, customerId: customerId)))
         self.metrics = Instruments(
-            factory: factory ?? MetricsSystem.factory, venue: player.venueStatistics != nil, thermal: DeviceHealth.cpuTemperature() != nil)
+            factory: factory ?? MetricsSystem.factory, venue: player.venueStatistics != nil, thermal: DeviceHealth.cpuTemperature() != nil,
+            display: player.options.videoOutput.description.hasPrefix("drm"))
     }
 
     /// The record so far.
     public var record: QoERecord { state.withLock { $0.record } }
+
+    /// What the display output last reported of itself (``PlayerEvent/outputChanged(_:)``:
+    /// "display HDMI-A-1 connected 1920x1080@60", "… disconnected"); nil before it did.
+    public var output: String? { state.withLock { $0.output } }
 
     /// Takes in one of the player's events (call it for every event, in order).
     public func observe(_ event: PlayerEvent) {
@@ -89,6 +97,13 @@ public final class FleetTelemetry: Sendable {
                 s.eventState = new
             case .timeOffsetChanged(let seconds):
                 s.record.clockOffset = seconds
+            case .outputChanged(let detail):
+                // The DRM output's words: "display HDMI-A-1 connected 1920x1080@60", "… lost …",
+                // "display HDMI-A-1 disconnected".
+                let connected = !(detail.contains(" disconnected") || detail.contains(" lost "))
+                metrics.outputChanges.increment()
+                metrics.displayConnected?.record(connected ? 1 : 0)
+                s.output = detail
             default:
                 break
             }
@@ -150,6 +165,7 @@ public final class FleetTelemetry: Sendable {
         metrics.clockOffset.record(status.timeOffset)
         metrics.displayOff.record(displayOff ? 1 : 0)
         metrics.rebufferRatio.record(record.rebufferRatio)
+        metrics.audioSilence.record(status.audioSilence)
         if let temperature = metrics.temperature, let celsius = DeviceHealth.cpuTemperature() { temperature.record(celsius) }
     }
 
@@ -195,13 +211,16 @@ public final class FleetTelemetry: Sendable {
 struct Instruments: Sendable {
     let factory: any MetricsFactory
     let presented, dropped, stalls, attempts: Counter
-    let playing, latency, target, buffer, rate, clockOffset, bitrate, startup, rebufferRatio, displayOff: Gauge
+    let playing, latency, target, buffer, rate, clockOffset, bitrate, startup, rebufferRatio, displayOff, audioSilence: Gauge
+    let displayConnected: Gauge?  // a display output's only
+    let outputChanges: Counter
     let temperature: Gauge?
     let latencyDistance: Recorder
     let venue: VenueInstruments?
 
-    /// With `venue`, the venue proxy's too; with `thermal`, the CPU temperature.
-    init(factory: any MetricsFactory, venue: Bool, thermal: Bool) {
+    /// With `venue`, the venue proxy's too; with `thermal`, the CPU temperature; with `display`
+    /// (a DRM output), whether the display is connected.
+    init(factory: any MetricsFactory, venue: Bool, thermal: Bool, display: Bool) {
         self.factory = factory
         func counter(_ name: String) -> Counter { Counter(label: name, factory: factory) }
         func gauge(_ name: String) -> Gauge { Gauge(label: name, factory: factory) }
@@ -219,6 +238,10 @@ struct Instruments: Sendable {
         startup = gauge("marquee_startup_seconds")
         rebufferRatio = gauge("marquee_rebuffer_ratio")
         displayOff = gauge("marquee_display_off")
+        displayConnected = display ? gauge("marquee_display_connected") : nil
+        displayConnected?.record(1)  // until the output says otherwise
+        audioSilence = gauge("marquee_audio_underrun_seconds")
+        outputChanges = counter("marquee_output_changes_total")
         temperature = thermal ? gauge("marquee_cpu_temperature_celsius") : nil
         latencyDistance = Recorder(label: "marquee_latency_distance_seconds", dimensions: [], aggregate: true, factory: factory)
         self.venue = venue ? VenueInstruments(factory: factory) : nil
