@@ -58,7 +58,8 @@ public final class ControlSocket: Sendable {
     {
         let connections = NIOLockedValueBox<[ObjectIdentifier: any Channel]>([:])
         let ownUid = getuid()
-        // Created 0600 from the start (umask for the bind), then checked per connection.
+        // Made 0600 once bound (the process' umask is left alone: other threads create files);
+        // a connection in between is still held to the uid check.
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 16)
             .childChannelInitializer { child in
@@ -69,8 +70,6 @@ public final class ControlSocket: Sendable {
                     child.closeFuture.whenComplete { _ in _ = connections.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(child)) } }
                 }
             }
-        let old = umask(0o177)
-        defer { umask(old) }
         let channel: any Channel
         do {
             channel = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true).get()

@@ -35,7 +35,10 @@ public final class FleetTelemetry: Sendable {
         var record: QoERecord
         var lastSample: ContinuousClock.Instant?
         var started = false  // first picture (or sound)
-        var eventState: PlaybackState = .idle
+        var lastFrames = 0
+        var lastPosition: Double?
+        var lastProgress: ContinuousClock.Instant?
+        var stalledSince: ContinuousClock.Instant?
         var videoBitrate: Double?
         var output: String?
         var bitrateWeighted = 0.0
@@ -89,12 +92,6 @@ public final class FleetTelemetry: Sendable {
                 s.record.errors[error.code.description, default: 0] += 1
                 metrics.error(error.code.description).increment()
                 if fatal && !s.started { s.record.startFailed = true }
-            case .stateChanged(let new):
-                if new == .buffering && s.eventState == .playing && s.started {
-                    s.record.stalls += 1
-                    metrics.stalls.increment()
-                }
-                s.eventState = new
             case .timeOffsetChanged(let seconds):
                 s.record.clockOffset = seconds
             case .outputChanged(let detail):
@@ -119,21 +116,40 @@ public final class FleetTelemetry: Sendable {
         let venue = player.venueStatistics
         let displayOff = player.isDisplayOff
         let now = ContinuousClock.now
+        let stream = player.streamType != .unknown  // a manifest's stream, not a file or image item
         state.withLock { s in
+            // Progress: new pictures; the media position when none are shown (audio only, or
+            // the display off).
+            let progressed = (displayOff || status.width == 0)
+                ? status.position != nil && status.position != s.lastPosition : status.framesPresented != s.lastFrames
+            s.lastFrames = status.framesPresented
+            s.lastPosition = status.position
             if let last = s.lastSample, s.started {
-                let dt = Double((now - last).components.attoseconds) / 1e18 + Double((now - last).components.seconds)
-                switch status.state {
-                case .playing:
+                let dt = Self.seconds(now - last)
+                if s.stalledSince != nil {
+                    s.record.stalledSeconds += dt  // (up to the sample that sees the progress)
+                } else if status.state == .playing {
                     s.record.playingSeconds += dt
                     if let b = s.videoBitrate {
                         s.bitrateWeighted += b * dt
                         s.bitrateSeconds += dt
                     }
-                case .buffering:
-                    s.record.stalledSeconds += dt
-                default:
-                    break
                 }
+            }
+            if progressed {
+                s.stalledSince = nil
+                s.lastProgress = now
+            } else if s.started, stream, status.state == .playing, s.stalledSince == nil, let since = s.lastProgress,
+                Self.seconds(now - since) >= FleetTelemetry.stallThreshold
+            {
+                // A stall: playing, and nothing new shown for the threshold. It began at the last
+                // progress: that time moves from playing to stalled.
+                s.stalledSince = since
+                s.record.stalls += 1
+                metrics.stalls.increment()
+                let lost = Self.seconds(now - since)
+                s.record.playingSeconds -= lost
+                s.record.stalledSeconds += lost
             }
             s.lastSample = now
             let total = s.record.stalledSeconds + s.record.playingSeconds
@@ -167,6 +183,14 @@ public final class FleetTelemetry: Sendable {
         metrics.rebufferRatio.record(record.rebufferRatio)
         metrics.audioSilence.record(status.audioSilence)
         if let temperature = metrics.temperature, let celsius = DeviceHealth.cpuTemperature() { temperature.record(celsius) }
+    }
+
+    /// Seconds without progress (no new picture; no media time moving without pictures) while
+    /// playing a stream that make a stall: 0.5, two samples.
+    public static let stallThreshold = 0.5
+
+    private static func seconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
     }
 
     /// Samples until the calling task is cancelled.

@@ -26,9 +26,11 @@ public struct QoERecord: Codable, Sendable, Equatable {
     public var exitedBeforeVideoStart = false
     /// A fatal error came before the first picture: a start failure.
     public var startFailed = false
-    /// Times playback stopped for data after it had started (playing → buffering).
+    /// Stalls: a stream playing after its first picture showed nothing new (no picture; no
+    /// media time moving when none are shown) for ``FleetTelemetry/stallThreshold``.
     public var stalls = 0
-    /// Seconds spent stalled after the first picture.
+    /// Seconds spent stalled, from the last progress before each stall (to within a sample,
+    /// a quarter second).
     public var stalledSeconds = 0.0
     /// Seconds spent playing (not paused, not stalled) after the first picture.
     public var playingSeconds = 0.0

@@ -173,4 +173,56 @@ import Testing
         #expect(scrape.contains("\nmarquee_playing 0.0\n") && scrape.contains("\nmarquee_frames_presented_total 0\n"), "\(scrape)")
         #expect(scrape.contains("marquee_errors_total{code=\"network\"}") || scrape.contains("marquee_errors_total{code=\"manifest\"}"), "\(scrape)")
     }
+
+    /// A stall as the record and the metrics tell it, against the outputs: the origin answers
+    /// 503 to everything of the stream for 4 s, longer than the buffer lasts. The longest gap
+    /// between pictures in frames.tsv is the stall the QoE record counts (once, its length
+    /// within a quarter second: the status is sampled 4 times a second), and the silence the
+    /// core played meanwhile (`marquee_audio_underrun_seconds`) is the run of zeros in the WAV.
+    @Test func aStallIsCountedAsTheOutputsShowIt() async throws {
+        let origin = try await LivePlaybackTests.origin()
+        defer { Task { await origin.stop() } }
+        let now = Date().timeIntervalSince1970
+        let url = origin.manifestURL(asset: "generated", options: ["ast_\(Int(now) - 3600)", String(format: "outage_%.3f-%.3f", now + 4, now + 8)])
+        let dir = try Tools.tempDirectory("fleet-stall")
+        let player = try Player(options: PlayerOptions(
+            sources: [url], audioOutput: .wav(dir.appendingPathComponent("out.wav").path), videoOutput: .frames(dir.path)))
+        let fleet = try await Fleet.start(player: player, metrics: ("127.0.0.1", 0))
+        let port = try #require(fleet.metrics?.port)
+        let events = Task {
+            for await event in player.events { fleet.telemetry.observe(event) }
+        }
+        try await player.play()
+        try await Task.sleep(for: .seconds(13))
+        let scrape = try await Tools.offPool { try Tools.run("curl", ["-sS", "http://127.0.0.1:\(port)/metrics"]) }
+        let record = await fleet.stop()
+        await player.stop()
+        events.cancel()
+
+        let frames = try FramesFile.read(dir.appendingPathComponent("frames.tsv"))
+        let gap = zip(frames, frames.dropFirst()).map { $1.wallTime - $0.wallTime }.max() ?? 0
+        try #require(gap > 1, "no stall: the longest gap between pictures is \(gap) s")
+        #expect(record.stalls == 1, "stalls: \(record.stalls)")
+        #expect(abs(record.stalledSeconds - gap) < 0.25, "stalled \(record.stalledSeconds) s; the pictures stopped for \(gap) s")
+        let expectedRatio = record.stalledSeconds / (record.stalledSeconds + record.playingSeconds)
+        #expect(abs(record.rebufferRatio - expectedRatio) < 1e-9 && record.rebufferRatio > 0.05)
+        // The silence played: runs of zero samples (10 ms or longer) after the sound began.
+        let pcm = try PCM.wav(dir.appendingPathComponent("out.wav"))
+        let left = pcm.channel(0)
+        let first = try #require(pcm.firstSound())
+        var silent = 0, run = 0
+        for x in left[first...] {
+            if x == 0 { run += 1 } else {
+                if run >= 480 { silent += run }
+                run = 0
+            }
+        }
+        let heard = Double(silent) / 48_000
+        let line = try #require(scrape.split(separator: "\n").first { $0.hasPrefix("marquee_audio_underrun_seconds ") }, "\(scrape)")
+        let metric = try #require(Double(line.split(separator: " ")[1]))
+        #expect(heard > 0.5 && abs(metric - heard) < 0.1, "under-run metric \(metric) s; silence in the WAV \(heard) s")
+        #expect(scrape.contains("\nmarquee_stalls_total 1\n"), "\(scrape)")
+        print(String(format: "stall: pictures stopped %.2f s, recorded %.2f s (ratio %.3f); silence %.2f s in the WAV, metric %.2f s",
+                     gap, record.stalledSeconds, record.rebufferRatio, heard, metric))
+    }
 }
