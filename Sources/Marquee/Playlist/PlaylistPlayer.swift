@@ -370,13 +370,18 @@ public final class PlaylistPlayer: Sendable {
         inner.withLock { inner in
             guard !inner.prepareStarted else { return }
             inner.prepareStarted = true
-            inner.preparedFor = startAt
+            var startAt = startAt
             var queue = inner.queue
             var first = false
             if let pending = inner.switches.first, pending.at <= (startAt ?? .infinity) + 0.001 {
                 queue = PlaylistQueue(pending.playlist, seed: inner.seed)  // the switch comes first
                 first = true
+                // Its first item is due at the switch's instant, known even when the item
+                // playing has no known end (a file to its end): a live one is decoded ahead
+                // for then (the stream entered mid-segment costs no decode at the cut).
+                startAt = pending.at
             }
+            inner.preparedFor = startAt
             var upcoming: [PlaylistItem] = []
             for _ in 0..<queue.order.count {
                 guard let next = first ? queue.start() : queue.advance() else { break }
