@@ -1,4 +1,4 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.1
 import PackageDescription
 
 /// System libraries the C core links, found with pkg-config (`scripts/setup` installs them).
@@ -37,6 +37,9 @@ let package = Package(
         // Fleet telemetry: the swift-metrics facade, exported for a Prometheus scrape.
         .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
+        // ... and pushed as OTLP/HTTP (protobuf). Only its HTTP exporter: the gRPC one would
+        // bring grpc-swift (minutes of build) for nothing a box needs.
+        .package(url: "https://github.com/swift-otel/swift-otel", from: "1.6.0", traits: ["OTLPHTTP"]),
         // `swift package generate-documentation` (the Marquee.docc catalog); no code depends on it.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
     ],
@@ -138,6 +141,9 @@ let package = Package(
                 "Marquee", "MarqueeServing", "MarqueeVenue",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "OTel", package: "swift-otel"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -3,6 +3,7 @@ import MarqueeVenue
 import Foundation
 import Logging
 import Marquee
+import MarqueeFleet
 
 @main
 struct MarqueeCommand: AsyncParsableCommand {
@@ -84,6 +85,18 @@ struct OutputOptions: ParsableArguments {
     @Option(name: .long, help: "Serve metrics for a Prometheus scrape at http://<host:port>/metrics (a port alone: on 127.0.0.1).")
     var metrics: String?
 
+    @Option(name: .long, help: "Push the metrics as OTLP/HTTP (protobuf) to this collector URL, used as given (e.g. http://collector:4318/v1/metrics), through a queue on disk.")
+    var otlp: String?
+
+    @Option(name: .long, help: "With --otlp: the queue's directory (default: $STATE_DIRECTORY/otlp under systemd, else $XDG_STATE_HOME/marquee/otlp or ~/.local/state/marquee/otlp).")
+    var otlpQueue: String?
+
+    @Option(name: .long, help: "With --otlp: seconds between exports.")
+    var otlpInterval: Double = 15
+
+    @Option(name: .long, help: "With --otlp: a header sent with every export, \"Name: value\" (repeatable).")
+    var otlpHeader: [String] = []
+
     @Option(name: .long, help: "Listen for `marquee ctl` on this Unix socket (mode 0600; the connecting uid checked).")
     var control: String?
 
@@ -107,6 +120,28 @@ extension OutputOptions {
             throw ValidationError("--metrics \(metrics): expected host:port or a port")
         }
         return (host, port)
+    }
+
+    /// The OTLP export's options from --otlp and its options (nil without --otlp).
+    func otlpOptions() throws(ValidationError) -> OTLPOptions? {
+        guard let otlp else {
+            guard otlpQueue == nil, otlpHeader.isEmpty else { throw ValidationError("--otlp-queue and --otlp-header need --otlp") }
+            return nil
+        }
+        guard otlpInterval >= 0.1, otlpInterval <= 86_400 else { throw ValidationError("--otlp-interval \(otlpInterval): expected 0.1 to 86400 seconds") }
+        var headers = [(name: String, value: String)]()
+        for header in otlpHeader {
+            guard let colon = header.firstIndex(of: ":"), colon != header.startIndex else {
+                throw ValidationError("--otlp-header \(header): expected \"Name: value\"")
+            }
+            headers.append((String(header[..<colon]), header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+        }
+        let environment = ProcessInfo.processInfo.environment
+        let queue = otlpQueue
+            ?? environment["STATE_DIRECTORY"].map { "\($0.split(separator: ":").first ?? "")/otlp" }
+            ?? environment["XDG_STATE_HOME"].map { "\($0)/marquee/otlp" }
+            ?? "\(NSHomeDirectory())/.local/state/marquee/otlp"
+        return OTLPOptions(endpoint: otlp, queueDirectory: queue, interval: .milliseconds(Int(otlpInterval * 1000)), headers: headers)
     }
 
     /// The venue proxy's configuration from --venue and its options (nil without --venue).

@@ -395,7 +395,8 @@ struct PlaybackRunner {
         let fleet: Fleet
         do {
             fleet = try await Fleet.start(
-                player: player, customerId: output.customerId, metrics: try output.metricsAddress(), controlPath: output.control)
+                player: player, customerId: output.customerId, metrics: try output.metricsAddress(), otlp: try output.otlpOptions(),
+                controlPath: output.control)
         } catch {
             return fail("\(error)")
         }
