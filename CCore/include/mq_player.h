@@ -220,6 +220,24 @@ int mq_player_set_overlay(mq_player *p, int32_t kind, const char *_Nullable mess
 /// is copied (63 bytes kept; NULL or "": none, an empty column). Outputs without a file ignore it.
 int mq_player_set_label(mq_player *p, const char *_Nullable label);
 
+/// Keeps (true) a reference to the picture presented last, for mq_player_snapshot_png; off by
+/// default. No copy is made: the decoder's buffer is held until the next picture replaces it
+/// (one more buffer in its pool; with a decoder whose surfaces are a fixed pool, one of them).
+/// false lets it go at once.
+int mq_player_keep_last_picture(mq_player *p, bool keep);
+
+/// The picture presented last, as a PNG (RGB, 8 bits; converted with the picture's own colour
+/// matrix and range), scaled down to `max_width` when it is wider (aspect kept; 0: full size).
+/// `*png` (`*size` bytes) is the caller's, freed with mq_free; `*media_pts` is the picture's
+/// stream pts_time (as the `frames:` output writes it); `*width`/`*height` the PNG's. Converts
+/// and encodes on the calling thread (tens of ms at 720p). MQ_ERR_STATE while keeping is off,
+/// MQ_ERR_NOT_FOUND when no picture was presented since it was turned on.
+int mq_player_snapshot_png(mq_player *p, int32_t max_width, uint8_t *_Nullable *_Nonnull png, size_t *size, double *media_pts,
+                           int32_t *width, int32_t *height);
+
+/// Frees a buffer the core gave the caller (mq_player_snapshot_png's).
+void mq_free(void *_Nullable ptr);
+
 /// Starts the audio and video threads.
 int mq_player_start(mq_player *p);
 

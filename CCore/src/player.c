@@ -145,6 +145,11 @@ int mq_player_create(const mq_player_config *cfg, mq_player **out)
     if (mq_cond_init_mono(&p->cond) < 0)
         goto fail;
     p->sync_ok = 2;
+    if (pthread_mutex_init(&p->snap_lock, NULL) != 0)
+        goto fail;
+    p->sync_ok = 3;
+    if (!(p->snap = av_frame_alloc()))
+        goto fail;
     if ((ret = mq_event_queue_create(256, &p->events)) < 0 ||
         (ret = open_outputs(p, cfg, buffer_ms, queue)) < 0)
         goto fail;
@@ -202,6 +207,9 @@ void mq_player_destroy(mq_player **pp)
         pthread_mutex_destroy(&p->lock);
     if (p->sync_ok >= 2)
         pthread_cond_destroy(&p->cond);
+    if (p->sync_ok >= 3)
+        pthread_mutex_destroy(&p->snap_lock);
+    av_frame_free(&p->snap);
     free(p->decoders);
     free(p);
     *pp = NULL;

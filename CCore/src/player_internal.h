@@ -130,7 +130,7 @@ struct mq_player {
     mq_pcm_ring *out;  // audio to play, stamped: tempo thread → audio thread (SPSC)
     mq_mixer *mixer;   // gains: controlling thread (its own command ring); mixing: audio thread
     mq_frame_queue *vq; // decoded pictures: video decode thread → video thread (locked inside)
-    int sync_ok;       // which of lock/cond create initialised (for destroy)
+    int sync_ok;       // which of lock/cond/snap_lock create initialised (for destroy)
 
     mq_slot slots[MQ_MIXER_MAX_INPUTS]; // [0] unused (the stream); see mq_slot
 
@@ -144,12 +144,18 @@ struct mq_player {
                                // overlay_gen is bumped after the write
     char label_req[MQ_VO_LABEL_MAX]; // written by mq_player_set_label, copied by the video thread;
                                      // label_gen is bumped after the write
+    // snap_lock guards snap and snap_pts: the video thread moves each presented picture in
+    // while keep_snap is set (no copy, no allocation), mq_player_snapshot_png takes a reference
+    pthread_mutex_t snap_lock;
+    struct AVFrame *snap; // allocated at create; empty (no buf) when there is none
+    double snap_pts;      // its stream pts_time
 
     // atomics: written by the thread named, read anywhere
     _Atomic bool quit;                 // controlling thread (destroy)
     _Atomic uint32_t overlay_gen;      // controlling thread (set_overlay)
     _Atomic uint32_t label_gen;        // controlling thread (set_label)
     _Atomic int fit_req;               // controlling thread (set_fit); the video thread applies it
+    _Atomic bool keep_snap;            // controlling thread (keep_last_picture)
     _Atomic int state;                 // monitor, controlling thread (start)
     _Atomic double wall_offset;        // controlling thread
     mq_clock clock;                    // timeline: controlling thread; audio: audio thread (seqlocks)

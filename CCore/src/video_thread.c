@@ -92,6 +92,13 @@ static void present_head(mq_player *p, const mq_vframe *head)
         after_present(p, &v, now);
         measure_av(p, v.pts, now, at);
         p->video.last_present_mono = now;
+        if (atomic_load(&p->keep_snap)) { // the picture is kept, not freed: no copy
+            pthread_mutex_lock(&p->snap_lock);
+            av_frame_unref(p->snap);
+            av_frame_move_ref(p->snap, v.frame);
+            p->snap_pts = v.media_pts;
+            pthread_mutex_unlock(&p->snap_lock);
+        }
     }
     else
         mq_event_queue_push(p->events, MQ_EVENT_ERROR, -1, MQ_ERR_VIDEO_DEVICE, v.pts,

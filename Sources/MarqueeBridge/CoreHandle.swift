@@ -182,6 +182,26 @@ package final class CoreHandle: Sendable {
         try call { mq_player_set_fit($0, fit) }
     }
 
+    /// Keeps a reference to the picture presented last, for ``snapshotPNG(maxWidth:)``
+    /// (`mq_player_keep_last_picture`).
+    package func keepLastPicture(_ keep: Bool) throws(CoreError) {
+        try call { mq_player_keep_last_picture($0, keep) }
+    }
+
+    /// The picture presented last as a PNG (`mq_player_snapshot_png`): converts and encodes on
+    /// the calling thread, tens of milliseconds at 720p.
+    package func snapshotPNG(maxWidth: Int) throws(CoreError) -> (png: [UInt8], mediaTime: Double, width: Int, height: Int) {
+        var bytes: UnsafeMutablePointer<UInt8>?
+        var size = 0
+        var pts = 0.0
+        var width: Int32 = 0
+        var height: Int32 = 0
+        try call { mq_player_snapshot_png($0, Int32(clamping: maxWidth), &bytes, &size, &pts, &width, &height) }
+        defer { mq_free(bytes) }
+        let png = bytes.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
+        return (png, pts, Int(width), Int(height))
+    }
+
     /// Removes a track (`mq_player_remove_track`).
     package func removeTrack(_ track: Int32) throws(CoreError) {
         try call { mq_player_remove_track($0, track) }

@@ -85,6 +85,9 @@ struct OutputOptions: ParsableArguments {
     @Option(name: .long, help: "Serve metrics for a Prometheus scrape at http://<host:port>/metrics (a port alone: on 127.0.0.1).")
     var metrics: String?
 
+    @Option(name: .long, help: "With --metrics: scrapes must send \"Authorization: Bearer TOKEN\" (needed for an address other than loopback).")
+    var metricsToken: String?
+
     @Option(name: .long, help: "Push the metrics as OTLP/HTTP (protobuf) to this collector URL, used as given (e.g. http://collector:4318/v1/metrics), through a queue on disk.")
     var otlp: String?
 
@@ -113,11 +116,17 @@ struct OutputOptions: ParsableArguments {
 extension OutputOptions {
     /// --metrics as a host and port (a port alone: loopback).
     func metricsAddress() throws(ValidationError) -> (host: String, port: Int)? {
-        guard let metrics else { return nil }
+        guard let metrics else {
+            guard metricsToken == nil else { throw ValidationError("--metrics-token needs --metrics") }
+            return nil
+        }
         let parts = metrics.split(separator: ":", omittingEmptySubsequences: false)
         let host = parts.count > 1 ? parts.dropLast().joined(separator: ":") : "127.0.0.1"
         guard let port = Int(parts.last ?? ""), (0...65535).contains(port), !host.isEmpty else {
             throw ValidationError("--metrics \(metrics): expected host:port or a port")
+        }
+        guard metricsToken?.isEmpty == false || MetricsEndpoint.isLoopback(host) else {
+            throw ValidationError("--metrics \(metrics): an address other than loopback needs --metrics-token")
         }
         return (host, port)
     }

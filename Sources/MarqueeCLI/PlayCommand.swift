@@ -268,7 +268,8 @@ struct PlaybackRunner {
         }
         let status = StatusLine(interactive: isatty(STDOUT_FILENO) != 0)
         let outcome = await run(
-            playlistPlayer.player, events: playlistPlayer.events, eventLog: eventLog, status: status, what: "a playlist of \(playlist.items.count) items"
+            playlistPlayer.player, events: playlistPlayer.events, eventLog: eventLog, status: status, what: "a playlist of \(playlist.items.count) items",
+            next: { playlistPlayer.next() }
         ) { group in
             if let feed {
                 group.addTask {
@@ -310,7 +311,7 @@ struct PlaybackRunner {
         let status = StatusLine(interactive: isatty(STDOUT_FILENO) != 0)
         let outcome = await run(
             schedulePlayer.playlistPlayer.player, events: schedulePlayer.events, eventLog: eventLog, status: status,
-            what: "a schedule of \(schedule.playlists.count) playlists"
+            what: "a schedule of \(schedule.playlists.count) playlists", next: { schedulePlayer.playlistPlayer.next() }
         ) { group in
             if let feed {
                 group.addTask {
@@ -390,13 +391,14 @@ struct PlaybackRunner {
     /// the stream ends, a fatal error, `--duration`, or SIGTERM/SIGINT; `more` adds tasks.
     /// Returns the exit code (``interrupted`` for a signal).
     private func run(
-        _ player: Player, events: PlayerEvents, eventLog: EventLog?, status: StatusLine, what: String, more: (inout TaskGroup<Int32?>) -> Void
+        _ player: Player, events: PlayerEvents, eventLog: EventLog?, status: StatusLine, what: String, next: (@Sendable () -> Void)? = nil,
+        more: (inout TaskGroup<Int32?>) -> Void
     ) async -> Int32 {
         let fleet: Fleet
         do {
             fleet = try await Fleet.start(
-                player: player, customerId: output.customerId, metrics: try output.metricsAddress(), otlp: try output.otlpOptions(),
-                controlPath: output.control)
+                player: player, customerId: output.customerId, metrics: try output.metricsAddress(), metricsToken: output.metricsToken,
+                otlp: try output.otlpOptions(), controlPath: output.control, next: next)
         } catch {
             return fail("\(error)")
         }

@@ -10,6 +10,7 @@ import Musl
 public final class ControlClient {
     private let fd: Int32
     private var pending = [UInt8]()
+    private var scanned = 0  // bytes of `pending` known to hold no newline
 
     /// Connects to the socket at `path`; throws ``ControlError`` with the system's reason
     /// (no such file, permission denied, refused).
@@ -54,15 +55,17 @@ public final class ControlClient {
     /// The next line the socket sends, as a JSON object; nil when it has closed.
     public func receive() throws -> [String: Any]? {
         while true {
-            if let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+            if let newline = pending[scanned...].firstIndex(of: UInt8(ascii: "\n")) {
                 let line = Data(pending[..<newline])
                 pending.removeSubrange(...newline)
+                scanned = 0
                 guard let object = try JSONSerialization.jsonObject(with: line) as? [String: Any] else {
                     throw ControlError("not a JSON object: \(String(decoding: line, as: UTF8.self))")
                 }
                 return object
             }
-            var buffer = [UInt8](repeating: 0, count: 4096)
+            scanned = pending.count
+            var buffer = [UInt8](repeating: 0, count: 65_536)
             let n = read(fd, &buffer, buffer.count)
             if n < 0 { throw ControlError("read: \(String(cString: strerror(errno)))") }
             if n == 0 { return nil }

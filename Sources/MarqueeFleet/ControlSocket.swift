@@ -26,7 +26,13 @@ import Musl
 /// - `{"command": "set", "property": P, "value": V}` for `volume` (0…1), `muted`,
 ///   `targetLatency` (seconds), `delay` (seconds), `displayOff`, `fit`
 ///   (`contain|cover|fill|scaledown`), `paused`;
-/// - commands `pause`, `play` (resume), `displayOff`, `displayOn`;
+/// - commands `pause`, `play` (resume), `displayOff`, `displayOn`, `next` (a playlist's next
+///   item; an error when no playlist plays);
+/// - `{"command": "screenshot", "maxWidth": W, "path": F}`: the picture presented last as a
+///   PNG (``Player/snapshot(maxWidth:)``; both fields optional), written to `F` when given,
+///   else sent base64 in `data.png`; `data` also has `width`, `height` and `mediaTime`. It is
+///   made off the socket's event loop, so its answer may come after later requests' (match
+///   it by `id`);
 /// - `{"command": "observe", "property": P}`: a line `{"event": "propertyChange", "name": P,
 ///   "data": …}` now and each time the value changes (checked 4 times a second);
 ///   `{"command": "observe", "property": "events"}`: each player event as a line
@@ -52,10 +58,13 @@ public final class ControlSocket: Sendable {
         return "/tmp/marquee-\(getuid()).sock"
     }
 
-    /// Listens on `path` (a stale socket file there is replaced) for `telemetry`'s player.
-    public static func start(path: String, telemetry: FleetTelemetry, logger: Logger = Logger(label: "marquee.control")) async throws
-        -> ControlSocket
-    {
+    /// Listens on `path` (a stale socket file there is replaced) for `telemetry`'s player;
+    /// `next` moves a playlist on (nil: no playlist). Turns on the player's
+    /// ``Player/keepLastPicture(_:)`` for screenshots.
+    public static func start(
+        path: String, telemetry: FleetTelemetry, next: (@Sendable () -> Void)? = nil, logger: Logger = Logger(label: "marquee.control")
+    ) async throws -> ControlSocket {
+        telemetry.player.keepLastPicture(true)
         let connections = NIOLockedValueBox<[ObjectIdentifier: any Channel]>([:])
         let ownUid = getuid()
         // Made 0600 once bound (the process' umask is left alone: other threads create files);
@@ -64,7 +73,7 @@ public final class ControlSocket: Sendable {
             .serverChannelOption(.backlog, value: 16)
             .childChannelInitializer { child in
                 Self.peerUid(child).flatMapThrowing { uid in
-                    let handler = Connection(telemetry: telemetry, allowed: uid == ownUid || uid == 0, uid: uid, logger: logger)
+                    let handler = Connection(telemetry: telemetry, next: next, allowed: uid == ownUid || uid == 0, uid: uid, logger: logger)
                     try child.pipeline.syncOperations.addHandler(handler)
                     connections.withLockedValue { $0[ObjectIdentifier(child)] = child }
                     child.closeFuture.whenComplete { _ in _ = connections.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(child)) } }
@@ -98,6 +107,12 @@ public final class ControlSocket: Sendable {
     }
 }
 
+/// A request's `id` (a JSON value) carried to the thread that answers.
+private struct SendableJSON: @unchecked Sendable {  // a JSONSerialization value: immutable
+    let value: Any
+    init(_ value: Any) { self.value = value }
+}
+
 /// Why the control socket could not start, or what a request got wrong.
 public struct ControlError: Error, CustomStringConvertible, Sendable {
     public let description: String
@@ -110,14 +125,17 @@ private final class Connection: ChannelInboundHandler, @unchecked Sendable {  //
     typealias OutboundOut = ByteBuffer
 
     let telemetry: FleetTelemetry
+    let next: (@Sendable () -> Void)?
     let allowed: Bool
     let uid: uid_t?
     let logger: Logger
     var pending = ByteBuffer()
     var observers: [Task<Void, Never>] = []
+    /// Screenshots are converted and encoded here, off the event loop, one at a time.
+    static let screenshots = DispatchQueue(label: "marquee.control.screenshot")
 
-    init(telemetry: FleetTelemetry, allowed: Bool, uid: uid_t?, logger: Logger) {
-        (self.telemetry, self.allowed, self.uid, self.logger) = (telemetry, allowed, uid, logger)
+    init(telemetry: FleetTelemetry, next: (@Sendable () -> Void)?, allowed: Bool, uid: uid_t?, logger: Logger) {
+        (self.telemetry, self.next, self.allowed, self.uid, self.logger) = (telemetry, next, allowed, uid, logger)
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -162,6 +180,10 @@ private final class Connection: ChannelInboundHandler, @unchecked Sendable {  //
         } catch {
             return Self.send(["ok": false, "error": "not JSON: \(line.prefix(80))"], on: channel)
         }
+        if request["command"] as? String == "screenshot" {
+            screenshot(request, channel: channel)
+            return
+        }
         var answer: [String: Any]
         do {
             answer = try perform(request, channel: channel)
@@ -196,12 +218,46 @@ private final class Connection: ChannelInboundHandler, @unchecked Sendable {  //
         case "displayOn":
             player.displayOn()
             return ["ok": true]
+        case "next":
+            guard let next else { throw ControlError("next: no playlist is playing") }
+            next()
+            return ["ok": true]
         case "observe":
             let property = try name(request)
             observers.append(property == "events" ? observeEvents(channel) : try observe(property, channel))
             return ["ok": true]
         default:
             throw ControlError("unknown command \"\(command)\"")
+        }
+    }
+
+    /// Takes the screenshot on ``screenshots`` and answers from there.
+    private func screenshot(_ request: [String: Any], channel: any Channel) {
+        let player = telemetry.player
+        let id = request["id"].map { SendableJSON($0) }
+        let maxWidth = request["maxWidth"] as? Int
+        let path = request["path"] as? String
+        let badWidth = request["maxWidth"] != nil && maxWidth == nil
+        Self.screenshots.async {
+            var answer: [String: Any]
+            do {
+                if badWidth { throw ControlError("screenshot: maxWidth is a number of pixels") }
+                let shot = try player.snapshot(maxWidth: maxWidth)
+                var data: [String: Any] = ["width": shot.width, "height": shot.height, "mediaTime": shot.mediaTime, "bytes": shot.png.count]
+                if let path {
+                    do { try Data(shot.png).write(to: URL(fileURLWithPath: path)) } catch {
+                        throw ControlError("screenshot: cannot write \(path): \(error.localizedDescription)")
+                    }
+                    data["path"] = path
+                } else {
+                    data["png"] = Data(shot.png).base64EncodedString()
+                }
+                answer = ["ok": true, "data": data]
+            } catch {
+                answer = ["ok": false, "error": "\(error)"]
+            }
+            if let id { answer["id"] = id.value }
+            Self.send(answer, on: channel)
         }
     }
 

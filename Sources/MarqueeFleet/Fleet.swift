@@ -27,11 +27,13 @@ public final class Fleet: Sendable {
     }
 
     /// Starts reporting on `player`: metrics served on `metrics` (host, port) when given,
-    /// pushed as OTLP when `otlp` is given, the control socket at `controlPath` when given.
-    /// Throws when one cannot start (and stops the others).
+    /// pushed as OTLP when `otlp` is given, the control socket at `controlPath` when given
+    /// (`next`: its `next` command, a playlist's next item). Throws when one cannot start (and
+    /// stops the others).
     public static func start(
-        player: Player, customerId: String? = nil, metrics address: (host: String, port: Int)? = nil, otlp otlpOptions: OTLPOptions? = nil,
-        controlPath: String? = nil, logger: Logger = Logger(label: "marquee.fleet")
+        player: Player, customerId: String? = nil, metrics address: (host: String, port: Int)? = nil, metricsToken: String? = nil,
+        otlp otlpOptions: OTLPOptions? = nil, controlPath: String? = nil, next: (@Sendable () -> Void)? = nil,
+        logger: Logger = Logger(label: "marquee.fleet")
     ) async throws -> Fleet {
         let registry = address.map { _ in PrometheusCollectorRegistry() }
         var otlp: OTLPExport?
@@ -48,10 +50,11 @@ public final class Fleet: Sendable {
         var control: ControlSocket?
         do {
             if let address, let registry {
-                endpoint = try await MetricsEndpoint.start(host: address.host, port: address.port, registry: registry, telemetry: telemetry, logger: logger)
+                endpoint = try await MetricsEndpoint.start(
+                    host: address.host, port: address.port, token: metricsToken, registry: registry, telemetry: telemetry, logger: logger)
             }
             if let controlPath {
-                control = try await ControlSocket.start(path: controlPath, telemetry: telemetry, logger: logger)
+                control = try await ControlSocket.start(path: controlPath, telemetry: telemetry, next: next, logger: logger)
             }
         } catch {
             await endpoint?.stop()

@@ -8,6 +8,8 @@ public import Prometheus
 /// Prometheus' text format, sampling the player first (``FleetTelemetry/sample()``) so the
 /// counters are those of the moment of the scrape. Prometheus pulls: nothing is pushed, and
 /// the endpoint listens on loopback unless another address is given (`marquee play --metrics`).
+/// With a token, a scrape must carry `Authorization: Bearer <token>` (Prometheus'
+/// `authorization: {credentials: …}`) or gets 401; an address other than loopback needs one.
 public final class MetricsEndpoint: Sendable {
     /// The registry served: pass `PrometheusMetricsFactory(registry:)` of it to
     /// ``FleetTelemetry/init(player:customerId:factory:)``, or bootstrap swift-metrics with it.
@@ -31,14 +33,24 @@ public final class MetricsEndpoint: Sendable {
     }
 
     /// Serves `registry` on `host`:`port` (0: any free port); `telemetry`, when given, is
-    /// sampled before each answer.
+    /// sampled before each answer. Throws ``MetricsEndpointError/tokenNeeded(_:)`` for an
+    /// address other than loopback without a `token`.
     public static func start(
-        host: String = "127.0.0.1", port: Int, registry: PrometheusCollectorRegistry, telemetry: FleetTelemetry?,
+        host: String = "127.0.0.1", port: Int, token: String? = nil, registry: PrometheusCollectorRegistry, telemetry: FleetTelemetry?,
         logger: Logger = Logger(label: "marquee.metrics")
     ) async throws -> MetricsEndpoint {
+        if token?.isEmpty ?? true, !isLoopback(host) { throw MetricsEndpointError.tokenNeeded(host) }
+        let expected = token.map { "Bearer \($0)" }
         let server = try await RunningServer.start(host: host, port: port, logger: logger) { request, writer, _ in
             guard request.uri.path == "/metrics" else {
                 try await writer.write(response: HTTPResponse(status: .notFound), body: ResponseBody())
+                return
+            }
+            if let expected, request.headers[.authorization] != expected {
+                var head = HTTPResponse(status: .unauthorized)
+                head.headerFields[.wwwAuthenticate] = "Bearer"
+                head.headerFields[.contentLength] = "0"
+                try await writer.write(response: head, body: ResponseBody())
                 return
             }
             telemetry?.sample()
@@ -54,4 +66,21 @@ public final class MetricsEndpoint: Sendable {
 
     /// Stops listening.
     public func stop() async { await server.stop() }
+
+    /// Whether `host` names the loopback interface only.
+    public static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+}
+
+/// Why the metrics endpoint would not start.
+public enum MetricsEndpointError: Error, CustomStringConvertible {
+    /// Listening beyond loopback without a token.
+    case tokenNeeded(String)
+
+    public var description: String {
+        switch self {
+        case .tokenNeeded(let host): "metrics on \(host): an address other than loopback needs a token (--metrics-token)"
+        }
+    }
 }

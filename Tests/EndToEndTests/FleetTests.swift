@@ -22,15 +22,16 @@ import Testing
         options.videoOutput = .frames(dir.path)
         let player = try Player(options: options)
         let socketPath = dir.appendingPathComponent("control.sock").path
-        let fleet = try await Fleet.start(player: player, customerId: "acme", metrics: ("127.0.0.1", 0), controlPath: socketPath)
+        let fleet = try await Fleet.start(
+            player: player, customerId: "acme", metrics: ("127.0.0.1", 0), metricsToken: "s3cret", controlPath: socketPath)
         let metricsPort = try #require(fleet.metrics?.port)
 
-        // Prometheus, as a box's operator runs it: scraping every second.
+        // Prometheus, as a box's operator runs it: scraping every second, with the token.
         let promPort = VenuePeerTests.freePort()
         let config = dir.appendingPathComponent("prometheus.yml")
         try """
             global: {scrape_interval: 1s, scrape_timeout: 900ms}
-            scrape_configs: [{job_name: box, static_configs: [{targets: ["127.0.0.1:\(metricsPort)"]}]}]
+            scrape_configs: [{job_name: box, authorization: {credentials: s3cret}, static_configs: [{targets: ["127.0.0.1:\(metricsPort)"]}]}]
             """.write(to: config, atomically: true, encoding: .utf8)
         let server = try Tools.spawn(prometheus, [
             "--config.file=\(config.path)", "--storage.tsdb.path=\(dir.appendingPathComponent("tsdb").path)",
@@ -66,10 +67,28 @@ import Testing
         let observed = try observer.receive()
         #expect(observed?["event"] as? String == "propertyChange" && observed?["data"] as? String == "playing", "\(String(describing: observed))")
 
+        // A scrape without the token is refused.
+        let anonymous = try await Tools.offPool {
+            try Tools.run("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(metricsPort)/metrics"])
+        }
+        #expect(anonymous == "401", "a scrape without the token: HTTP \(anonymous)")
+
         // `marquee ctl`, the command-line client.
         let marquee = Tools.packageRoot.appendingPathComponent(".build/debug/marquee").path
         let ctl = try await Tools.offPool { try Tools.run(marquee, ["ctl", "--socket", socketPath, "get", "state"]) }
         #expect(ctl.contains("\"data\":\"playing\"") && ctl.contains("\"ok\":true"), "marquee ctl get state: \(ctl)")
+        // A screenshot: the picture on screen, as a PNG written by `marquee ctl` (judged below).
+        let shotFile = dir.appendingPathComponent("shot.png")
+        let shotAsked = Date().timeIntervalSince1970
+        let shotLine = try await Tools.offPool { try Tools.run(marquee, ["ctl", "--socket", socketPath, "screenshot", shotFile.path]) }
+        let shotAnswered = Date().timeIntervalSince1970
+        let shot = try #require(
+            (try JSONSerialization.jsonObject(with: Data(shotLine.utf8)) as? [String: Any])?["data"] as? [String: Any], "screenshot: \(shotLine)")
+        let shotTime = try #require(shot["mediaTime"] as? Double)
+        #expect(shot["width"] as? Int == 1280 && shot["height"] as? Int == 720, "\(shot)")
+        // No playlist: `next` is a typed refusal.
+        let next = try client.request(["command": "next"])
+        #expect(next["ok"] as? Bool == false && (next["error"] as? String)?.contains("playlist") == true, "\(next)")
 
         // Another uid: the socket file (0600) keeps it out, and if the file is opened up, the
         // peer check does.
@@ -124,6 +143,40 @@ import Testing
         let ratio = rms(change + 0.3, change + 3) / rms(1, change - 0.3)
         #expect(abs(ratio - 0.5) < 0.03, "the sine's level after the volume was set to 0.5 through the socket: ×\(ratio)")
 
+        // The screenshot is the picture that was on screen while it was asked for (presented
+        // before the answer, replaced after the request), pixel for pixel: the asset's picture
+        // of the same md5, converted to RGB by ffmpeg (BT.709, as an untagged HD picture is).
+        let shotRow = try #require(frames.firstIndex { abs($0.pts - shotTime) < 0.001 }, "the screenshot's picture \(shotTime) is in frames.tsv")
+        #expect(frames[shotRow].wallTime <= shotAnswered && (shotRow + 1 == frames.count || frames[shotRow + 1].wallTime >= shotAsked - 0.001),
+                "the screenshot's picture was shown \(frames[shotRow].wallTime - shotAsked) s after the request")
+        let asset = Tools.packageRoot.appendingPathComponent("assets/generated")
+        let whole = dir.appendingPathComponent("asset.mp4")
+        var bytes = try Data(contentsOf: asset.appendingPathComponent("init-0.mp4"))
+        for n in 1...16 { bytes += try Data(contentsOf: asset.appendingPathComponent("seg-0-\(n).m4s")) }
+        try bytes.write(to: whole)
+        let reference = try await Tools.offPool { try ReferenceDecode.frames(of: whole) }
+        let index = try #require(reference.firstIndex { $0.md5 == frames[shotRow].md5 }, "the picture's md5 is the asset's")
+        @Sendable func rgb(_ input: URL, select: Int? = nil) throws -> [UInt8] {
+            let out = dir.appendingPathComponent("rgb-\(select ?? -1).raw")
+            var filter = "scale=in_color_matrix=bt709:in_range=tv:out_range=pc:flags=bicubic+accurate_rnd+full_chroma_int,format=rgb24"
+            if let select { filter = "select=eq(n\\,\(select))," + filter }
+            _ = try Tools.run("ffmpeg", ["-v", "error", "-y", "-i", input.path, "-vf", filter, "-frames:v", "1", "-f", "rawvideo", out.path])
+            return Array(try Data(contentsOf: out))
+        }
+        func psnr(_ a: [UInt8], _ b: [UInt8]) -> Double {
+            guard a.count == b.count, !a.isEmpty else { return 0 }
+            var sum = 0.0
+            for i in a.indices { let d = Double(a[i]) - Double(b[i]); sum += d * d }
+            return sum == 0 ? 99 : 10 * log10(255 * 255 / (sum / Double(a.count)))
+        }
+        _ = try await Tools.offPool {
+            try Tools.run("ffmpeg", ["-v", "error", "-y", "-i", shotFile.path, "-f", "rawvideo", "-pix_fmt", "rgb24", dir.appendingPathComponent("shot.raw").path])
+        }
+        let mine = Array(try Data(contentsOf: dir.appendingPathComponent("shot.raw")))
+        let same = psnr(mine, try await Tools.offPool { try rgb(whole, select: index) })
+        let neighbour = psnr(mine, try await Tools.offPool { try rgb(whole, select: index + 1 < reference.count ? index + 1 : index - 1) })
+        #expect(same >= 45 && neighbour < 30, "screenshot vs its picture \(same) dB, vs the next \(neighbour) dB")
+
         // Each scrape's presented-frame counter against the pictures shown by its moment.
         let url = "http://127.0.0.1:\(promPort)/api/v1/query?query=marquee_frames_presented_total%5B60s%5D"
         let data = Data(try await Tools.offPool { try Tools.run("curl", ["-sS", url]) }.utf8)
@@ -145,8 +198,9 @@ import Testing
         #expect(abs(record.framesPresented - frames.count) <= 3, "QoE \(record.framesPresented) pictures, frames.tsv \(frames.count)")
         #expect(record.latency.samples >= 20 && record.latency.maxDistance < 0.05, "\(record.latency)")
         #expect(abs(record.playingSeconds - (frames.last!.wallTime - firstPicture)) < 0.5, "playing \(record.playingSeconds) s")
-        print(String(format: "fleet: %d scrapes, counter off by ≤ %.0f frames; get latency p50 %.2f ms, p90 %.2f ms; volume ×%.3f; startup %.3f s",
-                     samples.count, worst, Stats.median(times) * 1000, Stats.percentile(times, 90) * 1000, ratio, startup))
+        print(String(format: "fleet: %d scrapes, counter off by ≤ %.0f frames; get latency p50 %.2f ms, p90 %.2f ms; volume ×%.3f; startup %.3f s; screenshot %.1f dB (next picture %.1f dB), answered in %.0f ms",
+                     samples.count, worst, Stats.median(times) * 1000, Stats.percentile(times, 90) * 1000, ratio, startup, same, neighbour,
+                     (shotAnswered - shotAsked) * 1000))
     }
 
     /// A play that never shows a picture: its source answers 404. Stopped after 2 s, its record
