@@ -324,6 +324,9 @@ typedef struct mq_status {
     int64_t audio_frames_played;     ///< Stream audio sample frames written to the output.
     int64_t audio_frames_dropped;    ///< Stream audio sample frames skipped as late.
     int64_t audio_silence_frames;    ///< Silence frames written while stream audio was missing after it began.
+    int32_t audio_underruns;         ///< Times stream audio ran dry after it began (each a run of silence).
+    int32_t audio_xruns;             ///< Device xruns the output recovered from.
+    int32_t audio_error;             ///< The audio device's last failure (`mq_err`), 0 while it works.
 } mq_status;
 
 /// Fills `out`. Also frees the clips `mq_player_set_clip` replaced once the audio thread is past them.

@@ -499,6 +499,9 @@ int mq_player_get_status(mq_player *p, mq_status *out)
         .audio_frames_played = atomic_load(&p->audio_frames_played),
         .audio_frames_dropped = atomic_load(&p->audio_frames_dropped),
         .audio_silence_frames = atomic_load(&p->audio_silence_frames),
+        .audio_underruns = (int32_t)atomic_load(&p->underruns),
+        .audio_xruns = (int32_t)atomic_load(&p->xruns),
+        .audio_error = atomic_load(&p->audio_error),
     };
     return MQ_OK;
 }

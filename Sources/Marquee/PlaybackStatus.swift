@@ -40,6 +40,14 @@ public struct PlaybackStatus: Sendable, Hashable {
     /// Seconds of silence the audio output played because stream audio ran dry after it began
     /// (under-runs), since the core started.
     public var audioSilence: Double = 0
+    /// Times stream audio ran dry after it began (each a run of ``audioSilence``), since the
+    /// core started.
+    public var audioUnderruns: Int = 0
+    /// Device xruns (the device starved or overran) the audio output recovered from.
+    public var audioXruns: Int = 0
+    /// Whether the audio device works: false after it failed (unplugged, gone) until it
+    /// is opened again.
+    public var audioDeviceOK: Bool = true
 
     /// A status in `state` with nothing measured yet: no latency or position, every count 0,
     /// rate 1.
@@ -59,5 +67,8 @@ extension PlaybackStatus {
         width = core.width
         height = core.height
         audioSilence = Double(core.audioSilenceFrames) / 48_000  // the core's output rate
+        audioUnderruns = core.audioUnderruns
+        audioXruns = core.audioXruns
+        audioDeviceOK = core.audioError == 0
     }
 }

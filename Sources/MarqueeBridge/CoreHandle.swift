@@ -57,6 +57,10 @@ package struct CoreStatus: Sendable {
     /// The largest A/V offset of the last second: the stream audio heard as a picture became
     /// visible minus its presentation time (positive: the picture lags); `nil` without both.
     package var avOffset: Double?
+    package var audioUnderruns: Int = 0
+    package var audioXruns: Int = 0
+    /// The audio device's last failure (an `mq_err`), 0 while it works.
+    package var audioError: Int32 = 0
 }
 
 /// Something the core reported (`mq_event`).
@@ -399,7 +403,8 @@ package final class CoreHandle: Sendable {
             firstFrameMono: s.first_frame_mono > 0 ? s.first_frame_mono : nil, framesDecoded: Int(s.frames_decoded),
             framesPresented: Int(s.frames_presented), framesDropped: Int(s.frames_dropped), audioFramesPlayed: Int(s.audio_frames_played),
             audioFramesDropped: Int(s.audio_frames_dropped), audioSilenceFrames: Int(s.audio_silence_frames),
-            avOffset: finite(s.av_offset_peak) ?? finite(s.av_offset))
+            avOffset: finite(s.av_offset_peak) ?? finite(s.av_offset), audioUnderruns: Int(s.audio_underruns), audioXruns: Int(s.audio_xruns),
+            audioError: s.audio_error)
     }
 
     /// Drops the pending events: those of what a new source replaces (its end, its errors)

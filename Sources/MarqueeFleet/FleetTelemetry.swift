@@ -20,7 +20,9 @@ import Synchronization
 /// `marquee_video_bitrate_bps`, `marquee_startup_seconds`, `marquee_rebuffer_ratio`,
 /// `marquee_display_off`, `marquee_display_connected` (0 after the display output reported it
 /// unplugged or lost, 1 again when it comes back), `marquee_audio_underrun_seconds` (silence
-/// played because stream audio ran dry), `marquee_cpu_temperature_celsius` (where the board has
+/// played because stream audio ran dry), counters `marquee_audio_underruns_total` (times it ran
+/// dry) and `marquee_audio_xruns_total` (device xruns recovered), `marquee_audio_device_ok` (0
+/// after the audio device failed), `marquee_cpu_temperature_celsius` (where the board has
 /// a thermal zone), a counter `marquee_output_changes_total` (display hot-plug and mode changes); a histogram `marquee_latency_distance_seconds` (|latency − target|); with a venue
 /// proxy `marquee_venue_bytes_total{from=cdn|peers}`, `marquee_venue_store_hits_total`,
 /// `marquee_venue_bytes_served_to_peers_total`, `marquee_venue_peers_connected`,
@@ -50,7 +52,7 @@ public final class FleetTelemetry: Sendable {
 
     /// Totals already added to the counters (they are incremented by what is new).
     struct Counted {
-        var presented = 0, dropped = 0
+        var presented = 0, dropped = 0, underruns = 0, xruns = 0
         var fromCDN: Int64 = 0, fromPeers: Int64 = 0, servedToPeers: Int64 = 0, storeHits = 0, verificationFailures = 0
     }
 
@@ -171,6 +173,12 @@ public final class FleetTelemetry: Sendable {
             s.record.framesDropped += dropped
             s.counted.presented = status.framesPresented
             s.counted.dropped = status.framesDropped
+            if status.audioUnderruns < s.counted.underruns { s.counted.underruns = 0 }
+            if status.audioXruns < s.counted.xruns { s.counted.xruns = 0 }
+            metrics.audioUnderruns.increment(by: Int64(status.audioUnderruns - s.counted.underruns))
+            metrics.audioXruns.increment(by: Int64(status.audioXruns - s.counted.xruns))
+            s.counted.underruns = status.audioUnderruns
+            s.counted.xruns = status.audioXruns
             if let venue, let instruments = metrics.venue { instruments.update(venue, counted: &s.counted) }
         }
         metrics.playing.record(status.state == .playing ? 1 : 0)
@@ -182,6 +190,7 @@ public final class FleetTelemetry: Sendable {
         metrics.displayOff.record(displayOff ? 1 : 0)
         metrics.rebufferRatio.record(record.rebufferRatio)
         metrics.audioSilence.record(status.audioSilence)
+        metrics.audioDeviceOK.record(status.audioDeviceOK ? 1 : 0)
         if let temperature = metrics.temperature, let celsius = DeviceHealth.cpuTemperature() { temperature.record(celsius) }
     }
 
@@ -235,7 +244,8 @@ public final class FleetTelemetry: Sendable {
 struct Instruments: Sendable {
     let factory: any MetricsFactory
     let presented, dropped, stalls, attempts: Counter
-    let playing, latency, target, buffer, rate, clockOffset, bitrate, startup, rebufferRatio, displayOff, audioSilence: Gauge
+    let playing, latency, target, buffer, rate, clockOffset, bitrate, startup, rebufferRatio, displayOff, audioSilence, audioDeviceOK: Gauge
+    let audioUnderruns, audioXruns: Counter
     let displayConnected: Gauge?  // a display output's only
     let outputChanges: Counter
     let temperature: Gauge?
@@ -265,6 +275,9 @@ struct Instruments: Sendable {
         displayConnected = display ? gauge("marquee_display_connected") : nil
         displayConnected?.record(1)  // until the output says otherwise
         audioSilence = gauge("marquee_audio_underrun_seconds")
+        audioUnderruns = counter("marquee_audio_underruns_total")
+        audioXruns = counter("marquee_audio_xruns_total")
+        audioDeviceOK = gauge("marquee_audio_device_ok")
         outputChanges = counter("marquee_output_changes_total")
         temperature = thermal ? gauge("marquee_cpu_temperature_celsius") : nil
         latencyDistance = Recorder(label: "marquee_latency_distance_seconds", dimensions: [], aggregate: true, factory: factory)

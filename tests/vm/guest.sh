@@ -61,13 +61,21 @@ kill $NC 2>/dev/null
 pkill -f "sleep 1000" 2>/dev/null
 stop
 
-# 2. fit modes; hotplug during contain (connector forced off, then back to detect)
-fit_case fit-contain --fit contain
+# 2. fit modes; hotplug during contain (connector forced off, then back to detect), with the
+# device-health metrics scraped at each step (what an operator's Prometheus sees)
+metric() { # <name>: its value in a scrape, "none" when absent
+  v=$(busybox wget -q -O - http://127.0.0.1:9101/metrics 2>/dev/null | grep "^$1 " | busybox awk '{print $2}')
+  echo "${v:-none}"
+}
+fit_case fit-contain --fit contain --metrics 9101
+echo "@@RESULT display-connected-start $(metric marquee_display_connected) $(metric marquee_output_changes_total)"
 STATUS=$(ls -d /sys/class/drm/card0-*/status | head -1)
 echo off > "$STATUS"
 wait_for /tmp/fit-contain.log "hotplug: display .* disconnected" 10 && sleep 0.3 && snap hotplug-off
+echo "@@RESULT display-connected-off $(metric marquee_display_connected) $(metric marquee_output_changes_total)"
 echo detect > "$STATUS"
 wait_for /tmp/fit-contain.log "hotplug: display .* connected" 10 && sleep 0.5 && snap hotplug-on
+echo "@@RESULT display-connected-on $(metric marquee_display_connected) $(metric marquee_output_changes_total)"
 echo "@@RESULT hotplug-setups $(grep -c 'drm: /dev/dri/card0' /tmp/fit-contain.log)"
 kill -0 $PID 2>/dev/null || fail "player died during hotplug"
 stop

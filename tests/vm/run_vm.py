@@ -211,6 +211,20 @@ def main():
     setups = int(results.get("hotplug-setups", "0") or 0)
     print("  hotplug: %d output setups in the contain run (initial + after replug), %s" % (setups, "pass" if setups >= 2 else "FAIL"))
     ok &= setups >= 2
+    # The device-health metrics scraped at each step: connected, unplugged, plugged again.
+    health = {}
+    for step in ("start", "off", "on"):
+        fields = (results.get("display-connected-" + step, "") or "").split()
+        try:
+            health[step] = (float(fields[0]), float(fields[1]))
+        except (IndexError, ValueError):
+            health[step] = None
+    want = {"start": 1.0, "off": 0.0, "on": 1.0}
+    good = all(health[k] is not None and health[k][0] == want[k] for k in want)
+    good = good and health["off"][1] > health["start"][1] and health["on"][1] > health["off"][1]
+    print("  display metrics (connected, output changes) at start / unplugged / replugged: %s, %s"
+          % (" / ".join(str(health[k]) for k in ("start", "off", "on")), "pass" if good else "FAIL"))
+    ok &= good
     for line in bench:
         print("  " + line)
     for f in fails:
