@@ -78,4 +78,99 @@ import Testing
         #expect(buffers.first == 0 && !later.isEmpty && later.allSatisfy { (500...3000).contains($0) }, "bl over the run: \(buffers)")
         print("cmcd \(transmission.rawValue): \(requests.count) requests, bl \(buffers), e.g. \(keys(segments.last ?? [:]))")
     }
+
+    /// The same from a CDN we did not write: Debian's nginx serving what ffmpeg's DASH muxer
+    /// writes live (a packager we did not write either), its access log recording the `CMCD`
+    /// query argument and the four `CMCD-*` headers of every request. Every request carries the
+    /// session; each segment its kind, its representation's bitrate from ffmpeg's manifest,
+    /// its 2 s duration and the buffer; the query argument does not get in the way of the
+    /// static files.
+    @Test(arguments: [CMCDOptions.Transmission.query, .headers])
+    func nginxSeesTheKeysOfEveryRequestToFFmpegsDASH(_ transmission: CMCDOptions.Transmission) async throws {
+        let nginx = "/usr/sbin/nginx"
+        try #require(FileManager.default.isExecutableFile(atPath: nginx), "nginx not installed (scripts/setup)")
+        let dir = try Tools.tempDirectory("cmcd-nginx")
+        let dash = dir.appendingPathComponent("dash")
+        try FileManager.default.createDirectory(at: dash, withIntermediateDirectories: true)
+        let port = try LivePlaybackTests.freePort()
+        let log = dir.appendingPathComponent("access.log")
+        let conf = """
+            daemon off; master_process off; worker_processes 1;
+            error_log \(dir.path)/error.log warn; pid \(dir.path)/nginx.pid;
+            events { worker_connections 64; }
+            http {
+                types { application/dash+xml mpd; video/mp4 m4s; }
+                client_body_temp_path \(dir.path)/body; proxy_temp_path \(dir.path)/proxy; fastcgi_temp_path \(dir.path)/fastcgi;
+                log_format cmcd escape=none '$msec\t$uri\t$status\t$arg_CMCD\t$http_cmcd_session\t$http_cmcd_object\t$http_cmcd_request\t$http_cmcd_status';
+                access_log \(log.path) cmcd;
+                server { listen 127.0.0.1:\(port); root \(dash.path); }
+            }
+            """
+        try Data(conf.utf8).write(to: dir.appendingPathComponent("nginx.conf"))
+        let server = try Tools.spawn(nginx, ["-p", dir.path, "-c", dir.appendingPathComponent("nginx.conf").path])
+        defer { Tools.stop(server) }
+        let encoder = try Tools.spawn(
+            "ffmpeg",
+            [
+                "-v", "error", "-nostdin", "-re", "-f", "lavfi", "-i", "testsrc2=s=640x360:r=30", "-f", "lavfi", "-i", "sine=f=440:r=48000",
+                "-c:v", "libx264", "-preset", "veryfast", "-b:v", "800k", "-g", "60", "-keyint_min", "60", "-sc_threshold", "0",
+                "-c:a", "aac", "-b:a", "96k", "-ac", "2", "-f", "dash", "-seg_duration", "2", "-window_size", "15",
+                "-use_timeline", "0", "-use_template", "1", "live.mpd",
+            ], cwd: dash)
+        defer { Tools.stop(encoder) }
+        for _ in 0..<100 where !FileManager.default.fileExists(atPath: dash.appendingPathComponent("live.mpd").path) {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        try await Task.sleep(for: .seconds(4))
+        let out = dir.appendingPathComponent("frames")
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        var options = PlayerOptions(sources: [URL(string: "http://127.0.0.1:\(port)/live.mpd")!], audioOutput: .null, videoOutput: .frames(out.path))
+        options.cmcd = CMCDOptions(transmission: transmission, contentId: "nginx-1")
+        let player = try Player(options: options)
+        try await player.play()
+        try await Task.sleep(for: .seconds(8))
+        let qualities = player.qualities
+        await player.stop()
+        let frames = try FramesFile.read(out.appendingPathComponent("frames.tsv"))
+        try #require(frames.count > 100, "\(frames.count) pictures: the stream played")
+        let firstPicture = frames[0].wallTime
+
+        // nginx's log: one line a request.
+        let lines = try String(contentsOf: log, encoding: .utf8).split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
+        try #require(lines.count >= 6 && lines.allSatisfy { $0.count == 8 }, "\(lines.count) requests logged")
+        func keys(_ fields: [String]) -> [String: String] {
+            let raw = transmission == .query ? (fields[3].removingPercentEncoding ?? "") : fields[4...7].filter { $0 != "-" }.joined(separator: ",")
+            var out = [String: String]()
+            for pair in raw.split(separator: ",") where !pair.isEmpty && pair != "-" {
+                let kv = pair.split(separator: "=", maxSplits: 1)
+                out[String(kv[0])] = kv.count > 1 ? String(kv[1]) : "true"
+            }
+            return out
+        }
+        var segments = 0
+        for fields in lines {
+            let (path, status, k) = (fields[1], fields[2], keys(fields))
+            #expect(status == "200", "\(path): HTTP \(status) (nginx serves the file whatever the query says)")
+            #expect(k["sid"] == "\"\(player.sessionId)\"" && k["cid"] == "\"nginx-1\"" && k["sf"] == "d", "\(path): \(k)")
+            if transmission == .headers {
+                #expect(fields[3] == "-" || fields[3].isEmpty, "\(path): headers only, no query argument: \(fields[3])")
+            }
+            if path.hasSuffix(".mpd") {
+                #expect(k["ot"] == "m", "\(path): \(k)")
+            } else if path.hasPrefix("/init-") {
+                #expect(k["ot"] == "i", "\(path): \(k)")
+            } else if path.hasPrefix("/chunk-") {
+                segments += 1
+                let kind = k["ot"] == "v" ? "video" : k["ot"] == "a" ? "audio" : "?"
+                #expect(path.contains("stream0") == (kind == "video"), "\(path): ot \(k["ot"] ?? "-")")
+                let rates = Set(qualities.filter { $0.kind == kind }.map { $0.bandwidth / 1000 })
+                #expect(rates.contains(Int(k["br"] ?? "") ?? -1), "\(path): br \(k["br"] ?? "-") of \(kind) \(rates)")
+                #expect((1900...2100).contains(Int(k["d"] ?? "") ?? 0) && k["bl"].flatMap(Int.init) != nil, "\(path): \(k)")
+                let time = Double(fields[0]) ?? 0
+                if time > firstPicture + 1 { #expect(k["su"] == nil && k["st"] == "l", "\(path) after the first picture: \(k)") }
+            }
+        }
+        #expect(segments >= 6, "\(segments) segment requests")
+        print("cmcd nginx \(transmission.rawValue): \(lines.count) requests, \(segments) segments, e.g. \(lines.last.map(keys) ?? [:])")
+    }
 }
