@@ -3,6 +3,7 @@ import Logging
 import Marquee
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOExtras
 import NIOPosix
 
 #if canImport(Glibc)
@@ -74,6 +75,8 @@ public final class ControlSocket: Sendable {
             .childChannelInitializer { child in
                 Self.peerUid(child).flatMapThrowing { uid in
                     let handler = Connection(telemetry: telemetry, next: next, allowed: uid == ownUid || uid == 0, uid: uid, logger: logger)
+                    // One request a line; a line over 64 KiB ends the connection.
+                    try child.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineBasedFrameDecoder(), maximumBufferSize: 65_536))
                     try child.pipeline.syncOperations.addHandler(handler)
                     connections.withLockedValue { $0[ObjectIdentifier(child)] = child }
                     child.closeFuture.whenComplete { _ in _ = connections.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(child)) } }
@@ -129,7 +132,6 @@ private final class Connection: ChannelInboundHandler, @unchecked Sendable {  //
     let allowed: Bool
     let uid: uid_t?
     let logger: Logger
-    var pending = ByteBuffer()
     var observers: [Task<Void, Never>] = []
     /// Screenshots are converted and encoded here, off the event loop, one at a time.
     static let screenshots = DispatchQueue(label: "marquee.control.screenshot")
@@ -147,20 +149,17 @@ private final class Connection: ChannelInboundHandler, @unchecked Sendable {  //
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard allowed else { return }
-        var bytes = unwrapInboundIn(data)
-        pending.writeBuffer(&bytes)
-        while let newline = pending.readableBytesView.firstIndex(of: UInt8(ascii: "\n")) {
-            let length = newline - pending.readerIndex
-            let line = pending.readString(length: length) ?? ""
-            pending.moveReaderIndex(forwardBy: 1)
-            guard !line.trimmingCharacters(in: .whitespaces).isEmpty else { continue }
-            handle(line, channel: context.channel)
-        }
-        if pending.readableBytes > 65_536 {
+        var bytes = unwrapInboundIn(data)  // one line (LineBasedFrameDecoder)
+        let line = bytes.readString(length: bytes.readableBytes) ?? ""
+        guard !line.trimmingCharacters(in: .whitespaces).isEmpty else { return }
+        handle(line, channel: context.channel)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if error is ByteToMessageDecoderError.PayloadTooLargeError {
             Self.send(["ok": false, "error": "a request line longer than 64 KiB"], on: context.channel)
-            context.close(promise: nil)
         }
-        pending.discardReadBytes()
+        context.close(promise: nil)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
