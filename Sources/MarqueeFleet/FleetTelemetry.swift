@@ -141,10 +141,11 @@ public final class FleetTelemetry: Sendable {
             if progressed {
                 s.stalledSince = nil
                 s.lastProgress = now
-            } else if s.started, stream, status.state == .playing, s.stalledSince == nil, let since = s.lastProgress,
-                Self.seconds(now - since) >= FleetTelemetry.stallThreshold
+            } else if s.started, stream, status.state == .playing || status.state == .buffering, s.stalledSince == nil,
+                let since = s.lastProgress, Self.seconds(now - since) >= FleetTelemetry.stallThreshold
             {
-                // A stall: playing, and nothing new shown for the threshold. It began at the last
+                // A stall: playing (or buffering again: the player's own verdict after the same
+                // half second), and nothing new shown for the threshold. It began at the last
                 // progress: that time moves from playing to stalled.
                 s.stalledSince = since
                 s.record.stalls += 1

@@ -2,6 +2,7 @@ import Foundation
 import Marquee
 import MarqueeFleet
 import TestSupport
+import Synchronization
 import Testing
 
 /// A playing box seen and steered from outside: Debian's Prometheus server scrapes its metrics
@@ -239,12 +240,17 @@ import Testing
         let now = Date().timeIntervalSince1970
         let url = origin.manifestURL(asset: "generated", options: ["ast_\(Int(now) - 3600)", String(format: "outage_%.3f-%.3f", now + 4, now + 8)])
         let dir = try Tools.tempDirectory("fleet-stall")
-        let player = try Player(options: PlayerOptions(
-            sources: [url], audioOutput: .wav(dir.appendingPathComponent("out.wav").path), videoOutput: .frames(dir.path)))
+        var options = PlayerOptions(sources: [url], audioOutput: .wav(dir.appendingPathComponent("out.wav").path), videoOutput: .frames(dir.path))
+        options.cmcd = CMCDOptions(transmission: .query)
+        let player = try Player(options: options)
         let fleet = try await Fleet.start(player: player, metrics: ("127.0.0.1", 0))
         let port = try #require(fleet.metrics?.port)
+        let states = Mutex<[(at: Double, state: PlaybackState)]>([])
         let events = Task {
-            for await event in player.events { fleet.telemetry.observe(event) }
+            for await event in player.events {
+                fleet.telemetry.observe(event)
+                if case .stateChanged(let state) = event { states.withLock { $0.append((Date().timeIntervalSince1970, state)) } }
+            }
         }
         try await player.play()
         try await Task.sleep(for: .seconds(13))
@@ -254,8 +260,24 @@ import Testing
         events.cancel()
 
         let frames = try FramesFile.read(dir.appendingPathComponent("frames.tsv"))
-        let gap = zip(frames, frames.dropFirst()).map { $1.wallTime - $0.wallTime }.max() ?? 0
+        let gaps = zip(frames, frames.dropFirst()).map { $1.wallTime - $0.wallTime }
+        let gap = gaps.max() ?? 0
         try #require(gap > 1, "no stall: the longest gap between pictures is \(gap) s")
+        // The player's state: buffering half a second after the last picture, playing again
+        // with the next one.
+        let stopped = frames[gaps.firstIndex(of: gap)!].wallTime, resumed = stopped + gap
+        let changes = states.withLock { $0 }.filter { $0.at > frames[0].wallTime + 0.5 }
+        let buffering = changes.first { $0.state == .buffering }?.at ?? 0
+        let playing = changes.first { $0.state == .playing && $0.at > buffering }?.at ?? 0
+        #expect(buffering - stopped > 0.4 && buffering - stopped < 1.0 && playing - resumed > -0.1 && playing - resumed < 0.4,
+                "pictures stopped at +\(stopped - frames[0].wallTime) s for \(gap) s; state changes \(changes.map { ($0.at - frames[0].wallTime, $0.state) })")
+        // CMCD: the requests made while it was buffering say so (`bs`), none before.
+        let log = try await Tools.offPool { try Tools.run("curl", ["-sS", origin.baseURL.appendingPathComponent("origin/requests").absoluteString]) }
+        let requests = try #require(try JSONSerialization.jsonObject(with: Data(log.utf8)) as? [[String: Any]])
+        func starved(_ e: [String: Any]) -> Bool { (e["cmcd"] as? String ?? "").split(separator: ",").contains("bs") }
+        let flagged = requests.filter(starved).compactMap { $0["time"] as? Double }
+        #expect(!flagged.isEmpty && flagged.allSatisfy { $0 > buffering - 0.05 && $0 < resumed + 1 },
+                "bs at \(flagged.map { $0 - stopped }) s after the pictures stopped (buffering from \(buffering - stopped) s, for \(gap) s)")
         #expect(record.stalls == 1, "stalls: \(record.stalls)")
         #expect(abs(record.stalledSeconds - gap) < 0.25, "stalled \(record.stalledSeconds) s; the pictures stopped for \(gap) s")
         let expectedRatio = record.stalledSeconds / (record.stalledSeconds + record.playingSeconds)

@@ -150,6 +150,18 @@ extension PlaybackSession {
             default: nil
             }
         if shift.paused { newState = nil }
+        // The core plays on while a live buffer runs dry: with nothing presented, dropped,
+        // decoded or heard for a while, the stream is buffering (and playing again as soon as
+        // anything moves).
+        let count = status.framesPresented + status.framesDropped + status.framesDecoded + status.audioFramesPlayed
+        let stalled = monitor.withLock { m in
+            if count != m.progress.count {
+                m.progress = (status.mono, count)
+                return false
+            }
+            return m.progress.mono > 0 && status.mono - m.progress.mono >= Self.stallAfter
+        }
+        if stalled, newState == .playing { newState = .buffering }
         if status.state == .playing, let position = status.position, !shift.paused {
             let due = monitor.withLock { m in
                 guard status.mono - m.lastTimeUpdate >= 1 else { return false }

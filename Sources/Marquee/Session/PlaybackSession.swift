@@ -54,7 +54,15 @@ final class PlaybackSession: Sendable {
         var firstFrameReported = false
         var fatal: PlayerError?
         var lastTimeUpdate = -Double.infinity
+        /// What moved last (pictures presented, dropped or decoded; stream sound played) and
+        /// when (monotonic; 0 before anything did): a playing core whose output stands still
+        /// for ``PlaybackSession/stallAfter`` is buffering.
+        var progress: (mono: Double, count: Int) = (0, 0)
     }
+
+    /// Seconds without progress after which a playing stream is said to be buffering: its
+    /// buffer ran dry (the core keeps the last picture, and the display its band after 1 s).
+    static let stallAfter = 0.5
 
     /// Loads `source`, measures the server clock, picks the renditions, creates the core
     /// tracks and sets the presentation schedule. Nothing is fetched beyond the manifest and
