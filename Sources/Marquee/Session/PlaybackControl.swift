@@ -154,8 +154,9 @@ extension PlaybackSession {
         // decoded or heard for a while, the stream is buffering (and playing again as soon as
         // anything moves).
         let count = status.framesPresented + status.framesDropped + status.framesDecoded + status.audioFramesPlayed
+        let paused = shift.paused
         let stalled = monitor.withLock { m in
-            if count != m.progress.count {
+            if count != m.progress.count || (paused && m.progress.mono > 0) {  // (a pause is no stall, nor its end)
                 m.progress = (status.mono, count)
                 return false
             }
