@@ -15,8 +15,10 @@ import Testing
         let origin = try await LivePlaybackTests.origin()
         defer { Task { await origin.stop() } }
         let dash = transmission == .query
+        // DASH: a ladder of five video renditions (the DASH-IF test picture), so the measured
+        // throughput (mtp) has an estimate to report.
         let url = dash
-            ? origin.manifestURL(asset: "generated")
+            ? origin.manifestURL(asset: "testpic_abr")
             : origin.manifestURL(asset: "generated").deletingLastPathComponent().appendingPathComponent("master.m3u8")
         let dir = try Tools.tempDirectory("cmcd")
         var options = PlayerOptions(sources: [url], audioOutput: .null, videoOutput: .frames(dir.path))
@@ -73,6 +75,10 @@ import Testing
         #expect(segments.contains { keys($0)["ot"] == "v" } && segments.contains { keys($0)["ot"] == "a" })
         // The buffer: nothing before the first segments; once playing at 3 s behind live with
         // 2 s segments, each next one is listed (and asked for) with about a second left.
+        if dash {  // mtp (kb/s, in 100s) once the first segments measured the link
+            let measured = segments.dropFirst(4).map { keys($0)["mtp"].flatMap(Int.init) }
+            #expect(!measured.isEmpty && measured.allSatisfy { ($0 ?? 0) >= 1000 && ($0 ?? 0) % 100 == 0 }, "mtp over the run: \(measured)")
+        }
         let buffers = segments.compactMap { keys($0)["bl"].flatMap(Int.init) }
         let later = segments.filter { ($0["time"] as! Double) > firstPicture + 1 }.compactMap { keys($0)["bl"].flatMap(Int.init) }
         #expect(buffers.first == 0 && !later.isEmpty && later.allSatisfy { (500...3000).contains($0) }, "bl over the run: \(buffers)")

@@ -73,10 +73,12 @@ extension Player {
                 s.streamingFormat = hls ? "h" : "d"
                 s.playbackRate = status.playbackRate
                 s.topBitrate = top
-                if status.framesPresented > 0 {
-                    if !s.starting && status.state == .buffering { s.starved = true }
-                    s.starting = false
-                }
+                s.throughput = session.throughputEstimate
+                // su: starting, or recovering from an empty buffer (CTA-5004); bs: it ran
+                // empty since the last request.
+                let buffering = status.state == .buffering
+                if status.framesPresented > 0, buffering { s.starved = true }
+                s.starting = status.framesPresented == 0 || buffering
             }
         }
         let main = options.sources.first.map(routed)

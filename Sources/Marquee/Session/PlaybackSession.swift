@@ -209,6 +209,13 @@ final class PlaybackSession: Sendable {
     /// A staged session's feeders, started by ``startFeeding()``.
     private let earlyFeeding = Locked<Task<Void, Never>?>(nil)
 
+    /// The throughput the adaptive bitrate control measured (bits per second; the video
+    /// track's, else the first with a choice of renditions), nil without one.
+    var throughputEstimate: Double? {
+        let video = feeders.filter { $0.initialPlan.kind == .video }, others = feeders.filter { $0.initialPlan.kind != .video }
+        return (video + others).lazy.compactMap { $0.abr?.withLock { $0.estimate } }.first
+    }
+
     /// Starts a staged session's feeders: its first picture and sound are decoded and held.
     func startFeeding() {
         earlyFeeding.withLock { task in
