@@ -29,6 +29,7 @@ public struct OriginConfiguration: Sendable {
         let candidates = [
             "generated": root.appendingPathComponent("assets/generated"),
             "generated-ll": root.appendingPathComponent("assets/generated-ll"),
+            "generated-1080": root.appendingPathComponent("assets/generated-1080"),  // scripts/bench-anchors makes it
             "testpic_2s": media.appendingPathComponent("testpic_2s"),
             "testpic_abr": media.appendingPathComponent("testpic_2s_low_delay"),
             "wave": media.appendingPathComponent("WAVE/av"),
