@@ -160,7 +160,12 @@ let package = Package(
                 "Marquee", "MarqueeOrigin", "MarqueeVenue", "MarqueeFleet",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            // Nothing loads code that links against the executable's own symbols: exporting them
+            // all (the static Swift runtime's link arguments ask for it) puts 5 MiB of symbol
+            // tables in the binary that the dynamic linker reads, symbol by symbol, each time a
+            // shared library (FFmpeg's and theirs) is bound.
+            linkerSettings: [.unsafeFlags(["-Xlinker", "--no-export-dynamic"])]
         ),
         // The parsers' fuzz targets: run by libFuzzer (MarqueeFuzz, below) and by the test
         // suite's fuzz smoke.
