@@ -158,7 +158,10 @@ import Testing
         var segments = 0
         for fields in lines {
             let (path, status, k) = (fields[1], fields[2], keys(fields))
-            #expect(status == "200", "\(path): HTTP \(status) (nginx serves the file whatever the query says)")
+            // (A segment asked for before ffmpeg, behind on a loaded machine, wrote it is a 404,
+            // and asked for again: each path is served in the end, whatever the query says.)
+            #expect(status == "200" || (status == "404" && lines.contains { $0[1] == path && $0[2] == "200" }),
+                    "\(path): HTTP \(status) (nginx serves the file whatever the query says)")
             #expect(k["sid"] == "\"\(player.sessionId)\"" && k["cid"] == "\"nginx-1\"" && k["sf"] == "d", "\(path): \(k)")
             if transmission == .headers {
                 #expect(fields[3] == "-" || fields[3].isEmpty, "\(path): headers only, no query argument: \(fields[3])")
