@@ -150,10 +150,11 @@ extension PlaybackSession {
             default: nil
             }
         if shift.paused { newState = nil }
-        // The core plays on while a live buffer runs dry: with nothing presented, dropped,
-        // decoded or heard for a while, the stream is buffering (and playing again as soon as
-        // anything moves).
-        let count = status.framesPresented + status.framesDropped + status.framesDecoded + status.audioFramesPlayed
+        // The core plays on while a live buffer runs dry: with no new picture shown and no stream
+        // sound heard for a while, the stream is buffering (and playing again as soon as either
+        // moves). Pictures decoded and dropped as late while it catches up are not seen: the
+        // screen is still frozen. (With the display off, the stream's sound tells.)
+        let count = status.framesPresented + status.audioFramesPlayed
         let paused = shift.paused
         let stalled = monitor.withLock { m in
             if count != m.progress.count || (paused && m.progress.mono > 0) {  // (a pause is no stall, nor its end)

@@ -54,7 +54,7 @@ final class PlaybackSession: Sendable {
         var firstFrameReported = false
         var fatal: PlayerError?
         var lastTimeUpdate = -Double.infinity
-        /// What moved last (pictures presented, dropped or decoded; stream sound played) and
+        /// What moved last (pictures presented; stream sound played) and
         /// when (monotonic; 0 before anything did): a playing core whose output stands still
         /// for ``PlaybackSession/stallAfter`` is buffering.
         var progress: (mono: Double, count: Int) = (0, 0)
