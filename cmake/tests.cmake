@@ -43,6 +43,11 @@ add_test(NAME segment_io COMMAND segment_io_test "${MQ_MEDIA}/video.mp4")
 mq_test(demux_decode_test)
 add_test(NAME demux_decode COMMAND demux_decode_test
   "${MQ_MEDIA}/video.mp4" "${MQ_MEDIA}/video.md5" "${MQ_MEDIA}/tone440.mp4" 2 "${MQ_MEDIA}/muxed.ts")
+if(CMAKE_CROSSCOMPILING_EMULATOR)
+  # qemu-user may ignore MADV_DONTNEED on file mappings (and reports its own RSS): the trim's
+  # size is not judged there, its safety (the same pictures after it) is.
+  set_tests_properties(demux_decode PROPERTIES ENVIRONMENT "MQ_EMULATED=1")
+endif()
 
 mq_test(audio_alloc_test)
 add_test(NAME audio_alloc_wav COMMAND audio_alloc_test

@@ -193,6 +193,18 @@ double mq_clock_now(void);
 /// arenas: call it every few seconds, never from a real-time thread.
 int mq_heap_usage(int64_t *in_use, int64_t *free_bytes);
 
+/// Gives back what the process holds but playing does not use: the heap's free pages (glibc
+/// `malloc_trim`) and the page-table entries of the executable's and the shared libraries'
+/// code and read-only data (`MADV_DONTNEED` on their read-only `PT_LOAD` segments, with the
+/// loader's lock held). Start-up touches far more of those than playing does (initialisers,
+/// relocations read, the kernel's 64 KiB fault-around on every first touch); the page cache
+/// keeps the pages, so one used again comes back with a minor fault, no disk read. Writable
+/// segments (data, relocated pointers) and objects with text relocations are never touched.
+/// `*released`: the resident bytes before minus after. Costs a few ms and a burst of minor
+/// faults afterwards: call it rarely (after start-up), never from a real-time thread.
+/// MQ_ERR_UNSUPPORTED (0) where the C library is not glibc.
+int mq_memory_trim(int64_t *released);
+
 /// Server wall-clock (Unix seconds) = monotonic seconds + `offset`. Used to stamp presented
 /// frames (frames.tsv `wall_time`).
 int mq_player_set_wall_offset(mq_player *p, double offset);

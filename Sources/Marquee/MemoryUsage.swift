@@ -30,6 +30,17 @@ public struct MemoryUsage: Sendable, Hashable {
         return MemoryUsage(residentBytes: residentBytes(), heapInUseBytes: heap.inUse, heapFreeBytes: heap.free)
     }
 
+    /// Gives back to the system what the process holds but playing does not use, and returns
+    /// the resident bytes released: the allocator's free pages, and the pages of code and
+    /// read-only data of the executable and its shared libraries that start-up mapped in (the
+    /// dynamic loader, initialisers, the kernel mapping 64 KiB around every first touch). Those
+    /// pages stay in the page cache: a page used again comes back with a minor fault, no disk
+    /// read; writable data is never touched. A player trims itself as it starts playing and after
+    /// its first picture (``PlayerOptions/memoryTrimInterval``); call it after other one-off work
+    /// (a report, a big parse). Takes a few milliseconds; glibc only (0 elsewhere).
+    @discardableResult
+    public static func trim() -> Int { CoreHandle.trimMemory() }
+
     private static func residentBytes() -> Int {
         #if canImport(Glibc)
         let fd = open("/proc/self/statm", O_RDONLY)

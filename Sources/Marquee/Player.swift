@@ -230,6 +230,11 @@ public final class Player: Sendable {
         sink.send(.stateChanged(.loading))
         let startMono = Monotonic.now()
         do throws(PlayerError) {
+            // What loading and initialising left resident goes before the stream's own work.
+            if options.memoryTrimInterval != nil {
+                let released = MemoryUsage.trim()
+                logger.debug("memory trimmed", metadata: ["at": "play", "released": "\(released >> 10) KiB"])
+            }
             let core = try openOutputs(options)
             let session: PlaybackSession
             do {

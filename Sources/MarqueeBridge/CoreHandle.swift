@@ -225,6 +225,15 @@ package final class CoreHandle: Sendable {
         return (Int(inUse), Int(free))
     }
 
+    /// Gives back the heap's free pages and the start-up's resident code and read-only data
+    /// (`mq_memory_trim`): the resident bytes released; 0 where unsupported.
+    @discardableResult
+    package static func trimMemory() -> Int {
+        var released: Int64 = 0
+        _ = mq_memory_trim(&released)
+        return Int(released)
+    }
+
     /// Pushes an init segment; the core keeps a copy to resume on after a damaged segment
     /// (`mq_player_push_init`).
     package func pushInit(track: Int32, bytes: UnsafeRawBufferPointer) throws(CoreError) {

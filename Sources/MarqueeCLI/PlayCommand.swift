@@ -347,6 +347,11 @@ struct PlaybackRunner {
         }
         if let target = output.targetLatency { options.targetLatency = target }
         if let language = output.audioLanguage { options.audioLanguage = language }
+        if let trim = output.memoryTrim {
+            if trim == "off" { options.memoryTrimInterval = nil } else if let interval = Double(trim) { options.memoryTrimInterval = interval } else {
+                return fail("--memory-trim \(trim): expected seconds or off")
+            }
+        }
         if let poster = output.poster { options.poster = poster }
         if let name = output.board {
             do {

@@ -31,6 +31,8 @@ final class PlaybackSession: Sendable {
     /// Presentation time the session starts at.
     let startPosition: Double
     let startMono: Double
+    /// ``PlayerOptions/memoryTrimInterval``.
+    let memoryTrimInterval: Double?
     let logger: Logger
     let events: PlayerEvents.Sink
     let monitor = Locked(Monitor())
@@ -135,6 +137,7 @@ final class PlaybackSession: Sendable {
         self.controller = Locked(LatencyController(options: syncOptions))
         self.startPosition = start
         self.startMono = startMono
+        self.memoryTrimInterval = options.memoryTrimInterval
         self.logger = logger
         self.events = events
         self.mixer = mixer
@@ -415,6 +418,12 @@ final class PlaybackSession: Sendable {
                 await self.control()
                 return false
             }
+            if let interval = memoryTrimInterval {
+                group.addTask {
+                    await self.trimMemory(every: interval)
+                    return false
+                }
+            }
             group.addTask {
                 await self.pumpEvents()
                 return true
@@ -426,6 +435,18 @@ final class PlaybackSession: Sendable {
             group.cancelAll()
         }
         if state == .ended || state == .error { reports?.yield(.over) }
+    }
+
+    /// Gives back what playing stopped using (``MemoryUsage/trim()``) every `interval` seconds
+    /// once pictures are shown: the code and data a reload, a manifest or a new rendition
+    /// touched once, and the pages the kernel mapped around them.
+    private func trimMemory(every interval: Double) async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(Int(interval * 1000)))
+            guard !Task.isCancelled, (core.status()?.framesPresented ?? 0) > 0 else { continue }
+            let released = MemoryUsage.trim()
+            logger.debug("memory trimmed", metadata: ["released": "\(released >> 10) KiB"])
+        }
     }
 
     /// Re-measures the server clock every ``SyncOptions/resyncInterval`` (longer while it holds
