@@ -1,4 +1,5 @@
 import MarqueeBridge
+import MarqueeStreaming
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -35,11 +36,31 @@ public struct MemoryUsage: Sendable, Hashable {
     /// read-only data of the executable and its shared libraries that start-up mapped in (the
     /// dynamic loader, initialisers, the kernel mapping 64 KiB around every first touch). Those
     /// pages stay in the page cache: a page used again comes back with a minor fault, no disk
-    /// read; writable data is never touched. A player trims itself as it starts playing and after
-    /// its first picture (``PlayerOptions/memoryTrimInterval``); call it after other one-off work
-    /// (a report, a big parse). Takes a few milliseconds; glibc only (0 elsewhere).
+    /// read; writable data is never touched. A player trims the process as it starts playing, at
+    /// its first picture and then periodically when ``PlayerOptions/memoryTrimInterval`` says so;
+    /// call it after other one-off work (a report, a big parse). Takes a few milliseconds, and
+    /// every thread then faults back in the pages it uses: call it seldom. glibc only (0
+    /// elsewhere).
     @discardableResult
-    public static func trim() -> Int { CoreHandle.trimMemory() }
+    public static func trim() -> Int {
+        lastTrim.withLock { $0 = Monotonic.now() }
+        return CoreHandle.trimMemory()
+    }
+
+    /// When the process was last trimmed (monotonic seconds; 0: never).
+    private static let lastTrim = Locked(0.0)
+
+    /// Trims unless the process was trimmed within `interval` seconds (several players in one
+    /// process share the work); nil when it did not trim.
+    static func trim(unlessWithin interval: Double) -> Int? {
+        let due = lastTrim.withLock { last in
+            let now = Monotonic.now()
+            guard now - last >= interval else { return false }
+            last = now
+            return true
+        }
+        return due ? CoreHandle.trimMemory() : nil
+    }
 
     private static func residentBytes() -> Int {
         #if canImport(Glibc)

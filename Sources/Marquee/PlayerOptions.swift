@@ -183,13 +183,15 @@ public struct PlayerOptions: Sendable {
     /// Decoded pictures queued ahead of presentation, 2…240; 0: the core's default (6, 200 ms
     /// at 30 fps). More rides out longer decoder stalls at 1.4 MB (720p) to 3.1 MB (1080p) each.
     public var videoQueueFrames: Int = 0
-    /// The player gives back what it holds but playing does not use (``MemoryUsage/trim()``:
-    /// the heap's free pages, the code and read-only data that loading, initialising and
-    /// opening the stream touched) as ``Player/play()`` begins, at the first picture, and every
-    /// this many seconds while a stream plays, 1…3600; nil: never. Default 10. (720p30
-    /// headless: resident 81 → 55–59 MiB. A page used again comes back with a minor fault;
-    /// a trim costs about 3 ms of CPU, most of it those faults.)
-    public var memoryTrimInterval: Double? = 10
+    /// Every this many seconds while a stream plays (and as ``Player/play()`` begins, and at the
+    /// first picture), the process gives back what it holds but playing does not use
+    /// (``MemoryUsage/trim()``: the heap's free pages, the code and read-only data that loading,
+    /// initialising and opening the stream touched), 1…3600; nil (the default): never. It acts
+    /// on the whole process, so it is the process owner's choice: the `marquee` command, a
+    /// player process of its own, sets 10. (720p30 headless: resident 81 → 57–61 MiB. A page
+    /// used again comes back with a minor fault; a trim costs about 3 ms of CPU, most of it
+    /// those faults. Several players in one process trim at most once per interval.)
+    public var memoryTrimInterval: Double?
 
     /// Play through a venue proxy in this process (nil: straight from the sources). The
     /// player plays ``Player/localManifestUrl``; the proxy serves the configured upstreams and

@@ -347,6 +347,8 @@ struct PlaybackRunner {
         }
         if let target = output.targetLatency { options.targetLatency = target }
         if let language = output.audioLanguage { options.audioLanguage = language }
+        // A player process of its own: it trims itself (PlayerOptions.memoryTrimInterval).
+        options.memoryTrimInterval = 10
         if let trim = output.memoryTrim {
             if trim == "off" { options.memoryTrimInterval = nil } else if let interval = Double(trim) { options.memoryTrimInterval = interval } else {
                 return fail("--memory-trim \(trim): expected seconds or off")

@@ -35,7 +35,7 @@ import Testing
         #expect(refused { $0.videoQueueFrames = 1 } == .invalidOptions)
         #expect(refused { $0.memoryTrimInterval = 0 } == .invalidOptions)
         #expect(refused { $0.memoryTrimInterval = .infinity } == .invalidOptions)
-        #expect(refused { $0.memoryTrimInterval = nil } == nil)
+        #expect(refused { $0.memoryTrimInterval = 10 } == nil)
         #expect(refused { $0.maxDelay = -1 } == .invalidOptions)
         #expect(refused { $0.maxDelayBytes = -1 } == .invalidOptions)
         #expect(refused { $0.mainSourceRetryInterval = 0 } == .invalidOptions)

@@ -443,8 +443,9 @@ final class PlaybackSession: Sendable {
     private func trimMemory(every interval: Double) async {
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(Int(interval * 1000)))
-            guard !Task.isCancelled, (core.status()?.framesPresented ?? 0) > 0 else { continue }
-            let released = MemoryUsage.trim()
+            guard !Task.isCancelled, (core.status()?.framesPresented ?? 0) > 0,
+                let released = MemoryUsage.trim(unlessWithin: interval * 0.9)
+            else { continue }
             logger.debug("memory trimmed", metadata: ["released": "\(released >> 10) KiB"])
         }
     }
