@@ -13,7 +13,7 @@ import Testing
         try #require(FileManager.default.isExecutableFile(atPath: marquee.path), "swift build first")
         let origin = try await LivePlaybackTests.origin()
         defer { Task { await origin.stop() } }
-        let url = origin.manifestURL(asset: "generated").absoluteString
+        let url = origin.manifestURL(asset: "testpic_2s").absoluteString  // 360p: light beside the other suites
         var runs = [(process: Process, dir: URL, exited: AsyncStream<Void>)]()
         for trim in ["off", "3"] {
             let dir = try Tools.tempDirectory("memtrim-\(trim)")
