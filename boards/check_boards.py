@@ -41,6 +41,10 @@ def int_in(lo, hi):
     return lambda v: (is_int(v) and lo <= v <= hi) or f"an integer in {lo}...{hi}"
 
 
+def queue_frames(v):
+    return (is_int(v) and (v == 0 or 2 <= v <= 240)) or "0 (auto) or an integer in 2...240"
+
+
 def card(v):
     return v is None or (isinstance(v, str) and v.startswith("/dev/dri/")) or "null or a /dev/dri/ path"
 
@@ -77,7 +81,7 @@ SCHEMA = {
     "video.rotation": (one_of(*ROTATIONS), 0),
     "video.hardware_rotations": (rotations, [0]),
     "video.format": (one_of(*FORMATS), "XRGB8888"),
-    "video.queue_frames": (int_in(2, 240), 6),
+    "video.queue_frames": (queue_frames, 0),
     "audio.pcm": (string, "default"),
     "audio.sample_rate": (one_of(44100, 48000, 96000), 48000),
     "audio.channels": (int_in(1, 8), 2),

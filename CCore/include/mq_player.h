@@ -76,8 +76,10 @@ typedef struct mq_player_config {
     int32_t channels;
     /// Audio kept queued in the device (or the paced virtual device), in ms; 0 means 60.
     int32_t audio_buffer_ms;
-    /// Decoded video frames queued ahead of presentation (2…240); 0 means 6 (200 ms at 30 fps:
-    /// each 720p picture holds 1.4 MB, a 1080p one 3.1 MB).
+    /// Decoded video frames queued ahead of presentation (2…240). 0 (auto): as many of up to 6
+    /// as fit in 6 MiB, at least 3 (each 720p picture holds 1.4 MB: 4 of them; a 1080p one
+    /// 3.1 MB: 3; SD: 6). The queue is slack for a decode that comes late, not buffer: the
+    /// bytes queued before the decoder hold the seconds.
     int32_t video_queue_frames;
     /// Display outputs: how pictures fit the screen (`mq_fit`); 0 means contain.
     int32_t video_fit;
@@ -95,15 +97,22 @@ typedef struct mq_player_config {
     /// reports it once with MQ_EVENT_DECODER_FALLBACK. NULL or "" means the default decoder.
     /// Copied during create; at most 1023 characters of [A-Za-z0-9_], commas and spaces.
     const char *_Nullable decoders;
-    /// Software decoder threads per track. 0 (auto): one while a single core decodes well ahead
-    /// of real time (video up to 1280×720 at 30 fps: frame threads would only add per-frame
-    /// hand-over work and a picture buffer per thread), one per core above that. 1…64: that many.
+    /// Software decoder threads per track. 0 (auto): one for video up to 1920×1080 at 30 fps
+    /// (frame threads would add per-frame hand-over work and pictures held per thread: measured
+    /// at 1080p, 20 MiB and 10 % more CPU), as long as that one keeps well ahead of real time:
+    /// one whose decoding takes over half of the media time it decoded (`decode_busy_limit`,
+    /// judged every 2 s of media) is reopened at the next keyframe with libavcodec's frame
+    /// threads (one per core and one more), as is video above 1080p30 from the start, and the
+    /// track keeps them. 1…64: that many.
     int32_t decode_threads;
     /// Seconds of fMP4 media one demuxer session reads before a fresh one is opened at the next
     /// marked segment start, on the kept init segment, the decoder going on untouched (libavformat's
     /// MP4 demuxer keeps an index entry per sample it ever read: a session living for days grows
     /// without bound). 0 means 60; needs `mq_player_push_init` and `mq_player_end_segment`.
     double demux_rollover;
+    /// Auto threads (`decode_threads` 0): the share of real time one decoder thread may spend
+    /// decoding (judged every 2 s of media) before frame threads are taken. 0 means 0.5; (0, 1].
+    double decode_busy_limit;
 } mq_player_config;
 
 /// Creates a player and opens its outputs (nothing plays until `mq_player_start`).

@@ -40,6 +40,13 @@ typedef struct mq_decoder {
     bool rolled;                            // the last session ended at a rollover: keep the codec
     double session_start;                   // media time of the session's first packet (NAN: none yet)
     bool rollover_asked;                    // for this session
+    // Auto threads (decode_threads 0): a video decoder opened with one thread measures how much
+    // of real time its decoding takes; over MQ_BUSY_WINDOW of media it must stay under
+    // decode_busy_limit, else it is reopened with frame threads at the next keyframe (a slow
+    // board, a heavy stream), or opened so at the next session, and stays so for the track's life.
+    double busy, busy_media;                // wall seconds decoding, media seconds decoded (window)
+    bool want_threads;                      // reopen with frame threads at the next keyframe
+    bool threaded;                          // auto threads escalated for good
     // A staged audio track's first sound, decoded ahead (mq_player_add_staged_track): handed on
     // at activation, so the ring starts with more than one frame (a busy machine's decode thread
     // may come late for the second: an underrun right after the cut).
@@ -76,16 +83,21 @@ static void describe(mq_decoder *d, const AVFrame *f, char *buf, size_t n)
     }
 }
 
-/// The decoder's thread count (`mq_player_config.decode_threads`; auto: one up to 720p30).
+#define MQ_BUSY_WINDOW 2.0 // media seconds a single-threaded decoder is judged over
+
+/// The decoder's thread count (`mq_player_config.decode_threads`; auto: one up to 1080p30 while
+/// it keeps well ahead of real time, else libavcodec's frame threads, one per core and one more).
 static int decode_threads(const mq_decoder *d)
 {
     if (d->p->decode_threads > 0)
         return d->p->decode_threads;
+    if (d->threaded || d->want_threads)
+        return 0;
     const AVStream *st = d->dmx->st;
     AVRational fr = st->avg_frame_rate.num > 0 ? st->avg_frame_rate : st->r_frame_rate;
     double fps = fr.num > 0 && fr.den > 0 ? av_q2d(fr) : 30;
     double pixel_rate = (double)st->codecpar->width * st->codecpar->height * fps;
-    return st->codecpar->codec_type == AVMEDIA_TYPE_VIDEO && pixel_rate > 1280.0 * 720 * 30 * 1.01 ? 0 : 1;
+    return st->codecpar->codec_type == AVMEDIA_TYPE_VIDEO && pixel_rate > 1920.0 * 1088 * 30 * 1.01 ? 0 : 1;
 }
 
 /// Opens the preferred decoder that works (mq_player_config.decoders), else the default one.
@@ -330,6 +342,47 @@ static int deliver(mq_decoder *d, AVFrame *f)
     return d->t->kind == MQ_TRACK_VIDEO ? deliver_video(d, f) : deliver_audio(d, f);
 }
 
+static int decode_packet(mq_decoder *d, const AVPacket *pkt);
+
+/// Adds one packet's decode time to the window; a window whose decoding took more than
+/// decode_busy_limit of its media time asks for frame threads. Packets skipped as late are not
+/// judged (nothing decoded).
+static void judge_busy(mq_decoder *d, const AVPacket *pkt, double took)
+{
+    if (d->codec->skip_frame != AVDISCARD_DEFAULT)
+        return;
+    double dur = pkt->duration > 0 ? (double)pkt->duration * av_q2d(d->dmx->st->time_base) : 0;
+    if (!(dur > 0 && dur < 1)) {
+        AVRational fr = d->dmx->st->avg_frame_rate;
+        dur = fr.num > 0 && fr.den > 0 ? 1.0 / av_q2d(fr) : 1.0 / 25;
+    }
+    d->busy += took;
+    d->busy_media += dur;
+    if (d->busy_media < MQ_BUSY_WINDOW)
+        return;
+    if (d->busy > d->p->decode_busy_limit * d->busy_media && !d->want_threads) {
+        d->want_threads = true;
+        mq_log(MQ_LOG_INFO, "track %d: one decoder thread took %.0f%% of real time; frame threads from the next keyframe",
+               d->t->id, 100 * d->busy / d->busy_media);
+    }
+    d->busy = d->busy_media = 0;
+}
+
+/// Reopens a single-threaded decoder with frame threads at a keyframe (its pictures so far
+/// drained first), once judge_busy asked for them.
+static int escalate_threads(mq_decoder *d, const AVPacket *pkt)
+{
+    if (!d->want_threads || !(pkt->flags & AV_PKT_FLAG_KEY))
+        return MQ_OK;
+    int ret = decode_packet(d, NULL);
+    if (ret < 0)
+        return ret;
+    d->want_threads = false;
+    d->threaded = true;
+    avcodec_free_context(&d->codec);
+    return open_codec(d);
+}
+
 /// Sends `pkt` (NULL: drain) and hands on every frame that comes out. Decoder errors are
 /// reported once per session and skipped; only a cancelled output stops the loop.
 static int decode_packet(mq_decoder *d, const AVPacket *pkt)
@@ -344,6 +397,10 @@ static int decode_packet(mq_decoder *d, const AVPacket *pkt)
             d->late_until = fmax(d->late_until, end);
         }
     }
+    // Auto threads: the codec's own time (sending and receiving, not the hand-over) is judged.
+    bool judged = pkt && d->t->kind == MQ_TRACK_VIDEO && d->p->decode_threads == 0 && !d->threaded &&
+                  d->codec->thread_count == 1;
+    double mark = judged ? mq_clock_now() : 0, took = 0;
     int ret = avcodec_send_packet(d->codec, pkt);
     if (ret < 0 && ret != AVERROR(EAGAIN) && ret != AVERROR_EOF && !d->decode_error_reported) {
         char msg[128];
@@ -353,13 +410,18 @@ static int decode_packet(mq_decoder *d, const AVPacket *pkt)
     }
     for (;;) {
         ret = avcodec_receive_frame(d->codec, d->frame);
-        if (ret == AVERROR(EAGAIN) || ret == AVERROR_EOF)
-            return MQ_OK; // no frame (yet)
-        if (ret < 0)
-            return MQ_OK; // a broken frame: skip it
+        if (judged)
+            took += mq_clock_now() - mark;
+        if (ret < 0) { // EAGAIN, EOF: no frame (yet); else a broken frame: skipped
+            if (judged)
+                judge_busy(d, pkt, took);
+            return MQ_OK;
+        }
         ret = deliver(d, d->frame);
         if (ret < 0)
             return ret;
+        if (judged)
+            mark = mq_clock_now();
     }
 }
 
@@ -387,12 +449,17 @@ static void maybe_rollover(mq_decoder *d, const AVPacket *pkt)
 /// reopen, references kept); otherwise a new one is opened.
 static int session_codec(mq_decoder *d)
 {
-    bool keep = d->rolled && d->codec;
+    bool keep = d->rolled && d->codec && !d->want_threads;
     d->rolled = false;
     if (keep)
         return MQ_OK;
     avcodec_free_context(&d->codec);
-    return open_codec(d);
+    int ret = open_codec(d);
+    if (ret >= 0 && d->want_threads) { // asked for at the end of the last session
+        d->want_threads = false;
+        d->threaded = true;
+    }
+    return ret;
 }
 
 /// Demuxes and decodes one session (until a boundary, the end, a reset or a failure).
@@ -429,7 +496,9 @@ static void run_session(mq_decoder *d)
             break;
         }
         maybe_rollover(d, d->pkt);
-        ret = decode_packet(d, d->pkt);
+        ret = escalate_threads(d, d->pkt);
+        if (ret >= 0)
+            ret = decode_packet(d, d->pkt);
         av_packet_unref(d->pkt);
         if (ret < 0)
             break;

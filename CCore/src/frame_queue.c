@@ -13,6 +13,7 @@
 struct mq_frame_queue {
     // immutable after create
     int capacity;
+    size_t budget; // bytes of queued pictures (0: capacity alone)
     mq_vframe *items;
     int sync_ok; // 0, 1: lock, 2: lock + cond
     // protected by lock
@@ -22,12 +23,13 @@ struct mq_frame_queue {
     bool in_flight, kicked;
 };
 
-int mq_frame_queue_create(int capacity, mq_frame_queue **out)
+int mq_frame_queue_create(int capacity, size_t budget, mq_frame_queue **out)
 {
     mq_frame_queue *q = calloc(1, sizeof *q);
     if (!q)
         return MQ_ERR_NO_MEMORY;
     q->capacity = capacity;
+    q->budget = budget;
     q->items = calloc((size_t)capacity, sizeof *q->items);
     if (!q->items || pthread_mutex_init(&q->lock, NULL) != 0)
         goto fail;
@@ -58,10 +60,24 @@ void mq_frame_queue_destroy(mq_frame_queue **pq)
     *pq = NULL;
 }
 
+/// How many pictures like `f` the queue holds: the capacity, or fewer under the byte budget.
+static int limit_for(const mq_frame_queue *q, const AVFrame *f)
+{
+    size_t bytes = 0;
+    for (int i = 0; i < AV_NUM_DATA_POINTERS && f->buf[i]; i++)
+        bytes += f->buf[i]->size;
+    if (q->budget == 0 || bytes == 0)
+        return q->capacity;
+    size_t n = q->budget / bytes;
+    int floor = q->capacity < 3 ? q->capacity : 3;
+    return n < (size_t)floor ? floor : n > (size_t)q->capacity ? q->capacity : (int)n;
+}
+
 int mq_frame_queue_push(mq_frame_queue *q, mq_vframe *f, _Atomic bool *cancel)
 {
+    int limit = limit_for(q, f->frame);
     pthread_mutex_lock(&q->lock);
-    while (q->count == q->capacity && !atomic_load(cancel))
+    while (q->count >= limit && !atomic_load(cancel))
         mq_cond_wait_until(&q->cond, &q->lock, mq_clock_now() + 0.02);
     if (atomic_load(cancel)) {
         pthread_mutex_unlock(&q->lock);

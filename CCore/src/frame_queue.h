@@ -2,6 +2,7 @@
 #define MQ_FRAME_QUEUE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include <libavutil/frame.h>
 
@@ -17,7 +18,9 @@ typedef struct mq_vframe {
 /// thread (peek, pop). Protected by its own mutex; never touched by the audio thread.
 typedef struct mq_frame_queue mq_frame_queue;
 
-int mq_frame_queue_create(int capacity, mq_frame_queue **out);
+/// `capacity` pictures at most; with a `budget` (bytes, 0: none) fewer when that many of the
+/// pictures being pushed would hold more, but never fewer than 3 (or `capacity` if smaller).
+int mq_frame_queue_create(int capacity, size_t budget, mq_frame_queue **out);
 void mq_frame_queue_destroy(mq_frame_queue **q);
 
 /// Decode thread: appends `f` (takes ownership, also on failure). Blocks while full until

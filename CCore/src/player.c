@@ -75,15 +75,17 @@ static int apply_config(mq_player *p, const mq_player_config *cfg, int *buffer_m
     p->sample_rate = cfg->sample_rate > 0 ? cfg->sample_rate : 48000;
     p->channels = cfg->channels > 0 ? cfg->channels : 2;
     *buffer_ms = cfg->audio_buffer_ms > 0 ? cfg->audio_buffer_ms : 60;
-    *queue = cfg->video_queue_frames > 0 ? cfg->video_queue_frames : 6;
+    *queue = cfg->video_queue_frames > 0 ? cfg->video_queue_frames : MQ_VIDEO_QUEUE_FRAMES;
     if (p->sample_rate < 8000 || p->sample_rate > 192000 || p->channels > 8 ||
         *buffer_ms < 20 || *buffer_ms > 2000 || *queue < 2 || *queue > 240 ||
         cfg->sample_rate < 0 || cfg->channels < 0 || cfg->video_fit < MQ_FIT_CONTAIN ||
         cfg->video_fit > MQ_FIT_SCALEDOWN || cfg->video_rotation < 0 || cfg->video_rotation > 270 ||
         cfg->video_rotation % 90 != 0 || mq_decoder_prefs_check(cfg->decoders) < 0 ||
-        cfg->decode_threads < 0 || cfg->decode_threads > 64 || !(cfg->demux_rollover >= 0))
+        cfg->decode_threads < 0 || cfg->decode_threads > 64 || !(cfg->demux_rollover >= 0) ||
+        !(cfg->decode_busy_limit >= 0 && cfg->decode_busy_limit <= 1))
         return MQ_ERR_INVALID_ARGUMENT;
     p->decode_threads = cfg->decode_threads;
+    p->decode_busy_limit = cfg->decode_busy_limit > 0 ? cfg->decode_busy_limit : 0.5;
     p->demux_rollover = cfg->demux_rollover > 0 ? cfg->demux_rollover : 60;
     if (cfg->decoders && cfg->decoders[0] && !(p->decoders = strdup(cfg->decoders)))
         return MQ_ERR_NO_MEMORY;
@@ -118,7 +120,7 @@ static int open_outputs(mq_player *p, const mq_player_config *cfg, int buffer_ms
         p->buffer_frames = 2 * p->period_frames;
     if ((ret = mq_pcm_ring_create(MQ_PCM_BLOCKS, MQ_PCM_BLOCK_FRAMES, p->channels, &p->pcm)) < 0 ||
         (ret = mq_pcm_ring_create(MQ_OUT_BLOCKS, MQ_OUT_BLOCK_FRAMES, p->channels, &p->out)) < 0 ||
-        (ret = mq_frame_queue_create(queue, &p->vq)) < 0 ||
+        (ret = mq_frame_queue_create(queue, cfg->video_queue_frames > 0 ? 0 : MQ_VIDEO_QUEUE_BYTES, &p->vq)) < 0 ||
         (ret = mq_video_out_create(cfg->video_out, &vopts, &p->vo)) < 0)
         return ret;
     return mq_audio_sync_init(p);

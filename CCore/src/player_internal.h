@@ -23,6 +23,10 @@
 #define MQ_PCM_BLOCK_FRAMES 2048
 #define MQ_OUT_BLOCKS 8u          // the tempo stage's output ring: short, so a new rate is heard soon
 #define MQ_OUT_BLOCK_FRAMES 1024
+// Default video queue (video_queue_frames 0): up to 6 pictures, as many as fit in 6 MiB, at
+// least 3 (720p: 4 of 1.4 MB; 1080p: 3 of 3.1 MB; SD: 6).
+#define MQ_VIDEO_QUEUE_FRAMES 6
+#define MQ_VIDEO_QUEUE_BYTES ((size_t)6 << 20)
 
 typedef struct mq_player mq_player;
 
@@ -122,6 +126,7 @@ struct mq_player {
     int32_t sample_rate, channels, period_frames, buffer_frames;
     char *decoders; // mq_player_config.decoders (copy), NULL: the default decoders
     int decode_threads; // mq_player_config.decode_threads
+    double decode_busy_limit; // mq_player_config.decode_busy_limit (0.5 by default)
     double demux_rollover; // mq_player_config.demux_rollover (s, > 0)
     mq_audio_out *ao;  // audio thread uses it while it runs
     mq_video_out *vo;  // video thread uses it while it runs

@@ -4,11 +4,16 @@
 //    fall back to libavcodec's default with the reasons, names for other codecs are skipped;
 //  - through the player: one DECODER_FALLBACK event per track (not per session), and the
 //    fallback decoder's pictures are ffmpeg's own (framemd5);
-//  - malformed lists are refused at create.
+//  - malformed lists are refused at create;
+//  - auto threads: a decoder that takes too much of real time (decode_busy_limit) is reopened
+//    with frame threads (the process gains threads) and every picture is still ffmpeg's, none
+//    lost across the switch.
 //
 //   decoder_pref_test <video.mp4> <video.md5> <audio.mp4> <outdir>
 
+#include <dirent.h>
 #include <glob.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "CCore.h"
@@ -98,6 +103,105 @@ static void test_selection(const char *video, const char *audio)
     close_stream(&a);
 }
 
+/// Threads in this process now.
+static int thread_count(void)
+{
+    DIR *dir = opendir("/proc/self/task");
+    int n = 0;
+    for (struct dirent *e; dir && (e = readdir(dir));)
+        n += e->d_name[0] != '.';
+    if (dir)
+        closedir(dir);
+    return n;
+}
+
+/// Counts presented pictures in `tsv` and those whose md5 is not in `ref` (ffmpeg's framemd5).
+static void match_frames(const char *md5_path, const char *tsv, int *presented, int *unmatched)
+{
+    size_t n_ref = 0, n_tsv = 0;
+    char *ref = (char *)mqt_read_file(md5_path, &n_ref), *rows = (char *)mqt_read_file(tsv, &n_tsv);
+    *presented = *unmatched = 0;
+    if (ref && rows) {
+        ref = realloc(ref, n_ref + 1);
+        ref[n_ref] = 0;
+        rows = realloc(rows, n_tsv + 1);
+        rows[n_tsv] = 0;
+        for (char *line = strtok(rows, "\n"); line; line = strtok(NULL, "\n")) {
+            char md5[64];
+            double wall, pts;
+            if (sscanf(line, "%lf\t%lf\t%63s", &wall, &pts, md5) == 3) {
+                (*presented)++;
+                *unmatched += strstr(ref, md5) == NULL;
+            }
+        }
+    }
+    free(ref);
+    free(rows);
+}
+
+/// Plays the video three times in a row (discontinuities at 2 s and 4 s: 150 pictures) with
+/// auto threads and `busy_limit`; returns the most threads the process had while it played.
+static int play_threaded(const char *video, const char *md5_path, const char *outdir, const char *name,
+                         double busy_limit, int *presented, int *unmatched)
+{
+    char frames[4096], tsv[4200];
+    snprintf(frames, sizeof frames, "frames:%s/%s", outdir, name);
+    snprintf(tsv, sizeof tsv, "%s/%s/frames.tsv", outdir, name);
+    mq_player *p = NULL;
+    mq_player_config cfg = {.audio_out = "null", .video_out = frames, .decode_busy_limit = busy_limit};
+    int ret = mq_player_create(&cfg, &p);
+    CHECK(ret == MQ_OK, "create: %s", mq_err_string(ret));
+    if (ret < 0)
+        return 0;
+    int32_t v = 0;
+    mq_player_add_track(p, MQ_TRACK_VIDEO, 0, &v);
+    size_t size = 0;
+    uint8_t *bytes = mqt_read_file(video, &size);
+    for (int i = 0; i < 3; i++) {
+        if (i > 0)
+            mq_player_push_discontinuity(p, v, 2.0 * i);
+        mq_player_push(p, v, bytes, size);
+    }
+    mq_player_end_track(p, v);
+    free(bytes);
+    mq_player_set_timeline(p, mq_clock_now() + 1.0, 0, 1);
+    mq_player_start(p);
+    int most = 0, ended = 0, errors = 0;
+    mq_event ev;
+    double deadline = mq_clock_now() + 30;
+    while (!ended && mq_clock_now() < deadline) {
+        while (mq_player_poll_event(p, &ev) == 1) {
+            errors += ev.type == MQ_EVENT_ERROR;
+            ended |= ev.type == MQ_EVENT_ENDED;
+        }
+        int n = thread_count();
+        most = n > most ? n : most;
+        mqt_sleep(0.01);
+    }
+    mq_player_destroy(&p);
+    CHECK(ended && errors == 0, "%s: ended %d, %d errors", name, ended, errors);
+    match_frames(md5_path, tsv, presented, unmatched);
+    return most;
+}
+
+/// Auto threads: forced to find one thread too slow (a limit no decoder meets), the track
+/// takes frame threads; the pictures are the same as with one thread throughout.
+static void test_auto_threads(const char *video, const char *md5_path, const char *outdir)
+{
+    mq_player *p = NULL;
+    mq_player_config bad = {.decode_busy_limit = 1.5};
+    CHECK(mq_player_create(&bad, &p) == MQ_ERR_INVALID_ARGUMENT && !p, "busy limit over 1 refused");
+    int one_presented, one_unmatched, many_presented, many_unmatched;
+    int one = play_threaded(video, md5_path, outdir, "one-thread", 1.0, &one_presented, &one_unmatched);
+    int many = play_threaded(video, md5_path, outdir, "frame-threads", 1e-9, &many_presented, &many_unmatched);
+    printf("auto threads: %d threads at most with one decoder thread, %d after the switch\n", one, many);
+    CHECK(one_presented >= 145 && one_unmatched == 0, "one thread: %d pictures, %d not ffmpeg's", one_presented, one_unmatched);
+    CHECK(many_presented >= one_presented - 2 && many_unmatched == 0, "frame threads: %d pictures (one thread: %d), %d not ffmpeg's",
+          many_presented, one_presented, many_unmatched);
+    if (sysconf(_SC_NPROCESSORS_ONLN) > 1) // libavcodec's auto count is one thread per core and one more
+        CHECK(many >= one + 2, "frame threads taken: %d threads at most, %d with one decoder thread", many, one);
+}
+
 /// Plays the video twice (two sessions: the second init segment reopens the decoder) with a
 /// preference that cannot be used; counts the events.
 static void test_player(const char *video, const char *md5_path, const char *outdir)
@@ -151,26 +255,9 @@ static void test_player(const char *video, const char *md5_path, const char *out
     CHECK(strncmp(format_msg, "video h264 ", 11) == 0, "decoded by h264: %s", format_msg);
 
     // The fallback decoder's pictures are ffmpeg's.
-    size_t n_ref = 0, n_tsv = 0;
-    char *ref = (char *)mqt_read_file(md5_path, &n_ref), *rows = (char *)mqt_read_file(tsv, &n_tsv);
     int presented = 0, unmatched = 0;
-    if (ref && rows) {
-        ref = realloc(ref, n_ref + 1);
-        ref[n_ref] = 0;
-        rows = realloc(rows, n_tsv + 1);
-        rows[n_tsv] = 0;
-        for (char *line = strtok(rows, "\n"); line; line = strtok(NULL, "\n")) {
-            char md5[64];
-            double wall, pts;
-            if (sscanf(line, "%lf\t%lf\t%63s", &wall, &pts, md5) == 3) {
-                presented++;
-                unmatched += strstr(ref, md5) == NULL;
-            }
-        }
-    }
+    match_frames(md5_path, tsv, &presented, &unmatched);
     CHECK(presented >= 25 && unmatched == 0, "%d pictures presented, %d not ffmpeg's", presented, unmatched);
-    free(ref);
-    free(rows);
 }
 
 int main(int argc, char **argv)
@@ -181,5 +268,6 @@ int main(int argc, char **argv)
     }
     test_selection(argv[1], argv[3]);
     test_player(argv[1], argv[2], argv[4]);
+    test_auto_threads(argv[1], argv[2], argv[4]);
     return mqt_done("decoder_pref_test");
 }

@@ -24,11 +24,12 @@ public struct BoardProfile: Sendable, Hashable, Codable {
         public var hardwareRotations: [Int] = [0]
         /// DRM fourcc of the scan-out buffers (`XRGB8888`).
         public var format: String = "XRGB8888"
-        /// Decoded pictures queued ahead of presentation (C: `video_queue_frames`).
-        public var queueFrames: Int = 6
+        /// Decoded pictures queued ahead of presentation, 2…240 (C: `video_queue_frames`); 0
+        /// (auto): as many of up to 6 as fit in 6 MiB, at least 3 (``PlayerOptions/videoQueueFrames``).
+        public var queueFrames: Int = 0
 
         /// The defaults: DRM on the first connected connector of the first card, primary plane,
-        /// preferred mode, no rotation, XRGB8888, 6 queued pictures.
+        /// preferred mode, no rotation, XRGB8888, the queue sized by the pictures' bytes.
         public init() {}
 
         /// The C core's video output spec: `headless`, or `drm[:<card>[,<connector>[,<WxH>]]]`.
@@ -110,8 +111,8 @@ public struct BoardProfile: Sendable, Hashable, Codable {
     public struct Decode: Sendable, Hashable, Codable {
         /// libavcodec decoder names tried first, in order (C: `mq_player_config.decoders`).
         public var decoders: [String] = []
-        /// Software decoder threads per track; 0: auto (one up to 720p30, one per core above;
-        /// ``PlayerOptions/decodeThreads``).
+        /// Software decoder threads per track; 0: auto (one up to 1080p30 while it keeps well
+        /// ahead of real time, frame threads above; ``PlayerOptions/decodeThreads``).
         public var threads: Int = 0
         /// The widest representation ABR may pick, pixels. Default 1920.
         public var maxWidth: Int = 1920
@@ -331,7 +332,7 @@ extension BoardProfile {
         else { throw fail("video.hardware_rotations", "\(video.hardwareRotations) must be distinct rotations holding 0") }
         let formats = ["XRGB8888", "XBGR8888", "ARGB8888", "XRGB2101010", "RGB565", "NV12", "YUYV"]
         guard formats.contains(video.format) else { throw fail("video.format", "\"\(video.format)\" is not one of \(formats.joined(separator: ", "))") }
-        try range("video.queue_frames", video.queueFrames, 2...240)
+        if video.queueFrames != 0 { try range("video.queue_frames", video.queueFrames, 2...240) }
 
         guard !audio.pcm.isEmpty else { throw fail("audio.pcm", "empty") }
         guard [44100, 48000, 96000].contains(audio.sampleRate) else { throw fail("audio.sample_rate", "\(audio.sampleRate) is not 44100, 48000 or 96000") }

@@ -970,6 +970,12 @@ public final class Player: Sendable {
             }
             return (inner.task, inner.session?.core ?? inner.core, inner.supervisor)
         }
+        // The teardown runs code that never ran while playing: with trimming on, what playing
+        // kept resident goes first, so the process's peak stays the one it had while playing.
+        if core != nil, options.memoryTrimInterval != nil {
+            let released = MemoryUsage.trim()
+            logger.debug("memory trimmed", metadata: ["at": "stop", "released": "\(released >> 10) KiB"])
+        }
         supervisor?.cancel()
         task?.cancel()
         await task?.value

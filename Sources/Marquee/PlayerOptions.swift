@@ -164,9 +164,12 @@ public struct PlayerOptions: Sendable {
     /// Decoders to try first, in order (e.g. `h264_v4l2m2m`); the codec's software decoder is
     /// the fallback, reported by ``PlayerEvent/decoderFallback(_:)``. Empty: software only.
     public var decoders: [String] = []
-    /// Software decoder threads per track, 0…64. 0 (auto): one while a single core keeps well
-    /// ahead of real time (video up to 1280×720 at 30 fps), one per core above that; frame
-    /// threads cost CPU and a picture buffer each, so one thread is the cheapest when it keeps up.
+    /// Software decoder threads per track, 0…64. 0 (auto): one for video up to 1920×1080 at
+    /// 30 fps, for as long as it keeps well ahead of real time (decoding in under half of the
+    /// media time, judged every 2 s; else the track takes libavcodec's frame threads, one per
+    /// core and one more, from the next keyframe on), frame threads above 1080p30. Frame
+    /// threads cost CPU and pictures held per thread (at 1080p: ~7 % more CPU and ~23 MiB
+    /// measured), so one thread is the cheapest while it keeps up.
     public var decodeThreads: Int = 0
     /// Adaptive bitrate: safety margin, buffer levels and caps (a board profile sets the caps:
     /// `decode.max_height`, `decode.max_fps`).
@@ -180,8 +183,9 @@ public struct PlayerOptions: Sendable {
     /// rendition with that language. nil, or none with it: the stream's default (DASH `Role`
     /// `main`, HLS `DEFAULT=YES`), else the first.
     public var audioLanguage: String?
-    /// Decoded pictures queued ahead of presentation, 2…240; 0: the core's default (6, 200 ms
-    /// at 30 fps). More rides out longer decoder stalls at 1.4 MB (720p) to 3.1 MB (1080p) each.
+    /// Decoded pictures queued ahead of presentation, 2…240; 0 (auto): as many of up to 6 as
+    /// fit in 6 MiB, at least 3 (720p: 4 of 1.4 MB; 1080p: 3 of 3.1 MB; SD: 6). More rides out
+    /// longer decoder stalls, at a picture's memory each.
     public var videoQueueFrames: Int = 0
     /// Every this many seconds while a stream plays (and as ``Player/play()`` begins, and at the
     /// first picture), the process gives back what it holds but playing does not use

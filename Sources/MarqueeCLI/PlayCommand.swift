@@ -448,6 +448,10 @@ struct PlaybackRunner {
                     break
                 }
             }
+            // The way out (cancelling, the fleet's last export, the fade, the teardown) runs
+            // code that never ran while playing: what playing kept resident goes first, so
+            // the process's peak stays the one it had while playing.
+            if player.options.memoryTrimInterval != nil { _ = MemoryUsage.trim() }
             group.cancelAll()
             return code
         }

@@ -60,7 +60,7 @@ import Testing
         let p = try load(minimal + "}")
         #expect(p.video.output == "drm" && p.video.card == nil && p.video.connector == nil)
         #expect(p.video.plane == .primary && p.video.mode == "preferred" && p.video.rotation == 0)
-        #expect(p.video.hardwareRotations == [0] && p.video.format == "XRGB8888" && p.video.queueFrames == 6)
+        #expect(p.video.hardwareRotations == [0] && p.video.format == "XRGB8888" && p.video.queueFrames == 0)
         #expect(p.audio.pcm == "default" && p.audio.sampleRate == 48000 && p.audio.channels == 2)
         #expect(p.audio.bufferTimeMs == 60 && p.audio.periodTimeMs == 10)
         #expect(p.decode.decoders.isEmpty && p.decode.decoderList == nil && p.decode.threads == 0)
