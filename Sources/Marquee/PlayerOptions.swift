@@ -187,8 +187,8 @@ public struct PlayerOptions: Sendable {
     /// fit in 6 MiB, at least 3 (720p: 4 of 1.4 MB; 1080p: 3 of 3.1 MB; SD: 6). More rides out
     /// longer decoder stalls, at a picture's memory each.
     public var videoQueueFrames: Int = 0
-    /// Every this many seconds while a stream plays (and as ``Player/play()`` begins, and at the
-    /// first picture), the process gives back what it holds but playing does not use
+    /// Every this many seconds while a stream plays (and as ``Player/play()`` begins, at the
+    /// first picture, and as ``Player/stop()`` begins its teardown), the process gives back what it holds but playing does not use
     /// (``MemoryUsage/trim()``: the heap's free pages, the code and read-only data that loading,
     /// initialising and opening the stream touched), 1…3600; nil (the default): never. It acts
     /// on the whole process, so it is the process owner's choice: the `marquee` command, a
