@@ -99,7 +99,7 @@ typedef struct mq_player_config {
     const char *_Nullable decoders;
     /// Software decoder threads per track. 0 (auto): one for video up to 1920×1080 at 30 fps
     /// (frame threads would add per-frame hand-over work and pictures held per thread: measured
-    /// at 1080p, 20 MiB and 10 % more CPU), as long as that one keeps well ahead of real time:
+    /// at 1080p, 23 MiB and 7 % more CPU), as long as that one keeps well ahead of real time:
     /// one whose decoding takes over half of the media time it decoded (`decode_busy_limit`,
     /// judged every 2 s of media) is reopened at the next keyframe with libavcodec's frame
     /// threads (one per core and one more), as is video above 1080p30 from the start, and the
