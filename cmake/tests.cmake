@@ -81,7 +81,7 @@ add_test(NAME e2e_wav COMMAND e2e_wav_test
 mq_test(decoder_pref_test)
 add_test(NAME decoder_pref COMMAND decoder_pref_test
   "${MQ_MEDIA}/video.mp4" "${MQ_MEDIA}/video.md5" "${MQ_MEDIA}/tone440.mp4"
-  "${CMAKE_CURRENT_BINARY_DIR}/pref-out")
+  "${CMAKE_CURRENT_BINARY_DIR}/pref-out" "${MQ_MEDIA}/muxed.ts")
 
 set_tests_properties(segment_io demux_decode audio_alloc_wav audio_alloc_alsa_file e2e_wav
   decoder_pref PROPERTIES FIXTURES_REQUIRED media)

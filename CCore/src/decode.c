@@ -121,6 +121,10 @@ static int open_codec(mq_decoder *d)
         mq_event_queue_push(d->p->events, MQ_EVENT_DECODER_FALLBACK, d->t->id, 0, NAN,
                             "%s; using %s", failed, d->codec->codec->name);
     }
+    if (d->want_threads) { // opened with the frame threads judge_busy asked for: kept from now on
+        d->want_threads = false;
+        d->threaded = true;
+    }
     return MQ_OK;
 }
 
@@ -169,11 +173,13 @@ static bool wait_activation(mq_decoder *d)
 
 /* ---- video ---- */
 
-static double frame_duration(mq_decoder *d, const AVFrame *f)
+/// Seconds a picture of `duration` (stream time base, 0: unknown) lasts: else one frame at the
+/// stream's average rate, else 1/25.
+static double picture_seconds(const mq_decoder *d, int64_t duration)
 {
     AVRational tb = d->dmx->st->time_base, fr = d->dmx->st->avg_frame_rate;
-    if (f->pkt_duration > 0)
-        return (double)f->pkt_duration * av_q2d(tb);
+    if (duration > 0)
+        return (double)duration * av_q2d(tb);
     return fr.num > 0 && fr.den > 0 ? 1.0 / av_q2d(fr) : 1.0 / 25;
 }
 
@@ -181,7 +187,7 @@ static int deliver_video(mq_decoder *d, AVFrame *f)
 {
     mq_player *p = d->p;
     int64_t ts = f->pts != AV_NOPTS_VALUE ? f->pts : f->best_effort_timestamp;
-    mq_vframe v = {.duration = frame_duration(d, f)};
+    mq_vframe v = {.duration = picture_seconds(d, f->pkt_duration)};
     v.media_pts = ts != AV_NOPTS_VALUE ? (double)ts * av_q2d(d->dmx->st->time_base) : d->next_pts;
     v.pts = v.media_pts + atomic_load(&d->t->pts_offset);
     d->next_pts = v.media_pts + v.duration;
@@ -351,11 +357,9 @@ static void judge_busy(mq_decoder *d, const AVPacket *pkt, double took)
 {
     if (d->codec->skip_frame != AVDISCARD_DEFAULT)
         return;
-    double dur = pkt->duration > 0 ? (double)pkt->duration * av_q2d(d->dmx->st->time_base) : 0;
-    if (!(dur > 0 && dur < 1)) {
-        AVRational fr = d->dmx->st->avg_frame_rate;
-        dur = fr.num > 0 && fr.den > 0 ? 1.0 / av_q2d(fr) : 1.0 / 25;
-    }
+    double dur = picture_seconds(d, pkt->duration);
+    if (!(dur < 1)) // a packet's duration that is no frame's (a damaged box): one frame instead
+        dur = picture_seconds(d, 0);
     d->busy += took;
     d->busy_media += dur;
     if (d->busy_media < MQ_BUSY_WINDOW)
@@ -377,10 +381,8 @@ static int escalate_threads(mq_decoder *d, const AVPacket *pkt)
     int ret = decode_packet(d, NULL);
     if (ret < 0)
         return ret;
-    d->want_threads = false;
-    d->threaded = true;
     avcodec_free_context(&d->codec);
-    return open_codec(d);
+    return open_codec(d); // (with frame threads: want_threads)
 }
 
 /// Sends `pkt` (NULL: drain) and hands on every frame that comes out. Decoder errors are
@@ -454,12 +456,7 @@ static int session_codec(mq_decoder *d)
     if (keep)
         return MQ_OK;
     avcodec_free_context(&d->codec);
-    int ret = open_codec(d);
-    if (ret >= 0 && d->want_threads) { // asked for at the end of the last session
-        d->want_threads = false;
-        d->threaded = true;
-    }
-    return ret;
+    return open_codec(d); // (with frame threads when judge_busy asked for them)
 }
 
 /// Demuxes and decodes one session (until a boundary, the end, a reset or a failure).

@@ -7,9 +7,9 @@
 //  - malformed lists are refused at create;
 //  - auto threads: a decoder that takes too much of real time (decode_busy_limit) is reopened
 //    with frame threads (the process gains threads) and every picture is still ffmpeg's, none
-//    lost across the switch.
+//    lost across the switch; also on MPEG-TS (another container: keyframes from its parser).
 //
-//   decoder_pref_test <video.mp4> <video.md5> <audio.mp4> <outdir>
+//   decoder_pref_test <video.mp4> <video.md5> <audio.mp4> <outdir> [<muxed.ts>]
 
 #include <dirent.h>
 #include <glob.h>
@@ -141,8 +141,8 @@ static void match_frames(const char *md5_path, const char *tsv, int *presented, 
 
 /// Plays the video three times in a row (discontinuities at 2 s and 4 s: 150 pictures) with
 /// auto threads and `busy_limit`; returns the most threads the process had while it played.
-static int play_threaded(const char *video, const char *md5_path, const char *outdir, const char *name,
-                         double busy_limit, int *presented, int *unmatched)
+static int play_threaded(const char *video, int32_t container, const char *md5_path, const char *outdir,
+                         const char *name, double busy_limit, int *presented, int *unmatched)
 {
     char frames[4096], tsv[4200];
     snprintf(frames, sizeof frames, "frames:%s/%s", outdir, name);
@@ -155,6 +155,7 @@ static int play_threaded(const char *video, const char *md5_path, const char *ou
         return 0;
     int32_t v = 0;
     mq_player_add_track(p, MQ_TRACK_VIDEO, 0, &v);
+    mq_player_set_track_container(p, v, container);
     size_t size = 0;
     uint8_t *bytes = mqt_read_file(video, &size);
     for (int i = 0; i < 3; i++) {
@@ -186,20 +187,30 @@ static int play_threaded(const char *video, const char *md5_path, const char *ou
 
 /// Auto threads: forced to find one thread too slow (a limit no decoder meets), the track
 /// takes frame threads; the pictures are the same as with one thread throughout.
-static void test_auto_threads(const char *video, const char *md5_path, const char *outdir)
+static void test_auto_threads(const char *video, const char *ts, const char *md5_path, const char *outdir)
 {
     mq_player *p = NULL;
     mq_player_config bad = {.decode_busy_limit = 1.5};
     CHECK(mq_player_create(&bad, &p) == MQ_ERR_INVALID_ARGUMENT && !p, "busy limit over 1 refused");
-    int one_presented, one_unmatched, many_presented, many_unmatched;
-    int one = play_threaded(video, md5_path, outdir, "one-thread", 1.0, &one_presented, &one_unmatched);
-    int many = play_threaded(video, md5_path, outdir, "frame-threads", 1e-9, &many_presented, &many_unmatched);
-    printf("auto threads: %d threads at most with one decoder thread, %d after the switch\n", one, many);
+    int one_presented, one_unmatched;
+    int one = play_threaded(video, MQ_CONTAINER_FMP4, md5_path, outdir, "one-thread", 1.0, &one_presented, &one_unmatched);
     CHECK(one_presented >= 145 && one_unmatched == 0, "one thread: %d pictures, %d not ffmpeg's", one_presented, one_unmatched);
-    CHECK(many_presented >= one_presented - 2 && many_unmatched == 0, "frame threads: %d pictures (one thread: %d), %d not ffmpeg's",
-          many_presented, one_presented, many_unmatched);
-    if (sysconf(_SC_NPROCESSORS_ONLN) > 1) // libavcodec's auto count is one thread per core and one more
-        CHECK(many >= one + 2, "frame threads taken: %d threads at most, %d with one decoder thread", many, one);
+    const struct { const char *path, *name; int32_t container; } inputs[] = {
+        {video, "frame-threads", MQ_CONTAINER_FMP4}, {ts, "frame-threads-ts", MQ_CONTAINER_MPEGTS}};
+    for (size_t i = 0; i < sizeof inputs / sizeof *inputs; i++) {
+        if (!inputs[i].path)
+            continue;
+        int presented, unmatched;
+        int many = play_threaded(inputs[i].path, inputs[i].container, md5_path, outdir, inputs[i].name, 1e-9, &presented,
+                                 &unmatched);
+        printf("auto threads (%s): %d threads at most with one decoder thread, %d after the switch\n", inputs[i].name,
+               one, many);
+        CHECK(presented >= one_presented - 2 && unmatched == 0, "%s: %d pictures (one thread: %d), %d not ffmpeg's",
+              inputs[i].name, presented, one_presented, unmatched);
+        if (sysconf(_SC_NPROCESSORS_ONLN) > 1) // libavcodec's auto count is one thread per core and one more
+            CHECK(many >= one + 2, "%s: frame threads taken: %d threads at most, %d with one decoder thread",
+                  inputs[i].name, many, one);
+    }
 }
 
 /// Plays the video twice (two sessions: the second init segment reopens the decoder) with a
@@ -263,11 +274,11 @@ static void test_player(const char *video, const char *md5_path, const char *out
 int main(int argc, char **argv)
 {
     if (argc < 5) {
-        fprintf(stderr, "usage: decoder_pref_test <video.mp4> <video.md5> <audio.mp4> <outdir>\n");
+        fprintf(stderr, "usage: decoder_pref_test <video.mp4> <video.md5> <audio.mp4> <outdir> [<muxed.ts>]\n");
         return 2;
     }
     test_selection(argv[1], argv[3]);
     test_player(argv[1], argv[2], argv[4]);
-    test_auto_threads(argv[1], argv[2], argv[4]);
+    test_auto_threads(argv[1], argc > 5 ? argv[5] : NULL, argv[2], argv[4]);
     return mqt_done("decoder_pref_test");
 }

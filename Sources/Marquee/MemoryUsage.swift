@@ -1,3 +1,4 @@
+import Logging
 import MarqueeBridge
 import MarqueeStreaming
 #if canImport(Glibc)
@@ -37,7 +38,7 @@ public struct MemoryUsage: Sendable, Hashable {
     /// dynamic loader, initialisers, the kernel mapping 64 KiB around every first touch). Those
     /// pages stay in the page cache: a page used again comes back with a minor fault, no disk
     /// read; writable data is never touched. A player trims the process as it starts playing, at
-    /// its first picture and then periodically when ``PlayerOptions/memoryTrimInterval`` says so;
+    /// its first picture, as it stops and periodically when ``PlayerOptions/memoryTrimInterval`` says so;
     /// call it after other one-off work (a report, a big parse). Takes a few milliseconds, and
     /// every thread then faults back in the pages it uses: call it seldom. glibc only (0
     /// elsewhere).
@@ -45,6 +46,13 @@ public struct MemoryUsage: Sendable, Hashable {
     public static func trim() -> Int {
         lastTrim.withLock { $0 = Monotonic.now() }
         return CoreHandle.trimMemory()
+    }
+
+    /// A player's trim at a moment of its life (`play`, `first frame`, `stop`), logged at debug.
+    /// (Trimmed before logging: a log message's metadata is built only at its level.)
+    static func trim(at moment: String, logger: Logger) {
+        let released = trim()
+        logger.debug("memory trimmed", metadata: ["at": "\(moment)", "released": "\(released >> 10) KiB"])
     }
 
     /// When the process was last trimmed (monotonic seconds; 0: never).

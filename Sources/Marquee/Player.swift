@@ -231,10 +231,7 @@ public final class Player: Sendable {
         let startMono = Monotonic.now()
         do throws(PlayerError) {
             // What loading and initialising left resident goes before the stream's own work.
-            if options.memoryTrimInterval != nil {
-                let released = MemoryUsage.trim()
-                logger.debug("memory trimmed", metadata: ["at": "play", "released": "\(released >> 10) KiB"])
-            }
+            if options.memoryTrimInterval != nil { MemoryUsage.trim(at: "play", logger: logger) }
             let core = try openOutputs(options)
             let session: PlaybackSession
             do {
@@ -972,10 +969,7 @@ public final class Player: Sendable {
         }
         // The teardown runs code that never ran while playing: with trimming on, what playing
         // kept resident goes first, so the process's peak stays the one it had while playing.
-        if core != nil, options.memoryTrimInterval != nil {
-            let released = MemoryUsage.trim()
-            logger.debug("memory trimmed", metadata: ["at": "stop", "released": "\(released >> 10) KiB"])
-        }
+        if core != nil, options.memoryTrimInterval != nil { MemoryUsage.trim(at: "stop", logger: logger) }
         supervisor?.cancel()
         task?.cancel()
         await task?.value

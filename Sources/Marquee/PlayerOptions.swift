@@ -188,8 +188,8 @@ public struct PlayerOptions: Sendable {
     /// longer decoder stalls, at a picture's memory each.
     public var videoQueueFrames: Int = 0
     /// Every this many seconds while a stream plays (and as ``Player/play()`` begins, at the
-    /// first picture, and as ``Player/stop()`` begins its teardown), the process gives back what it holds but playing does not use
-    /// (``MemoryUsage/trim()``: the heap's free pages, the code and read-only data that loading,
+    /// first picture, and as ``Player/stop()`` begins its teardown), the process gives back
+    /// what it holds but playing does not use (``MemoryUsage/trim()``: the heap's free pages, the code and read-only data that loading,
     /// initialising and opening the stream touched), 1…3600; nil (the default): never. It acts
     /// on the whole process, so it is the process owner's choice: the `marquee` command, a
     /// player process of its own, sets 10. (720p30 headless: resident 81 → 57–61 MiB. A page

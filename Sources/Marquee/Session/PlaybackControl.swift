@@ -44,12 +44,8 @@ extension PlaybackSession {
             let seconds = (core.status()?.firstFrameMono ?? Monotonic.now()) - startMono
             events.send(.firstFrame(seconds: seconds))
             logger.info("first frame", metadata: ["seconds": "\(String(format: "%.3f", seconds))"])
-            if memoryTrimInterval != nil {
-                // What opening the stream and its decoders used once. (Trimmed before logging:
-                // a log message's metadata is built only at its level.)
-                let released = MemoryUsage.trim()
-                logger.debug("memory trimmed", metadata: ["at": "first frame", "released": "\(released >> 10) KiB"])
-            }
+            // What opening the stream and its decoders used once.
+            if memoryTrimInterval != nil { MemoryUsage.trim(at: "first frame", logger: logger) }
         case .ended:
             setState(.ended)
             events.send(.ended)
