@@ -24,6 +24,8 @@ import MarqueeStreaming
 ///
 /// Media segments (and static media files) are answered `Cache-Control: public, max-age=60`
 /// with their SHA-256 in `Repr-Digest` (RFC 9530); manifests and everything else `no-store`.
+/// A media segment's `Range: bytes=` (one range) is answered 206 with those bytes (paced by
+/// `bw_` from the range's first byte; the digest stays the whole segment's), 416 past its end.
 /// - SNTP on UDP (``sntpServerPort``), listed in a manifest by the `utc_ntp` option.
 ///
 /// The server is HummingbirdCore's HTTP/1 server driven directly (not `Application`;

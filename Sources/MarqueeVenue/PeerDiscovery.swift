@@ -22,6 +22,27 @@ final class PeerDiscovery: Sendable {
         var processes: [Process] = []
         var names: [String: PeerAddress] = [:]
         var pending = Data()
+        /// What ``start`` waits for before `settled`: the first look over, this box's own
+        /// service established (or its publisher gone).
+        var lookedOnce = false
+        var published = false
+        var settled = false
+    }
+
+    /// Seconds after this box's service is established during which the boxes that published
+    /// at the same moment (a venue starting together) are still being found.
+    static let publishedGrace = 0.3
+
+    /// Records one of the two things settling waits for; calls `settled` once both are there.
+    private func progress(lookedOnce: Bool = false, published: Bool = false, settled: @Sendable () -> Void) {
+        let now = state.withLock { s -> Bool in
+            s.lookedOnce = s.lookedOnce || lookedOnce
+            s.published = s.published || published
+            guard s.lookedOnce, s.published, !s.settled else { return false }
+            s.settled = true
+            return true
+        }
+        if now { settled() }
     }
 
     init(logger: Logger) {
@@ -30,7 +51,9 @@ final class PeerDiscovery: Sendable {
 
     /// Publishes `box` on `port` and follows the others, handing each found or lost peer on.
     /// `settled` is called once the services already there have been looked up (a first browse
-    /// that ends when the daemon has answered for now), or at once without discovery.
+    /// that ends when the daemon has answered for now) and this box's own service is established
+    /// (plus ``publishedGrace``: boxes started together publish together, after the first look
+    /// may already have ended), or at once without discovery.
     func start(
         box: String, port: Int, found: @escaping @Sendable (PeerAddress) -> Void, lost: @escaping @Sendable (PeerAddress) -> Void,
         settled: @escaping @Sendable () -> Void
@@ -52,14 +75,27 @@ final class PeerDiscovery: Sendable {
             if let self {
                 for line in String(decoding: data, as: UTF8.self).split(separator: "\n") { self.handle(String(line), found: found, lost: lost) }
             }
-            settled()
+            self?.progress(lookedOnce: true, settled: settled)
         }
-        do { try first.run() } catch { settled() }
+        do { try first.run() } catch { progress(lookedOnce: true, settled: settled) }
         let publisher = Process()
         publisher.executableURL = publish
         publisher.arguments = ["-s", box, Self.serviceType, "\(port)", "box=\(box)"]
-        publisher.standardOutput = FileHandle.nullDevice
-        publisher.standardError = FileHandle.nullDevice
+        // "Established under name '…'" once the daemon has probed the name and announced it.
+        let publisherPipe = Pipe()
+        publisher.standardOutput = publisherPipe
+        publisher.standardError = publisherPipe
+        publisherPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            guard !data.isEmpty else {
+                handle.readabilityHandler = nil
+                self?.progress(published: true, settled: settled)  // the publisher is gone: nothing to wait for
+                return
+            }
+            guard String(decoding: data, as: UTF8.self).contains("Established under name") else { return }
+            guard let self else { return }
+            DispatchQueue.global().asyncAfter(deadline: .now() + Self.publishedGrace) { [self] in self.progress(published: true, settled: settled) }
+        }
         let browser = Process()
         browser.executableURL = browse
         // -r resolve, -p parsable, -k no name decoding, no -t: keeps following.
@@ -83,6 +119,7 @@ final class PeerDiscovery: Sendable {
         } catch {
             logger.notice("venue: no DNS-SD discovery (\(error)): the configured peers only")
             if publisher.isRunning { publisher.terminate() }
+            progress(published: true, settled: settled)
         }
     }
 

@@ -52,11 +52,12 @@ final class PeerNetwork: Sendable {
     /// first hellos.
     static let settling = 2.0
 
-    /// Discovery has begun its first look (``settle()`` waits for it) / has ended it.
+    /// Discovery has begun its first look (``settle()`` waits for it) / has ended it and this
+    /// box's own service is announced (``PeerDiscovery/start(box:port:found:lost:settled:)``).
     func discovering(_ on: Bool) { state.withLock { $0.discovering = on } }
 
-    /// Right after the start, until discovery's first look is over and every peer known then
-    /// answered once, or ``settling`` passed: boxes of a
+    /// Right after the start, until discovery has settled and every peer known then answered
+    /// once, or ``settling`` passed: boxes of a
     /// venue start together (after a power cut), and without this every box would fetch the
     /// first segments from the CDN itself, all at once.
     func settle() async {
@@ -241,7 +242,8 @@ final class PeerNetwork: Sendable {
     /// deadline. A peer relaying the CDN for this segment (it owns it and fetches it now) is
     /// waited for while bytes keep coming (a second without one ends it), up to
     /// max(deadline, ``relayWait``): its pace is the uplink's, which going to the CDN as well
-    /// would only share.
+    /// would only share. A relay cut short (the owner killed mid-transfer) is finished from the
+    /// CDN with a range request for the rest, when the CDN's SHA-256 can check the whole.
     func fetch(_ url: URL, from peer: PeerAddress, deadline: Double, into transfer: Transfer, proxy: VenueProxy) async -> PeerOutcome {
         guard let path = ProxyPath.path(for: url) else { return .declined }
         let peerURL = "http://\(peer)\(Self.prefix)\(path.dropFirst(ProxyPath.prefix.count))"
@@ -273,21 +275,28 @@ final class PeerNetwork: Sendable {
                     }
                 }
             } catch {
-                return .failure(PeerFailure("cut short after \(body.readableBytes) bytes: \(error)", gone: true))
+                let partial = relaying && body.readableBytes > 0 ? body : nil
+                return .failure(PeerFailure("cut short after \(body.readableBytes) bytes: \(error)", gone: true, partial: partial))
             }
             return .success((response.headers.map { ($0.name, $0.value) }, body))
         } ?? .failure(PeerFailure(String(format: "not complete within %.2f s", cap)))
-        let got: (headers: [(String, String)], body: ByteBuffer)
+        var got: (headers: [(String, String)], body: ByteBuffer)
+        var fromCDN = 0
         switch outcome {
         case .success(let value): got = value
         case .failure(let failure):
             logger.info("venue: \(url.lastPathComponent) from peer \(peer): \(failure.why)")
-            if failure.gone {
-                // Not asked again until it answers a hello: the boxes re-agree on owners without it.
-                state.withLock { $0.peers[peer]?.lastAnswer = nil }
-                return .gone
-            }
-            return .declined
+            guard failure.gone else { return .declined }
+            // Not asked again until it answers a hello: the boxes re-agree on owners without it.
+            state.withLock { $0.peers[peer]?.lastAnswer = nil }
+            // A relay cut short (the owner died or lost its link): the rest from the CDN at once,
+            // when the CDN's digest can vouch for the whole.
+            guard let partial = failure.partial, await said?.sha256 != nil,
+                let rest = await resume(url, after: partial, limit: limit, seconds: max(0.5, cap - (Monotonic.now() - started)))
+            else { return .gone }
+            got = (rest.headers, rest.body)
+            fromCDN = rest.fromCDN
+            proxy.stats.withLock { $0.peerFallbacks += 1 }
         }
         guard let description = await said else {
             logger.info("venue: the CDN did not describe \(url.lastPathComponent): the peer's bytes cannot be checked")
@@ -306,10 +315,13 @@ final class PeerNetwork: Sendable {
             ban(peer, why: "\(url.lastPathComponent): \(why)")
             return .gone  // every box that asked it now asks the same next owner: the CDN once
         }
-        var headers = VenueProxy.kept(got.headers).filter { $0.0.lowercased() != "marquee-source" && $0.0.lowercased() != "content-length" }
+        var headers = VenueProxy.kept(got.headers).filter { !["marquee-source", "content-length", "content-range"].contains($0.0.lowercased()) }
         headers.append(("Content-Length", "\(got.body.readableBytes)"))
         transfer.receive(head: TransferHead(status: 200, reason: "OK", headers: headers, url: url))
-        proxy.stats.withLock { $0.bytesFromPeers += Int64(got.body.readableBytes) }
+        proxy.stats.withLock {
+            $0.bytesFromPeers += Int64(got.body.readableBytes - fromCDN)
+            $0.bytesFromCDN += Int64(fromCDN)
+        }
         transfer.receive(chunk: got.body)
         transfer.finish(.success(()))
         logger.debug("venue: \(url.lastPathComponent) from \(peer), \(got.body.readableBytes) bytes in \(String(format: "%.3f", Monotonic.now() - started)) s")
@@ -327,10 +339,35 @@ final class PeerNetwork: Sendable {
     struct PeerFailure: Error {
         var why: String
         var gone = false
-        init(_ why: String, gone: Bool = false) {
+        /// What a relaying peer sent before it was cut short.
+        var partial: ByteBuffer?
+        init(_ why: String, gone: Bool = false, partial: ByteBuffer? = nil) {
             self.why = why
             self.gone = gone
+            self.partial = partial
         }
+    }
+
+    /// The rest of a body a relaying peer cut short, from the CDN (`Range: bytes=<n>-`): the
+    /// peer's bytes and the CDN's together (checked whole against the CDN's digest afterwards), or
+    /// the CDN's whole body when it ignores the range; nil without an answer within `seconds`
+    /// (the next owner, then the CDN, as for a peer that is gone). `fromCDN`: the bytes the CDN sent.
+    private func resume(_ url: URL, after partial: ByteBuffer, limit: Int, seconds: Double) async
+        -> (headers: [(String, String)], body: ByteBuffer, fromCDN: Int)?
+    {
+        let have = partial.readableBytes
+        let fetcher = HTTPFetcher(client: cdn, headers: [("Range", "bytes=\(have)-")])
+        guard let answer = try? await fetcher.get(url, timeout: .milliseconds(Int(seconds * 1000)), maxBytes: limit) else {
+            logger.info("venue: \(url.lastPathComponent): the CDN did not send the rest in time")
+            return nil
+        }
+        if answer.status == 200 { return (answer.headers, answer.body, answer.body.readableBytes) }
+        guard answer.status == 206, let range = answer.header("Content-Range"), range.hasPrefix("bytes \(have)-") else { return nil }
+        var body = partial
+        var rest = answer.body
+        body.writeBuffer(&rest)
+        logger.info("venue: \(url.lastPathComponent): \(have) bytes from the peer, the other \(answer.body.readableBytes) from the CDN")
+        return (answer.headers, body, answer.body.readableBytes)
     }
 
     /// The CDN's word on `url` (a HEAD), nil without an answer in time.

@@ -34,7 +34,10 @@ import NIOHTTP1
 /// - **Peers** (``SharingPolicy``): each segment has an owner among the boxes that answer
 ///   (rendezvous hashing on its URL); a box that is not the owner asks it first, under a
 ///   deadline from the player's buffer, and uses nothing from it before it is verified
-///   (``PeerNetwork``); the owner fetches from the CDN once for all.
+///   (``PeerNetwork``); the owner fetches from the CDN once for all. A relay cut short is
+///   finished from the CDN with a range request for the rest.
+/// - **Starting together**: for up to 2 s after the start, manifests and segments wait until
+///   the venue is found (``PeerNetwork/settle()``): its boxes then fetch the first segments once.
 public final class VenueProxy: Sendable {
     public let configuration: VenueConfiguration
     let logger: Logger
@@ -228,6 +231,10 @@ public final class VenueProxy: Sendable {
             }
             return Self.stored(object, source: "store")
         }
+        // Right after the start, a manifest waits until the venue is found as well (segments wait
+        // in the transfer): the player then plans its first segments from a manifest as fresh as
+        // the moment they can be shared, not one read before a wait of up to 2 s.
+        if manifest { await peers.settle() }
         let deadline = peerDeadline(headers, query: url.query)
         let (transfer, joined) = transfer(for: url, key: key, manifest: manifest, askPeers: !manifest, peerDeadline: deadline)
         if joined { stats.withLock { $0.coalesced += 1 } }

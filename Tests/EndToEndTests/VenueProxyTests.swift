@@ -34,8 +34,8 @@ import Testing
     }
 
     /// A segment of `generated`'s video that the origin has published (`back` segments behind the edge).
-    static func segmentURL(_ origin: Origin, back: Int = 3, options: [String] = []) -> URL {
-        let number = Int(Date().timeIntervalSince1970 / 2) - back
+    static func segmentURL(_ origin: Origin, back: Int = 3, options: [String] = [], number: Int? = nil) -> URL {
+        let number = number ?? Int(Date().timeIntervalSince1970 / 2) - back
         let base = origin.manifestURL(asset: "generated", options: options).deletingLastPathComponent()
         return base.appendingPathComponent("0/\(number).m4s")
     }
@@ -169,9 +169,10 @@ import Testing
         // A well-formed 200 of half the segment: the client gets what the origin sent (judging it
         // is the player's), but the proxy does not keep it (its hash is not the origin's
         // Repr-Digest): the next request goes upstream again and is whole.
-        let half = Self.segmentURL(origin, options: ["truncate_100"])
+        let number = Int(Date().timeIntervalSince1970 / 2) - 3  // (one segment for both, whatever the time between)
+        let half = Self.segmentURL(origin, options: ["truncate_100"], number: number)
         let first = try await Self.get(try proxy.localURL(for: half))
-        let whole = try await Self.get(Self.segmentURL(origin))
+        let whole = try await Self.get(Self.segmentURL(origin, number: number))
         #expect(sha256Hex(first) == sha256Hex(Array(whole.prefix(whole.count / 2))))
         let before = try await Self.originBytes(origin)
         #expect(sha256Hex(try await Self.get(try proxy.localURL(for: half))) == sha256Hex(whole))

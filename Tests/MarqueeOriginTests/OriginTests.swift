@@ -80,6 +80,34 @@ struct OriginTests {
         #expect(try await fetch(early.appendingPathComponent("0/\(UInt64(now() / 2) + 2).m4s"), method: .HEAD).status == 200)
     }
 
+    @Test("a byte range of a segment is a 206 of those bytes (paced by bw_ from its first byte), past the end a 416")
+    func byteRanges() async throws {
+        let origin = try await SharedOrigin.shared.get()
+        let n = UInt64(now() / 2) - 2
+        let url = origin.manifestURL(asset: "generated").deletingLastPathComponent().appendingPathComponent("0/\(n).m4s")
+        let whole = try await fetch(url)
+        #expect(whole.status == 200 && whole.headers.first(name: "Accept-Ranges") == "bytes")
+        let total = whole.body.count
+        let tail = try await fetch(url, headers: [("Range", "bytes=1000-")])
+        #expect(tail.status == 206 && tail.body == Array(whole.body[1000...]))
+        #expect(tail.headers.first(name: "Content-Range") == "bytes 1000-\(total - 1)/\(total)")
+        #expect(tail.headers.first(name: "Repr-Digest") == whole.headers.first(name: "Repr-Digest"), "the digest is the whole segment's")
+        let middle = try await fetch(url, headers: [("Range", "bytes=10-19")])
+        #expect(middle.status == 206 && middle.body == Array(whole.body[10...19]))
+        let suffix = try await fetch(url, headers: [("Range", "bytes=-100")])
+        #expect(suffix.status == 206 && suffix.body == Array(whole.body[(total - 100)...]))
+        let past = try await fetch(url, headers: [("Range", "bytes=\(total)-")])
+        #expect(past.status == 416 && past.headers.first(name: "Content-Range") == "bytes */\(total)")
+        #expect(try await fetch(url, headers: [("Range", "bytes=0-1,5-9")]).body == whole.body, "several ranges: the whole body")
+        // At 800 kbit/s (100 kB/s) the whole takes seconds; its last 50 kB about half a second.
+        let slow = origin.manifestURL(asset: "generated", options: ["bw_800"]).deletingLastPathComponent().appendingPathComponent("0/\(n).m4s")
+        let started = Date()
+        let end = try await fetch(slow, headers: [("Range", "bytes=\(total - 50_000)-")])
+        let took = Date().timeIntervalSince(started)
+        #expect(end.status == 206 && end.body == Array(whole.body[(total - 50_000)...]))
+        #expect(took > 0.3 && took < 1.5, "50 kB at 100 kB/s took \(took) s")
+    }
+
     @Test("a low-latency segment requested early arrives chunk by chunk, each chunk when produced")
     func chunkedDelivery() async throws {
         let origin = try await SharedOrigin.shared.get()

@@ -48,9 +48,10 @@ struct Fetched {
     var text: String { String(decoding: body, as: UTF8.self) }
 }
 
-func fetch(_ url: URL, method: HTTPMethod = .GET) async throws -> Fetched {
+func fetch(_ url: URL, method: HTTPMethod = .GET, headers: [(String, String)] = []) async throws -> Fetched {
     var request = HTTPClientRequest(url: url.absoluteString)
     request.method = method
+    for (name, value) in headers { request.headers.add(name: name, value: value) }
     let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
     var body = try await response.body.collect(upTo: 64 << 20)
     return Fetched(status: Int(response.status.code), headers: response.headers, body: body.readBytes(length: body.readableBytes) ?? [])

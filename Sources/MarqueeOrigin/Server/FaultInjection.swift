@@ -144,7 +144,7 @@ extension OriginResponder {
         } else if faults.strikes(.endless, key) {
             reply.ending = .endless
         } else if faults.strikes(.trickle, key) {
-            reply.schedule = limited(reply.body.count, kbps: faults.trickleKbps, schedule: reply.schedule, now: now)
+            reply.limit(faults.trickleKbps)
         } else if faults.strikes(.stall, key) {
             reply.ending = .stall(at: half)
         } else if faults.strikes(.silent, key) {

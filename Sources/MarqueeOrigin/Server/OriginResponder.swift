@@ -39,7 +39,14 @@ struct OriginResponder: Sendable {
         var ending = Ending.complete
         /// A media segment (or a static media file): answered cacheable (`public, max-age=60`)
         /// with its SHA-256 (`Repr-Digest`, RFC 9530), which a venue proxy checks peers' bytes against.
+        /// A `Range` of it is answered 206 (one range; ``OriginResponder/partial(_:range:)``).
         var media = false
+        /// The most the body is sent at (kbit/s: `bw_`, the trickle fault), paced as it is
+        /// answered (after a range is cut from it).
+        var kbps: Double?
+        /// A 206's (or 416's) `Content-Range`, and the whole body its `Repr-Digest` is of.
+        var contentRange: String?
+        var whole: [UInt8]?
 
         enum Ending: Equatable {
             case complete
@@ -52,6 +59,8 @@ struct OriginResponder: Sendable {
             /// connection held open) for ``stallSeconds``, then it is closed.
             case stall(at: Int)
         }
+
+        mutating func limit(_ kbps: Double) { self.kbps = min(self.kbps ?? kbps, kbps) }
 
         init(_ status: HTTPResponse.Status, _ text: String = "", clock: OriginClock = OriginClock()) {
             self.status = status
@@ -104,19 +113,25 @@ struct OriginResponder: Sendable {
             let wait = min(3600, until - reply.clock.now())
             if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(wait * 1000))) }
         }
+        if reply.media, reply.status == .ok, reply.ending == .complete, request.method == .get, let range = request.headers[.range] {
+            reply = Self.partial(reply, range: range)
+        }
+        if let kbps = reply.kbps { reply.schedule = Self.limited(reply.body.count, kbps: kbps, schedule: reply.schedule, now: reply.clock.now()) }
         var headers = HTTPFields()
         headers[.contentType] = reply.contentType
         headers[.date] = OriginClock.httpDate(reply.clock.now())
         headers[.accessControlAllowOrigin] = "*"
-        if reply.media, reply.status == .ok {
+        if reply.media, reply.status == .ok || reply.status == .partialContent {
             headers[.cacheControl] = "public, max-age=60"
-            headers[HTTPField.Name("Repr-Digest")!] = "sha-256=:\(Data(SHA256.hash(data: reply.body)).base64EncodedString()):"
+            headers[.acceptRanges] = "bytes"
+            headers[HTTPField.Name("Repr-Digest")!] = "sha-256=:\(Data(SHA256.hash(data: reply.whole ?? reply.body)).base64EncodedString()):"
         } else {
             headers[.cacheControl] = "no-store"
         }
         if let etag = reply.etag { headers[.eTag] = etag }
         if let modified = reply.lastModified { headers[.lastModified] = modified }
         if let location = reply.location { headers[.location] = location }
+        if let contentRange = reply.contentRange { headers[.contentRange] = contentRange }
         let response: Response
         if reply.schedule != nil || reply.ending != .complete, request.method == .get {
             let schedule = reply.schedule ?? [(0..<reply.body.count, 0)]
@@ -133,6 +148,43 @@ struct OriginResponder: Sendable {
         let line: Logger.Message = "\(request.method) \(path)\(request.uri.query.map { "?" + $0 } ?? "") -> \(reply.status.code) (\(reply.body.count) bytes, \(elapsed))"
         if reply.status.code >= 500 { logger.warning(line) } else { logger.debug(line) }
         return request.method == .head ? response.createHeadResponse() : response
+    }
+
+    /// `reply` (a whole media body) cut to one `bytes=` range (RFC 9110 §14: `a-b`, `a-`, `-n`):
+    /// 206 with its `Content-Range`; 416 when the range starts past the end; the whole body (200)
+    /// for anything else (several ranges, another unit, a malformed value), as a server may.
+    static func partial(_ reply: Reply, range: String) -> Reply {
+        let total = reply.body.count
+        let value = range.trimmingCharacters(in: .whitespaces)
+        guard value.lowercased().hasPrefix("bytes="), !value.contains(",") else { return reply }
+        let spec = value.dropFirst("bytes=".count).split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard spec.count == 2 else { return reply }
+        let first = Int(spec[0].trimmingCharacters(in: .whitespaces)), last = Int(spec[1].trimmingCharacters(in: .whitespaces))
+        var lower: Int, upper: Int
+        switch (first, last) {
+        case (let a?, let b?) where a <= b: (lower, upper) = (a, min(b, total - 1))
+        case (let a?, nil) where spec[1].isEmpty: (lower, upper) = (a, total - 1)
+        case (nil, let n?) where spec[0].isEmpty && n > 0: (lower, upper) = (max(0, total - n), total - 1)
+        default: return reply
+        }
+        var cut = reply
+        guard lower < total else {
+            cut.status = .rangeNotSatisfiable
+            cut.body = []
+            cut.media = false
+            cut.contentRange = "bytes */\(total)"
+            return cut
+        }
+        cut.status = .partialContent
+        cut.whole = reply.body
+        cut.body = Array(reply.body[lower...upper])
+        cut.contentRange = "bytes \(lower)-\(upper)/\(total)"
+        // Low-latency chunks keep their times: the range's bytes go out as they are produced.
+        cut.schedule = reply.schedule?.compactMap { piece in
+            let bytes = piece.bytes.clamped(to: lower..<upper + 1)
+            return bytes.isEmpty ? nil : ((bytes.lowerBound - lower)..<(bytes.upperBound - lower), piece.at)
+        }
+        return cut
     }
 
     /// A body written piece by piece as the clock reaches each piece's time (chunked), then ended
@@ -291,7 +343,7 @@ struct OriginResponder: Sendable {
             let loopStart90k = loopStart / scale * rate + loopStart % scale * rate / scale  // no overflow
             var reply = Reply(bytes: TransportStreamTimestamps.shifted(bytes, by: loopStart90k), contentType: mime, clock: clock)
             reply.media = true
-            if let kbps = options.bandwidth(at: clock.now()) { reply.schedule = Self.limited(reply.body.count, kbps: kbps, schedule: reply.schedule, now: clock.now()) }
+            if let kbps = options.bandwidth(at: clock.now()) { reply.limit(kbps) }
             return reply
         } catch {
             return Reply(.internalServerError, error.description, clock: clock)
@@ -357,7 +409,7 @@ struct OriginResponder: Sendable {
                 let chunks = try MediaSegmentTiming.chunks(MP4Reader(bytes: reply.body, name: vod.file), track: rep.track)
                 reply.schedule = chunks.map { ($0.bytes, wall(live.mediaTime + $0.end)) }
             }
-            if let kbps = options.bandwidth(at: now) { reply.schedule = Self.limited(reply.body.count, kbps: kbps, schedule: reply.schedule, now: now) }
+            if let kbps = options.bandwidth(at: now) { reply.limit(kbps) }
             return reply
         } catch {
             return Reply(.internalServerError, error.description, clock: clock)
