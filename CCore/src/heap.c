@@ -98,3 +98,17 @@ int mq_memory_trim(int64_t *released)
     return MQ_ERR_UNSUPPORTED;
 #endif
 }
+
+int mq_memory_map_large_blocks(size_t threshold)
+{
+#ifdef __GLIBC__
+    if (threshold == 0)
+        threshold = (size_t)128 << 10;
+    if (threshold > (size_t)32 << 20) // glibc's own ceiling (HEAP_MAX_SIZE / 2 on 64-bit)
+        return MQ_ERR_INVALID_ARGUMENT;
+    return mallopt(M_MMAP_THRESHOLD, (int)threshold) == 1 ? MQ_OK : MQ_ERR_INVALID_ARGUMENT;
+#else
+    (void)threshold;
+    return MQ_ERR_UNSUPPORTED;
+#endif
+}

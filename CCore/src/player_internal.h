@@ -23,10 +23,10 @@
 #define MQ_PCM_BLOCK_FRAMES 2048
 #define MQ_OUT_BLOCKS 8u          // the tempo stage's output ring: short, so a new rate is heard soon
 #define MQ_OUT_BLOCK_FRAMES 1024
-// Default video queue (video_queue_frames 0): up to 6 pictures, as many as fit in 6 MiB, at
-// least 3 (720p: 4 of 1.4 MB; 1080p: 3 of 3.1 MB; SD: 6).
+// Default video queue (video_queue_frames 0): up to 6 pictures, as many as fit in 4.5 MiB, at
+// least 3 (720p: 3 of 1.4 MB; 1080p: 3 of 3.1 MB; SD: 6).
 #define MQ_VIDEO_QUEUE_FRAMES 6
-#define MQ_VIDEO_QUEUE_BYTES ((size_t)6 << 20)
+#define MQ_VIDEO_QUEUE_BYTES ((size_t)9 << 19)
 
 typedef struct mq_player mq_player;
 

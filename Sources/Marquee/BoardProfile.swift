@@ -25,7 +25,7 @@ public struct BoardProfile: Sendable, Hashable, Codable {
         /// DRM fourcc of the scan-out buffers (`XRGB8888`).
         public var format: String = "XRGB8888"
         /// Decoded pictures queued ahead of presentation, 2…240 (C: `video_queue_frames`); 0
-        /// (auto): as many of up to 6 as fit in 6 MiB, at least 3 (``PlayerOptions/videoQueueFrames``).
+        /// (auto): as many of up to 6 as fit in 4.5 MiB, at least 3 (``PlayerOptions/videoQueueFrames``).
         public var queueFrames: Int = 0
 
         /// The defaults: DRM on the first connected connector of the first card, primary plane,

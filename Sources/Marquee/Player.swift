@@ -231,7 +231,10 @@ public final class Player: Sendable {
         let startMono = Monotonic.now()
         do throws(PlayerError) {
             // What loading and initialising left resident goes before the stream's own work.
-            if options.memoryTrimInterval != nil { MemoryUsage.trim(at: "play", logger: logger) }
+            if options.memoryTrimInterval != nil {
+                MemoryUsage.mapLargeBlocks()
+                MemoryUsage.trim(at: "play", logger: logger)
+            }
             let core = try openOutputs(options)
             let session: PlaybackSession
             do {

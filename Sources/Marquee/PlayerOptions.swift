@@ -184,7 +184,7 @@ public struct PlayerOptions: Sendable {
     /// `main`, HLS `DEFAULT=YES`), else the first.
     public var audioLanguage: String?
     /// Decoded pictures queued ahead of presentation, 2…240; 0 (auto): as many of up to 6 as
-    /// fit in 6 MiB, at least 3 (720p: 4 of 1.4 MB; 1080p: 3 of 3.1 MB; SD: 6). More rides out
+    /// fit in 4.5 MiB, at least 3 (720p: 3 of 1.4 MB; 1080p: 3 of 3.1 MB; SD: 6). More rides out
     /// longer decoder stalls, at a picture's memory each.
     public var videoQueueFrames: Int = 0
     /// Every this many seconds while a stream plays (and as ``Player/play()`` begins, at the
@@ -192,7 +192,9 @@ public struct PlayerOptions: Sendable {
     /// what it holds but playing does not use (``MemoryUsage/trim()``: the heap's free pages, the code and read-only data that loading,
     /// initialising and opening the stream touched), 1…3600; nil (the default): never. It acts
     /// on the whole process, so it is the process owner's choice: the `marquee` command, a
-    /// player process of its own, sets 10. (720p30 headless: resident 81 → 57–61 MiB. A page
+    /// player process of its own, sets 10. With it set, heap blocks of 128 KiB or more (segment
+    /// bodies, demuxer buffers) are also mapped on their own and given back as they are freed
+    /// (``MemoryUsage/mapLargeBlocks()``). (720p30 headless: resident 81 → 57–61 MiB. A page
     /// used again comes back with a minor fault; a trim costs about 3 ms of CPU, most of it
     /// those faults. Several players in one process trim at most once per interval.)
     public var memoryTrimInterval: Double?

@@ -234,6 +234,11 @@ package final class CoreHandle: Sendable {
         return Int(released)
     }
 
+    /// Heap blocks of 128 KiB or more mapped on their own, given back when freed
+    /// (`mq_memory_map_large_blocks`); false where unsupported.
+    @discardableResult
+    package static func mapLargeBlocks() -> Bool { mq_memory_map_large_blocks(0) == 0 }
+
     /// Pushes an init segment; the core keeps a copy to resume on after a damaged segment
     /// (`mq_player_push_init`).
     package func pushInit(track: Int32, bytes: UnsafeRawBufferPointer) throws(CoreError) {

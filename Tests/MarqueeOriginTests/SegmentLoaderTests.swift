@@ -76,7 +76,10 @@ struct SegmentLoaderTests {
         let began = Monotonic.now()
         let outcome = await loader.load(Self.request(stream.segment(999_999, rep: "0", [])), into: &sink, context: Self.context(lateAfter: 1))
         let seconds = Monotonic.now() - began
-        #expect(sink.tries >= 3 && seconds >= 1 && seconds < 2, "\(sink.tries) tries in \(seconds) s")
+        // Asked again (every 0.15–0.3 s) until late at 1 s, then given up: not before, and not
+        // much after (a try under way when it became late; beside other suites a 404 on loopback
+        // was seen to take 0.5 s).
+        #expect(sink.tries >= 2 && seconds >= 1 && seconds < 3, "\(sink.tries) tries in \(seconds) s")
         guard case .skipped(let error, let partial) = outcome else {
             Issue.record("\(outcome)")
             return
