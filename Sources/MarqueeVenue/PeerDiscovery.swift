@@ -27,6 +27,7 @@ final class PeerDiscovery: Sendable {
         var lookedOnce = false
         var published = false
         var settled = false
+        var publisherOutput = Data()
     }
 
     /// Seconds after this box's service is established during which the boxes that published
@@ -92,8 +93,13 @@ final class PeerDiscovery: Sendable {
                 self?.progress(published: true, settled: settled)  // the publisher is gone: nothing to wait for
                 return
             }
-            guard String(decoding: data, as: UTF8.self).contains("Established under name") else { return }
             guard let self else { return }
+            // (its output kept until then: the line may come in two reads)
+            let heard = self.state.withLock { s -> Bool in
+                s.publisherOutput.append(data)
+                return String(decoding: s.publisherOutput, as: UTF8.self).contains("Established under name")
+            }
+            guard heard else { return }
             DispatchQueue.global().asyncAfter(deadline: .now() + Self.publishedGrace) { [self] in self.progress(published: true, settled: settled) }
         }
         let browser = Process()
