@@ -249,4 +249,30 @@ import Testing
         probe.waitUntilExit()
         return try #require(text.split(separator: "\n").first.flatMap { Int($0.filter { $0.isNumber || $0 == "-" }) })
     }
+
+    /// Segment URIs resolve as RFC 3986 says, whether by the plain-path shortcut or the
+    /// general way: the written answers, and Foundation's own resolution for each.
+    @Test(arguments: [
+        ("http://origin.test/live/stream/0.m3u8", "0/42.m4s", "http://origin.test/live/stream/0/42.m4s"),
+        ("http://origin.test/live/stream/0.m3u8?token=a/b", "seg-42.ts?x=1:2&y=../z", "http://origin.test/live/stream/seg-42.ts?x=1:2&y=../z"),
+        ("http://origin.test:8080/a/b/", "c.ts", "http://origin.test:8080/a/b/c.ts"),
+        ("http://origin.test", "c.ts", "http://origin.test/c.ts"),
+        ("http://origin.test/live/x.m3u8#frag", "v1/c.ts", "http://origin.test/live/v1/c.ts"),
+        ("http://origin.test/a/b/x.m3u8", "../c.ts", "http://origin.test/a/c.ts"),
+        ("http://origin.test/a/b/x.m3u8", "./c.ts", "http://origin.test/a/b/c.ts"),
+        ("http://origin.test/a/b/x.m3u8", "d/./../c.ts", "http://origin.test/a/b/c.ts"),
+        ("http://origin.test/a/b/x.m3u8", "d/..", "http://origin.test/a/b/"),
+        ("http://origin.test/a/b/x.m3u8", "/c.ts", "http://origin.test/c.ts"),
+        ("http://origin.test/a/b/x.m3u8", "//cdn.test/c.ts", "http://cdn.test/c.ts"),
+        ("http://origin.test/a/b/x.m3u8", "https://cdn.test/c.ts", "https://cdn.test/c.ts"),
+        ("http://origin.test/a/b/x.m3u8", "?q=1", "http://origin.test/a/b/x.m3u8?q=1"),
+        ("http://origin.test/a/b/x.m3u8", "c%20d.ts", "http://origin.test/a/b/c%20d.ts"),
+        ("http://origin.test/a/b/x.m3u8", "..c.ts", "http://origin.test/a/b/..c.ts"),
+    ])
+    func segmentURIsResolve(base: String, uri: String, expected: String) throws {
+        let text = "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\n\(uri)\n"
+        guard case .media(let p) = try HLSPlaylist.parse(text, url: URL(string: base)!) else { throw ManifestError(.notAManifest, "not a media playlist") }
+        #expect(p.segments.first?.uri.absoluteString == expected)
+        #expect(p.segments.first?.uri == URL(string: uri, relativeTo: URL(string: base)!)?.absoluteURL)
+    }
 }
