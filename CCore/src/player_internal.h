@@ -209,6 +209,8 @@ void *mq_monitor_thread_main(void *player);
 /// video_thread.c
 void *mq_video_thread_main(void *player);
 
+/// A late picture not shown: counted as dropped once the first picture was presented (those
+/// skipped on the way to the start position never were due).
 /// Wakes the tempo stage out of its wait for room (tempo_thread.c): after the decoded sound was
 /// flushed, or the schedule jumped (the audio thread then drains `out` faster than it plays).
 /// Not on the audio thread (a futex syscall).
@@ -218,8 +220,6 @@ static inline void mq_player_kick_tempo(mq_player *p)
     mq_wake_all(&p->tempo_kicks);
 }
 
-/// A late picture not shown: counted as dropped once the first picture was presented (those
-/// skipped on the way to the start position never were due).
 static inline void mq_player_count_dropped(mq_player *p)
 {
     if (atomic_load(&p->frames_presented) > 0)

@@ -15,9 +15,9 @@ int mq_cond_wait_until(pthread_cond_t *c, pthread_mutex_t *m, double deadline);
 /// Sleeps until monotonic time `deadline` (clock_nanosleep, absolute: no drift).
 void mq_sleep_until(double deadline);
 
-/// Sleeps until monotonic time `deadline` or until mq_wake_all(word) is called (a futex: no
-/// lock, nothing allocated; a signal may end it early too). Returns at once when `word`
-/// already differs from `seen`, so a change made and woken just before the call is not missed.
+/// Sleeps until monotonic time `deadline` or until `word` no longer holds `seen` and
+/// mq_wake_all(word) was called (a futex: no lock, nothing allocated). Returns at once when
+/// `word` already differs from `seen`.
 void mq_wait_change(_Atomic uint32_t *word, uint32_t seen, double deadline);
 
 /// Wakes every thread in mq_wait_change on `word` (call after changing it).
