@@ -533,10 +533,8 @@ static void on_reset(mq_decoder *d)
     atomic_store(&d->t->input_done, false);
     if (d->t->kind == MQ_TRACK_VIDEO)
         mq_frame_queue_flush(p->vq);
-    else {
+    else
         mq_pcm_ring_flush(p->pcm);
-        mq_player_kick_tempo(p);
-    }
     swr_free(&d->swr);
     if (d->rolled) { // a codec kept for a rollover: the stream after a reset may be another
         avcodec_free_context(&d->codec);
