@@ -4,7 +4,6 @@
 #include <stdlib.h>
 
 #include "mq_err.h"
-#include "thread.h"
 
 int mq_pcm_ring_create(uint32_t nblocks, int32_t block_frames, int32_t channels, mq_pcm_ring **out)
 {
@@ -68,7 +67,6 @@ void mq_pcm_ring_flush(mq_pcm_ring *r)
     atomic_store(&r->eof, false);
     atomic_store(&r->queued_until, NAN);
     atomic_fetch_add(&r->gen, 1);
-    mq_wake_all(&r->gen); // a consumer waiting for room or input (the tempo stage) sees it now
 }
 
 mq_pcm_block *mq_pcm_ring_peek(mq_pcm_ring *r)

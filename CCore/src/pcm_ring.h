@@ -18,8 +18,7 @@ typedef struct mq_pcm_block {
 /// Single-producer single-consumer lock-free ring of preallocated blocks. The player has three
 /// kinds: `pcm` (audio decode thread → tempo thread), `out` (tempo thread → audio thread) and
 /// each clip's ring (clip thread → audio thread). Nothing here allocates, locks or blocks after
-/// create; a flush also wakes a consumer waiting on `gen` (mq_wait_change: one futex syscall,
-/// never on the audio thread, which only consumes).
+/// create.
 typedef struct mq_pcm_ring {
     // immutable after create
     uint32_t nblocks; // power of two
@@ -43,8 +42,7 @@ void mq_pcm_ring_destroy(mq_pcm_ring **r);
 mq_pcm_block *mq_pcm_ring_acquire(mq_pcm_ring *r);
 /// Producer: publishes the block returned by acquire (pts and frames set).
 void mq_pcm_ring_commit(mq_pcm_ring *r, double end_pts);
-/// Producer: drops everything queued (the consumer skips it), clears eof and wakes a consumer
-/// in mq_wait_change on `gen`.
+/// Producer: drops everything queued (the consumer skips it) and clears eof.
 void mq_pcm_ring_flush(mq_pcm_ring *r);
 
 /// Consumer: the block holding the next frame (read_off into it), skipping stale ones; NULL if empty.

@@ -18,19 +18,9 @@
 #define MQ_RATE_EPSILON 1e-6 // closer to 1 than this is rate 1: pass through
 #define MQ_FEED_FRAMES 1024  // input frames per atempo call
 #define MQ_LATE_MARGIN 0.05  // input this far behind what is due now is dropped here
-#define MQ_TEMPO_IDLE 0.01   // wait for input (the decoder's ring is empty: a start, a jump)
-#define MQ_TEMPO_REFILL 2    // out blocks (~21 ms each) the audio thread plays before `out` is topped up
+#define MQ_TEMPO_IDLE 0.01   // wait for room in `out` (a block lasts ~21 ms) or for input
 
 static bool quitting(mq_player *p) { return atomic_load_explicit(&p->quit, memory_order_relaxed); }
-
-/// Sleeps while the audio thread plays MQ_TEMPO_REFILL blocks of a full `out` (it still holds
-/// the rest, ~130 ms; topping it up a block at a time woke this thread ~100 times a second),
-/// or until the input is flushed (a reset: the new stream replaces `out` at once).
-static void wait_for_room(mq_player *p, const mq_tempo *t)
-{
-    mq_wait_change(&p->pcm->gen, t->gen,
-                   mq_clock_now() + (double)MQ_TEMPO_REFILL * p->out->block_frames / p->sample_rate);
-}
 
 /// Waits for a free block of `out`; NULL when quitting or the input was flushed meanwhile.
 static mq_pcm_block *out_block(mq_player *p, mq_tempo *t)
@@ -39,7 +29,7 @@ static mq_pcm_block *out_block(mq_player *p, mq_tempo *t)
         mq_pcm_block *b = mq_pcm_ring_acquire(p->out);
         if (b || quitting(p) || atomic_load_explicit(&p->pcm->gen, memory_order_acquire) != t->gen)
             return b;
-        wait_for_room(p, t);
+        mq_sleep_until(mq_clock_now() + MQ_TEMPO_IDLE);
     }
 }
 
@@ -101,7 +91,7 @@ static void pass(mq_player *p, mq_tempo *t, mq_pcm_block *b)
 static void stretch(mq_player *p, mq_tempo *t, mq_pcm_block *b, double rate)
 {
     if (mq_pcm_ring_acquire(p->out) == NULL) {
-        wait_for_room(p, t);
+        mq_sleep_until(mq_clock_now() + MQ_TEMPO_IDLE);
         return;
     }
     int off = p->pcm->read_off;
