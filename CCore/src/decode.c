@@ -229,9 +229,7 @@ static int setup_swr(mq_decoder *d, AVFrame *f)
     return MQ_OK;
 }
 
-/// Waits for a free block of the ring, or a reset. The tempo stage frees blocks without a
-/// signal, so this polls, slowly: a full ring holds seconds of sound (was every 5 ms: 120
-/// wakeups a second for nothing); a reset ends the wait at once.
+/// Waits (polling: the audio thread never signals) for a free block of the ring.
 static mq_pcm_block *wait_block(mq_decoder *d)
 {
     _Atomic bool *cancel = mq_byte_queue_cancel_flag(d->t->input);
@@ -239,7 +237,7 @@ static mq_pcm_block *wait_block(mq_decoder *d)
         mq_pcm_block *b = mq_pcm_ring_acquire(d->p->pcm);
         if (b || atomic_load(cancel))
             return b;
-        mq_byte_queue_wait_cancel(d->t->input, mq_clock_now() + 0.025);
+        mq_sleep_until(mq_clock_now() + 0.005);
     }
 }
 
@@ -533,10 +531,8 @@ static void on_reset(mq_decoder *d)
     atomic_store(&d->t->input_done, false);
     if (d->t->kind == MQ_TRACK_VIDEO)
         mq_frame_queue_flush(p->vq);
-    else {
+    else
         mq_pcm_ring_flush(p->pcm);
-        mq_player_kick_tempo(p);
-    }
     swr_free(&d->swr);
     if (d->rolled) { // a codec kept for a rollover: the stream after a reset may be another
         avcodec_free_context(&d->codec);

@@ -4,7 +4,7 @@
 #include "player_internal.h"
 #include "thread.h"
 
-/// The monitor thread: every 40 ms it turns what the audio thread and the clip slots report
+/// The monitor thread: every 20 ms it turns what the audio thread and the clip slots report
 /// through atomics (underruns, xruns, device errors, clips ended) into events, and decides
 /// BUFFERING / PLAYING / ENDED. It holds the player's lock while it works (the track list) and
 /// sleeps on its condvar between rounds; its own bookkeeping is `p->monitor`.
@@ -87,7 +87,7 @@ void *mq_monitor_thread_main(void *arg)
     mq_monitor *m = &p->monitor;
     pthread_mutex_lock(&p->lock);
     while (!atomic_load(&p->quit)) {
-        mq_cond_wait_until(&p->cond, &p->lock, mq_clock_now() + 0.04);
+        mq_cond_wait_until(&p->cond, &p->lock, mq_clock_now() + 0.02);
         monitor_audio(p, m);
         monitor_clips(p, m);
         monitor_state(p, m);

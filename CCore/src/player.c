@@ -98,7 +98,6 @@ static void init_shared(mq_player *p)
     atomic_init(&p->state, MQ_STATE_IDLE);
     atomic_init(&p->wall_offset, 0.0);
     atomic_init(&p->audio_delay, 0.0);
-    atomic_init(&p->tempo_kicks, 0);
     atomic_init(&p->first_frame_mono, 0.0);
     atomic_init(&p->av_offset, NAN);
     atomic_init(&p->av_offset_peak, NAN);
@@ -170,7 +169,6 @@ static void stop_threads(mq_player *p)
         mq_byte_queue_abort(p->tracks[i]->input); // unblocks its decode thread
     if (p->vq)
         mq_frame_queue_kick(p->vq);
-    mq_player_kick_tempo(p); // out of its wait for room
     if (p->sync_ok >= 2) {
         pthread_mutex_lock(&p->lock);
         pthread_cond_broadcast(&p->cond);
@@ -274,7 +272,6 @@ int mq_player_remove_track(mq_player *p, int32_t track_id)
             if (!staged) { // what it decoded goes with it
                 mq_frame_queue_flush(p->vq);
                 mq_pcm_ring_flush(p->pcm);
-                mq_player_kick_tempo(p);
             }
             return MQ_OK;
         }
@@ -304,7 +301,6 @@ int mq_player_activate_tracks(mq_player *p)
     // The staged tracks hold what they decoded: the queues are the cut stream's alone.
     mq_frame_queue_flush(p->vq);
     mq_pcm_ring_flush(p->pcm);
-    mq_player_kick_tempo(p);
     for (int i = 0; i < p->ntracks; i++)
         atomic_store(&p->tracks[i]->staged, false);
     return MQ_OK;
@@ -412,11 +408,8 @@ int mq_player_set_timeline(mq_player *p, double mono_anchor, double media_anchor
 {
     if (!p || !isfinite(mono_anchor) || !isfinite(media_anchor) || !isfinite(rate) || rate < 0)
         return MQ_ERR_INVALID_ARGUMENT;
-    uint32_t jumps = mq_clock_jumps(&p->clock);
     mq_clock_set_timeline(&p->clock, mono_anchor, media_anchor, rate);
     mq_frame_queue_kick(p->vq);
-    if (mq_clock_jumps(&p->clock) != jumps)
-        mq_player_kick_tempo(p);
     return MQ_OK;
 }
 

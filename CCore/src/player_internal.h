@@ -16,7 +16,6 @@
 #include "pcm_ring.h"
 #include "segment_io.h"
 #include "stretch.h"
-#include "thread.h"
 #include "video_out.h"
 
 #define MQ_MAX_TRACKS 8
@@ -90,8 +89,6 @@ typedef struct mq_tempo {
     uint32_t gen;    // `pcm` generation being passed on
     bool eof_passed; // `out` was marked ended for this generation
     bool failed;     // the stretch could not be built: rate 1 from then on
-    uint32_t kicks;  // tempo_kicks last seen
-    double fine_until; // monotonic: poll `out` finely until then (after a kick: a jump drains it)
 } mq_tempo;
 
 /// Video thread (video_thread.c) only: presentation bookkeeping.
@@ -178,8 +175,6 @@ struct mq_player {
     _Atomic double av_offset;          // video thread: audio heard as the last picture became visible minus its pts, NAN none
     _Atomic double av_offset_peak;     // video thread: the largest |av_offset| of the last whole second, signed
     _Atomic int32_t width, height;     // video thread
-    _Atomic uint32_t tempo_kicks;      // controlling and decode threads: bumped (and woken) when the
-                                       // tempo stage must look now (a flush, a jump: mq_player_kick_tempo)
     _Atomic uint32_t underruns;        // audio thread: count of underrun episodes
     _Atomic double underrun_media;     // audio thread: where the last one began
     _Atomic uint32_t xruns;            // audio thread: device xruns recovered
@@ -208,15 +203,6 @@ void *mq_tempo_thread_main(void *player);
 void *mq_monitor_thread_main(void *player);
 /// video_thread.c
 void *mq_video_thread_main(void *player);
-
-/// Wakes the tempo stage out of its wait for room (tempo_thread.c): after the decoded sound was
-/// flushed, or the schedule jumped (the audio thread then drains `out` faster than it plays).
-/// Not on the audio thread (a futex syscall).
-static inline void mq_player_kick_tempo(mq_player *p)
-{
-    atomic_fetch_add(&p->tempo_kicks, 1);
-    mq_wake_all(&p->tempo_kicks);
-}
 
 /// A late picture not shown: counted as dropped once the first picture was presented (those
 /// skipped on the way to the start position never were due).

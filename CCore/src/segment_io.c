@@ -10,7 +10,6 @@
 
 #include "mq_err.h"
 #include "mq_player.h"
-#include "thread.h"
 
 #define MQ_AVIO_BUFFER 32768
 #define MQ_MAX_BOUNDARIES 16
@@ -121,7 +120,7 @@ int mq_byte_queue_create(mq_byte_queue **out)
     if (pthread_mutex_init(&q->lock, NULL) != 0)
         goto fail;
     q->sync_ok = 1;
-    if (mq_cond_init_mono(&q->cond) != MQ_OK) // (mq_byte_queue_wait_cancel's deadline is monotonic)
+    if (pthread_cond_init(&q->cond, NULL) != 0)
         goto fail;
     q->sync_ok = 2;
     scan_reset(&q->scan);
@@ -483,16 +482,6 @@ mq_input_state mq_byte_queue_wait_reset(mq_byte_queue *q)
     mq_input_state st = q->aborted ? MQ_INPUT_ABORTED : MQ_INPUT_RESET;
     pthread_mutex_unlock(&q->lock);
     return st;
-}
-
-bool mq_byte_queue_wait_cancel(mq_byte_queue *q, double deadline)
-{
-    pthread_mutex_lock(&q->lock);
-    if (!atomic_load(&q->cancel))
-        mq_cond_wait_until(&q->cond, &q->lock, deadline);
-    bool cancel = atomic_load(&q->cancel);
-    pthread_mutex_unlock(&q->lock);
-    return cancel;
 }
 
 void mq_byte_queue_ack_reset(mq_byte_queue *q)

@@ -68,9 +68,6 @@ mq_input_state mq_byte_queue_wait(mq_byte_queue *q);
 mq_input_state mq_byte_queue_wait_reset(mq_byte_queue *q);
 /// Decode thread: the state without blocking.
 mq_input_state mq_byte_queue_state(mq_byte_queue *q);
-/// Decode thread: sleeps until monotonic `deadline` or until a reset or abort is pending
-/// (bytes arriving may end it early too). True when one is pending.
-bool mq_byte_queue_wait_cancel(mq_byte_queue *q, double deadline);
 /// Decode thread: acknowledges a reset; bytes pushed after it are kept.
 void mq_byte_queue_ack_reset(mq_byte_queue *q);
 /// Decode thread: steps over the boundary the reader stopped at.

@@ -18,28 +18,9 @@
 #define MQ_RATE_EPSILON 1e-6 // closer to 1 than this is rate 1: pass through
 #define MQ_FEED_FRAMES 1024  // input frames per atempo call
 #define MQ_LATE_MARGIN 0.05  // input this far behind what is due now is dropped here
-#define MQ_TEMPO_IDLE 0.01   // wait for input (the decoder's ring is empty: a start, a jump)
-#define MQ_TEMPO_REFILL 2    // out blocks (~21 ms each) the audio thread plays before `out` is topped up
-#define MQ_TEMPO_FINE 0.1    // seconds of fine polling after a kick
+#define MQ_TEMPO_IDLE 0.01   // wait for room in `out` (a block lasts ~21 ms) or for input
 
 static bool quitting(mq_player *p) { return atomic_load_explicit(&p->quit, memory_order_relaxed); }
-
-/// Sleeps while the audio thread plays MQ_TEMPO_REFILL blocks of a full `out` (it still holds
-/// the rest, ~130 ms; topping it up a block at a time woke this thread ~100 times a second).
-/// A kick (mq_player_kick_tempo: a flush, a jump of the schedule) ends the wait at once, and
-/// for MQ_TEMPO_FINE after it `out` is watched every MQ_TEMPO_IDLE: after a jump forward the
-/// audio thread skips what is late in it, faster than it plays.
-static void wait_for_room(mq_player *p, mq_tempo *t)
-{
-    double now = mq_clock_now();
-    uint32_t kicks = atomic_load(&p->tempo_kicks);
-    if (kicks != t->kicks) {
-        t->kicks = kicks;
-        t->fine_until = now + MQ_TEMPO_FINE;
-    }
-    double step = now < t->fine_until ? MQ_TEMPO_IDLE : (double)MQ_TEMPO_REFILL * p->out->block_frames / p->sample_rate;
-    mq_wait_change(&p->tempo_kicks, kicks, now + step);
-}
 
 /// Waits for a free block of `out`; NULL when quitting or the input was flushed meanwhile.
 static mq_pcm_block *out_block(mq_player *p, mq_tempo *t)
@@ -48,7 +29,7 @@ static mq_pcm_block *out_block(mq_player *p, mq_tempo *t)
         mq_pcm_block *b = mq_pcm_ring_acquire(p->out);
         if (b || quitting(p) || atomic_load_explicit(&p->pcm->gen, memory_order_acquire) != t->gen)
             return b;
-        wait_for_room(p, t);
+        mq_sleep_until(mq_clock_now() + MQ_TEMPO_IDLE);
     }
 }
 
@@ -110,7 +91,7 @@ static void pass(mq_player *p, mq_tempo *t, mq_pcm_block *b)
 static void stretch(mq_player *p, mq_tempo *t, mq_pcm_block *b, double rate)
 {
     if (mq_pcm_ring_acquire(p->out) == NULL) {
-        wait_for_room(p, t);
+        mq_sleep_until(mq_clock_now() + MQ_TEMPO_IDLE);
         return;
     }
     int off = p->pcm->read_off;
@@ -163,7 +144,6 @@ void *mq_tempo_thread_main(void *arg)
     mq_player *p = arg;
     mq_tempo *t = &p->tempo;
     t->gen = atomic_load(&p->pcm->gen);
-    t->kicks = atomic_load(&p->tempo_kicks);
     while (!quitting(p)) {
         uint32_t gen = atomic_load_explicit(&p->pcm->gen, memory_order_acquire);
         if (gen != t->gen)

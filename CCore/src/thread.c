@@ -1,13 +1,9 @@
 #include "thread.h"
 
 #include <errno.h>
-#include <limits.h>
-#include <linux/futex.h>
 #include <sched.h>
 #include <math.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "mq_err.h"
 
@@ -47,18 +43,6 @@ void mq_sleep_until(double deadline)
     struct timespec ts = timespec_from(deadline);
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
     }
-}
-
-void mq_wait_change(_Atomic uint32_t *word, uint32_t seen, double deadline)
-{
-    struct timespec ts = timespec_from(deadline);
-    // FUTEX_WAIT_BITSET takes an absolute time, on CLOCK_MONOTONIC unless told otherwise.
-    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_BITSET_PRIVATE, seen, &ts, NULL, FUTEX_BITSET_MATCH_ANY);
-}
-
-void mq_wake_all(_Atomic uint32_t *word)
-{
-    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
 bool mq_thread_set_realtime(pthread_t t, int priority)
