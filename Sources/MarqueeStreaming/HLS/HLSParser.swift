@@ -4,8 +4,8 @@ import Foundation
 struct HLSParser {
     let text: String
     let url: URL
-    /// The playlist URL up to its path's last `/` (no query or fragment), when it has that
-    /// shape: a plain relative segment URI is resolved by appending to it (``resolve(_:_:)``).
+    /// The playlist's directory (``directory(of:)``): a plain relative segment URI is resolved
+    /// by appending to it (``resolve(_:_:)``).
     private let directory: String?
 
     init(text: String, url: URL) {
@@ -330,16 +330,11 @@ struct HLSParser {
         return resolved
     }
 
-    /// `scheme://authority/path/` of an absolute hierarchical URL (query and fragment cut, the
-    /// path cut after its last `/`); nil for any other shape.
+    /// The directory `url`'s relative references resolve against (`./` resolved, as
+    /// `RepresentationTimeline` finds a BaseURL's), for a URL with a host; nil otherwise.
     static func directory(of url: URL) -> String? {
-        let text = url.absoluteString
-        guard let schemeEnd = text.range(of: "://") else { return nil }
-        let whole = text[..<(text.firstIndex { $0 == "?" || $0 == "#" } ?? text.endIndex)]
-        let afterAuthority = whole[schemeEnd.upperBound...]
-        guard let slash = afterAuthority.firstIndex(of: "/") else { return whole + "/" }
-        let lastSlash = afterAuthority[slash...].lastIndex(of: "/")!
-        return String(whole[...lastSlash])
+        guard url.host != nil else { return nil }
+        return URL(string: "./", relativeTo: url)?.absoluteString
     }
 
     /// A relative-path reference with no scheme, no dot segments and only characters a URI
