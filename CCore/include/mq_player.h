@@ -113,6 +113,15 @@ typedef struct mq_player_config {
     /// Auto threads (`decode_threads` 0): the share of real time one decoder thread may spend
     /// decoding (judged every 2 s of media) before frame threads are taken. 0 means 0.5; (0, 1].
     double decode_busy_limit;
+    /// A join starts decoding at the keyframe before the position the schedule is at and
+    /// catches up from there (what ends before the position is dropped unseen): 0 (default)
+    /// shows that keyframe at once, as a still, until the first picture that is due follows;
+    /// 1 shows nothing (black, or the poster) until that picture. Only before the first due
+    /// picture of the player (a later reset keeps the picture on screen). The still is the
+    /// first picture (`MQ_EVENT_FIRST_FRAME`, `mq_status.first_frame_mono`); it is not counted
+    /// in `frames_presented`, not judged late, and the state, the position and the A/V offset
+    /// wait for the first due picture. Costs nothing but the decode that was done anyway.
+    int32_t hide_join_still;
 } mq_player_config;
 
 /// Creates a player and opens its outputs (nothing plays until `mq_player_start`).

@@ -82,11 +82,13 @@ static int apply_config(mq_player *p, const mq_player_config *cfg, int *buffer_m
         cfg->video_fit > MQ_FIT_SCALEDOWN || cfg->video_rotation < 0 || cfg->video_rotation > 270 ||
         cfg->video_rotation % 90 != 0 || mq_decoder_prefs_check(cfg->decoders) < 0 ||
         cfg->decode_threads < 0 || cfg->decode_threads > 64 || !(cfg->demux_rollover >= 0) ||
-        !(cfg->decode_busy_limit >= 0 && cfg->decode_busy_limit <= 1))
+        !(cfg->decode_busy_limit >= 0 && cfg->decode_busy_limit <= 1) || cfg->hide_join_still < 0 ||
+        cfg->hide_join_still > 1)
         return MQ_ERR_INVALID_ARGUMENT;
     p->decode_threads = cfg->decode_threads;
     p->decode_busy_limit = cfg->decode_busy_limit > 0 ? cfg->decode_busy_limit : 0.5;
     p->demux_rollover = cfg->demux_rollover > 0 ? cfg->demux_rollover : 60;
+    p->hide_join_still = cfg->hide_join_still == 1;
     if (cfg->decoders && cfg->decoders[0] && !(p->decoders = strdup(cfg->decoders)))
         return MQ_ERR_NO_MEMORY;
     return MQ_OK;

@@ -97,6 +97,7 @@ typedef struct mq_video_state {
     uint32_t label_seen;         // label_gen last copied (into vo->label)
     mq_vo_overlay overlay_want;  // copy of overlay_req, taken under lock
     double last_present_mono;    // when the last picture was presented, 0 before one
+    bool still_shown;            // the join's still was presented (it was the first picture)
     double av_window_start;      // the second av_window_peak covers began (monotonic), 0 none
     double av_window_peak;       // the largest |A/V offset| in it so far, signed; NAN none
 } mq_video_state;
@@ -128,6 +129,7 @@ struct mq_player {
     int decode_threads; // mq_player_config.decode_threads
     double decode_busy_limit; // mq_player_config.decode_busy_limit (0.5 by default)
     double demux_rollover; // mq_player_config.demux_rollover (s, > 0)
+    bool hide_join_still; // mq_player_config.hide_join_still
     mq_audio_out *ao;  // audio thread uses it while it runs
     mq_video_out *vo;  // video thread uses it while it runs
     mq_event_queue *events; // any thread pushes (locked inside), the controlling thread polls
@@ -165,7 +167,8 @@ struct mq_player {
     _Atomic double wall_offset;        // controlling thread
     mq_clock clock;                    // timeline: controlling thread; audio: audio thread (seqlocks)
     _Atomic int64_t frames_decoded;    // video decode thread
-    _Atomic int64_t frames_presented;  // video thread
+    _Atomic int64_t frames_presented;  // video thread (due pictures: not the join's still)
+    _Atomic bool still_offered;        // video decode thread: the join's still was queued
     _Atomic int64_t frames_dropped;    // video and video decode threads
     _Atomic int64_t audio_frames_played;  // audio thread
     _Atomic int64_t audio_frames_dropped; // audio and tempo threads (late input skipped)

@@ -33,11 +33,14 @@ static int configure(mq_player *p, const AVFrame *f)
     return ret;
 }
 
+/// Counts a due picture (a join's still is not one) and reports the first picture on screen.
 static void after_present(mq_player *p, const mq_vframe *v, double now)
 {
     atomic_store(&p->width, v->frame->width);
     atomic_store(&p->height, v->frame->height);
-    if (atomic_fetch_add(&p->frames_presented, 1) == 0) {
+    bool first = v->still || atomic_fetch_add(&p->frames_presented, 1) == 0;
+    if (first && !p->video.still_shown) {
+        p->video.still_shown = v->still;
         atomic_store(&p->first_frame_mono, now);
         mq_event_queue_push(p->events, MQ_EVENT_FIRST_FRAME, -1, 0, v->pts,
                             "first frame %dx%d at %.3f", v->frame->width, v->frame->height, v->pts);
@@ -90,7 +93,8 @@ static void present_head(mq_player *p, const mq_vframe *head)
         ret = p->vo->driver->present(p->vo, &v, now + atomic_load(&p->wall_offset));
     if (ret >= 0) {
         after_present(p, &v, now);
-        measure_av(p, v.pts, now, at);
+        if (!v.still) // (a still's lateness is no A/V offset)
+            measure_av(p, v.pts, now, at);
         p->video.last_present_mono = now;
         if (atomic_load(&p->keep_snap)) { // the picture is kept, not freed: no copy
             pthread_mutex_lock(&p->snap_lock);
@@ -107,7 +111,7 @@ static void present_head(mq_player *p, const mq_vframe *head)
     mq_frame_queue_release(p->vq);
 }
 
-/// Takes the due picture off the queue without showing it (display off).
+/// Takes the due picture off the queue without showing it (display off; a still overtaken).
 static void consume_head(mq_player *p, const mq_vframe *head)
 {
     mq_vframe v;
@@ -197,6 +201,15 @@ static void video_step(mq_player *p)
     }
     if (!clock_at_display(p, now, &clock)) {
         mq_frame_queue_wait(p->vq, now + 0.005, false); // no timeline yet
+        return;
+    }
+    // A join's still: shown at once, unless the picture after it is due already (the catch-up
+    // was quicker than the video thread) or the display is off.
+    if (head.still) {
+        if ((n > 1 && next.pts <= clock) || p->video.overlay_want.kind == MQ_OVERLAY_BLANK)
+            consume_head(p, &head);
+        else
+            present_head(p, &head);
         return;
     }
     // Late: dropped when the next one is due too, or when it is over a frame behind, but for the

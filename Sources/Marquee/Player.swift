@@ -276,7 +276,7 @@ public final class Player: Sendable {
                 audio: options.audioOutput.spec, video: options.videoOutput.spec, fit: options.fit.rawValue,
                 rotation: options.rotation, poster: options.poster,
                 decoders: options.decoders.isEmpty ? nil : options.decoders.joined(separator: ","),
-                decodeThreads: options.decodeThreads, videoQueueFrames: options.videoQueueFrames)
+                decodeThreads: options.decodeThreads, videoQueueFrames: options.videoQueueFrames, joinStill: options.joinStill)
         } catch {
             throw PlayerError(error.isUnsupported || error.isInvalidArgument ? .invalidOptions : .output, error.message, coreCode: error.code)
         }

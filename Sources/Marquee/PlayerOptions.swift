@@ -37,7 +37,8 @@ public struct VideoOutput: Sendable, Hashable, CustomStringConvertible {
     /// Decodes and presents on the clock without a display (audio-only boxes, CI).
     public static let headless = VideoOutput(unchecked: "headless")
     /// Like headless, and writes `<dir>/frames.tsv`: one row per presented frame with its
-    /// server wall time, pts, picture md5, width and height.
+    /// server wall time, pts, picture md5, width, height, the playlist item and whether it is
+    /// a join's still (``PlayerOptions/joinStill``: shown before its time).
     public static func frames(_ directory: String) -> VideoOutput { VideoOutput(unchecked: "frames:\(directory)") }
 
     /// A screen driven through DRM/KMS: `card` is `0`, `card1` or a path, `connector` a name
@@ -187,6 +188,16 @@ public struct PlayerOptions: Sendable {
     /// fit in 4.5 MiB, at least 3 (720p: 3 of 1.4 MB; 1080p: 3 of 3.1 MB; SD: 6). More rides out
     /// longer decoder stalls, at a picture's memory each.
     public var videoQueueFrames: Int = 0
+    /// A live start lands inside a group of pictures: the decoder starts at the
+    /// keyframe before the position and catches up to it, unseen (up to a GOP's decoding: ~60 ms
+    /// on average for 1 s GOPs at 720p on a PC, far longer on a small board). `true` (default)
+    /// shows that keyframe at once, as a still, until the first picture that is due replaces
+    /// it: the screen shows the stream instead of black (or the poster) while the decoder
+    /// catches up. ``PlayerEvent/firstFrame(seconds:)`` then reports the still; the state turns
+    /// `playing`, and position and latency are measured, from the first due picture. Only at
+    /// the start: a later reload or jump keeps the last picture on screen instead. `false`:
+    /// nothing is shown before the first due picture.
+    public var joinStill = true
     /// Every this many seconds while a stream plays (and as ``Player/play()`` begins, at the
     /// first picture, and as ``Player/stop()`` begins its teardown), the process gives back
     /// what it holds but playing does not use (``MemoryUsage/trim()``: the heap's free pages, the code and read-only data that loading,

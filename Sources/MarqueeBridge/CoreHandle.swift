@@ -90,10 +90,12 @@ package final class CoreHandle: Sendable {
     /// `rotation` (degrees clockwise), `poster` (PNG/JPEG shown until the first picture);
     /// `decoders`: comma-separated decoder names tried first, software fallback; `decodeThreads`:
     /// software decoder threads per track (0: auto, see `mq_player_config.decode_threads`);
-    /// `videoQueueFrames`: decoded pictures queued ahead (0: the core's default).
+    /// `videoQueueFrames`: decoded pictures queued ahead (0: the core's default); `joinStill`:
+    /// a join's keyframe is shown at once while the decoder catches up (`hide_join_still` 0).
     package init(
         audio: String, video: String, sampleRate: Int = 48_000, channels: Int = 2, fit: Int32 = 0, rotation: Int = 0,
-        poster: String? = nil, decoders: String? = nil, decodeThreads: Int = 0, videoQueueFrames: Int = 0
+        poster: String? = nil, decoders: String? = nil, decodeThreads: Int = 0, videoQueueFrames: Int = 0,
+        joinStill: Bool = true
     ) throws(CoreError) {
         var created: OpaquePointer?
         let rc: Int32 = audio.withCString { a in
@@ -111,6 +113,7 @@ package final class CoreHandle: Sendable {
                     cfg.decoders = decoderList
                     cfg.decode_threads = Int32(clamping: decodeThreads)
                     cfg.video_queue_frames = Int32(clamping: videoQueueFrames)
+                    cfg.hide_join_still = joinStill ? 0 : 1
                     return mq_player_create(&cfg, &created)
                   }
                 }

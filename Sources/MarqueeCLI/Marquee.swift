@@ -46,6 +46,9 @@ struct OutputOptions: ParsableArguments {
     @Option(name: .long, help: "PNG or JPEG shown on the display until the first frame.")
     var poster: String?
 
+    @Flag(name: .long, help: "Show nothing until the first picture that is due (default: a live start shows its keyframe at once, as a still, while the decoder catches up to the live position).")
+    var noJoinStill = false
+
     @Option(name: .long, help: "Board profile (see `marquee boards`): its ALSA PCM, display, rotation and decoders; explicit --audio/--video/--rotation win.")
     var board: String?
 

@@ -355,6 +355,7 @@ struct PlaybackRunner {
             }
         }
         if let poster = output.poster { options.poster = poster }
+        if output.noJoinStill { options.joinStill = false }
         if let name = output.board {
             do {
                 options = options.applying(try BoardProfile.load(named: name, searchPaths: BoardProfile.searchPaths(repoRoot: repoRoot())))

@@ -179,16 +179,18 @@ struct FrameRow {
     var height: Int
     /// The label in effect (`mq_player_set_label`), "" without one.
     var item: String
+    /// A join's keyframe shown before its time (`hide_join_still` 0).
+    var still = false
 
     static func read(_ dir: URL) throws -> [FrameRow] {
         let text = try String(contentsOf: dir.appendingPathComponent("frames.tsv"), encoding: .utf8)
         var lines = text.split(separator: "\n")
-        #expect(lines.first == "wall_time\tpts\tmd5\twidth\theight\titem")
+        #expect(lines.first == "wall_time\tpts\tmd5\twidth\theight\titem\tstill")
         lines.removeFirst()
         return lines.map { line in
             let f = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
             return FrameRow(wall: Double(f[0])!, pts: f[1], md5: f[2], width: Int(f[3])!,
-                            height: Int(f[4])!, item: f.count > 5 ? f[5] : "")
+                            height: Int(f[4])!, item: f.count > 5 ? f[5] : "", still: f.count > 6 && f[6] == "1")
         }
     }
 }

@@ -9,20 +9,25 @@ public struct PresentedFrame: Sendable, Equatable {
     public var height: Int
     /// The playlist item presented (its id), "" outside a playlist.
     public var item: String = ""
+    /// A join's keyframe shown at once, before its time, until the first due picture follows
+    /// (the first picture of a live start; `hide_join_still` turns it off).
+    public var still = false
 }
 
 public enum FramesFile {
-    /// Parses frames.tsv (header line first).
-    public static func read(_ url: URL) throws -> [PresentedFrame] {
+    /// Parses frames.tsv (header line first): the pictures presented when they were due, and
+    /// with `includingStill` also a join's still (shown before its time, first).
+    public static func read(_ url: URL, includingStill: Bool = false) throws -> [PresentedFrame] {
         let text = try String(contentsOf: url, encoding: .utf8)
         let lines = text.split(separator: "\n")
-        guard lines.first == "wall_time\tpts\tmd5\twidth\theight\titem" else {
+        guard lines.first == "wall_time\tpts\tmd5\twidth\theight\titem\tstill" else {
             throw ToolFailure(message: "\(url.path): missing frames.tsv header")
         }
         return lines.dropFirst().compactMap { line in
             let f = line.split(separator: "\t", omittingEmptySubsequences: false)
-            guard f.count == 6, let wall = Double(f[0]), let pts = Double(f[1]), let w = Int(f[3]), let h = Int(f[4]) else { return nil }
-            return PresentedFrame(wallTime: wall, pts: pts, md5: String(f[2]), width: w, height: h, item: String(f[5]))
+            guard f.count == 7, let wall = Double(f[0]), let pts = Double(f[1]), let w = Int(f[3]), let h = Int(f[4]) else { return nil }
+            let frame = PresentedFrame(wallTime: wall, pts: pts, md5: String(f[2]), width: w, height: h, item: String(f[5]), still: f[6] == "1")
+            return includingStill || !frame.still ? frame : nil
         }
     }
 

@@ -18,8 +18,9 @@ def frames(name):
     with open(path) as f:
         next(f)
         for line in f:
-            w, p, md5 = line.split("\t")[:3]
-            rows.append((float(w), float(p), md5))
+            cols = line.rstrip("\n").split("\t")
+            if cols[-1] != "1":  # (a join's still is shown before its time, on purpose)
+                rows.append((float(cols[0]), float(cols[1]), cols[2]))
     return rows
 
 
