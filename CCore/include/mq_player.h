@@ -351,13 +351,13 @@ typedef struct mq_status {
     double audio_delay;              ///< Seconds between a sample written and it being heard.
     double audio_queued_until;       ///< Presentation time at the end of decoded audio waiting to play, NAN if none.
     double video_queued_until;       ///< Presentation time of the last decoded frame waiting, NAN if none.
-    double first_frame_mono;         ///< When the first frame was presented, 0 before.
+    double first_frame_mono;         ///< When the first frame was presented (a join's still included), 0 before.
     double av_offset;                ///< A/V offset of the last picture: the stream audio heard when it
                                      ///< became visible minus its presentation time (positive: the
                                      ///< picture lags the sound), seconds; NAN without stream audio.
     double av_offset_peak;           ///< The largest |av_offset| over the last whole second, signed; NAN none.
     int64_t frames_decoded;          ///< Video frames out of the decoder.
-    int64_t frames_presented;        ///< Video frames presented.
+    int64_t frames_presented;        ///< Video frames presented when due (a join's still is not counted).
     int64_t frames_dropped;          ///< Video frames dropped as late, after the first one presented.
     int64_t audio_frames_played;     ///< Stream audio sample frames written to the output.
     int64_t audio_frames_dropped;    ///< Stream audio sample frames skipped as late.
@@ -372,7 +372,7 @@ int mq_player_get_status(mq_player *p, mq_status *out);
 
 typedef enum mq_event_type {
     MQ_EVENT_NONE = 0,
-    MQ_EVENT_FIRST_FRAME = 1,   ///< The first video frame was presented.
+    MQ_EVENT_FIRST_FRAME = 1,   ///< The first video frame was presented (a join's still, see hide_join_still).
     MQ_EVENT_TRACK_FORMAT = 2,  ///< A track's stream was opened; `message` describes codec and format.
     MQ_EVENT_ERROR = 3,         ///< `code` is an `mq_err`; `track` is set when it is a track's.
     MQ_EVENT_ENDED = 4,         ///< Every track ended and was presented.

@@ -466,13 +466,13 @@ static void drop_deferred(mq_decoder *d)
 }
 
 /// Whether late video packets may be kept undecoded: not while the join's still is wanted (it
-/// comes out of decoding the first keyframe and the packets after it).
+/// comes out of decoding the first keyframe and the packets after it), nor on a staged track
+/// (decoded ahead of its cut, it has the time; its decode stays as it was measured).
 static bool may_defer(const mq_decoder *d)
 {
     const mq_player *p = d->p;
-    return d->t->kind == MQ_TRACK_VIDEO &&
-           (atomic_load(&d->t->staged) || p->hide_join_still || atomic_load(&p->still_offered) ||
-            atomic_load(&p->frames_presented) > 0);
+    return d->t->kind == MQ_TRACK_VIDEO && !atomic_load(&d->t->staged) &&
+           (p->hide_join_still || atomic_load(&p->still_offered) || atomic_load(&p->frames_presented) > 0);
 }
 
 /// Decodes the kept packets in order (each judged late again as it is sent).

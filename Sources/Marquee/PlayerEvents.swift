@@ -67,7 +67,9 @@ public enum PlayerEvent: Sendable, Hashable {
     /// ABR is stepping up to `quality` on the strength of a throughput estimate of
     /// `bitsPerSecond`: a probe of the link (followed by a step back down if it does not hold).
     case bandwidthTest(bitsPerSecond: Double, quality: Quality)
-    /// The first frame was presented, `seconds` after `play()`.
+    /// The first frame was presented, `seconds` after `play()`: on a live start, the keyframe
+    /// the decode began at, shown as a still while the decoder catches up to the position due
+    /// (``PlayerOptions/joinStill``); the state turns `playing` with the first due picture.
     case firstFrame(seconds: Double)
     /// The server clock was measured: server − local wall clock, seconds.
     case timeOffsetChanged(seconds: Double)

@@ -138,8 +138,9 @@ extension LivePlaybackTests {
         // Entered on the picture due at the raised target (at most a frame late), then on it.
         #expect(second[0] > raised - 0.005 && second[0] < raised + 1.0 / 30 + 0.005 && second.dropFirst().allSatisfy { abs($0 - raised) < 0.020 },
                 "second turn: entered at \(second[0]) s, then \(second.dropFirst().min()!)…\(second.dropFirst().max()!); the first settled at \(raised) s")
+        // (On the instant is gapless too: a CI run's −17 µs is the wall offset's own reading.)
         let gap = runs[3].first.wallTime - runs[2].first.wallTime - 3
-        #expect(gap > 0 && gap < 1.5 / 30, "image → live, second turn: \(gap) s")
+        #expect(gap > -0.001 && gap < 1.5 / 30, "image → live, second turn: \(gap) s")
         // The first turn's cost, by the phase of the late segment against the cut: the image
         // held longer (the raise known before the cut) or the first live picture held.
         let firstGap = runs[1].first.wallTime - runs[0].first.wallTime - 3
