@@ -21,8 +21,6 @@
 /// events; a broken stream waits for mq_player_reset_track.
 
 #define MQ_HELD_AUDIO 12 // frames a staged audio track decodes ahead (AAC at 48 kHz: 256 ms)
-#define MQ_DEFER_MAX 600 // late video packets kept undecoded (20 s at 30 fps) ...
-#define MQ_DEFER_BYTES (16 << 20) // ... or this many bytes of them; beyond, they are decoded
 
 typedef struct mq_decoder {
     // decode thread only (lives on its stack)
@@ -55,14 +53,6 @@ typedef struct mq_decoder {
     AVFrame *held[MQ_HELD_AUDIO];
     double held_pts[MQ_HELD_AUDIO];         // each one's media time (s), as deliver_audio takes it
     int nheld;
-    // Video: late packets kept undecoded (once the join's still is out). A later keyframe that is
-    // late too makes them useless: they are dropped, never decoded. A packet that is not late
-    // has them decoded first, in order. A join or a catch-up after a stall then decodes from the
-    // last keyframe before the position, not from the segment's first one (ffmpeg's 1 s GOPs in
-    // 2 s HLS segments: up to 30 pictures fewer).
-    AVPacket *deferred[MQ_DEFER_MAX];
-    int ndeferred;
-    size_t deferred_bytes;
 } mq_decoder;
 
 
@@ -368,7 +358,7 @@ static int deliver(mq_decoder *d, AVFrame *f)
     return d->t->kind == MQ_TRACK_VIDEO ? deliver_video(d, f) : deliver_audio(d, f);
 }
 
-static int decode_packet(mq_decoder *d, const AVPacket *pkt, bool accounted);
+static int decode_packet(mq_decoder *d, const AVPacket *pkt);
 
 /// Adds one packet's decode time to the window; a window whose decoding took more than
 /// decode_busy_limit of its media time asks for frame threads. Packets skipped as late are not
@@ -398,34 +388,26 @@ static int escalate_threads(mq_decoder *d, const AVPacket *pkt)
 {
     if (!d->want_threads || !(pkt->flags & AV_PKT_FLAG_KEY))
         return MQ_OK;
-    int ret = decode_packet(d, NULL, false);
+    int ret = decode_packet(d, NULL);
     if (ret < 0)
         return ret;
     avcodec_free_context(&d->codec);
     return open_codec(d); // (with frame threads: want_threads)
 }
 
-/// A late picture (ending at `end`) is dropped: counted once, unless staged.
-static void account_late(mq_decoder *d, double end)
-{
-    if (atomic_load(&d->t->staged))
-        return;
-    mq_player_count_dropped(d->p);
-    d->late_until = fmax(d->late_until, end);
-}
-
 /// Sends `pkt` (NULL: drain) and hands on every frame that comes out. Decoder errors are
-/// reported once per session and skipped; only a cancelled output stops the loop. `accounted`:
-/// a deferred packet, counted as dropped when it was kept.
-static int decode_packet(mq_decoder *d, const AVPacket *pkt, bool accounted)
+/// reported once per session and skipped; only a cancelled output stops the loop.
+static int decode_packet(mq_decoder *d, const AVPacket *pkt)
 {
     if (pkt && d->t->kind == MQ_TRACK_VIDEO) {
         // A late picture no other refers to is not decoded at all; each late one is dropped.
         double end = 0;
         bool late = already_late(d, pkt, &end);
         d->codec->skip_frame = late ? AVDISCARD_NONREF : AVDISCARD_DEFAULT;
-        if (late && !accounted)
-            account_late(d, end);
+        if (late && !atomic_load(&d->t->staged)) {
+            mq_player_count_dropped(d->p);
+            d->late_until = fmax(d->late_until, end);
+        }
     }
     // Auto threads: the codec's own time (sending and receiving, not the hand-over) is judged.
     bool judged = pkt && d->t->kind == MQ_TRACK_VIDEO && d->p->decode_threads == 0 && !d->threaded &&
@@ -453,67 +435,6 @@ static int decode_packet(mq_decoder *d, const AVPacket *pkt, bool accounted)
         if (judged)
             mark = mq_clock_now();
     }
-}
-
-/* ---- late packets, deferred ---- */
-
-static void drop_deferred(mq_decoder *d)
-{
-    for (int i = 0; i < d->ndeferred; i++)
-        av_packet_free(&d->deferred[i]);
-    d->ndeferred = 0;
-    d->deferred_bytes = 0;
-}
-
-/// Whether late video packets may be kept undecoded: not while the join's still is wanted (it
-/// comes out of decoding the first keyframe and the packets after it), nor on a staged track
-/// (decoded ahead of its cut, it has the time; its decode stays as it was measured).
-static bool may_defer(const mq_decoder *d)
-{
-    const mq_player *p = d->p;
-    return d->t->kind == MQ_TRACK_VIDEO && !atomic_load(&d->t->staged) &&
-           (p->hide_join_still || atomic_load(&p->still_offered) || atomic_load(&p->frames_presented) > 0);
-}
-
-/// Decodes the kept packets in order (each judged late again as it is sent).
-static int decode_deferred(mq_decoder *d)
-{
-    int ret = MQ_OK;
-    for (int i = 0; i < d->ndeferred; i++) {
-        if (ret >= 0)
-            ret = escalate_threads(d, d->deferred[i]);
-        if (ret >= 0)
-            ret = decode_packet(d, d->deferred[i], true);
-        av_packet_free(&d->deferred[i]);
-    }
-    d->ndeferred = 0;
-    d->deferred_bytes = 0;
-    return ret;
-}
-
-/// Decodes `pkt` (its payload may be taken), or keeps it undecoded when it is late (see
-/// mq_decoder.deferred).
-static int feed_packet(mq_decoder *d, AVPacket *pkt)
-{
-    double end = 0;
-    if (may_defer(d) && already_late(d, pkt, &end)) {
-        if (pkt->flags & AV_PKT_FLAG_KEY)
-            drop_deferred(d); // what came before a late keyframe would never be seen
-        AVPacket *kept = d->ndeferred < MQ_DEFER_MAX && d->deferred_bytes + (size_t)pkt->size <= MQ_DEFER_BYTES
-                             ? av_packet_alloc()
-                             : NULL;
-        if (kept && av_packet_ref(kept, pkt) == 0) {
-            account_late(d, end);
-            d->deferred[d->ndeferred++] = kept;
-            d->deferred_bytes += (size_t)pkt->size;
-            return MQ_OK;
-        }
-        av_packet_free(&kept); // full (or out of memory): decoded now, after the others
-    }
-    int ret = decode_deferred(d);
-    if (ret >= 0)
-        ret = escalate_threads(d, pkt);
-    return ret >= 0 ? decode_packet(d, pkt, false) : ret;
 }
 
 static void close_session(mq_decoder *d)
@@ -544,7 +465,6 @@ static int session_codec(mq_decoder *d)
     d->rolled = false;
     if (keep)
         return MQ_OK;
-    drop_deferred(d); // a fresh decoder starts at a keyframe
     avcodec_free_context(&d->codec);
     return open_codec(d); // (with frame threads when judge_busy asked for them)
 }
@@ -566,7 +486,6 @@ static void run_session(mq_decoder *d)
     }
     bool rolled = d->rolled;
     if (ret < 0 || session_codec(d) < 0) {
-        drop_deferred(d); // (a rollover's: its stream does not go on here)
         close_session(d);
         if (ret >= 0) // codec failure
             mq_byte_queue_fail(t->input);
@@ -584,20 +503,21 @@ static void run_session(mq_decoder *d)
             break;
         }
         maybe_rollover(d, d->pkt);
-        ret = feed_packet(d, d->pkt);
+        ret = escalate_threads(d, d->pkt);
+        if (ret >= 0)
+            ret = decode_packet(d, d->pkt);
         av_packet_unref(d->pkt);
         if (ret < 0)
             break;
     }
     st = mq_byte_queue_state(t->input);
-    if (ret >= 0 && st == MQ_INPUT_ROLLOVER) { // the same stream goes on: keep the decoder (and what it deferred)
+    if (ret >= 0 && st == MQ_INPUT_ROLLOVER) { // the same stream goes on: keep the decoder
         mq_demux_destroy(&d->dmx);
         d->rolled = true;
         return;
     }
-    drop_deferred(d); // late; the next session's decoder starts afresh (at a keyframe)
     if (ret >= 0 && (st == MQ_INPUT_BOUNDARY || st == MQ_INPUT_ENDED))
-        decode_packet(d, NULL, false); // drain: the pictures still in the decoder
+        decode_packet(d, NULL); // drain: the pictures still in the decoder
     if (ret >= 0 && st == MQ_INPUT_BOUNDARY && d->swr) { // and the sound still in the resampler
         double end = atomic_load(&d->p->pcm->queued_until);
         if (isfinite(end))
@@ -618,7 +538,6 @@ static void on_reset(mq_decoder *d)
 {
     mq_player *p = d->p;
     free_held(d);
-    drop_deferred(d);
     atomic_store(&d->t->input_done, false);
     if (d->t->kind == MQ_TRACK_VIDEO)
         mq_frame_queue_flush(p->vq);
@@ -701,7 +620,6 @@ void *mq_decode_thread_main(void *arg)
         decode_loop(&d);
     }
     free_held(&d);
-    drop_deferred(&d);
     close_session(&d);
     swr_free(&d.swr);
     av_packet_free(&d.pkt);
