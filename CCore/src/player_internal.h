@@ -97,7 +97,6 @@ typedef struct mq_video_state {
     uint32_t label_seen;         // label_gen last copied (into vo->label)
     mq_vo_overlay overlay_want;  // copy of overlay_req, taken under lock
     double last_present_mono;    // when the last picture was presented, 0 before one
-    bool still_shown;            // the join's still was presented (it was the first picture)
     double av_window_start;      // the second av_window_peak covers began (monotonic), 0 none
     double av_window_peak;       // the largest |A/V offset| in it so far, signed; NAN none
 } mq_video_state;

@@ -39,8 +39,7 @@ static void after_present(mq_player *p, const mq_vframe *v, double now)
     atomic_store(&p->width, v->frame->width);
     atomic_store(&p->height, v->frame->height);
     bool first = v->still || atomic_fetch_add(&p->frames_presented, 1) == 0;
-    if (first && !p->video.still_shown) {
-        p->video.still_shown = v->still;
+    if (first && atomic_load(&p->first_frame_mono) == 0) { // (after a still: it was the first)
         atomic_store(&p->first_frame_mono, now);
         mq_event_queue_push(p->events, MQ_EVENT_FIRST_FRAME, -1, 0, v->pts,
                             "first frame %dx%d at %.3f", v->frame->width, v->frame->height, v->pts);
