@@ -312,7 +312,7 @@ final class PeerNetwork: Sendable {
                 $0.verificationFailures += 1
                 $0.peerBans += 1
             }
-            ban(peer, why: "\(url.lastPathComponent): \(why)")
+            ban(peer, why: "\(url.lastPathComponent): \(why) (known \(String(format: "%.3f", Monotonic.now() - started)) s after asking)")
             return .gone  // every box that asked it now asks the same next owner: the CDN once
         }
         var headers = VenueProxy.kept(got.headers).filter { !["marquee-source", "content-length", "content-range"].contains($0.0.lowercased()) }

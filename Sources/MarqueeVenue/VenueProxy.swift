@@ -289,7 +289,12 @@ public final class VenueProxy: Sendable {
                 break
             }
             if asked > 0 { stats.withLock { $0.peerFallbacks += 1 } }
+            let fromCDN = Monotonic.now()
             await runUpstream(url, method: .GET, headers: [], into: transfer)
+            if !manifest {
+                logger.debug(
+                    "venue: \(url.lastPathComponent) from the CDN in \(String(format: "%.3f", Monotonic.now() - fromCDN)) s, \(String(format: "%.3f", fromCDN - began)) s after the request (\(asked) peers asked, deadline \(String(format: "%.2f", peerDeadline)) s)")
+            }
             finishTransfer(transfer, url: url, key: key, manifest: manifest)
         }
         // A player that gives a try up (too slow for its buffer) asks again at once: the transfer

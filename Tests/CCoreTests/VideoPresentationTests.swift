@@ -142,16 +142,19 @@ import Testing
         // (A decode late on a loaded machine shows its first picture as a still first: the A/V
         // offset is measured from the first due picture.)
         for _ in 0..<500 where player.status().frames_presented == 0 { try await Task.sleep(nanoseconds: 10_000_000) }
+        // Sampled while both play: the 180 pictures end the measure (a CI run whose busy
+        // test pool slept long between samples read the status after the end).
         var peaks: [Double] = []
         for _ in 0..<30 {
             try await Task.sleep(nanoseconds: 100_000_000)
             let s = player.status()
+            if s.frames_presented >= 170 { break }
             if s.av_offset_peak.isFinite { peaks.append(s.av_offset_peak) }
             #expect(s.av_offset.isFinite, "no A/V offset at \(s.frames_presented) pictures")
         }
         player.destroy()
         let worst = peaks.map(abs).max() ?? .infinity
-        #expect(peaks.count >= 15 && worst < 1.0 / 30, "A/V peaks \(peaks)")
+        #expect(peaks.count >= 10 && worst < 1.0 / 30, "A/V peaks \(peaks)")
         print("A/V offset: worst of each second \(String(format: "%.1f", worst * 1000)) ms over \(peaks.count) samples")
     }
 }

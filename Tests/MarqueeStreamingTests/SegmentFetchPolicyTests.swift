@@ -98,6 +98,20 @@ import Testing
         _ = paused.take(ByteBuffer(bytes: [UInt8](repeating: 0, count: 50_000)), at: 10.05)
         #expect(paused.verdict(now: 11, expected: 100_000, bufferAtStart: 8, duration: 2, judgesPace: true, shouldAbandon: { _, _, _, _ in false }) == nil,
                 "a pause of 0.95 s with 7 s of buffer left is waited out")
+        // A body whose head waited 0.55 s (a venue proxy checking a peer's bytes before it
+        // answers), then comes at the link's pace: judged by that pace, not by the wait.
+        var waited = SegmentAttempt(began: 10, keepWhole: true, transportStream: false)
+        _ = waited.take(ByteBuffer(bytes: [UInt8](repeating: 0, count: 65_536)), at: 10.55)
+        let waitedVerdict = waited.verdict(
+            now: 10.57, expected: 680_000, bufferAtStart: 1.5, duration: 2, judgesPace: true, shouldAbandon: { _, _, _, _ in false })
+        #expect(waitedVerdict == nil, "64 KiB in the 0.02 s since its first byte")
+        // The same bytes trickling since an early first byte: stuck.
+        var trickled = SegmentAttempt(began: 10, keepWhole: true, transportStream: false)
+        _ = trickled.take(ByteBuffer(bytes: [UInt8](repeating: 0, count: 1_000)), at: 10.02)
+        _ = trickled.take(ByteBuffer(bytes: [UInt8](repeating: 0, count: 64_536)), at: 10.55)
+        let trickledVerdict = trickled.verdict(
+            now: 10.57, expected: 680_000, bufferAtStart: 1.5, duration: 2, judgesPace: true, shouldAbandon: { _, _, _, _ in false })
+        #expect(trickledVerdict == .stuck, "64 KiB in the 0.55 s since its first byte")
         var streamed = SegmentAttempt(began: 10, keepWhole: false, transportStream: false)
         #expect(streamed.take(header)?.readableBytes == 8, "a body being produced is handed on as it comes")
         #expect(streamed.verdict(now: 30, expected: 100_000, bufferAtStart: 0, duration: 2, judgesPace: true, shouldAbandon: { _, _, _, _ in true }) == nil)

@@ -23,6 +23,24 @@ import Testing
         #expect(f.target(requested: 6, current: 3, now: 73) == 6)
     }
 
+    /// A segment handed over whole at once after a late first byte (a venue proxy that checked
+    /// a peer's bytes, after a lying peer's detour) needs only its decoding after it: in hand
+    /// 2.63 s after its start plays at 3 s; the same first byte with a download after it (a
+    /// link that took 0.4 s more) is given the first byte's margin.
+    @Test func aSegmentWholeAtOnceNeedsLessThanTheFirstBytesMargin() {
+        var f = FeasibleLatency()
+        f.record(need: 2.59, inHand: 2.63, at: 0)
+        #expect(f.target(requested: 3, current: 3, now: 0) == 3)
+        #expect(abs(f.minimum(now: 0)! - (2.63 + FeasibleLatency.inHandMargin)) < 1e-9)
+        f.record(need: 2.59, inHand: 3.2, at: 1)
+        #expect(abs(f.minimum(now: 1)! - (2.59 + FeasibleLatency.margin)) < 1e-9)
+        #expect(abs(f.target(requested: 3, current: 3, now: 1) - (2.59 + FeasibleLatency.margin + FeasibleLatency.headroom)) < 1e-9)
+        // An in-hand time before the first byte is no measure: the first byte's margin.
+        var g = FeasibleLatency()
+        g.record(need: 2.9, inHand: 2.0, at: 0)
+        #expect(abs(g.minimum(now: 0)! - 3.4) < 1e-9)
+    }
+
     /// A need a little beyond the raised target (a SegmentTimeline listed by a later reload)
     /// raises it by a whole step, which the session jumps, not by the few hundredths a rate
     /// would take half a minute to slew.

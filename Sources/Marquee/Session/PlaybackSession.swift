@@ -154,8 +154,8 @@ final class PlaybackSession: Sendable {
         }
         let ast = mpd.availabilityStartTime
         let restart = Locked(false)  // reported once
-        let onArrival: @Sendable (Double) -> Void = { need in
-            Self.report(shared.withLock { $0.arrived(need: need, at: Monotonic.now()) }, events: events, logger: logger)
+        let onArrival: @Sendable (Double, Double) -> Void = { need, inHand in
+            Self.report(shared.withLock { $0.arrived(need: need, inHand: inHand, at: Monotonic.now()) }, events: events, logger: logger)
         }
         let drifting = plans.firstIndex { $0.kind == .video } ?? 0  // the feeder that measures the drift
         self.feeders = plans.enumerated().map { index, plan in

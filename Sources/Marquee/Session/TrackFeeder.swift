@@ -82,8 +82,8 @@ struct TrackFeeder: Sendable {
     /// answer times, the keys fetched).
     let loader: SegmentLoader
     /// Hears, for each live segment fetched as soon as it was due, how many seconds after its
-    /// presentation start it was in hand (``FeasibleLatency``).
-    let onArrival: @Sendable (Double) -> Void
+    /// presentation start its first byte came and it was in hand, whole (``FeasibleLatency``).
+    let onArrival: @Sendable (Double, Double) -> Void
     /// The media clock's drift from the segments' dates (``MediaClockDrift``), fed by one
     /// feeder of the session (the video one), nil for the others.
     let drift: Locked<MediaClockDrift>?
@@ -268,8 +268,10 @@ struct TrackFeeder: Sendable {
             case .pushed:
                 pushedEnd.withLock { $0 = segment.end }
                 // Fetched whole as soon as it was there (not streamed while being produced).
-                if isLive, awaited, let askedAt, askedAt >= segment.end - 0.05, let arrived = firstByteAt.withLock({ $0 }) {
-                    onArrival(arrived - listedBefore - segment.start)
+                if isLive, awaited, let askedAt, askedAt >= segment.end - 0.05, let arrived = firstByteAt.withLock({ $0 }),
+                    let whole = serverSeconds()
+                {
+                    onArrival(arrived - listedBefore - segment.start, whole - listedBefore - segment.start)
                 }
                 listedBefore = 0
             case .skipped:

@@ -5,8 +5,12 @@
 ///
 /// Each segment fetched as soon as it was due gives a *need*: seconds from its presentation
 /// start to the first byte of it arriving (when its server had it; the download time after
-/// that is the link's, which adaptive bitrate answers, not the target). The feasible latency is the largest need of the last ``window``
-/// seconds plus ``margin`` (decode and output). The session raises its target to it at once
+/// that is the link's, which adaptive bitrate answers, not the target) plus ``margin``, or, when
+/// it was whole sooner than that margin allows, seconds to it being in hand plus
+/// ``inHandMargin`` (decoding its first pictures, the output's delay): a segment handed over
+/// whole at once (a venue proxy that checks a peer's bytes before it answers, a small segment)
+/// has no download left after its first byte. The feasible latency is the largest need of the
+/// last ``window`` seconds. The session raises its target to it at once
 /// (never below the app's target) and lowers it again, not below the app's target, once the
 /// needs of a whole window allow ``lowerStep`` less. A raise adds ``headroom`` and is at least
 /// ``raiseStep``: the needs of a SegmentTimeline vary with the phase of the manifest reload
@@ -15,9 +19,12 @@
 struct FeasibleLatency: Sendable, Equatable {
     /// Seconds of measurements kept.
     static let window = 60.0
-    /// Seconds added to the largest need (the download at a rendition the link carries, decoding
-    /// the first frames, the output's delay).
+    /// Seconds added to a segment's first byte (the download at a rendition the link carries,
+    /// decoding the first frames, the output's delay).
     static let margin = 0.5
+    /// Seconds added to a segment's being in hand, whole (decoding its first frames, the
+    /// output's delay).
+    static let inHandMargin = 0.2
     /// Seconds a raised target is given above the feasible latency.
     static let headroom = 0.2
     /// A raise is at least this large (seconds): the session makes it by a jump
@@ -28,6 +35,7 @@ struct FeasibleLatency: Sendable, Equatable {
     /// Needs larger than this are not evidence about the server (a stall, a catch-up).
     static let plausibleNeed = 30.0
 
+    /// The target each segment needed (margin included), by monotonic second.
     private var samples: [(at: Double, need: Double)] = []
     /// Monotonic second of the first measurement (a window must have passed before lowering).
     private var since: Double?
@@ -38,19 +46,26 @@ struct FeasibleLatency: Sendable, Equatable {
         a.since == b.since && a.samples.map(\.at) == b.samples.map(\.at) && a.samples.map(\.need) == b.samples.map(\.need)
     }
 
-    /// A segment was in hand `need` seconds after its presentation start, at monotonic `now`.
-    mutating func record(need: Double, at now: Double) {
+    /// A segment's first byte came `need` seconds after its presentation start, at monotonic
+    /// `now`, and it was whole `inHand` seconds after it (nil: not known).
+    mutating func record(need: Double, inHand: Double? = nil, at now: Double) {
         guard need.isFinite, need > 0, need < Self.plausibleNeed else { return }
+        var latency = need + Self.margin
+        if let inHand, inHand.isFinite, inHand >= need { latency = min(latency, inHand + Self.inHandMargin) }
+        record(latency: latency, at: now)
+    }
+
+    /// A segment needed a target of `latency` seconds (its margin included), at monotonic `now`.
+    mutating func record(latency: Double, at now: Double) {
         samples.removeAll { $0.at < now - Self.window }
-        samples.append((now, need))
+        samples.append((now, latency))
         if since == nil { since = now }
     }
 
     /// The smallest target that would have had every segment of the window in time, nil without
     /// measurements.
     func minimum(now: Double) -> Double? {
-        let recent = samples.filter { $0.at >= now - Self.window }
-        return recent.map(\.need).max().map { $0 + Self.margin }
+        samples.filter { $0.at >= now - Self.window }.map(\.need).max()
     }
 
     /// ``minimum(now:)`` rounded up to the hundredth of a second, as targets are set.

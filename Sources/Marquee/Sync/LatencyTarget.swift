@@ -39,15 +39,16 @@ struct LatencyTarget: Sendable, Equatable {
     init(requested: Double, follows: Bool, learned: Double?, now: Double) {
         self.init(requested: requested, follows: follows)
         guard follows, let learned, learned > requested + 0.01 else { return }
-        feasible.record(need: learned - FeasibleLatency.headroom - FeasibleLatency.margin, at: now)
+        feasible.record(latency: learned - FeasibleLatency.headroom, at: now)
         current = learned
     }
 
-    /// A segment was in hand `need` seconds after its presentation start, at monotonic `now`:
-    /// the target moves as ``FeasibleLatency`` says (nil: it stays).
-    mutating func arrived(need: Double, at now: Double) -> Change? {
+    /// A segment's first byte came `need` seconds after its presentation start, and it was
+    /// whole `inHand` seconds after it (nil: not known), at monotonic `now`: the target moves as
+    /// ``FeasibleLatency`` says (nil: it stays).
+    mutating func arrived(need: Double, inHand: Double? = nil, at now: Double) -> Change? {
         guard follows, now >= arrivalsFrom else { return nil }
-        feasible.record(need: need, at: now)
+        feasible.record(need: need, inHand: inHand, at: now)
         return adjust(now: now)
     }
 

@@ -29,12 +29,17 @@ public struct SegmentAttempt: Sendable {
 
     /// Monotonic seconds when the last chunk came (the request's, before any).
     public private(set) var lastChunk: Double
+    /// Monotonic seconds when the first chunk came (nil: none yet, or not noted).
+    public private(set) var firstChunk: Double?
 
     /// Takes a chunk of the body that came at monotonic `now` (nil: not noted): returns it to
     /// hand on now (streamed), or nil when it is kept.
     public mutating func take(_ chunk: ByteBuffer, at now: Double? = nil) -> ByteBuffer? {
         received += chunk.readableBytes
-        if let now { lastChunk = now }
+        if let now {
+            lastChunk = now
+            if firstChunk == nil { firstChunk = now }
+        }
         guard kept != nil else { return chunk }
         var incoming = chunk
         kept?.writeBuffer(&incoming)  // in place (a copy would copy it all per chunk)
@@ -73,7 +78,9 @@ public struct SegmentAttempt: Sendable {
         let buffer = bufferAtStart - elapsed
         if shouldAbandon(received, total, elapsed, buffer) { return .abandon }
         if judgesPace,
-            SegmentFetchPolicy.stuck(bytes: received, of: total, elapsed: elapsed, silent: now - lastChunk, duration: duration, buffer: buffer)
+            SegmentFetchPolicy.stuck(
+                bytes: received, of: total, elapsed: elapsed, receiving: firstChunk.map { now - $0 }, silent: now - lastChunk, duration: duration,
+                buffer: buffer)
         {
             return .stuck
         }

@@ -43,11 +43,16 @@ public enum SegmentFetchPolicy {
     /// `silent`: seconds since the last byte came (or since the request, before any): a body
     /// that stops for half of what is left of the buffer (at least ``stallAtLeast``) is stuck
     /// whatever its pace so far: a stalled edge is left while a new try still has time.
-    public static func stuck(bytes: Int, of total: Int, elapsed: Double, silent: Double = 0, duration: Double, buffer: Double) -> Bool {
+    /// `receiving`: seconds since the first byte came (nil: `elapsed`): the pace is the body's,
+    /// not the wait for its head (a proxy that answers once it has the whole segment, checked,
+    /// sends it at once after a long wait).
+    public static func stuck(
+        bytes: Int, of total: Int, elapsed: Double, receiving: Double? = nil, silent: Double = 0, duration: Double, buffer: Double
+    ) -> Bool {
         guard bytes < total, total > 0 else { return false }
         if bytes > 0, silent > max(stallAtLeast, buffer / 2) { return true }
         guard elapsed > 0.5 else { return false }
-        let rate = Double(max(bytes, 1)) / elapsed
+        let rate = Double(max(bytes, 1)) / max(receiving ?? elapsed, 0.1)
         let realTime = Double(total) / max(duration, 0.1)
         return rate < realTime && Double(total - bytes) / rate > max(0.5, buffer - 0.5)
     }
