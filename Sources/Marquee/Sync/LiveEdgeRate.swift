@@ -13,8 +13,9 @@ import MarqueeStreaming
 /// (seconds since the availability start) lists a segment ending at `end` that the answer just
 /// before (at most ``maximumBracket`` earlier) did not: the edge's *lead* there is `end − t`
 /// (within half the bracket). A least-squares line through the leads of the last ``window``
-/// seconds gives the lead at any time; a slope under ``minimumSlope`` or under four standard
-/// errors is no drift. Once a slope has been significant the line is *active*: the
+/// seconds, each weighted by how narrowly its bracket placed it (a loaded box's slow answers
+/// bracket wider), gives the lead at any time; a slope under ``minimumSlope`` or under four
+/// standard errors is no drift. Once a slope has been significant the line is *active*: the
 /// presentation timeline is read as the server's clock plus the lead (``SharedServerClock/lead``),
 /// so latency, availability and the latency controller all follow the edge.
 ///
@@ -35,7 +36,14 @@ struct LiveEdgeRate: Sendable, Equatable {
     struct Sample: Sendable, Equatable {
         var time: Double
         var lead: Double
+        /// The inverse of the sample's variance: its time is anywhere in its bracket
+        /// (variance bracket² / 12), plus ``jitter``.
+        var weight = 1.0
     }
+
+    /// Seconds of error a sample has besides its bracket (the answer's way back, the host's
+    /// scheduling).
+    static let jitter = 0.005
 
     private(set) var samples: [Sample] = []
     /// Lead per second (0.005: the edge gains 5 ms a second on the server's clock).
@@ -58,7 +66,7 @@ struct LiveEdgeRate: Sendable, Equatable {
         let lead = end - time
         // A segment listed far off the line (a packager's hiccup, a clock step) is not drift.
         if samples.count >= Self.minimumSamples, abs(lead - line(at: time)) > 1 { return }
-        samples.append(Sample(time: time, lead: lead))
+        samples.append(Sample(time: time, lead: lead, weight: 1 / (bracket * bracket / 12 + Self.jitter * Self.jitter)))
         samples.removeAll { time - $0.time > Self.window }
         fit()
     }
@@ -102,16 +110,19 @@ struct LiveEdgeRate: Sendable, Equatable {
         meanLead + slope * (time - meanTime)
     }
 
+    /// Weighted least squares (``Sample/weight``): the weighted means, the slope, and its
+    /// standard error from the weighted residuals.
     private mutating func fit() {
         let n = Double(samples.count)
-        guard n > 0 else { return }
-        meanTime = samples.reduce(0) { $0 + $1.time } / n
-        meanLead = samples.reduce(0) { $0 + $1.lead } / n
+        let total = samples.reduce(0) { $0 + $1.weight }
+        guard n > 0, total > 0 else { return }
+        meanTime = samples.reduce(0) { $0 + $1.weight * $1.time } / total
+        meanLead = samples.reduce(0) { $0 + $1.weight * $1.lead } / total
         guard samples.count >= 3, let first = samples.first, let last = samples.last, last.time - first.time >= 4 else { return }
         var sxy = 0.0, sxx = 0.0
         for s in samples {
-            sxy += (s.time - meanTime) * (s.lead - meanLead)
-            sxx += (s.time - meanTime) * (s.time - meanTime)
+            sxy += s.weight * (s.time - meanTime) * (s.lead - meanLead)
+            sxx += s.weight * (s.time - meanTime) * (s.time - meanTime)
         }
         guard sxx > 0 else { return }
         let fitted = sxy / sxx
@@ -119,7 +130,7 @@ struct LiveEdgeRate: Sendable, Equatable {
         guard samples.count >= Self.minimumSamples, last.time - first.time >= Self.minimumSpan else { return }
         let residuals = samples.reduce(0) { sum, s in
             let r = s.lead - meanLead - fitted * (s.time - meanTime)
-            return sum + r * r
+            return sum + s.weight * r * r
         }
         let standardError = (residuals / (n - 2) / sxx).squareRoot()
         if abs(fitted) >= max(Self.minimumSlope, 4 * standardError) {
