@@ -36,14 +36,14 @@ struct FeasibleLatency: Sendable, Equatable {
     static let plausibleNeed = 30.0
 
     /// The target each segment needed (margin included), by monotonic second.
-    private var samples: [(at: Double, need: Double)] = []
+    private var samples: [(at: Double, latency: Double)] = []
     /// Monotonic second of the first measurement (a window must have passed before lowering).
     private var since: Double?
 
     init() {}
 
     static func == (a: Self, b: Self) -> Bool {
-        a.since == b.since && a.samples.map(\.at) == b.samples.map(\.at) && a.samples.map(\.need) == b.samples.map(\.need)
+        a.since == b.since && a.samples.map(\.at) == b.samples.map(\.at) && a.samples.map(\.latency) == b.samples.map(\.latency)
     }
 
     /// A segment's first byte came `need` seconds after its presentation start, at monotonic
@@ -65,7 +65,7 @@ struct FeasibleLatency: Sendable, Equatable {
     /// The smallest target that would have had every segment of the window in time, nil without
     /// measurements.
     func minimum(now: Double) -> Double? {
-        samples.filter { $0.at >= now - Self.window }.map(\.need).max()
+        samples.filter { $0.at >= now - Self.window }.map(\.latency).max()
     }
 
     /// ``minimum(now:)`` rounded up to the hundredth of a second, as targets are set.
