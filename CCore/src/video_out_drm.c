@@ -2,6 +2,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <libavutil/hwcontext.h>
+#include <libavutil/pixdesc.h>
+
 #include "drm_setup.h"
 #include "log.h"
 #include "mq_err.h"
@@ -10,8 +13,12 @@
 #include "video_render.h"
 
 /// `drm[:<card>[,<connector>[,<WxH>]]]`: a screen driven through DRM/KMS dumb buffers.
-/// Every picture is converted and fitted with libswscale into XRGB8888 (fit rectangle cached
-/// per size change), rotated in software (0/90/180/270), and shown by a page flip. Before the
+/// A 4:2:0 picture (yuv420p, nv12) goes as it is to the video plane when the card has one
+/// (drm_setup.h) and the driver accepts its placement (an atomic test commit: some cannot
+/// scale), with black around it on the primary plane: copied, not converted. Otherwise — other
+/// formats, rotation, an overlay (band, slate) on screen, or a placement refused — every picture
+/// is converted and fitted with libswscale into XRGB8888 (fit rectangle cached per size change),
+/// rotated in software (0/90/180/270), and shown by a page flip. Before the
 /// first picture the poster (or black) is shown; the last picture is held under overlays and
 /// redrawn after the display comes back. The connector is checked 4 times a second
 /// (drmModeGetConnectorCurrent: no probe) for unplug / replug / a new preferred mode.
@@ -25,11 +32,34 @@ typedef struct drm_priv {
     AVFrame *poster;        // decoded poster, NULL if none
     AVFrame *held;          // reference to the last picture shown, NULL before one
     double next_check;      // monotonic time of the next connector check
+    // the last placement the video plane refused (software until the picture, fit or screen changes)
+    struct { int w, h, fmt, fit, scr_w, scr_h; } refused;
+    bool on_plane_logged;
 } drm_priv;
 
 static mq_canvas canvas_of(const mq_drm *d, int i)
 {
     return (mq_canvas){d->fb[i].map, (int)d->fb[i].pitch, d->width, d->height};
+}
+
+/// The held picture, fitted: a decoder's picture in its own memory (a dma-buf the video plane
+/// could not take) is read back first (av_hwframe_transfer_data).
+static int draw_held(mq_video_out *vo, const mq_canvas *c)
+{
+    drm_priv *p = vo->priv;
+    const AVFrame *f = p->held;
+    AVFrame *sw = NULL;
+    if (f->hw_frames_ctx) {
+        sw = av_frame_alloc();
+        if (!sw || av_hwframe_transfer_data(sw, f, 0) < 0 || av_frame_copy_props(sw, f) < 0) {
+            av_frame_free(&sw);
+            return MQ_ERR_UNSUPPORTED;
+        }
+        f = sw;
+    }
+    int ret = mq_scaler_draw(&p->video, f, vo->opts.fit, vo->opts.rotation, c);
+    av_frame_free(&sw);
+    return ret;
 }
 
 /// Draws what should be on screen now into buffer `i`: the held picture (else the poster,
@@ -44,7 +74,7 @@ static int compose(mq_video_out *vo, int i)
     else if (vo->overlay.kind == MQ_OVERLAY_BLANK)
         mq_canvas_fill(&c, (mq_rect){0, 0, c.width, c.height}, 0);
     else if (p->held)
-        ret = mq_scaler_draw(&p->video, p->held, vo->opts.fit, vo->opts.rotation, &c);
+        ret = draw_held(vo, &c);
     else if (p->poster)
         ret = mq_scaler_draw(&p->still, p->poster, MQ_FIT_CONTAIN, vo->opts.rotation, &c);
     else
@@ -54,11 +84,75 @@ static int compose(mq_video_out *vo, int i)
     return ret;
 }
 
+/* ---- the video plane ---- */
+
+static bool refused(const drm_priv *p, const AVFrame *f, int fit)
+{
+    return p->refused.w == f->width && p->refused.h == f->height && p->refused.fmt == f->format &&
+           p->refused.fit == fit && p->refused.scr_w == p->drm.width && p->refused.scr_h == p->drm.height;
+}
+
+/// Whether the held picture should go to the video plane (tried; a refusal is remembered). Not
+/// before the CRTC is set up (after open or a replug, the software path's first picture does it).
+static bool plane_wanted(const mq_video_out *vo)
+{
+    const drm_priv *p = vo->priv;
+    const AVFrame *f = p->held;
+    return f && p->drm.front >= 0 && vo->overlay.kind == MQ_OVERLAY_NONE && vo->opts.rotation == 0 &&
+           mq_drm_plane_takes(&p->drm, f) && !refused(p, f, vo->opts.fit);
+}
+
+/// Shows the held picture on the video plane: MQ_ERR_UNSUPPORTED when the driver refuses it.
+static int show_on_plane(mq_video_out *vo)
+{
+    drm_priv *p = vo->priv;
+    mq_drm *d = &p->drm;
+    const AVFrame *f = p->held;
+    bool prime = f->format == AV_PIX_FMT_DRM_PRIME; // a decoder's dma-buf: imported, not copied
+    int vi = prime ? mq_drm_video_import(d, f) : mq_drm_video_back(d, f->format, f->width, f->height);
+    if (vi < 0)
+        return MQ_ERR_UNSUPPORTED;
+    if (!prime)
+        mq_drm_video_copy(d, vi, f);
+    mq_rect src, dst;
+    mq_fit_compute(vo->opts.fit, f->width, f->height, d->width, d->height, &src, &dst);
+    mq_drm_placement at = {src.x, src.y, src.w, src.h, dst.x, dst.y, dst.w, dst.h, f->colorspace,
+                           f->format == AV_PIX_FMT_YUVJ420P ? AVCOL_RANGE_JPEG : f->color_range};
+    int primary = -1, ret = MQ_OK;
+    if (d->vfront < 0) { // entering: black on the primary plane around the picture, asked first
+        primary = mq_drm_back(d);
+        mq_canvas c = canvas_of(d, primary);
+        mq_canvas_fill(&c, (mq_rect){0, 0, c.width, c.height}, 0);
+        ret = mq_drm_show_video(d, vi, &at, primary, true);
+    }
+    if (ret >= 0)
+        ret = mq_drm_show_video(d, vi, &at, primary, false);
+    if (ret >= 0 && !p->on_plane_logged) {
+        p->on_plane_logged = true;
+        mq_log(MQ_LOG_INFO, "drm: %dx%d %s pictures on video plane %u at %dx%d+%d+%d (%s)", f->width, f->height,
+               av_get_pix_fmt_name(f->format), d->plane.id, dst.w, dst.h, dst.x, dst.y,
+               prime ? "imported, no copy" : "copied, no conversion");
+    }
+    if (ret == MQ_ERR_UNSUPPORTED) {
+        p->refused.w = f->width, p->refused.h = f->height, p->refused.fmt = f->format;
+        p->refused.fit = vo->opts.fit, p->refused.scr_w = d->width, p->refused.scr_h = d->height;
+        mq_log(MQ_LOG_INFO, "drm: video plane %u refused %dx%d %s at %dx%d+%d+%d: converting in software",
+               d->plane.id, f->width, f->height, av_get_pix_fmt_name(f->format), dst.w, dst.h, dst.x, dst.y);
+        p->on_plane_logged = false;
+    }
+    return ret;
+}
+
 static int redraw(mq_video_out *vo)
 {
     drm_priv *p = vo->priv;
     if (!p->drm.connected)
         return MQ_OK;
+    if (plane_wanted(vo)) {
+        int ret = show_on_plane(vo);
+        if (ret != MQ_ERR_UNSUPPORTED)
+            return ret;
+    }
     int i = mq_drm_back(&p->drm);
     int ret = compose(vo, i);
     return ret < 0 ? ret : mq_drm_show(&p->drm, i);
@@ -156,7 +250,7 @@ static int drm_refresh(mq_video_out *vo, bool overlay_changed, char *what, size_
     }
     if (overlay_changed)
         return redraw(vo) < 0 ? MQ_ERR_VIDEO_DEVICE : 0;
-    if (p->drm.pending >= 0)
+    if (mq_drm_flipping(&p->drm))
         mq_drm_wait_flip(&p->drm, 0); // collect a completed flip event
     return 0;
 }
@@ -168,7 +262,7 @@ static double drm_next_vblank(mq_video_out *vo, double now)
     if (last <= 0 || now - last > 1)
         return now;
     double next = last + ceil((now - last) / period) * period;
-    return p->drm.pending >= 0 ? next + period : next; // a queued flip takes the next one
+    return mq_drm_flipping(&p->drm) ? next + period : next; // a queued flip takes the next one
 }
 
 static void drm_close(mq_video_out *vo)

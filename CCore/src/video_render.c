@@ -98,7 +98,8 @@ void mq_scaler_uninit(mq_scaler *s)
 static bool scaler_matches(const mq_scaler *s, const AVFrame *f, int fit, int rotation, const mq_canvas *c)
 {
     return s->sws && s->src_w == f->width && s->src_h == f->height && s->src_fmt == f->format &&
-           s->dst_w == c->width && s->dst_h == c->height && s->fit == fit && s->rotation == rotation;
+           s->src_cs == (int)f->colorspace && s->src_range == (int)f->color_range && s->dst_w == c->width &&
+           s->dst_h == c->height && s->fit == fit && s->rotation == rotation;
 }
 
 static int scaler_setup(mq_scaler *s, const AVFrame *f, int fit, int rotation, const mq_canvas *c)
@@ -112,12 +113,25 @@ static int scaler_setup(mq_scaler *s, const AVFrame *f, int fit, int rotation, c
                             SWS_BICUBIC, NULL, NULL, NULL);
     if (!s->sws)
         return MQ_ERR_UNSUPPORTED;
+    // The picture's own matrix and range (BT.709 for HD streams that say so; untagged: BT.601,
+    // swscale's default), as the video plane's COLOR_ENCODING / COLOR_RANGE are set.
+    const AVPixFmtDescriptor *desc = av_pix_fmt_desc_get(f->format);
+    if (desc && !(desc->flags & AV_PIX_FMT_FLAG_RGB)) {
+        int cs = f->colorspace == AVCOL_SPC_BT709 ? SWS_CS_ITU709
+                 : f->colorspace == AVCOL_SPC_BT2020_NCL || f->colorspace == AVCOL_SPC_BT2020_CL ? SWS_CS_BT2020
+                 : SWS_CS_DEFAULT;
+        int full = f->color_range == AVCOL_RANGE_JPEG || f->format == AV_PIX_FMT_YUVJ420P ||
+                   f->format == AV_PIX_FMT_YUVJ422P || f->format == AV_PIX_FMT_YUVJ444P;
+        sws_setColorspaceDetails(s->sws, sws_getCoefficients(cs), full, sws_getCoefficients(SWS_CS_DEFAULT), 1, 0,
+                                 1 << 16, 1 << 16);
+    }
     if (rotation) {
         s->tmp_size = s->pic.w * s->pic.h * 4;
         if (!(s->tmp = av_malloc((size_t)s->tmp_size)))
             return MQ_ERR_NO_MEMORY;
     }
     s->src_w = f->width, s->src_h = f->height, s->src_fmt = f->format;
+    s->src_cs = f->colorspace, s->src_range = f->color_range;
     s->dst_w = c->width, s->dst_h = c->height, s->fit = fit, s->rotation = rotation;
     mq_log(MQ_LOG_INFO, "fit %dx%d -> %dx%d+%d+%d on %dx%d (rotation %d)", f->width, f->height,
            s->screen.w, s->screen.h, s->screen.x, s->screen.y, c->width, c->height, rotation);

@@ -30,7 +30,7 @@ void mq_fit_compute(int fit, int src_w, int src_h, int dst_w, int dst_h, mq_rect
 /// picture size/format, screen size, fit or rotation.
 typedef struct mq_scaler {
     struct SwsContext *sws;
-    int src_w, src_h, src_fmt, dst_w, dst_h, fit, rotation; // the key of what is cached
+    int src_w, src_h, src_fmt, src_cs, src_range, dst_w, dst_h, fit, rotation; // the key of what is cached
     mq_rect src, pic, screen; // picture-space crop, picture-space dst, screen-space dst
     uint8_t *tmp;             // rotated outputs: the unrotated scaled picture
     int tmp_size;

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Boots the test VM, answers the guest's snapshot requests with QMP screendumps, then checks
 every screen against its expected image and the snd-aloop capture against the decoded audio.
+--suite vkms: the VM has no display device but vkms; the guest reads its screens back from the
+driver itself ("@@CAPTURE <name>": <out>/<name>.ppm) and the video plane path is checked.
 python3 stdlib only. Exit status 0 when everything passed."""
 import argparse
 import json
@@ -14,6 +16,7 @@ import time
 import expect
 
 W, H = 1280, 800  # bochs-drm's preferred mode (set from the first screendump)
+a_media = None
 
 
 class QMP:
@@ -45,8 +48,9 @@ def run_vm(a):
     sock = os.path.join(out, "qmp.sock")
     if os.path.exists(sock):
         os.unlink(sock)
+    display = ["-vga", "std", "-global", "VGA.vgamem_mb=64"] if a.suite == "bochs" else []
     cmd = ["qemu-system-x86_64", "-accel", "tcg", "-m", "1024", "-smp", "2", "-nodefaults", "-no-reboot",
-           "-display", "none", "-vga", "std", "-global", "VGA.vgamem_mb=64",
+           "-display", "none"] + display + [
            "-serial", "stdio", "-qmp", "unix:%s,server=on,wait=off" % sock,
            "-kernel", a.kernel, "-initrd", a.initrd, "-append", "console=ttyS0 panic=-1 quiet",
            "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
@@ -84,6 +88,10 @@ def run_vm(a):
                 vm.stdin.write(b"ok\n")
                 vm.stdin.flush()
                 print("  [%6.1fs] snapshot %s" % (t, name), flush=True)
+            elif "@@CAPTURE " in line:
+                name = line.split("@@CAPTURE ", 1)[1].strip()
+                snaps.append((name, os.path.join(out, name + ".ppm"), t))
+                print("  [%6.1fs] capture %s" % (t, name), flush=True)
             elif "@@RESULT " in line:
                 k, _, v = line.split("@@RESULT ", 1)[1].partition(" ")
                 results[k] = v
@@ -128,10 +136,83 @@ def expected_screens(media):
     return exp
 
 
+def expected_vkms(media):
+    head = os.path.join(media, "video-head.mp4")
+    exp = {"plane-scaledown": expect.expected_fit(head, 640, 360, W, H, "scaledown")[0],
+           "plane-contain": expect.expected_fit(head, 640, 360, W, H, "contain")[0]}
+    exp["plane-band"] = expect.band(exp["plane-scaledown"], W, H)
+    return exp
+
+
+def bench_picture(sw, sh, W, H):
+    """render_bench's test picture (Y = x + y, Cb 90, Cr 160) shown 1:1 in the middle of a black
+    W x H screen, converted here in floating point (BT.601, limited range)."""
+    out = bytearray(W * H * 3)
+    x0, y0 = (W - sw) // 2, (H - sh) // 2
+    cb, cr = 90 - 128, 160 - 128
+    for y in range(sh):
+        for x in range(sw):
+            l = 255 / 219 * (((x + y) & 255) - 16)
+            rgb = (l + 255 / 224 * 1.402 * cr, l - 255 / 224 * (0.344136 * cb + 0.714136 * cr), l + 255 / 224 * 1.772 * cb)
+            i = ((y0 + y) * W + x0 + x) * 3
+            out[i:i + 3] = bytes(max(0, min(255, round(v))) for v in rgb)
+    return bytes(out)
+
+
+def check_prime(snaps):
+    """The imported dma-buf picture: the same screen as the copied one, and both the picture."""
+    paths = {name: path for name, path, _ in snaps}
+    if not all(n in paths and os.path.exists(paths[n]) and os.path.getsize(paths[n]) for n in ("prime-import", "prime-copy")):
+        print("  prime: no read-back: FAIL")
+        return False
+    wi, hi, imp = expect.read_ppm(paths["prime-import"])
+    _, _, cop = expect.read_ppm(paths["prime-copy"])
+    c = expect.compare(imp, bench_picture(640, 360, wi, hi), wi, hi, tol=3)
+    same = imp == cop
+    passed = same and c["bad"] == 0
+    print("  prime: imported picture %s the copied one; against the picture: %d px over 3, max err %d: %s"
+          % ("identical to" if same else "DIFFERS from", c["bad"], c["max"], "pass" if passed else "FAIL"))
+    return passed
+
+
+def check_vkms(snaps, results, bench):
+    """The video plane: its screens, which path each run took, and CPU per frame of both paths."""
+    ok = check_prime(snaps)
+    ok &= check_screens([s for s in snaps if not s[0].startswith("prime-")], expected_vkms(a_media))
+    # "<runs of 'on video plane'> <runs of 'refused'>" per case
+    want = {"plane-scaledown": lambda on, no: on >= 1 and no == 0,   # copied to the plane
+            "plane-band": lambda on, no: on >= 1 and no == 0,        # plane, then the band in software
+            "plane-contain": lambda on, no: on == 0 and no >= 1}     # vkms cannot scale: software
+    for case, good in want.items():
+        try:
+            on, no = (int(v) for v in results.get(case, "").split())
+        except ValueError:
+            on = no = -1
+        passed = on >= 0 and good(on, no)
+        print("  %-16s on the video plane %d, refused %d: %s" % (case, on, no, "pass" if passed else "FAIL"))
+        ok &= passed
+    planes = {}
+    for line in bench:  # BENCH plane|drm WxH -> ...: X ms CPU/frame
+        f = line.split()
+        if len(f) > 6 and f[1] in ("plane", "drm") and "CPU/frame," in f:
+            planes.setdefault(f[2] + " " + f[5], {})[f[1]] = float(f[f.index("CPU/frame,") - 2])
+    for what, got in planes.items():
+        if "plane" in got and "drm" in got:
+            print("  CPU per frame %s: video plane %.2f ms, software %.2f ms (%.1fx less)"
+                  % (what, got["plane"], got["drm"], got["drm"] / max(got["plane"], 1e-6)))
+    got_all = len(planes) == 3 and all(len(v) == 2 for v in planes.values())
+    print("  video plane benchmark: %s" % ("3 sizes, both paths" if got_all else "FAIL: missing %s" % planes))
+    return ok and got_all
+
+
 def check_screens(snaps, exp):
     ok = True
     print("  %-12s %10s %9s %8s  %s" % ("screen", "bad px", "bad %", "max err", "verdict"))
     for name, path, _ in snaps:
+        if not os.path.exists(path) or os.path.getsize(path) == 0:
+            print("  %-12s no picture: FAIL" % name)
+            ok = False
+            continue
         w, h, got = expect.read_ppm(path)
         want = exp.get(name)
         if want is None or (w, h) != (W, H):
@@ -199,12 +280,23 @@ def main():
     ap.add_argument("--media", required=True)
     ap.add_argument("--repo", required=True)
     ap.add_argument("--timeout", type=int, default=200)
+    ap.add_argument("--suite", choices=("bochs", "vkms"), default="bochs")
     a = ap.parse_args()
     snaps, results, fails, bench, wall = run_vm(a)
     print("VM finished in %.1f s" % wall)
-    global W, H
-    if snaps:
+    global W, H, a_media
+    a_media = a.media
+    if snaps and os.path.exists(snaps[0][1]) and os.path.getsize(snaps[0][1]) > 0:
         W, H, _ = expect.read_ppm(snaps[0][1])
+    if a.suite == "vkms":
+        ok = check_vkms(snaps, results, bench)
+        for line in bench:
+            print("  " + line)
+        for f in fails:
+            print("  guest: " + f)
+        ok &= not fails
+        print("VM suite (vkms): %s" % ("PASS" if ok else "FAIL"))
+        return 0 if ok else 1
     exp = expected_screens(a.media)
     ok = check_screens(snaps, exp)
     ok &= check_audio(os.path.join(a.out, "alsa.raw"), os.path.join(a.media, "audio.s16"))
