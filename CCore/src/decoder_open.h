@@ -9,7 +9,10 @@
 /// comma-separated libavcodec decoder names tried in order, then the codec's default decoder.
 /// A name applies to the stream when libavcodec has a decoder of that name for its codec, or,
 /// when this libavcodec lacks the name, when the name's `<codec>_` prefix is the codec's
-/// (FFmpeg's convention: `h264_v4l2m2m`, `hevc_rkmpp`). Other names are skipped silently.
+/// (FFmpeg's convention: `h264_v4l2m2m`, `hevc_rkmpp`). `<codec>_<device>` with a hardware
+/// device type instead of a decoder name (`h264_vaapi`, `hevc_vdpau`) is the codec's own decoder
+/// with that hwaccel on the device's default node; its pictures are hardware surfaces
+/// (`hw_frames_ctx` set). Other names are skipped silently.
 ///
 /// `threads`: the decoder's thread count (0: one per core).
 ///

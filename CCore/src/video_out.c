@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <libavutil/hwcontext.h>
+
 #include "log.h"
 #include "mq_err.h"
 #include "spec.h"
@@ -55,4 +57,17 @@ void mq_video_out_destroy(mq_video_out **pvo)
     free(vo->priv);
     free(vo);
     *pvo = NULL;
+}
+
+const AVFrame *mq_vo_in_memory(const AVFrame *f, AVFrame **tmp)
+{
+    *tmp = NULL;
+    if (!f->hw_frames_ctx)
+        return f;
+    AVFrame *sw = av_frame_alloc();
+    if (!sw || av_hwframe_transfer_data(sw, f, 0) < 0 || av_frame_copy_props(sw, f) < 0) {
+        av_frame_free(&sw);
+        return NULL;
+    }
+    return *tmp = sw;
 }

@@ -69,6 +69,11 @@ struct mq_video_out {
 int mq_video_out_create(const char *spec, const mq_video_out_options *opts, mq_video_out **out);
 void mq_video_out_destroy(mq_video_out **vo);
 
+/// `f` itself, or — a decoder's picture in its own memory (a hardware frame: VAAPI surface,
+/// dma-buf) — a copy read back into memory (av_hwframe_transfer_data) in a new `*tmp` the
+/// caller frees. NULL when it cannot be read back.
+const AVFrame *mq_vo_in_memory(const AVFrame *f, AVFrame **tmp);
+
 extern const mq_video_out_driver mq_video_out_headless;
 extern const mq_video_out_driver mq_video_out_frames;
 extern const mq_video_out_driver mq_video_out_drm;

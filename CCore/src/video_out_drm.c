@@ -47,18 +47,10 @@ static mq_canvas canvas_of(const mq_drm *d, int i)
 static int draw_held(mq_video_out *vo, const mq_canvas *c)
 {
     drm_priv *p = vo->priv;
-    const AVFrame *f = p->held;
-    AVFrame *sw = NULL;
-    if (f->hw_frames_ctx) {
-        sw = av_frame_alloc();
-        if (!sw || av_hwframe_transfer_data(sw, f, 0) < 0 || av_frame_copy_props(sw, f) < 0) {
-            av_frame_free(&sw);
-            return MQ_ERR_UNSUPPORTED;
-        }
-        f = sw;
-    }
-    int ret = mq_scaler_draw(&p->video, f, vo->opts.fit, vo->opts.rotation, c);
-    av_frame_free(&sw);
+    AVFrame *tmp;
+    const AVFrame *f = mq_vo_in_memory(p->held, &tmp);
+    int ret = f ? mq_scaler_draw(&p->video, f, vo->opts.fit, vo->opts.rotation, c) : MQ_ERR_UNSUPPORTED;
+    av_frame_free(&tmp);
     return ret;
 }
 
@@ -202,12 +194,28 @@ static int drm_configure(mq_video_out *vo, const mq_video_format *fmt, mq_video_
     return MQ_OK;
 }
 
+/// A hardware surface (a VAAPI decoder's) mapped to dma-bufs for the video plane to import;
+/// NULL when there is no plane, it is not one, or the mapping fails (then it is read back).
+static AVFrame *as_prime(const drm_priv *p, const AVFrame *f)
+{
+    if (!p->drm.plane.id || !f->hw_frames_ctx || f->format == AV_PIX_FMT_DRM_PRIME)
+        return NULL;
+    AVFrame *m = av_frame_alloc();
+    if (m)
+        m->format = AV_PIX_FMT_DRM_PRIME;
+    if (!m || av_hwframe_map(m, f, AV_HWFRAME_MAP_READ) < 0 || av_frame_copy_props(m, f) < 0)
+        av_frame_free(&m);
+    return m;
+}
+
 static int drm_present(mq_video_out *vo, const mq_vframe *f, double wall_time)
 {
     (void)wall_time;
     drm_priv *p = vo->priv;
     av_frame_free(&p->held);
-    p->held = av_frame_clone(f->frame); // a reference, kept for overlays and replug
+    p->held = as_prime(p, f->frame);
+    if (!p->held)
+        p->held = av_frame_clone(f->frame); // a reference, kept for overlays and replug
     if (!p->held)
         return MQ_ERR_NO_MEMORY;
     if (vo->overlay.kind == MQ_OVERLAY_SLATE && p->drm.front >= 0)

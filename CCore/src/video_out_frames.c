@@ -50,8 +50,9 @@ static int frames_configure(mq_video_out *vo, const mq_video_format *fmt, mq_vid
 {
     frames_priv *f = vo->priv;
     int size = av_image_get_buffer_size(fmt->pix_fmt, fmt->width, fmt->height, 1);
-    if (size < 0)
-        return MQ_ERR_UNSUPPORTED;
+    *accepted = *fmt;
+    if (size < 0) // a hardware format: read back at each picture, the buffer sized then
+        return MQ_OK;
     if (size > f->buf_size) {
         av_freep(&f->buf);
         f->buf_size = 0;
@@ -60,17 +61,24 @@ static int frames_configure(mq_video_out *vo, const mq_video_format *fmt, mq_vid
             return MQ_ERR_NO_MEMORY;
         f->buf_size = size;
     }
-    *accepted = *fmt;
     return MQ_OK;
 }
 
 static int frames_present(mq_video_out *vo, const mq_vframe *v, double wall_time)
 {
     frames_priv *f = vo->priv;
-    const AVFrame *fr = v->frame;
-    int size = av_image_copy_to_buffer(f->buf, f->buf_size, (const uint8_t *const *)fr->data,
-                                       fr->linesize, fr->format, fr->width, fr->height, 1);
-    if (size < 0)
+    AVFrame *tmp;
+    const AVFrame *fr = mq_vo_in_memory(v->frame, &tmp); // a hardware decoder's: its planes read back
+    int size = fr ? av_image_get_buffer_size(fr->format, fr->width, fr->height, 1) : -1;
+    if (size > f->buf_size) { // (configure sized the buffer for the decoder's format, not this one)
+        av_freep(&f->buf);
+        f->buf_size = (f->buf = av_malloc((size_t)size)) ? size : 0;
+    }
+    if (fr && f->buf)
+        size = av_image_copy_to_buffer(f->buf, f->buf_size, (const uint8_t *const *)fr->data, fr->linesize,
+                                       fr->format, fr->width, fr->height, 1);
+    av_frame_free(&tmp);
+    if (!fr || !f->buf || size < 0)
         return MQ_ERR_VIDEO_DEVICE;
     uint8_t digest[16];
     av_md5_init(f->md5);
@@ -79,8 +87,8 @@ static int frames_present(mq_video_out *vo, const mq_vframe *v, double wall_time
     char hex[33];
     for (int i = 0; i < 16; i++)
         snprintf(hex + 2 * i, 3, "%02x", digest[i]);
-    fprintf(f->tsv, "%.6f\t%.6f\t%s\t%d\t%d\t%s\t%d\n", wall_time, v->media_pts, hex, fr->width, fr->height, vo->label,
-            v->still);
+    fprintf(f->tsv, "%.6f\t%.6f\t%s\t%d\t%d\t%s\t%d\n", wall_time, v->media_pts, hex, v->frame->width,
+            v->frame->height, vo->label, v->still);
     return fflush(f->tsv) == 0 ? MQ_OK : MQ_ERR_IO;
 }
 

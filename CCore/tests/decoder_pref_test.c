@@ -90,6 +90,16 @@ static void test_selection(const char *video, const char *audio)
         CHECK(strncmp(failed, "h264_v4l2m2m: ", 14) == 0, "the hardware decoder's failure is noted [%s]", failed);
     }
 
+    // h264_vaapi: no decoder of that name, but a hwaccel of h264's own: with no VA device here
+    // (no render node), the software decoder, the reason noted
+    used = open_with(&v, "h264_vaapi,h264", failed, sizeof failed);
+    printf("h264_vaapi here: used %s [%s]\n", used, failed);
+    if (access("/dev/dri/renderD128", F_OK) != 0) {
+        CHECK(!strcmp(used, "h264"), "no VA device: software h264 (%s)", used);
+        CHECK(strncmp(failed, "h264_vaapi: ", 12) == 0 && !strstr(failed, "not in this libavcodec"),
+              "the hwaccel's failure is noted as the device's [%s]", failed);
+    }
+
     used = open_with(&a, "h264_v4l2m2m,hevc_rkmpp,h264_nosuch", failed, sizeof failed);
     CHECK(!strcmp(used, "aac") && !failed[0], "video names do not apply to AAC (%s) [%s]", used, failed);
 
