@@ -93,7 +93,10 @@ typedef struct mq_player_config {
     /// track whose codec they decode, before the codec's default (software) decoder, e.g.
     /// "h264_v4l2m2m,h264_rkmpp" (a board profile's `decode.decoders`). Names for other codecs
     /// are skipped; a name this libavcodec lacks applies to the codec its `<codec>_` prefix
-    /// names. When an applicable preference cannot be used the next is tried, and the track
+    /// names; `<codec>_<device>` with a hardware device type instead of a decoder name
+    /// ("h264_vaapi") is the codec's own decoder with that hwaccel (its pictures are hardware
+    /// surfaces, mapped or read back by the outputs). When an applicable preference cannot be
+    /// used the next is tried, and the track
     /// reports it once with MQ_EVENT_DECODER_FALLBACK. NULL or "" means the default decoder.
     /// Copied during create; at most 1023 characters of [A-Za-z0-9_], commas and spaces.
     const char *_Nullable decoders;

@@ -162,8 +162,11 @@ public struct PlayerOptions: Sendable {
     public var rotation: Int
     /// Display outputs: a PNG or JPEG path shown until the first picture (nil: black).
     public var poster: String?
-    /// Decoders to try first, in order (e.g. `h264_v4l2m2m`); the codec's software decoder is
-    /// the fallback, reported by ``PlayerEvent/decoderFallback(_:)``. Empty: software only.
+    /// Decoders to try first, in order (e.g. `h264_v4l2m2m`, or `h264_vaapi`: the codec's own
+    /// decoder with that hardware device's hwaccel); the codec's software decoder is the
+    /// fallback, reported by ``PlayerEvent/decoderFallback(_:)``. Empty: software only. With
+    /// `video` `drm`, 4:2:0 and hardware pictures go to a YCbCr overlay plane where the driver
+    /// takes them (`boards/README.md`, "Hardware decode and scan-out").
     public var decoders: [String] = []
     /// Software decoder threads per track, 0…64. 0 (auto): one for video up to 1920×1080 at
     /// 30 fps, for as long as it keeps well ahead of real time (decoding in under half of the
