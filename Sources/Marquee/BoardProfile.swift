@@ -14,7 +14,9 @@ public struct BoardProfile: Sendable, Hashable, Codable {
         public var card: String?
         /// Connector name as the kernel spells it (`HDMI-A-1`); `nil`: the first connected.
         public var connector: String?
-        /// Scan-out plane.
+        /// Scan-out plane. Checked, not yet read by the output: it draws converted pictures on
+        /// the primary plane and sends 4:2:0 and hardware pictures to the first overlay plane
+        /// that takes YCbCr, when there is one (`boards/README.md`).
         public var plane: Plane = .primary
         /// `preferred`, `highest`, `WxH` or `WxH@R`.
         public var mode: String = "preferred"
@@ -22,7 +24,8 @@ public struct BoardProfile: Sendable, Hashable, Codable {
         public var rotation: Int = 0
         /// Rotations the plane does in hardware (always holds 0).
         public var hardwareRotations: [Int] = [0]
-        /// DRM fourcc of the scan-out buffers (`XRGB8888`).
+        /// DRM fourcc of the scan-out buffers (`XRGB8888`). Checked, not yet read by the output:
+        /// the primary plane scans XRGB8888, the video plane the layout of the decoder's pictures.
         public var format: String = "XRGB8888"
         /// Decoded pictures queued ahead of presentation, 2…240 (C: `video_queue_frames`); 0
         /// (auto): as many of up to 6 as fit in 4.5 MiB, at least 3 (``PlayerOptions/videoQueueFrames``).
