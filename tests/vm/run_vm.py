@@ -289,14 +289,7 @@ def main():
     if snaps and os.path.exists(snaps[0][1]) and os.path.getsize(snaps[0][1]) > 0:
         W, H, _ = expect.read_ppm(snaps[0][1])
     if a.suite == "vkms":
-        ok = check_vkms(snaps, results, bench)
-        for line in bench:
-            print("  " + line)
-        for f in fails:
-            print("  guest: " + f)
-        ok &= not fails
-        print("VM suite (vkms): %s" % ("PASS" if ok else "FAIL"))
-        return 0 if ok else 1
+        return verdict(check_vkms(snaps, results, bench), bench, fails, "VM suite (vkms)")
     exp = expected_screens(a.media)
     ok = check_screens(snaps, exp)
     ok &= check_audio(os.path.join(a.out, "alsa.raw"), os.path.join(a.media, "audio.s16"))
@@ -317,12 +310,17 @@ def main():
     print("  display metrics (connected, output changes) at start / unplugged / replugged: %s, %s"
           % (" / ".join(str(health[k]) for k in ("start", "off", "on")), "pass" if good else "FAIL"))
     ok &= good
+    return verdict(ok, bench, fails, "VM suite")
+
+
+def verdict(ok, bench, fails, name):
+    """Prints the benchmark lines, the guest's failures and the suite's verdict; the exit status."""
     for line in bench:
         print("  " + line)
     for f in fails:
         print("  guest: " + f)
     ok &= not fails
-    print("VM suite: %s" % ("PASS" if ok else "FAIL"))
+    print("%s: %s" % (name, "PASS" if ok else "FAIL"))
     return 0 if ok else 1
 
 
