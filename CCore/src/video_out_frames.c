@@ -70,9 +70,11 @@ static int frames_present(mq_video_out *vo, const mq_vframe *v, double wall_time
     AVFrame *tmp;
     const AVFrame *fr = mq_vo_in_memory(v->frame, &tmp); // a hardware decoder's: its planes read back
     int size = fr ? av_image_get_buffer_size(fr->format, fr->width, fr->height, 1) : -1;
-    if (size > f->buf_size) { // (configure sized the buffer for the decoder's format, not this one)
+    if (size > 0 && size > f->buf_size) { // (configure sized it for the decoder's format, not this one)
         av_freep(&f->buf);
-        f->buf_size = (f->buf = av_malloc((size_t)size)) ? size : 0;
+        f->buf_size = 0;
+        if ((f->buf = av_malloc((size_t)size)))
+            f->buf_size = size;
     }
     if (fr && f->buf)
         size = av_image_copy_to_buffer(f->buf, f->buf_size, (const uint8_t *const *)fr->data, fr->linesize,
