@@ -109,7 +109,7 @@ static int show_on_plane(mq_video_out *vo)
     mq_rect src, dst;
     mq_fit_compute(vo->opts.fit, f->width, f->height, d->width, d->height, &src, &dst);
     mq_drm_placement at = {src.x, src.y, src.w, src.h, dst.x, dst.y, dst.w, dst.h, f->colorspace,
-                           f->format == AV_PIX_FMT_YUVJ420P ? AVCOL_RANGE_JPEG : f->color_range};
+                           mq_full_range(f) ? AVCOL_RANGE_JPEG : AVCOL_RANGE_MPEG};
     int primary = -1, ret = MQ_OK;
     if (d->vfront < 0) { // entering: black on the primary plane around the picture, asked first
         primary = mq_drm_back(d);

@@ -95,6 +95,12 @@ void mq_scaler_uninit(mq_scaler *s)
     *s = (mq_scaler){0};
 }
 
+bool mq_full_range(const AVFrame *f)
+{
+    return f->color_range == AVCOL_RANGE_JPEG || f->format == AV_PIX_FMT_YUVJ420P ||
+           f->format == AV_PIX_FMT_YUVJ422P || f->format == AV_PIX_FMT_YUVJ444P;
+}
+
 static bool scaler_matches(const mq_scaler *s, const AVFrame *f, int fit, int rotation, const mq_canvas *c)
 {
     return s->sws && s->src_w == f->width && s->src_h == f->height && s->src_fmt == f->format &&
@@ -120,9 +126,7 @@ static int scaler_setup(mq_scaler *s, const AVFrame *f, int fit, int rotation, c
         int cs = f->colorspace == AVCOL_SPC_BT709 ? SWS_CS_ITU709
                  : f->colorspace == AVCOL_SPC_BT2020_NCL || f->colorspace == AVCOL_SPC_BT2020_CL ? SWS_CS_BT2020
                  : SWS_CS_DEFAULT;
-        int full = f->color_range == AVCOL_RANGE_JPEG || f->format == AV_PIX_FMT_YUVJ420P ||
-                   f->format == AV_PIX_FMT_YUVJ422P || f->format == AV_PIX_FMT_YUVJ444P;
-        sws_setColorspaceDetails(s->sws, sws_getCoefficients(cs), full, sws_getCoefficients(SWS_CS_DEFAULT), 1, 0,
+        sws_setColorspaceDetails(s->sws, sws_getCoefficients(cs), mq_full_range(f), sws_getCoefficients(SWS_CS_DEFAULT), 1, 0,
                                  1 << 16, 1 << 16);
     }
     if (rotation) {

@@ -38,6 +38,10 @@ typedef struct mq_scaler {
 
 void mq_scaler_uninit(mq_scaler *s);
 
+/// Whether a YCbCr picture uses the full 0–255 range (tagged JPEG range, or a yuvj format):
+/// what swscale is told and what the video plane's COLOR_RANGE is set to.
+bool mq_full_range(const AVFrame *f);
+
 /// Draws `f` fitted and rotated (0/90/180/270 clockwise, in software) onto `c`, the area
 /// around it black. Returns 0 or a negative mq_err.
 int mq_scaler_draw(mq_scaler *s, const AVFrame *f, int fit, int rotation, const mq_canvas *c);
