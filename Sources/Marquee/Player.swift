@@ -655,7 +655,7 @@ public final class Player: Sendable {
     /// `url`'s host.
     func routed(_ url: URL) -> URL {
         guard let venue, venue.port != nil else { return url }
-        if let host = url.host { venue.addUpstream(host + (url.port.map { ":\($0)" } ?? "")) }
+        venue.addUpstream(url)
         return (try? venue.localURL(for: url)) ?? url
     }
 

@@ -1,6 +1,7 @@
 import Hummingbird
 import HummingbirdCore
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import ServiceLifecycle
 
@@ -24,14 +25,37 @@ public final class RunningServer: Sendable {
         public var description: String { "the server stopped before it was listening" }
     }
 
-    /// Binds `host`:`port` (0: any free port) and serves each request with `responder`.
+    /// What one server lets its clients hold: a server on a shared network answers strangers.
+    public struct Limits: Sendable {
+        /// Connections open at once; more wait in the listen backlog until one closes.
+        public var connections: Int
+        /// Connections open at once from one address; more are closed as they come.
+        public var connectionsPerAddress: Int
+        /// Seconds a connection may go without a complete request head (a slowloris sends its
+        /// headers a byte at a time) or, between requests, without a request.
+        public var idleSeconds: Int64
+
+        public init(connections: Int = 512, connectionsPerAddress: Int = 64, idleSeconds: Int64 = 30) {
+            self.connections = connections
+            self.connectionsPerAddress = connectionsPerAddress
+            self.idleSeconds = idleSeconds
+        }
+    }
+
+    /// Binds `host`:`port` (0: any free port) and serves each request with `responder`, within
+    /// `limits`.
     public static func start(
-        host: String, port: Int, logger: Logger,
+        host: String, port: Int, logger: Logger, limits: Limits = Limits(),
         responder: @escaping @Sendable (Request, consuming ResponseWriter, any Channel) async throws -> Void
     ) async throws -> RunningServer {
         let (bound, continuation) = AsyncStream<Result<Int, any Error>>.makeStream()
-        let server = try HTTPServerBuilder.http1().buildServer(
-            configuration: ServerConfiguration(address: .hostname(host, port: port), serverName: nil),
+        let perAddress = ConnectionsPerAddress(limit: limits.connectionsPerAddress, logger: logger)
+        let channel = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [perAddress.handler()], idleTimeout: .seconds(limits.idleSeconds))
+        let server = try HTTPServerBuilder.http1(configuration: channel).buildServer(
+            configuration: ServerConfiguration(
+                address: .hostname(host, port: port), serverName: nil,
+                availableConnectionsDelegate: MaximumAvailableConnections(limits.connections)),
             eventLoopGroup: EventLoopGroupProvider.singleton.eventLoopGroup,
             logger: logger,
             responder: responder,
@@ -67,4 +91,58 @@ public final class RunningServer: Sendable {
 
     /// Returns when the server has stopped.
     public func wait() async { await task.value }
+}
+
+/// Counts each remote address's open connections and closes those over the limit.
+final class ConnectionsPerAddress: Sendable {
+    let limit: Int
+    let logger: Logger
+    private let open = NIOLockedValueBox([String: Int]())
+
+    init(limit: Int, logger: Logger) {
+        self.limit = limit
+        self.logger = logger
+    }
+
+    func handler() -> any RemovableChannelHandler { Handler(owner: self) }
+
+    /// Whether one more connection from `address` is allowed (counted when it is).
+    fileprivate func admit(_ address: String) -> Bool {
+        open.withLockedValue { counts in
+            let n = counts[address, default: 0]
+            guard n < limit else { return false }
+            counts[address] = n + 1
+            return true
+        }
+    }
+
+    fileprivate func release(_ address: String) {
+        open.withLockedValue { counts in
+            let n = counts[address, default: 1] - 1
+            counts[address] = n > 0 ? n : nil
+        }
+    }
+
+    private final class Handler: ChannelInboundHandler, RemovableChannelHandler, @unchecked Sendable {
+        typealias InboundIn = NIOAny  // never unwrapped: reads pass through untouched
+        let owner: ConnectionsPerAddress
+        var address: String?  // set once admitted, on the channel's event loop
+
+        init(owner: ConnectionsPerAddress) { self.owner = owner }
+
+        func handlerAdded(context: ChannelHandlerContext) {
+            let remote = context.channel.remoteAddress?.ipAddress ?? "?"
+            if owner.admit(remote) {
+                address = remote
+            } else {
+                owner.logger.info("server: closing a connection from \(remote): over \(owner.limit) open from that address")
+                context.close(promise: nil)
+            }
+        }
+
+        func handlerRemoved(context: ChannelHandlerContext) {
+            if let address { owner.release(address) }
+            address = nil
+        }
+    }
 }

@@ -1,35 +1,5 @@
 import Foundation
 
-/// How upstream URLs appear on the proxy: `/u/<scheme>/<authority><path>[?query]`. The path is
-/// kept as the upstream wrote it (percent-encoding untouched), so a relative reference in a
-/// manifest resolves on the proxy as it would upstream.
-enum ProxyPath {
-    static let prefix = "/u/"
-
-    /// The proxy path of `url` (nil: not http(s), or no host).
-    static func path(for url: URL) -> String? {
-        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            let components = URLComponents(url: url, resolvingAgainstBaseURL: true), let host = components.percentEncodedHost, !host.isEmpty
-        else { return nil }
-        let authority = host.lowercased() + (components.port.map { ":\($0)" } ?? "")
-        let path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
-        return prefix + scheme + "/" + authority + path + (components.percentEncodedQuery.map { "?" + $0 } ?? "")
-    }
-
-    /// The upstream URL a proxy path names, with its authority (nil: not a `/u/` path).
-    static func upstream(path: String, query: String?) -> (url: URL, scheme: String, authority: String)? {
-        guard path.hasPrefix(prefix) else { return nil }
-        let rest = path.dropFirst(prefix.count)
-        let parts = rest.split(separator: "/", maxSplits: 2, omittingEmptySubsequences: false)
-        guard parts.count >= 2, parts[0] == "http" || parts[0] == "https", !parts[1].isEmpty else { return nil }
-        let scheme = String(parts[0]), authority = String(parts[1]).lowercased()
-        let tail = parts.count == 3 ? "/" + parts[2] : "/"
-        let text = scheme + "://" + authority + tail + (query.map { "?" + $0 } ?? "")
-        guard let url = URL(string: text), url.host != nil else { return nil }
-        return (url, scheme, authority)
-    }
-}
-
 /// Rewrites the URLs of an HLS playlist or a DASH MPD that came through the proxy so that a
 /// player follows them through it too: absolute URLs to served upstream hosts and root-relative
 /// ones become proxy paths; relative ones are left alone (the proxy path mirrors the upstream's),
@@ -40,10 +10,10 @@ public struct ManifestRewriter {
     /// The URL asked for, and where the answer came from.
     public var requested: URL
     public var answered: URL
-    /// Whether an upstream authority is served.
-    public var allows: (String) -> Bool
+    /// Whether an upstream URL is served.
+    public var allows: (URL) -> Bool
 
-    public init(requested: URL, answered: URL, allows: @escaping (String) -> Bool) {
+    public init(requested: URL, answered: URL, allows: @escaping (URL) -> Bool) {
         self.requested = requested
         self.answered = answered
         self.allows = allows
@@ -75,11 +45,11 @@ public struct ManifestRewriter {
         guard !r.isEmpty, !r.hasPrefix(ProxyPath.prefix) else { return nil }
         let lower = r.lowercased()
         if lower.hasPrefix("http://") || lower.hasPrefix("https://") || r.hasPrefix("//") || r.hasPrefix("/") {
-            guard let url = URL(string: r, relativeTo: answered)?.absoluteURL, let authority = Self.authority(url), allows(authority) else { return nil }
+            guard let url = URL(string: r, relativeTo: answered)?.absoluteURL, allows(url) else { return nil }
             return ProxyPath.path(for: url)
         }
         if r.contains(":") && !r.contains("/") && r.firstIndex(of: ":")! < (r.firstIndex(of: "?") ?? r.endIndex) { return nil }  // another scheme (data:, skd:)
-        guard anchorRelative, redirected, let authority = Self.authority(answered), allows(authority) else { return nil }
+        guard anchorRelative, redirected, allows(answered) else { return nil }
         return directory(of: answered) + r
     }
 
@@ -140,7 +110,7 @@ public struct ManifestRewriter {
         for attribute in ["media", "initialization", "sourceURL", "index"] {
             result = replaceAttributes(result, attribute: attribute) { map($0, anchorRelative: false) }
         }
-        if redirected, !mpdLevelBase, let authority = Self.authority(answered), allows(authority),
+        if redirected, !mpdLevelBase, allows(answered),
             let open = result.range(of: "<MPD"), let end = result[open.upperBound...].firstIndex(of: ">")
         {
             result.insert(contentsOf: "<BaseURL>\(directory(of: answered))</BaseURL>", at: result.index(after: end))

@@ -315,7 +315,7 @@ final class PeerNetwork: Sendable {
             ban(peer, why: "\(url.lastPathComponent): \(why) (known \(String(format: "%.3f", Monotonic.now() - started)) s after asking)")
             return .gone  // every box that asked it now asks the same next owner: the CDN once
         }
-        var headers = VenueProxy.kept(got.headers).filter { !["marquee-source", "content-length", "content-range"].contains($0.0.lowercased()) }
+        var headers = VenueProxy.kept(got.headers, personal: false).filter { !["marquee-source", "content-length", "content-range"].contains($0.0.lowercased()) }
         headers.append(("Content-Length", "\(got.body.readableBytes)"))
         transfer.receive(head: TransferHead(status: 200, reason: "OK", headers: headers, url: url))
         proxy.stats.withLock {

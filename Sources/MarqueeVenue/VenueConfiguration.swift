@@ -1,4 +1,6 @@
 import Foundation
+import MarqueeServing
+import MarqueeStreaming
 
 /// Where a box may take segments from besides the CDN (System73's PolyNet names).
 ///
@@ -20,7 +22,10 @@ public struct VenueConfiguration: Sendable {
     /// Port (0: any free one).
     public var port: Int
     /// The upstream hosts served (`host` or `host:port`, case-insensitive; a `*.` prefix takes
-    /// every subdomain). Any other is refused with 403: never an open proxy.
+    /// every subdomain). A host without a port is served on the schemes' default ports (80,
+    /// 443) only. A name must resolve to public addresses: a host on a local network (a venue's
+    /// own origin) is listed by its address. Any other target is refused with 403: never an
+    /// open proxy.
     public var upstreams: [String]
     /// Bytes the segment store may hold.
     public var storeBytes: Int
@@ -36,6 +41,8 @@ public struct VenueConfiguration: Sendable {
     /// Whether peers are also found with DNS-SD (Avahi; see ``VenueProxy``): this box is
     /// published and the others followed. Only when sharing.
     public var discovery: Bool = true
+    /// What the proxy's server lets clients hold (connections, per address, idle seconds).
+    var serverLimits = RunningServer.Limits(connections: 512, connectionsPerAddress: 64, idleSeconds: 15)
 
     public init(
         host: String = "127.0.0.1", port: Int = 0, upstreams: [String], storeBytes: Int = 256 << 20, sharing: SharingPolicy = .never,
@@ -57,11 +64,10 @@ public struct VenueConfiguration: Sendable {
         var copy = self
         guard !upstreams.isEmpty else { throw VenueError(.invalidConfiguration, "no upstream host: a proxy that serves none is useless, one that serves any is open") }
         copy.upstreams = try upstreams.map { (pattern) throws(VenueError) -> String in
-            let p = pattern.trimmingCharacters(in: .whitespaces).lowercased()
-            guard !p.isEmpty, !p.contains("/"), !p.contains("@"), p != "*", !p.hasPrefix("*") || p.hasPrefix("*.") && p.count > 2 else {
-                throw VenueError(.invalidConfiguration, "upstream \"\(pattern)\" is not a host or host:port (a \"*.\" prefix may take subdomains)")
+            do throws(ProxyRefusal) { _ = try UpstreamEntry(parsing: pattern) } catch {
+                throw VenueError(.invalidConfiguration, "upstream: \(error.reason)")
             }
-            return p
+            return pattern.trimmingCharacters(in: .whitespaces).lowercased()
         }
         guard (0...65535).contains(port) else { throw VenueError(.invalidConfiguration, "port \(port) is out of range") }
         guard storeBytes >= 1 << 20 else { throw VenueError(.invalidConfiguration, "a store of \(storeBytes) bytes holds no segment (at least 1 MiB)") }
@@ -74,17 +80,15 @@ public struct VenueConfiguration: Sendable {
         return copy
     }
 
-    /// Whether `authority` (`host` or `host:port` of an upstream URL) may be served.
-    public func allows(authority: String) -> Bool {
-        let a = authority.lowercased()
-        let host = PeerAddress.hostPart(a)
-        return upstreams.contains { pattern in
-            if pattern.hasPrefix("*.") {
-                let suffix = String(pattern.dropFirst(1))  // ".example.com" (or with a port)
-                return pattern.contains(":") ? a.hasSuffix(suffix) : host.hasSuffix(suffix)
-            }
-            return pattern.contains(":") || pattern.hasPrefix("[") ? a == pattern : host == pattern
-        }
+    /// The allowlist entry that serves `url` (nil: none does; see ``upstreams``).
+    func entry(for target: UpstreamTarget) -> UpstreamEntry? {
+        upstreams.lazy.compactMap { try? UpstreamEntry(parsing: $0) }.first { $0.matches(target) }
+    }
+
+    /// Whether `url` (an http or https URL) may be served: its scheme, host and port as parsed,
+    /// against ``upstreams``.
+    public func allows(_ url: URL) -> Bool {
+        UpstreamTarget(url: url).flatMap { entry(for: $0) } != nil
     }
 }
 
@@ -110,30 +114,12 @@ public struct PeerAddress: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
-    /// The host of `authority` (`host`, `host:port`, `[v6]:port`).
-    static func hostPart(_ authority: String) -> String {
-        if authority.hasPrefix("["), let end = authority.firstIndex(of: "]") { return String(authority[...end]) }
-        if let colon = authority.lastIndex(of: ":"), authority.firstIndex(of: ":") == colon { return String(authority[..<colon]) }
-        return authority
-    }
-
-    /// Whether `host` (a literal address) is on a local network: RFC 1918, loopback, link-local,
-    /// shared address space (RFC 6598), IPv6 unique-local and link-local. A name is not (it would
-    /// have to be resolved first; discovery hands addresses).
+    /// Whether `host` (a literal address, parsed) is on a local network: RFC 1918, loopback,
+    /// link-local, shared address space (RFC 6598), IPv6 unique-local and link-local. A name is
+    /// not (it would have to be resolved first; discovery hands addresses), but `localhost`.
     public static func isLocal(_ host: String) -> Bool {
-        let h = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-        let v4 = h.split(separator: ".").compactMap { UInt8($0) }
-        if v4.count == 4, h.split(separator: ".").count == 4 {
-            switch (v4[0], v4[1]) {
-            case (10, _), (127, _), (192, 168), (169, 254): return true
-            case (172, 16...31), (100, 64...127): return true
-            default: return false
-            }
-        }
-        guard h.contains(":") else { return h == "localhost" }
-        if h == "::1" { return true }
-        if h.hasPrefix("::ffff:") { return isLocal(String(h.dropFirst(7))) }
-        return h.hasPrefix("fc") || h.hasPrefix("fd") || h.hasPrefix("fe8") || h.hasPrefix("fe9") || h.hasPrefix("fea") || h.hasPrefix("feb")
+        guard let address = IPAddress(host) else { return host.lowercased() == "localhost" }
+        return address.isLoopback || address.isPrivate || address.isLinkLocal
     }
 }
 

@@ -19,7 +19,15 @@ import NIOHTTP1
 ///   rewritten so their URLs lead back through the proxy (``ManifestRewriter``); they are never
 ///   stored. `/p/...` is the same for peers (see below); `GET /venue/stats` is
 ///   ``VenueStatistics`` as JSON; `GET /venue/hello` is this box's name for peers.
-/// - **Only configured upstreams**: any other authority is answered 403 (never an open proxy).
+/// - **Only configured upstreams**: the path's target is parsed first (``UpstreamTarget``:
+///   user-info, escapes, backslashes, dot segments and non-canonical addresses are refused with
+///   400), then its scheme, host and port are compared with ``VenueConfiguration/upstreams``; a
+///   name must resolve to public addresses. Anything else is answered 403: never an open proxy.
+/// - **No redirect is followed by the proxy**: a 3xx goes to the player with its `Location`
+///   turned into a proxy path when the target is served, so the next request is checked again.
+/// - **Bounded**: connections (512, 64 per address) and idle or unfinished request heads
+///   (15 s) as ``RunningServer/Limits``; per-user headers (`Set-Cookie`) are never stored or
+///   shared.
 /// - **Store**: complete 200 answers that are not manifests, not `no-store`/`no-cache`/`private`,
 ///   and not larger than an eighth of the store, are kept (``SegmentStore``, least recently used
 ///   out first, `max-age` honoured when given).
@@ -48,8 +56,12 @@ public final class VenueProxy: Sendable {
     private let state = Locked(State())
     let peers: PeerNetwork
     private let discovery: PeerDiscovery
+    /// The configuration's allowlist, parsed.
+    private let entries: [UpstreamEntry]
     /// Upstream hosts added while running (``addUpstream(_:)``), besides the configuration's.
-    private let addedUpstreams = Locked(VenueConfiguration(upstreams: []))
+    private let addedUpstreams = Locked([UpstreamEntry]())
+    /// Names resolved for the public-address check, with when to look again.
+    private let resolved = Locked([String: (addresses: [IPAddress], until: Double)]())
     /// Seconds of media the local player holds ahead, as it last said (nil: never said).
     private let playerBuffer = Locked<Double?>(nil)
 
@@ -58,9 +70,10 @@ public final class VenueProxy: Sendable {
     }
 
     /// Checks `configuration` (a ``VenueError`` names what is wrong).
-    public init(configuration: VenueConfiguration, logger: Logger, client: HTTPClient = HTTPFetcher.defaultClient) throws(VenueError) {
+    public init(configuration: VenueConfiguration, logger: Logger, client: HTTPClient = VenueProxy.upstreamClient) throws(VenueError) {
         let configuration = try configuration.validated()
         self.configuration = configuration
+        entries = configuration.upstreams.compactMap { try? UpstreamEntry(parsing: $0) }
         self.logger = logger
         self.client = client
         store = SegmentStore(capacity: configuration.storeBytes)
@@ -73,7 +86,9 @@ public final class VenueProxy: Sendable {
     /// Binds and serves in the background; returns the bound port.
     public func start() async throws -> Int {
         if let port = state.withLock({ $0.server?.port }) { return port }
-        let server = try await RunningServer.start(host: configuration.host, port: configuration.port, logger: logger) {
+        let server = try await RunningServer.start(
+            host: configuration.host, port: configuration.port, logger: logger, limits: configuration.serverLimits
+        ) {
             [self] (request: Request, writer: consuming ResponseWriter, channel) in
             let remote = channel.remoteAddress?.ipAddress ?? ""
             let response = await respond(to: request, from: remote)
@@ -108,18 +123,18 @@ public final class VenueProxy: Sendable {
     public var port: Int? { state.withLock { $0.server?.port } }
 
     /// The URL a player on this box plays instead of `upstream` (loopback). Throws when the
-    /// proxy is not running, `upstream` is not http(s), or its host is not served.
+    /// proxy is not running, `upstream` is not a valid http(s) URL, or it is not served.
     public func localURL(for upstream: URL) throws(VenueError) -> URL {
         guard let port else { throw VenueError(.notRunning, "the venue proxy is not running") }
-        guard let path = ProxyPath.path(for: upstream), let authority = ManifestRewriter.authority(upstream) else {
-            throw VenueError(.invalidURL, "\(upstream.absoluteString) is not an http(s) URL")
+        guard let target = UpstreamTarget(url: upstream) else {
+            throw VenueError(.invalidURL, "\(Redact.url(upstream)) is not a valid http(s) URL")
         }
-        guard allows(authority: authority) else {
-            throw VenueError(.notAllowed, "\(authority) is not among the proxy's upstreams \(configuration.upstreams)")
+        guard entry(for: target) != nil else {
+            throw VenueError(.notAllowed, "\(target.scheme)://\(target.authority) is not among the proxy's upstreams \(configuration.upstreams)")
         }
         let host = configuration.host == "0.0.0.0" || configuration.host == "::" ? "127.0.0.1" : configuration.host
-        guard let url = URL(string: "http://\(host.contains(":") ? "[\(host)]" : host):\(port)\(path)") else {
-            throw VenueError(.invalidURL, "no proxy URL for \(upstream.absoluteString)")
+        guard let url = URL(string: "http://\(host.contains(":") ? "[\(host)]" : host):\(port)\(target.proxyPath)") else {
+            throw VenueError(.invalidURL, "no proxy URL for \(Redact.url(upstream))")
         }
         return url
     }
@@ -131,22 +146,59 @@ public final class VenueProxy: Sendable {
     /// Stops asking `peer` (its service went away); a configured peer stays.
     public func removePeer(_ peer: PeerAddress) { peers.remove(discovered: peer) }
 
-    /// Serves `authority` (`host` or `host:port`) too from now on (a player's new source).
-    public func addUpstream(_ authority: String) {
-        let a = authority.lowercased()
-        guard !a.isEmpty, !a.contains("/"), !a.contains("@"), !a.hasPrefix("*") else { return }
-        addedUpstreams.withLock { if !$0.upstreams.contains(a) { $0.upstreams.append(a) } }
+    /// Serves the host and port of `source` too from now on: a source the player on this box
+    /// plays (it would fetch it directly anyway, so its name may resolve to a local address).
+    public func addUpstream(_ source: URL) {
+        guard let target = UpstreamTarget(url: source) else { return }
+        var entry = UpstreamEntry(exact: target.host, port: target.port)
+        entry.ownSource = true
+        addedUpstreams.withLock { if !$0.contains(entry), $0.count < 64 { $0.append(entry) } }
     }
 
-    /// Whether `authority` is served (configured or added).
-    func allows(authority: String) -> Bool {
-        configuration.allows(authority: authority) || addedUpstreams.withLock { $0.allows(authority: authority) }
+    /// The allowlist entry serving `target` (configured, else added).
+    func entry(for target: UpstreamTarget) -> UpstreamEntry? {
+        entries.first { $0.matches(target) } ?? addedUpstreams.withLock { $0.first { $0.matches(target) } }
     }
+
+    /// Whether `url` is served (parsed, then against the allowlist).
+    func allows(_ url: URL) -> Bool { UpstreamTarget(url: url).flatMap { entry(for: $0) } != nil }
 
     /// The upstream URL behind a URL of this proxy (nil: not one of its).
     public func upstreamURL(for local: URL) -> URL? {
-        guard let port, local.port == port, let components = URLComponents(url: local, resolvingAgainstBaseURL: true) else { return nil }
-        return ProxyPath.upstream(path: components.percentEncodedPath, query: components.percentEncodedQuery)?.url
+        guard let port, local.port == port, let components = URLComponents(url: local, resolvingAgainstBaseURL: true),
+            components.percentEncodedPath.hasPrefix(ProxyPath.prefix)
+        else { return nil }
+        return try? UpstreamTarget(
+            proxyPath: components.percentEncodedPath.dropFirst(ProxyPath.prefix.count), query: components.percentEncodedQuery
+        ).url
+    }
+
+    /// The target `rest` (what follows `/u/` or `/p/`) names, once parsed, allowed, and (a name)
+    /// resolved to public addresses only.
+    func target(_ rest: Substring, query: String?) async throws(ProxyRefusal) -> UpstreamTarget {
+        let target = try UpstreamTarget(proxyPath: rest, query: query)
+        guard let entry = entry(for: target) else {
+            throw .forbidden("\(target.scheme)://\(target.authority) is not among the proxy's upstreams")
+        }
+        guard case .name(let name) = target.host, !entry.ownSource else { return target }
+        let now = Monotonic.now()
+        var addresses = resolved.withLock { $0[name].flatMap { $0.until > now ? $0.addresses : nil } }
+        if addresses == nil {
+            let fresh = await IPAddress.resolve(name)
+            let full = resolved.withLock { map in
+                map = map.filter { $0.value.until > now }
+                guard map.count < 256 else { return true }
+                map[name] = (fresh, now + 10)
+                return false
+            }
+            guard !full else { throw ProxyRefusal(status: 503, reason: "too many names resolved at once") }
+            addresses = fresh
+        }
+        guard let addresses, !addresses.isEmpty else { throw ProxyRefusal(status: 502, reason: "\(name) does not resolve") }
+        if let local = addresses.first(where: { !$0.isPublic }) {
+            throw .forbidden("\(name) resolves to \(local), not a public address (list a venue's own origin by its address)")
+        }
+        return target
     }
 
     /// What was delivered and from where, now.
@@ -171,34 +223,33 @@ public final class VenueProxy: Sendable {
             return Self.plain(.ok, String(decoding: data, as: UTF8.self), type: "application/json")
         }
         if path == "/venue/hello", request.method == .get {
-            guard peers.accepts(remote: remote) else { return refuse("peer \(remote) is outside the sharing policy") }
+            guard peers.accepts(remote: remote) else { return refuse(.forbidden("peer \(remote) is outside the sharing policy")) }
             return Self.plain(.ok, peers.hello(), type: "application/json")
         }
         guard request.method == .get || request.method == .head else {
             return Self.plain(.methodNotAllowed, "only GET and HEAD")
         }
         if path.hasPrefix(PeerNetwork.prefix) {
-            guard peers.accepts(remote: remote) else { return refuse("peer \(remote) is outside the sharing policy") }
-            guard let target = ProxyPath.upstream(path: ProxyPath.prefix + path.dropFirst(PeerNetwork.prefix.count), query: request.uri.query) else {
-                return Self.plain(.badRequest, "not a peer path: \(path)")
-            }
-            guard allows(authority: target.authority) else { return refuse("\(target.authority) is not served") }
-            return await serveToPeer(target.url)
+            guard peers.accepts(remote: remote) else { return refuse(.forbidden("peer \(remote) is outside the sharing policy")) }
+            do {
+                let target = try await target(path.dropFirst(PeerNetwork.prefix.count), query: request.uri.query)
+                return await serveToPeer(target.url)
+            } catch { return refuse(error) }
         }
-        guard let target = ProxyPath.upstream(path: path, query: request.uri.query) else {
-            return Self.plain(.notFound, "not a proxy path: \(path) (try /u/<scheme>/<host[:port]>/<path>)")
+        guard path.hasPrefix(ProxyPath.prefix) else {
+            return Self.plain(.notFound, "not a proxy path (try /u/<scheme>/<host[:port]>/<path>)")
         }
-        guard allows(authority: target.authority) else {
-            return refuse("\(target.authority) is not among the proxy's upstreams")
-        }
-        stats.withLock { $0.requests += 1 }
-        return await serveToPlayer(request, url: target.url)
+        do {
+            let target = try await target(path.dropFirst(ProxyPath.prefix.count), query: request.uri.query)
+            stats.withLock { $0.requests += 1 }
+            return await serveToPlayer(request, url: target.url)
+        } catch { return refuse(error) }
     }
 
-    private func refuse(_ why: String) -> Response {
+    private func refuse(_ refusal: ProxyRefusal) -> Response {
         stats.withLock { $0.refused += 1 }
-        logger.info("venue: refused: \(why)")
-        return Self.plain(.forbidden, why)
+        logger.info("venue: refused (\(refusal.status)): \(refusal.reason)")
+        return Self.plain(HTTPResponse.Status(code: refusal.status), refusal.reason)
     }
 
     static func plain(_ status: HTTPResponse.Status, _ text: String, type: String = "text/plain; charset=utf-8") -> Response {
@@ -206,6 +257,17 @@ public final class VenueProxy: Sendable {
         headers[.contentType] = type
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
     }
+
+    /// The client the proxy fetches upstream with: it follows no redirect (a 3xx goes to the
+    /// player, through the proxy, and is checked as any request), with ``HTTPFetcher``'s
+    /// connect and idle timeouts.
+    public static let upstreamClient: HTTPClient = {
+        var configuration = HTTPClient.Configuration.singletonConfiguration
+        configuration.timeout = .init(connect: .seconds(Int64(HTTPFetcher.connectTimeout)), read: .seconds(Int64(HTTPFetcher.idleTimeout)))
+        configuration.redirectConfiguration = .disallow
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
 
     // MARK: Players
 
@@ -222,7 +284,7 @@ public final class VenueProxy: Sendable {
             var forwarded: [(String, String)] = []
             for name in Self.forwardedRequestHeaders { if let v = headers[name] { forwarded.append((name.rawName, v)) } }
             let transfer = fetchUpstream(url, method: request.method == .head ? .HEAD : .GET, headers: forwarded)
-            return await answer(transfer, url: url, head: request.method == .head, origin: "pass", to: .player)
+            return await answer(transfer, url: url, head: request.method == .head, origin: "pass", to: .player, personal: !shared)
         }
         if !manifest, let object = store.get(key) {
             stats.withLock {
@@ -311,12 +373,12 @@ public final class VenueProxy: Sendable {
         guard !control.contains("no-store"), !control.contains("no-cache"), !control.contains("private") else { return }
         if let length = head.header("Content-Length").flatMap(Int.init), length != body.readableBytes { return }
         if let problem = PeerNetwork.problem(body, headers: head.headers, path: url.path) {
-            logger.info("venue: \(url.absoluteString) not kept: \(problem)")
+            logger.info("venue: \(Redact.url(url)) not kept: \(problem)")
             return
         }
         var expires: Double?
         if let maxAge = Self.maxAge(control) { expires = Monotonic.now() + maxAge - Double(head.header("Age").flatMap(Int.init) ?? 0) }
-        store.put(key, StoredObject(headers: Self.kept(head.headers), body: body, expires: expires))
+        store.put(key, StoredObject(headers: Self.kept(head.headers, personal: false), body: body, expires: expires))
     }
 
     static func maxAge(_ control: String) -> Double? {
@@ -354,18 +416,21 @@ public final class VenueProxy: Sendable {
             transfer.finish(.success(()))
         } catch {
             stats.withLock { $0.upstreamErrors += 1 }
-            if !Task.isCancelled { logger.info("venue: upstream \(url.absoluteString): \(error)") }
+            if !Task.isCancelled { logger.info("venue: upstream \(Redact.url(url)): \(error)") }
             transfer.finish(.failure(error))
         }
     }
 
-    /// Response headers worth repeating (hop-by-hop and length ones are the proxy's own).
-    static func kept(_ headers: [(String, String)]) -> [(String, String)] {
+    /// Response headers worth repeating (hop-by-hop and length ones are the proxy's own). An
+    /// answer that is stored or shared (not `personal`: asked without credentials or cookies)
+    /// never carries one user's cookies or credentials to another.
+    static func kept(_ headers: [(String, String)], personal: Bool) -> [(String, String)] {
         let dropped: Set<String> = [
             "connection", "keep-alive", "transfer-encoding", "content-length", "te", "trailer", "upgrade", "proxy-authenticate",
             "proxy-connection", "content-encoding", "server",
         ]
-        return headers.filter { !dropped.contains($0.0.lowercased()) }
+        let perUser: Set<String> = ["set-cookie", "set-cookie2", "www-authenticate", "authentication-info"]
+        return headers.filter { !dropped.contains($0.0.lowercased()) && (personal || !perUser.contains($0.0.lowercased())) }
     }
 
     private static func stored(_ object: StoredObject, source: String) -> Response {
@@ -377,10 +442,10 @@ public final class VenueProxy: Sendable {
 
     /// The player's answer from `transfer`: the upstream status and headers; a manifest
     /// collected and rewritten; any other body passed on as it arrives.
-    private func answer(_ transfer: Transfer, url: URL, head: Bool, origin: String, to audience: Audience) async -> Response {
+    private func answer(_ transfer: Transfer, url: URL, head: Bool, origin: String, to audience: Audience, personal: Bool = false) async -> Response {
         guard let body = transfer.read(), let headReader = transfer.read() else {
             // The body outgrew what a transfer keeps before this request joined: fetch alone.
-            return await answer(fetchUpstream(url, method: .GET, headers: []), url: url, head: head, origin: "pass", to: audience)
+            return await answer(fetchUpstream(url, method: .GET, headers: []), url: url, head: head, origin: "pass", to: audience, personal: personal)
         }
         var upstreamHead: TransferHead?
         do {
@@ -391,12 +456,15 @@ public final class VenueProxy: Sendable {
                 }
             }
         } catch {
-            return Self.plain(.badGateway, "upstream \(url.absoluteString): \(error)")
+            return Self.plain(.badGateway, "upstream \(Redact.url(url)): \(error)")
         }
-        guard let upstreamHead else { return Self.plain(.badGateway, "upstream \(url.absoluteString) gave no answer") }
+        guard let upstreamHead else { return Self.plain(.badGateway, "upstream \(Redact.url(url)) gave no answer") }
         var headers = HTTPFields()
-        for (name, value) in Self.kept(upstreamHead.headers) {
+        for (name, value) in Self.kept(upstreamHead.headers, personal: personal) {
             if let n = HTTPField.Name(name) { headers.append(HTTPField(name: n, value: value)) }
+        }
+        if (300..<400).contains(upstreamHead.status), let location = upstreamHead.header("Location") {
+            headers[.location] = redirect(location, from: url)
         }
         headers[HTTPField.Name("Marquee-Source")!] = origin
         let status = HTTPResponse.Status(code: upstreamHead.status, reasonPhrase: upstreamHead.reason)
@@ -415,10 +483,10 @@ public final class VenueProxy: Sendable {
                     all.writeBuffer(&c)
                 }
             } catch {
-                return Self.plain(.badGateway, "upstream \(url.absoluteString): \(error)")
+                return Self.plain(.badGateway, "upstream \(Redact.url(url)): \(error)")
             }
             let text = String(decoding: all.readableBytesView, as: UTF8.self)
-            let rewritten = ManifestRewriter(requested: url, answered: upstreamHead.url, allows: { [self] in allows(authority: $0) }).rewrite(text, kind: kind)
+            let rewritten = ManifestRewriter(requested: url, answered: url, allows: { [self] in allows($0) }).rewrite(text, kind: kind)
             headers[.eTag] = nil
             let out = ByteBuffer(string: rewritten)
             count(out.readableBytes, to: audience)
@@ -435,6 +503,15 @@ public final class VenueProxy: Sendable {
                 }
                 try await writer.finish(nil)
             })
+    }
+
+    /// Where a redirect from `url` leads, for the player: a served target as its proxy path
+    /// (checked again when asked for), anything else as the absolute URL (the player's own
+    /// business; the proxy never fetches it).
+    func redirect(_ location: String, from url: URL) -> String {
+        guard let next = URL(string: location, relativeTo: url)?.absoluteURL else { return location }
+        if let target = UpstreamTarget(url: next), entry(for: target) != nil { return target.proxyPath }
+        return next.absoluteString
     }
 
     enum Audience { case player, peer }

@@ -12,11 +12,11 @@ import Testing
 /// origin as the CDN. Asserted: what the clients receive (byte-exact against the origin) and
 /// what the origin sends.
 @Suite struct VenuePeerTests {
-    static func proxy(box: String, deadline: Double = 2, peers: [String] = []) async throws -> VenueProxy {
+    static func proxy(box: String, upstream: String, deadline: Double = 2, peers: [String] = []) async throws -> VenueProxy {
         var logger = Logger(label: "test.venue.\(box)")
         logger.logLevel = .warning
         var configuration = VenueConfiguration(
-            upstreams: ["127.0.0.1"], sharing: .onlyOnLAN, peers: peers, boxId: box, banSeconds: 300, defaultPeerDeadline: deadline)
+            upstreams: [upstream], sharing: .onlyOnLAN, peers: peers, boxId: box, banSeconds: 300, defaultPeerDeadline: deadline)
         configuration.discovery = false  // the peers are the test's (tests/venue/run tests DNS-SD between hosts)
         let proxy = try VenueProxy(configuration: configuration, logger: logger)
         _ = try await proxy.start()
@@ -47,7 +47,7 @@ import Testing
     @Test func twoBoxesTakeEachSegmentFromTheCDNOnce() async throws {
         let origin = try await LivePlaybackTests.origin()
         defer { Task { await origin.stop() } }
-        let a = try await Self.proxy(box: "a"), b = try await Self.proxy(box: "b")
+        let a = try await Self.proxy(box: "a", upstream: VenueProxyTests.authority(origin)), b = try await Self.proxy(box: "b", upstream: VenueProxyTests.authority(origin))
         defer { Task { await a.stop(); await b.stop() } }
         a.addPeer(PeerAddress(host: "127.0.0.1", port: b.port!))
         b.addPeer(PeerAddress(host: "127.0.0.1", port: a.port!))
@@ -84,7 +84,7 @@ import Testing
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let liar = try Tools.spawn("python3", [Tools.packageRoot.appendingPathComponent("tests/venue/liar_peer.py").path, "\(port)", log.path, "liar"])
         defer { Tools.stop(liar) }
-        let a = try await Self.proxy(box: "a", peers: ["127.0.0.1:\(port)"])
+        let a = try await Self.proxy(box: "a", upstream: VenueProxyTests.authority(origin), peers: ["127.0.0.1:\(port)"])
         defer { Task { await a.stop() } }
         try await Self.waitConnected(a, peers: 1)
         // The liar owns these: it is asked for the first, its bytes fail the hash, it is banned;
@@ -104,9 +104,9 @@ import Testing
         defer { Task { await origin.stop() } }
         let port = Self.freePort()
         let marquee = Tools.packageRoot.appendingPathComponent(".build/debug/marquee").path
-        let b = try Tools.spawn(marquee, ["proxy", "--port", "\(port)", "--upstream", "127.0.0.1", "--sharing", "onlyOnLAN", "--box", "b", "--no-discovery"])
+        let b = try Tools.spawn(marquee, ["proxy", "--port", "\(port)", "--upstream", VenueProxyTests.authority(origin), "--sharing", "onlyOnLAN", "--box", "b", "--no-discovery"])
         defer { Tools.stop(b) }
-        let a = try await Self.proxy(box: "a", deadline: 6, peers: ["127.0.0.1:\(port)"])
+        let a = try await Self.proxy(box: "a", upstream: VenueProxyTests.authority(origin), deadline: 6, peers: ["127.0.0.1:\(port)"])
         defer { Task { await a.stop() } }
         try await Self.waitConnected(a, peers: 1)
         // B owns a segment that the origin sends at 3 Mbit/s (about 1.8 s for it); B is killed
@@ -178,7 +178,7 @@ import Testing
     @Test func twoBoxesTakeEachSegmentOnceFromAServerWithoutDigests() async throws {
         let (dir, port, server) = try await Self.serve()
         defer { Tools.stop(server) }
-        let a = try await VenuePeerTests.proxy(box: "a"), b = try await VenuePeerTests.proxy(box: "b")
+        let a = try await VenuePeerTests.proxy(box: "a", upstream: "127.0.0.1:\(port)"), b = try await VenuePeerTests.proxy(box: "b", upstream: "127.0.0.1:\(port)")
         defer { Task { await a.stop(); await b.stop() } }
         a.addPeer(PeerAddress(host: "127.0.0.1", port: b.port!))
         b.addPeer(PeerAddress(host: "127.0.0.1", port: a.port!))
@@ -215,7 +215,7 @@ import Testing
         let name = try #require((0..<64).map { "liar\($0)" }.first { PeerNetwork.score(box: $0, key: first) > PeerNetwork.score(box: "a", key: first) })
         let liar = try Tools.spawn("python3", [Tools.packageRoot.appendingPathComponent("tests/venue/liar_peer.py").path, "\(liarPort)", log.path, name])
         defer { Tools.stop(liar) }
-        let a = try await VenuePeerTests.proxy(box: "a", peers: ["127.0.0.1:\(liarPort)"])
+        let a = try await VenuePeerTests.proxy(box: "a", upstream: "127.0.0.1:\(port)", peers: ["127.0.0.1:\(liarPort)"])
         defer { Task { await a.stop() } }
         try await VenuePeerTests.waitConnected(a, peers: 1)
         // The liar keeps the length (the server gives no ETag to compare); its flipped bytes break
