@@ -158,7 +158,7 @@ let package = Package(
         .executableTarget(
             name: "MarqueeCLI",
             dependencies: [
-                "Marquee", "MarqueeOrigin", "MarqueeVenue", "MarqueeFleet",
+                "Marquee", "MarqueeOrigin", "MarqueeVenue", "MarqueeFleet", "MarqueeStreaming",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -259,7 +259,7 @@ public struct PlayerOptions: Sendable {
     func validated() throws(PlayerError) -> PlayerOptions {
         guard !sources.isEmpty else { throw PlayerError(.invalidOptionsSources, "at least one source URL is required") }
         for url in sources where !["http", "https"].contains(url.scheme?.lowercased() ?? "") {
-            throw PlayerError(.invalidOptionsSources, "source \(url.absoluteString) is not an http(s) URL")
+            throw PlayerError(.invalidOptionsSources, "source \(Redact.url(url)) is not an http(s) URL")
         }
         guard targetLatency.isFinite, targetLatency >= 0, targetLatency <= 300 else {
             throw PlayerError(.invalidOptions, "targetLatency \(targetLatency) s is outside 0…300")

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import Marquee
 import MarqueeFleet
+import MarqueeStreaming
 
 @main
 struct MarqueeCommand: AsyncParsableCommand {
@@ -103,8 +104,8 @@ struct OutputOptions: ParsableArguments {
     @Option(name: .long, help: "Serve metrics for a Prometheus scrape at http://<host:port>/metrics (a port alone: on 127.0.0.1).")
     var metrics: String?
 
-    @Option(name: .long, help: "With --metrics: scrapes must send \"Authorization: Bearer TOKEN\" (needed for an address other than loopback).")
-    var metricsToken: String?
+    @Option(name: .long, help: "With --metrics: a file holding TOKEN; scrapes must send \"Authorization: Bearer TOKEN\" (needed for an address other than loopback). Default: the systemd credential metrics-token, when there is one.")
+    var metricsTokenFile: String?
 
     @Option(name: .long, help: "Push the metrics as OTLP/HTTP (protobuf) to this collector URL, used as given (e.g. http://collector:4318/v1/metrics), through a queue on disk.")
     var otlp: String?
@@ -135,10 +136,17 @@ struct OutputOptions: ParsableArguments {
 }
 
 extension OutputOptions {
+    /// The scrape token: from --metrics-token-file, else the `metrics-token` credential.
+    func metricsToken() throws(ValidationError) -> String? {
+        do { return try Secrets.read(file: metricsTokenFile, credential: "metrics-token") } catch {
+            throw ValidationError("--metrics-token-file: \(error)")
+        }
+    }
+
     /// --metrics as a host and port (a port alone: loopback).
     func metricsAddress() throws(ValidationError) -> (host: String, port: Int)? {
         guard let metrics else {
-            guard metricsToken == nil else { throw ValidationError("--metrics-token needs --metrics") }
+            guard metricsTokenFile == nil else { throw ValidationError("--metrics-token-file needs --metrics") }
             return nil
         }
         let parts = metrics.split(separator: ":", omittingEmptySubsequences: false)
@@ -146,8 +154,8 @@ extension OutputOptions {
         guard let port = Int(parts.last ?? ""), (0...65535).contains(port), !host.isEmpty else {
             throw ValidationError("--metrics \(metrics): expected host:port or a port")
         }
-        guard metricsToken?.isEmpty == false || MetricsEndpoint.isLoopback(host) else {
-            throw ValidationError("--metrics \(metrics): an address other than loopback needs --metrics-token")
+        guard try metricsToken()?.isEmpty == false || MetricsEndpoint.isLoopback(host) else {
+            throw ValidationError("--metrics \(metrics): an address other than loopback needs --metrics-token-file")
         }
         return (host, port)
     }

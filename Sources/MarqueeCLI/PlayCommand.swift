@@ -405,7 +405,7 @@ struct PlaybackRunner {
         let fleet: Fleet
         do {
             fleet = try await Fleet.start(
-                player: player, customerId: output.customerId, metrics: try output.metricsAddress(), metricsToken: output.metricsToken,
+                player: player, customerId: output.customerId, metrics: try output.metricsAddress(), metricsToken: try output.metricsToken(),
                 otlp: try output.otlpOptions(), controlPath: output.control, next: next)
         } catch {
             return fail("\(error)")

@@ -1,6 +1,7 @@
 import Hummingbird
 import Logging
 import MarqueeServing
+import MarqueeStreaming
 import NIOCore
 public import Prometheus
 
@@ -46,7 +47,7 @@ public final class MetricsEndpoint: Sendable {
                 try await writer.write(response: HTTPResponse(status: .notFound), body: ResponseBody())
                 return
             }
-            if let expected, request.headers[.authorization] != expected {
+            if let expected, !Secrets.equal(request.headers[.authorization] ?? "", expected) {
                 var head = HTTPResponse(status: .unauthorized)
                 head.headerFields[.wwwAuthenticate] = "Bearer"
                 head.headerFields[.contentLength] = "0"
@@ -67,9 +68,10 @@ public final class MetricsEndpoint: Sendable {
     /// Stops listening.
     public func stop() async { await server.stop() }
 
-    /// Whether `host` names the loopback interface only.
+    /// Whether `host` names the loopback interface only: a loopback address, parsed, or
+    /// `localhost` (`127.evil.example` is a name like any other).
     public static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+        IPAddress(host)?.isLoopback ?? (host.lowercased() == "localhost")
     }
 }
 
@@ -80,7 +82,7 @@ public enum MetricsEndpointError: Error, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .tokenNeeded(let host): "metrics on \(host): an address other than loopback needs a token (--metrics-token)"
+        case .tokenNeeded(let host): "metrics on \(host): an address other than loopback needs a token (--metrics-token-file, or the metrics-token credential)"
         }
     }
 }

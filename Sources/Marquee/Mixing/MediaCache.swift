@@ -39,7 +39,7 @@ struct MediaCache: Sendable {
             _ = try? FileManager.default.removeItem(at: file)
             try FileManager.default.moveItem(at: partial, to: file)
         } catch {
-            throw PlayerError(.media, "cannot cache \(url.absoluteString) in \(directory.path): \(error)")
+            throw PlayerError(.media, "cannot cache \(Redact.url(url)) in \(directory.path): \(error)")
         }
         return file.path
     }

@@ -1,4 +1,5 @@
 public import Foundation
+import MarqueeStreaming
 
 /// How a gain ramp moves.
 public enum RampShape: String, Sendable, Hashable {
@@ -55,7 +56,7 @@ public struct MixOptions: Sendable, Hashable {
             throw PlayerError(.invalidOptions, "mixing.defaultAdDuration \(defaultAdDuration) s is outside 0…3600")
         }
         for url in [muteMusic].compactMap({ $0 }) + adCreatives where !["file", "http", "https"].contains(url.scheme?.lowercased() ?? "") {
-            throw PlayerError(.invalidOptions, "mixing: \(url.absoluteString) is not a file or http(s) URL")
+            throw PlayerError(.invalidOptions, "mixing: \(Redact.url(url)) is not a file or http(s) URL")
         }
         return self
     }

@@ -1,4 +1,5 @@
 public import Foundation
+import MarqueeStreaming
 
 /// A content source: a feed URL that answers a playlist (the JSON document of
 /// ``Playlist/init(json:relativeTo:)``), kept fresh like the remote config — refetched every
@@ -37,7 +38,7 @@ public final class ContentFeed: Sendable {
             do throws(PlayerError) {
                 playlist = try Playlist(json: body, relativeTo: url)
             } catch {
-                throw PlayerError(.playlist, "feed \(url.absoluteString): \(error.message)")
+                throw PlayerError(.playlist, "feed \(Redact.url(url)): \(error.message)")
             }
             return filter.map { playlist.filtered(by: $0) } ?? playlist
         }

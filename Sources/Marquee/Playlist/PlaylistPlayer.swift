@@ -672,7 +672,7 @@ public final class PlaylistPlayer: Sendable {
         if let cache, !item.url.isFileURL { return try await cache.fetch(item.url, sha256: item.sha256) }
         let bytes = try await Self.read(item.url, fetcher: player.fetcher)
         if let announced = item.sha256, sha256Hex(bytes) != announced {
-            throw PlayerError(.media, "\(item.url.absoluteString): its bytes do not hash to the announced \(announced): not played")
+            throw PlayerError(.media, "\(Redact.url(item.url)): its bytes do not hash to the announced \(announced): not played")
         }
         return bytes
     }
@@ -691,7 +691,7 @@ public final class PlaylistPlayer: Sendable {
             let result = try await fetcher.get(url, policy: policy, maxBytes: maxFileBytes)
             return [UInt8](result.body.readableBytesView)
         } catch {
-            throw PlayerError(.network, "\(url.absoluteString): \(error)")
+            throw PlayerError(.network, "\(Redact.url(url)): \(error)")
         }
     }
 

@@ -116,7 +116,7 @@ extension DocumentRefresher where Failure == PlayerError {
             throw PlayerError(.invalidArgument, "\(what) refresh interval \(interval) s is outside 1…86400")
         }
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
-            throw PlayerError(.invalidArgument, "\(what) \(url.absoluteString): only http and https are fetched")
+            throw PlayerError(.invalidArgument, "\(what) \(Redact.url(url)): only http and https are fetched")
         }
         let fetcher = RemoteConfig.fetcher(httpHeaders)
         let fetch: Fetch = { (validators) throws(PlayerError) in
@@ -132,7 +132,7 @@ extension DocumentRefresher where Failure == PlayerError {
             return (try parse(Data(result.body.readableBytesView)), DocumentValidators(result))
         }
         guard let (first, validators) = try await fetch(nil) else {
-            throw PlayerError(.network, "\(url.absoluteString) answered 304 to an unconditional request")
+            throw PlayerError(.network, "\(Redact.url(url)) answered 304 to an unconditional request")
         }
         return DocumentRefresher(first: first, validators: validators, interval: interval, fetch: fetch)
     }

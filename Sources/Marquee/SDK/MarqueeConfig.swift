@@ -1,4 +1,5 @@
 public import Foundation
+import MarqueeStreaming
 
 /// A stream's remote configuration: the JSON document ``MarqueeSDK/initialize(streamId:configURL:httpHeaders:)``
 /// fetches.
@@ -126,7 +127,7 @@ public struct MarqueeConfig: Sendable, Equatable, Decodable {
         guard !sources.isEmpty else { throw MarqueeSDKError(.invalidConfig, "sources: at least one URL is required") }
         guard sources.count <= Self.maxSources else { throw MarqueeSDKError(.invalidConfig, "sources: \(sources.count) URLs, over \(Self.maxSources)") }
         for (i, url) in sources.enumerated() where !["http", "https"].contains(url.scheme?.lowercased() ?? "") {
-            throw MarqueeSDKError(.invalidConfig, "sources[\(i)]: \"\(url.absoluteString)\" is not an http(s) URL")
+            throw MarqueeSDKError(.invalidConfig, "sources[\(i)]: \"\(Redact.url(url))\" is not an http(s) URL")
         }
         if let t = advanced?.sync?.targetLatency, !(t >= 0 && t <= 300) {
             throw MarqueeSDKError(.invalidConfig, "advanced.sync.targetLatency: \(t) s is outside 0…300")

@@ -134,7 +134,7 @@ public final class RemoteConfig: Sendable {
     /// The unconditional first fetch.
     static func fetchFirst(_ url: URL, fetcher: HTTPFetcher) async throws(MarqueeSDKError) -> (config: MarqueeConfig, validators: DocumentValidators) {
         guard let (config, validators) = try await fetch(url, fetcher: fetcher, validators: nil) else {
-            throw MarqueeSDKError(.missingData, "\(url.absoluteString) answered 304 to an unconditional request")
+            throw MarqueeSDKError(.missingData, "\(Redact.url(url)) answered 304 to an unconditional request")
         }
         return (config, validators)
     }
@@ -151,9 +151,9 @@ public final class RemoteConfig: Sendable {
             throw MarqueeSDKError(.downloadError, error.description, httpStatus: error.status > 0 ? error.status : nil)
         }
         guard result.date != nil else {
-            throw MarqueeSDKError(.invalidServerTime, "\(url.absoluteString) sent no usable Date header")
+            throw MarqueeSDKError(.invalidServerTime, "\(Redact.url(url)) sent no usable Date header")
         }
-        guard result.body.readableBytes > 0 else { throw MarqueeSDKError(.missingData, "\(url.absoluteString) sent an empty body") }
+        guard result.body.readableBytes > 0 else { throw MarqueeSDKError(.missingData, "\(Redact.url(url)) sent an empty body") }
         let config = try MarqueeConfig.parse(Data(result.body.readableBytesView))
         return (config, DocumentValidators(result))
     }

@@ -96,12 +96,12 @@ public final class ContentCache: Sendable {
             do {
                 bytes = [UInt8](try await fetcher.get(url, policy: policy, maxBytes: Self.maxObjectBytes).body.readableBytesView)
             } catch {
-                throw PlayerError(.network, "\(url.absoluteString): \(error)")
+                throw PlayerError(.network, "\(Redact.url(url)): \(error)")
             }
         }
         let hash = sha256Hex(bytes)
         if let sha256, hash != sha256 {
-            throw PlayerError(.media, "\(url.absoluteString): its bytes hash to \(hash), not the announced \(sha256): not kept, not played")
+            throw PlayerError(.media, "\(Redact.url(url)): its bytes hash to \(hash), not the announced \(sha256): not kept, not played")
         }
         try store(bytes, hash: hash)
         state.withLock { $0.index[url.absoluteString] = Entry(sha256: hash, size: bytes.count, used: Date().timeIntervalSince1970) }

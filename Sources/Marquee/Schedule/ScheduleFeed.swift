@@ -1,4 +1,5 @@
 public import Foundation
+import MarqueeStreaming
 
 /// A schedule kept fresh from a URL, like ``ContentFeed`` for playlists: refetched every
 /// ``interval`` seconds with conditional requests (`ETag` / `Last-Modified`; a `304` costs no
@@ -28,7 +29,7 @@ public final class ScheduleFeed: Sendable {
             do throws(PlayerError) {
                 return try Schedule(json: body, relativeTo: url)
             } catch {
-                throw PlayerError(.schedule, "\(url.absoluteString): \(error.message)")
+                throw PlayerError(.schedule, "\(Redact.url(url)): \(error.message)")
             }
         }
     }

@@ -111,7 +111,7 @@ public final class SchedulePlayer: Sendable {
         if fetched > 0 || !failed.isEmpty {
             logger.info("content cache", metadata: ["fetched": "\(fetched)", "failed": "\(failed.count)", "bytes": "\(cache.totalBytes)"])
         }
-        for (url, error) in failed { logger.warning("not cached yet", metadata: ["url": "\(url)", "error": "\(error)"]) }
+        for (url, error) in failed { logger.warning("not cached yet", metadata: ["url": "\(Redact.url(url))", "error": "\(error)"]) }
         return fetched
     }
 

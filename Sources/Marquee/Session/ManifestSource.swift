@@ -151,7 +151,7 @@ actor ManifestSource {
     private func mediaPlaylist(_ u: URL) async throws -> (HLSMediaPlaylist, FetchResult) {
         let result = try await fetcher.get(u, policy: policy, maxBytes: HLSPlaylist.maxBytes)
         guard case .media(let p) = try HLSPlaylist.parse(String(decoding: result.body.readableBytesView, as: UTF8.self), url: result.url ?? u) else {
-            throw ManifestError(.invalidValue, "\(u.absoluteString) is a multivariant playlist where a media playlist was expected")
+            throw ManifestError(.invalidValue, "\(Redact.url(u)) is a multivariant playlist where a media playlist was expected")
         }
         return (try placed(p, url: u, result: result), result)
     }

@@ -378,7 +378,7 @@ struct TrackFeeder: Sendable {
                         representation: other == nil ? plan.representation.id : rep.id)
                 } catch {
                     if error.code == .cancelled { return }
-                    logger.debug("collector: segment missed", metadata: ["url": "\(source.url)", "error": "\(error)"])
+                    logger.debug("collector: segment missed", metadata: ["url": "\(Redact.url(source.url))", "error": "\(error)"])
                 }
             }
             next = timeline.segment(after: segment)

@@ -24,14 +24,16 @@ public struct FetchError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     public var code: Code
+    /// The URL asked for, without its query or user-info.
     public var url: String
     /// HTTP status for `.status`, else 0.
     public var status: Int
     public var message: String
 
+    /// `url` is kept redacted (``Redact``): an error's text goes to logs and events.
     public init(_ code: Code, url: String, status: Int = 0, message: String) {
         self.code = code
-        self.url = url
+        self.url = Redact.url(url)
         self.status = status
         self.message = message
     }

@@ -1,4 +1,5 @@
 import Foundation
+import MarqueeStreaming
 import Logging
 import NIOCore
 
@@ -200,14 +201,14 @@ public struct SegmentLoader: Sendable {
                     }
                     noteHead(result)
                 } catch let error where verdict == .wholeThenJunk && error.code == .cancelled {
-                    logger.info("segment whole, then junk: kept", metadata: ["url": "\(url)", "bytes": "\(state.wholeBeforeJunk ?? 0)"])
+                    logger.info("segment whole, then junk: kept", metadata: ["url": "\(Redact.url(url))", "bytes": "\(state.wholeBeforeJunk ?? 0)"])
                 }
                 if let pending = state.keptBody() {
                     // Cut short or garbage: fetched again once (an edge's fault passes); the
                     // second time the receiver gets it (the core reports it and skips it).
                     if !refetchedDamage, let problem = SegmentShape.problem(pending.readableBytesView, transportStream: request.transportStream) {
                         refetchedDamage = true
-                        logger.info("segment damaged: fetched again", metadata: ["url": "\(url)", "problem": "\(problem)"])
+                        logger.info("segment damaged: fetched again", metadata: ["url": "\(Redact.url(url))", "problem": "\(problem)"])
                         continue
                     }
                     try sink.deliver(pending)
@@ -217,7 +218,7 @@ public struct SegmentLoader: Sendable {
                 if verdict == .abandon {
                     // What came so far is the link's speed now.
                     let elapsed = Monotonic.now() - state.began
-                    logger.info("download abandoned", metadata: ["url": "\(url)", "bytes": "\(state.received)", "seconds": "\(String(format: "%.2f", elapsed))"])
+                    logger.info("download abandoned", metadata: ["url": "\(Redact.url(url))", "bytes": "\(state.received)", "seconds": "\(String(format: "%.2f", elapsed))"])
                     return .abandoned(bytes: state.received, seconds: elapsed)
                 }
                 if error.code == .cancelled { return .cancelled }
@@ -229,15 +230,15 @@ public struct SegmentLoader: Sendable {
                 if locations.withLock({ $0.failed(location, now: Monotonic.now()) }), !late,
                     attempt < SegmentFetchPolicy.attempts + locations.withLock({ $0.count })
                 {
-                    logger.warning("segment fetched from another location", metadata: ["url": "\(url)", "error": "\(error)"])
+                    logger.warning("segment fetched from another location", metadata: ["url": "\(Redact.url(url))", "error": "\(error)"])
                     continue
                 }
                 switch SegmentFetchPolicy.next(after: error, attempt: attempt, live: request.live, late: late, slow: verdict == .stuck) {
                 case .skip:
-                    logger.warning("segment skipped", metadata: ["url": "\(url)", "error": "\(error)"])
+                    logger.warning("segment skipped", metadata: ["url": "\(Redact.url(url))", "error": "\(error)"])
                     return .skipped(error, partial: false)
                 case .retry(let after):
-                    logger.info("segment fetched again", metadata: ["url": "\(url)", "attempt": "\(attempt + 1)", "error": "\(error)"])
+                    logger.info("segment fetched again", metadata: ["url": "\(Redact.url(url))", "attempt": "\(attempt + 1)", "error": "\(error)"])
                     if after > 0 { try? await Task.sleep(for: .milliseconds(Int(after * 1000))) }
                 }
             }
@@ -269,13 +270,13 @@ public struct SegmentLoader: Sendable {
                     let clear = try decrypt(Array(result.body.readableBytesView), keyBytes)
                     return (.delivered(bytes: result.body.readableBytes, seconds: seconds), ByteBuffer(bytes: clear))
                 } catch {
-                    return (.unusable("segment \(url.absoluteString) does not decrypt with the key at \(key.url.absoluteString): \(error)"), nil)
+                    return (.unusable("segment \(Redact.url(url)) does not decrypt with the key at \(key.url.absoluteString): \(error)"), nil)
                 }
             } catch {
                 if error.code == .cancelled { return (.cancelled, nil) }
                 switch SegmentFetchPolicy.nextEncrypted(after: error, attempt: attempt, late: request.live && context.isLate()) {
                 case .skip:
-                    logger.warning("segment skipped", metadata: ["url": "\(url)", "error": "\(error)"])
+                    logger.warning("segment skipped", metadata: ["url": "\(Redact.url(url))", "error": "\(error)"])
                     return (.skipped(error, partial: false), nil)
                 case .retry(let after):
                     try? await Task.sleep(for: .milliseconds(Int(after * 1000)))
