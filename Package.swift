@@ -160,6 +160,7 @@ let package = Package(
             dependencies: [
                 "Marquee", "MarqueeOrigin", "MarqueeVenue", "MarqueeFleet", "MarqueeStreaming",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             // Nothing loads code that links against the executable's own symbols: exporting them

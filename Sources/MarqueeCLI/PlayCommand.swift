@@ -2,7 +2,9 @@ import ArgumentParser
 import Foundation
 import Logging
 import Marquee
+import Crypto
 import MarqueeFleet
+import MarqueeStreaming
 import MarqueeVenue
 
 struct PlayCommand: AsyncParsableCommand {
@@ -26,7 +28,13 @@ struct PlayCommand: AsyncParsableCommand {
     @Option(name: .long, help: "With --proof-of-play: upload the records to this URL (POST, JSON batches; the backlog after an outage).")
     var proofOfPlayUrl: String?
 
-    @Option(name: .long, help: "With --proof-of-play: this box's name in the records (default: the host name).")
+    @Option(name: .long, help: "With --proof-of-play-url: a file holding the bearer token the receiver expects (default: the proof-of-play-token credential).")
+    var proofOfPlayTokenFile: String?
+
+    @Option(name: .long, help: "With --proof-of-play: a file holding the box's key; records are chained with HMAC-SHA256 under it (default: the proof-of-play-key credential; without one, SHA-256).")
+    var proofOfPlayKeyFile: String?
+
+    @Option(name: .long, help: "With --proof-of-play: this box's name in the records (default: box- and an HMAC of /etc/machine-id).")
     var box: String?
 
     @Option(name: .long, help: "With --schedule: keep the images and files of the next 24 h in this directory (fetched ahead; played from there offline).")
@@ -63,7 +71,10 @@ struct PlayCommand: AsyncParsableCommand {
             throw ValidationError("--time-source, --proof-of-play and --cache need --schedule")
         }
         if cacheMib < 1 { throw ValidationError("--cache-mib \(cacheMib): at least 1") }
-        if (proofOfPlayUrl != nil || box != nil) && proofOfPlay == nil { throw ValidationError("--proof-of-play-url and --box need --proof-of-play") }
+        if (proofOfPlayUrl != nil || box != nil || proofOfPlayKeyFile != nil) && proofOfPlay == nil {
+            throw ValidationError("--proof-of-play-url, --proof-of-play-key-file and --box need --proof-of-play")
+        }
+        if proofOfPlayTokenFile != nil && proofOfPlayUrl == nil { throw ValidationError("--proof-of-play-token-file needs --proof-of-play-url") }
         if playlist != nil && (!urls.isEmpty || streamId != nil) { throw ValidationError("--playlist plays alone: no manifest URLs or --stream-id with it") }
         if playlist == nil && (filter != nil || shuffle || `repeat` != nil) { throw ValidationError("--filter, --shuffle and --repeat need --playlist") }
         if let mode = `repeat`, RepeatMode(rawValue: mode) == nil { throw ValidationError("--repeat \(mode): expected off, all or one") }
@@ -100,7 +111,9 @@ struct PlayCommand: AsyncParsableCommand {
             var uploader: ProofOfPlayUploader?
             if let proofOfPlay {
                 do {
-                    journal = try ProofOfPlayJournal(url: URL(fileURLWithPath: proofOfPlay), box: box ?? ProcessInfo.processInfo.hostName)
+                    let key = try Secrets.read(file: proofOfPlayKeyFile, credential: "proof-of-play-key").map { SymmetricKey(data: Data($0.utf8)) }
+                    if key == nil { FileHandle.standardError.write(Data("marquee: proof of play: no box key (--proof-of-play-key-file or the proof-of-play-key credential): records are hashed, not keyed\n".utf8)) }
+                    journal = try ProofOfPlayJournal(url: URL(fileURLWithPath: proofOfPlay), box: box ?? BoxIdentity.stable(), key: key)
                 } catch {
                     FileHandle.standardError.write(Data("marquee: --proof-of-play \(proofOfPlay): \(error)\n".utf8))
                     throw ExitCode(1)
@@ -109,7 +122,11 @@ struct PlayCommand: AsyncParsableCommand {
                     guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https" else {
                         throw ValidationError("--proof-of-play-url \(text): not an http or https URL")
                     }
-                    uploader = ProofOfPlayUploader(journal: journal!, endpoint: url)
+                    let token: String?
+                    do { token = try Secrets.read(file: proofOfPlayTokenFile, credential: "proof-of-play-token") } catch {
+                        throw ValidationError("--proof-of-play-token-file: \(error)")
+                    }
+                    uploader = ProofOfPlayUploader(journal: journal!, endpoint: url, headers: token.map { ["Authorization": "Bearer \($0)"] } ?? [:])
                     uploader?.start()
                 }
             }

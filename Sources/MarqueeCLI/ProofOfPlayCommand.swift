@@ -1,6 +1,8 @@
 import ArgumentParser
+import Crypto
 import Foundation
 import Marquee
+import MarqueeStreaming
 
 struct ProofOfPlayCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -12,10 +14,17 @@ struct ProofOfPlayCommand: ParsableCommand {
     @Flag(help: "Print every record (one line each).")
     var records = false
 
+    @Option(name: .long, help: "A file holding the box's key (marquee play --proof-of-play-key-file): every record must be keyed with it.")
+    var keyFile: String?
+
     func run() throws {
         let url = URL(fileURLWithPath: file)
         guard FileManager.default.fileExists(atPath: url.path) else { throw ValidationError("\(file): no such file") }
-        let verdict = ProofOfPlayJournal.verify(url)
+        let key: SymmetricKey?
+        do { key = try Secrets.read(file: keyFile, credential: "proof-of-play-key").map { SymmetricKey(data: Data($0.utf8)) } } catch {
+            throw ValidationError("--key-file: \(error)")
+        }
+        let verdict = ProofOfPlayJournal.verify(url, key: key)
         let data = FileManager.default.contents(atPath: url.path) ?? Data()
         let decoder = JSONDecoder()
         let plays = data.split(separator: UInt8(ascii: "\n")).compactMap { try? decoder.decode(PlayRecord.self, from: Data($0)) }

@@ -12,9 +12,16 @@ import Testing
         defer { Task { await origin.stop() } }
         let dir = try Tools.tempDirectory("pop-upload")
         let journal = try ProofOfPlayJournal(url: dir.appendingPathComponent("plays.jsonl"), box: "lobby-3")
-        let uploader = ProofOfPlayUploader(journal: journal, endpoint: origin.baseURL.appendingPathComponent("plays"), batch: 40)
         let receiver = origin.plays
-        for i in 0..<25 { try journal.append(ProofOfPlayJournalDraft.make("i\(i)", at: 1_800_000_000 + Double(i) * 10)) }
+        receiver.token = "pop-token-7"
+        // Without the receiver's token: refused, nothing marked delivered.
+        let anonymous = ProofOfPlayUploader(journal: journal, endpoint: origin.baseURL.appendingPathComponent("plays"), batch: 40)
+        try journal.append(ProofOfPlayJournalDraft.make("i0", at: 1_800_000_000))
+        await #expect(throws: PlayerError.self) { try await anonymous.upload() }
+        #expect(receiver.refused == 1 && receiver.counts.isEmpty && journal.uploadedThrough == 0)
+        let uploader = ProofOfPlayUploader(
+            journal: journal, endpoint: origin.baseURL.appendingPathComponent("plays"), batch: 40, headers: ["Authorization": "Bearer pop-token-7"])
+        for i in 1..<25 { try journal.append(ProofOfPlayJournalDraft.make("i\(i)", at: 1_800_000_000 + Double(i) * 10)) }
         #expect(try await uploader.upload() == 25)
         // The receiver goes down: 100 plays pile up, each try fails and delivers nothing.
         receiver.outage = true
@@ -25,7 +32,7 @@ import Testing
         receiver.outage = false
         #expect(try await uploader.upload() == 100)
         #expect(try await uploader.upload() == 0, "nothing is sent twice")
-        let ids = (1...125).map { "lobby-3-\($0)" }
+        let ids = (1...125).map { "lobby-3-\(journal.epoch)-\($0)" }
         #expect(receiver.order == ids && receiver.counts.values.allSatisfy { $0 == 1 }, "\(receiver.counts.filter { $0.value != 1 })")
         #expect(receiver.batches == 1 + 3, "25, then 40 + 40 + 20")
     }

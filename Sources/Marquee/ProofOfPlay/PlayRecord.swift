@@ -1,10 +1,11 @@
 import Foundation
-import Crypto
+public import Crypto
 
 /// One completed play (proof of play): what was shown, when, in which schedule entry, how
 /// well. Appended to a ``ProofOfPlayJournal``, chained by hash: each record's ``hash`` covers
 /// its fields and the ``previous`` record's hash, so a record changed, removed or reordered
-/// breaks the chain (``ProofOfPlayJournal/verify(_:)``).
+/// breaks the chain (``ProofOfPlayJournal/verify(_:key:)``). With the box's key the hash is
+/// an HMAC (``alg`` `hmac-sha256`): a record made without the key does not verify.
 ///
 /// Times: ``start`` and ``end`` on the server clock (Unix seconds), both derived from the
 /// monotonic clock (``startMono``, ``endMono``) and one measured offset, so a step of the
@@ -12,6 +13,11 @@ import Crypto
 public struct PlayRecord: Codable, Sendable, Hashable {
     /// Its place in the journal, from 1.
     public var sequence: Int
+    /// The journal's epoch: random, drawn when the journal was created, so that a journal made
+    /// again (lost, wiped) never reuses an ``id``. Nil in records of journals made before it.
+    public var epoch: String?
+    /// `hmac-sha256` when ``hash`` is keyed with the box's key; nil: SHA-256.
+    public var alg: String?
     /// The box that played it (``ProofOfPlayJournal/box``): with ``sequence``, the record's
     /// unique ``id``.
     public var box: String
@@ -56,8 +62,8 @@ public struct PlayRecord: Codable, Sendable, Hashable {
         (self.framesPresented, self.framesDropped, self.displayOn, self.outcome) = (framesPresented, framesDropped, displayOn, outcome)
     }
 
-    /// `box-sequence`: unique across boxes and journals; an upload's receiver keys on it.
-    public var id: String { "\(box)-\(sequence)" }
+    /// `box-epoch-sequence`: unique across boxes and journals; an upload's receiver keys on it.
+    public var id: String { epoch.map { "\(box)-\($0)-\(sequence)" } ?? "\(box)-\(sequence)" }
 
     /// Seconds it played.
     public var duration: Double { end - start }
@@ -71,13 +77,22 @@ public struct PlayRecord: Codable, Sendable, Hashable {
         return (try? encoder.encode(unhashed)) ?? Data()
     }
 
-    /// The hash this record should carry.
-    func computedHash() -> String {
+    /// The hash this record should carry: keyed with `key` when it says so (``alg``).
+    func computedHash(key: SymmetricKey? = nil) -> String {
+        if alg == Self.keyedAlgorithm {
+            guard let key else { return "" }
+            var mac = HMAC<SHA256>(key: key)
+            mac.update(data: Data(previous.utf8))
+            mac.update(data: canonical())
+            return Data(mac.finalize()).map { String(format: "%02x", $0) }.joined()
+        }
         var hasher = SHA256()
         hasher.update(data: Data(previous.utf8))
         hasher.update(data: canonical())
         return hasher.finalize().map { String(format: "%02x", $0) }.joined()
     }
+
+    static let keyedAlgorithm = "hmac-sha256"
 }
 
 /// SHA-256 of `bytes`, lowercase hex (an item's content hash).

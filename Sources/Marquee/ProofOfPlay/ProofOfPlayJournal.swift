@@ -1,3 +1,4 @@
+public import Crypto
 public import Foundation
 import MarqueeStreaming
 
@@ -20,6 +21,12 @@ public final class ProofOfPlayJournal: Sendable {
     public let url: URL
     /// This box's name in its records' ids.
     public let box: String
+    /// The epoch of the records appended now (``PlayRecord/epoch``): the last record's, or a new
+    /// random one for a journal without records.
+    public let epoch: String
+    /// The box's key: records are chained with HMAC-SHA256 under it (nil: SHA-256, which anyone
+    /// can recompute after changing a record).
+    private let key: SymmetricKey?
     private let state: Locked<State>
 
     private struct State {
@@ -28,12 +35,13 @@ public final class ProofOfPlayJournal: Sendable {
         var uploaded: Int
     }
 
-    /// Opens (or creates) the journal at `url` for `box`: its last record is found, a torn
-    /// last line dropped. Throws ``PlayerError/Code-swift.struct/output`` when the file
-    /// cannot be opened or written.
-    public init(url: URL, box: String) throws(PlayerError) {
+    /// Opens (or creates) the journal at `url` for `box`, its records chained under `key` when
+    /// given: its last record is found, a torn last line dropped. Throws
+    /// ``PlayerError/Code-swift.struct/output`` when the file cannot be opened or written.
+    public init(url: URL, box: String, key: SymmetricKey? = nil) throws(PlayerError) {
         self.url = url
         self.box = box
+        self.key = key
         try? FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
         let data = FileManager.default.contents(atPath: url.path) ?? Data()
         var keep = data.count
@@ -51,6 +59,8 @@ public final class ProofOfPlayJournal: Sendable {
         }
         let records = Self.decode(data.prefix(keep))
         let last = records.last.map { ($0.sequence, $0.hash) } ?? (0, "")
+        // A journal made again starts a new epoch: its sequence restarts, its ids do not repeat.
+        epoch = records.last.map { $0.epoch ?? "" } ?? (0..<8).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
         let uploaded = (try? String(contentsOf: Self.cursorURL(url), encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
         state = Locked(State(fd: fd, last: last, uploaded: min(uploaded, last.0)))
         DurableFile.syncDirectory(of: url)
@@ -68,8 +78,10 @@ public final class ProofOfPlayJournal: Sendable {
             var record = draft
             record.sequence = state.last.sequence + 1
             record.box = box
+            record.epoch = epoch.isEmpty ? nil : epoch
+            record.alg = key == nil ? nil : PlayRecord.keyedAlgorithm
             record.previous = state.last.hash
-            record.hash = record.computedHash()
+            record.hash = record.computedHash(key: key)
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             guard var line = try? encoder.encode(record) else { throw PlayerError(.output, "proof of play: a record that cannot be encoded") }
@@ -124,8 +136,9 @@ public final class ProofOfPlayJournal: Sendable {
 
     /// Checks the journal at `url` record by record: each parses, follows the one before in
     /// sequence, names its hash as previous, and carries its own true hash; no end before its
-    /// start.
-    public static func verify(_ url: URL) -> Verification {
+    /// start. With the box's `key`, every record must be keyed with it (a record anyone could
+    /// have hashed breaks the chain); without it, a keyed record cannot be checked and breaks it.
+    public static func verify(_ url: URL, key: SymmetricKey? = nil) -> Verification {
         let data = FileManager.default.contents(atPath: url.path) ?? Data()
         var previous: (sequence: Int, hash: String) = (0, "")
         var count = 0
@@ -136,7 +149,11 @@ public final class ProofOfPlayJournal: Sendable {
             }
             if record.sequence != previous.sequence + 1 { return Verification(records: count, broken: (index + 1, "sequence \(record.sequence) after \(previous.sequence)")) }
             if record.previous != previous.hash { return Verification(records: count, broken: (index + 1, "its previous hash is not the record before's")) }
-            if record.hash != record.computedHash() { return Verification(records: count, broken: (index + 1, "its hash does not match its fields")) }
+            if key != nil, record.alg != PlayRecord.keyedAlgorithm { return Verification(records: count, broken: (index + 1, "not keyed with the box's key")) }
+            if key == nil, record.alg == PlayRecord.keyedAlgorithm { return Verification(records: count, broken: (index + 1, "keyed: the box's key is needed to check it")) }
+            guard Secrets.equal(record.hash, record.computedHash(key: key)) else {
+                return Verification(records: count, broken: (index + 1, "its hash does not match its fields"))
+            }
             if record.end < record.start || record.endMono < record.startMono { return Verification(records: count, broken: (index + 1, "it ends before it starts")) }
             previous = (record.sequence, record.hash)
             count += 1

@@ -7,7 +7,8 @@ import MarqueeStreaming
 /// after an outage the backlog goes out in order, and what was delivered is not sent again.
 ///
 /// A batch is a POST of `{"box": …, "records": [PlayRecord…]}` (JSON) with an
-/// `Idempotency-Key: <box>-<first>-<last>` header; any 2xx answer delivers it. A batch whose
+/// `Idempotency-Key: <box>-<epoch>-<first>-<last>` header (and the `headers` given, e.g. the
+/// receiver's `Authorization: Bearer …`); any 2xx answer delivers it. A batch whose
 /// answer was lost (the box went down between the server's answer and the note) is sent
 /// again: the receiver keys on the records' ids (``PlayRecord/id``) and on the header, so a
 /// repeat changes nothing there.
@@ -55,14 +56,14 @@ public final class ProofOfPlayUploader: Sendable {
             guard let body = try? encoder.encode(Batch(box: journal.box, records: waiting)) else {
                 throw PlayerError(.output, "proof of play: records that cannot be encoded")
             }
-            let key = "\(journal.box)-\(first.sequence)-\(last.sequence)"
+            let key = "\(journal.box)-\(journal.epoch)-\(first.sequence)-\(last.sequence)"
             let status: Int
             do {
                 status = try await fetcher.post(endpoint, body: Array(body), headers: [("Idempotency-Key", key)]).status
             } catch {
                 throw PlayerError(.network, "proof of play upload: \(error)")
             }
-            guard (200..<300).contains(status) else { throw PlayerError(.network, "proof of play upload: HTTP \(status) from \(endpoint.absoluteString)") }
+            guard (200..<300).contains(status) else { throw PlayerError(.network, "proof of play upload: HTTP \(status) from \(Redact.url(endpoint))") }
             try journal.markUploaded(through: last.sequence)
             delivered += waiting.count
         }

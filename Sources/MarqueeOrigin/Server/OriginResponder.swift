@@ -87,7 +87,9 @@ struct OriginResponder: Sendable {
         if request.method == .post, path == "/plays" {
             var request = request
             let body = (try? await request.collectBody(upTo: 16 << 20)).map { Array($0.readableBytesView) }
-            reply = plays.receive(body, key: request.headers.first { $0.name.canonicalName == "idempotency-key" }?.value)
+            reply = plays.receive(
+                body, key: request.headers.first { $0.name.canonicalName == "idempotency-key" }?.value,
+                authorization: request.headers.first { $0.name.canonicalName == "authorization" }?.value)
         } else if request.method == .get, path == "/origin/stats" {
             reply = Reply(bytes: Array(served.json(media: query == "media").utf8), contentType: "application/json", clock: OriginClock())
         } else if request.method == .get, path == "/origin/requests" {
@@ -611,6 +613,8 @@ public final class PlayReceiver: Sendable {
         var order: [String] = []
         var batches = 0
         var outage = false
+        var token: String?
+        var refused = 0
     }
     private let state = Locked(State())
 
@@ -622,6 +626,15 @@ public final class PlayReceiver: Sendable {
         set { state.withLock { $0.outage = newValue } }
     }
 
+    /// The bearer token a batch must carry (`Authorization: Bearer <token>`; nil: none asked);
+    /// a batch without it is answered 401 and counted in ``refused``.
+    public var token: String? {
+        get { state.withLock { $0.token } }
+        set { state.withLock { $0.token = newValue } }
+    }
+    /// Batches answered 401.
+    public var refused: Int { state.withLock { $0.refused } }
+
     /// Each record id received, with how many times.
     public var counts: [String: Int] { state.withLock { $0.counts } }
     /// The ids in the order they first came.
@@ -629,8 +642,14 @@ public final class PlayReceiver: Sendable {
     /// Batches accepted.
     public var batches: Int { state.withLock { $0.batches } }
 
-    func receive(_ body: [UInt8]?, key: String?) -> OriginResponder.Reply {
+    func receive(_ body: [UInt8]?, key: String?, authorization: String?) -> OriginResponder.Reply {
         if outage { return OriginResponder.Reply(.serviceUnavailable, "proof-of-play receiver down") }
+        let unauthorized = state.withLock { state in
+            guard let token = state.token, authorization != "Bearer \(token)" else { return false }
+            state.refused += 1
+            return true
+        }
+        if unauthorized { return OriginResponder.Reply(.unauthorized, "a bearer token is needed") }
         guard let body, let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
             let box = object["box"] as? String, let records = object["records"] as? [[String: Any]]
         else { return OriginResponder.Reply(.badRequest, "not a batch of records") }
@@ -638,7 +657,7 @@ public final class PlayReceiver: Sendable {
             state.batches += 1
             for record in records {
                 guard let sequence = record["sequence"] as? Int else { continue }
-                let id = "\(box)-\(sequence)"
+                let id = (record["epoch"] as? String).map { "\(box)-\($0)-\(sequence)" } ?? "\(box)-\(sequence)"
                 if state.counts[id] == nil { state.order.append(id) }
                 state.counts[id, default: 0] += 1
             }
