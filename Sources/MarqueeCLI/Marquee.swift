@@ -101,6 +101,9 @@ struct OutputOptions: ParsableArguments {
     @Flag(name: .long, help: "With --venue: do not publish this box or find peers with DNS-SD (Avahi); the --peer boxes only.")
     var noDiscovery = false
 
+    @Option(name: .long, help: "With --venue: a file holding the venue's key (at least 16 bytes), which every box of the venue holds: peers prove it and vouch for their bytes with it (default: the venue-key credential).")
+    var venueKeyFile: String?
+
     @Option(name: .long, help: "Serve metrics for a Prometheus scrape at http://<host:port>/metrics (a port alone: on 127.0.0.1).")
     var metrics: String?
 
@@ -193,6 +196,7 @@ extension OutputOptions {
             host: venueHost ?? (sharing == .never ? "127.0.0.1" : "0.0.0.0"), port: venuePort, upstreams: [], storeBytes: venueStoreMib << 20,
             sharing: sharing, peers: peer)
         if let venueBox { configuration.boxId = venueBox }
+        configuration.venueKey = try VenueKey.read(file: venueKeyFile)
         configuration.discovery = !noDiscovery
         return configuration
     }
@@ -220,5 +224,15 @@ extension BoardProfile {
     /// The default search paths, then the repository's `boards/` (running from a checkout).
     static func searchPaths(repoRoot: String) -> [URL] {
         defaultSearchPaths + [URL(fileURLWithPath: repoRoot).appendingPathComponent("boards", isDirectory: true)]
+    }
+}
+
+/// The venue key from --venue-key-file, else the `venue-key` credential (nil: peers are not
+/// authenticated; a warning says so when sharing).
+enum VenueKey {
+    static func read(file: String?) throws(ValidationError) -> [UInt8]? {
+        do { return try Secrets.read(file: file, credential: "venue-key").map { Array($0.utf8) } } catch {
+            throw ValidationError("--venue-key-file: \(error)")
+        }
     }
 }

@@ -39,6 +39,9 @@ struct ProxyCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Do not publish this box or find peers with DNS-SD (Avahi); the --peer boxes only.")
     var noDiscovery = false
 
+    @Option(name: .long, help: "A file holding the venue's key (at least 16 bytes), which every box of the venue holds: peers prove it and vouch for their bytes with it (default: the venue-key credential).")
+    var venueKeyFile: String?
+
     @Option(name: .long, help: "Print the proxy URL to play for this upstream manifest URL (repeat for several).")
     var url: [String] = []
 
@@ -52,6 +55,7 @@ struct ProxyCommand: AsyncParsableCommand {
         var configuration = VenueConfiguration(host: host, port: port, upstreams: upstream, storeBytes: storeMib << 20, sharing: policy, peers: peer)
         if let box { configuration.boxId = box }
         configuration.discovery = !noDiscovery
+        configuration.venueKey = try VenueKey.read(file: venueKeyFile)
         let proxy: VenueProxy
         do { proxy = try VenueProxy(configuration: configuration, logger: logger) } catch { throw ValidationError("\(error)") }
         let bound = try await proxy.start()

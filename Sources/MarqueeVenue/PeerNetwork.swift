@@ -15,13 +15,19 @@ import NIOCore
 /// - **Owner**: rendezvous hashing — every box scores (box name, segment URL) the same way and
 ///   the highest score among the connected boxes and this one owns it, so the boxes agree
 ///   without talking, and a box that goes away moves only its own share.
-/// - **Verification** (before a byte is used): while the peer's answer comes, a HEAD to the
-///   CDN says what the segment is. With a SHA-256 digest (RFC 9530 `Repr-Digest` or
-///   `Content-Digest`, which our origin sends) the bytes must hash to it; without, the length
-///   must be the CDN's `Content-Length` and the peer's `ETag` the CDN's. A media segment must
-///   also be whole (``SegmentShape``). A CDN that says neither a digest nor a length cannot
-///   vouch for a peer: the segment comes from the CDN. A peer whose bytes fail is banned for
-///   ``VenueConfiguration/banSeconds``.
+/// - **Keyed** (``VenueConfiguration/venueKey``): a hello carries a nonce and its answer an
+///   HMAC of it and the box's name under the venue key; a box without the proof is never asked
+///   (counted: ``VenueStatistics/peersUnkeyed``), and a request to a peer carries an HMAC of its
+///   path. At most ``VenueConfiguration/maxPeers`` peers.
+/// - **Verification** (before a byte is used): a media segment must be whole
+///   (``SegmentShape``); then either the CDN's SHA-256 digest (RFC 9530 `Repr-Digest` or
+///   `Content-Digest`, from a HEAD sent while the peer answers) or, in a keyed venue, the
+///   peer's vouch (`/v/…`: an HMAC under the venue key of a fresh nonce, the URL and the SHA-256
+///   of the bytes it served) must match the bytes' own hash. Length and ETag are never enough:
+///   a peer can pad a re-encoded segment to both. Nothing vouches: the segment comes from the
+///   CDN. A peer whose bytes fail is banned for ``VenueConfiguration/banSeconds``. A box that
+///   holds the venue key is trusted to vouch: against a keyed box that lies, only the CDN's
+///   digest protects.
 final class PeerNetwork: Sendable {
     static let prefix = "/p/"
     let configuration: VenueConfiguration
@@ -38,10 +44,14 @@ final class PeerNetwork: Sendable {
         var lastAnswer: Double?
         var bannedUntil: Double?
         var discovered: Bool
+        /// It answered a hello without the venue key's proof.
+        var unkeyed = false
     }
 
     private struct State {
         var peers: [PeerAddress: Peer] = [:]
+        /// Peers that answered without the venue key's proof (each counted once).
+        var unkeyed = 0
         var task: Task<Void, Never>?
         var startedAt: Double?
         /// Discovery's first look is under way.
@@ -127,9 +137,12 @@ final class PeerNetwork: Sendable {
     /// Adds a peer found by discovery (DNS-SD); a second call for one address is nothing.
     func add(discovered address: PeerAddress) {
         state.withLock { s in
-            if s.peers[address] == nil { s.peers[address] = Peer(address: address, discovered: true) }
+            if s.peers[address] == nil, s.peers.count < VenueConfiguration.maxPeers { s.peers[address] = Peer(address: address, discovered: true) }
         }
     }
+
+    /// Boxes that answered a hello without the venue key's proof.
+    var unkeyedCount: Int { state.withLock { $0.unkeyed } }
 
     /// Forgets a discovered peer (its service went away); a configured one stays.
     func remove(discovered address: PeerAddress) {
@@ -147,9 +160,14 @@ final class PeerNetwork: Sendable {
         }
     }
 
-    func hello() -> String {
-        let box = configuration.boxId.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-        return "{\"box\":\"\(box)\",\"sharing\":\"\(configuration.sharing.rawValue)\"}"
+    /// This box's answer to a hello with `nonce`: its name, and in a keyed venue the proof.
+    func hello(nonce: String?) -> String {
+        var object: [String: String] = ["box": configuration.boxId, "sharing": configuration.sharing.rawValue]
+        if let key = configuration.venueKey, let nonce, VenueProof.isNonce(nonce) {
+            object["proof"] = VenueProof.mac(key, ["marquee-hello", nonce, configuration.boxId])
+        }
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+        return String(decoding: data, as: UTF8.self)
     }
 
     private func greetAll() async {
@@ -161,20 +179,33 @@ final class PeerNetwork: Sendable {
 
     private func greet(_ address: PeerAddress) async {
         var box: String?
-        if let url = URL(string: "http://\(address)/venue/hello"),
+        var unkeyed = false
+        let nonce = VenueProof.nonce()
+        if let url = URL(string: "http://\(address)/venue/hello?nonce=\(nonce)"),
             let answer = try? await HTTPFetcher(client: client).get(url, timeout: .seconds(1), maxBytes: 4096),
-            let object = try? JSONSerialization.jsonObject(with: Data(answer.body.readableBytesView)) as? [String: Any]
+            let object = try? JSONSerialization.jsonObject(with: Data(answer.body.readableBytesView)) as? [String: Any],
+            let name = object["box"] as? String, !name.isEmpty, name.utf8.count <= 253
         {
-            box = object["box"] as? String
+            if let key = configuration.venueKey, !VenueProof.check(key, ["marquee-hello", nonce, name], object["proof"] as? String ?? "") {
+                unkeyed = true
+            } else {
+                box = name
+            }
         }
         let now = Monotonic.now()
-        state.withLock { s in
-            guard s.peers[address] != nil else { return }
+        let newlyUnkeyed = state.withLock { s -> Bool in
+            guard s.peers[address] != nil else { return false }
             if let box {
                 s.peers[address]?.box = box
                 s.peers[address]?.lastAnswer = now
             }
+            guard unkeyed, s.peers[address]?.unkeyed == false else { return false }
+            s.peers[address]?.unkeyed = true
+            s.peers[address]?.box = nil
+            s.unkeyed += 1
+            return true
         }
+        if newlyUnkeyed { logger.warning("venue: \(address) answers without the venue key's proof: never asked") }
     }
 
     /// The peers answering now (not this box, not banned).
@@ -246,7 +277,9 @@ final class PeerNetwork: Sendable {
     /// CDN with a range request for the rest, when the CDN's SHA-256 can check the whole.
     func fetch(_ url: URL, from peer: PeerAddress, deadline: Double, into transfer: Transfer, proxy: VenueProxy) async -> PeerOutcome {
         guard let path = ProxyPath.path(for: url) else { return .declined }
-        let peerURL = "http://\(peer)\(Self.prefix)\(path.dropFirst(ProxyPath.prefix.count))"
+        let peerPath = Self.prefix + path.dropFirst(ProxyPath.prefix.count)
+        let peerURL = "http://\(peer)\(peerPath)"
+        let auth = configuration.venueKey.map { VenueProof.mac($0, ["marquee-ask", peerPath]) }
         let limit = proxy.store.largestObject
         let client = self.client
         let started = Monotonic.now()
@@ -255,6 +288,7 @@ final class PeerNetwork: Sendable {
         let outcome: Result<(headers: [(String, String)], body: ByteBuffer), PeerFailure> = await Self.within(cap) {
             var request = HTTPClientRequest(url: peerURL)
             request.method = .GET
+            if let auth { request.headers.add(name: VenueProof.authHeader, value: auth) }
             let response: HTTPClientResponse
             do {
                 response = try await client.execute(request, timeout: .milliseconds(Int64(min(deadline, 1) * 1000)))
@@ -298,11 +332,11 @@ final class PeerNetwork: Sendable {
             fromCDN = rest.fromCDN
             proxy.stats.withLock { $0.peerFallbacks += 1 }
         }
-        guard let description = await said else {
-            logger.info("venue: the CDN did not describe \(url.lastPathComponent): the peer's bytes cannot be checked")
-            return .declined
+        var judged = Self.verify(got.body, headers: got.headers, against: await said ?? Description(headers: []), path: url.path)
+        if case .unverifiable = judged, let key = configuration.venueKey {
+            judged = await vouch(url, from: peer, body: got.body, key: key)
         }
-        switch Self.verify(got.body, headers: got.headers, against: description, path: url.path) {
+        switch judged {
         case .verified: break
         case .unverifiable(let why):
             logger.info("venue: \(url.lastPathComponent) from \(peer) not used: \(why)")
@@ -370,6 +404,29 @@ final class PeerNetwork: Sendable {
         return (answer.headers, body, answer.body.readableBytes)
     }
 
+    /// Whether `peer` vouches for `body` as what it served for `url`: its HMAC under the venue
+    /// key of a fresh nonce, the URL and its SHA-256 must check, and that SHA-256 be the body's.
+    private func vouch(_ url: URL, from peer: PeerAddress, body: ByteBuffer, key: [UInt8]) async -> Outcome {
+        guard let path = ProxyPath.path(for: url) else { return .unverifiable("no proxy path") }
+        let vouchPath = Self.vouchPrefix + path.dropFirst(ProxyPath.prefix.count)
+        let nonce = VenueProof.nonce()
+        let fetcher = HTTPFetcher(
+            client: client, headers: [(VenueProof.authHeader, VenueProof.mac(key, ["marquee-ask", vouchPath])), (VenueProof.nonceHeader, nonce)])
+        guard let target = URL(string: "http://\(peer)\(vouchPath)"),
+            let answer = try? await fetcher.get(target, timeout: .seconds(2), maxBytes: 4096),
+            let object = try? JSONSerialization.jsonObject(with: Data(answer.body.readableBytesView)) as? [String: Any],
+            let said = object["sha256"] as? String, let mac = object["mac"] as? String
+        else { return .unverifiable("the peer did not vouch for its bytes") }
+        guard VenueProof.check(key, ["marquee-vouch", nonce, url.absoluteString, said], mac) else {
+            return .failed("its vouch is not under the venue key")
+        }
+        let own = SHA256.hash(data: Array(body.readableBytesView)).map { String(format: "%02x", $0) }.joined()
+        guard Secrets.equal(own, said) else { return .failed("the bytes it sent are not the bytes it vouches for") }
+        return .verified
+    }
+
+    static let vouchPrefix = "/v/"
+
     /// The CDN's word on `url` (a HEAD), nil without an answer in time.
     private func describe(_ url: URL, deadline: Double) async -> Description? {
         let answer = try? await HTTPFetcher(client: cdn).get(url, method: .HEAD, timeout: .milliseconds(Int(deadline * 1000)), maxBytes: 0)
@@ -387,18 +444,12 @@ final class PeerNetwork: Sendable {
         return nil
     }
 
+    /// A body judged against the CDN's word: a media segment must be whole; its SHA-256 must be
+    /// the CDN's digest. Without a digest it is unverifiable (a length, an ETag are not enough:
+    /// both are easy to match with other bytes).
     static func verify(_ body: ByteBuffer, headers: [(String, String)], against cdn: Description, path: String) -> Outcome {
         let bytes = body.readableBytesView
-        if let hash = cdn.sha256 {
-            guard Array(SHA256.hash(data: Array(bytes))) == hash else { return .failed("SHA-256 differs from the CDN's") }
-        } else {
-            guard let length = cdn.length else { return .unverifiable("the CDN gives neither a digest nor a length") }
-            guard length == bytes.count else { return .failed("\(bytes.count) bytes, the CDN says \(length)") }
-            if let etag = cdn.etag {
-                let theirs = headers.first { $0.0.caseInsensitiveCompare("ETag") == .orderedSame }?.1
-                guard theirs == etag else { return .failed("ETag \(theirs ?? "none"), the CDN says \(etag)") }
-            }
-        }
+        if let length = cdn.length, length != bytes.count { return .failed("\(bytes.count) bytes, the CDN says \(length)") }
         let p = path.lowercased()
         let transportStream = p.hasSuffix(".ts")
         if transportStream || [".m4s", ".mp4", ".m4v", ".m4a", ".cmfv", ".cmfa", ".cmft"].contains(where: p.hasSuffix),
@@ -406,6 +457,8 @@ final class PeerNetwork: Sendable {
         {
             return .failed(problem)
         }
+        guard let hash = cdn.sha256 else { return .unverifiable("the CDN gives no SHA-256 digest") }
+        guard Array(SHA256.hash(data: Array(bytes))) == hash else { return .failed("SHA-256 differs from the CDN's") }
         return .verified
     }
 
@@ -431,5 +484,30 @@ final class PeerNetwork: Sendable {
             group.cancelAll()
             return first
         }
+    }
+}
+
+/// The venue key's proofs: HMAC-SHA256 over newline-joined parts, as lowercase hex, checked in
+/// constant time. Each use has its own first part (`marquee-hello`, `marquee-ask`,
+/// `marquee-vouch`), so one proof is never another.
+enum VenueProof {
+    static let authHeader = "Marquee-Peer-Auth"
+    static let nonceHeader = "Marquee-Nonce"
+
+    static func mac(_ key: [UInt8], _ parts: [String]) -> String {
+        let code = HMAC<SHA256>.authenticationCode(for: Array(parts.joined(separator: "\n").utf8), using: SymmetricKey(data: key))
+        return code.map { String(format: "%02x", $0) }.joined()
+    }
+
+    static func check(_ key: [UInt8], _ parts: [String], _ proof: String) -> Bool {
+        Secrets.equal(mac(key, parts), proof.lowercased())
+    }
+
+    /// 16 random bytes, hex.
+    static func nonce() -> String { (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined() }
+
+    /// Whether `text` is a nonce as sent: 16 to 64 hex digits.
+    static func isNonce(_ text: String) -> Bool {
+        (16...64).contains(text.utf8.count) && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
     }
 }

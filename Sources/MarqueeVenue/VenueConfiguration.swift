@@ -41,6 +41,13 @@ public struct VenueConfiguration: Sendable {
     /// Whether peers are also found with DNS-SD (Avahi; see ``VenueProxy``): this box is
     /// published and the others followed. Only when sharing.
     public var discovery: Bool = true
+    /// The venue's key (read from a file or a systemd credential, never argv): peers prove they
+    /// hold it in every hello, request and vouch (HMAC-SHA256), and a peer's bytes are used only
+    /// when the CDN's digest or a keyed peer's vouch covers them. Nil: peers are not
+    /// authenticated, and their bytes are used only under the CDN's SHA-256 digest.
+    public var venueKey: [UInt8]?
+    /// Peers asked at most (configured and discovered).
+    static let maxPeers = 32
     /// What the proxy's server lets clients hold (connections, per address, idle seconds).
     var serverLimits = RunningServer.Limits(connections: 512, connectionsPerAddress: 64, idleSeconds: 15)
 
@@ -74,6 +81,8 @@ public struct VenueConfiguration: Sendable {
         guard banSeconds >= 0, banSeconds.isFinite, defaultPeerDeadline > 0, defaultPeerDeadline.isFinite else {
             throw VenueError(.invalidConfiguration, "ban and deadline seconds must be finite and positive")
         }
+        if let venueKey, venueKey.count < 16 { throw VenueError(.invalidConfiguration, "a venue key of \(venueKey.count) bytes is too short (at least 16)") }
+        guard peers.count <= Self.maxPeers else { throw VenueError(.invalidConfiguration, "\(peers.count) peers: at most \(Self.maxPeers)") }
         for peer in peers where PeerAddress(peer) == nil {
             throw VenueError(.invalidConfiguration, "peer \"\(peer)\" is not host:port")
         }

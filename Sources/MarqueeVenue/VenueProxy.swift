@@ -104,6 +104,9 @@ public final class VenueProxy: Sendable {
                 settled: { peers.discovering(false) })
         }
         peers.start()
+        if configuration.sharing != .never, configuration.venueKey == nil {
+            logger.warning("venue: no venue key: peers are not authenticated, and their bytes are used only under the CDN's SHA-256 digest")
+        }
         logger.info("venue: proxy on http://\(configuration.host):\(port), upstreams \(configuration.upstreams), sharing \(configuration.sharing.rawValue)")
         return port
     }
@@ -206,6 +209,7 @@ public final class VenueProxy: Sendable {
         var s = stats.withLock { $0 }
         s.storedBytes = store.bytes
         s.peersConnected = peers.connectedCount
+        s.peersUnkeyed += peers.unkeyedCount
         return s
     }
 
@@ -224,15 +228,26 @@ public final class VenueProxy: Sendable {
         }
         if path == "/venue/hello", request.method == .get {
             guard peers.accepts(remote: remote) else { return refuse(.forbidden("peer \(remote) is outside the sharing policy")) }
-            return Self.plain(.ok, peers.hello(), type: "application/json")
+            let nonce = request.uri.query?.split(separator: "&").first { $0.hasPrefix("nonce=") }.map { String($0.dropFirst(6)) }
+            return Self.plain(.ok, peers.hello(nonce: nonce), type: "application/json")
         }
         guard request.method == .get || request.method == .head else {
             return Self.plain(.methodNotAllowed, "only GET and HEAD")
         }
-        if path.hasPrefix(PeerNetwork.prefix) {
+        if path.hasPrefix(PeerNetwork.prefix) || path.hasPrefix(PeerNetwork.vouchPrefix) {
             guard peers.accepts(remote: remote) else { return refuse(.forbidden("peer \(remote) is outside the sharing policy")) }
+            if let key = configuration.venueKey {
+                let asked = path + (request.uri.query.map { "?" + $0 } ?? "")
+                guard VenueProof.check(key, ["marquee-ask", asked], request.headers[HTTPField.Name(VenueProof.authHeader)!] ?? "") else {
+                    stats.withLock { $0.peersUnkeyed += 1 }
+                    return refuse(.forbidden("a peer request from \(remote) without the venue key's proof"))
+                }
+            }
             do {
                 let target = try await target(path.dropFirst(PeerNetwork.prefix.count), query: request.uri.query)
+                if path.hasPrefix(PeerNetwork.vouchPrefix) {
+                    return await vouch(for: target.url, nonce: request.headers[HTTPField.Name(VenueProof.nonceHeader)!] ?? "")
+                }
                 return await serveToPeer(target.url)
             } catch { return refuse(error) }
         }
@@ -526,6 +541,21 @@ public final class VenueProxy: Sendable {
     }
 
     // MARK: Peers
+
+    /// A peer's `/v/` request: this box's word, under the venue key, on the bytes it served for
+    /// `url` (from the store; a transfer under way is waited for, up to 2 s).
+    private func vouch(for url: URL, nonce: String) async -> Response {
+        guard let key = configuration.venueKey, VenueProof.isNonce(nonce) else { return Self.plain(.badRequest, "no venue key or no nonce") }
+        let key_ = url.absoluteString
+        if store.get(key_) == nil, let transfer = inflight.withLock({ $0[key_] }), let parts = transfer.read() {
+            _ = await PeerNetwork.within(2) { for try await _ in parts {} }
+        }
+        guard let object = store.get(key_) else { return Self.plain(.notFound, "not held") }
+        let digest = SHA256.hash(data: Array(object.body.readableBytesView)).map { String(format: "%02x", $0) }.joined()
+        let body = ["sha256": digest, "mac": VenueProof.mac(key, ["marquee-vouch", nonce, key_, digest])]
+        let data = (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])) ?? Data()
+        return Self.plain(.ok, String(decoding: data, as: UTF8.self), type: "application/json")
+    }
 
     /// A peer's request: from the store, a transfer under way, or (this box is the owner, or
     /// the asker thinks so) fetched from upstream now, never from another peer.

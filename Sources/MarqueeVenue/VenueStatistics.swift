@@ -29,6 +29,9 @@ public struct VenueStatistics: Sendable, Codable, Equatable {
     public var peerBans: Int = 0
     /// Peer answers that failed verification.
     public var verificationFailures: Int = 0
+    /// Boxes that answered a hello without the venue key's proof (or asked for a segment
+    /// without it): never asked, never answered.
+    public var peersUnkeyed: Int = 0
     /// Bytes in the segment store.
     public var storedBytes: Int = 0
 
@@ -42,7 +45,7 @@ public struct VenueStatistics: Sendable, Codable, Equatable {
 
     private enum CodingKeys: String, CodingKey {
         case bytesFromCDN, bytesFromPeers, bytesServedToPeers, bytesServedToPlayers, requests, storeHits, coalesced, refused
-        case upstreamErrors, peersConnected, peerFallbacks, peerBans, verificationFailures, storedBytes, peerEfficiency
+        case upstreamErrors, peersConnected, peerFallbacks, peerBans, verificationFailures, peersUnkeyed, storedBytes, peerEfficiency
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -60,6 +63,7 @@ public struct VenueStatistics: Sendable, Codable, Equatable {
         try c.encode(peerFallbacks, forKey: .peerFallbacks)
         try c.encode(peerBans, forKey: .peerBans)
         try c.encode(verificationFailures, forKey: .verificationFailures)
+        try c.encode(peersUnkeyed, forKey: .peersUnkeyed)
         try c.encode(storedBytes, forKey: .storedBytes)
         try c.encode(peerEfficiency, forKey: .peerEfficiency)
     }
@@ -79,6 +83,7 @@ public struct VenueStatistics: Sendable, Codable, Equatable {
         peerFallbacks = try c.decode(Int.self, forKey: .peerFallbacks)
         peerBans = try c.decode(Int.self, forKey: .peerBans)
         verificationFailures = try c.decode(Int.self, forKey: .verificationFailures)
+        peersUnkeyed = try c.decodeIfPresent(Int.self, forKey: .peersUnkeyed) ?? 0
         storedBytes = try c.decode(Int.self, forKey: .storedBytes)
     }
 }

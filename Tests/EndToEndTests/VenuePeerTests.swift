@@ -12,12 +12,31 @@ import Testing
 /// origin as the CDN. Asserted: what the clients receive (byte-exact against the origin) and
 /// what the origin sends.
 @Suite struct VenuePeerTests {
-    static func proxy(box: String, upstream: String, deadline: Double = 2, peers: [String] = []) async throws -> VenueProxy {
+    /// The venue key every box of these tests holds (tests/venue/liar_peer.py too, when told).
+    static let key = Array("venue-test-key-0123456789abcdef".utf8)
+
+    /// `key` in a file, for `marquee proxy --venue-key-file` and the liar's LIAR_KEY_FILE.
+    static func keyFile() throws -> String {
+        let url = try Tools.tempDirectory("venue-key").appendingPathComponent("venue.key")
+        try Data(key).write(to: url)
+        return url.path
+    }
+
+    /// The lying peer (tests/venue/liar_peer.py) on `port`, logging each /p/ request to `log`;
+    /// holding the venue key when `keyed`, with `environment` (LIAR_VOUCH, LIAR_MODE).
+    static func liar(port: Int, log: URL, box: String, keyed: Bool, environment: [String] = []) throws -> Process {
+        let script = Tools.packageRoot.appendingPathComponent("tests/venue/liar_peer.py").path
+        let env = (keyed ? ["LIAR_KEY_FILE=\(try keyFile())"] : []) + environment
+        return try Tools.spawn("env", env + ["python3", script, "\(port)", log.path, box])
+    }
+
+    static func proxy(box: String, upstream: String, deadline: Double = 2, peers: [String] = [], keyed: Bool = true) async throws -> VenueProxy {
         var logger = Logger(label: "test.venue.\(box)")
         logger.logLevel = .warning
         var configuration = VenueConfiguration(
             upstreams: [upstream], sharing: .onlyOnLAN, peers: peers, boxId: box, banSeconds: 300, defaultPeerDeadline: deadline)
         configuration.discovery = false  // the peers are the test's (tests/venue/run tests DNS-SD between hosts)
+        configuration.venueKey = keyed ? key : nil
         let proxy = try VenueProxy(configuration: configuration, logger: logger)
         _ = try await proxy.start()
         return proxy
@@ -82,7 +101,7 @@ import Testing
         let port = Self.freePort()
         let log = try Tools.tempDirectory("liar").appendingPathComponent("asked.log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let liar = try Tools.spawn("python3", [Tools.packageRoot.appendingPathComponent("tests/venue/liar_peer.py").path, "\(port)", log.path, "liar"])
+        let liar = try Self.liar(port: port, log: log, box: "liar", keyed: true)
         defer { Tools.stop(liar) }
         let a = try await Self.proxy(box: "a", upstream: VenueProxyTests.authority(origin), peers: ["127.0.0.1:\(port)"])
         defer { Task { await a.stop() } }
@@ -104,7 +123,8 @@ import Testing
         defer { Task { await origin.stop() } }
         let port = Self.freePort()
         let marquee = Tools.packageRoot.appendingPathComponent(".build/debug/marquee").path
-        let b = try Tools.spawn(marquee, ["proxy", "--port", "\(port)", "--upstream", VenueProxyTests.authority(origin), "--sharing", "onlyOnLAN", "--box", "b", "--no-discovery"])
+        let b = try Tools.spawn(marquee, ["proxy", "--port", "\(port)", "--upstream", VenueProxyTests.authority(origin), "--sharing", "onlyOnLAN", "--box", "b", "--no-discovery",
+            "--venue-key-file", try Self.keyFile()])
         defer { Tools.stop(b) }
         let a = try await Self.proxy(box: "a", upstream: VenueProxyTests.authority(origin), deadline: 6, peers: ["127.0.0.1:\(port)"])
         defer { Task { await a.stop() } }
@@ -213,7 +233,7 @@ import Testing
         let urls = try Self.segments(dir, port: port)
         let first = urls[0].absoluteString
         let name = try #require((0..<64).map { "liar\($0)" }.first { PeerNetwork.score(box: $0, key: first) > PeerNetwork.score(box: "a", key: first) })
-        let liar = try Tools.spawn("python3", [Tools.packageRoot.appendingPathComponent("tests/venue/liar_peer.py").path, "\(liarPort)", log.path, name])
+        let liar = try VenuePeerTests.liar(port: liarPort, log: log, box: name, keyed: true)
         defer { Tools.stop(liar) }
         let a = try await VenuePeerTests.proxy(box: "a", upstream: "127.0.0.1:\(port)", peers: ["127.0.0.1:\(liarPort)"])
         defer { Task { await a.stop() } }
@@ -227,5 +247,57 @@ import Testing
         }
         let asked = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
         #expect(asked.count == 1, "asked \(asked.count) times: banned after its first lie")
+    }
+
+    /// A box without the venue key (an old box, a laptop announcing itself) is never asked, and
+    /// is counted; every segment is the server's.
+    @Test func aPeerWithoutTheVenueKeyIsNeverAsked() async throws {
+        let (dir, port, server) = try await Self.serve()
+        defer { Tools.stop(server) }
+        let liarPort = VenuePeerTests.freePort()
+        let log = dir.appendingPathComponent("asked.log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let urls = try Self.segments(dir, port: port)
+        let first = urls[0].absoluteString
+        let name = try #require((0..<64).map { "liar\($0)" }.first { PeerNetwork.score(box: $0, key: first) > PeerNetwork.score(box: "a", key: first) })
+        let liar = try VenuePeerTests.liar(port: liarPort, log: log, box: name, keyed: false)
+        defer { Tools.stop(liar) }
+        let a = try await VenuePeerTests.proxy(box: "a", upstream: "127.0.0.1:\(port)", peers: ["127.0.0.1:\(liarPort)"])
+        defer { Task { await a.stop() } }
+        for _ in 0..<50 where a.statistics.peersUnkeyed == 0 { try await Task.sleep(for: .milliseconds(100)) }
+        #expect(a.statistics.peersUnkeyed == 1 && a.statistics.peersConnected == 0)
+        for url in urls {
+            let body = try await VenueProxyTests.get(try a.localURL(for: url))
+            let file = [UInt8](try Data(contentsOf: dir.appendingPathComponent(url.lastPathComponent)))
+            #expect(sha256Hex(body) == sha256Hex(file), "\(url.lastPathComponent) is the server's")
+        }
+        let asked = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
+        #expect(asked.isEmpty, "a keyless peer was asked \(asked.count) times")
+    }
+
+    /// A box that answers hellos with the key but sends other bytes than it vouches for (every
+    /// TS packet well formed, the same length; the server sends no digest): caught by the vouch,
+    /// banned, and every segment is the server's.
+    @Test func aPeerWhoseBytesAreNotWhatItVouchesForIsBanned() async throws {
+        let (dir, port, server) = try await Self.serve()
+        defer { Tools.stop(server) }
+        let liarPort = VenuePeerTests.freePort()
+        let log = dir.appendingPathComponent("asked.log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let urls = try Self.segments(dir, port: port)
+        let first = urls[0].absoluteString
+        let name = try #require((0..<64).map { "liar\($0)" }.first { PeerNetwork.score(box: $0, key: first) > PeerNetwork.score(box: "a", key: first) })
+        let liar = try VenuePeerTests.liar(port: liarPort, log: log, box: name, keyed: true, environment: ["LIAR_MODE=payload", "LIAR_VOUCH=original"])
+        defer { Tools.stop(liar) }
+        let a = try await VenuePeerTests.proxy(box: "a", upstream: "127.0.0.1:\(port)", peers: ["127.0.0.1:\(liarPort)"])
+        defer { Task { await a.stop() } }
+        try await VenuePeerTests.waitConnected(a, peers: 1)
+        for url in urls {
+            let body = try await VenueProxyTests.get(try a.localURL(for: url))
+            let file = [UInt8](try Data(contentsOf: dir.appendingPathComponent(url.lastPathComponent)))
+            #expect(sha256Hex(body) == sha256Hex(file), "\(url.lastPathComponent) is the server's")
+        }
+        let asked = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
+        #expect(asked.count == 1 && a.statistics.peerBans == 1, "asked \(asked.count) times, \(a.statistics.peerBans) bans")
     }
 }
