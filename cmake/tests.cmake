@@ -83,8 +83,11 @@ add_test(NAME decoder_pref COMMAND decoder_pref_test
   "${MQ_MEDIA}/video.mp4" "${MQ_MEDIA}/video.md5" "${MQ_MEDIA}/tone440.mp4"
   "${CMAKE_CURRENT_BINARY_DIR}/pref-out" "${MQ_MEDIA}/muxed.ts")
 
+mq_test(lavf_input_test)
+add_test(NAME lavf_input COMMAND lavf_input_test "${MQ_MEDIA}" "${CMAKE_CURRENT_BINARY_DIR}/lavf-input")
+
 set_tests_properties(segment_io demux_decode audio_alloc_wav audio_alloc_alsa_file e2e_wav
-  decoder_pref PROPERTIES FIXTURES_REQUIRED media)
+  decoder_pref lavf_input PROPERTIES FIXTURES_REQUIRED media)
 # Real-time tests: keep them off each other's CPU (2-core CI machine, qemu).
 set_tests_properties(audio_alloc_wav audio_alloc_alsa_file e2e_wav PROPERTIES RUN_SERIAL ON)
 

@@ -246,6 +246,23 @@ def segment_seeds(made):
             packets = [data[i:i + 188 * 40] for i in range(0, min(len(data), 188 * 120), 188 * 40)]
             put(1 | (2 << 1), 0, packets)  # both tracks
             put(1, 0, packets[:1])
+    # Rendition switches (byte 1 bit 4): another init segment and its media after the first's,
+    # pushed with push_init, while a rollover (bit 0) or damage has the old one injected.
+    videos = [split_fmp4(made[n]) for n in ("h264.mp4", "hevc.mp4") if n in made]
+    if len(videos) == 2:
+        (i1, s1), (i2, s2) = videos
+        put(0, 16 | 1, [i1] + s1[:2] + [i2] + s2[:2] + [i1] + s1[2:3])
+        put(0, 16, [i1, s1[0], s1[1][:len(s1[1]) // 2], i2] + s2[:2])  # a cut segment, then a switch
+    # The byte queue scripted (byte 1 bit 3): each segment behind its operation byte (see
+    # CCore/fuzz/segment_fuzz.c): init, a rollover, a switch mid-injection, damage, a reset.
+    for name, data in made.items():
+        if name.endswith(".mp4"):
+            init, segments = split_fmp4(data)
+            if len(segments) >= 2:
+                put(0, 8, [bytes([0x09]) + init, bytes([0x08 | 0x10 | 0x40]) + segments[0],
+                           bytes([0x08 | 0xa0]) + segments[1], bytes([0x01 | 0x08 | 0x20]) + init,
+                           bytes([0x08 | 0x60]) + segments[0][:40], bytes([0x04 | 0x08 | 0x20]),
+                           bytes([0x02 | 0x08 | 0x40]) + segments[1], bytes([0x05 | 0x08 | 0x20]) + init])
     # One real DASH-IF audio init + segment, when small enough to mutate quickly.
     for folder in glob.glob(os.path.join(shared, "dashif-livesim2", "*", "A48")):
         init, first = os.path.join(folder, "init.mp4"), os.path.join(folder, "1.m4s")

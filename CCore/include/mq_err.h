@@ -18,6 +18,8 @@ typedef enum mq_err {
     MQ_ERR_STATE = -9,            ///< The call is not valid in the object's current state.
     MQ_ERR_NOT_FOUND = -10,       ///< No such track / item; no stream of a track's kind in its input.
     MQ_ERR_CLOSED = -11,          ///< The object was stopped or the track ended.
+    MQ_ERR_REFUSED = -12,         ///< An input refused: a URL or not a regular file where a local file is
+                                  ///< taken, a format not allowed for it, or bytes naming other inputs.
 } mq_err;
 
 /// A static English description of `err` (never NULL).

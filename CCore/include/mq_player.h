@@ -30,10 +30,12 @@ typedef enum mq_track_kind {
 typedef enum mq_container {
     MQ_CONTAINER_FMP4 = 0,   ///< Fragmented MP4 / CMAF: an init segment, then media segments.
     MQ_CONTAINER_MPEGTS = 1, ///< MPEG-2 transport stream (188-byte packets, e.g. HLS .ts segments).
-    MQ_CONTAINER_PROBED = 2, ///< One whole file in any format libavformat recognises by its content
-                             ///< (a still PNG or JPEG, a progressive MP4 with its index first, …),
-                             ///< read front to back once all of it was pushed (the track
-                             ///< ended); not scanned for damage (no segments).
+    MQ_CONTAINER_PROBED = 2, ///< One whole file recognised by its content: a media file (MP4/MOV,
+                             ///< Matroska/WebM, MPEG-TS, WAV, MP3, AAC, FLAC, Ogg) or a still
+                             ///< (PNG, JPEG, BMP, WebP, GIF), read front to back once all of it was
+                             ///< pushed (the track ended); not scanned for damage (no segments).
+                             ///< Another format (a playlist, a concat list, …) is an error event
+                             ///< with MQ_ERR_REFUSED; nothing the bytes name is ever opened.
 } mq_container;
 
 /// Player state as seen by the presentation side.
@@ -87,7 +89,9 @@ typedef struct mq_player_config {
     /// (done in software by the drm output).
     int32_t video_rotation;
     /// Display outputs: a PNG or JPEG shown (contain) from create until the first picture.
-    /// NULL: black. Read during create only.
+    /// NULL: black. Read during create only. A local regular file (a symbolic link to one is
+    /// followed): a URL, a FIFO, a device or a file of another format fails the create with
+    /// MQ_ERR_REFUSED (MQ_ERR_IO when it cannot be read).
     const char *_Nullable poster;
     /// Decoder preference: comma-separated libavcodec decoder names tried in order for each
     /// track whose codec they decode, before the codec's default (software) decoder, e.g.
@@ -309,8 +313,12 @@ typedef struct mq_clip mq_clip;
 /// looping clip restarts with a `crossfade`-second linear cross-fade of its end into its start
 /// (0…5; the loop is that much shorter than the file). This is the blocking step (file I/O, the
 /// decoder opened, its thread started): it touches no player, and may run on any thread,
-/// concurrently with every other call. MQ_ERR_IO when the file cannot be read, MQ_ERR_DEMUX when
-/// it is not media, MQ_ERR_UNSUPPORTED without a decodable audio stream; `*out` is NULL on failure.
+/// concurrently with every other call. `path` is a local regular file (a symbolic link to one is
+/// followed) of a media format (MP4/MOV/M4A, Matroska/WebM, MPEG-TS, WAV, MP3, AAC, FLAC, Ogg).
+/// MQ_ERR_REFUSED for a URL or protocol ("http:", "concat:", "file:", …; a local name with a ':'
+/// in its first component is written "./a:b"), a FIFO, a device, a directory, or another format
+/// (a playlist, a still, …); MQ_ERR_IO when the file cannot be read, MQ_ERR_DEMUX when it is not
+/// media, MQ_ERR_UNSUPPORTED without a decodable audio stream; `*out` is NULL on failure.
 int mq_clip_open(const char *path, int32_t rate, int32_t channels, double offset, bool loop, double crossfade,
                  double at, mq_clip *_Nullable *_Nonnull out);
 /// Frees a clip that was never handed to a player (it stops its thread). NULL-safe,

@@ -8,8 +8,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "lavf_input.h"
 #include "log.h"
 #include "mq_err.h"
 #include "mq_player.h"
@@ -29,7 +29,8 @@ struct mq_clip_priv {
     _Atomic bool quit;
     _Atomic bool exited; // the clip thread is returning: a join will not wait
     // clip thread only
-    AVFormatContext *fmt;
+    mq_file_input *in; // the file
+    AVFormatContext *fmt; // in->fmt (borrowed)
     AVCodecContext *dec;
     SwrContext *swr;
     AVPacket *pkt;
@@ -231,8 +232,10 @@ static void *clip_main(void *arg)
 static int open_input(mq_clip *c, const char *path)
 {
     struct mq_clip_priv *q = c->priv;
-    if (avformat_open_input(&q->fmt, path, NULL, NULL) < 0)
-        return access(path, R_OK) == 0 ? MQ_ERR_DEMUX : MQ_ERR_IO;
+    int ret = mq_file_input_open(path, MQ_FORMATS_MEDIA, "clip", &q->in);
+    if (ret < 0)
+        return ret;
+    q->fmt = q->in->fmt;
     if (avformat_find_stream_info(q->fmt, NULL) < 0)
         return MQ_ERR_DEMUX;
     const AVCodec *codec = NULL;
@@ -334,7 +337,8 @@ void mq_clip_destroy(mq_clip **pc)
             pthread_join(q->thread, NULL);
         swr_free(&q->swr);
         avcodec_free_context(&q->dec);
-        avformat_close_input(&q->fmt);
+        q->fmt = NULL;
+        mq_file_input_destroy(&q->in);
         av_packet_free(&q->pkt);
         av_frame_free(&q->frame);
         free(q->hold);

@@ -3,14 +3,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "lavf_input.h"
 #include "mq_err.h"
 #include "mq_player.h"
 
-static int open_input(mq_demux *d, mq_byte_queue *in)
+static const char *container_name(mq_byte_queue *in);
+
+static int open_input(mq_demux *d, mq_byte_queue *in, char *why, size_t n)
 {
     d->fmt = avformat_alloc_context();
-    if (!d->fmt)
+    if (!d->fmt) {
+        snprintf(why, n, "out of memory");
         return AVERROR(ENOMEM);
+    }
     d->fmt->pb = d->pb;
     d->fmt->flags |= AVFMT_FLAG_CUSTOM_IO;
     d->fmt->interrupt_callback.callback = mq_segment_io_interrupt;
@@ -18,19 +23,25 @@ static int open_input(mq_demux *d, mq_byte_queue *in)
 
     AVDictionary *opts = NULL;
     const AVInputFormat *format;
+    const char *formats;
     int container = mq_byte_queue_container(in);
     if (container == MQ_CONTAINER_MPEGTS) {
         format = av_find_input_format("mpegts");
+        formats = MQ_FORMATS_MPEGTS;
     } else if (container == MQ_CONTAINER_PROBED) {
-        format = NULL; // probed from the first bytes
+        format = NULL; // probed from the first bytes: media or a still, nothing naming other inputs
+        formats = MQ_FORMATS_FILE;
     } else {
         // Fragment timestamps from tfdt, so pts are the stream's real media time on a live edge.
         av_dict_set(&opts, "use_tfdt", "1", 0);
         format = av_find_input_format("mp4");
+        formats = MQ_FORMATS_FMP4;
     }
-    int ret = avformat_open_input(&d->fmt, "", format, &opts);
+    char what[32];
+    snprintf(what, sizeof what, "%s stream", container_name(in));
+    int ret = mq_lavf_open_input(&d->fmt, format, formats, &opts, what, why, n);
     av_dict_free(&opts);
-    return ret; // on failure lavf freed d->fmt (not our pb)
+    return ret; // on failure d->fmt is freed (not our pb)
 }
 
 static int select_stream(mq_demux *d, enum AVMediaType type)
@@ -69,12 +80,10 @@ int mq_demux_open(mq_byte_queue *in, enum AVMediaType type, mq_demux **out, char
     int err = MQ_ERR_NO_MEMORY;
     if (mq_segment_io_open(in, &d->pb) < 0)
         goto fail;
-    int ret = open_input(d, in);
-    err = MQ_ERR_DEMUX;
-    if (ret < 0) {
-        snprintf(why, n, "cannot open the %s stream: %s", container_name(in), av_err2str(ret));
+    int ret = open_input(d, in, why, n);
+    err = ret == MQ_AVERROR_REFUSED ? MQ_ERR_REFUSED : MQ_ERR_DEMUX;
+    if (ret < 0)
         goto fail;
-    }
     ret = select_stream(d, type);
     if (ret < 0) {
         err = MQ_ERR_NOT_FOUND; // a readable input without this kind of stream (a file without sound)

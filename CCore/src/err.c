@@ -15,6 +15,7 @@ const char *mq_err_string(int err)
     case MQ_ERR_STATE: return "not valid in the current state";
     case MQ_ERR_NOT_FOUND: return "not found";
     case MQ_ERR_CLOSED: return "closed";
+    case MQ_ERR_REFUSED: return "input refused";
     default: return err >= 0 ? "success" : "unknown error";
     }
 }

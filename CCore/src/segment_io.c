@@ -45,6 +45,15 @@ typedef struct mq_damage {
     const char *why;
 } mq_damage;
 
+/// The init segment being read again ahead of a segment: the injection's own copy, taken when it
+/// starts, so an init pushed meanwhile (a rendition switch: smaller, larger, or over the size
+/// kept) never changes the bytes or the length under the reader. `data` is kept for the next one.
+typedef struct mq_inject {
+    uint8_t *data;
+    size_t len, cap;
+    size_t left; // bytes of `data` still to be read (0: no injection under way)
+} mq_inject;
+
 struct mq_byte_queue {
     // immutable after create
     int sync_ok;
@@ -63,7 +72,7 @@ struct mq_byte_queue {
     int ndamage;
     uint8_t *init; // the last init segment pushed (mq_byte_queue_push_init), for a resync
     size_t init_len, init_cap;
-    size_t inject; // bytes of `init` still to be read before the bytes at `read` (after a skip)
+    mq_inject inject; // read before the bytes at `read` (after a skip or at a rollover)
     bool inject_due; // a skip reached the last byte pushed: inject when the next segment comes
     struct { int64_t at; double offset; } streams[MQ_MAX_BOUNDARIES]; // discontinuities not yet read past
     int nstreams;
@@ -140,6 +149,7 @@ void mq_byte_queue_destroy(mq_byte_queue **pq)
         return;
     free_chunks(q);
     free(q->init);
+    free(q->inject.data);
     if (q->sync_ok >= 1)
         pthread_mutex_destroy(&q->lock);
     if (q->sync_ok >= 2)
@@ -394,7 +404,7 @@ void mq_byte_queue_reset(mq_byte_queue *q)
     q->due_offset = NAN;
     scan_reset(&q->scan);
     q->nmarks = q->ndamage = 0;
-    q->init_len = q->inject = 0;
+    q->init_len = q->inject.left = 0;
     q->inject_due = false;
     q->rollover_at = INT64_MAX;
     q->rollover_wanted = false;
@@ -416,6 +426,26 @@ void mq_byte_queue_abort(mq_byte_queue *q)
 
 /* ---- decode thread ---- */
 
+/// Starts reading the last init segment again: from a copy (see mq_inject). Decode thread
+/// (never the audio thread), so it may allocate; without memory nothing is injected, and the
+/// demuxer fails on the segment as it would without a kept init segment.
+static void start_inject(mq_byte_queue *q)
+{
+    mq_inject *in = &q->inject;
+    in->left = in->len = 0;
+    if (q->init_len == 0)
+        return;
+    if (q->init_len > in->cap) {
+        uint8_t *grown = realloc(in->data, q->init_len);
+        if (!grown)
+            return;
+        in->data = grown;
+        in->cap = q->init_len;
+    }
+    memcpy(in->data, q->init, q->init_len);
+    in->len = in->left = q->init_len;
+}
+
 /// After a skip, an fMP4 segment is read after the last init segment unless it brings one (or
 /// a new stream starts there): decided once its first bytes are here, since a skip often
 /// reaches the last byte pushed while the next segment is still on its way.
@@ -427,7 +457,7 @@ static void resolve_inject(mq_byte_queue *q)
     bool init_next = (q->scan.nboundaries > 0 && q->scan.boundaries[0] == q->read) ||
                      (q->nstreams > 0 && q->streams[0].at == q->read);
     if (q->container == MQ_CONTAINER_FMP4 && !init_next)
-        q->inject = q->init_len;
+        start_inject(q);
 }
 
 static mq_input_state state_locked(mq_byte_queue *q)
@@ -441,7 +471,7 @@ static mq_input_state state_locked(mq_byte_queue *q)
         return q->ended ? MQ_INPUT_ENDED : (mq_input_state)-1;
     if (q->container == MQ_CONTAINER_PROBED && !q->ended) // a whole file: read once all of it is
         return (mq_input_state)-1;                     // here (its demuxer is told its size then)
-    if (q->inject > 0)
+    if (q->inject.left > 0)
         return MQ_INPUT_DATA;
     if ((q->scan.nboundaries > 0 && q->read == q->scan.boundaries[0]) || (q->nstreams > 0 && q->read == q->streams[0].at))
         return MQ_INPUT_BOUNDARY;
@@ -472,6 +502,14 @@ mq_input_state mq_byte_queue_state(mq_byte_queue *q)
     int st = (int)state_locked(q);
     pthread_mutex_unlock(&q->lock);
     return st < 0 ? MQ_INPUT_DATA : (mq_input_state)st;
+}
+
+int mq_byte_queue_poll(mq_byte_queue *q)
+{
+    pthread_mutex_lock(&q->lock);
+    int st = (int)state_locked(q);
+    pthread_mutex_unlock(&q->lock);
+    return st < 0 ? -1 : st;
 }
 
 mq_input_state mq_byte_queue_wait_reset(mq_byte_queue *q)
@@ -576,7 +614,7 @@ static int64_t segment_end(const mq_byte_queue *q, int64_t at)
 void mq_byte_queue_skip_segment(mq_byte_queue *q)
 {
     pthread_mutex_lock(&q->lock);
-    q->inject = 0;
+    q->inject.left = 0;
     q->inject_due = false;
     if (q->ndamage == 0 || q->damage[0].from > q->read) { // the demuxer's finding: the segment it is in
         if (q->ndamage == MQ_MAX_DAMAGE)
@@ -616,7 +654,7 @@ void mq_byte_queue_pass_rollover(mq_byte_queue *q)
     if (q->read == q->rollover_at) {
         q->rollover_at = INT64_MAX;
         q->rollover_wanted = false;
-        q->inject = q->init_len;
+        start_inject(q);
     }
     pthread_mutex_unlock(&q->lock);
 }
@@ -627,7 +665,7 @@ void mq_byte_queue_fail(mq_byte_queue *q)
     q->failed = true;
     free_chunks(q);
     q->read = q->pushed;
-    q->inject = 0;
+    q->inject.left = 0;
     q->inject_due = false;
     pthread_mutex_unlock(&q->lock);
 }
@@ -652,10 +690,11 @@ const char *mq_byte_queue_corrupt_reason(mq_byte_queue *q)
 static int copy_out(mq_byte_queue *q, uint8_t *buf, int size)
 {
     int n = 0;
-    if (q->inject > 0) {
-        n = q->inject < (size_t)size ? (int)q->inject : size;
-        memcpy(buf, q->init + (q->init_len - q->inject), (size_t)n);
-        q->inject -= (size_t)n;
+    mq_inject *in = &q->inject;
+    if (in->left > 0) { // left <= len: both set only by start_inject
+        n = in->left < (size_t)size ? (int)in->left : size;
+        memcpy(buf, in->data + (in->len - in->left), (size_t)n);
+        in->left -= (size_t)n;
         return n;
     }
     int64_t limit = q->scan.nboundaries > 0 ? q->scan.boundaries[0] : INT64_MAX;

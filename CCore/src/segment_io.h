@@ -68,6 +68,9 @@ mq_input_state mq_byte_queue_wait(mq_byte_queue *q);
 mq_input_state mq_byte_queue_wait_reset(mq_byte_queue *q);
 /// Decode thread: the state without blocking.
 mq_input_state mq_byte_queue_state(mq_byte_queue *q);
+/// Decode thread: the state, or -1 while nothing can be read yet (a read would block): lets the
+/// fuzz harness read from the thread that pushes.
+int mq_byte_queue_poll(mq_byte_queue *q);
 /// Decode thread: acknowledges a reset; bytes pushed after it are kept.
 void mq_byte_queue_ack_reset(mq_byte_queue *q);
 /// Decode thread: steps over the boundary the reader stopped at.

@@ -9,6 +9,7 @@
 #include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
 
+#include "lavf_input.h"
 #include "log.h"
 #include "mq_err.h"
 #include "mq_player.h"
@@ -233,12 +234,19 @@ static int decode_first(AVFormatContext *fmt, AVCodecContext *dec, AVFrame *fram
 
 int mq_image_load(const char *path, AVFrame **out)
 {
-    AVFormatContext *fmt = NULL;
+    mq_file_input *in = NULL;
     AVCodecContext *dec = NULL;
     AVFrame *frame = av_frame_alloc();
-    int ret = frame ? avformat_open_input(&fmt, path, NULL, NULL) : AVERROR(ENOMEM);
-    if (ret >= 0)
-        ret = avformat_find_stream_info(fmt, NULL);
+    int err = frame ? mq_file_input_open(path, MQ_FORMATS_IMAGE, "poster", &in) : MQ_ERR_NO_MEMORY;
+    if (err < 0) {
+        if (err != MQ_ERR_REFUSED) // (a refusal was logged, with what was refused)
+            mq_log(MQ_LOG_ERROR, "poster %s: %s", path,
+                   err == MQ_ERR_IO ? "cannot be read" : err == MQ_ERR_DEMUX ? "not an image" : mq_err_string(err));
+        av_frame_free(&frame);
+        return err == MQ_ERR_REFUSED ? err : MQ_ERR_IO;
+    }
+    AVFormatContext *fmt = in->fmt;
+    int ret = avformat_find_stream_info(fmt, NULL);
     const AVCodec *codec = NULL;
     int idx = ret >= 0 ? av_find_best_stream(fmt, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0) : ret;
     ret = idx;
@@ -251,7 +259,7 @@ int mq_image_load(const char *path, AVFrame **out)
     if (ret >= 0)
         ret = decode_first(fmt, dec, frame);
     avcodec_free_context(&dec);
-    avformat_close_input(&fmt);
+    mq_file_input_destroy(&in);
     if (ret < 0) {
         mq_log(MQ_LOG_ERROR, "poster %s: %s", path, av_err2str(ret));
         av_frame_free(&frame);

@@ -12,6 +12,7 @@
 #     music660.wav  the same tone as PCM
 #     muxed.ts      video.mp4 and tone440.mp4 muxed into one MPEG-TS (stream copy: the same
 #                   pictures as video.md5), as an HLS .ts segment carries them
+#     still.png     one 64x48 testsrc2 picture as PNG, and as JPEG (still.jpg): posters, stills
 set -eu
 out="$1"
 mkdir -p "$out"
@@ -29,4 +30,7 @@ for ext in m4a wav; do
   $ff -f lavfi -i "sine=f=660:r=48000:d=2.31" -af "pan=stereo|c0=c0|c1=c0" "$out/music660.$ext"
 done
 $ff -i "$out/video.mp4" -i "$out/tone440.mp4" -map 0:v -map 1:a -c copy -f mpegts "$out/muxed.ts"
+for ext in png jpg; do
+  $ff -f lavfi -i "testsrc2=size=64x48" -frames:v 1 "$out/still.$ext"
+done
 echo "test media in $out"

@@ -3,7 +3,8 @@
 // a second init segment is a session boundary (EOF there, then the next session); garbage and
 // a truncated segment are reported corrupt; a reset cancels a blocked reader and the queue
 // takes new bytes after it; a segment skipped before the next arrives is followed by the init
-// segment and the next.
+// segment and the next; an init segment pushed while the last one is being injected again (a
+// rendition switch during a skip or a rollover) never changes the bytes injected.
 //
 //   segment_io_test <stream.mp4>      exit 0 when every check passed
 
@@ -195,6 +196,173 @@ static void test_skip_before_next(void)
     mq_byte_queue_destroy(&q);
 }
 
+/* ---- an init segment replaced while it is being injected (issue #36, item 8) ---- */
+
+/// A growable byte string of synthetic top-level boxes (the scanner sees only their headers).
+typedef struct bytes {
+    uint8_t *data;
+    size_t len;
+} bytes;
+
+/// Appends a box of `type` whose `payload` bytes follow the pattern `seed`.
+static void add_box(bytes *b, const char *type, size_t payload, uint8_t seed)
+{
+    size_t size = 8 + payload;
+    b->data = realloc(b->data, b->len + size);
+    uint8_t *p = b->data + b->len;
+    p[0] = (uint8_t)(size >> 24), p[1] = (uint8_t)(size >> 16), p[2] = (uint8_t)(size >> 8), p[3] = (uint8_t)size;
+    memcpy(p + 4, type, 4);
+    for (size_t i = 0; i < payload; i++)
+        p[8 + i] = (uint8_t)(seed + i * 7 + (i >> 8));
+    b->len += size;
+}
+
+/// An init segment of `size` bytes or a little more (ftyp, free, moov), bytes after `seed`.
+static bytes make_init(size_t size, uint8_t seed)
+{
+    bytes b = {0};
+    add_box(&b, "ftyp", 16, seed);
+    if (size > 24 + 8 + 16 + 8)
+        add_box(&b, "free", size - (24 + 8 + 16 + 8), (uint8_t)(seed + 1));
+    add_box(&b, "moov", 16, (uint8_t)(seed + 2));
+    return b;
+}
+
+static bytes make_segment(size_t payload, uint8_t seed)
+{
+    bytes b = {0};
+    add_box(&b, "moof", 64, seed);
+    add_box(&b, "mdat", payload, (uint8_t)(seed + 1));
+    return b;
+}
+
+/// Reads the session through a fresh AVIOContext: `first` bytes, then `between(q, k)` for each
+/// k < `steps` each followed by `chunk` more bytes, then the rest to EOF. Returns the count.
+static long read_with_pushes(mq_byte_queue *q, uint8_t *out, size_t cap, int first, int chunk, int steps,
+                             void (*between)(mq_byte_queue *, int), int *err)
+{
+    AVIOContext *pb = NULL;
+    if (mq_segment_io_open(q, &pb) < 0)
+        return -1;
+    long total = 0;
+    int n = avio_read(pb, out, first); // the AVIO's 32 KiB buffer takes that much of the injection
+    total += n > 0 ? n : 0;
+    for (int k = 0; k < steps && n > 0; k++) {
+        between(q, k);
+        n = avio_read(pb, out + total, chunk);
+        total += n > 0 ? n : 0;
+    }
+    while (n > 0 && (size_t)total < cap) {
+        size_t want = cap - (size_t)total > 65536 ? 65536 : cap - (size_t)total;
+        n = avio_read(pb, out + total, (int)want);
+        total += n > 0 ? n : 0;
+    }
+    *err = n;
+    mq_segment_io_close(&pb);
+    return total;
+}
+
+static bytes small_init, huge_init, big_init;
+
+/// Mid-injection: a rendition switch to a smaller init, then to one over the 4 MiB kept.
+static void push_smaller_then_huge(mq_byte_queue *q, int k)
+{
+    const bytes *b = k == 0 ? &small_init : &huge_init;
+    CHECK(mq_byte_queue_push_init(q, b->data, b->len) == MQ_OK, "push init %d mid-injection", k);
+    mq_byte_queue_end_segment(q);
+}
+
+/// Mid-injection: a switch to a larger init (in place, it would have mixed its bytes in).
+static void push_larger(mq_byte_queue *q, int k)
+{
+    (void)k;
+    CHECK(mq_byte_queue_push_init(q, big_init.data, big_init.len) == MQ_OK, "push larger init mid-injection");
+    mq_byte_queue_end_segment(q);
+}
+
+static bool starts_with(const uint8_t *out, long n, const bytes *a, const bytes *b)
+{
+    return n == (long)(a->len + b->len) && memcmp(out, a->data, a->len) == 0 &&
+           memcmp(out + a->len, b->data, b->len) == 0;
+}
+
+/// After a skip: the old init (100 kB, read in several AVIO reads) is injected before the next
+/// segment; a smaller init and then one over the limit are pushed while it is read. The reader
+/// gets exactly the old init then the segment, then EOF at the new init; each new init is a
+/// session of its own after that.
+static void test_init_replaced_during_skip_injection(void)
+{
+    bytes init = make_init(100000, 11), seg_a = make_segment(4000, 40), seg_b = make_segment(50000, 90);
+    mq_byte_queue *q = NULL;
+    mq_byte_queue_create(&q);
+    mq_byte_queue_push_init(q, init.data, init.len);
+    mq_byte_queue_end_segment(q);
+    mq_byte_queue_push(q, seg_a.data, 40); // cut inside its moof: damaged from its start
+    mq_byte_queue_end_segment(q);
+    size_t cap = init.len + seg_a.len + seg_b.len + huge_init.len;
+    uint8_t *out = malloc(cap);
+    int err = 0;
+    long n = read_with_pushes(q, out, cap, 65536, 0, 0, NULL, &err);
+    CHECK(n == (long)init.len && err == AVERROR_INVALIDDATA, "the init, then the damage (%ld, %d)", n, err);
+    mq_byte_queue_skip_segment(q);
+    mq_byte_queue_push(q, seg_b.data, seg_b.len);
+    mq_byte_queue_end_segment(q);
+    CHECK(mq_byte_queue_state(q) == MQ_INPUT_DATA, "the injection is due");
+    n = read_with_pushes(q, out, cap, 1000, 40000, 2, push_smaller_then_huge, &err);
+    CHECK(starts_with(out, n, &init, &seg_b), "exactly the old init then the segment (%ld of %zu bytes)", n,
+          init.len + seg_b.len);
+    CHECK(err == AVERROR_EOF && mq_byte_queue_wait(q) == MQ_INPUT_BOUNDARY, "EOF at the new init (%d)", err);
+    mq_byte_queue_pass_boundary(q);
+    mq_byte_queue_end(q);
+    n = read_with_pushes(q, out, cap, 65536, 0, 0, NULL, &err); // (no media between: one session)
+    CHECK(starts_with(out, n, &small_init, &huge_init) && err == AVERROR_EOF,
+          "then the two new inits, read once as pushed (%ld)", n);
+    CHECK(!mq_byte_queue_request_rollover(q), "an init over the limit is not kept for a resync");
+    free(out);
+    free(init.data), free(seg_a.data), free(seg_b.data);
+    mq_byte_queue_destroy(&q);
+}
+
+/// At a rollover the init is injected again; a larger init pushed while that is read does not
+/// change the bytes read (no mix of the two), and a later injection uses the new one.
+static void test_init_replaced_during_rollover_injection(void)
+{
+    bytes init = make_init(70000, 3), seg1 = make_segment(3000, 20), seg2 = make_segment(3000, 30);
+    mq_byte_queue *q = NULL;
+    mq_byte_queue_create(&q);
+    mq_byte_queue_push_init(q, init.data, init.len);
+    mq_byte_queue_end_segment(q);
+    mq_byte_queue_push(q, seg1.data, seg1.len);
+    mq_byte_queue_end_segment(q);
+    CHECK(mq_byte_queue_request_rollover(q), "rollover asked (at the init's end)");
+    size_t cap = 2 * init.len + seg1.len + big_init.len;
+    uint8_t *out = malloc(cap);
+    int err = 0;
+    long n = read_with_pushes(q, out, cap, 65536, 0, 0, NULL, &err);
+    CHECK(n == (long)init.len && err == AVERROR_EOF && mq_byte_queue_wait(q) == MQ_INPUT_ROLLOVER, "stopped at the rollover (%ld)", n);
+    mq_byte_queue_pass_rollover(q);
+    n = read_with_pushes(q, out, cap, 1000, 1000, 1, push_larger, &err);
+    CHECK(starts_with(out, n, &init, &seg1), "exactly the old init then the segment (%ld of %zu bytes)", n,
+          init.len + seg1.len);
+    CHECK(err == AVERROR_EOF && mq_byte_queue_wait(q) == MQ_INPUT_BOUNDARY, "EOF at the new init (%d)", err);
+    mq_byte_queue_pass_boundary(q);
+    mq_byte_queue_push(q, seg2.data, seg2.len);
+    mq_byte_queue_end_segment(q);
+    mq_byte_queue_push(q, seg2.data, 40); // cut short: skipped, then the new init injected
+    mq_byte_queue_end_segment(q);
+    mq_byte_queue_push(q, seg1.data, seg1.len);
+    mq_byte_queue_end_segment(q);
+    mq_byte_queue_end(q);
+    n = read_with_pushes(q, out, cap, 65536, 0, 0, NULL, &err);
+    CHECK(starts_with(out, n, &big_init, &seg2) && err == AVERROR_INVALIDDATA, "the new init and its segment (%ld)", n);
+    mq_byte_queue_skip_segment(q);
+    n = read_with_pushes(q, out, cap, 65536, 0, 0, NULL, &err);
+    CHECK(starts_with(out, n, &big_init, &seg1) && err == AVERROR_EOF, "after a skip: the new init injected (%ld)", n);
+    free(out);
+    free(init.data), free(seg1.data), free(seg2.data);
+    mq_byte_queue_destroy(&q);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -212,6 +380,12 @@ int main(int argc, char **argv)
     test_truncated();
     test_reset();
     test_skip_before_next();
+    small_init = make_init(200, 60);
+    huge_init = make_init(((size_t)4 << 20) + 4096, 70); // over MQ_MAX_INIT (4 MiB)
+    big_init = make_init(150000, 80);
+    test_init_replaced_during_skip_injection();
+    test_init_replaced_during_rollover_injection();
+    free(small_init.data), free(huge_init.data), free(big_init.data);
     free(file);
     return mqt_done("segment_io_test");
 }

@@ -278,7 +278,8 @@ public final class Player: Sendable {
                 decoders: options.decoders.isEmpty ? nil : options.decoders.joined(separator: ","),
                 decodeThreads: options.decodeThreads, videoQueueFrames: options.videoQueueFrames, joinStill: options.joinStill)
         } catch {
-            throw PlayerError(error.isUnsupported || error.isInvalidArgument ? .invalidOptions : .output, error.message, coreCode: error.code)
+            let options = error.isUnsupported || error.isInvalidArgument || error.isRefused
+            throw PlayerError(options ? .invalidOptions : .output, error.message, coreCode: error.code)
         }
         let mixer = MixDirector(core: core, options: options.mixing, fetcher: fetcher, events: sink, logger: logger)
         let (volume, muted, scheduled, fit) = inner.withLock { ($0.volume, $0.muted, $0.scheduled, $0.fit) }

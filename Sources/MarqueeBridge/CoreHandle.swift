@@ -26,6 +26,9 @@ package struct CoreError: Error, Hashable, Sendable, CustomStringConvertible {
     /// `MQ_ERR_NOT_FOUND` on a track's event: its input has no stream of its kind (a file
     /// without sound).
     package var isMissingStream: Bool { code == MQ_ERR_NOT_FOUND.rawValue }
+    /// `MQ_ERR_REFUSED`: an input the core will not open (a scheme in a path, a special file, a
+    /// format outside what that input may be).
+    package var isRefused: Bool { code == MQ_ERR_REFUSED.rawValue }
     /// `MQ_ERR_DEMUX` / `MQ_ERR_DECODE`: the media itself is bad.
     package var isMediaFailure: Bool { code == MQ_ERR_DEMUX.rawValue || code == MQ_ERR_DECODE.rawValue }
 }

@@ -1,5 +1,5 @@
 import Foundation
-public import Crypto
+import Crypto
 
 /// One completed play (proof of play): what was shown, when, in which schedule entry, how
 /// well. Appended to a ``ProofOfPlayJournal``, chained by hash: each record's ``hash`` covers
