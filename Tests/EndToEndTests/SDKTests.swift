@@ -33,7 +33,9 @@ import Testing
                           "analytics": {"customerId": "c1", "endpoint": "https://stats.example/e"},
                           "interactive": {"url": "https://app.example/o"}}}
             """)
-        let config = try await MarqueeSDK.initialize(streamId: "lobby", configURL: template, security: Self.loopback)
+        // The poster is a local path: fetched configs may name one only in an allowed directory.
+        let security = DocumentSecurity(allowedLocalDirectories: ["/opt"], allowHTTP: true)
+        let config = try await MarqueeSDK.initialize(streamId: "lobby", configURL: template, security: security)
         #expect(config.sources.map(\.absoluteString) == ["http://a.example/live.mpd", "http://b.example/live.mpd"])
         #expect(config.autoplay == true && config.muted == true && config.fit == .cover && config.poster == "/opt/p.png")
         #expect(config.advanced?.stall?.minRecoveryDelay == 5 && config.advanced?.stall?.maxRecoveryDelay == 60)
