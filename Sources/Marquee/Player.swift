@@ -179,7 +179,13 @@ public final class Player: Sendable {
         self.logger = logger
         (events, sink) = PlayerEvents.make()
         sessionId = options.cmcd?.sessionId ?? UUID().uuidString
-        var fetcher = HTTPFetcher(headers: options.httpHeaders.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+        let headers = options.httpHeaders.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        var fetcher: HTTPFetcher
+        do {
+            fetcher = try HTTPFetcher(caFile: options.documentSecurity.caFile, followsRedirects: true, headers: headers)
+        } catch {
+            throw PlayerError(.invalidOptions, "caFile: \(error.message)")
+        }
         if let cmcd = options.cmcd {
             let session = CMCDSession(mode: cmcd.transmission == .query ? .query : .headers, sessionId: sessionId, contentId: cmcd.contentId)
             let hls = options.sources.first?.pathExtension.lowercased() == "m3u8"

@@ -6,6 +6,7 @@ public struct PlayerError: Error, Hashable, Sendable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
             case invalidOptions, invalidOptionsSources, manifest, network, noPlayableContent, media, output, state, playlist, invalidArgument, schedule
+            case untrustedDocument
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -32,6 +33,10 @@ public struct PlayerError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let schedule = Code(.schedule)
         /// A method's argument cannot be used (an item index out of range, an unknown id).
         public static let invalidArgument = Code(.invalidArgument)
+        /// A document fetched from the network (a feed's playlist, a schedule) was refused by
+        /// its ``DocumentSecurity``: unsigned, wrongly signed, tampered with, older, expired,
+        /// naming a local file, or over plain http (``PlayerError/refusal`` says which).
+        public static let untrustedDocument = Code(.untrustedDocument)
 
         /// The SDK's name for ``invalidOptions`` (`createPlayer(options:)`).
         public static let invalidPlayerOptions = invalidOptions
@@ -49,6 +54,8 @@ public struct PlayerError: Error, Hashable, Sendable, CustomStringConvertible {
     public var message: String
     /// The C core's `mq_err` value when the core reported it, else `nil`.
     public var coreCode: Int32?
+    /// For ``Code-swift.struct/untrustedDocument``: why the document was refused.
+    public var refusal: DocumentRefusal?
 
     /// An error of kind `code` with `message`; `coreCode` is the C core's `mq_err` value when
     /// the core reported the failure.
@@ -60,6 +67,12 @@ public struct PlayerError: Error, Hashable, Sendable, CustomStringConvertible {
 
     /// `code: message`, e.g. `network: … answered 404`.
     public var description: String { "\(code): \(message)" }
+
+    /// A ``Code-swift.struct/untrustedDocument`` error for `refusal`.
+    public init(_ refusal: DocumentRefusal) {
+        self.init(.untrustedDocument, refusal.description)
+        self.refusal = refusal
+    }
 
     init(_ error: ManifestError) {
         self.init(error.code == .noPlayableContent ? .noPlayableContent : .manifest, error.description)

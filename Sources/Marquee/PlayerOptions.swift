@@ -220,6 +220,19 @@ public struct PlayerOptions: Sendable {
     /// ``Player/updateOptions(_:)`` does not change it.
     public var venue: VenueConfiguration?
 
+    /// How documents fetched from the network are trusted (a pinned key, local directories,
+    /// http, a CA file): give it to ``RemoteConfig``, ``ContentFeed`` and ``ScheduleFeed``. The
+    /// player itself uses its ``DocumentSecurity/caFile``: its media requests trust that CA
+    /// too (a venue's private origin).
+    public var documentSecurity = DocumentSecurity()
+
+    /// The key documents must be signed with (``DocumentSecurity/trustKey`` of
+    /// ``documentSecurity``); nil: documents are not authenticated.
+    public var trustKey: TrustKey? {
+        get { documentSecurity.trustKey }
+        set { documentSecurity.trustKey = newValue }
+    }
+
     /// Options for playing `sources` (main first, then backups); `targetLatency` in seconds
     /// behind live (0…300, 0 disables sync); `rotation` in degrees clockwise (0, 90, 180,
     /// 270). The other fields start at their documented defaults. Nothing is checked here:

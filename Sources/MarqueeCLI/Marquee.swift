@@ -11,7 +11,10 @@ struct MarqueeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "marquee",
         abstract: "Marquee: a live-stream player for set-top boxes, kiosks and signage.",
-        subcommands: [PlayCommand.self, DemoCommand.self, OriginCommand.self, BoardsCommand.self, ScheduleCommand.self, ProofOfPlayCommand.self, ProxyCommand.self, ControlCommand.self]
+        subcommands: [
+            PlayCommand.self, DemoCommand.self, OriginCommand.self, BoardsCommand.self, ScheduleCommand.self, ProofOfPlayCommand.self,
+            ProxyCommand.self, ControlCommand.self, SignCommand.self,
+        ]
     )
 
     /// Runs the command; once it has finished (the player stopped, its files closed, its

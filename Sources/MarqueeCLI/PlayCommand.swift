@@ -58,6 +58,21 @@ struct PlayCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Config URL template for --stream-id; {streamId} is replaced (default: \(MarqueeSDK.defaultConfigURLTemplate)).")
     var configUrl: String = MarqueeSDK.defaultConfigURLTemplate
 
+    @Option(name: .long, help: """
+        Documents fetched by URL (--stream-id's config, --playlist, --schedule) must be signed with this Ed25519 key (a file: base64 \
+        of 32 bytes, or PEM; default: $CREDENTIALS_DIRECTORY/trust-key when present).
+        """)
+    var trustKey: String?
+
+    @Option(name: .long, help: "Documents fetched by URL may name local files in this directory (repeatable; default: none).")
+    var allowLocal: [String] = []
+
+    @Flag(name: .long, help: "Documents may be fetched over plain http (default: https only).")
+    var allowHttp = false
+
+    @Option(name: .long, help: "Trust the CA certificates of this PEM file too (a venue's private origin), for documents and media.")
+    var caFile: String?
+
     @OptionGroup var output: OutputOptions
 
     func validate() throws {
@@ -83,13 +98,30 @@ struct PlayCommand: AsyncParsableCommand {
         }
     }
 
+    /// The policy for documents fetched by URL, from the options (and systemd's credential).
+    func documentSecurity() throws -> DocumentSecurity {
+        let environment = ProcessInfo.processInfo.environment
+        // systemd's LoadCredential=trust-key:… (the unit's credential), when the flag is absent.
+        let credential = environment["CREDENTIALS_DIRECTORY"].map { "\($0)/trust-key" }
+            .flatMap { FileManager.default.fileExists(atPath: $0) ? $0 : nil }
+        var security = DocumentSecurity(allowedLocalDirectories: allowLocal, allowHTTP: allowHttp, caFile: caFile)
+        if let path = trustKey ?? credential {
+            do { security.trustKey = try TrustKey(contentsOfFile: path) } catch { throw ValidationError("--trust-key \(path): \(error.message)") }
+        }
+        security.stateDirectory = environment["STATE_DIRECTORY"].map { "\($0.split(separator: ":").first ?? "")/documents" }
+            ?? environment["XDG_STATE_HOME"].map { "\($0)/marquee/documents" }
+            ?? "\(NSHomeDirectory())/.local/state/marquee/documents"
+        return security
+    }
+
     func run() async throws {
+        let security = try documentSecurity()
         if let schedule {
             let read: Schedule
             var feed: ScheduleFeed?
             do {
                 if let url = URL(string: schedule), url.scheme == "http" || url.scheme == "https" {
-                    feed = try await ScheduleFeed(url: url)
+                    feed = try await ScheduleFeed(url: url, security: security)
                     read = feed!.current
                 } else {
                     let file = URL(fileURLWithPath: schedule)
@@ -139,7 +171,8 @@ struct PlayCommand: AsyncParsableCommand {
                     throw ExitCode(1)
                 }
             }
-            let code = await PlaybackRunner(output: output).play(schedule: read, feed: feed, timeSource: source, journal: journal, cache: store)
+            let code = await PlaybackRunner(output: output, security: security).play(
+                schedule: read, feed: feed, timeSource: source, journal: journal, cache: store)
             if let uploader {
                 uploader.stop()
                 _ = try? await uploader.upload()  // the last plays, when the endpoint answers
@@ -148,7 +181,7 @@ struct PlayCommand: AsyncParsableCommand {
             return
         }
         if let playlist {
-            let code = await playPlaylist(playlist)
+            let code = await playPlaylist(playlist, security: security)
             if code != 0 { throw ExitCode(code) }
             return
         }
@@ -159,14 +192,14 @@ struct PlayCommand: AsyncParsableCommand {
         var remote: RemoteConfig?
         if let streamId {
             do {
-                remote = try await RemoteConfig(streamId: streamId, configURL: configUrl)
+                remote = try await RemoteConfig(streamId: streamId, configURL: configUrl, security: security)
             } catch {
                 FileHandle.standardError.write(Data("marquee: stream \(streamId): \(error)\n".utf8))
                 throw ExitCode(1)
             }
             if sources.isEmpty { sources = remote?.current.sources ?? [] }
         }
-        let code = await PlaybackRunner(output: output).play(sources: sources, remote: remote)
+        let code = await PlaybackRunner(output: output, security: security).play(sources: sources, remote: remote)
         remote?.stop()
         if code != 0 { throw ExitCode(code) }
     }
@@ -175,13 +208,13 @@ struct PlayCommand: AsyncParsableCommand {
 extension PlayCommand {
     /// `--playlist`: a file read once, or a URL followed as a content feed (refreshed every
     /// minute; a refresh replaces the playlist without interrupting the item playing).
-    private func playPlaylist(_ location: String) async -> Int32 {
+    private func playPlaylist(_ location: String, security: DocumentSecurity) async -> Int32 {
         let tagFilter = filter.flatMap { try? TagFilter($0) }
         var feed: ContentFeed?
         var playlist: Playlist
         do {
             if let url = URL(string: location), url.scheme == "http" || url.scheme == "https" {
-                let opened = try await ContentFeed(url: url, filter: tagFilter)
+                let opened = try await ContentFeed(url: url, filter: tagFilter, security: security)
                 feed = opened
                 playlist = opened.current
             } else {
@@ -205,7 +238,7 @@ extension PlayCommand {
             if let mode = overrides.repeat { p.repeatMode = mode }
             return p
         }
-        let code = await PlaybackRunner(output: output).play(playlist: adjusted(playlist), feed: feed, adjust: adjusted)
+        let code = await PlaybackRunner(output: output, security: security).play(playlist: adjusted(playlist), feed: feed, adjust: adjusted)
         feed?.stop()
         return code
     }
@@ -214,6 +247,8 @@ extension PlayCommand {
 /// Plays sources through the public API with a status line; shared by `play` and `demo`.
 struct PlaybackRunner {
     let output: OutputOptions
+    /// How fetched documents are trusted; its CA file is the player's too.
+    var security = DocumentSecurity()
     /// The outcome of a SIGTERM/SIGINT (exit status 0).
     static let interrupted: Int32 = -2
 
@@ -358,6 +393,9 @@ struct PlaybackRunner {
         var options = remote.map { PlayerOptions(config: $0.current) } ?? PlayerOptions(sources: sources)
         options.sources = sources
         options.autoplay = true
+        let configCA = options.documentSecurity.caFile  // the remote config's, checked against --allow-local
+        options.documentSecurity = security
+        if security.caFile == nil { options.documentSecurity.caFile = configCA }
         if let name = output.fit {
             guard let fit = VideoFit(name: name) else { return fail("--fit \(name): expected contain, cover, fill or scaledown") }
             options.fit = fit

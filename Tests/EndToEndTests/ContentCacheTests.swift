@@ -202,7 +202,7 @@ import Testing
         let origin = try await LivePlaybackTests.origin(staticRoot: dir.path)
         defer { Task { await origin.stop() } }
         let url = origin.baseURL.appendingPathComponent("static/schedule.json")
-        let feed = try await ScheduleFeed(url: url, interval: 3600)
+        let feed = try await ScheduleFeed(url: url, interval: 3600, security: SDKTests.loopback)
         defer { feed.stop() }
         #expect(feed.current.slots.first?.playlist == "a")
         #expect(feed.current.playlists["b"]?.items.first?.url == origin.baseURL.appendingPathComponent("static/b.png"), "relative to the feed")

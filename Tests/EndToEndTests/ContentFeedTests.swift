@@ -33,7 +33,7 @@ import Testing
     @Test func aFeedIsFilteredRefreshedAndKeptThroughFailures() async throws {
         defer { Task { await origin.stop() } }
         try write(Self.first)
-        let feed = try await ContentFeed(url: feedURL, filter: try TagFilter("(not ads)"), interval: 3600)
+        let feed = try await ContentFeed(url: feedURL, filter: try TagFilter("(not ads)"), interval: 3600, security: SDKTests.loopback)
         defer { feed.stop() }
         #expect(feed.current.items.map(\.id) == ["news", "menu"] && feed.current.repeatMode == .all)
         #expect(feed.current.items[1].url == origin.baseURL.appendingPathComponent("static/menu.png"), "relative to the feed")
@@ -61,7 +61,7 @@ import Testing
     @Test func aRefreshThatDropsThePlayingItemLetsItFinish() async throws {
         defer { Task { await origin.stop() } }
         try write(Self.first)
-        let feed = try await ContentFeed(url: feedURL, interval: 3600)
+        let feed = try await ContentFeed(url: feedURL, interval: 3600, security: SDKTests.loopback)
         defer { feed.stop() }
         var queue = PlaylistQueue(feed.current)
         queue.start()
@@ -76,7 +76,7 @@ import Testing
     @Test func aFeedThatCannotStartIsATypedError() async throws {
         defer { Task { await origin.stop() } }
         func code(_ url: URL, interval: Double = 3600) async -> PlayerError.Code? {
-            do { _ = try await ContentFeed(url: url, interval: interval) } catch { return error.code }
+            do { _ = try await ContentFeed(url: url, interval: interval, security: SDKTests.loopback) } catch { return error.code }
             return nil
         }
         #expect(await code(feedURL) == .network, "404")

@@ -127,7 +127,7 @@ extension LivePlaybackTests {
         let feedFile = dir.appendingPathComponent("lobby.json")
         try Data(#"{"repeat": "all", "items": [{"id": "a", "url": "generated/manifest.mpd", "duration": 3}, {"id": "b", "url": "generated/manifest.mpd", "duration": 2}]}"#.utf8)
             .write(to: feedFile)
-        let feed = try await ContentFeed(url: origin.baseURL.appendingPathComponent("static/lobby.json"), interval: 3600)
+        let feed = try await ContentFeed(url: origin.baseURL.appendingPathComponent("static/lobby.json"), interval: 3600, security: SDKTests.loopback)
         defer { feed.stop() }
         let frames = dir.appendingPathComponent("out")
         let player = try PlaylistPlayer(

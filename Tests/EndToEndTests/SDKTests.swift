@@ -17,6 +17,9 @@ import Testing
         template = origin.baseURL.absoluteString + "/static/{streamId}.json"
     }
 
+    /// The loopback origin speaks plain http: allowed for these tests.
+    static let loopback = DocumentSecurity(allowHTTP: true)
+
     func write(_ id: String, _ json: String) throws {
         try Data(json.utf8).write(to: dir.appendingPathComponent("\(id).json"))
     }
@@ -30,7 +33,9 @@ import Testing
                           "analytics": {"customerId": "c1", "endpoint": "https://stats.example/e"},
                           "interactive": {"url": "https://app.example/o"}}}
             """)
-        let config = try await MarqueeSDK.initialize(streamId: "lobby", configURL: template)
+        // The poster is a local path: fetched configs may name one only in an allowed directory.
+        let security = DocumentSecurity(allowedLocalDirectories: ["/opt"], allowHTTP: true)
+        let config = try await MarqueeSDK.initialize(streamId: "lobby", configURL: template, security: security)
         #expect(config.sources.map(\.absoluteString) == ["http://a.example/live.mpd", "http://b.example/live.mpd"])
         #expect(config.autoplay == true && config.muted == true && config.fit == .cover && config.poster == "/opt/p.png")
         #expect(config.advanced?.stall?.minRecoveryDelay == 5 && config.advanced?.stall?.maxRecoveryDelay == 60)
@@ -43,7 +48,7 @@ import Testing
         defer { Task { await origin.stop() } }
         func code(_ id: String, template: String? = nil) async -> (MarqueeSDKError.Code?, String) {
             do {
-                _ = try await MarqueeSDK.initialize(streamId: id, configURL: template ?? self.template)
+                _ = try await MarqueeSDK.initialize(streamId: id, configURL: template ?? self.template, security: Self.loopback)
                 return (nil, "")
             } catch {
                 return (error.code, error.message)
@@ -76,7 +81,7 @@ import Testing
     @Test func refreshIsConditionalAppliesChangesAndKeepsTheLastGoodConfig() async throws {
         defer { Task { await origin.stop() } }
         try write("wall", #"{"sources": ["http://a/x.mpd"], "advanced": {"sync": {"targetLatency": 3}}}"#)
-        let remote = try await RemoteConfig(streamId: "wall", configURL: template, interval: 3600)
+        let remote = try await RemoteConfig(streamId: "wall", configURL: template, interval: 3600, security: SDKTests.loopback)
         var changes = remote.changes.makeAsyncIterator()
         #expect(await changes.next()?.advanced?.sync?.targetLatency == 3)
         #expect(await remote.refresh() == false, "unchanged: 304")
@@ -119,13 +124,16 @@ extension LivePlaybackTests {
         let live = origin.manifestURL(asset: "testpic_2s").absoluteString
         try write("foyer", #"{"sources": ["\#(live)"], "advanced": {"sync": {"targetLatency": 4}}}"#)
         let out = try await Tools.offPool {
-            try Tools.run(marquee.path, ["play", "--stream-id", "foyer", "--config-url", template, "--audio", "null", "--duration", "3"])
+            try Tools.run(
+                marquee.path, ["play", "--stream-id", "foyer", "--config-url", template, "--allow-http", "--audio", "null", "--duration", "3"])
         }
         #expect(out.contains("playing \(live)"), "\(out)")
         #expect(out.contains("(target 4.0)"), "the config's target latency: \(out)")
         // A stream id without a config: a typed SDK error and exit status 1.
         await #expect(throws: (any Error).self) {
-            try await Tools.offPool { try Tools.run(marquee.path, ["play", "--stream-id", "nobody", "--config-url", template, "--duration", "1"]) }
+            try await Tools.offPool {
+                try Tools.run(marquee.path, ["play", "--stream-id", "nobody", "--config-url", template, "--allow-http", "--duration", "1"])
+            }
         }
     }
 }
@@ -138,7 +146,7 @@ extension LivePlaybackTests {
         let ast = Int(Date().timeIntervalSince1970) - 3600
         let live = origin.manifestURL(asset: "generated", options: ["ast_\(ast)"]).absoluteString
         try write("hall", #"{"sources": ["\#(live)"], "advanced": {"sync": {"targetLatency": 3}}}"#)
-        let remote = try await RemoteConfig(streamId: "hall", configURL: template, interval: 3600)
+        let remote = try await RemoteConfig(streamId: "hall", configURL: template, interval: 3600, security: SDKTests.loopback)
         let out = try Tools.tempDirectory("hall")
         var options = PlayerOptions(config: remote.current)
         options.videoOutput = .frames(out.path)

@@ -30,6 +30,8 @@ final class MixDirector: Sendable {
         var last: (position: Double, mono: Double)?
         var musicPath: String?
         var creativePaths: [String: String] = [:]
+        /// Breaks whose event named a local creative, refused (reported once each).
+        var refusedCreatives: Set<String> = []
         var clipsLoaded: Set<CoreHandle.MixInput> = []
         /// What this tick sends to the core, in order (sent after the lock: see ``tick``).
         var outbox: [CoreCommand] = []
@@ -62,7 +64,14 @@ final class MixDirector: Sendable {
     func prepare() async {
         var paths: [String: String] = [:]
         for url in options.adCreatives {
-            do { paths[url.absoluteString] = try await cache.path(for: url) } catch { report(error, "ad creative") }
+            do {
+                let path = try await cache.path(for: url)
+                paths[url.absoluteString] = path
+                // An event may name a configured file by its path, as the operator wrote it.
+                if url.isFileURL { paths[url.path] = path }
+            } catch {
+                report(error, "ad creative")
+            }
         }
         var music: String?
         if let url = options.muteMusic {
@@ -181,18 +190,30 @@ final class MixDirector: Sendable {
         if s.commanded.count > 64 { s.commanded.removeFirst(s.commanded.count - 64) }
     }
 
-    /// The creative for `ad`: the one its event names (if cached), else the options' in turn.
+    /// The creative for `ad`: the one its event names (if it is one the operator configured,
+    /// cached), else the options' in turn. An event never chooses a local file: one it names
+    /// that is not configured is refused (an event and a log, once a break) and the break
+    /// plays the configured ones.
     private func creativePath(_ s: inout Inner, for ad: AdBreak) -> String? {
         if let named = ad.creative, let path = s.creativePaths[named] { return path }
-        if let named = ad.creative, let url = URL(string: named), url.isFileURL || url.scheme == nil,
-            FileManager.default.isReadableFile(atPath: url.path)
-        {
-            return url.path
+        if let named = ad.creative, !Self.isRemote(named), s.refusedCreatives.insert("\(ad.id ?? "")@\(ad.start)").inserted {
+            let which = ad.id ?? "at \(ad.start) s"
+            let error = PlayerError(
+                .invalidArgument,
+                "ad break \(which): the event names the creative \"\(named)\", a local file that is not a configured creative: not played")
+            logger.warning("ad creative refused", metadata: ["creative": "\(named)", "break": "\(which)"])
+            events.send(.error(error, fatal: false))
         }
         let pool = options.adCreatives.compactMap { s.creativePaths[$0.absoluteString] }
         guard !pool.isEmpty else { return nil }
         let index = Int(UInt64(max(0, ad.start * 1000).rounded()) % UInt64(pool.count))  // stable for a break
         return pool[index]
+    }
+
+    /// Whether an event's creative is an http(s) URL (anything else would be a local file).
+    static func isRemote(_ named: String) -> Bool {
+        guard let scheme = URL(string: named)?.scheme?.lowercased() else { return false }
+        return scheme == "http" || scheme == "https"
     }
 
     /// Sends the events for what changed at the presented position.

@@ -26,13 +26,18 @@ public final class ContentFeed: Sendable {
     /// Fetches the feed at `url` now (a failure throws: ``PlayerError/Code/network``, or
     /// ``PlayerError/Code/playlist`` for a document that cannot be used) and refreshes it every
     /// `interval` seconds (1…86400, 60 by default; out of range:
-    /// ``PlayerError/Code/invalidArgument``) until ``stop()``.
-    public init(url: URL, filter: TagFilter? = nil, interval: Double = 60, httpHeaders: [String: String] = [:]) async throws(PlayerError) {
+    /// ``PlayerError/Code/invalidArgument``) until ``stop()``. Each fetch is checked under
+    /// `security` (signed playlists, no local file outside its directories, https): a refused
+    /// one is ``PlayerError/Code/untrustedDocument``.
+    public init(
+        url: URL, filter: TagFilter? = nil, interval: Double = 60, httpHeaders: [String: String] = [:],
+        security: DocumentSecurity = DocumentSecurity()
+    ) async throws(PlayerError) {
         self.url = url
         self.interval = interval
         self.filter = filter
         refresher = try await DocumentRefresher.following(
-            url, what: "feed", interval: interval, httpHeaders: httpHeaders, maxBytes: Playlist.maxDocumentBytes
+            url, what: "feed", kind: .playlist, interval: interval, httpHeaders: httpHeaders, security: security, maxBytes: Playlist.maxDocumentBytes
         ) { (body) throws(PlayerError) in
             let playlist: Playlist
             do throws(PlayerError) {
@@ -40,8 +45,10 @@ public final class ContentFeed: Sendable {
             } catch {
                 throw PlayerError(.playlist, "feed \(Redact.url(url)): \(error.message)")
             }
+            // Checked before the filter, so the field named is the document's own index.
+            do throws(DocumentRefusal) { try playlist.checkLocalPaths(security, document: url) } catch { throw PlayerError(error) }
             return filter.map { playlist.filtered(by: $0) } ?? playlist
-        }
+        } check: { _ in }
     }
 
     /// The last good playlist (filtered).

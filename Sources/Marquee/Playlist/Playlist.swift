@@ -231,6 +231,14 @@ public struct Playlist: Sendable, Hashable {
         }
     }
 
+    /// Refuses a playlist fetched from `document` whose items name local files outside
+    /// `security`'s allowed directories; the field is `<prefix>items[i].url`.
+    func checkLocalPaths(_ security: DocumentSecurity, document: URL, field prefix: String = "") throws(DocumentRefusal) {
+        for (index, item) in items.enumerated() {
+            try security.checkLocal(item.url, field: "\(prefix)items[\(index)].url", document: document)
+        }
+    }
+
     /// `text` as an absolute `http`/`https`/`file` URL, or a path resolved against `base`.
     static func resolve(_ text: String, base: URL?) -> URL? {
         if let url = URL(string: text), let scheme = url.scheme?.lowercased() {

@@ -680,10 +680,9 @@ public final class PlaylistPlayer: Sendable {
     /// A local file's bytes, or fetched (two tries).
     private static func read(_ url: URL, fetcher: HTTPFetcher) async throws(PlayerError) -> [UInt8] {
         if url.isFileURL {
-            guard let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int), size <= maxFileBytes,
-                let data = FileManager.default.contents(atPath: url.path)
-            else { throw PlayerError(.playlist, "\(url.path): cannot be read, or over \(maxFileBytes) bytes") }
-            return [UInt8](data)
+            do { return try LocalFile.read(url.path, maxBytes: maxFileBytes, what: "item") } catch {
+                throw PlayerError(.playlist, error.message)
+            }
         }
         var policy = FetchPolicy.manifest
         policy.attempts = 2

@@ -18,12 +18,14 @@ struct DocumentValidators: Sendable, Equatable {
 
     /// `url` fetched with these validators as `If-None-Match` / `If-Modified-Since` (none: an
     /// unconditional request): nil when the server answers 304 (not modified).
-    static func get(_ url: URL, fetcher: HTTPFetcher, validators: DocumentValidators?, maxBytes: Int) async throws(FetchError) -> FetchResult? {
+    static func get(
+        _ url: URL, fetcher: HTTPFetcher, validators: DocumentValidators?, maxBytes: Int, allowHTTP: Bool
+    ) async throws(FetchError) -> FetchResult? {
         var conditional = fetcher
         if let etag = validators?.etag { conditional.headers.append(("If-None-Match", etag)) }
         if let modified = validators?.lastModified { conditional.headers.append(("If-Modified-Since", modified)) }
         do {
-            return try await conditional.get(url, timeout: .seconds(10), maxBytes: maxBytes)
+            return try await conditional.getDocument(url, allowHTTP: allowHTTP, timeout: .seconds(10), maxBytes: maxBytes)
         } catch {
             if error.code == .status, error.status == 304, validators != nil { return nil }
             throw error
@@ -103,14 +105,16 @@ final class DocumentRefresher<Value: Sendable & Equatable, Failure: Error & Send
 
 extension DocumentRefresher where Failure == PlayerError {
     /// A document at an http(s) `url`, fetched now (unconditionally) and refreshed every
-    /// `interval` seconds (1…86400) with conditional requests: the content feed's and the
-    /// schedule feed's. `what` names it in errors (`feed`, `schedule`); `parse` reads a body
-    /// into the value (its error is the document's). A network failure is
-    /// ``PlayerError/Code-swift.struct/network``, a bad interval or URL
+    /// `interval` seconds (1…86400) with conditional requests, each fetch checked under
+    /// `security` as a `kind`: the content feed's and the schedule feed's. `what` names it in
+    /// errors (`feed`, `schedule`); `parse` reads a body into the value (its error is the
+    /// document's) and `check` refuses what it names (local files). A network failure is
+    /// ``PlayerError/Code-swift.struct/network``, a refused document
+    /// ``PlayerError/Code-swift.struct/untrustedDocument``, a bad interval or URL
     /// ``PlayerError/Code-swift.struct/invalidArgument``.
     static func following(
-        _ url: URL, what: String, interval: Double, httpHeaders: [String: String], maxBytes: Int,
-        parse: @escaping @Sendable (Data) throws(PlayerError) -> Value
+        _ url: URL, what: String, kind: DocumentKind, interval: Double, httpHeaders: [String: String], security: DocumentSecurity, maxBytes: Int,
+        parse: @escaping @Sendable (Data) throws(PlayerError) -> Value, check: @escaping @Sendable (Value) throws(DocumentRefusal) -> Void
     ) async throws(PlayerError) -> DocumentRefresher {
         guard interval.isFinite, interval >= 1, interval <= 86_400 else {
             throw PlayerError(.invalidArgument, "\(what) refresh interval \(interval) s is outside 1…86400")
@@ -118,18 +122,27 @@ extension DocumentRefresher where Failure == PlayerError {
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw PlayerError(.invalidArgument, "\(what) \(Redact.url(url)): only http and https are fetched")
         }
-        let fetcher = RemoteConfig.fetcher(httpHeaders)
+        @Sendable func playerError(_ failure: DocumentFailure) -> PlayerError {
+            switch failure {
+            case .refused(let refusal): PlayerError(refusal)
+            case .fetch(let error): PlayerError(.network, "\(what) \(error.description)")
+            }
+        }
+        let source: DocumentSource
+        do { source = try DocumentSource(url: url, kind: kind, security: security, headers: httpHeaders) } catch { throw playerError(error) }
         let fetch: Fetch = { (validators) throws(PlayerError) in
             let result: FetchResult
-            do throws(FetchError) {
-                guard let answered = try await DocumentValidators.get(url, fetcher: fetcher, validators: validators, maxBytes: maxBytes) else {
-                    return nil
-                }
-                result = answered
+            let version: Int?
+            do throws(DocumentFailure) {
+                guard let answered = try await source.fetch(validators: validators, maxBytes: maxBytes) else { return nil }
+                (result, version) = answered
             } catch {
-                throw PlayerError(.network, "\(what) \(error.description)")
+                throw playerError(error)
             }
-            return (try parse(Data(result.body.readableBytesView)), DocumentValidators(result))
+            let value = try parse(Data(result.body.readableBytesView))
+            do throws(DocumentRefusal) { try check(value) } catch { throw PlayerError(error) }
+            source.accept(version)
+            return (value, DocumentValidators(result))
         }
         guard let (first, validators) = try await fetch(nil) else {
             throw PlayerError(.network, "\(Redact.url(url)) answered 304 to an unconditional request")

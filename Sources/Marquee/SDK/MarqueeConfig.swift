@@ -10,7 +10,8 @@ import MarqueeStreaming
 ///   "advanced": { "stall": { "minRecoveryDelay": 10, "maxRecoveryDelay": 90 },
 ///                 "sync": { "targetLatency": 3 },
 ///                 "analytics": { "customerId": "c1", "endpoint": "https://stats.example/e" },
-///                 "interactive": { "url": "https://app.example/overlay" } } }
+///                 "interactive": { "url": "https://app.example/overlay" },
+///                 "tls": { "caFile": "/etc/marquee/venue-ca.pem" } } }
 /// ```
 ///
 /// Only `sources` is required. Unknown keys are ignored (newer servers, older boxes); a known
@@ -44,6 +45,16 @@ public struct MarqueeConfig: Sendable, Equatable, Decodable {
         /// `advanced.interactive`: an overlay for the app to show. Carried for the app; the
         /// player shows nothing.
         public var interactive: Interactive?
+        /// `advanced.tls`: a CA file for the streams' private origins.
+        public var tls: TLS?
+    }
+
+    /// TLS settings (`advanced.tls`).
+    public struct TLS: Sendable, Equatable, Decodable {
+        /// A PEM file of CA certificates the player trusts besides the system's for its media
+        /// (``DocumentSecurity/caFile``); a local path, so one the operator allowed
+        /// (``DocumentSecurity/allowedLocalDirectories``) when the config is fetched.
+        public var caFile: String?
     }
 
     /// Stall recovery: the reload timeout backs off from `minRecoveryDelay` to `maxRecoveryDelay` (s).
@@ -141,6 +152,22 @@ public struct MarqueeConfig: Sendable, Equatable, Decodable {
         }
     }
 
+    /// Refuses a config fetched from `document` whose local paths (`poster`,
+    /// `advanced.tls.caFile`) are outside `security`'s allowed directories.
+    func checkLocalPaths(_ security: DocumentSecurity, document: URL) throws(DocumentRefusal) {
+        for (field, value) in [("poster", poster), ("advanced.tls.caFile", advanced?.tls?.caFile)] {
+            guard let value else { continue }
+            if let url = URL(string: value), let scheme = url.scheme?.lowercased(), scheme != "file" {
+                guard scheme == "http" || scheme == "https" else {
+                    throw DocumentRefusal(.localPath, url: document.absoluteString, "\(field): \"\(value)\" is neither a path nor an http(s) URL")
+                }
+                continue
+            }
+            let path = URL(string: value)?.scheme?.lowercased() == "file" ? URL(string: value)!.path : value
+            try security.checkLocal(path: path, field: field, document: document)
+        }
+    }
+
     /// `path: what was wrong`, from a decoding error's coding path (the config's, a playlist's).
     static func describe(_ error: DecodingError) -> String {
         func path(_ keys: [any CodingKey]) -> String {
@@ -188,8 +215,8 @@ extension VideoFit: Decodable {
 }
 
 extension PlayerOptions {
-    /// Options from a remote config: its sources, autoplay, muted, fit, poster, latency target
-    /// and recovery delays, the rest at their defaults. Set outputs, headers and board afterwards.
+    /// Options from a remote config: its sources, autoplay, muted, fit, poster, latency target,
+    /// recovery delays and CA file, the rest at their defaults. Set outputs, headers and board afterwards.
     public init(config: MarqueeConfig) {
         self.init(
             sources: config.sources, autoplay: config.autoplay ?? false, muted: config.muted ?? false,
@@ -198,5 +225,6 @@ extension PlayerOptions {
         if let low = config.advanced?.stall?.minRecoveryDelay { minRecoveryDelay = low }
         if let high = config.advanced?.stall?.maxRecoveryDelay { maxRecoveryDelay = high }
         if maxRecoveryDelay < minRecoveryDelay { maxRecoveryDelay = minRecoveryDelay }
+        if let caFile = config.advanced?.tls?.caFile { documentSecurity.caFile = caFile }
     }
 }

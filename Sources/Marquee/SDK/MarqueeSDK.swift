@@ -21,6 +21,9 @@ public struct MarqueeSDKError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let missingData = Code("missingData")
         /// The document is not a valid config; the message names the bad field's path.
         public static let invalidConfig = Code("invalidConfig")
+        /// The config was refused by its ``DocumentSecurity`` (``MarqueeSDKError/refusal`` says
+        /// why: unsigned, wrongly signed, tampered with, older, expired, a local path, plain http).
+        public static let untrustedDocument = Code("untrustedDocument")
         /// The code's name, as spelled above (`downloadError`, `invalidConfig`).
         public var description: String { name }
     }
@@ -33,6 +36,14 @@ public struct MarqueeSDKError: Error, Sendable, Hashable, CustomStringConvertibl
     /// For ``Code-swift.struct/downloadError``: the HTTP status the config server answered
     /// with; nil when it did not answer (timeout, connection refused or reset).
     public var httpStatus: Int?
+    /// For ``Code-swift.struct/untrustedDocument``: why the config was refused.
+    public var refusal: DocumentRefusal?
+
+    /// A ``Code-swift.struct/untrustedDocument`` error for `refusal`.
+    public init(_ refusal: DocumentRefusal) {
+        self.init(.untrustedDocument, refusal.description)
+        self.refusal = refusal
+    }
 
     /// An error of kind `code` with `message`; `httpStatus` is the config server's answer
     /// for a ``Code-swift.struct/downloadError``.
@@ -74,12 +85,15 @@ public enum MarqueeSDK {
         return url
     }
 
-    /// Fetches and validates the config of `streamId`.
+    /// Fetches and validates the config of `streamId` under `security` (by default: https
+    /// only, no local path, not authenticated).
     public static func initialize(
-        streamId: String, configURL template: String = defaultConfigURLTemplate, httpHeaders: [String: String] = [:]
+        streamId: String, configURL template: String = defaultConfigURLTemplate, httpHeaders: [String: String] = [:],
+        security: DocumentSecurity = DocumentSecurity()
     ) async throws(MarqueeSDKError) -> MarqueeConfig {
         let url = try configURL(streamId: streamId, template: template)
-        return try await RemoteConfig.fetchFirst(url, fetcher: RemoteConfig.fetcher(httpHeaders)).config
+        let source = try RemoteConfig.source(url, httpHeaders: httpHeaders, security: security)
+        return try await RemoteConfig.fetchFirst(source).config
     }
 }
 
@@ -99,10 +113,11 @@ public final class RemoteConfig: Sendable {
 
     /// Fetches the config of `streamId` now and refreshes it every `interval` seconds (1…86400,
     /// 60 by default) until ``stop()``; an interval out of range throws
-    /// ``MarqueeSDKError/Code-swift.struct/invalidArgument``.
+    /// ``MarqueeSDKError/Code-swift.struct/invalidArgument``. Each fetch is checked under
+    /// `security` (a refused one: ``MarqueeSDKError/Code-swift.struct/untrustedDocument``).
     public init(
         streamId: String, configURL template: String = MarqueeSDK.defaultConfigURLTemplate, httpHeaders: [String: String] = [:],
-        interval: Double = 60
+        interval: Double = 60, security: DocumentSecurity = DocumentSecurity()
     ) async throws(MarqueeSDKError) {
         guard interval.isFinite, interval >= 1, interval <= 86_400 else {
             throw MarqueeSDKError(.invalidArgument, "refresh interval \(interval) s is outside 1…86400")
@@ -110,10 +125,10 @@ public final class RemoteConfig: Sendable {
         let url = try MarqueeSDK.configURL(streamId: streamId, template: template)
         self.url = url
         self.interval = interval
-        let fetcher = Self.fetcher(httpHeaders)
-        let (config, validators) = try await Self.fetchFirst(url, fetcher: fetcher)
+        let source = try Self.source(url, httpHeaders: httpHeaders, security: security)
+        let (config, validators) = try await Self.fetchFirst(source)
         refresher = DocumentRefresher(first: config, validators: validators, interval: interval) { (validators) throws(MarqueeSDKError) in
-            try await Self.fetch(url, fetcher: fetcher, validators: validators)
+            try await Self.fetch(source, validators: validators)
         }
     }
 
@@ -127,34 +142,51 @@ public final class RemoteConfig: Sendable {
     /// Stops refreshing.
     public func stop() { refresher.stop() }
 
-    static func fetcher(_ httpHeaders: [String: String]) -> HTTPFetcher {
-        HTTPFetcher(headers: httpHeaders.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+    /// The config's document at `url` under `security`.
+    static func source(_ url: URL, httpHeaders: [String: String], security: DocumentSecurity) throws(MarqueeSDKError) -> DocumentSource {
+        do {
+            return try DocumentSource(url: url, kind: .config, security: security, headers: httpHeaders)
+        } catch {
+            throw Self.error(error)
+        }
+    }
+
+    private static func error(_ failure: DocumentFailure) -> MarqueeSDKError {
+        switch failure {
+        case .refused(let refusal): MarqueeSDKError(refusal)
+        case .fetch(let error): MarqueeSDKError(.downloadError, error.description, httpStatus: error.status > 0 ? error.status : nil)
+        }
     }
 
     /// The unconditional first fetch.
-    static func fetchFirst(_ url: URL, fetcher: HTTPFetcher) async throws(MarqueeSDKError) -> (config: MarqueeConfig, validators: DocumentValidators) {
-        guard let (config, validators) = try await fetch(url, fetcher: fetcher, validators: nil) else {
-            throw MarqueeSDKError(.missingData, "\(Redact.url(url)) answered 304 to an unconditional request")
+    static func fetchFirst(_ source: DocumentSource) async throws(MarqueeSDKError) -> (config: MarqueeConfig, validators: DocumentValidators) {
+        guard let (config, validators) = try await fetch(source, validators: nil) else {
+            throw MarqueeSDKError(.missingData, "\(Redact.url(source.url)) answered 304 to an unconditional request")
         }
         return (config, validators)
     }
 
-    /// The config at `url` (nil: not modified since `validators`).
-    static func fetch(_ url: URL, fetcher: HTTPFetcher, validators: DocumentValidators?) async throws(MarqueeSDKError) -> (MarqueeConfig, DocumentValidators)? {
+    /// The config of `source` (nil: not modified since `validators`): signed as its security
+    /// asks, and naming no local file outside the allowed directories.
+    static func fetch(
+        _ source: DocumentSource, validators: DocumentValidators?
+    ) async throws(MarqueeSDKError) -> (MarqueeConfig, DocumentValidators)? {
+        let url = source.url
         let result: FetchResult
+        let version: Int?
         do {
-            guard let answered = try await DocumentValidators.get(url, fetcher: fetcher, validators: validators, maxBytes: MarqueeConfig.maxBytes) else {
-                return nil
-            }
-            result = answered
+            guard let answered = try await source.fetch(validators: validators, maxBytes: MarqueeConfig.maxBytes) else { return nil }
+            (result, version) = answered
         } catch {
-            throw MarqueeSDKError(.downloadError, error.description, httpStatus: error.status > 0 ? error.status : nil)
+            throw Self.error(error)
         }
         guard result.date != nil else {
             throw MarqueeSDKError(.invalidServerTime, "\(Redact.url(url)) sent no usable Date header")
         }
         guard result.body.readableBytes > 0 else { throw MarqueeSDKError(.missingData, "\(Redact.url(url)) sent an empty body") }
         let config = try MarqueeConfig.parse(Data(result.body.readableBytesView))
+        do { try config.checkLocalPaths(source.security, document: url) } catch { throw MarqueeSDKError(error) }
+        source.accept(version)
         return (config, DocumentValidators(result))
     }
 }

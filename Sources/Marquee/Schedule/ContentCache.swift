@@ -88,8 +88,9 @@ public final class ContentCache: Sendable {
         if let kept = bytes(for: url, sha256: sha256) { return kept }
         let bytes: [UInt8]
         if url.isFileURL {
-            guard let data = FileManager.default.contents(atPath: url.path) else { throw PlayerError(.network, "\(url.path): cannot be read") }
-            bytes = [UInt8](data)
+            do { bytes = try LocalFile.read(url.path, maxBytes: Self.maxObjectBytes, what: "item") } catch {
+                throw PlayerError(.network, error.message)
+            }
         } else {
             var policy = FetchPolicy.manifest
             policy.attempts = 2

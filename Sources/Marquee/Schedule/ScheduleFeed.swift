@@ -19,17 +19,26 @@ public final class ScheduleFeed: Sendable {
 
     /// Fetches the schedule at `url` now (a failure throws: ``PlayerError/Code-swift.struct/network``,
     /// or ``PlayerError/Code-swift.struct/schedule`` for a document that cannot be used) and
-    /// refreshes it every `interval` seconds (1…86400, 60 by default) until ``stop()``.
-    public init(url: URL, interval: Double = 60, httpHeaders: [String: String] = [:]) async throws(PlayerError) {
+    /// refreshes it every `interval` seconds (1…86400, 60 by default) until ``stop()``. Each
+    /// fetch is checked under `security` (signed schedules, no local file outside its
+    /// directories, https): a refused one is ``PlayerError/Code-swift.struct/untrustedDocument``.
+    public init(
+        url: URL, interval: Double = 60, httpHeaders: [String: String] = [:], security: DocumentSecurity = DocumentSecurity()
+    ) async throws(PlayerError) {
         self.url = url
         self.interval = interval
         refresher = try await DocumentRefresher.following(
-            url, what: "schedule", interval: interval, httpHeaders: httpHeaders, maxBytes: Schedule.maxDocumentBytes
+            url, what: "schedule", kind: .schedule, interval: interval, httpHeaders: httpHeaders, security: security,
+            maxBytes: Schedule.maxDocumentBytes
         ) { (body) throws(PlayerError) in
             do throws(PlayerError) {
                 return try Schedule(json: body, relativeTo: url)
             } catch {
                 throw PlayerError(.schedule, "\(Redact.url(url)): \(error.message)")
+            }
+        } check: { (schedule) throws(DocumentRefusal) in
+            for name in schedule.playlists.keys.sorted() {
+                try schedule.playlists[name]!.checkLocalPaths(security, document: url, field: "playlists.\(name).")
             }
         }
     }

@@ -2,11 +2,12 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 
 /// Why a request failed. `code` is the kind; `url` and `message` say which and how.
 public struct FetchError: Error, Hashable, Sendable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: String, Hashable, Sendable { case status, timeout, network, tooLarge, invalidURL, cancelled }
+        private enum Base: String, Hashable, Sendable { case status, timeout, network, tooLarge, invalidURL, cancelled, insecure }
         private let base: Base
         private init(_ base: Base) { self.base = base }
         /// The server answered with a non-2xx status (`FetchError.status` holds it).
@@ -20,6 +21,9 @@ public struct FetchError: Error, Hashable, Sendable, CustomStringConvertible {
         /// Not an http(s) URL.
         public static let invalidURL = Code(.invalidURL)
         public static let cancelled = Code(.cancelled)
+        /// A transport a document may not come over: plain http without the allowance, or a
+        /// redirect from https to http (``HTTPFetcher/getDocument(_:allowHTTP:timeout:maxBytes:)``).
+        public static let insecure = Code(.insecure)
         public var description: String { base.rawValue }
     }
 
@@ -29,6 +33,8 @@ public struct FetchError: Error, Hashable, Sendable, CustomStringConvertible {
     /// HTTP status for `.status`, else 0.
     public var status: Int
     public var message: String
+    /// For a 3xx `.status`: its `Location` header (a client that follows no redirect).
+    public var location: String?
 
     /// `url` is kept redacted (``Redact``): an error's text goes to logs and events.
     public init(_ code: Code, url: String, status: Int = 0, message: String) {
@@ -203,7 +209,7 @@ public struct HTTPFetcher: Sendable {
         } catch let error as FetchError {
             throw error
         } catch {
-            throw FetchError(.network, url: url.absoluteString, message: "POST: \(error)")
+            throw FetchError(.network, url: url.absoluteString, message: "POST: " + Self.describe(error, host: url.host ?? url.absoluteString))
         }
     }
 
@@ -306,7 +312,11 @@ public struct HTTPFetcher: Sendable {
                 let now = Monotonic.now()
                 switch part {
                 case .head(let status, let reason, let headers, let at, let final):
-                    guard (200..<300).contains(status) else { throw FetchError(.status, url: text, status: status, message: reason) }
+                    guard (200..<300).contains(status) else {
+                        var error = FetchError(.status, url: text, status: status, message: reason)
+                        if (300..<400).contains(status) { error.location = headers.first { $0.0.lowercased() == "location" }?.1 }
+                        throw error
+                    }
                     head = (status, headers, at, final)
                     lastByte = at
                 case .chunk(let chunk):
@@ -335,8 +345,36 @@ public struct HTTPFetcher: Sendable {
             throw FetchError(.timeout, url: text, message: "\(error)")
         } catch {
             if Task.isCancelled { throw FetchError(.cancelled, url: text, message: "cancelled") }
-            throw FetchError(.network, url: text, message: "\(error)")
+            throw FetchError(.network, url: text, message: Self.describe(error, host: url.host ?? text))
         }
+    }
+
+    /// A transport error in words: TLS failures say what went wrong with which host rather
+    /// than BoringSSL's error stack (which carries the build's source paths).
+    static func describe(_ error: any Error, host: String) -> String {
+        switch error {
+        case let error as NIOSSLError:
+            guard case .handshakeFailed(let inner) = error else { return "TLS with \(host) failed (\(Self.caseName(error)))" }
+            let stack = "\(inner)"
+            if stack.contains("CERTIFICATE_VERIFY_FAILED") {
+                return "the certificate of \(host) is not trusted (not signed by a trusted CA, or expired; a private CA: --ca-file)"
+            }
+            if stack.contains("WRONG_VERSION_NUMBER") || stack.contains("PACKET_LENGTH_TOO_LONG") {
+                return "TLS handshake with \(host) failed: it does not speak TLS there"
+            }
+            return "TLS handshake with \(host) failed"
+        case let error as NIOSSLExtraError where error == .failedToValidateHostname:
+            return "the certificate of \(host) is not for that name"
+        case let error as NIOSSLExtraError:
+            return "TLS with \(host) failed (\(error))"
+        default:
+            return "\(error)"
+        }
+    }
+
+    /// An enum case's name without its payload (`handshakeFailed`).
+    private static func caseName(_ value: Any) -> String {
+        String("\(value)".prefix { $0 != "(" })
     }
 }
 

@@ -1,5 +1,4 @@
 import Foundation
-import MarqueeStreaming
 import Logging
 import NIOCore
 
