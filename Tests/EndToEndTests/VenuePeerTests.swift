@@ -223,81 +223,68 @@ import Testing
         }
     }
 
-    @Test func aLyingPeerIsCaughtByLengthAndShapeWithoutADigest() async throws {
+    /// A server without digests (python's http.server, ffmpeg's TS HLS), a liar whose name owns
+    /// its first segment (owners are by name: it is asked for sure), and box `a` with the liar as
+    /// its peer. `check` runs with them; everything is stopped after.
+    static func withLiar(
+        keyed: Bool, environment: [String] = [], _ check: (_ a: VenueProxy, _ urls: [URL], _ dir: URL, _ asked: () throws -> Int) async throws -> Void
+    ) async throws {
         let (dir, port, server) = try await Self.serve()
         defer { Tools.stop(server) }
         let liarPort = VenuePeerTests.freePort()
         let log = dir.appendingPathComponent("asked.log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        // A liar's name that owns the first segment (owners are by name): it is asked for sure.
         let urls = try Self.segments(dir, port: port)
         let first = urls[0].absoluteString
         let name = try #require((0..<64).map { "liar\($0)" }.first { PeerNetwork.score(box: $0, key: first) > PeerNetwork.score(box: "a", key: first) })
-        let liar = try VenuePeerTests.liar(port: liarPort, log: log, box: name, keyed: true)
+        let liar = try VenuePeerTests.liar(port: liarPort, log: log, box: name, keyed: keyed, environment: environment)
         defer { Tools.stop(liar) }
         let a = try await VenuePeerTests.proxy(box: "a", upstream: "127.0.0.1:\(port)", peers: ["127.0.0.1:\(liarPort)"])
         defer { Task { await a.stop() } }
-        try await VenuePeerTests.waitConnected(a, peers: 1)
-        // The liar keeps the length (the server gives no ETag to compare); its flipped bytes break
-        // the TS packets' sync bytes: caught, banned, and every segment is the server's file.
+        try await check(a, urls, dir) { try String(contentsOf: log, encoding: .utf8).split(separator: "\n").count }
+    }
+
+    /// Every segment through `a` is the server's file.
+    static func expectServerBytes(_ a: VenueProxy, _ urls: [URL], _ dir: URL) async throws {
         for url in urls {
             let body = try await VenueProxyTests.get(try a.localURL(for: url))
             let file = [UInt8](try Data(contentsOf: dir.appendingPathComponent(url.lastPathComponent)))
             #expect(sha256Hex(body) == sha256Hex(file), "\(url.lastPathComponent) is the server's")
         }
-        let asked = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
-        #expect(asked.count == 1, "asked \(asked.count) times: banned after its first lie")
+    }
+
+    @Test func aLyingPeerIsCaughtByLengthAndShapeWithoutADigest() async throws {
+        try await Self.withLiar(keyed: true) { a, urls, dir, asked in
+            try await VenuePeerTests.waitConnected(a, peers: 1)
+            // The liar keeps the length (the server gives no ETag to compare); its flipped bytes
+            // break the TS packets' sync bytes: caught, banned, and every segment is the server's file.
+            try await Self.expectServerBytes(a, urls, dir)
+            let n = try asked()
+            #expect(n == 1, "asked \(n) times: banned after its first lie")
+        }
     }
 
     /// A box without the venue key (an old box, a laptop announcing itself) is never asked, and
     /// is counted; every segment is the server's.
     @Test func aPeerWithoutTheVenueKeyIsNeverAsked() async throws {
-        let (dir, port, server) = try await Self.serve()
-        defer { Tools.stop(server) }
-        let liarPort = VenuePeerTests.freePort()
-        let log = dir.appendingPathComponent("asked.log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let urls = try Self.segments(dir, port: port)
-        let first = urls[0].absoluteString
-        let name = try #require((0..<64).map { "liar\($0)" }.first { PeerNetwork.score(box: $0, key: first) > PeerNetwork.score(box: "a", key: first) })
-        let liar = try VenuePeerTests.liar(port: liarPort, log: log, box: name, keyed: false)
-        defer { Tools.stop(liar) }
-        let a = try await VenuePeerTests.proxy(box: "a", upstream: "127.0.0.1:\(port)", peers: ["127.0.0.1:\(liarPort)"])
-        defer { Task { await a.stop() } }
-        for _ in 0..<50 where a.statistics.peersUnkeyed == 0 { try await Task.sleep(for: .milliseconds(100)) }
-        #expect(a.statistics.peersUnkeyed == 1 && a.statistics.peersConnected == 0)
-        for url in urls {
-            let body = try await VenueProxyTests.get(try a.localURL(for: url))
-            let file = [UInt8](try Data(contentsOf: dir.appendingPathComponent(url.lastPathComponent)))
-            #expect(sha256Hex(body) == sha256Hex(file), "\(url.lastPathComponent) is the server's")
+        try await Self.withLiar(keyed: false) { a, urls, dir, asked in
+            for _ in 0..<50 where a.statistics.peersUnkeyed == 0 { try await Task.sleep(for: .milliseconds(100)) }
+            #expect(a.statistics.peersUnkeyed == 1 && a.statistics.peersConnected == 0)
+            try await Self.expectServerBytes(a, urls, dir)
+            let n = try asked()
+            #expect(n == 0, "a keyless peer was asked \(n) times")
         }
-        let asked = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
-        #expect(asked.isEmpty, "a keyless peer was asked \(asked.count) times")
     }
 
     /// A box that answers hellos with the key but sends other bytes than it vouches for (every
     /// TS packet well formed, the same length; the server sends no digest): caught by the vouch,
     /// banned, and every segment is the server's.
     @Test func aPeerWhoseBytesAreNotWhatItVouchesForIsBanned() async throws {
-        let (dir, port, server) = try await Self.serve()
-        defer { Tools.stop(server) }
-        let liarPort = VenuePeerTests.freePort()
-        let log = dir.appendingPathComponent("asked.log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let urls = try Self.segments(dir, port: port)
-        let first = urls[0].absoluteString
-        let name = try #require((0..<64).map { "liar\($0)" }.first { PeerNetwork.score(box: $0, key: first) > PeerNetwork.score(box: "a", key: first) })
-        let liar = try VenuePeerTests.liar(port: liarPort, log: log, box: name, keyed: true, environment: ["LIAR_MODE=payload", "LIAR_VOUCH=original"])
-        defer { Tools.stop(liar) }
-        let a = try await VenuePeerTests.proxy(box: "a", upstream: "127.0.0.1:\(port)", peers: ["127.0.0.1:\(liarPort)"])
-        defer { Task { await a.stop() } }
-        try await VenuePeerTests.waitConnected(a, peers: 1)
-        for url in urls {
-            let body = try await VenueProxyTests.get(try a.localURL(for: url))
-            let file = [UInt8](try Data(contentsOf: dir.appendingPathComponent(url.lastPathComponent)))
-            #expect(sha256Hex(body) == sha256Hex(file), "\(url.lastPathComponent) is the server's")
+        try await Self.withLiar(keyed: true, environment: ["LIAR_MODE=payload", "LIAR_VOUCH=original"]) { a, urls, dir, asked in
+            try await VenuePeerTests.waitConnected(a, peers: 1)
+            try await Self.expectServerBytes(a, urls, dir)
+            let n = try asked()
+            #expect(n == 1 && a.statistics.peerBans == 1, "asked \(n) times, \(a.statistics.peerBans) bans")
         }
-        let asked = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
-        #expect(asked.count == 1 && a.statistics.peerBans == 1, "asked \(asked.count) times, \(a.statistics.peerBans) bans")
     }
 }
