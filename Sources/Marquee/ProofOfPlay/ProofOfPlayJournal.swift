@@ -118,7 +118,7 @@ public final class ProofOfPlayJournal: Sendable {
         state.withLock { $0.uploaded = max($0.uploaded, sequence) }
     }
 
-    /// What ``verify(_:)`` found.
+    /// What ``ProofOfPlayJournal/verify(_:key:)`` found.
     public struct Verification: Sendable, Hashable {
         /// Records read and found chained.
         public var records: Int

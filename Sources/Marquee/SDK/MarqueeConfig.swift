@@ -1,7 +1,7 @@
 public import Foundation
 import MarqueeStreaming
 
-/// A stream's remote configuration: the JSON document ``MarqueeSDK/initialize(streamId:configURL:httpHeaders:)``
+/// A stream's remote configuration: the JSON document ``MarqueeSDK/initialize(streamId:configURL:httpHeaders:security:)``
 /// fetches.
 ///
 /// ```json
