@@ -29,6 +29,8 @@ enum TransferPart: Sendable {
 final class Transfer: Sendable {
     private let state = Locked(State())
     let onAbandoned: Locked<(@Sendable () -> Void)?> = Locked(nil)
+    /// The proxy-wide bound on bytes kept by transfers under way (nil: none but `retainLimit`).
+    let budget: ByteBudget?
 
     private struct State {
         var head: TransferHead?
@@ -37,15 +39,24 @@ final class Transfer: Sendable {
         var end: Result<Void, any Error>?
         var readers: [Int: AsyncThrowingStream<TransferPart, any Error>.Continuation] = [:]
         var nextReader = 0
-        /// The body grew past `retainLimit`: its chunks are no longer kept, nobody may join.
+        /// The body grew past `retainLimit` (or the budget ran out): its chunks are no longer
+        /// kept, nobody may join.
         var overflowed = false
+        /// Bytes taken from `budget` for the chunks kept.
+        var reserved = 0
     }
 
     /// Bytes of body kept for readers who join late; past it the transfer is only its readers'.
     let retainLimit: Int
 
-    init(retainLimit: Int) {
+    init(retainLimit: Int, budget: ByteBudget? = nil) {
         self.retainLimit = retainLimit
+        self.budget = budget
+    }
+
+    deinit {
+        let reserved = state.withLock { $0.reserved }
+        budget?.release(reserved)
     }
 
     func receive(head: TransferHead) {
@@ -57,16 +68,20 @@ final class Transfer: Sendable {
     }
 
     func receive(chunk: ByteBuffer) {
-        let readers = state.withLock { s in
+        let (readers, released) = state.withLock { s -> ([AsyncThrowingStream<TransferPart, any Error>.Continuation], Int) in
             s.bytes += chunk.readableBytes
-            if s.bytes > retainLimit {
+            var released = 0
+            if !s.overflowed, s.bytes <= retainLimit, budget?.reserve(chunk.readableBytes) ?? true {
+                s.chunks.append(chunk)
+                if budget != nil { s.reserved += chunk.readableBytes }
+            } else {
                 s.overflowed = true
                 s.chunks = []
-            } else {
-                s.chunks.append(chunk)
+                (released, s.reserved) = (s.reserved, 0)
             }
-            return Array(s.readers.values)
+            return (Array(s.readers.values), released)
         }
+        budget?.release(released)
         for r in readers { r.yield(.chunk(chunk)) }
     }
 
@@ -137,4 +152,30 @@ final class Transfer: Sendable {
     }
 
     var head: TransferHead? { state.withLock { $0.head } }
+}
+
+/// Bytes that transfers under way may keep for late joiners, all together: many answers at once
+/// (a guest asking for every segment of a long DVR window) must not hold more than this. A
+/// transfer that cannot reserve a chunk stops keeping (its readers still get every byte).
+final class ByteBudget: Sendable {
+    let limit: Int
+    private let used = Locked(0)
+
+    init(limit: Int) { self.limit = limit }
+
+    /// Takes `bytes` when they fit under the limit.
+    func reserve(_ bytes: Int) -> Bool {
+        used.withLock { u in
+            guard u + bytes <= limit else { return false }
+            u += bytes
+            return true
+        }
+    }
+
+    func release(_ bytes: Int) {
+        guard bytes > 0 else { return }
+        used.withLock { $0 = max(0, $0 - bytes) }
+    }
+
+    var inUse: Int { used.withLock { $0 } }
 }

@@ -53,6 +53,8 @@ public final class VenueProxy: Sendable {
     let client: HTTPClient
     private let inflight = Locked([String: Transfer]())
     let stats = Locked(VenueStatistics())
+    /// Bytes all transfers under way keep for late joiners together: half the store.
+    let inflightBudget: ByteBudget
     private let state = Locked(State())
     let peers: PeerNetwork
     private let discovery: PeerDiscovery
@@ -77,6 +79,7 @@ public final class VenueProxy: Sendable {
         self.logger = logger
         self.client = client
         store = SegmentStore(capacity: configuration.storeBytes)
+        inflightBudget = ByteBudget(limit: configuration.storeBytes / 2)
         peers = PeerNetwork(configuration: configuration, cdn: client, logger: logger)
         discovery = PeerDiscovery(logger: logger)
     }
@@ -339,7 +342,7 @@ public final class VenueProxy: Sendable {
     /// The transfer under way for `key`, or a new one; whether it was joined.
     func transfer(for url: URL, key: String, manifest: Bool, askPeers: Bool, peerDeadline: Double) -> (Transfer, Bool) {
         if let existing = inflight.withLock({ $0[key] }), existing.isJoinable { return (existing, true) }
-        let transfer = Transfer(retainLimit: store.largestObject)
+        let transfer = Transfer(retainLimit: store.largestObject, budget: inflightBudget)
         let raced: Transfer? = inflight.withLock { map in
             if let other = map[key] { return other }
             map[key] = transfer
@@ -406,7 +409,7 @@ public final class VenueProxy: Sendable {
 
     /// A transfer fetching `url` from upstream on its own (not in the in-flight map).
     private func fetchUpstream(_ url: URL, method: HTTPMethod, headers: [(String, String)]) -> Transfer {
-        let transfer = Transfer(retainLimit: store.largestObject)
+        let transfer = Transfer(retainLimit: store.largestObject, budget: inflightBudget)
         let task = Task { await runUpstream(url, method: method, headers: headers, into: transfer) }
         transfer.onAbandoned.withLock { $0 = { task.cancel() } }
         return transfer
