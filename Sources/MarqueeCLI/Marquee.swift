@@ -122,8 +122,11 @@ struct OutputOptions: ParsableArguments {
     @Option(name: .long, help: "With --otlp: seconds between exports.")
     var otlpInterval: Double = 15
 
-    @Option(name: .long, help: "With --otlp: a header sent with every export, \"Name: value\" (repeatable).")
+    @Option(name: .long, help: "With --otlp: a header sent with every export, \"Name: value\" (repeatable). Not for credentials (argv is readable by every user of the box): --otlp-headers-file.")
     var otlpHeader: [String] = []
+
+    @Option(name: .long, help: "With --otlp: a file of headers sent with every export, one \"Name: value\" a line, e.g. the collector's Authorization (default: the otlp-headers credential).")
+    var otlpHeadersFile: String?
 
     @Option(name: .long, help: "Listen for `marquee ctl` on this Unix socket (mode 0600; the connecting uid checked).")
     var control: String?
@@ -169,14 +172,22 @@ extension OutputOptions {
     /// The OTLP export's options from --otlp and its options (nil without --otlp).
     func otlpOptions() throws(ValidationError) -> OTLPOptions? {
         guard let otlp else {
-            guard otlpQueue == nil, otlpHeader.isEmpty else { throw ValidationError("--otlp-queue and --otlp-header need --otlp") }
+            guard otlpQueue == nil, otlpHeader.isEmpty, otlpHeadersFile == nil else {
+                throw ValidationError("--otlp-queue, --otlp-header and --otlp-headers-file need --otlp")
+            }
             return nil
         }
         guard otlpInterval >= 0.1, otlpInterval <= 86_400 else { throw ValidationError("--otlp-interval \(otlpInterval): expected 0.1 to 86400 seconds") }
         var headers = [(name: String, value: String)]()
-        for header in otlpHeader {
+        let secret: String?
+        do { secret = try Secrets.read(file: otlpHeadersFile, credential: "otlp-headers") } catch {
+            throw ValidationError("--otlp-headers-file: \(error)")
+        }
+        let fromFile = (secret ?? "").split(whereSeparator: \.isNewline).map(String.init).filter { !$0.isEmpty }
+        for (header, secret) in otlpHeader.map({ ($0, false) }) + fromFile.map({ ($0, true) }) {
             guard let colon = header.firstIndex(of: ":"), colon != header.startIndex else {
-                throw ValidationError("--otlp-header \(header): expected \"Name: value\"")
+                // A line of the secret file is not repeated: it may be a credential.
+                throw ValidationError(secret ? "--otlp-headers-file: a line is not \"Name: value\"" : "--otlp-header \(header): expected \"Name: value\"")
             }
             headers.append((String(header[..<colon]), header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
         }
