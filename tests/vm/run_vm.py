@@ -293,6 +293,12 @@ def main():
     exp = expected_screens(a.media)
     ok = check_screens(snaps, exp)
     ok &= check_audio(os.path.join(a.out, "alsa.raw"), os.path.join(a.media, "audio.s16"))
+    # The player that wrote to the ALSA loopback must have exited 0 (a crash after its sound
+    # went out would otherwise pass on the capture alone).
+    alsa_exit = (results.get("alsa-exit", "") or "").split()
+    alsa_ok = bool(alsa_exit) and alsa_exit[0] == "0"
+    print("  alsa: the player exited %s, %s" % (alsa_exit[0] if alsa_exit else "(not reported)", "pass" if alsa_ok else "FAIL"))
+    ok &= alsa_ok
     setups = int(results.get("hotplug-setups", "0") or 0)
     print("  hotplug: %d output setups in the contain run (initial + after replug), %s" % (setups, "pass" if setups >= 2 else "FAIL"))
     ok &= setups >= 2
