@@ -269,7 +269,7 @@ public struct SegmentLoader: Sendable {
                     let clear = try decrypt(Array(result.body.readableBytesView), keyBytes)
                     return (.delivered(bytes: result.body.readableBytes, seconds: seconds), ByteBuffer(bytes: clear))
                 } catch {
-                    return (.unusable("segment \(Redact.url(url)) does not decrypt with the key at \(key.url.absoluteString): \(error)"), nil)
+                    return (.unusable("segment \(Redact.url(url)) does not decrypt with the key at \(Redact.url(key.url)): \(error)"), nil)
                 }
             } catch {
                 if error.code == .cancelled { return (.cancelled, nil) }
