@@ -31,6 +31,28 @@ extension LivePlaybackTests {
         print(String(format: "network faults: %d pictures, %.1f %% of those due", run.frames.count, share * 100))
     }
 
+    /// Bodies that are not segments, on a fifth of the segments' first requests each: a 200 with
+    /// an empty body, and random bytes without end from the first byte. Each is judged a failed
+    /// download at once (nothing came; the first bytes cannot start a segment) and fetched again
+    /// while it can still be shown: on DASH (fMP4), HLS with fMP4 and HLS with MPEG-TS segments.
+    @Test(arguments: ["dash", "master.m3u8", "master-ts.m3u8"])
+    func bodiesThatAreNotSegmentsAreFetchedAgain(_ stream: String) async throws {
+        let origin = try await Self.origin()
+        defer { Task { await origin.stop() } }
+        let faults = ["seed_5", "empty_20", "garbage_20"]
+        let dash = origin.manifestURL(asset: "generated", options: faults)
+        let url = stream == "dash" ? dash : dash.deletingLastPathComponent().appendingPathComponent(stream)
+        let run = try await Self.play(url, seconds: 20, audio: { _ in .null })
+        let (share, inOrder) = Self.presentedShare(run.frames)
+        let due = run.frames.last.map { Date().timeIntervalSince1970 - $0.wallTime } ?? 99
+        // 90 %: the bar for a fifth of the requests faulted (the segments are fetched
+        // again within their time; what is lost is the join's first second).
+        #expect(run.frames.count > 450 && share >= 0.9 && inOrder, "\(stream): \(run.frames.count) pictures, \(share * 100) % of those due")
+        #expect(due < 1, "\(stream): the last picture \(due) s before the end: playback stalled")
+        #expect(!run.events.contains(.stateChanged(.ended)) && !run.events.contains { if case .error(_, true) = $0 { true } else { false } })
+        print(String(format: "bodies that are not segments (%@): %d pictures, %.1f %% of those due", stream, run.frames.count, share * 100))
+    }
+
     @Test func damagedSegmentsCostTheirOwnAndPlaybackGoesOn() async throws {
         let origin = try await Self.origin()
         defer { Task { await origin.stop() } }

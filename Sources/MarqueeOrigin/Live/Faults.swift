@@ -12,7 +12,7 @@ import Foundation
 struct Faults: Sendable, Equatable {
     /// The faults that strike a share (percent) of requests, named by their option key.
     enum Kind: String, CaseIterable, Sendable {
-        case status, reset, trickle, truncate, badlength, corrupt, hugebox, flip, endless, redirect, stall, silent
+        case status, reset, trickle, truncate, badlength, corrupt, hugebox, flip, endless, redirect, stall, silent, empty, garbage
     }
 
     /// `mstatus_<code>-<n>`: the first `count` requests of each manifest path are answered `code`.

@@ -132,7 +132,8 @@ extension OriginResponder {
         return mdats.isEmpty && !body.isEmpty ? [0..<body.count] : mdats
     }
 
-    /// `reset_`, `badlength_`, `truncate_`, `endless_`, `trickle_`, `stall_`, `silent_`: the first that strikes.
+    /// `reset_`, `badlength_`, `truncate_`, `empty_`, `garbage_`, `endless_`, `trickle_`, `stall_`, `silent_`:
+    /// the first that strikes.
     private static func impairDelivery(_ reply: inout Reply, _ faults: Faults, _ key: String, now: Double) {
         let half = reply.body.count / 2
         if faults.strikes(.reset, key) {
@@ -141,6 +142,11 @@ extension OriginResponder {
             reply.ending = .cut(at: half, reset: false)
         } else if faults.strikes(.truncate, key) {
             reply.body.removeLast(reply.body.count - half)
+        } else if faults.strikes(.empty, key) {
+            reply.body = []  // a 200 with nothing in it
+        } else if faults.strikes(.garbage, key) {
+            reply.body = []
+            reply.ending = .garbage
         } else if faults.strikes(.endless, key) {
             reply.ending = .endless
         } else if faults.strikes(.trickle, key) {

@@ -55,6 +55,8 @@ struct OriginResponder: Sendable {
             case cut(at: Int, reset: Bool)
             /// The body, then filler without end.
             case endless
+            /// No segment at all: random bytes without end (a broken edge, a misrouted stream).
+            case garbage
             /// `Content-Length` says the whole body, only `at` bytes are sent, then nothing (the
             /// connection held open) for ``stallSeconds``, then it is closed.
             case stall(at: Int)
@@ -210,10 +212,23 @@ struct OriginResponder: Sendable {
             case .complete: try await writer.finish(nil)
             case .cut(_, let reset): throw ConnectionFault(reset: reset)
             case .endless: try await endlessFiller(&writer)
+            case .garbage: try await garbageFiller(&writer)
             case .stall:
                 try await Task.sleep(for: .seconds(stallSeconds))
                 throw ConnectionFault(reset: false)
             }
+        }
+    }
+
+    /// `garbage_`: random bytes, 16 KiB every 50 ms (320 kB/s), until the client goes away.
+    private static func garbageFiller(_ writer: inout any ResponseBodyWriter) async throws -> Never {
+        var generator = SplitMix64(state: UInt64.random(in: 0...UInt64.max))
+        var piece = ByteBuffer()
+        while true {
+            piece.clear()
+            for _ in 0..<2048 { piece.writeInteger(generator.next()) }
+            try await writer.write(piece)
+            try await Task.sleep(for: .milliseconds(50))
         }
     }
 

@@ -15,6 +15,9 @@ public struct SegmentAttempt: Sendable {
     /// The body so far, while it is kept until whole; nil when streamed.
     private var kept: ByteBuffer?
     private var tail: SegmentEnd
+    private let transportStream: Bool
+    /// The body's first bytes (up to 8): enough to tell whether it can start a segment.
+    private var start: [UInt8] = []
     /// Where a whole segment ended before junk began (the rest is dropped).
     public private(set) var wholeBeforeJunk: Int?
 
@@ -25,6 +28,7 @@ public struct SegmentAttempt: Sendable {
         lastChunk = began
         kept = keepWhole ? ByteBuffer() : nil
         tail = SegmentEnd(transportStream: transportStream)
+        self.transportStream = transportStream
     }
 
     /// Monotonic seconds when the last chunk came (the request's, before any).
@@ -36,6 +40,7 @@ public struct SegmentAttempt: Sendable {
     /// hand on now (streamed), or nil when it is kept.
     public mutating func take(_ chunk: ByteBuffer, at now: Double? = nil) -> ByteBuffer? {
         received += chunk.readableBytes
+        if start.count < 8 { start += chunk.readableBytesView.prefix(8 - start.count) }
         if let now {
             lastChunk = now
             if firstChunk == nil { firstChunk = now }
@@ -44,6 +49,26 @@ public struct SegmentAttempt: Sendable {
         var incoming = chunk
         kept?.writeBuffer(&incoming)  // in place (a copy would copy it all per chunk)
         return nil
+    }
+
+    /// Why the body's first bytes cannot start a media segment (nil: they can, or too few came
+    /// to tell): an MPEG-TS segment starts with a sync byte; anything else with an ISO BMFF box
+    /// header, an ID3 tag or an audio frame (packed audio: ADTS, MPEG audio, AC-3), or text (WebVTT). Random bytes (a broken
+    /// edge, a misrouted answer) are told from the first 8: the try is given up at once instead
+    /// of waiting out its deadline.
+    public var startProblem: String? {
+        if transportStream {
+            guard let first = start.first else { return nil }
+            return first == 0x47 ? nil : "its first byte is not an MPEG-TS sync byte"
+        }
+        guard start.count >= 8 else { return nil }
+        let size = start[0..<4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        let boxType = start[4..<8].allSatisfy { (0x20...0x7e).contains($0) }
+        let box = boxType && (size == 0 || size == 1 || size >= 8)
+        let id3 = start[0] == 0x49 && start[1] == 0x44 && start[2] == 0x33
+        let audioFrame = start[0] == 0xff && start[1] & 0xe0 == 0xe0 || start[0] == 0x0b && start[1] == 0x77  // ADTS, MPEG audio, AC-3
+        let text = start.allSatisfy { (0x20...0x7e).contains($0) || $0 == 0x09 || $0 == 0x0a || $0 == 0x0d || $0 == 0xef || $0 == 0xbb || $0 == 0xbf }
+        return box || id3 || audioFrame || text ? nil : "its first bytes are not the start of a media segment"
     }
 
     /// Why a try is given up before its body ends.

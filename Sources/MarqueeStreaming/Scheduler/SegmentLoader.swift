@@ -188,7 +188,13 @@ public struct SegmentLoader: Sendable {
                         idle: .milliseconds(Int(SegmentFetchPolicy.idle(duration: duration, paced: request.paced) * 1000))
                     ) { (chunk) throws(FetchError) in
                         if state.received == 0 { context.firstByte() }
-                        if let now = state.take(chunk, at: Monotonic.now()) {
+                        let streamed = state.take(chunk, at: Monotonic.now())
+                        if let problem = state.startProblem {
+                            // Not a segment (garbage from its first byte): given up at once, as
+                            // a failed download, while a try can still bring the real one.
+                            throw FetchError(.network, url: url.absoluteString, message: "not a segment: \(problem)")
+                        }
+                        if let now = streamed {
                             try sink.deliver(now)
                             return
                         }
@@ -199,6 +205,9 @@ public struct SegmentLoader: Sendable {
                         try Self.giveUp(verdict, state: state, url: url)
                     }
                     noteHead(result)
+                    // A 200 with nothing in it is a failed download, not a segment: tried again
+                    // (or from another location) as the policy allows.
+                    if state.received == 0 { try Self.failed(url, "an empty body") }
                 } catch let error where verdict == .wholeThenJunk && error.code == .cancelled {
                     logger.info("segment whole, then junk: kept", metadata: ["url": "\(Redact.url(url))", "bytes": "\(state.wholeBeforeJunk ?? 0)"])
                 }
@@ -293,6 +302,11 @@ public struct SegmentLoader: Sendable {
         state.verdict(
             now: Monotonic.now(), expected: request.expectedBytes, bufferAtStart: bufferAtStart, duration: request.duration, judgesPace: judgesPace,
             shouldAbandon: { bytes, total, elapsed, buffer in context.shouldAbandon?(bytes, total, elapsed, buffer) ?? false })
+    }
+
+    /// Fails the try with a network error: the policy tries again (or another location).
+    private static func failed(_ url: URL, _ message: String) throws(FetchError) {
+        throw FetchError(.network, url: url.absoluteString, message: message)
     }
 
     /// Ends the download with the error `verdict` calls for (none: it goes on).
