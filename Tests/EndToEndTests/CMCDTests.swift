@@ -145,6 +145,7 @@ extension LivePlaybackTests {
         try await player.play()
         try await Task.sleep(for: .seconds(8))
         let qualities = player.qualities
+        let stopping = Date().timeIntervalSince1970
         await player.stop()
         let frames = try FramesFile.read(out.appendingPathComponent("frames.tsv"))
         try #require(frames.count > 100, "\(frames.count) pictures: the stream played")
@@ -166,8 +167,11 @@ extension LivePlaybackTests {
         for fields in lines {
             let (path, status, k) = (fields[1], fields[2], keys(fields))
             // (A segment asked for before ffmpeg, behind on a loaded machine, wrote it is a 404,
-            // and asked for again: each path is served in the end, whatever the query says.)
-            #expect(status == "200" || (status == "404" && lines.contains { $0[1] == path && $0[2] == "200" }),
+            // and asked for again: each path is served in the end, whatever the query says. One
+            // asked for in the last second before the stop has no time to be asked again: a CI run
+            // had segment 7's 404 at 8.0 s, as the player stopped.)
+            let beforeTheStop = (Double(fields[0]) ?? 0) > stopping - 1
+            #expect(status == "200" || (status == "404" && (beforeTheStop || lines.contains { $0[1] == path && $0[2] == "200" })),
                     "\(path): HTTP \(status) (nginx serves the file whatever the query says)")
             #expect(k["sid"] == "\"\(player.sessionId)\"" && k["cid"] == "\"nginx-1\"" && k["sf"] == "d", "\(path): \(k)")
             if transmission == .headers {
