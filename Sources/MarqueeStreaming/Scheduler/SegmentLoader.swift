@@ -180,6 +180,8 @@ public struct SegmentLoader: Sendable {
             let (ahead, bufferAtStart) = context.buffer()
             let judgesPace = !judgedStuck
             var verdict: SegmentAttempt.Verdict?
+            // This try's body could not start a segment (nil: it could, or nothing came).
+            var notASegment: String?
             do {
                 do {
                     let result = try await fetcher.stream(
@@ -192,6 +194,7 @@ public struct SegmentLoader: Sendable {
                         if let problem = state.startProblem {
                             // Not a segment (garbage from its first byte): given up at once, as
                             // a failed download, while a try can still bring the real one.
+                            notASegment = problem
                             throw FetchError(.network, url: url.absoluteString, message: "not a segment: \(problem)")
                         }
                         if let now = streamed {
@@ -244,6 +247,9 @@ public struct SegmentLoader: Sendable {
                 switch SegmentFetchPolicy.next(after: error, attempt: attempt, live: request.live, late: late, slow: verdict == .stuck) {
                 case .skip:
                     logger.warning("segment skipped", metadata: ["url": "\(Redact.url(url))", "error": "\(error)"])
+                    // The last try brought bytes that are no segment (the packager's, every
+                    // time): the media is bad, not the network, and is reported so.
+                    if let notASegment { return .unusable("segment \(Redact.url(url)) is not a media segment: \(notASegment)") }
                     return .skipped(error, partial: false)
                 case .retry(let after):
                     logger.info("segment fetched again", metadata: ["url": "\(Redact.url(url))", "attempt": "\(attempt + 1)", "error": "\(error)"])
