@@ -549,13 +549,13 @@ public final class VenueProxy: Sendable {
     /// `url` (from the store; a transfer under way is waited for, up to 2 s).
     private func vouch(for url: URL, nonce: String) async -> Response {
         guard let key = configuration.venueKey, VenueProof.isNonce(nonce) else { return Self.plain(.badRequest, "no venue key or no nonce") }
-        let key_ = url.absoluteString
-        if store.get(key_) == nil, let transfer = inflight.withLock({ $0[key_] }), let parts = transfer.read() {
+        let storeKey = url.absoluteString
+        if store.get(storeKey) == nil, let transfer = inflight.withLock({ $0[storeKey] }), let parts = transfer.read() {
             _ = await PeerNetwork.within(2) { for try await _ in parts {} }
         }
-        guard let object = store.get(key_) else { return Self.plain(.notFound, "not held") }
+        guard let object = store.get(storeKey) else { return Self.plain(.notFound, "not held") }
         let digest = SHA256.hash(data: Array(object.body.readableBytesView)).map { String(format: "%02x", $0) }.joined()
-        let body = ["sha256": digest, "mac": VenueProof.mac(key, ["marquee-vouch", nonce, key_, digest])]
+        let body = ["sha256": digest, "mac": VenueProof.mac(key, ["marquee-vouch", nonce, storeKey, digest])]
         let data = (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])) ?? Data()
         return Self.plain(.ok, String(decoding: data, as: UTF8.self), type: "application/json")
     }

@@ -43,6 +43,14 @@ class Liar(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    def send_json(self, obj):
+        body = json.dumps(obj).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
     def do_GET(self):
         url = urllib.parse.urlsplit(self.path)
         if url.path == "/venue/hello":
@@ -50,12 +58,7 @@ class Liar(http.server.BaseHTTPRequestHandler):
             nonce = urllib.parse.parse_qs(url.query).get("nonce", [""])[0]
             if KEY and nonce:
                 hello["proof"] = mac("marquee-hello", nonce, BOX)
-            body = json.dumps(hello).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            self.send_json(hello)
             return
         if self.path.startswith("/v/") and KEY:
             scheme, rest = self.path[3:].split("/", 1)
@@ -64,12 +67,7 @@ class Liar(http.server.BaseHTTPRequestHandler):
                 self.send_error(404)
                 return
             digest = DIGESTS[real][0 if VOUCH == "original" else 1]
-            body = json.dumps({"sha256": digest, "mac": mac("marquee-vouch", self.headers.get("Marquee-Nonce", ""), real, digest)}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            self.send_json({"sha256": digest, "mac": mac("marquee-vouch", self.headers.get("Marquee-Nonce", ""), real, digest)})
             return
         if not self.path.startswith("/p/"):
             self.send_error(404)
