@@ -278,7 +278,12 @@ static void test_player(const char *video, const char *md5_path, const char *out
     // The fallback decoder's pictures are ffmpeg's.
     int presented = 0, unmatched = 0;
     match_frames(md5_path, tsv, &presented, &unmatched);
-    CHECK(presented >= 25 && unmatched == 0, "%d pictures presented, %d not ffmpeg's", presented, unmatched);
+    printf("fallback: %d pictures presented, %d not ffmpeg's\n", presented, unmatched);
+    // Every picture of the first session is due (1 s lead, a 2 s video): 51 presented natively
+    // and under qemu-aarch64, each run (cross-test -j2, the other checks beside it). 48: two
+    // or three pictures late after a stall of the machine; the bound was lowered to 25 for an
+    // emulated run starved when retried checks piled up (ctest runs each once since issue 37).
+    CHECK(presented >= 48 && unmatched == 0, "%d pictures presented, %d not ffmpeg's", presented, unmatched);
 }
 
 int main(int argc, char **argv)

@@ -275,10 +275,18 @@ struct OriginTests {
         let clock = await ClockSync(fetcher: HTTPFetcher(), logger: logger).synchronize(timings: mpd.utcTimings)
         #expect(clock.source.hasPrefix("sntp 127.0.0.1:"), "measured by \(clock.source)")
         let truth = Monotonic.realtime() - Monotonic.now()  // the origin runs on this machine's clock
-        // 10 ms: the suite runs in parallel with real-time players and live encoders on a 2-core
-        // box (alone: < 0.5 ms; 6 ms seen under that load).
-        #expect(abs(clock.offset - truth) < 0.010, "SNTP offset off by \((clock.offset - truth) * 1000) ms")
-        #expect((clock.roundTrip ?? 1) < 0.05)
+        // What SNTP can promise: the server's clock was read somewhere inside an exchange, so
+        // a sample's offset is off by at most half its round trip (the path's asymmetry). The
+        // estimate is the median of the samples whose round trip is within twice the shortest
+        // + 2 ms (ClockSync.combine; `roundTrip` reports the shortest): off by at most the
+        // shortest + 1 ms, plus half a millisecond for reading the clocks. That is the bound —
+        // not a fixed number, which measured the machine's load beside the suite instead (2,
+        // then 5, then 10 ms); the round trip on loopback is held under 5 ms (alone: < 0.3 ms;
+        // a busy 2-core box delays a UDP answer by a scheduling slice or two).
+        let roundTrip = try #require(clock.roundTrip)
+        #expect(abs(clock.offset - truth) <= roundTrip + 0.0015,
+                "SNTP offset off by \((clock.offset - truth) * 1000) ms, round trip \(roundTrip * 1000) ms")
+        #expect(roundTrip < 0.005, "round trip \(roundTrip * 1000) ms")
         // Nothing listens there: no answer, no clock.
         #expect(await SNTP.sample(host: "127.0.0.1", port: 9, timeout: .milliseconds(300)) == nil)
         #expect(try await fetch(origin.manifestURL(asset: "generated", options: ["utc_gps"])).status == 400)
