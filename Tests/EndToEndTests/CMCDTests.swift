@@ -26,7 +26,12 @@ import Testing
         if dash { options.selectedQuality = "360" }  // the ladder's lightest (its estimate is still measured): a light test beside the others
         let player = try Player(options: options)
         try await player.play()
-        try await Task.sleep(for: .seconds(6))
+        // 4 s of playing after the first picture (what the checks below look at: requests
+        // before it, and after it with a buffer), however long the start took: on a loaded
+        // machine a fixed 6 s from play() once left no request after the first picture + 1 s.
+        let deadline = ContinuousClock.now + .seconds(15)
+        while player.status.framesPresented == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        try await Task.sleep(for: .seconds(4))
         let qualities = player.qualities
         await player.stop()
         let frames = try FramesFile.read(dir.appendingPathComponent("frames.tsv"))
