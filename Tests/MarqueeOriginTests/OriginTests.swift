@@ -281,12 +281,12 @@ struct OriginTests {
         // + 2 ms (ClockSync.combine; `roundTrip` reports the shortest): off by at most the
         // shortest + 1 ms, plus half a millisecond for reading the clocks. That is the bound —
         // not a fixed number, which measured the machine's load beside the suite instead (2,
-        // then 5, then 10 ms); the round trip on loopback is held under 5 ms (alone: < 0.3 ms;
-        // a busy 2-core box delays a UDP answer by a scheduling slice or two).
+        // then 5, then 10 ms). The round trip itself is the machine's (alone: < 0.3 ms; 9.8 ms
+        // beside the parallel suites and three builds): only a stuck exchange is refused (50 ms).
         let roundTrip = try #require(clock.roundTrip)
         #expect(abs(clock.offset - truth) <= roundTrip + 0.0015,
                 "SNTP offset off by \((clock.offset - truth) * 1000) ms, round trip \(roundTrip * 1000) ms")
-        #expect(roundTrip < 0.005, "round trip \(roundTrip * 1000) ms")
+        #expect(roundTrip < 0.05, "round trip \(roundTrip * 1000) ms")
         // Nothing listens there: no answer, no clock.
         #expect(await SNTP.sample(host: "127.0.0.1", port: 9, timeout: .milliseconds(300)) == nil)
         #expect(try await fetch(origin.manifestURL(asset: "generated", options: ["utc_gps"])).status == 400)
