@@ -195,7 +195,12 @@ import Testing
         // The QoE record: what the outputs and the clock say.
         #expect(record.customerId == "acme" && record.attempts == 1 && record.stalls == 0 && !record.exitedBeforeVideoStart && !record.startFailed)
         let startup = try #require(record.startupTime)
-        #expect(abs(startup - (firstPicture - started)) < 0.1, "startup \(startup) s; the first picture came \(firstPicture - started) s after play()")
+        // Startup ends at the first picture the viewer saw: a join's still when the start needed
+        // a catch-up (the first-frame event reports it), not the first due picture after it (on
+        // a loaded machine the catch-up took 0.12 s once, and the two were compared). The two
+        // clocks read the same instant; 0.1 s holds the test's own reading of play()'s start.
+        let seen = try #require(try FramesFile.read(dir.appendingPathComponent("frames.tsv"), includingStill: true).first).wallTime
+        #expect(abs(startup - (seen - started)) < 0.1, "startup \(startup) s; the first picture came \(seen - started) s after play()")
         #expect(abs(record.framesPresented - frames.count) <= 3, "QoE \(record.framesPresented) pictures, frames.tsv \(frames.count)")
         #expect(record.latency.samples >= 20 && record.latency.maxDistance < 0.05, "\(record.latency)")
         #expect(abs(record.playingSeconds - (frames.last!.wallTime - firstPicture)) < 0.5, "playing \(record.playingSeconds) s")
