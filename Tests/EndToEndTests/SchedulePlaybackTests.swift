@@ -64,8 +64,8 @@ extension LivePlaybackTests {
             // (35 ms: the item loop's wake-up at the instant, the activation of what was made
             // ready, the first picture's release; a CI run's live suite: 60 ms once). Every
             // entry's first item is made ready ahead for its instant, the file → live cut (the
-            // event's playlist over, its last picture held) included: 2–7 ms here, 2–26 ms
-            // with the machine loaded (it was 30–106 ms when the live item was loaded at the cut).
+            // event's playlist over, its last picture held) included: 3.5–13 ms, 2–26 ms with
+            // the machine loaded (it was 30–106 ms when the live item was loaded at the cut).
             for (shown, due) in zip(at, switches) {
                 #expect(shown >= due - 0.005, "box \(box): an entry's first picture at \(shown - due) s from its start")
                 #expect(shown < due + 1.0 / 30 + 0.035, "box \(box): an entry's first picture at \(shown - due) s from its start")
