@@ -128,11 +128,12 @@ public final class Player: Sendable {
                     mixer: mixer, startPolicy: policy, reports: reports, prepared: prepared, stagedAt: startAt ?? Monotonic.now(),
                     learnedTarget: learnedTarget(for: source))
                 session.startFeeding()
-                let kept = inner.withLock { inner -> Bool in
-                    guard inner.core === core else { return false }  // stopped meanwhile
-                    inner.staged = session
-                    return true
+                let (kept, replaced) = inner.withLock { inner -> (Bool, PlaybackSession?) in
+                    guard inner.core === core else { return (false, nil) }  // stopped meanwhile
+                    defer { inner.staged = session }
+                    return (true, inner.staged)  // (another preparation's, finished meanwhile)
                 }
+                await replaced?.discard()
                 if !kept { await session.discard() }
                 return
             } catch {

@@ -59,31 +59,24 @@ extension LivePlaybackTests {
             guard runs.count == 5 else { return }
             let at = runs.dropFirst().map(\.first.wallTime)
             firsts.append(at)
-            // On its instant: at most a frame late (live: the picture due at its target latency
-            // then), plus the cut's own work (a CI run's live suite: 60 ms once, the boxes still
-            // 6.5 ms apart).
-            for (i, (shown, due)) in zip(at, switches).enumerated() {
+            // On its instant: at most a frame late (1/30 s: the stream's and the clip's frame
+            // rate; live: the picture due at its target latency then), plus the cut's own work
+            // (35 ms: the item loop's wake-up at the instant, the activation of what was made
+            // ready, the first picture's release; a CI run's live suite: 60 ms once). Every
+            // entry's first item is made ready ahead for its instant, the file → live cut (the
+            // event's playlist over, its last picture held) included: 3.5–13 ms, 2–26 ms with
+            // the machine loaded (it was 30–106 ms when the live item was loaded at the cut).
+            for (shown, due) in zip(at, switches) {
                 #expect(shown >= due - 0.005, "box \(box): an entry's first picture at \(shown - due) s from its start")
-                let onTime = shown < due + 1.0 / 30 + 0.035
-                if i == 3 {
-                    // The switch from the event's file back to live: 31–60 ms here, 80–106 ms in
-                    // CI runs (the stream's entry decoded ahead since session 15, the cut still
-                    // costs frames there): a known defect, to be mended, not a bound to widen.
-                    withKnownIssue("file → live switch late in CI runs (session 15's note)", isIntermittent: true) {
-                        #expect(onTime, "box \(box): the switch back to live at \(shown - due) s from its instant")
-                    }
-                } else {
-                    #expect(onTime, "box \(box): an entry's first picture at \(shown - due) s from its start")
-                }
+                #expect(shown < due + 1.0 / 30 + 0.035, "box \(box): an entry's first picture at \(shown - due) s from its start")
             }
             // The clip played whole (60 pictures), its last held to the event's end.
             #expect(frames.filter { $0.item == "clip" }.count == 60, "box \(box)")
         }
         let apart = zip(firsts[0], firsts[1]).map { abs($0 - $1) }
-        #expect(apart.prefix(3).allSatisfy { $0 < 0.010 }, "the boxes switched \(apart) s apart")
-        withKnownIssue("file → live switch late in CI runs (session 15's note)", isIntermittent: true) {
-            #expect(apart[3] < 0.010, "the boxes switched back to live \(apart[3]) s apart")
-        }
+        // Both boxes cut on the same frame: each cut's work (above) differs by a few ms between
+        // them; 10 ms is under a third of a frame at 30 fps.
+        #expect(apart.allSatisfy { $0 < 0.010 }, "the boxes switched \(apart) s apart")
         print(String(format: "schedule, two boxes: switches %@ ms after their instants (box a), %@ ms apart",
                      zip(firsts[0], switches).map { String(format: "%.1f", ($0 - $1) * 1000) }.joined(separator: ", "),
                      apart.map { String(format: "%.1f", $0 * 1000) }.joined(separator: ", ")))

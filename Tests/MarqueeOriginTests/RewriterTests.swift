@@ -92,4 +92,36 @@ struct RewriterTests {
         #expect(listed.first?.mediaTime == 0 && listed.last?.mediaTime == 10_000)
         #expect(LiveManifestWriter.compress(listed).count == 1)
     }
+
+    @Test("every timeline entry is served for at least its own duration after it is listed (WAVE's audio overlaps its loop point)")
+    func listedEntriesOutliveTheirListing() {
+        // WAVE's AAC: 93184 ticks, then 4 × 95232 at 48 kHz in an 8 s loop: the last segment
+        // ends 1.877 s past the loop point, 64 ms before the next loop's first one. Listed by
+        // their ends, both were the timeline's oldest pair at once, and the second one left
+        // the buffer 64 ms after the first (a loaded client's fetch of it was answered 410).
+        let wave = InitSegmentInfo(trackID: 1, timescale: 48000, defaultSampleDuration: nil)
+        let offsets: [UInt64] = [0, 93184, 188416, 283648, 378880]
+        let segments = offsets.enumerated().map { i, offset in
+            LoopSegment(file: "\(i)", baseMediaDecodeTime: offset, offset: offset, duration: i == 0 ? 93184 : 95232)
+        }
+        let rep = LoopRepresentation(representation: .init(id: "aac", bandwidth: 1), initFile: "", track: wave,
+                                     segments: segments, loopTicks: 384_000, nominalDuration: 76800)
+        var options = LiveOptions()
+        options.timeShiftBufferDepth = 20
+        let timeline = LiveTimeline(representation: rep, options: options)
+        // Every 10 ms over two loops, well after the start.
+        for step in 0..<1600 {
+            let now = 1000 + Double(step) * 0.01
+            let listed = timeline.listedSegments(now: now)
+            #expect(!listed.isEmpty)
+            for segment in listed {
+                let lasts = Double(segment.duration) / 48000
+                #expect(timeline.availability(timed: segment, now: now + lasts - 0.001) == .available,
+                        "listed at \(now): t=\(segment.mediaTime) gone within its \(lasts) s")
+            }
+            // Still the whole buffer: nothing older than tsbd listed, nothing newer than tsbd left out.
+            let first = Double(listed[0].mediaTime) / 48000
+            #expect(first > now - 20 - 0.001 && first <= now - 20 + 95232.0 / 48000, "\(now): first \(first)")
+        }
+    }
 }

@@ -365,16 +365,27 @@ public final class PlaylistPlayer: Sendable {
     }
 
     /// Makes the upcoming items ready (once a turn) to start at monotonic time `startAt`: the
-    /// next one, or, when it cannot be, the first after it that can.
+    /// next one, or, when it cannot be, the first after it that can. When a pending switch
+    /// comes first, or nothing else comes (the playlist ends with the item playing: its last
+    /// picture holds until the switch), they are the switch's playlist's, due at its instant;
+    /// a preparation made for the queue's next item is made again for them when that turns
+    /// out later (a switch set after it, an end moved past the switch).
     private func prepareNext(startAt: Double?) {
         inner.withLock { inner in
-            guard !inner.prepareStarted else { return }
+            var after = inner.queue
+            let over = after.advance() == nil
+            let pending = inner.switches.first.flatMap { $0.at <= (startAt ?? .infinity) + 0.001 || over ? $0 : nil }
+            if inner.prepareStarted {
+                guard let pending, (inner.preparedFor ?? .infinity) < pending.at - 0.001 else { return }
+                inner.preparation?.cancel()
+                inner.preparation = nil
+            }
             inner.prepareStarted = true
             var startAt = startAt
             var queue = inner.queue
             var first = false
-            if let pending = inner.switches.first, pending.at <= (startAt ?? .infinity) + 0.001 {
-                queue = PlaylistQueue(pending.playlist, seed: inner.seed)  // the switch comes first
+            if let pending {
+                queue = PlaylistQueue(pending.playlist, seed: inner.seed)
                 first = true
                 // Its first item is due at the switch's instant, known even when the item
                 // playing has no known end (a file to its end): a live one is decoded ahead

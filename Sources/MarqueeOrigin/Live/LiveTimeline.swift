@@ -77,12 +77,17 @@ struct LiveTimeline {
         return .available
     }
 
-    /// The segments listed in a SegmentTimeline at `now`: available and not yet expired, in
-    /// media-time order (the last one is the live edge).
+    /// The segments listed in a SegmentTimeline at `now`: available, in media-time order (the
+    /// last one is the live edge), from the first that *starts* within the time-shift buffer.
+    /// A segment is served until its end plus the buffer's depth, so each one listed is served
+    /// for at least its own duration after the listing: a client that fetches the oldest entry
+    /// a moment after reading the manifest is not answered 410. (Listed by their ends, the
+    /// oldest entries could leave the buffer just after the listing; at a loop point whose
+    /// segments overlap it, as WAVE's audio's do, the two oldest ended 64 ms apart.)
     func listedSegments(now: Double) -> [LiveSegment] {
         let elapsed = (now - options.availabilityStartTime) * options.mediaRate  // media seconds produced
         let high = elapsed + options.availabilityTimeOffset - options.publishDelay  // newest end allowed
-        let low = elapsed - options.timeShiftBufferDepth             // ends must be after this
+        let low = elapsed - options.timeShiftBufferDepth * options.mediaRate  // starts must be after this
         guard high > 0 else { return [] }
         let loopSeconds = Double(rep.loopTicks) / timescale
         let maxDuration = Double(rep.maxSegmentDuration) / timescale
@@ -93,8 +98,8 @@ struct LiveTimeline {
         for loop in firstLoop...lastLoop {
             for k in 0..<rep.segments.count {
                 guard let seg = segment(index: loop * count + UInt64(k)) else { continue }
-                let end = Double(seg.mediaTime + seg.duration) / timescale
-                if end > low && end <= high { out.append(seg) }
+                let start = Double(seg.mediaTime) / timescale, end = Double(seg.mediaTime + seg.duration) / timescale
+                if start > low && end <= high { out.append(seg) }
             }
         }
         return out.sorted { $0.mediaTime < $1.mediaTime }
