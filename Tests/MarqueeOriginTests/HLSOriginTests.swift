@@ -85,23 +85,8 @@ struct BandwidthLimitTests {
         let t0 = now()
         let fast = try await fetch(free.appendingPathComponent("0/\(number).m4s"))
         let t1 = now()
-        // How long this process's tasks were kept from running meanwhile (the origin's pacer
-        // and the client are tasks of this process, as the suite's 200 other tests are): a
-        // 10 ms ticker's oversleep, summed.
-        let ticker = Task {
-            var (stalled, last) = (0.0, now())
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(10))
-                let t = now()
-                stalled += max(0, t - last - 0.012)
-                last = t
-            }
-            return stalled
-        }
-        let slow = try await fetch(limited.appendingPathComponent("0/\(number).m4s"))
+        let (slow, stalled) = try await measuringHeldBack { try await fetch(limited.appendingPathComponent("0/\(number).m4s")) }
         let t2 = now()
-        ticker.cancel()
-        let stalled = await ticker.value
         #expect(slow.body == fast.body)
         let expected = Double(slow.body.count) * 8 / 4_000_000
         #expect(expected > 0.3, "segment too small to measure: \(slow.body.count) bytes")

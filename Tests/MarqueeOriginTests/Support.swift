@@ -100,3 +100,23 @@ func firstDecodeTime(_ bytes: [UInt8]) throws -> (value: UInt64, version: UInt8)
 }
 
 func now() -> Double { Date().timeIntervalSince1970 }
+
+/// Runs `body` and says how long this process's tasks were held back meanwhile (a 10 ms
+/// ticker's oversleep, summed): the origin's pacer and the test's client are tasks of the test
+/// process, beside the suite's other tests, so a timing bound on them adds this time (the
+/// process was not running) instead of a guess at the machine's load.
+func measuringHeldBack<T: Sendable>(_ body: () async throws -> T) async rethrows -> (T, heldBack: Double) {
+    let ticker = Task {
+        var (held, last) = (0.0, now())
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(10))
+            let t = now()
+            held += max(0, t - last - 0.012)
+            last = t
+        }
+        return held
+    }
+    let result = try await body()
+    ticker.cancel()
+    return (result, await ticker.value)
+}
