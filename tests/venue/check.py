@@ -73,10 +73,17 @@ for name in ["b1", "b2", "b3", "b4"]:
 walls = [{key(p): w for w, p, _ in boxes[n]} for n in ["b1", "b2", "b4"]]
 common = set(walls[0]) & set(walls[1]) & set(walls[2])
 skews = [max(w[k] for w in walls) - min(w[k] for w in walls) for k in common]
+p95 = sorted(skews)[int(0.95 * (len(skews) - 1))] if skews else 0
 if skews:
-    print(f"tests/venue: skew between b1, b2, b4 over {len(common)} pictures: median {statistics.median(skews) * 1000:.1f} ms, max {max(skews) * 1000:.1f} ms")
-if not skews or max(skews) > 1 / 30 + 0.035:
-    failures.append(f"boxes apart by up to {max(skews or [0]) * 1000:.1f} ms")
+    print(f"tests/venue: skew between b1, b2, b4 over {len(common)} pictures: median {statistics.median(skews) * 1000:.1f} ms, "
+          f"p95 {p95 * 1000:.1f} ms, max {max(skews) * 1000:.1f} ms")
+# The same frame at the same instant: the median within 5 ms (0.0-3.2 ms measured in CI runs) and
+# 95 % of the pictures within a frame (33 ms). The worst picture may be off by a frame more, plus
+# 35 ms (a box's steering back after the kill of b3, its neighbour, or a detour past the lying
+# peer: 22-32 ms measured), but no more: beyond that a box has held or lost a picture.
+if not skews or statistics.median(skews) > 0.005 or p95 > 1 / 30 or max(skews) > 1 / 30 + 0.035:
+    failures.append(f"boxes apart: median {statistics.median(skews or [0]) * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms, "
+                    f"max {max(skews or [0]) * 1000:.1f} ms")
 
 asks = {}
 with open(os.path.join(out, "liar-asked.log")) as f:
