@@ -1,19 +1,25 @@
 #!/usr/bin/env python3
-"""A small HTTP server for the security suite (Tests/EndToEndTests/VenueSecurityTests.swift):
-a "secret" page that nothing on a guest's side may reach through a box, and redirects.
+"""The security suites' HTTP server (Tests/EndToEndTests/VenueSecurityTests.swift,
+DocumentSecurityTests.swift): a "secret" page nothing on a guest's side may reach through a box,
+redirects, a cookie, and (with a root) the files of a directory, over http or https.
 
-usage: http_server.py PORT LOGFILE
+usage: http_server.py PORT LOGFILE [ROOT [CERT KEY]]
   GET /secret.html        200, body "SECRET-PAGE"
   GET /302?to=URL         302 to URL (absolute or relative)
   GET /cookie             200 with Set-Cookie: session=guest-a (cacheable)
-  GET /anything-else      200, "ok"
-Every request line is appended to LOGFILE (what the attacker reached, counted by the test).
+  GET /PATH               with ROOT: the file ROOT/PATH (application/json), else 404;
+                          without: 200, "ok"
+With CERT and KEY (PEM) it speaks TLS. Every request line is appended to LOGFILE (what was
+reached, counted by the tests).
 """
 import http.server
+import os
+import ssl
 import sys
 import urllib.parse
 
 PORT, LOG = int(sys.argv[1]), sys.argv[2]
+ROOT = sys.argv[3] if len(sys.argv) > 3 else None
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -41,8 +47,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send(302, b"moved", [("Location", to)])
         elif url.path.startswith("/cookie"):
             self.send(200, b"x" * 1000, [("Set-Cookie", "session=guest-a"), ("Cache-Control", "max-age=60")])
-        else:
+        elif ROOT is None:
             self.send(200, b"ok")
+        else:
+            path = os.path.join(ROOT, url.path.lstrip("/"))
+            if os.path.isfile(path):
+                with open(path, "rb") as f:
+                    self.send(200, f.read(), [("Content-Type", "application/json")])
+            else:
+                self.send(404, b"not found")
 
 
-http.server.ThreadingHTTPServer(("127.0.0.1", PORT), Handler).serve_forever()
+server = http.server.ThreadingHTTPServer(("127.0.0.1", PORT), Handler)
+if len(sys.argv) > 5:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(sys.argv[4], sys.argv[5])
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+server.serve_forever()
