@@ -26,7 +26,10 @@ public struct VenueConfiguration: Sendable {
     /// 443) only. A name must resolve to public addresses: a host on a local network (a venue's
     /// own origin) is listed by its address. Any other target is refused with 403: never an
     /// open proxy.
-    public var upstreams: [String]
+    public var upstreams: [String] { didSet { entries = Self.parse(upstreams) } }
+    /// ``upstreams`` parsed once (each request is checked against them); an entry that does
+    /// not parse serves nothing (``validated()`` refuses it first).
+    private var entries: [UpstreamEntry]
     /// Bytes the segment store may hold.
     public var storeBytes: Int
     public var sharing: SharingPolicy
@@ -58,6 +61,7 @@ public struct VenueConfiguration: Sendable {
         self.host = host
         self.port = port
         self.upstreams = upstreams
+        self.entries = Self.parse(upstreams)
         self.storeBytes = storeBytes
         self.sharing = sharing
         self.peers = peers
@@ -91,7 +95,11 @@ public struct VenueConfiguration: Sendable {
 
     /// The allowlist entry that serves `url` (nil: none does; see ``upstreams``).
     func entry(for target: UpstreamTarget) -> UpstreamEntry? {
-        upstreams.lazy.compactMap { try? UpstreamEntry(parsing: $0) }.first { $0.matches(target) }
+        entries.first { $0.matches(target) }
+    }
+
+    private static func parse(_ upstreams: [String]) -> [UpstreamEntry] {
+        upstreams.compactMap { try? UpstreamEntry(parsing: $0) }
     }
 
     /// Whether `url` (an http or https URL) may be served: its scheme, host and port as parsed,
