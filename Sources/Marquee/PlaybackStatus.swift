@@ -30,7 +30,17 @@ public struct PlaybackStatus: Sendable, Hashable {
     /// The rate media plays at (the latency controller's; 1 when not steering).
     public var playbackRate: Double = 1
     /// The latency the session holds, seconds; `nil` on demand (the user delay comes on top).
+    /// Above ``requestedTargetLatency`` while the stream's segments arrive too late for the
+    /// app's target (``PlayerEvent/targetLatencyChanged(seconds:requested:)``).
     public var targetLatency: Double?
+    /// The latency target the app asked for (options, manifest, ``Player/setTargetLatency(_:)``),
+    /// seconds; `nil` on demand. What the box's neighbours play at: distances are measured from it.
+    public var requestedTargetLatency: Double?
+    /// Whether the session holds a target raised above the app's (a late server).
+    public var targetRaised: Bool {
+        guard let targetLatency, let requestedTargetLatency else { return false }
+        return targetLatency > requestedTargetLatency + 0.005
+    }
     /// The user delay (time-shift) in effect, seconds.
     public var delay: Double = 0
     /// How far the delay can go now, seconds: what the segment store reaches back.

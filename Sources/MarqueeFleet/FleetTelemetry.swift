@@ -15,7 +15,9 @@ import Synchronization
 ///
 /// Metrics (Prometheus names): `marquee_frames_presented_total`, `marquee_frames_dropped_total`,
 /// `marquee_stalls_total`, `marquee_attempts_total`, `marquee_errors_total{code}`, and gauges
-/// `marquee_playing`, `marquee_latency_seconds`, `marquee_target_latency_seconds`,
+/// `marquee_playing`, `marquee_latency_seconds`, `marquee_target_latency_seconds` (the target
+/// held), `marquee_requested_target_latency_seconds` (the app's), `marquee_target_raised` (1
+/// while a late server holds the target above the app's),
 /// `marquee_buffer_seconds`, `marquee_playback_rate`, `marquee_clock_offset_seconds`,
 /// `marquee_video_bitrate_bps`, `marquee_startup_seconds`, `marquee_rebuffer_ratio`,
 /// `marquee_display_off`, `marquee_display_connected` (0 after the display output reported it
@@ -23,7 +25,7 @@ import Synchronization
 /// played because stream audio ran dry), counters `marquee_audio_underruns_total` (times it ran
 /// dry) and `marquee_audio_xruns_total` (device xruns recovered), `marquee_audio_device_ok` (0
 /// after the audio device failed), `marquee_cpu_temperature_celsius` (where the board has
-/// a thermal zone), a counter `marquee_output_changes_total` (display hot-plug and mode changes); a histogram `marquee_latency_distance_seconds` (|latency − target|); with a venue
+/// a thermal zone), a counter `marquee_output_changes_total` (display hot-plug and mode changes); a histogram `marquee_latency_distance_seconds` (|latency − the app's target|); with a venue
 /// proxy `marquee_venue_bytes_total{from=cdn|peers}`, `marquee_venue_store_hits_total`,
 /// `marquee_venue_bytes_served_to_peers_total`, `marquee_venue_peers_connected`,
 /// `marquee_venue_verification_failures_total`.
@@ -132,6 +134,7 @@ public final class FleetTelemetry: Sendable {
                     s.record.stalledSeconds += dt  // (up to the sample that sees the progress)
                 } else if status.state == .playing {
                     s.record.playingSeconds += dt
+                    if status.targetRaised { s.record.raisedTargetSeconds += dt }
                     if let b = s.videoBitrate {
                         s.bitrateWeighted += b * dt
                         s.bitrateSeconds += dt
@@ -159,10 +162,12 @@ public final class FleetTelemetry: Sendable {
             s.record.rebufferRatio = total > 0 ? s.record.stalledSeconds / total : 0
             s.record.timeWeightedBitrate = s.bitrateSeconds > 0 ? s.bitrateWeighted / s.bitrateSeconds : nil
             s.record.clockOffset = status.timeOffset
-            if status.state == .playing, let latency = status.latency, let target = status.targetLatency {
+            // From the app's target: a box that holds a raised one is that far from its neighbours.
+            if status.state == .playing, let latency = status.latency, let target = status.requestedTargetLatency ?? status.targetLatency {
                 s.record.latency.record(latency - target)
                 metrics.latencyDistance.record(abs(latency - target))
             }
+            if status.targetRaised, let raised = status.targetLatency { s.record.raisedTarget = max(s.record.raisedTarget ?? 0, raised) }
             // The counts go on across loads; a stopped or reloaded core's start again from 0,
             // and what it counts then is all new.
             if status.framesPresented < s.counted.presented { s.counted.presented = 0 }
@@ -185,6 +190,8 @@ public final class FleetTelemetry: Sendable {
         metrics.playing.record(status.state == .playing ? 1 : 0)
         metrics.latency.record(status.latency ?? .nan)
         metrics.target.record(status.targetLatency ?? .nan)
+        metrics.requestedTarget.record(status.requestedTargetLatency ?? .nan)
+        metrics.targetRaised.record(status.targetRaised ? 1 : 0)
         metrics.buffer.record(status.buffer)
         metrics.rate.record(status.playbackRate)
         metrics.clockOffset.record(status.timeOffset)
@@ -245,7 +252,7 @@ public final class FleetTelemetry: Sendable {
 struct Instruments: Sendable {
     let factory: any MetricsFactory
     let presented, dropped, stalls, attempts: Counter
-    let playing, latency, target, buffer, rate, clockOffset, bitrate, startup, rebufferRatio, displayOff, audioSilence, audioDeviceOK: Gauge
+    let playing, latency, target, requestedTarget, targetRaised, buffer, rate, clockOffset, bitrate, startup, rebufferRatio, displayOff, audioSilence, audioDeviceOK: Gauge
     let audioUnderruns, audioXruns: Counter
     let displayConnected: Gauge?  // a display output's only
     let outputChanges: Counter
@@ -266,6 +273,8 @@ struct Instruments: Sendable {
         playing = gauge("marquee_playing")
         latency = gauge("marquee_latency_seconds")
         target = gauge("marquee_target_latency_seconds")
+        requestedTarget = gauge("marquee_requested_target_latency_seconds")
+        targetRaised = gauge("marquee_target_raised")
         buffer = gauge("marquee_buffer_seconds")
         rate = gauge("marquee_playback_rate")
         clockOffset = gauge("marquee_clock_offset_seconds")

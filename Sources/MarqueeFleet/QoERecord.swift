@@ -3,7 +3,8 @@ import Marquee
 
 /// One play's quality of experience, as QoE services (Mux, Conviva) and player SDKs' analytics
 /// report it: how long it took to start, whether it started at all, how often and how long it
-/// stalled, what it played at, how close to its latency target it held.
+/// stalled, what it played at, how close to the app's latency target it held (and whether a
+/// late server made it hold a higher one).
 ///
 /// Built by ``FleetTelemetry`` from the player's events and its status sampled 4 times a
 /// second; encoded as JSON (`marquee play` prints it at exit, the control socket answers
@@ -43,8 +44,14 @@ public struct QoERecord: Codable, Sendable, Equatable {
     public var framesPresented = 0
     /// Pictures decoded but dropped (late).
     public var framesDropped = 0
-    /// How far the latency was from its target, sampled while playing live.
+    /// How far the latency was from the app's target (the one its neighbours play at), sampled
+    /// while playing live; a target raised for a late server does not move it.
     public var latency = LatencyHistogram()
+    /// The highest latency target the player held above the app's (the stream's segments
+    /// arrived too late for it), seconds; nil while it held the app's.
+    public var raisedTarget: Double?
+    /// Seconds spent playing with a raised target in force (``raisedTarget``).
+    public var raisedTargetSeconds = 0.0
     /// The server clock's offset from the local clock, seconds (the last measured).
     public var clockOffset = 0.0
     /// Errors reported, by ``PlayerError/Code-swift.struct`` name (`network`, `media`, …).

@@ -38,6 +38,12 @@ extension PlaybackSession {
             guard let (mpd, mono) = await manifest.answered(), let newest = Self.newestListed(in: mpd, kind: kind, manifestURL: source) else { return nil }
             return (newest.end, mono + clock.offset - ast, newest.end - newest.start)
         }
+        /// Whether the player itself was not running between two answers (``Suspensions``): a
+        /// listing bracketed across a freeze says nothing about when it came.
+        func frozen(between a: Double, and b: Double) -> Bool {
+            let offset = clock.offset - ast
+            return suspensions.withLock { $0.frozen(from: a - offset, to: b - offset, now: Monotonic.now()) } > 0
+        }
         func sleep(until time: Double) async {
             let wait = time - serverNow()
             if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(wait * 1000))) }
@@ -70,7 +76,7 @@ extension PlaybackSession {
                 if now.end > previous.end + 0.001 {
                     // Listed between the two answers: one sample when it is the one awaited
                     // (and only it is new).
-                    if abs(now.end - end) < 0.01, now.end - previous.end < now.duration * 1.5 {
+                    if abs(now.end - end) < 0.01, now.end - previous.end < now.duration * 1.5, !frozen(between: previous.at, and: now.at) {
                         let wasActive = edge.isActive
                         edge.record(end: now.end, listedAt: now.at, notListedAt: previous.at)
                         early = 0

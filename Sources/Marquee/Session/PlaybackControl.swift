@@ -16,7 +16,13 @@ extension PlaybackSession {
     /// The control step, every ``controlInterval``: a sampled-data loop by design (the
     /// controller steers on a fixed period), not a poll for events.
     func control() async {
+        defer { suspensions.withLock { $0.stop() } }
         while !Task.isCancelled {
+            let now = Monotonic.now()
+            if let window = suspensions.withLock({ $0.beat(at: now, every: Self.controlInterval) }) {
+                // The process was stopped or starved: what arrived late meanwhile is not the server's.
+                logger.notice("the player was not running", metadata: ["seconds": "\(String(format: "%.2f", window.seconds))"])
+            }
             if let status = core.status() {
                 update(status)
                 steer(status)
@@ -203,7 +209,9 @@ extension PlaybackSession {
         status.framesPerSecond = fps
         status.timeOffset = clock.localClockDifferenceMs / 1000
         status.playbackRate = controller.withLock { $0.rate }
-        status.targetLatency = mpd.isLive ? targetLatency : nil
+        let target = latencyTarget.withLock { $0 }
+        status.targetLatency = mpd.isLive ? target.current : nil
+        status.requestedTargetLatency = mpd.isLive ? target.requested : nil
         status.delay = shift.delay
         status.availableDelay = availableDelay
         status.storeBytes = store?.bytes ?? 0

@@ -20,6 +20,9 @@ final class PlaybackSession: Sendable {
     let latencyTarget: Locked<LatencyTarget>
     /// Seconds behind live the session holds now.
     var targetLatency: Double { latencyTarget.withLock { $0.current } }
+    /// When the player itself was not running (a stopped process, a starved CPU), from the
+    /// control step's beats: arrivals are not charged to the server for that time.
+    let suspensions = Locked(Suspensions())
     /// The media clock's drift from the segments' dates: presented positions are read through
     /// it (latency, buffer, the feeders' position) and the controller steers around its rate.
     let drift = Locked(MediaClockDrift())
@@ -154,8 +157,17 @@ final class PlaybackSession: Sendable {
         }
         let ast = mpd.availabilityStartTime
         let restart = Locked(false)  // reported once
-        let onArrival: @Sendable (Double, Double) -> Void = { need, inHand in
-            Self.report(shared.withLock { $0.arrived(need: need, inHand: inHand, at: Monotonic.now()) }, events: events, logger: logger)
+        let suspensions = self.suspensions
+        let onArrival: @Sendable (SegmentArrival) -> Void = { measured in
+            // The time the player itself was not running is not the server's (``Suspensions``).
+            let now = Monotonic.now()
+            let arrival = suspensions.withLock { $0.discount(measured, at: now) }
+            if arrival.need < measured.need - 0.001 {
+                logger.info(
+                    "segment arrival: the player's own freeze not charged to the server",
+                    metadata: ["need": "\(String(format: "%.3f", measured.need))", "charged": "\(String(format: "%.3f", arrival.need))"])
+            }
+            Self.report(shared.withLock { $0.arrived(need: arrival.need, inHand: arrival.inHand, at: now) }, events: events, logger: logger)
         }
         let drifting = plans.firstIndex { $0.kind == .video } ?? 0  // the feeder that measures the drift
         self.feeders = plans.enumerated().map { index, plan in
@@ -181,7 +193,7 @@ final class PlaybackSession: Sendable {
                     }
                 }, shift: shift, store: store, abr: abr, latestMPD: Locked(mpd), active: Locked(plan.representation.id),
                 loader: SegmentLoader(fetcher: fetcher, locations: plan.timeline.baseURLs.count, logger: logger), onArrival: onArrival,
-                drift: index == drifting ? drift : nil)
+                drift: index == drifting ? drift : nil, suspensions: suspensions)
         }
         if stagedAt == nil { announce() }
     }

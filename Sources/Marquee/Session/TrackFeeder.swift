@@ -82,11 +82,15 @@ struct TrackFeeder: Sendable {
     /// answer times, the keys fetched).
     let loader: SegmentLoader
     /// Hears, for each live segment fetched as soon as it was due, how many seconds after its
-    /// presentation start its first byte came and it was in hand, whole (``FeasibleLatency``).
-    let onArrival: @Sendable (Double, Double) -> Void
+    /// presentation start it was available, its first byte came and it was in hand, whole
+    /// (``FeasibleLatency``, ``Suspensions``).
+    let onArrival: @Sendable (SegmentArrival) -> Void
     /// The media clock's drift from the segments' dates (``MediaClockDrift``), fed by one
     /// feeder of the session (the video one), nil for the others.
     let drift: Locked<MediaClockDrift>?
+    /// When the player itself was not running (the session's, ``Suspensions``): how late a
+    /// listing came is not learned from the time it was frozen.
+    let suspensions: Locked<Suspensions>
     /// The offset last set from a measured timestamp (``measureOffset(_:segment:rep:)``).
     private let measuredOffset = Locked<Double?>(nil)
     /// Server seconds (since the availability start) when the segment being obtained began to
@@ -230,9 +234,12 @@ struct TrackFeeder: Sendable {
                     reloadSince = Monotonic.now()
                 } else {
                     if misses > 0, let found = next, lastEnd != nil, let now = serverSeconds() {
+                        // (Less the time the player was not running: its reloads were late, not the listing.)
                         listingLate = SegmentChoice.listingLateness(
-                            observed: now - found.end, missed: missedAt.map { $0 - found.end }, segmentDuration: SegmentChoice.segmentDuration(timeline))
-                        listedBefore = missedAt.map { max(0, now - $0) / 2 } ?? 0
+                            observed: now - found.end - frozen(from: found.end, to: now, now: now),
+                            missed: missedAt.map { $0 - found.end - frozen(from: found.end, to: $0, now: now) },
+                            segmentDuration: SegmentChoice.segmentDuration(timeline))
+                        listedBefore = missedAt.map { max(0, now - $0 - frozen(from: $0, to: now, now: now)) / 2 } ?? 0
                     }
                     missedAt = nil
                     misses = 0
@@ -271,7 +278,11 @@ struct TrackFeeder: Sendable {
                 if isLive, awaited, let askedAt, askedAt >= segment.end - 0.05, let arrived = firstByteAt.withLock({ $0 }),
                     let whole = serverSeconds()
                 {
-                    onArrival(arrived - listedBefore - segment.start, whole - listedBefore - segment.start)
+                    let available = timeline.availabilityStart(of: segment).flatMap { date in
+                        timeline.availabilityStartTime.map { date.timeIntervalSince($0) }
+                    } ?? segment.end
+                    let from = listedBefore + segment.start
+                    onArrival(SegmentArrival(available: available - from, need: arrived - from, inHand: whole - from))
                 }
                 listedBefore = 0
             case .skipped:
@@ -297,6 +308,13 @@ struct TrackFeeder: Sendable {
         let wait = available.timeIntervalSince(clock.now())
         if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(wait * 1000) + 5)) }
         return wait > 0
+    }
+
+    /// Seconds of `from`…`to` (server seconds since the availability start, the present being
+    /// `now`) the player itself was not running (``Suspensions``).
+    private func frozen(from: Double, to: Double, now: Double) -> Double {
+        let mono = Monotonic.now()
+        return suspensions.withLock { $0.frozen(from: mono - (now - from), to: mono - (now - to), now: mono) }
     }
 
     /// Server seconds since the availability start time (live), nil without one.
