@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Marquee
 import MarqueeOrigin
 import MarqueeStreaming
@@ -39,6 +40,50 @@ extension LivePlaybackTests {
         Self.expectHeard440(run.dir.appendingPathComponent("out.wav"))
         let counts = try await Self.originMediaCounts(origin)
         #expect(counts.count >= 6 && counts.values.allSatisfy { $0 == 1 }, "\(counts)")
+    }
+
+    /// A venue after a power cut: four players started together behind one proxy that shares
+    /// with no peer (`--sharing never`). Each segment is asked for four times within a few
+    /// milliseconds, some of them just as its transfer ends (while its digest is checked for
+    /// the store): every such request is served from the transfer or the store, and the origin
+    /// sends each segment once.
+    @Test func fourPlayersStartedTogetherBehindOneProxyFetchEachSegmentOnce() async throws {
+        let origin = try await Self.origin()
+        defer { Task { await origin.stop() } }
+        var logger = Logger(label: "test.venue")
+        logger.logLevel = .warning
+        let proxy = try VenueProxy(
+            configuration: VenueConfiguration(upstreams: ["\(origin.baseURL.host!):\(origin.baseURL.port!)"], sharing: .never), logger: logger)
+        _ = try await proxy.start()
+        defer { Task { await proxy.stop() } }
+        let local = try proxy.localURL(for: origin.manifestURL(asset: "generated"))
+        let players = try (0..<4).map { _ in
+            try Player(options: PlayerOptions(sources: [local], targetLatency: 3, audioOutput: .null, videoOutput: .headless))
+        }
+        let starts = Locked([Double]())
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for player in players {
+                group.addTask {
+                    starts.withLock { $0.append(Date().timeIntervalSince1970) }
+                    try await player.play()
+                }
+            }
+            try await group.waitForAll()
+        }
+        try await Task.sleep(for: .seconds(15))
+        let presented = players.map(\.status.framesPresented)
+        for player in players { await player.stop() }
+        let spread = starts.withLock { ($0.max() ?? 0) - ($0.min() ?? 0) }
+        #expect(spread <= 0.05, "the players started \(spread) s apart")
+        #expect(presented.allSatisfy { $0 > 300 }, "pictures presented: \(presented)")
+        let counts = try await Self.originMediaCounts(origin)
+        let segments = counts.filter { $0.key.hasSuffix(".m4s") && !$0.key.hasSuffix("init.mp4") }
+        let requests = segments.values.reduce(0, +)
+        let ratio = Double(requests) / Double(max(1, segments.count))
+        #expect(segments.count >= 14, "\(segments.count) segments")
+        #expect(ratio <= 1.05, "\(requests) origin requests for \(segments.count) segments: sent more than once \(segments.filter { $0.value > 1 })")
+        print(String(format: "venue: four players started within %.0f ms behind one proxy: %d origin requests for %d segments, %.3f×",
+                     spread * 1000, requests, segments.count, ratio))
     }
 
     /// Two boxes of a venue on one stream, each through its own proxy, peers of each other:
