@@ -119,7 +119,8 @@ public struct SegmentLoader: Sendable {
     /// that brought no segment (an error status, a reset, a deadline, a stuck or stalled body,
     /// an empty body, bytes that are no segment, a body that never ends, a damaged one fetched
     /// again), whether the segment then came on another try or was skipped. Not counted: a
-    /// download ABR abandoned for a lower rendition, a cancelled one.
+    /// download ABR abandoned for a lower rendition, a cancelled one, a live segment's 404 (not
+    /// published yet: asked for again).
     public var failedDownloads: Int { failures.withLock { $0 } }
 
     private func countFailure() { failures.withLock { $0 += 1 } }
@@ -250,7 +251,8 @@ public struct SegmentLoader: Sendable {
                     return .abandoned(bytes: state.received, seconds: elapsed)
                 }
                 if error.code == .cancelled { return .cancelled }
-                countFailure()
+                // (A live segment not there yet, asked for again, is no failed download.)
+                if !(request.live && error.status == 404) { countFailure() }
                 if sink.hasDelivered { return .skipped(error, partial: true) }
                 if verdict == .stuck { judgedStuck = true }
                 let late = request.live && context.isLate()
