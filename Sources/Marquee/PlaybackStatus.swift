@@ -47,6 +47,11 @@ public struct PlaybackStatus: Sendable, Hashable {
     public var availableDelay: Double = 0
     /// Bytes of compressed media the segment store holds.
     public var storeBytes: Int = 0
+    /// Media segment downloads that failed in this source's session (each try given up or
+    /// that brought no segment: an error status, a reset, a deadline, a stuck or trickling
+    /// body, an empty body, bytes that are no segment, a body that never ends), whether the
+    /// segment came on a later try or was skipped. A new source's session counts from 0.
+    public var failedDownloads: Int = 0
     /// Seconds of silence the audio output played because stream audio ran dry after it began
     /// (under-runs), since the core started.
     public var audioSilence: Double = 0

@@ -14,7 +14,8 @@ import Synchronization
 /// so counters are current to the moment of the scrape.
 ///
 /// Metrics (Prometheus names): `marquee_frames_presented_total`, `marquee_frames_dropped_total`,
-/// `marquee_stalls_total`, `marquee_attempts_total`, `marquee_errors_total{code}`, and gauges
+/// `marquee_stalls_total`, `marquee_attempts_total`, `marquee_errors_total{code}`,
+/// `marquee_failed_downloads_total` (media segment tries that failed: ``QoERecord/failedDownloads``), and gauges
 /// `marquee_playing`, `marquee_latency_seconds`, `marquee_target_latency_seconds` (the target
 /// held), `marquee_requested_target_latency_seconds` (the app's), `marquee_target_raised` (1
 /// while a late server holds the target above the app's),
@@ -54,7 +55,7 @@ public final class FleetTelemetry: Sendable {
 
     /// Totals already added to the counters (they are incremented by what is new).
     struct Counted {
-        var presented = 0, dropped = 0, underruns = 0, xruns = 0
+        var presented = 0, dropped = 0, underruns = 0, xruns = 0, failedDownloads = 0
         var fromCDN: Int64 = 0, fromPeers: Int64 = 0, servedToPeers: Int64 = 0, storeHits = 0, verificationFailures = 0
     }
 
@@ -179,6 +180,11 @@ public final class FleetTelemetry: Sendable {
             s.record.framesDropped += dropped
             s.counted.presented = status.framesPresented
             s.counted.dropped = status.framesDropped
+            if status.failedDownloads < s.counted.failedDownloads { s.counted.failedDownloads = 0 }
+            let failed = status.failedDownloads - s.counted.failedDownloads
+            metrics.failedDownloads.increment(by: Int64(failed))
+            s.record.failedDownloads += failed
+            s.counted.failedDownloads = status.failedDownloads
             if status.audioUnderruns < s.counted.underruns { s.counted.underruns = 0 }
             if status.audioXruns < s.counted.xruns { s.counted.xruns = 0 }
             metrics.audioUnderruns.increment(by: Int64(status.audioUnderruns - s.counted.underruns))
@@ -253,7 +259,7 @@ struct Instruments: Sendable {
     let factory: any MetricsFactory
     let presented, dropped, stalls, attempts: Counter
     let playing, latency, target, requestedTarget, targetRaised, buffer, rate, clockOffset, bitrate, startup, rebufferRatio, displayOff, audioSilence, audioDeviceOK: Gauge
-    let audioUnderruns, audioXruns: Counter
+    let audioUnderruns, audioXruns, failedDownloads: Counter
     let displayConnected: Gauge?  // a display output's only
     let outputChanges: Counter
     let temperature: Gauge?
@@ -287,6 +293,7 @@ struct Instruments: Sendable {
         audioSilence = gauge("marquee_audio_underrun_seconds")
         audioUnderruns = counter("marquee_audio_underruns_total")
         audioXruns = counter("marquee_audio_xruns_total")
+        failedDownloads = counter("marquee_failed_downloads_total")
         audioDeviceOK = gauge("marquee_audio_device_ok")
         outputChanges = counter("marquee_output_changes_total")
         temperature = thermal ? gauge("marquee_cpu_temperature_celsius") : nil

@@ -54,6 +54,11 @@ public struct QoERecord: Codable, Sendable, Equatable {
     public var raisedTargetSeconds = 0.0
     /// The server clock's offset from the local clock, seconds (the last measured).
     public var clockOffset = 0.0
+    /// Media segment downloads that failed (``PlaybackStatus/failedDownloads``: an error
+    /// status, a reset, a stuck or trickling body, an empty body, bytes that are no segment, a
+    /// body that never ends), over every source played, whether the segment came on a later
+    /// try or was skipped (a skipped one is in ``errors`` too).
+    public var failedDownloads = 0
     /// Errors reported, by ``PlayerError/Code-swift.struct`` name (`network`, `media`, …).
     public var errors: [String: Int] = [:]
 

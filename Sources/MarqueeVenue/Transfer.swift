@@ -44,6 +44,9 @@ final class Transfer: Sendable {
         var overflowed = false
         /// Bytes taken from `budget` for the chunks kept.
         var reserved = 0
+        /// Judged for the store (``settle()``), and who waits for that.
+        var settled = false
+        var settling: [CheckedContinuation<Void, Never>] = []
     }
 
     /// Bytes of body kept for readers who join late; past it the transfer is only its readers'.
@@ -134,10 +137,36 @@ final class Transfer: Sendable {
         if abandoned { onAbandoned.withLock { $0 }?() }
     }
 
+    /// The proxy has judged the finished body for the store (stored or not): the waiters of
+    /// ``settled()`` go on.
+    func settle() {
+        let waiting = state.withLock { s in
+            s.settled = true
+            defer { s.settling = [] }
+            return s.settling
+        }
+        for w in waiting { w.resume() }
+    }
+
+    /// Returns once ``settle()`` was called (at once if it was). Every transfer in the proxy's
+    /// in-flight table is settled when it ends, whatever its outcome.
+    func settled() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { s -> Bool in
+                if s.settled { return true }
+                s.settling.append(c)
+                return false
+            }
+            if done { c.resume() }
+        }
+    }
+
     /// Whether a reader may still join (the body has not outgrown what is kept).
     var isJoinable: Bool { state.withLock { !$0.overflowed } }
 
     var isFinished: Bool { state.withLock { $0.end != nil } }
+    /// Judged for the store and out of the in-flight table (``settle()``).
+    var isSettled: Bool { state.withLock { $0.settled } }
     var receivedBytes: Int { state.withLock { $0.bytes } }
 
     /// The whole body once finished successfully (one buffer).

@@ -304,21 +304,35 @@ public final class VenueProxy: Sendable {
             let transfer = fetchUpstream(url, method: request.method == .head ? .HEAD : .GET, headers: forwarded)
             return await answer(transfer, url: url, head: request.method == .head, origin: "pass", to: .player, personal: !shared)
         }
-        if !manifest, let object = store.get(key) {
-            stats.withLock {
-                $0.storeHits += 1
-                $0.bytesServedToPlayers += Int64(object.body.readableBytes)
-            }
-            return Self.stored(object, source: "store")
-        }
+        if !manifest, let object = await stored(key) { return servedFromStore(object) }
         // Right after the start, a manifest waits until the venue is found as well (segments wait
         // in the transfer): the player then plans its first segments from a manifest as fresh as
         // the moment they can be shared, not one read before a wait of up to 2 s.
         if manifest { await peers.settle() }
         let deadline = peerDeadline(headers, query: url.query)
-        let (transfer, joined) = transfer(for: url, key: key, manifest: manifest, askPeers: !manifest, peerDeadline: deadline)
-        if joined { stats.withLock { $0.coalesced += 1 } }
-        return await answer(transfer, url: url, head: false, origin: joined ? "coalesced" : "fetched", to: .player)
+        switch transfer(for: url, key: key, manifest: manifest, askPeers: !manifest, peerDeadline: deadline) {
+        case .stored(let object): return servedFromStore(object)
+        case .transfer(let transfer, let joined):
+            if joined { stats.withLock { $0.coalesced += 1 } }
+            return await answer(transfer, url: url, head: false, origin: joined ? "coalesced" : "fetched", to: .player)
+        }
+    }
+
+    private func servedFromStore(_ object: StoredObject) -> Response {
+        stats.withLock {
+            $0.storeHits += 1
+            $0.bytesServedToPlayers += Int64(object.body.readableBytes)
+        }
+        return Self.stored(object, source: "store")
+    }
+
+    /// The stored answer for `key`: in the store, or once the transfer of it that has just
+    /// ended is judged for the store (its digest checked) and kept. Nil: neither (fetched).
+    private func stored(_ key: String) async -> StoredObject? {
+        if let object = store.get(key) { return object }
+        guard let ended = inflight.withLock({ $0[key] }), ended.isFinished else { return nil }
+        await ended.settled()
+        return store.get(key)
     }
 
     /// Seconds a segment may wait for a peer: half the player's buffer (CMCD `bl`, in
@@ -339,16 +353,27 @@ public final class VenueProxy: Sendable {
         return min(8, max(0.25, seconds / 2))
     }
 
-    /// The transfer under way for `key`, or a new one; whether it was joined.
-    func transfer(for url: URL, key: String, manifest: Bool, askPeers: Bool, peerDeadline: Double) -> (Transfer, Bool) {
-        if let existing = inflight.withLock({ $0[key] }), existing.isJoinable { return (existing, true) }
+    /// Where a request's answer comes from: a transfer (joined, or started for it), or the
+    /// store (the transfer it would have joined was stored as it looked).
+    enum Found {
+        case transfer(Transfer, joined: Bool)
+        case stored(StoredObject)
+    }
+
+    /// The transfer under way for `key` (or ended, not yet judged for the store: its body is
+    /// whole in it), the object stored since the caller looked, or a new transfer. A transfer
+    /// leaves the table only once judged (``finishTransfer(_:url:key:manifest:)`` stores it
+    /// first), and the store is looked at again here under the table's lock: a request that
+    /// comes just as a transfer ends is served from one or the other, never fetched again.
+    func transfer(for url: URL, key: String, manifest: Bool, askPeers: Bool, peerDeadline: Double) -> Found {
         let transfer = Transfer(retainLimit: store.largestObject, budget: inflightBudget)
-        let raced: Transfer? = inflight.withLock { map in
-            if let other = map[key] { return other }
+        let found: Found? = inflight.withLock { map in
+            if let other = map[key], !other.isSettled { return .transfer(other, joined: true) }
+            if !manifest, let object = store.get(key) { return .stored(object) }
             map[key] = transfer
             return nil
         }
-        if let raced { return (raced, true) }
+        if let found { return found }
         let task = Task {
             // The owner first; when it is gone (refused, reset), the next owner among those left
             // (the one every box now agrees on), if half the deadline is left; else the CDN.
@@ -381,11 +406,21 @@ public final class VenueProxy: Sendable {
         // goes on into the store and the next try joins it. Only a body too large to keep is
         // cancelled when nobody reads it any more.
         transfer.onAbandoned.withLock { $0 = { [weak transfer] in if transfer?.isJoinable == false { task.cancel() } } }
-        return (transfer, false)
+        return .transfer(transfer, joined: false)
     }
 
+    /// Judges an ended transfer for the store (keeps it when it may be), then takes it out of
+    /// the in-flight table and settles it: in that order, so that a request in between finds
+    /// it in one or the other (``transfer(for:key:manifest:askPeers:peerDeadline:)``).
     private func finishTransfer(_ transfer: Transfer, url: URL, key: String, manifest: Bool) {
+        keep(transfer, url: url, key: key, manifest: manifest)
         inflight.withLock { if $0[key] === transfer { $0[key] = nil } }
+        transfer.settle()
+    }
+
+    /// Stores an ended transfer's body when it may be: a whole 200, cacheable by its headers, its
+    /// length as said, its digest (when given) its own.
+    private func keep(_ transfer: Transfer, url: URL, key: String, manifest: Bool) {
         guard !manifest, let head = transfer.head, head.status == 200, let body = transfer.body() else { return }
         let control = (head.header("Cache-Control") ?? "").lowercased()
         guard !control.contains("no-store"), !control.contains("no-cache"), !control.contains("private") else { return }
@@ -551,7 +586,10 @@ public final class VenueProxy: Sendable {
         guard let key = configuration.venueKey, VenueProof.isNonce(nonce) else { return Self.plain(.badRequest, "no venue key or no nonce") }
         let storeKey = url.absoluteString
         if store.get(storeKey) == nil, let transfer = inflight.withLock({ $0[storeKey] }), let parts = transfer.read() {
-            _ = await PeerNetwork.within(2) { for try await _ in parts {} }
+            _ = await PeerNetwork.within(2) {
+                for try await _ in parts {}
+                await transfer.settled()  // judged for the store
+            }
         }
         guard let object = store.get(storeKey) else { return Self.plain(.notFound, "not held") }
         let digest = SHA256.hash(data: Array(object.body.readableBytesView)).map { String(format: "%02x", $0) }.joined()
@@ -564,11 +602,14 @@ public final class VenueProxy: Sendable {
     /// the asker thinks so) fetched from upstream now, never from another peer.
     private func serveToPeer(_ url: URL) async -> Response {
         let key = url.absoluteString
-        if let object = store.get(key) {
+        let found: Found
+        if let object = await stored(key) { found = .stored(object) } else { found = transfer(for: url, key: key, manifest: false, askPeers: false, peerDeadline: 0) }
+        switch found {
+        case .stored(let object):
             stats.withLock { $0.bytesServedToPeers += Int64(object.body.readableBytes) }
             return Self.stored(object, source: "peer-store")
+        case .transfer(let transfer, _):
+            return await answer(transfer, url: url, head: false, origin: "peer-fetched", to: .peer)
         }
-        let (transfer, _) = transfer(for: url, key: key, manifest: false, askPeers: false, peerDeadline: 0)
-        return await answer(transfer, url: url, head: false, origin: "peer-fetched", to: .peer)
     }
 }

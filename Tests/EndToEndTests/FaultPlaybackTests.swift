@@ -53,6 +53,34 @@ extension LivePlaybackTests {
         print(String(format: "bodies that are not segments (%@): %d pictures, %.1f %% of those due", stream, run.frames.count, share * 100))
     }
 
+    /// Bodies that come too slowly or never end, on a fifth of the segments' first requests: a
+    /// body trickling from its first byte at 320 kbit/s (2 kB every 50 ms, an eighth of the
+    /// stream's rate) is judged against the segment's deadline and fetched again while it can
+    /// still be shown; a segment followed by zeros without end is cut where it ends, kept, and
+    /// the download ended there. On DASH (fMP4), HLS with fMP4 and HLS with MPEG-TS segments.
+    @Test(arguments: ["trickle_320-20", "endless_20"], ["dash", "master.m3u8", "master-ts.m3u8"])
+    func bodiesThatTrickleOrNeverEndCostAlmostNothing(_ fault: String, _ stream: String) async throws {
+        let origin = try await Self.origin()
+        defer { Task { await origin.stop() } }
+        let dash = origin.manifestURL(asset: "generated", options: ["seed_5", fault])
+        let url = stream == "dash" ? dash : dash.deletingLastPathComponent().appendingPathComponent(stream)
+        let failed = Locked(0)
+        let run = try await Self.play(url, seconds: 20, audio: { _ in .null }) { _ in } during: { player in
+            failed.withLock { $0 = player.status.failedDownloads }
+        }
+        let (share, inOrder) = Self.presentedShare(run.frames)
+        let due = run.frames.last.map { Date().timeIntervalSince1970 - $0.wallTime } ?? 99
+        let last = run.events.last { if case .stateChanged = $0 { true } else { false } }
+        // 90 %: the bar for a fifth of the requests faulted.
+        #expect(run.frames.count > 450 && share >= 0.9 && inOrder, "\(fault) \(stream): \(run.frames.count) pictures, \(share * 100) % of those due")
+        #expect(due < 1 && last != .stateChanged(.buffering), "\(fault) \(stream): the last picture \(due) s before the end, last state \(String(describing: last))")
+        #expect(!run.events.contains(.stateChanged(.ended)) && !run.events.contains { if case .error(_, true) = $0 { true } else { false } })
+        // A trickled try given up is a failed download (counted); an endless body's segment
+        // came whole (not one).
+        if fault.hasPrefix("trickle") { #expect(failed.withLock { $0 } >= 1, "\(fault) \(stream): no failed download counted") }
+        print(String(format: "%@ (%@): %d pictures, %.1f %% of those due, %d failed downloads", fault, stream, run.frames.count, share * 100, failed.withLock { $0 }))
+    }
+
     @Test func damagedSegmentsCostTheirOwnAndPlaybackGoesOn() async throws {
         let origin = try await Self.origin()
         defer { Task { await origin.stop() } }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Marquee
 import MarqueeOrigin
 import MarqueeStreaming
@@ -39,6 +40,56 @@ extension LivePlaybackTests {
         Self.expectHeard440(run.dir.appendingPathComponent("out.wav"))
         let counts = try await Self.originMediaCounts(origin)
         #expect(counts.count >= 6 && counts.values.allSatisfy { $0 == 1 }, "\(counts)")
+    }
+
+    /// A venue after a power cut: four `marquee play` processes started together (within
+    /// 50 ms) behind one proxy that shares with no peer (`--sharing never`). Each segment is
+    /// asked for four times within tens of milliseconds (each process starts at its own pace),
+    /// some of them just as its transfer ends, while its digest is checked for the store: every
+    /// such request is served from the transfer or the store, and the origin sends each segment
+    /// once.
+    @Test func fourPlayersStartedTogetherBehindOneProxyFetchEachSegmentOnce() async throws {
+        let marquee = Tools.packageRoot.appendingPathComponent(".build/debug/marquee")
+        try #require(FileManager.default.isExecutableFile(atPath: marquee.path), "swift build first")
+        let origin = try await Self.origin()
+        defer { Task { await origin.stop() } }
+        var logger = Logger(label: "test.venue")
+        logger.logLevel = .warning
+        let proxy = try VenueProxy(
+            configuration: VenueConfiguration(upstreams: ["\(origin.baseURL.host!):\(origin.baseURL.port!)"], sharing: .never), logger: logger)
+        _ = try await proxy.start()
+        defer { Task { await proxy.stop() } }
+        let local = try proxy.localURL(for: origin.manifestURL(asset: "generated"))
+        // (Foundation's first spawn in a process is slow: not one of the four.)
+        let warmUp = Process()
+        warmUp.executableURL = URL(fileURLWithPath: "/usr/bin/true")
+        try warmUp.run()
+        warmUp.waitUntilExit()
+        var players: [Process] = []
+        var starts: [Double] = []
+        defer { for player in players { Tools.stop(player) } }
+        for _ in 0..<4 {
+            let player = Process()
+            player.executableURL = marquee
+            player.arguments = ["play", local.absoluteString, "--audio", "null", "--video", "headless", "--duration", "15"]
+            player.standardOutput = FileHandle.nullDevice
+            player.standardError = FileHandle.nullDevice
+            starts.append(Date().timeIntervalSince1970)
+            try player.run()
+            players.append(player)
+        }
+        while players.contains(where: \.isRunning) { try await Task.sleep(for: .milliseconds(100)) }
+        let spread = (starts.max() ?? 0) - (starts.min() ?? 0)
+        #expect(spread <= 0.05, "the players started \(spread) s apart")
+        #expect(players.allSatisfy { $0.terminationStatus == 0 }, "exit statuses \(players.map(\.terminationStatus))")
+        let counts = try await Self.originMediaCounts(origin)
+        let segments = counts.filter { $0.key.hasSuffix(".m4s") && !$0.key.hasSuffix("init.mp4") }
+        let requests = segments.values.reduce(0, +)
+        let ratio = Double(requests) / Double(max(1, segments.count))
+        #expect(segments.count >= 14, "\(segments.count) segments")
+        #expect(ratio <= 1.05, "\(requests) origin requests for \(segments.count) segments: sent more than once \(segments.filter { $0.value > 1 })")
+        print(String(format: "venue: four players started within %.0f ms behind one proxy: %d origin requests for %d segments, %.3f×",
+                     spread * 1000, requests, segments.count, ratio))
     }
 
     /// Two boxes of a venue on one stream, each through its own proxy, peers of each other:

@@ -148,6 +148,30 @@ import Testing
         #expect(try await Self.originBytes(origin) - llBefore == 2 * whole.count, "once for the proxy, once for the direct check")
     }
 
+    /// A request that comes just after a fetch of its segment ended (while the proxy checks
+    /// the body's digest for the store) is served from the ended fetch or the store: the
+    /// origin sends each segment once. Sixteen segments, each asked for again the moment the
+    /// first answer is whole.
+    @Test func aRequestJustAfterAFetchEndedIsNotFetchedAgain() async throws {
+        let origin = try await LivePlaybackTests.origin()
+        defer { Task { await origin.stop() } }
+        let proxy = try await Self.proxy(upstreams: [Self.authority(origin)])
+        defer { Task { await proxy.stop() } }
+        let newest = Int(Date().timeIntervalSince1970 / 2) - 2
+        var paths: [String] = []
+        for number in newest - 15...newest {
+            let segment = Self.segmentURL(origin, number: number)
+            paths.append(segment.path)
+            let local = try proxy.localURL(for: segment)
+            let first = try await Self.get(local)
+            let again = try await Self.get(local)
+            #expect(again == first && !first.isEmpty)
+        }
+        let counts = try await LivePlaybackTests.originMediaCounts(origin)
+        let sent = paths.map { counts[$0] ?? 0 }
+        #expect(sent == Array(repeating: 1, count: 16), "origin answers per segment: \(sent) (\(counts))")
+    }
+
     /// The origin's faults strike a URL's first request (a retry passes): through the proxy the
     /// first request fails as it would upstream, and the next one gets the whole segment.
     @Test func upstreamFaultsReachTheClientAndAreNotKept() async throws {

@@ -73,6 +73,63 @@ import Testing
         #expect(attempt.keptBody()?.readableBytes == length)
     }
 
+    /// A body handed on as it comes (a segment still being produced) that goes on past its
+    /// segment: what is handed on is the segment, byte for byte, however the chunks fall (a box
+    /// header across two chunks is held back until judged), and the try ends there.
+    @Test func aStreamedBodyIsCutWhereItsSegmentEnds() {
+        let (fmp4, fmp4Length) = segmentThenJunk()
+        var ts = ByteBuffer()
+        for _ in 0..<3 { ts.writeBytes([0x47] + [UInt8](repeating: 1, count: 187)) }
+        let tsLength = ts.readableBytes
+        ts.writeBytes([UInt8](repeating: 0, count: 100))
+        for (body, length, transportStream) in [(fmp4, fmp4Length, false), (ts, tsLength, true)] {
+            for size in [1, 7, 30, 200, 1000] {
+                var attempt = SegmentAttempt(began: 0, keepWhole: false, transportStream: transportStream)
+                var out: [UInt8] = []
+                var verdict: SegmentAttempt.Verdict?
+                for chunk in stride(from: 0, to: body.readableBytes, by: size) where verdict == nil {
+                    let part = body.getSlice(at: chunk, length: min(size, body.readableBytes - chunk))!
+                    out += attempt.take(part)?.readableBytesView ?? []
+                    verdict = attempt.verdict(now: 0.1, expected: 0, bufferAtStart: 5, duration: 2, judgesPace: true, shouldAbandon: { _, _, _, _ in false })
+                }
+                #expect(verdict == .wholeThenJunk, "TS \(transportStream), chunks of \(size)")
+                #expect(out == Array(body.readableBytesView.prefix(length)), "TS \(transportStream), chunks of \(size): \(out.count) bytes handed on")
+                #expect(attempt.received == length && attempt.rest() == nil)
+            }
+        }
+        // A whole segment with no junk after it: every byte handed on, none held at the end.
+        var whole = SegmentAttempt(began: 0, keepWhole: false, transportStream: false)
+        var out: [UInt8] = []
+        for chunk in stride(from: 0, to: fmp4Length, by: 7) {
+            out += whole.take(fmp4.getSlice(at: chunk, length: min(7, fmp4Length - chunk))!)?.readableBytesView ?? []
+        }
+        out += whole.rest()?.readableBytesView ?? []
+        #expect(out == Array(fmp4.readableBytesView.prefix(fmp4Length)))
+    }
+
+    /// A body that never ends and looks like more segment (an `mdat` that says it goes on for
+    /// 1 GB): past the largest body its segment may have it is a failed download, kept or
+    /// streamed, and the bytes kept meanwhile are bounded by that.
+    @Test func aBodyThatNeverEndsIsAFailedDownloadAtItsBound() {
+        #expect(SegmentFetchPolicy.largestBody(expected: 680_000) == SegmentFetchPolicy.bodyFloor)
+        #expect(SegmentFetchPolicy.largestBody(expected: 10_000_000) == 40_000_000)
+        #expect(SegmentFetchPolicy.largestBody(expected: .max) == SegmentFetchPolicy.bodyCeiling)
+        for keepWhole in [true, false] {
+            var attempt = SegmentAttempt(began: 0, keepWhole: keepWhole, transportStream: false, largest: 100_000)
+            var header = ByteBuffer()
+            header.writeInteger(UInt32(1_000_000_000))
+            header.writeString("mdat")
+            _ = attempt.take(header)
+            var chunks = 0
+            while !attempt.overflowed, chunks < 100 {
+                _ = attempt.take(ByteBuffer(bytes: [UInt8](repeating: 0, count: 16_384)))
+                chunks += 1
+            }
+            #expect(attempt.overflowed && chunks == 7, "kept \(keepWhole): \(chunks) chunks")
+            #expect(attempt.verdict(now: 0.1, expected: 0, bufferAtStart: 5, duration: 2, judgesPace: true, shouldAbandon: { _, _, _, _ in false }) == nil)
+        }
+    }
+
     @Test func aTrickleTooSlowForTheBufferIsStuckAndAStreamedBodyIsNotJudged() {
         var attempt = SegmentAttempt(began: 10, keepWhole: true, transportStream: false)
         var header = ByteBuffer()

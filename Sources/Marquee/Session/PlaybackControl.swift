@@ -215,6 +215,7 @@ extension PlaybackSession {
         status.delay = shift.delay
         status.availableDelay = availableDelay
         status.storeBytes = store?.bytes ?? 0
+        status.failedDownloads = feeders.reduce(0) { $0 + $1.loader.failedDownloads }
         guard let core else { return status }
         let media = drift.withLock { $0 }
         status.read(core, position: core.position.map { media.presentation(of: $0) })

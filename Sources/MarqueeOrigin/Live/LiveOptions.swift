@@ -47,7 +47,7 @@ import Foundation
 /// | `status_<code>-<pct>` | that share of segments is answered `<code>` (400–599) the first time this origin process serves that URL path; a retry succeeds (the origin remembers up to 65,536 such paths, then forgets the older half) | none |
 /// | `mstatus_<code>-<n>` | the first `n` requests of each manifest URL path (MPD or playlist) in this origin process are answered `<code>` (400–599) | none |
 /// | `reset_<pct>` | the headers (full `Content-Length`) and the first half of the body, then a TCP reset (`SO_LINGER` 0) | none |
-/// | `trickle_<kbps>-<pct>` | the body sent at no more than `<kbps>` (a stuck CDN edge; with `bw_` the slower wins) | none |
+/// | `trickle_<kbps>-<pct>` | the body sent at no more than `<kbps>`, a piece every 50 ms from its first byte (a stuck CDN edge: 320 is 2 kB every 50 ms; with `bw_` the slower wins) | none |
 /// | `truncate_<pct>` | a well-formed 200 carrying only the first half of the segment (`Content-Length` says so) | none |
 /// | `badlength_<pct>` | the full `Content-Length`, the first half of the body, then the connection closed (FIN) | none |
 /// | `corrupt_<pct>` | the segment replaced by seeded random bytes of the same length | none |

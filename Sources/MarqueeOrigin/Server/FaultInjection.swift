@@ -150,7 +150,7 @@ extension OriginResponder {
         } else if faults.strikes(.endless, key) {
             reply.ending = .endless
         } else if faults.strikes(.trickle, key) {
-            reply.limit(faults.trickleKbps)
+            reply.limit(faults.trickleKbps, pieceSeconds: 0.05)
         } else if faults.strikes(.stall, key) {
             reply.ending = .stall(at: half)
         } else if faults.strikes(.silent, key) {

@@ -62,7 +62,14 @@ struct OriginResponder: Sendable {
             case stall(at: Int)
         }
 
-        mutating func limit(_ kbps: Double) { self.kbps = min(self.kbps ?? kbps, kbps) }
+        /// Seconds of the rate each piece of a limited body is (nil: 16 kB pieces): a trickle
+        /// comes as a stuck edge sends it, a little every 50 ms.
+        var pieceSeconds: Double?
+
+        mutating func limit(_ kbps: Double, pieceSeconds: Double? = nil) {
+            self.kbps = min(self.kbps ?? kbps, kbps)
+            if let pieceSeconds { self.pieceSeconds = pieceSeconds }
+        }
 
         init(_ status: HTTPResponse.Status, _ text: String = "", clock: OriginClock = OriginClock()) {
             self.status = status
@@ -120,7 +127,9 @@ struct OriginResponder: Sendable {
         if reply.media, reply.status == .ok, reply.ending == .complete, request.method == .get, let range = request.headers[.range] {
             reply = Self.partial(reply, range: range)
         }
-        if let kbps = reply.kbps { reply.schedule = Self.limited(reply.body.count, kbps: kbps, schedule: reply.schedule, now: reply.clock.now()) }
+        if let kbps = reply.kbps {
+            reply.schedule = Self.limited(reply.body.count, kbps: kbps, schedule: reply.schedule, now: reply.clock.now(), pieceSeconds: reply.pieceSeconds)
+        }
         var headers = HTTPFields()
         headers[.contentType] = reply.contentType
         headers[.date] = OriginClock.httpDate(reply.clock.now())
@@ -245,14 +254,18 @@ struct OriginResponder: Sendable {
         }
     }
 
-    /// A schedule that sends `count` bytes at no more than `kbps` from `now` (16 kB pieces),
-    /// never before the pieces of `schedule` (low-latency chunks) are produced.
-    static func limited(_ count: Int, kbps: Double, schedule: [(bytes: Range<Int>, at: Double)]?, now: Double) -> [(bytes: Range<Int>, at: Double)] {
+    /// A schedule that sends `count` bytes at no more than `kbps` from `now` (16 kB pieces, or
+    /// `pieceSeconds` of the rate each, 256 bytes to 16 kB), never before the pieces of
+    /// `schedule` (low-latency chunks) are produced.
+    static func limited(
+        _ count: Int, kbps: Double, schedule: [(bytes: Range<Int>, at: Double)]?, now: Double, pieceSeconds: Double? = nil
+    ) -> [(bytes: Range<Int>, at: Double)] {
         let bytesPerSecond = kbps * 1000 / 8
+        let piece = pieceSeconds.map { min(16_384, max(256, Int(bytesPerSecond * $0))) } ?? 16_384
         var out: [(bytes: Range<Int>, at: Double)] = []
         var offset = 0
         while offset < count {
-            let end = min(count, offset + 16_384)
+            let end = min(count, offset + piece)
             let produced = schedule?.first { $0.bytes.upperBound >= end }?.at ?? now
             out.append((offset..<end, max(produced, now + Double(end) / bytesPerSecond)))
             offset = end

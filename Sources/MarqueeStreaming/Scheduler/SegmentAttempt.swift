@@ -20,35 +20,74 @@ public struct SegmentAttempt: Sendable {
     private var start: [UInt8] = []
     /// Where a whole segment ended before junk began (the rest is dropped).
     public private(set) var wholeBeforeJunk: Int?
+    /// The most bytes the body may bring (``SegmentFetchPolicy/largestBody(expected:)``).
+    public let largest: Int
+    /// A streamed body's last bytes not handed on yet: part of a box header still to be judged.
+    private var held = ByteBuffer()
 
     /// A try begun at `began`; `keepWhole`: the segment is complete on the server (not sent as
-    /// it is produced); `transportStream`: MPEG-TS (else fMP4).
-    public init(began: Double, keepWhole: Bool, transportStream: Bool) {
+    /// it is produced); `transportStream`: MPEG-TS (else fMP4); `largest`: the most bytes its
+    /// body may bring before it is no segment's.
+    public init(began: Double, keepWhole: Bool, transportStream: Bool, largest: Int = .max) {
         self.began = began
         lastChunk = began
         kept = keepWhole ? ByteBuffer() : nil
         tail = SegmentEnd(transportStream: transportStream)
         self.transportStream = transportStream
+        self.largest = largest
     }
+
+    /// The body brought more than ``largest`` bytes without a whole segment followed by junk
+    /// in them: a body that never ends (or a misrouted file), a failed download.
+    public var overflowed: Bool { wholeBeforeJunk == nil && received > largest }
 
     /// Monotonic seconds when the last chunk came (the request's, before any).
     public private(set) var lastChunk: Double
     /// Monotonic seconds when the first chunk came (nil: none yet, or not noted).
     public private(set) var firstChunk: Double?
 
-    /// Takes a chunk of the body that came at monotonic `now` (nil: not noted): returns it to
-    /// hand on now (streamed), or nil when it is kept.
+    /// Takes a chunk of the body that came at monotonic `now` (nil: not noted): returns what to
+    /// hand on now (streamed: the chunk, without any byte past the segment's end, and without
+    /// the start of a box header still to be judged), or nil when it is kept. Once a whole
+    /// segment followed by junk came (``wholeBeforeJunk``), nothing more is taken.
     public mutating func take(_ chunk: ByteBuffer, at now: Double? = nil) -> ByteBuffer? {
+        guard wholeBeforeJunk == nil else { return kept == nil ? ByteBuffer() : nil }
+        let before = received
         received += chunk.readableBytes
         if start.count < 8 { start += chunk.readableBytesView.prefix(8 - start.count) }
         if let now {
             lastChunk = now
             if firstChunk == nil { firstChunk = now }
         }
-        guard kept != nil else { return chunk }
+        let cut = chunk.withUnsafeReadableBytes { tail.next($0) }
+        if let cut { wholeBeforeJunk = cut }
+        guard kept == nil else {
+            var incoming = chunk
+            kept?.writeBuffer(&incoming)  // in place (a copy would copy it all per chunk)
+            return nil
+        }
+        // Streamed: what is held, this chunk, up to the segment's end or the undecided header.
+        var out = held
         var incoming = chunk
-        kept?.writeBuffer(&incoming)  // in place (a copy would copy it all per chunk)
-        return nil
+        out.writeBuffer(&incoming)
+        let handedOnBefore = before - held.readableBytes
+        let end = cut ?? (received - tail.undecided)
+        let now = max(0, end - handedOnBefore)
+        held = out.getSlice(at: out.readerIndex + now, length: out.readableBytes - now) ?? ByteBuffer()
+        out.moveWriterIndex(to: out.readerIndex + now)
+        if cut != nil {
+            held = ByteBuffer()
+            received = end
+        }
+        return out
+    }
+
+    /// A streamed body's last bytes held back (part of a box header never completed), handed on
+    /// when the body ends: the receiver judges a segment that ends inside a header.
+    public mutating func rest() -> ByteBuffer? {
+        guard kept == nil, wholeBeforeJunk == nil, held.readableBytes > 0 else { return nil }
+        defer { held = ByteBuffer() }
+        return held
     }
 
     /// Why the body's first bytes cannot start a media segment (nil: they can, or too few came
@@ -74,7 +113,7 @@ public struct SegmentAttempt: Sendable {
     /// Why a try is given up before its body ends.
     public enum Verdict: Sendable, Equatable {
         /// A whole segment came, then bytes that cannot continue it (an endless body's filler,
-        /// junk): the segment is kept, the rest dropped.
+        /// junk): the segment is kept (or, streamed, was handed on), the rest dropped.
         case wholeThenJunk
         /// Too slow for the buffer in this rendition: a lower one is fetched instead.
         case abandon
@@ -85,19 +124,17 @@ public struct SegmentAttempt: Sendable {
 
     /// Judges the try at monotonic `now`: `expected` bytes in all (at least what came), the
     /// buffer was `bufferAtStart` seconds when it began, the segment lasts `duration` seconds.
+    /// A whole segment followed by junk ends any try, kept or streamed.
     /// `judgesPace`: a try that may be given up as stuck (one per segment: a second stuck try
     /// is a slow link, left to ABR); `shouldAbandon(received,
     /// expected, elapsed, buffer)`: ABR's rule (false without a lower rendition). Only a body
-    /// kept until whole is judged: a streamed one is paced by its encoder.
+    /// kept until whole is judged on its pace: a streamed one is paced by its encoder.
     public mutating func verdict(
         now: Double, expected: Int, bufferAtStart: Double, duration: Double, judgesPace: Bool,
         shouldAbandon: (Int, Int, Double, Double) -> Bool
     ) -> Verdict? {
-        guard let body = kept else { return nil }
-        if let cut = body.withUnsafeReadableBytes({ tail.wholeBeforeJunk(in: $0) }) {
-            wholeBeforeJunk = cut
-            return .wholeThenJunk
-        }
+        if wholeBeforeJunk != nil { return .wholeThenJunk }
+        guard kept != nil else { return nil }
         let elapsed = now - began
         let total = max(received + 1, expected)
         let buffer = bufferAtStart - elapsed

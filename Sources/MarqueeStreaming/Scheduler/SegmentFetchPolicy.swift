@@ -33,6 +33,20 @@ public enum SegmentFetchPolicy {
     /// The whole download's deadline, seconds, of a segment of `duration` seconds.
     public static func downloadDeadline(duration: Double) -> Double { max(4, duration * 3) }
 
+    /// The most bytes a media segment's body may bring, `expected` bytes by its rendition's
+    /// bandwidth: four times that (a segment's size varies with its pictures; a declared
+    /// bandwidth may be an average), never under ``bodyFloor`` (a bandwidth declared too low)
+    /// nor over ``bodyCeiling`` (one declared absurdly high must not let a body fill the
+    /// memory). A body past it that brought no whole segment followed by junk is no segment
+    /// (an endless body, a misrouted file): a failed download, tried again.
+    public static func largestBody(expected: Int) -> Int {
+        min(bodyCeiling, max(bodyFloor, expected.multipliedReportingOverflow(by: 4).overflow ? bodyCeiling : expected * 4))
+    }
+
+    /// The least and the most ``largestBody(expected:)`` says: 8 MiB, 256 MiB.
+    public static let bodyFloor = 8 << 20
+    public static let bodyCeiling = 256 << 20
+
     /// How long the body may pause, seconds: ``idle``, or (a segment still being produced, sent
     /// as it is made) its duration + 1 s.
     public static func idle(duration: Double, paced: Bool) -> Double { paced ? max(idle, duration + 1) : idle }

@@ -97,6 +97,8 @@ public struct SegmentLoader: Sendable {
     private let heads = Locked(HeadTimes())
     /// AES-128 keys fetched, by URL.
     private let keys = Locked<[URL: [UInt8]]>([:])
+    /// Media segment tries that failed (``failedDownloads``).
+    private let failures = Locked(0)
 
     /// Keys kept (HLS AES-128).
     static let keyCacheLimit = 64
@@ -112,6 +114,16 @@ public struct SegmentLoader: Sendable {
     public func resetLocations(count: Int) {
         locations.withLock { $0 = LocationChoice(count: count) }
     }
+
+    /// Media segment downloads that failed, since this loader was made: each try given up or
+    /// that brought no segment (an error status, a reset, a deadline, a stuck or stalled body,
+    /// an empty body, bytes that are no segment, a body that never ends, a damaged one fetched
+    /// again), whether the segment then came on another try or was skipped. Not counted: a
+    /// download ABR abandoned for a lower rendition, a cancelled one, a live segment's 404 (not
+    /// published yet: asked for again).
+    public var failedDownloads: Int { failures.withLock { $0 } }
+
+    private func countFailure() { failures.withLock { $0 += 1 } }
 
     /// The server's usual answer time (seconds from request to head), nil before its first answer.
     public var usualHead: Double? { heads.withLock { $0.usual } }
@@ -176,7 +188,9 @@ public struct SegmentLoader: Sendable {
             let url = request.timeline?.relocated(request.url, to: location) ?? request.url
             guard await context.prepare() else { return .cancelled }
             sink.startOver()
-            var state = SegmentAttempt(began: Monotonic.now(), keepWhole: !request.paced, transportStream: request.transportStream)
+            var state = SegmentAttempt(
+                began: Monotonic.now(), keepWhole: !request.paced, transportStream: request.transportStream,
+                largest: SegmentFetchPolicy.largestBody(expected: request.expectedBytes))
             let (ahead, bufferAtStart) = context.buffer()
             let judgesPace = !judgedStuck
             var verdict: SegmentAttempt.Verdict?
@@ -197,9 +211,11 @@ public struct SegmentLoader: Sendable {
                             notASegment = problem
                             throw FetchError(.network, url: url.absoluteString, message: "not a segment: \(problem)")
                         }
-                        if let now = streamed {
-                            try sink.deliver(now)
-                            return
+                        if let now = streamed, now.readableBytes > 0 { try sink.deliver(now) }
+                        if state.overflowed {
+                            // A body that never ends (or is no segment's): a failed download,
+                            // not a wait for the download's deadline with memory growing.
+                            try Self.failed(url, "the body passed \(state.largest) bytes without ending: not a segment")
                         }
                         verdict = judge(&state, request, bufferAtStart: bufferAtStart, judgesPace: judgesPace, context: context)
                         try Self.giveUp(verdict, state: state, url: url)
@@ -211,6 +227,7 @@ public struct SegmentLoader: Sendable {
                     // A 200 with nothing in it is a failed download, not a segment: tried again
                     // (or from another location) as the policy allows.
                     if state.received == 0 { try Self.failed(url, "an empty body") }
+                    if let rest = state.rest() { try sink.deliver(rest) }
                 } catch let error where verdict == .wholeThenJunk && error.code == .cancelled {
                     logger.info("segment whole, then junk: kept", metadata: ["url": "\(Redact.url(url))", "bytes": "\(state.wholeBeforeJunk ?? 0)"])
                 }
@@ -219,6 +236,7 @@ public struct SegmentLoader: Sendable {
                     // second time the receiver gets it (the core reports it and skips it).
                     if !refetchedDamage, let problem = SegmentShape.problem(pending.readableBytesView, transportStream: request.transportStream) {
                         refetchedDamage = true
+                        countFailure()
                         logger.info("segment damaged: fetched again", metadata: ["url": "\(Redact.url(url))", "problem": "\(problem)"])
                         continue
                     }
@@ -233,6 +251,8 @@ public struct SegmentLoader: Sendable {
                     return .abandoned(bytes: state.received, seconds: elapsed)
                 }
                 if error.code == .cancelled { return .cancelled }
+                // (A live segment not there yet, asked for again, is no failed download.)
+                if !(request.live && error.status == 404) { countFailure() }
                 if sink.hasDelivered { return .skipped(error, partial: true) }
                 if verdict == .stuck { judgedStuck = true }
                 let late = request.live && context.isLate()
@@ -288,6 +308,7 @@ public struct SegmentLoader: Sendable {
                 }
             } catch {
                 if error.code == .cancelled { return (.cancelled, nil) }
+                countFailure()
                 switch SegmentFetchPolicy.nextEncrypted(after: error, attempt: attempt, late: request.live && context.isLate()) {
                 case .skip:
                     logger.warning("segment skipped", metadata: ["url": "\(Redact.url(url))", "error": "\(error)"])

@@ -36,52 +36,91 @@ public enum SegmentShape {
     }
 }
 
-/// Follows a whole-segment download as it arrives and notices where a complete segment is
+/// Follows a segment's download as it arrives and notices where a complete segment is
 /// followed by bytes that cannot continue it: an endless body's filler, junk after the
 /// segment. fMP4: whole top-level boxes, at least one `mdat`, then a box header no segment has
 /// (a type that is not four printable characters, a size under 8); MPEG-TS: whole packets, then
-/// a byte where a sync byte should be. Walks each byte once, however the body is chunked.
+/// a byte where a sync byte should be. Takes the body chunk by chunk (``next(_:)``), kept or
+/// handed on as it comes: walks each byte once and holds at most one box header (16 bytes).
 public struct SegmentEnd: Sendable {
     public let transportStream: Bool
+    /// Where the next box or packet starts, from the body's first byte.
     private var at = 0
+    /// Bytes of the body taken so far.
+    private var seen = 0
+    /// The box header at `at` so far (it may straddle chunks).
+    private var header: [UInt8] = []
     private var sawMedia = false
+    /// Nothing more can be learned (a box to the end of the body; a first box no segment has,
+    /// which is the start check's to judge).
+    private var done = false
+    /// Where junk began after a whole segment, once found.
+    public private(set) var junkAt: Int?
 
     public init(transportStream: Bool) {
         self.transportStream = transportStream
     }
 
-    /// The length of the segment when `body` (everything received so far, from its first byte)
+    /// Bytes at the end of what was taken that are part of a box header still incomplete: a
+    /// body handed on as it comes holds them back until the header is judged (so no byte of
+    /// junk is handed on).
+    public var undecided: Int { junkAt == nil && !done && at < seen ? seen - at : 0 }
+
+    /// Takes the body's next bytes, in order: the length of the segment when what came so far
     /// holds a whole segment followed by junk; nil while it may still be going on.
-    public mutating func wholeBeforeJunk(in body: UnsafeRawBufferPointer) -> Int? {
-        transportStream ? packets(body) : boxes(body)
-    }
-
-    private mutating func boxes(_ b: UnsafeRawBufferPointer) -> Int? {
-        while b.count - at >= 8 {
-            var size = (0..<4).reduce(0) { $0 << 8 | Int(b[at + $1]) }
-            let type = (4..<8).map { b[at + $0] }
-            guard type.allSatisfy({ (0x20...0x7e).contains($0) }), size == 0 || size == 1 || size >= 8 else {
-                return sawMedia ? at : nil
+    public mutating func next(_ bytes: UnsafeRawBufferPointer) -> Int? {
+        if let junkAt { return junkAt }
+        let base = seen
+        seen += bytes.count
+        if transportStream {
+            while !done, at < seen {
+                guard bytes[at - base] == 0x47 else { return found(at) }
+                at += 188
             }
-            if size == 0 { return nil }  // to the end of the body: nothing more to learn
+            return nil
+        }
+        while !done, at < seen {
+            let want = header.count >= 8 && header[0..<4].elementsEqual([0, 0, 0, 1]) ? 16 : 8
+            if header.count < want {
+                let from = at + header.count
+                let count = min(want - header.count, seen - from)
+                header += bytes[(from - base)..<(from - base + count)]
+                if header.count < want { return nil }
+                continue
+            }
+            var size = header[0..<4].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            guard header[4..<8].allSatisfy({ (0x20...0x7e).contains($0) }), size == 0 || size == 1 || size >= 8 else { return found(at) }
             if size == 1 {
-                guard b.count - at >= 16 else { return nil }
-                size = (8..<16).reduce(0) { $0 << 8 | Int(b[at + $1]) }
-                guard size >= 16 else { return sawMedia ? at : nil }
+                size = header[8..<16].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+                guard size >= 16 else { return found(at) }
             }
-            guard size <= b.count - at else { return nil }  // the box is still coming
-            if type == Array("mdat".utf8) { sawMedia = true }
-            at += size
+            guard size != 0, size < 1 << 48 else {  // to the end of the body: nothing more to learn
+                done = true
+                return nil
+            }
+            if header[4..<8].elementsEqual("mdat".utf8) { sawMedia = true }
+            at += Int(size)
+            header = []
         }
         return nil
     }
 
-    private mutating func packets(_ b: UnsafeRawBufferPointer) -> Int? {
-        while at < b.count {
-            guard b[at] == 0x47 else { return at > 0 ? at : nil }
-            guard b.count - at >= 188 else { return nil }
-            at += 188
+    /// Junk at `offset`: the segment ends there when a whole one came before it (TS: a packet;
+    /// fMP4: an `mdat`); else nothing more is learned.
+    private mutating func found(_ offset: Int) -> Int? {
+        guard transportStream ? offset > 0 : sawMedia else {
+            done = true
+            return nil
         }
-        return nil
+        junkAt = offset
+        return offset
+    }
+
+    /// The length of the segment when `body` (everything received so far, from its first byte;
+    /// each call with the same body grown) holds a whole segment followed by junk; nil while
+    /// it may still be going on.
+    public mutating func wholeBeforeJunk(in body: UnsafeRawBufferPointer) -> Int? {
+        guard body.count > seen else { return junkAt }
+        return next(UnsafeRawBufferPointer(rebasing: body[seen...]))
     }
 }
