@@ -18,6 +18,10 @@ public struct PlaybackStatus: Sendable, Hashable {
     /// Pictures dropped as late since the first one was presented (a picture skipped on the
     /// way to the start position is not counted).
     public var framesDropped: Int = 0
+    /// Pictures out of the decoder since ``Player/play()``: beyond those presented, dropped
+    /// and queued to be shown, pictures decoded only to be skipped (media fetched from before
+    /// the start position).
+    public var framesDecoded: Int = 0
     /// The audio heard minus the picture shown with it, seconds: the largest over the last
     /// second (positive: the picture lags the sound); `nil` without both audio and video.
     public var avOffset: Double?
@@ -78,6 +82,7 @@ extension PlaybackStatus {
         self.position = position
         framesPresented = core.framesPresented
         framesDropped = core.framesDropped
+        framesDecoded = core.framesDecoded
         avOffset = core.avOffset
         width = core.width
         height = core.height

@@ -302,7 +302,7 @@ public final class VenueProxy: Sendable {
             var forwarded: [(String, String)] = []
             for name in Self.forwardedRequestHeaders { if let v = headers[name] { forwarded.append((name.rawName, v)) } }
             let transfer = fetchUpstream(url, method: request.method == .head ? .HEAD : .GET, headers: forwarded)
-            return await answer(transfer, url: url, head: request.method == .head, origin: "pass", to: .player, personal: !shared)
+            return await answer(transfer, url: url, head: request.method == .head, origin: "pass", to: .player, personal: !shared, headers: forwarded)
         }
         if !manifest, let object = await stored(key) { return servedFromStore(object) }
         // Right after the start, a manifest waits until the venue is found as well (segments wait
@@ -494,11 +494,15 @@ public final class VenueProxy: Sendable {
     }
 
     /// The player's answer from `transfer`: the upstream status and headers; a manifest
-    /// collected and rewritten; any other body passed on as it arrives.
-    private func answer(_ transfer: Transfer, url: URL, head: Bool, origin: String, to audience: Audience, personal: Bool = false) async -> Response {
+    /// collected and rewritten; any other body passed on as it arrives. `headers`: the
+    /// request's own that went upstream with it (a `Range`: asked again with them).
+    private func answer(
+        _ transfer: Transfer, url: URL, head: Bool, origin: String, to audience: Audience, personal: Bool = false, headers forwarded: [(String, String)] = []
+    ) async -> Response {
         guard let body = transfer.read(), let headReader = transfer.read() else {
             // The body outgrew what a transfer keeps before this request joined: fetch alone.
-            return await answer(fetchUpstream(url, method: .GET, headers: []), url: url, head: head, origin: "pass", to: audience, personal: personal)
+            return await answer(
+                fetchUpstream(url, method: .GET, headers: forwarded), url: url, head: head, origin: "pass", to: audience, personal: personal, headers: forwarded)
         }
         var upstreamHead: TransferHead?
         do {

@@ -203,4 +203,25 @@ import Testing
         #expect(sha256Hex(try await Self.get(try proxy.localURL(for: half))) == sha256Hex(whole))
         #expect(try await Self.originBytes(origin) - before == whole.count)
     }
+
+    /// A ranged request (HLS `EXT-X-BYTERANGE`) goes upstream with its `Range`, on its own: the
+    /// client gets the origin's 206 (its `Content-Range` checked by the fetcher) and those bytes,
+    /// never the stored whole segment, and a whole request after it never gets the range.
+    @Test func rangeRequestsPassThroughAndAreNeverStored() async throws {
+        let origin = try await LivePlaybackTests.origin()
+        defer { Task { await origin.stop() } }
+        let proxy = try await Self.proxy(upstreams: [Self.authority(origin)])
+        defer { Task { await proxy.stop() } }
+        let segment = Self.segmentURL(origin)
+        let direct = try await Self.get(segment)
+        try #require(direct.count > 3000)
+        let local = try proxy.localURL(for: segment)
+        let range = ByteRange(offset: 1000, length: 2000)
+        let ranged = try await HTTPFetcher().get(local, timeout: .seconds(15), range: range)
+        #expect(ranged.status == 206 && ranged.header("Content-Range") == "bytes 1000-2999/\(direct.count)")
+        #expect(Array(ranged.body.readableBytesView) == Array(direct[1000..<3000]))
+        #expect(try await Self.get(local) == direct, "the whole segment after a range of it")
+        let again = try await HTTPFetcher().get(local, timeout: .seconds(15), range: ByteRange(offset: 0, length: 10))
+        #expect(again.status == 206 && Array(again.body.readableBytesView) == Array(direct[0..<10]), "a range after the whole was stored")
+    }
 }

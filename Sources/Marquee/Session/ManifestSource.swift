@@ -21,6 +21,9 @@ actor ManifestSource {
     /// reloads; renditions segmented alike share it), and the clock their answer times are read
     /// on (the first answer's, measured the way the session measures its own from it).
     private var anchors: [URL: HLSLiveAnchor] = [:]
+    /// HLS live playlists of byte ranges: each one's numbering by its ranges (a packager that
+    /// does not advance its media sequence, ffmpeg's `single_file`).
+    private var numberings: [URL: HLSRangeNumbering] = [:]
     private var answerClock: ServerClock?
 
     /// How the manifest is fetched: `policy` until it has loaded once (a source with a backup
@@ -157,8 +160,11 @@ actor ManifestSource {
     }
 
     /// Live `playlist` without program date-times as answered in `result`: placed on the clock
-    /// by its anchor. Any other: as it is.
-    private func placed(_ playlist: HLSMediaPlaylist, url: URL, result: FetchResult) throws(ManifestError) -> HLSMediaPlaylist {
+    /// by its anchor. Any other: as it is. A live playlist of byte ranges is numbered by its
+    /// ranges first (``HLSRangeNumbering``).
+    private func placed(_ listed: HLSMediaPlaylist, url: URL, result: FetchResult) throws(ManifestError) -> HLSMediaPlaylist {
+        var playlist = listed
+        if HLSRangeNumbering.applies(to: playlist) { playlist = numberings[url, default: HLSRangeNumbering()].renumber(playlist) }
         guard try HLSLiveAnchor.isNeeded(for: playlist) else { return playlist }
         let clock = answerClock ?? ClockSync.clock(answering: result) ?? .local()
         answerClock = clock

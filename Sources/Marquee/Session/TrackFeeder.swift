@@ -331,8 +331,8 @@ struct TrackFeeder: Sendable {
         }
         guard let kept = store?.entry(track: plan.coreTrack, time: segment.time) else {
             let (rep, repSegment) = rendition(for: segment)
-            if let key = repSegment.key { return await fetchEncrypted(segment, rep: rep, url: repSegment.url, key: key) }
-            return await fetch(segment, rep: rep, url: repSegment.url)
+            if let key = repSegment.key { return await fetchEncrypted(segment, rep: rep, url: repSegment.url, range: repSegment.range, key: key) }
+            return await fetch(segment, rep: rep, url: repSegment.url, range: repSegment.range)
         }
         let rep = plan.renditions.first { $0.id == kept.representation } ?? plan.representation
         guard await pushInit(rep) else { return .cancelled }
@@ -383,7 +383,7 @@ struct TrackFeeder: Sendable {
                 let other = rep.id == plan.representation.id ? nil : self.timeline(for: rep)?.segment(containing: segment.start + 1e-3)
                 let source = other ?? segment
                 do {
-                    var bytes = try await fetcher.get(source.url, timeout: .seconds(max(4, (segment.end - segment.start) * 3))).body
+                    var bytes = try await fetcher.get(source.url, timeout: .seconds(max(4, (segment.end - segment.start) * 3)), range: source.range).body
                     if let key = source.key {  // kept in the clear
                         guard let clear = try? CoreHandle.decryptAES128(Array(bytes.readableBytesView), key: try await loader.key(key.url), iv: key.iv) else {
                             next = timeline.segment(after: segment)
@@ -499,7 +499,7 @@ struct TrackFeeder: Sendable {
         let events = self.events
         let loader = self.loader
         let fetched = await CMCDSession.$object.withValue(CMCDSession.Object(type: "i", bitrate: rep.bandwidth)) {
-            await loader.initSegment(url, timeline: repTimeline, onError: { events.send(.error(PlayerError($0), fatal: false)) })
+            await loader.initSegment(url, range: repTimeline?.initializationRange, timeline: repTimeline, onError: { events.send(.error(PlayerError($0), fatal: false)) })
         }
         guard let body = fetched else {
             return nil
@@ -597,23 +597,23 @@ struct TrackFeeder: Sendable {
         return CMCDSession.Object(type: type, bitrate: rep.bandwidth, duration: segment.end - segment.start, buffer: bufferAhead(from: segment.start))
     }
 
-    /// The request for `segment` (of the plan's timeline) as `rep` from `url`.
-    private func request(_ segment: SegmentReference, rep: Representation, url: URL) -> SegmentRequest {
+    /// The request for `segment` (of the plan's timeline) as `rep` from `url` (its bytes `range`).
+    private func request(_ segment: SegmentReference, rep: Representation, url: URL, range: ByteRange?) -> SegmentRequest {
         let duration = segment.end - segment.start
         // Sent as it is produced (low latency): its rate says little about the link.
         let paced = isLive && (plan.timeline.availabilityStartTime.map { $0.addingTimeInterval(segment.end) > clock.now() } ?? false)
         return SegmentRequest(
-            url: url, timeline: timeline(for: rep), duration: duration, expectedBytes: rep.bandwidth * Int(duration * 1000) / 8000,
+            url: url, range: range, timeline: timeline(for: rep), duration: duration, expectedBytes: rep.bandwidth * Int(duration * 1000) / 8000,
             transportStream: rep.isTransportStream, live: isLive, paced: paced)
     }
 
     /// An encrypted segment (HLS AES-128): fetched whole with its key, decrypted by the core,
     /// then pushed like any other. A key that cannot be fetched or does not decrypt the
     /// segment is reported and the segment skipped.
-    private func fetchEncrypted(_ segment: SegmentReference, rep: Representation, url: URL, key: SegmentKey) async -> Outcome {
+    private func fetchEncrypted(_ segment: SegmentReference, rep: Representation, url: URL, range: ByteRange?, key: SegmentKey) async -> Outcome {
         let (outcome, clear) = await CMCDSession.$object.withValue(cmcdObject(segment, rep: rep)) {
             await loader.loadEncrypted(
-                request(segment, rep: rep, url: url), key: key, context: loadContext(segment, rep: rep),
+                request(segment, rep: rep, url: url, range: range), key: key, context: loadContext(segment, rep: rep),
                 decrypt: { try CoreHandle.decryptAES128($0, key: $1, iv: key.iv) })
         }
         switch outcome {
@@ -631,8 +631,8 @@ struct TrackFeeder: Sendable {
     /// Fetches `segment` (of the plan's timeline) as `rep` from `url` into the core
     /// (``SegmentLoader/load(_:into:context:)``): what it hands on goes through a
     /// ``SegmentSink``; the download is measured for ABR and the segment kept for the delay.
-    private func fetch(_ segment: SegmentReference, rep: Representation, url: URL) async -> Outcome {
-        let request = request(segment, rep: rep, url: url)
+    private func fetch(_ segment: SegmentReference, rep: Representation, url: URL, range: ByteRange?) async -> Outcome {
+        let request = request(segment, rep: rep, url: url, range: range)
         var sink = SegmentSink(feeder: self, segment: segment, rep: rep, url: url)
         let context = loadContext(segment, rep: rep)
         let outcome = await CMCDSession.$object.withValue(cmcdObject(segment, rep: rep)) {

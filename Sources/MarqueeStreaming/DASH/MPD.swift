@@ -218,6 +218,11 @@ public struct SegmentTemplate: Sendable, Equatable {
     public var timeline: [SegmentTimelineEntry]?
     /// HLS: the URL of each segment by its number (media sequence), where a template has none.
     public var segmentURLs: [UInt64: URL]?
+    /// HLS: the byte range of its URL each segment is (`EXT-X-BYTERANGE`), by number; a segment
+    /// without one is its URL whole.
+    public var segmentRanges: [UInt64: ByteRange]?
+    /// HLS: the byte range of ``initialization`` that is the init section (`EXT-X-MAP:BYTERANGE`).
+    public var initializationRange: ByteRange?
     /// HLS: the keys of encrypted segments, by number.
     public var segmentKeys: [UInt64: SegmentKey]?
     /// HLS: the numbers of the segments after an `EXT-X-DISCONTINUITY` (an encoder restart, a

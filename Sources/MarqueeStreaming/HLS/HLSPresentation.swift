@@ -125,10 +125,12 @@ public enum HLSPresentation {
         var template = SegmentTemplate()
         template.timescale = 1000
         template.initialization = map?.uri.absoluteString  // none: MPEG-TS
+        template.initializationRange = map?.byteRange.map { ByteRange(offset: max(0, $0.offset), length: $0.length) }  // no offset: from the start
         template.media = "$Number$"  // unused: every segment has its URL
         template.startNumber = playlist.segments.first?.sequence ?? playlist.mediaSequence
         var entries: [SegmentTimelineEntry] = []
         var urls: [UInt64: URL] = [:]
+        var ranges: [UInt64: ByteRange] = [:]
         var keys: [UInt64: SegmentKey] = [:]
         var discontinuities: Set<UInt64> = []
         var clock = 0.0
@@ -150,6 +152,8 @@ public enum HLSPresentation {
             let end = next.flatMap(milliseconds).flatMap { $0 > t ? $0 : nil } ?? own
             entries.append(SegmentTimelineEntry(t: t, n: segment.sequence, d: max(1, end - t)))
             urls[segment.sequence] = segment.uri
+            // A range of a file (one growing file, `single_file`): fetched as that range alone.
+            if let range = segment.byteRange { ranges[segment.sequence] = ByteRange(offset: range.offset, length: range.length) }
             if segment.discontinuity { discontinuities.insert(segment.sequence) }
             switch segment.key?.method {
             case .aes128:
@@ -166,6 +170,7 @@ public enum HLSPresentation {
         }
         template.timeline = entries
         template.segmentURLs = urls
+        template.segmentRanges = ranges.isEmpty ? nil : ranges
         template.segmentKeys = keys.isEmpty ? nil : keys
         template.discontinuities = discontinuities
         var rep = Representation(id: id, bandwidth: variant?.bandwidth ?? 128_000)

@@ -176,12 +176,16 @@ public struct HTTPFetcher: Sendable {
     }
 
     /// Fetches `url` whole: the head within `firstByte` (default: `timeout`), all of it within
-    /// `timeout`.
+    /// `timeout`. `range`: only those bytes of it (``RangedBody``).
     public func get(
-        _ url: URL, method: HTTPMethod = .GET, timeout: Duration = .seconds(10), firstByte: Duration? = nil, maxBytes: Int = 64 << 20
+        _ url: URL, method: HTTPMethod = .GET, timeout: Duration = .seconds(10), firstByte: Duration? = nil, maxBytes: Int = 64 << 20,
+        range: ByteRange? = nil
     ) async throws(FetchError) -> FetchResult {
+        if let range, range.length > maxBytes {
+            throw FetchError(.tooLarge, url: url.absoluteString, message: "byte range of \(range.length) bytes is over \(maxBytes)")
+        }
         var chunks = ByteBuffer()
-        var result = try await stream(url, method: method, timeout: timeout, firstByte: firstByte) { (chunk) throws(FetchError) in
+        var result = try await stream(url, method: method, timeout: timeout, firstByte: firstByte, range: range) { (chunk) throws(FetchError) in
             guard chunks.readableBytes + chunk.readableBytes <= maxBytes else {
                 throw FetchError(.tooLarge, url: url.absoluteString, message: "body over \(maxBytes) bytes")
             }
@@ -216,7 +220,7 @@ public struct HTTPFetcher: Sendable {
     /// Fetches `url` whole under `policy`: transient failures are tried again (see
     /// ``FetchPolicy``); throws the last error. `onRetry` hears each failure that is retried.
     public func get(
-        _ url: URL, policy: FetchPolicy, maxBytes: Int = 64 << 20, onRetry: (FetchError) -> Void = { _ in }
+        _ url: URL, policy: FetchPolicy, maxBytes: Int = 64 << 20, range: ByteRange? = nil, onRetry: (FetchError) -> Void = { _ in }
     ) async throws(FetchError) -> FetchResult {
         var attempt = 0
         while true {
@@ -224,7 +228,7 @@ public struct HTTPFetcher: Sendable {
             do {
                 return try await get(
                     url, timeout: .milliseconds(Int(policy.timeout * 1000)), firstByte: .milliseconds(Int(policy.firstByteTimeout * 1000)),
-                    maxBytes: maxBytes)
+                    maxBytes: maxBytes, range: range)
             } catch {
                 guard attempt < policy.attempts, FetchPolicy.isTransient(error), policy.retriesTimeouts || error.code != .timeout,
                     !Task.isCancelled
@@ -256,17 +260,22 @@ public struct HTTPFetcher: Sendable {
     /// wait of more than that for the next chunk (else ``HTTPFetcher/idleTimeout``): `.timeout`.
     /// While a chunk is awaited, `onTick` is called about every ``tick`` (it may throw to give
     /// the request up: a download too slow for the caller). The returned result's `body` is empty.
+    /// `range`: only those bytes are asked for (`Range: bytes=a-b`) and handed on, the answer
+    /// checked and cut to them (``RangedBody``); a range that cannot be asked for (empty, over
+    /// ``ByteRange/maxLength``) is refused (`.tooLarge`) without a request.
     public func stream(
         _ url: URL, method: HTTPMethod = .GET, timeout: Duration = .seconds(10), firstByte: Duration? = nil, idle: Duration? = nil,
-        onChunk: (ByteBuffer) async throws(FetchError) -> Void, onTick: (() throws(FetchError) -> Void)? = nil
+        range: ByteRange? = nil, onChunk: (ByteBuffer) async throws(FetchError) -> Void, onTick: (() throws(FetchError) -> Void)? = nil
     ) async throws(FetchError) -> FetchResult {
         let text = url.absoluteString
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw FetchError(.invalidURL, url: text, message: "only http and https URLs can be fetched")
         }
+        if let problem = range?.problem { throw FetchError(.tooLarge, url: text, message: problem) }
         var request = HTTPClientRequest(url: cmcd?.mode == .query ? cmcd!.url(url).absoluteString : text)
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let range { request.headers.replaceOrAdd(name: "Range", value: range.header) }
         if let cmcd, cmcd.mode == .headers {
             for (name, value) in cmcd.headers(for: url) { request.headers.add(name: name, value: value) }
         }
@@ -308,7 +317,8 @@ public struct HTTPFetcher: Sendable {
         do {
             var head: (status: Int, headers: [(String, String)], at: Double, url: URL?)?
             var lastByte = sent
-            for try await part in parts {
+            var ranged: RangedBody?
+            receiving: for try await part in parts {
                 let now = Monotonic.now()
                 switch part {
                 case .head(let status, let reason, let headers, let at, let final):
@@ -319,9 +329,20 @@ public struct HTTPFetcher: Sendable {
                     }
                     head = (status, headers, at, final)
                     lastByte = at
+                    if let range, method == .GET {
+                        let header = { (name: String) in headers.first { $0.0.caseInsensitiveCompare(name) == .orderedSame }?.1 }
+                        ranged = try RangedBody(
+                            range: range, status: status, contentRange: header("Content-Range"), contentLength: header("Content-Length"), url: text)
+                    }
                 case .chunk(let chunk):
                     lastByte = now
-                    try await onChunk(chunk)
+                    guard ranged != nil else {
+                        try await onChunk(chunk)
+                        break
+                    }
+                    let part = ranged!.take(chunk)
+                    if part.readableBytes > 0 { try await onChunk(part) }
+                    if ranged!.isComplete { break receiving }  // the rest (a 200's whole resource) is not read
                 case .tick:
                     guard head != nil else { continue }  // the head's deadline is the client's
                     if let idleLimit, now - lastByte > idleLimit {
@@ -334,6 +355,7 @@ public struct HTTPFetcher: Sendable {
                 }
             }
             guard let head, !Task.isCancelled else { throw FetchError(.cancelled, url: text, message: "cancelled") }
+            try ranged?.finish(url: text)
             return FetchResult(
                 status: head.status, headers: head.headers, body: ByteBuffer(), sent: sent, headReceived: head.at, finished: Monotonic.now(),
                 url: head.url.flatMap { $0.absoluteString == text ? nil : $0 })

@@ -19,6 +19,8 @@ public protocol SegmentDeliverySink {
 public struct SegmentRequest: Sendable {
     /// The rendition's segment at the stream's first location.
     public var url: URL
+    /// The bytes of `url` that are the segment (HLS `EXT-X-BYTERANGE`), nil: all of it.
+    public var range: ByteRange?
     /// The rendition's timeline: moves `url` to the stream's alternative locations (BaseURLs).
     public var timeline: RepresentationTimeline?
     /// Seconds of media.
@@ -33,8 +35,11 @@ public struct SegmentRequest: Sendable {
     /// and its pace is the encoder's, not the link's.
     public var paced: Bool
 
-    public init(url: URL, timeline: RepresentationTimeline?, duration: Double, expectedBytes: Int, transportStream: Bool, live: Bool, paced: Bool) {
-        (self.url, self.timeline, self.duration, self.expectedBytes) = (url, timeline, duration, expectedBytes)
+    public init(
+        url: URL, range: ByteRange? = nil, timeline: RepresentationTimeline?, duration: Double, expectedBytes: Int, transportStream: Bool, live: Bool,
+        paced: Bool
+    ) {
+        (self.url, self.range, self.timeline, self.duration, self.expectedBytes) = (url, range, timeline, duration, expectedBytes)
         (self.transportStream, self.live, self.paced) = (transportStream, live, paced)
     }
 }
@@ -134,17 +139,18 @@ public struct SegmentLoader: Sendable {
 
     // MARK: init segments and keys
 
-    /// The init segment at `url` (on `timeline`'s alternative locations), tried until it comes:
-    /// each failure is handed to `onError`, then the next location is tried at once, or the
-    /// same again after 0.5 s, doubling to 8 s. Nil when cancelled.
-    public func initSegment(_ url: URL, timeline: RepresentationTimeline?, onError: (FetchError) -> Void) async -> ByteBuffer? {
+    /// The init segment at `url` (its bytes `range` when given; on `timeline`'s alternative
+    /// locations), tried until it comes: each failure is handed to `onError`, then the next
+    /// location is tried at once, or the same again after 0.5 s, doubling to 8 s. Nil when
+    /// cancelled.
+    public func initSegment(_ url: URL, range: ByteRange? = nil, timeline: RepresentationTimeline?, onError: (FetchError) -> Void) async -> ByteBuffer? {
         var delay = 0.5
         while !Task.isCancelled {
             let location = locations.withLock { $0.current(now: Monotonic.now()) }
             do {
                 var policy = FetchPolicy.initSegment
                 if locations.withLock({ $0.count }) > 1 { policy.attempts = 2 }  // then the next location
-                let result = try await fetcher.get(timeline?.relocated(url, to: location) ?? url, policy: policy, maxBytes: 4 << 20)
+                let result = try await fetcher.get(timeline?.relocated(url, to: location) ?? url, policy: policy, maxBytes: 4 << 20, range: range)
                 noteHead(result)  // the server's first answer time
                 return result.body
             } catch {
@@ -201,7 +207,7 @@ public struct SegmentLoader: Sendable {
                     let result = try await fetcher.stream(
                         url, timeout: .milliseconds(Int(SegmentFetchPolicy.downloadDeadline(duration: duration) * 1000)),
                         firstByte: .milliseconds(Int(SegmentFetchPolicy.firstByteDeadline(buffer: ahead, usualHead: usualHead, attempt: attempt) * 1000)),
-                        idle: .milliseconds(Int(SegmentFetchPolicy.idle(duration: duration, paced: request.paced) * 1000))
+                        idle: .milliseconds(Int(SegmentFetchPolicy.idle(duration: duration, paced: request.paced) * 1000)), range: request.range
                     ) { (chunk) throws(FetchError) in
                         if state.received == 0 { context.firstByte() }
                         let streamed = state.take(chunk, at: Monotonic.now())
@@ -296,7 +302,7 @@ public struct SegmentLoader: Sendable {
                 let deadline = SegmentFetchPolicy.firstByteDeadline(buffer: context.buffer().ahead, usualHead: usualHead, attempt: attempt)
                 let result = try await fetcher.get(
                     url, timeout: .milliseconds(Int(SegmentFetchPolicy.downloadDeadline(duration: request.duration) * 1000)),
-                    firstByte: .milliseconds(Int(deadline * 1000)))
+                    firstByte: .milliseconds(Int(deadline * 1000)), range: request.range)
                 noteHead(result)
                 let seconds = Monotonic.now() - began
                 let keyBytes = try await self.key(key.url)

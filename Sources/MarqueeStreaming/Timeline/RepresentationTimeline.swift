@@ -12,6 +12,8 @@ public struct SegmentReference: Sendable, Equatable {
     /// Presentation time of the first sample, in seconds (period start included).
     public var start: Double
     public var url: URL
+    /// The bytes of `url` that are the segment (HLS `EXT-X-BYTERANGE`), nil: all of it.
+    public var range: ByteRange? = nil
     /// The key the segment is encrypted with (HLS AES-128), nil when it is in the clear.
     public var key: SegmentKey? = nil
     /// HLS: an `EXT-X-DISCONTINUITY` comes before it (its timestamps start afresh).
@@ -173,6 +175,10 @@ public struct RepresentationTimeline: Sendable {
         return URL(string: expand(pattern, number: nil, time: nil), relativeTo: baseURL)?.absoluteURL
     }
 
+    /// The bytes of ``initializationURL`` that are the init segment (HLS `EXT-X-MAP:BYTERANGE`),
+    /// nil: all of it.
+    public var initializationRange: ByteRange? { template.initializationRange }
+
     /// The segment whose presentation interval contains `presentationTime` (the first one
     /// when it is earlier than the first segment), or `nil` past the end.
     public func segment(containing presentationTime: Double) -> SegmentReference? {
@@ -278,7 +284,7 @@ public struct RepresentationTimeline: Sendable {
         }
         return SegmentReference(
             number: e.number, time: e.time, duration: e.duration, timescale: template.timescale, start: start, url: url,
-            key: template.segmentKeys?[e.number], discontinuity: template.discontinuities?.contains(e.number) ?? false)
+            range: template.segmentRanges?[e.number], key: template.segmentKeys?[e.number], discontinuity: template.discontinuities?.contains(e.number) ?? false)
     }
 
     func expand(_ pattern: String, number: UInt64?, time: UInt64?) -> String {
