@@ -23,15 +23,7 @@ extension LivePlaybackTests {
         let dir = try Tools.tempDirectory("ffranges")
         let origin = try await Self.origin(staticRoot: dir.path)
         defer { Task { await origin.stop() } }
-        let encoder = try Tools.spawn(
-            "ffmpeg",
-            [
-                "-v", "error", "-nostdin", "-re", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30",
-                "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
-                "-vf", "setpts=PTS+RTCSTART/(1000000*TB)", "-af", "asetpts=PTS+RTCSTART/(1000000*TB)",
-                "-c:v", "libx264", "-g", "30", "-preset", "ultrafast", "-tune", "zerolatency", "-c:a", "aac", "-muxdelay", "0", "-muxpreload", "0",
-                "-f", "hls", "-hls_time", "1", "-hls_list_size", "\(listSize)", "-hls_flags", "single_file", "out.m3u8",
-            ], cwd: dir)
+        let encoder = try Self.ffmpegLiveHLS(in: dir, ["-hls_time", "1", "-hls_list_size", "\(listSize)", "-hls_flags", "single_file"])
         defer { Tools.stop(encoder) }
         let playlist = try await Self.waitForSegments(dir.appendingPathComponent("out.m3u8"), count: 3)
         try #require(playlist.contains("#EXT-X-BYTERANGE:") && !playlist.contains("PROGRAM-DATE-TIME"), "\(playlist)")

@@ -21,15 +21,7 @@ extension LivePlaybackTests {
         let dir = try Tools.tempDirectory("ffhls")
         let origin = try await Self.origin(staticRoot: dir.path)
         defer { Task { await origin.stop() } }
-        let encoder = try Tools.spawn(
-            "ffmpeg",
-            [
-                "-v", "error", "-nostdin", "-re", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30",
-                "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
-                "-vf", "setpts=PTS+RTCSTART/(1000000*TB)", "-af", "asetpts=PTS+RTCSTART/(1000000*TB)",
-                "-c:v", "libx264", "-g", "30", "-preset", "ultrafast", "-tune", "zerolatency", "-c:a", "aac", "-muxdelay", "0", "-muxpreload", "0",
-                "-f", "hls", "-hls_time", "2", "-hls_list_size", "6", "-hls_flags", "delete_segments", "out.m3u8",
-            ], cwd: dir)
+        let encoder = try Self.ffmpegLiveHLS(in: dir, ["-hls_time", "2", "-hls_list_size", "6", "-hls_flags", "delete_segments"])
         defer { Tools.stop(encoder) }
         let playlist = try await Self.waitForSegments(dir.appendingPathComponent("out.m3u8"), count: 3)
         try #require(!playlist.contains("PROGRAM-DATE-TIME") && playlist.contains("#EXT-X-TARGETDURATION:2"), "\(playlist)")
@@ -225,5 +217,22 @@ extension LivePlaybackTests {
             offsets.append(written.timeIntervalSince1970 - Double(end) / 90_000)
         }
         return try #require(offsets.min())
+    }
+}
+
+extension LivePlaybackTests {
+    /// ffmpeg's HLS muxer writing `dir/out.m3u8` live (`-re`): 640x360 test picture at 30 fps
+    /// (a keyframe a second) and a 440 Hz tone, timestamps from the wall clock, with `hls` (the
+    /// muxer's own options: segment length, list size, flags).
+    static func ffmpegLiveHLS(in dir: URL, _ hls: [String]) throws -> Process {
+        try Tools.spawn(
+            "ffmpeg",
+            [
+                "-v", "error", "-nostdin", "-re", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30",
+                "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
+                "-vf", "setpts=PTS+RTCSTART/(1000000*TB)", "-af", "asetpts=PTS+RTCSTART/(1000000*TB)",
+                "-c:v", "libx264", "-g", "30", "-preset", "ultrafast", "-tune", "zerolatency", "-c:a", "aac", "-muxdelay", "0", "-muxpreload", "0",
+                "-f", "hls",
+            ] + hls + ["out.m3u8"], cwd: dir)
     }
 }
