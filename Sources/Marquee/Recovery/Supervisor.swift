@@ -73,7 +73,6 @@ extension Player {
                 s.streamingFormat = hls ? "h" : "d"
                 s.playbackRate = status.playbackRate
                 s.topBitrate = top
-                s.throughput = session.throughputEstimate
                 s.throughputSource = { [weak session] in session?.throughputEstimate }
                 // su: starting, or recovering from an empty buffer (CTA-5004); bs: it ran
                 // empty since the last request.

@@ -28,10 +28,9 @@ public final class CMCDSession: Sendable {
         public var playbackRate = 1.0
         public var starting = true
         public var starved = false  // a stall since the last request
-        public var throughput: Double?  // bits per second
-        /// The throughput read when each request is made (the session's estimate, which a
-        /// download's end updates); ``throughput`` when nil. (Copied on the supervisor's tick,
-        /// the estimate lagged: under load a segment asked right after the first ones finished
+        /// The measured throughput (bits per second), read when each request is made: the
+        /// session's estimate, which a download's end updates. (Copied on the supervisor's
+        /// tick, it lagged: under load a segment asked right after the first ones finished
         /// went out without `mtp`.)
         public var throughputSource: (@Sendable () -> Double?)?
         public var topBitrate: Int?  // bits per second
@@ -82,7 +81,7 @@ public final class CMCDSession: Sendable {
         }
         var request = [String](), objectKeys = [String](), status = [String](), session = [String]()
         if let b = object.buffer { request.append("bl=\(Int((b * 10).rounded()) * 100)") }
-        if let t = s.throughputSource?() ?? s.throughput { request.append("mtp=\(Int((t / 100_000).rounded()) * 100)") }
+        if let t = s.throughputSource?() { request.append("mtp=\(Int((t / 100_000).rounded()) * 100)") }
         if s.starting { request.append("su") }
         if let br = object.bitrate { objectKeys.append("br=\(br / 1000)") }
         if let d = object.duration { objectKeys.append("d=\(Int((d * 1000).rounded()))") }
