@@ -5,8 +5,8 @@ import Testing
 extension LivePlaybackTests {
     /// `marquee play --otlp … --otlp-queue DIR` pushing its metrics every second to a real
     /// OTLP/HTTP receiver (oteltest's, from PyPI, decoding with opentelemetry-proto) that goes
-    /// away for 60 s. Meanwhile the box is killed (SIGKILL) and a second one started on the same
-    /// queue. Once the receiver is back, every export of both plays arrives once: for each play,
+    /// away for 25 s. Ten seconds in, the box is killed (SIGKILL) and a second one started on the
+    /// same queue. Once the receiver is back, every export of both plays arrives once: for each play,
     /// no export time twice, none missing (no gap over 1.6 s from its first to its last), the
     /// first box's up to its kill, the second's last counting every picture its QoE record
     /// counted at exit.
@@ -54,13 +54,13 @@ extension LivePlaybackTests {
         try await Task.sleep(for: .seconds(5))
         Tools.stop(sink)
         let outageStart = Date().timeIntervalSince1970
-        try await Task.sleep(for: .seconds(20))
+        try await Task.sleep(for: .seconds(10))
         kill(a.processIdentifier, SIGKILL)
         let killedAt = Date().timeIntervalSince1970
         for await _ in aExited {}
         let (b, bExited, bOut) = try box("b")
         defer { if b.isRunning { kill(b.processIdentifier, SIGKILL) } }
-        try await Task.sleep(for: .seconds(Double(60) - (Date().timeIntervalSince1970 - outageStart)))
+        try await Task.sleep(for: .seconds(Double(25) - (Date().timeIntervalSince1970 - outageStart)))
         sink = try await receiver()
         let back = Date().timeIntervalSince1970
         defer { Tools.stop(sink) }
@@ -116,15 +116,15 @@ extension LivePlaybackTests {
             #expect(zip(points, points.dropFirst()).allSatisfy { $1.value >= $0.value }, "\(name): the counter went back")
             #expect((mine.first?["resource"] as? [String: String])?["marquee.customer.id"] == "acme")
             if id == aSession {
-                #expect(times.count >= 22, "first box: \(times.count) exports in its 25 s")
+                #expect(times.count >= 13, "first box: \(times.count) exports in its 15 s")
                 #expect((times.last ?? 0) > killedAt - 1.6, "first box: its last export \(killedAt - (times.last ?? 0)) s before the kill")
                 let held = mine.filter { (frames($0)?.time ?? 0) > outageStart }
-                #expect(held.count >= 18 && held.allSatisfy { ($0["received"] as? Double ?? 0) > back }, "first box: \(held.count) exports held through the outage")
-                #expect((points.last?.value ?? 0) > 600, "first box: \(points.last?.value ?? 0) pictures counted in 25 s")
+                #expect(held.count >= 8 && held.allSatisfy { ($0["received"] as? Double ?? 0) > back }, "first box: \(held.count) exports held through the outage")
+                #expect((points.last?.value ?? 0) > 350, "first box: \(points.last?.value ?? 0) pictures counted in 15 s")
             } else {
                 let presented = try #require(qoe["framesPresented"] as? Int)
                 #expect(points.last?.value == Double(presented), "second box: last export \(points.last?.value ?? 0) pictures, its QoE record \(presented)")
-                #expect((times.first ?? 0) < back - 30, "second box: exports from before the return")
+                #expect((times.first ?? 0) < back - 10, "second box: exports from before the return")
             }
         }
         print("OTLP: \(all.count) exports; first box \(all.filter { session($0) == aSession }.count), second \(all.filter { session($0) == bSession }.count); drained \(String(format: "%.1f", (all.map { $0["received"] as? Double ?? 0 }.max() ?? back) - back)) s after the return")
