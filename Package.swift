@@ -202,7 +202,7 @@ let package = Package(
     ]
 )
 
-// The libFuzzer targets of the parsers (scripts/fuzz, README "Fuzzing"), declared only when
+// The libFuzzer targets of the parsers (scripts/fuzz, docs/testing.md "Fuzzing"), declared only when
 // MARQUEE_FUZZ is set: they are built with -sanitize=fuzzer in a build folder of their own and
 // are no part of the normal build.
 if Context.environment["MARQUEE_FUZZ"] != nil {

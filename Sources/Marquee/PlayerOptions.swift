@@ -97,7 +97,7 @@ public struct VideoFit: Sendable, Hashable, CustomStringConvertible {
     public var description: String { ["contain", "cover", "fill", "scaledown"][Int(rawValue)] }
 }
 
-/// Everything a ``Player`` is created with. Defaults follow DESIGN.md §7.
+/// Everything a ``Player`` is created with. Defaults: ARCHITECTURE.md, "Configuration".
 public struct PlayerOptions: Sendable {
     /// Manifest URLs (DASH `.mpd`, HLS `.m3u8`), tried in order; the first that plays is used. Required.
     public var sources: [URL]

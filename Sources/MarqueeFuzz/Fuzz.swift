@@ -2,7 +2,7 @@ import Foundation
 import MarqueeFuzzTargets
 
 // The libFuzzer executable of the parser targets (MarqueeFuzzTargets). One executable, the
-// target named by MARQUEE_FUZZ_TARGET; built and run by scripts/fuzz (README "Fuzzing"):
+// target named by MARQUEE_FUZZ_TARGET; built and run by scripts/fuzz (docs/testing.md "Fuzzing"):
 //
 //   MARQUEE_FUZZ=1 swift build -c release --scratch-path .build/fuzz/swift \
 //       -Xswiftc -sanitize=fuzzer,address --product marquee-fuzz

@@ -4,7 +4,7 @@ import MarqueeStreaming
 import MarqueeVenue
 
 // The fuzz targets of the parsers that read what a server sends (issue #14): libFuzzer runs them
-// (Sources/MarqueeFuzz, scripts/fuzz, README "Fuzzing"), and the test suite's fuzz smoke
+// (Sources/MarqueeFuzz, scripts/fuzz, docs/testing.md "Fuzzing"), and the test suite's fuzz smoke
 // (FuzzSmokeTests) runs them over seeded mutations of the seed corpora in CI.
 //
 // A parse that throws is an answer; a trap (precondition, overflow, index out of range), an

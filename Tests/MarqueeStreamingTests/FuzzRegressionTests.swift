@@ -3,7 +3,7 @@ import Testing
 
 @testable import MarqueeStreaming
 
-/// Inputs the fuzz targets (scripts/fuzz, README "Fuzzing") found crashing the player, each
+/// Inputs the fuzz targets (scripts/fuzz, docs/testing.md "Fuzzing") found crashing the player, each
 /// now a typed error or a sound answer. The raw inputs are also in fuzz/regressions/<target>/,
 /// replayed with every fuzz run.
 @Suite struct FuzzRegressionTests {

@@ -41,9 +41,10 @@ struct MixGains: Sendable, Hashable {
     var ad: Double
 }
 
-/// The events that shape the mix, on the presentation timeline (DESIGN.md §3). Pure: the mix at
-/// presented time `t` is ``state(at:)``, whatever order the events arrived in, so a user delay, a
-/// jump or a seek over an event applies it (forward) or undoes it (back) by construction.
+/// The events that shape the mix, on the presentation timeline (ARCHITECTURE.md, "State is a
+/// function of media time"). Pure: the mix at presented time `t` is ``state(at:)``, whatever
+/// order the events arrived in, so a user delay, a jump or a seek over an event applies it
+/// (forward) or undoes it (back) by construction.
 struct MixTimeline: Sendable {
     private(set) var events: [TimedEvent] = []
     /// How long a break without a duration or an end cue lasts.
