@@ -5,7 +5,7 @@
 
 /// The buffering band and the stall slate, drawn in software with a built-in 5×7 font
 /// (upper case; lower case is drawn as upper case; unknown characters as '?').
-/// Geometry (tests/vm/expect.py computes the same):
+/// Geometry (rigs/vm/expect.py computes the same):
 ///   s = max(1, min(W, H) / 160)                       scale of the font, a cell is 6s × 8s
 ///   text of n chars: width n·6s − s, height 7s, white (0xFFFFFF)
 ///   slate: the screen filled with 0x102040, the text centred: ((W − tw)/2, (H − th)/2)

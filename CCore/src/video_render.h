@@ -54,7 +54,7 @@ void mq_canvas_fill(const mq_canvas *c, mq_rect r, uint32_t xrgb);
 
 /// video_overlay.c: the buffering band drawn over the picture (bottom of the screen) and the
 /// full-screen stall slate with `message`. Geometry and font are fixed so tests can compute
-/// the expected image: see tests/vm/expect.py.
+/// the expected image: see rigs/vm/expect.py.
 void mq_overlay_draw_buffering(const mq_canvas *c, const char *message);
 void mq_overlay_draw_slate(const mq_canvas *c, const char *message);
 

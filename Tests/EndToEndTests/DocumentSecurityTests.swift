@@ -9,7 +9,7 @@ import Testing
 #endif
 
 /// Documents fetched from the network (issue #36, items 5 and 6) as a box sees them: configs,
-/// playlists and schedules served over real HTTP on loopback (tests/security/http_server.py, over
+/// playlists and schedules served over real HTTP on loopback (rigs/security/http_server.py, over
 /// TLS with a certificate made by openssl), signed with `marquee sign`'s format or not, naming
 /// local files or not. Asserted: the typed refusal the app gets, and what the player then uses
 /// (the last good document's sources and items).
@@ -41,7 +41,7 @@ import Testing
         let log = dir.appendingPathComponent("requests.log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let port = VenuePeerTests.freePort()
-        let script = Tools.packageRoot.appendingPathComponent("tests/security/http_server.py").path
+        let script = Tools.packageRoot.appendingPathComponent("rigs/security/http_server.py").path
         let process = try Tools.spawn("python3", [script, "\(port)", log.path, dir.path] + (tls.map { [$0.cert, $0.key] } ?? []))
         // Up when it accepts a connection (nothing is asked before the test).
         for _ in 0..<50 {

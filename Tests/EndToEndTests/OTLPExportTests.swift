@@ -20,7 +20,7 @@ extension LivePlaybackTests {
         let dir = try Tools.tempDirectory("otlp")
         let received = dir.appendingPathComponent("received.jsonl")
         let port = VenuePeerTests.freePort()
-        let script = Tools.packageRoot.appendingPathComponent("tests/otlp/receiver.py").path
+        let script = Tools.packageRoot.appendingPathComponent("rigs/otlp/receiver.py").path
         func receiver() async throws -> Process {
             let p = try Tools.spawn(python, [script, String(port), received.path])
             // Up when it answers a POST (HTTPServer binds before it serves).

@@ -8,11 +8,11 @@ import TestSupport
 import Testing
 
 /// Boxes of one venue sharing segments, on loopback: real proxies (in this process, and one as
-/// a `marquee proxy` process that is killed), a lying peer (tests/venue/liar_peer.py), our
+/// a `marquee proxy` process that is killed), a lying peer (rigs/venue/liar_peer.py), our
 /// origin as the CDN. Asserted: what the clients receive (byte-exact against the origin) and
 /// what the origin sends.
 @Suite struct VenuePeerTests {
-    /// The venue key every box of these tests holds (tests/venue/liar_peer.py too, when told).
+    /// The venue key every box of these tests holds (rigs/venue/liar_peer.py too, when told).
     static let key = Array("venue-test-key-0123456789abcdef".utf8)
 
     /// `key` in a file, for `marquee proxy --venue-key-file` and the liar's LIAR_KEY_FILE.
@@ -22,10 +22,10 @@ import Testing
         return url.path
     }
 
-    /// The lying peer (tests/venue/liar_peer.py) on `port`, logging each /p/ request to `log`;
+    /// The lying peer (rigs/venue/liar_peer.py) on `port`, logging each /p/ request to `log`;
     /// holding the venue key when `keyed`, with `environment` (LIAR_VOUCH, LIAR_MODE).
     static func liar(port: Int, log: URL, box: String, keyed: Bool, environment: [String] = []) throws -> Process {
-        let script = Tools.packageRoot.appendingPathComponent("tests/venue/liar_peer.py").path
+        let script = Tools.packageRoot.appendingPathComponent("rigs/venue/liar_peer.py").path
         let env = (keyed ? ["LIAR_KEY_FILE=\(try keyFile())"] : []) + environment
         return try Tools.spawn("env", env + ["python3", script, "\(port)", log.path, box])
     }
@@ -35,7 +35,7 @@ import Testing
         logger.logLevel = .warning
         var configuration = VenueConfiguration(
             upstreams: [upstream], sharing: .onlyOnLAN, peers: peers, boxId: box, banSeconds: 300, defaultPeerDeadline: deadline)
-        configuration.discovery = false  // the peers are the test's (tests/venue/run tests DNS-SD between hosts)
+        configuration.discovery = false  // the peers are the test's (rigs/venue/run tests DNS-SD between hosts)
         configuration.venueKey = keyed ? key : nil
         let proxy = try VenueProxy(configuration: configuration, logger: logger)
         _ = try await proxy.start()

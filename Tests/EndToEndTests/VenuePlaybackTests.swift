@@ -102,7 +102,7 @@ extension LivePlaybackTests {
         let ports = (Int.random(in: 20_000..<40_000), Int.random(in: 40_000..<60_000))
         func venue(_ box: String, _ port: Int, _ peer: Int) -> VenueConfiguration {
             var configuration = VenueConfiguration(port: port, upstreams: [], sharing: .onlyOnLAN, peers: ["127.0.0.1:\(peer)"], boxId: box)
-            configuration.discovery = false  // each other only (tests/venue/run tests DNS-SD)
+            configuration.discovery = false  // each other only (rigs/venue/run tests DNS-SD)
             return configuration
         }
         let started = Date().timeIntervalSince1970

@@ -12,7 +12,7 @@ import Testing
 
 /// The venue proxy as an attacker on the venue's LAN sees it: requests written byte by byte
 /// (a raw socket, so that no client library tidies them), a page on loopback that must stay out
-/// of reach (tests/security/http_server.py, which logs every request it gets), redirects, and
+/// of reach (rigs/security/http_server.py, which logs every request it gets), redirects, and
 /// connections that never finish their headers. Asserted: the status and body the attacker
 /// gets, and that the secret page's server was never asked.
 @Suite(.serialized) struct VenueSecurityTests {
@@ -22,7 +22,7 @@ import Testing
         let log = dir.appendingPathComponent("requests.log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let port = VenuePeerTests.freePort()
-        let script = Tools.packageRoot.appendingPathComponent("tests/security/http_server.py").path
+        let script = Tools.packageRoot.appendingPathComponent("rigs/security/http_server.py").path
         let process = try Tools.spawn("python3", [script, "\(port)", log.path])
         for _ in 0..<50 {
             if RawHTTP.get(port: port, target: "/ping").status == 200 { break }

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Debian's 6.12 kernel (bookworm-security's linux-image-6.12-amd64) with vkms, the virtual KMS
 # driver, built out of tree from Debian's own source of that kernel (no Debian kernel enables
-# it) and patched by tests/vm/vkms-yuv.patch (ours): its overlay planes take NV12 and YUV420
+# it) and patched by rigs/vm/vkms-yuv.patch (ours): its overlay planes take NV12 and YUV420
 # with COLOR_ENCODING / COLOR_RANGE, as a board's display engine does, and the last composed
 # frame is readable from debugfs (dri/0/vkms_capture). vkms has real 60 Hz vblank pacing and
 # does not scale planes. Downloaded and unpacked (not installed: no postinst, nothing in
 # /boot) into $VM_DIR/k612, once per patch; prints "KVER=<version>".
 set -euo pipefail
 VM_DIR=${VM_DIR:?} REPO=${REPO:?}
-PATCH=$REPO/tests/vm/vkms-yuv.patch
+PATCH=$REPO/rigs/vm/vkms-yuv.patch
 D=$VM_DIR/k612
 mkdir -p "$D"
 cd "$D"

@@ -4,7 +4,7 @@
 # $VM_DIR/kroot; module parameters in $MOD_PARAMS as "file.ko:param=value ...") and an /init
 # that mounts the host root read-only over 9p at /host, the repository (read-only) and the
 # writable output share at /tmp/marquee and /tmp/marquee-out inside it, and runs
-# tests/vm/$GUEST (default guest.sh) in a chroot there.
+# rigs/vm/$GUEST (default guest.sh) in a chroot there.
 set -euo pipefail
 VM_DIR=${VM_DIR:?} KVER=${KVER:?} REPO=${REPO:?} OUT_DIR=${OUT_DIR:?}
 K=${KROOT:-$VM_DIR/kroot}
@@ -47,10 +47,10 @@ mount -t tmpfs tmp /host/tmp; mount -t tmpfs run /host/run 2>/dev/null
 mkdir -p /host/tmp/marquee /host/tmp/marquee-out
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose repo /host/tmp/marquee || echo "INIT: 9p repo failed"
 mount -t 9p -o trans=virtio,version=9p2000.L,cache=none vmout /host/tmp/marquee-out || echo "INIT: 9p out failed"
-if [ -f /host/tmp/marquee/tests/vm/$GUEST ] && [ -f /host/tmp/marquee/.build-vm/marquee-path ]; then
-  chroot /host /bin/sh /tmp/marquee/tests/vm/$GUEST /tmp/marquee-out
+if [ -f /host/tmp/marquee/rigs/vm/$GUEST ] && [ -f /host/tmp/marquee/.build-vm/marquee-path ]; then
+  chroot /host /bin/sh /tmp/marquee/rigs/vm/$GUEST /tmp/marquee-out
 else
-  echo "@@FAIL the guest cannot see the repository $REPO (9p share 'repo' at /tmp/marquee): no tests/vm/$GUEST or .build-vm/marquee-path there"
+  echo "@@FAIL the guest cannot see the repository $REPO (9p share 'repo' at /tmp/marquee): no rigs/vm/$GUEST or .build-vm/marquee-path there"
 fi
 echo "INIT: test exit \$?"
 poweroff -f

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Runs INSIDE the VM booted with vkms (tests/vm/kernel-vkms.sh: overlay planes that take
+# Runs INSIDE the VM booted with vkms (rigs/vm/kernel-vkms.sh: overlay planes that take
 # YUV420 / NV12, no scaling, 60 Hz vblank, 1024x768): the video plane path of the real
 # `marquee` binary. Screens are read back from the driver (dri/0/vkms_capture: the frame vkms
 # composed from the primary and overlay planes) into $OUT/<name>.ppm and announced with
