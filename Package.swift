@@ -95,7 +95,9 @@ let package = Package(
             ],
             // The public API is sealed: an import is internal unless written `public import`, so
             // a public declaration that shows a dependency's type is a compile error.
-            swiftSettings: [.enableUpcomingFeature("InternalImportsByDefault"), .enableUpcomingFeature("MemberImportVisibility")]
+            swiftSettings: [
+                .enableUpcomingFeature("InternalImportsByDefault"), .enableUpcomingFeature("MemberImportVisibility"),
+            ]
         ),
         // The HTTP/1 server the origin and the venue proxy run (HummingbirdCore, started and stopped).
         .target(

@@ -40,7 +40,8 @@ int main(int argc, char **argv)
         free(data);
         struct rusage ru;
         if (getrusage(RUSAGE_SELF, &ru) == 0 && ru.ru_maxrss > REPLAY_MAX_RSS_KIB) {
-            fprintf(stderr, "replay: %s: peak resident memory %ld MiB, over %ld\n", argv[i], ru.ru_maxrss >> 10, REPLAY_MAX_RSS_KIB >> 10);
+            fprintf(stderr, "replay: %s: peak resident memory %ld MiB, over %ld\n", argv[i], ru.ru_maxrss >> 10,
+                    REPLAY_MAX_RSS_KIB >> 10);
             return 1;
         }
         printf("replay: %s ok\n", argv[i]);

@@ -54,13 +54,13 @@
 #define MQ_FUZZ_SEPARATOR "MQ-SEGMENT"
 #define MQ_FUZZ_STALL_S 20.0
 #define MQ_FUZZ_MAX_INIT ((size_t)4 << 20) // segment_io.c's MQ_MAX_INIT: a larger one is not kept
-#define MQ_FUZZ_HUGE_INITS 3                 // per input (each is 4 MiB queued)
+#define MQ_FUZZ_HUGE_INITS 3               // per input (each is 4 MiB queued)
 
 typedef struct fuzz_input {
     const uint8_t *data;
     size_t size;
     bool ts, init_plain, marks, rollover, switches;
-    int tracks; // 0 video, 1 audio, 2 both
+    int tracks;   // 0 video, 1 audio, 2 both
     size_t chunk; // 0: whole segments
 } fuzz_input;
 
@@ -100,7 +100,8 @@ static void drain(mq_player *p)
     while ((b = mq_pcm_ring_peek(p->pcm)) != NULL)
         mq_pcm_ring_consume(p->pcm, b->frames - p->pcm->read_off);
     mq_event ev;
-    while (mq_player_poll_event(p, &ev) > 0) {}
+    while (mq_player_poll_event(p, &ev) > 0) {
+    }
 }
 
 static bool all_done(mq_player *p)
@@ -139,12 +140,12 @@ static void feed(mq_player *p, const int32_t *tracks, int ntracks, const fuzz_in
 
 typedef struct script {
     mq_byte_queue *q;
-    AVIOContext *pb;   // the reader's session (NULL between sessions)
+    AVIOContext *pb; // the reader's session (NULL between sessions)
     uint8_t buf[40000];
-    bool marked;       // no byte pushed since the last segment end: every damage has its end
-    uint8_t *kept;     // the init segment the queue keeps (push_init of 1 byte … 4 MiB)
+    bool marked;   // no byte pushed since the last segment end: every damage has its end
+    uint8_t *kept; // the init segment the queue keeps (push_init of 1 byte … 4 MiB)
     size_t kept_len, kept_cap;
-    uint8_t *expect;   // after a rollover: the init the injection must deliver
+    uint8_t *expect; // after a rollover: the init the injection must deliver
     size_t expect_len, expect_pos, expect_cap;
     int huge_left;
 } script;
@@ -190,7 +191,8 @@ static const uint8_t *huge_init(size_t *len)
         size_t free_len = size - 24 - 16;
         memcpy(b, ftyp, sizeof ftyp);
         uint8_t *f = b + 24;
-        f[0] = (uint8_t)(free_len >> 24), f[1] = (uint8_t)(free_len >> 16), f[2] = (uint8_t)(free_len >> 8), f[3] = (uint8_t)free_len;
+        f[0] = (uint8_t)(free_len >> 24), f[1] = (uint8_t)(free_len >> 16), f[2] = (uint8_t)(free_len >> 8),
+        f[3] = (uint8_t)free_len;
         memcpy(f + 4, "free", 4);
         for (size_t i = 8; i < free_len; i++)
             f[i] = (uint8_t)(i * 13);
@@ -228,8 +230,10 @@ static void script_read(script *s, int size)
     if (n > 0) {
         size_t check = s->expect_len - s->expect_pos < (size_t)n ? s->expect_len - s->expect_pos : (size_t)n;
         if (check && memcmp(s->buf, s->expect + s->expect_pos, check) != 0) {
-            fprintf(stderr, "segment_fuzz: the init injected at a rollover differs from the one kept then "
-                            "(at byte %zu of %zu)\n", s->expect_pos, s->expect_len);
+            fprintf(stderr,
+                    "segment_fuzz: the init injected at a rollover differs from the one kept then "
+                    "(at byte %zu of %zu)\n",
+                    s->expect_pos, s->expect_len);
             abort();
         }
         s->expect_pos += check;

@@ -60,7 +60,7 @@ typedef enum mq_overlay {
     MQ_OVERLAY_NONE = 0,      ///< Pictures only.
     MQ_OVERLAY_BUFFERING = 1, ///< A band at the bottom over the held/current picture (or poster).
     MQ_OVERLAY_SLATE = 2,     ///< A full-screen slate with a message; pictures are not shown.
-    MQ_OVERLAY_BLANK = 3,     ///< The display is off: black; pictures are consumed on the clock, unseen (audio plays on).
+    MQ_OVERLAY_BLANK = 3, ///< The display is off: black; pictures are consumed on the clock, unseen (audio plays on).
 } mq_overlay;
 
 typedef struct mq_player_config {
@@ -277,8 +277,8 @@ int mq_player_keep_last_picture(mq_player *p, bool keep);
 /// stream pts_time (as the `frames:` output writes it); `*width`/`*height` the PNG's. Converts
 /// and encodes on the calling thread (tens of ms at 720p). MQ_ERR_STATE while keeping is off,
 /// MQ_ERR_NOT_FOUND when no picture was presented since it was turned on.
-int mq_player_snapshot_png(mq_player *p, int32_t max_width, uint8_t *_Nullable *_Nonnull png, size_t *size, double *media_pts,
-                           int32_t *width, int32_t *height);
+int mq_player_snapshot_png(mq_player *p, int32_t max_width, uint8_t *_Nullable *_Nonnull png, size_t *size,
+                           double *media_pts, int32_t *width, int32_t *height);
 
 /// Frees a buffer the core gave the caller (mq_player_snapshot_png's).
 void mq_free(void *_Nullable ptr);
@@ -355,27 +355,27 @@ int mq_player_set_volume(mq_player *p, float volume, bool muted);
 float mq_player_gain(mq_player *p, int32_t input);
 
 typedef struct mq_status {
-    int32_t state;                   ///< `mq_state`.
-    int32_t width, height;           ///< Size of the last presented picture, 0 before one.
-    double mono;                     ///< When this status was taken (monotonic seconds).
-    double position;                 ///< Presentation time being presented now (audio clock, else video), NAN before media.
-    double audio_delay;              ///< Seconds between a sample written and it being heard.
-    double audio_queued_until;       ///< Presentation time at the end of decoded audio waiting to play, NAN if none.
-    double video_queued_until;       ///< Presentation time of the last decoded frame waiting, NAN if none.
-    double first_frame_mono;         ///< When the first frame was presented (a join's still included), 0 before.
-    double av_offset;                ///< A/V offset of the last picture: the stream audio heard when it
-                                     ///< became visible minus its presentation time (positive: the
-                                     ///< picture lags the sound), seconds; NAN without stream audio.
-    double av_offset_peak;           ///< The largest |av_offset| over the last whole second, signed; NAN none.
-    int64_t frames_decoded;          ///< Video frames out of the decoder.
-    int64_t frames_presented;        ///< Video frames presented when due (a join's still is not counted).
-    int64_t frames_dropped;          ///< Video frames dropped as late, after the first one presented.
-    int64_t audio_frames_played;     ///< Stream audio sample frames written to the output.
-    int64_t audio_frames_dropped;    ///< Stream audio sample frames skipped as late.
-    int64_t audio_silence_frames;    ///< Silence frames written while stream audio was missing after it began.
-    int32_t audio_underruns;         ///< Times stream audio ran dry after it began (each a run of silence).
-    int32_t audio_xruns;             ///< Device xruns the output recovered from.
-    int32_t audio_error;             ///< The audio device's last failure (`mq_err`), 0 while it works.
+    int32_t state;               ///< `mq_state`.
+    int32_t width, height;       ///< Size of the last presented picture, 0 before one.
+    double mono;                 ///< When this status was taken (monotonic seconds).
+    double position;             ///< Presentation time being presented now (audio clock, else video), NAN before media.
+    double audio_delay;          ///< Seconds between a sample written and it being heard.
+    double audio_queued_until;   ///< Presentation time at the end of decoded audio waiting to play, NAN if none.
+    double video_queued_until;   ///< Presentation time of the last decoded frame waiting, NAN if none.
+    double first_frame_mono;     ///< When the first frame was presented (a join's still included), 0 before.
+    double av_offset;            ///< A/V offset of the last picture: the stream audio heard when it
+                                 ///< became visible minus its presentation time (positive: the
+                                 ///< picture lags the sound), seconds; NAN without stream audio.
+    double av_offset_peak;       ///< The largest |av_offset| over the last whole second, signed; NAN none.
+    int64_t frames_decoded;      ///< Video frames out of the decoder.
+    int64_t frames_presented;    ///< Video frames presented when due (a join's still is not counted).
+    int64_t frames_dropped;      ///< Video frames dropped as late, after the first one presented.
+    int64_t audio_frames_played; ///< Stream audio sample frames written to the output.
+    int64_t audio_frames_dropped; ///< Stream audio sample frames skipped as late.
+    int64_t audio_silence_frames; ///< Silence frames written while stream audio was missing after it began.
+    int32_t audio_underruns;      ///< Times stream audio ran dry after it began (each a run of silence).
+    int32_t audio_xruns;          ///< Device xruns the output recovered from.
+    int32_t audio_error;          ///< The audio device's last failure (`mq_err`), 0 while it works.
 } mq_status;
 
 /// Fills `out`. Also frees the clips `mq_player_set_clip` replaced once the audio thread is past them.
@@ -383,25 +383,25 @@ int mq_player_get_status(mq_player *p, mq_status *out);
 
 typedef enum mq_event_type {
     MQ_EVENT_NONE = 0,
-    MQ_EVENT_FIRST_FRAME = 1,   ///< The first video frame was presented (a join's still, see hide_join_still).
-    MQ_EVENT_TRACK_FORMAT = 2,  ///< A track's stream was opened; `message` describes codec and format.
-    MQ_EVENT_ERROR = 3,         ///< `code` is an `mq_err`; `track` is set when it is a track's.
-    MQ_EVENT_ENDED = 4,         ///< Every track ended and was presented.
-    MQ_EVENT_UNDERRUN = 5,      ///< Audio ran dry after it began (`media_time` where it did).
-    MQ_EVENT_OUTPUT_CHANGED = 6, ///< The display was unplugged, plugged back or changed mode and
-                                 ///< the output was set up again; `message` says which.
+    MQ_EVENT_FIRST_FRAME = 1,      ///< The first video frame was presented (a join's still, see hide_join_still).
+    MQ_EVENT_TRACK_FORMAT = 2,     ///< A track's stream was opened; `message` describes codec and format.
+    MQ_EVENT_ERROR = 3,            ///< `code` is an `mq_err`; `track` is set when it is a track's.
+    MQ_EVENT_ENDED = 4,            ///< Every track ended and was presented.
+    MQ_EVENT_UNDERRUN = 5,         ///< Audio ran dry after it began (`media_time` where it did).
+    MQ_EVENT_OUTPUT_CHANGED = 6,   ///< The display was unplugged, plugged back or changed mode and
+                                   ///< the output was set up again; `message` says which.
     MQ_EVENT_DECODER_FALLBACK = 7, ///< A track's preferred decoder(s) could not be used;
                                    ///< `message` names them, why, and the decoder used.
-    MQ_EVENT_CLIP_ENDED = 8,    ///< A clip that does not loop was heard to its end (`track` is the
-                                ///< mixer input; `code` an `mq_err` when it ended on a decode error).
+    MQ_EVENT_CLIP_ENDED = 8,       ///< A clip that does not loop was heard to its end (`track` is the
+                                   ///< mixer input; `code` an `mq_err` when it ended on a decode error).
 } mq_event_type;
 
 typedef struct mq_event {
-    int32_t type;        ///< `mq_event_type`.
-    int32_t track;       ///< Track id, or -1.
-    int32_t code;        ///< `mq_err` for errors, else 0.
-    double media_time;   ///< Presentation time the event refers to, or NAN.
-    char message[256];   ///< NUL-terminated English detail.
+    int32_t type;      ///< `mq_event_type`.
+    int32_t track;     ///< Track id, or -1.
+    int32_t code;      ///< `mq_err` for errors, else 0.
+    double media_time; ///< Presentation time the event refers to, or NAN.
+    char message[256]; ///< NUL-terminated English detail.
 } mq_event;
 
 /// Takes the oldest pending event. Returns 1 and fills `out` if there was one, 0 if none.

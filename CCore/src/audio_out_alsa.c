@@ -12,21 +12,21 @@
 /// flagged unpaced (by type at open, and by a runtime check) and the audio thread keeps a
 /// virtual device for them. XRUNs are recovered here (snd_pcm_recover) and counted.
 
-#define CHECK_ALSA(expr, what)                                                   \
-    do {                                                                         \
-        int err_ = (expr);                                                       \
-        if (err_ < 0) {                                                          \
-            mq_log(MQ_LOG_ERROR, "alsa: %s: %s", (what), snd_strerror(err_));    \
-            return MQ_ERR_AUDIO_DEVICE;                                          \
-        }                                                                        \
+#define CHECK_ALSA(expr, what)                                                                                         \
+    do {                                                                                                               \
+        int err_ = (expr);                                                                                             \
+        if (err_ < 0) {                                                                                                \
+            mq_log(MQ_LOG_ERROR, "alsa: %s: %s", (what), snd_strerror(err_));                                          \
+            return MQ_ERR_AUDIO_DEVICE;                                                                                \
+        }                                                                                                              \
     } while (0)
 
 typedef struct alsa_priv {
-    snd_pcm_t *pcm;                 // immutable after open
-    snd_pcm_uframes_t buffer_size;  // immutable after open
-    snd_pcm_uframes_t period_size;  // immutable after open
-    int idle_checks;                // audio thread only: delay 0 + buffer empty seen in a row
-    int64_t written;                // audio thread only
+    snd_pcm_t *pcm;                // immutable after open
+    snd_pcm_uframes_t buffer_size; // immutable after open
+    snd_pcm_uframes_t period_size; // immutable after open
+    int idle_checks;               // audio thread only: delay 0 + buffer empty seen in a row
+    int64_t written;               // audio thread only
 } alsa_priv;
 
 static int set_hw_params(mq_audio_out *ao, alsa_priv *a, int buffer_ms)
@@ -77,9 +77,8 @@ static int alsa_open(mq_audio_out *ao, const char *arg, int buffer_ms)
         return ret;
     snd_pcm_type_t type = snd_pcm_type(a->pcm);
     ao->paced = type != SND_PCM_TYPE_FILE && type != SND_PCM_TYPE_NULL;
-    mq_log(MQ_LOG_INFO, "alsa: '%s' %s, %d Hz, buffer %lu, period %lu, %s", name,
-           snd_pcm_type_name(type), ao->rate, (unsigned long)a->buffer_size,
-           (unsigned long)a->period_size, ao->paced ? "paced" : "not paced");
+    mq_log(MQ_LOG_INFO, "alsa: '%s' %s, %d Hz, buffer %lu, period %lu, %s", name, snd_pcm_type_name(type), ao->rate,
+           (unsigned long)a->buffer_size, (unsigned long)a->period_size, ao->paced ? "paced" : "not paced");
     return MQ_OK;
 }
 
@@ -117,8 +116,7 @@ static int alsa_delay(mq_audio_out *ao, int64_t *frames)
     snd_pcm_sframes_t avail = snd_pcm_avail_update(a->pcm);
     // A device that takes everything and reports nothing queued, again and again after we
     // wrote more than a buffer, does not pace.
-    bool idle = delay == 0 && avail == (snd_pcm_sframes_t)a->buffer_size &&
-                a->written > (int64_t)a->buffer_size;
+    bool idle = delay == 0 && avail == (snd_pcm_sframes_t)a->buffer_size && a->written > (int64_t)a->buffer_size;
     a->idle_checks = idle ? a->idle_checks + 1 : 0;
     if (a->idle_checks >= 3)
         ao->paced = false;
@@ -131,8 +129,8 @@ static int alsa_write(mq_audio_out *ao, const int16_t *data, int frames)
     alsa_priv *a = ao->priv;
     int done = 0;
     while (done < frames) {
-        snd_pcm_sframes_t n = snd_pcm_writei(a->pcm, data + (size_t)done * (size_t)ao->channels,
-                                             (snd_pcm_uframes_t)(frames - done));
+        snd_pcm_sframes_t n =
+            snd_pcm_writei(a->pcm, data + (size_t)done * (size_t)ao->channels, (snd_pcm_uframes_t)(frames - done));
         if (n == -EAGAIN)
             continue;
         if (n < 0) {

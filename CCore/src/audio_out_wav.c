@@ -13,8 +13,8 @@
 /// sizes are finalised at close.
 
 typedef struct wav_priv {
-    int fd;          // immutable after open
-    int64_t bytes;   // audio thread only (close after it stopped)
+    int fd;        // immutable after open
+    int64_t bytes; // audio thread only (close after it stopped)
 } wav_priv;
 
 static void put_le(uint8_t *p, uint32_t v, int n)

@@ -76,7 +76,7 @@ static void check_generation(mq_player *p, mq_audio_sync *s)
     uint32_t gen = atomic_load_explicit(&p->out->gen, memory_order_acquire);
     if (gen == s->gen)
         return;
-    s->gen = gen; // the track was reset: a new stream starts
+    s->gen = gen;   // the track was reset: a new stream starts
     if (s->started) // one was heard (its last frame is the last period's: `tail`)
         cut_at(p, s, 0);
     s->locked = s->started = s->underrun = false;
@@ -144,8 +144,7 @@ static int copy_block(mq_player *p, const mq_pcm_block *b, int i, int max)
 {
     int avail = b->frames - p->out->read_off;
     int k = avail < max ? avail : max;
-    memcpy(p->as.mix + (size_t)i * (size_t)p->channels,
-           b->data + (size_t)p->out->read_off * (size_t)p->channels,
+    memcpy(p->as.mix + (size_t)i * (size_t)p->channels, b->data + (size_t)p->out->read_off * (size_t)p->channels,
            (size_t)k * (size_t)p->channels * sizeof(float));
     mq_pcm_ring_consume(p->out, k);
     atomic_fetch_add_explicit(&p->audio_frames_played, k, memory_order_relaxed);
@@ -182,7 +181,7 @@ static void fill_stream(mq_player *p, mq_audio_sync *s, double t_hear, double *t
             return;
         }
         double next = b->pts + p->out->read_off * b->rate / sr; // media time of the next ring frame
-        double err = next - (want + i * rate / sr);    // > 0: early, < 0: late
+        double err = next - (want + i * rate / sr);             // > 0: early, < 0: late
         // Unlocked we align to the sample (skip or wait exactly); locked we write on.
         double tol = s->locked ? MQ_LOCKED_TOLERANCE : 0.5 / sr;
         if (err < -tol) { // late: skip it
@@ -199,7 +198,7 @@ static void fill_stream(mq_player *p, mq_audio_sync *s, double t_hear, double *t
         if (err > tol) { // early: silence until it is due
             if (s->locked)
                 cut_at(p, s, i); // (a jump of the schedule back: silence)
-            if (!published) // nothing heard yet this period: the schedule is the clock (a jump back)
+            if (!published)      // nothing heard yet this period: the schedule is the clock (a jump back)
                 mq_clock_invalidate_audio(&p->clock);
             int k = (int)lrint(err * sr);
             k = k < n - i ? (k > 0 ? k : 1) : n - i;
@@ -259,7 +258,8 @@ static const float *fill_clip(mq_player *p, mq_audio_sync *s, int i, double t0, 
             break;
         }
         int avail = b->frames - c->ring->read_off, m = avail < n - k ? avail : n - k;
-        memcpy(buf + (size_t)k * (size_t)ch, b->data + (size_t)c->ring->read_off * (size_t)ch, (size_t)m * (size_t)ch * sizeof(float));
+        memcpy(buf + (size_t)k * (size_t)ch, b->data + (size_t)c->ring->read_off * (size_t)ch,
+               (size_t)m * (size_t)ch * sizeof(float));
         mq_pcm_ring_consume(c->ring, m);
         k += m;
     }

@@ -23,30 +23,30 @@ struct mq_clip_priv {
     // immutable after create
     int32_t rate, channels;
     bool loop;
-    int32_t fade;      // cross-fade frames at the loop point
+    int32_t fade; // cross-fade frames at the loop point
     pthread_t thread;
     bool thread_started;
     _Atomic bool quit;
     _Atomic bool exited; // the clip thread is returning: a join will not wait
     // clip thread only
-    mq_file_input *in; // the file
+    mq_file_input *in;    // the file
     AVFormatContext *fmt; // in->fmt (borrowed)
     AVCodecContext *dec;
     SwrContext *swr;
     AVPacket *pkt;
     AVFrame *frame;
     int stream;
-    double target;     // after a seek: clip time to start from exactly (NAN: none)
-    int64_t pos;       // frames of the file passed on in this pass (from its start)
-    int64_t length;    // frames in the file by its container (edit list / duration): decoder
-                       // padding past it is dropped; 0: unknown, keep everything
-    int64_t skip;      // frames still to drop to reach it
-    float *hold;       // the last `fade` frames produced, not yet passed on (the loop tail)
+    double target;  // after a seek: clip time to start from exactly (NAN: none)
+    int64_t pos;    // frames of the file passed on in this pass (from its start)
+    int64_t length; // frames in the file by its container (edit list / duration): decoder
+                    // padding past it is dropped; 0: unknown, keep everything
+    int64_t skip;   // frames still to drop to reach it
+    float *hold;    // the last `fade` frames produced, not yet passed on (the loop tail)
     int32_t held;
-    float *conv;       // resampler output
+    float *conv; // resampler output
     int32_t conv_cap;
-    int32_t fading;    // frames of the cross-fade done in this pass, -1: not fading
-    double pts;        // clip time of the next frame passed on
+    int32_t fading; // frames of the cross-fade done in this pass, -1: not fading
+    double pts;     // clip time of the next frame passed on
 };
 
 /* ---- output: hold line → ring ---- */
@@ -102,7 +102,8 @@ static int produce(mq_clip *c, float *src, int32_t n)
     int ret = emit(c, q->hold, from_hold);
     if (ret < 0)
         return ret;
-    memmove(q->hold, q->hold + (size_t)from_hold * (size_t)ch, (size_t)(q->held - from_hold) * (size_t)ch * sizeof(float));
+    memmove(q->hold, q->hold + (size_t)from_hold * (size_t)ch,
+            (size_t)(q->held - from_hold) * (size_t)ch * sizeof(float));
     q->held -= from_hold;
     int32_t from_src = out - from_hold;
     if ((ret = emit(c, src, from_src)) < 0)
@@ -262,8 +263,8 @@ int mq_clip_open(const char *path, int32_t rate, int32_t channels, double offset
 {
     if (out)
         *out = NULL;
-    if (!path || !out || rate <= 0 || channels <= 0 || channels > 8 || !(offset >= 0) ||
-        !isfinite(offset) || !(crossfade >= 0) || crossfade > 5 || isinf(start_at))
+    if (!path || !out || rate <= 0 || channels <= 0 || channels > 8 || !(offset >= 0) || !isfinite(offset) ||
+        !(crossfade >= 0) || crossfade > 5 || isinf(start_at))
         return MQ_ERR_INVALID_ARGUMENT;
     mq_ffmpeg_init(); // a clip may be opened before any player exists
     mq_clip *c = calloc(1, sizeof *c);

@@ -18,16 +18,16 @@
 /// public API; `mq_player_set_clip` hands one to a player.
 struct mq_clip {
     // immutable after open
-    mq_pcm_ring *ring;   ///< decoded audio: clip thread → audio thread
+    mq_pcm_ring *ring;      ///< decoded audio: clip thread → audio thread
     int32_t rate, channels; ///< the format it decodes to (must be the player's)
-    double start_at;     ///< presentation time it is heard from (NAN: as soon as it is installed)
-    double duration;     ///< seconds, 0 when unknown
+    double start_at;        ///< presentation time it is heard from (NAN: as soon as it is installed)
+    double duration;        ///< seconds, 0 when unknown
     // clip thread → anyone
-    _Atomic int error;   ///< mq_err of a decode failure, 0 none
+    _Atomic int error; ///< mq_err of a decode failure, 0 none
     // audio thread only, once installed on a player (a fresh clip starts false: kept here, not
     // in the slot, so a clip allocated where a freed one was never inherits its state)
-    bool started;        ///< reached its start time
-    bool ended_seen;     ///< its end was counted in the slot
+    bool started;    ///< reached its start time
+    bool ended_seen; ///< its end was counted in the slot
     // controlling thread only, once retired by the player (see player.c, retire)
     uint64_t retired_epoch; ///< `audio_periods` right after it was swapped out
     struct mq_clip_priv *priv;

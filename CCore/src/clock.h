@@ -19,7 +19,7 @@ void mq_seq3_load(const mq_seq3 *s, double *a, double *b, double *c);
 /// The player's clocks, all in presentation time (seconds).
 typedef struct mq_clock {
     mq_seq3 timeline; // written by the controlling thread: (mono_anchor, media_anchor, rate); NAN anchor = unset
-    mq_seq3 audio;    // written by the audio thread only: (mono, media heard then, jumps + 1 when it was read; 0 invalid)
+    mq_seq3 audio; // written by the audio thread only: (mono, media heard then, jumps + 1 when it was read; 0 invalid)
     _Atomic uint32_t jumps; // controlling thread: timelines that jumped (mq_clock_set_timeline)
 } mq_clock;
 

@@ -44,18 +44,16 @@ typedef struct mq_decoder {
     // of real time its decoding takes; over MQ_BUSY_WINDOW of media it must stay under
     // decode_busy_limit, else it is reopened with frame threads at the next keyframe (a slow
     // board, a heavy stream), or opened so at the next session, and stays so for the track's life.
-    double busy, busy_media;                // wall seconds decoding, media seconds decoded (window)
-    bool want_threads;                      // reopen with frame threads at the next keyframe
-    bool threaded;                          // auto threads escalated for good
+    double busy, busy_media; // wall seconds decoding, media seconds decoded (window)
+    bool want_threads;       // reopen with frame threads at the next keyframe
+    bool threaded;           // auto threads escalated for good
     // A staged audio track's first sound, decoded ahead (mq_player_add_staged_track): handed on
     // at activation, so the ring starts with more than one frame (a busy machine's decode thread
     // may come late for the second: an underrun right after the cut).
     AVFrame *held[MQ_HELD_AUDIO];
-    double held_pts[MQ_HELD_AUDIO];         // each one's media time (s), as deliver_audio takes it
+    double held_pts[MQ_HELD_AUDIO]; // each one's media time (s), as deliver_audio takes it
     int nheld;
 } mq_decoder;
-
-
 
 static void post_error(mq_decoder *d, int code, const char *what)
 {
@@ -77,9 +75,8 @@ static void describe(mq_decoder *d, const AVFrame *f, char *buf, size_t n)
                  fr.den ? av_q2d(fr) : 0.0);
     } else {
         const char *fmt = av_get_sample_fmt_name(f->format);
-        snprintf(buf, n, "audio %s%s%s%s %d Hz %d ch %s", c->codec->name, profile ? " (" : "",
-                 profile ? profile : "", profile ? ")" : "", f->sample_rate,
-                 f->ch_layout.nb_channels, fmt ? fmt : "?");
+        snprintf(buf, n, "audio %s%s%s%s %d Hz %d ch %s", c->codec->name, profile ? " (" : "", profile ? profile : "",
+                 profile ? ")" : "", f->sample_rate, f->ch_layout.nb_channels, fmt ? fmt : "?");
     }
 }
 
@@ -109,17 +106,17 @@ static int open_codec(mq_decoder *d)
     int ret = mq_decoder_open(d->p->decoders, par, d->dmx->st->time_base, decode_threads(d), &d->codec, failed,
                               sizeof failed);
     if (ret < 0) {
-        snprintf(msg, sizeof msg, ret == MQ_ERR_UNSUPPORTED ? "no decoder for codec '%s'%s%s"
-                                                            : "cannot open a %s decoder%s%s",
-                 cname, failed[0] ? "; " : "", failed);
+        snprintf(msg, sizeof msg,
+                 ret == MQ_ERR_UNSUPPORTED ? "no decoder for codec '%s'%s%s" : "cannot open a %s decoder%s%s", cname,
+                 failed[0] ? "; " : "", failed);
         post_error(d, ret, msg);
         return ret;
     }
     if (failed[0] && !d->fallback_reported) {
         d->fallback_reported = true;
         mq_log(MQ_LOG_WARN, "track %d: %s; using %s", d->t->id, failed, d->codec->codec->name);
-        mq_event_queue_push(d->p->events, MQ_EVENT_DECODER_FALLBACK, d->t->id, 0, NAN,
-                            "%s; using %s", failed, d->codec->codec->name);
+        mq_event_queue_push(d->p->events, MQ_EVENT_DECODER_FALLBACK, d->t->id, 0, NAN, "%s; using %s", failed,
+                            d->codec->codec->name);
     }
     if (d->want_threads) { // opened with the frame threads judge_busy asked for: kept from now on
         d->want_threads = false;
@@ -138,8 +135,8 @@ static void report_format(mq_decoder *d, const AVFrame *f)
     describe(d, f, msg, sizeof msg);
     mq_log(MQ_LOG_INFO, "track %d: %s", d->t->id, msg);
     double pts = f->pts != AV_NOPTS_VALUE ? f->pts * av_q2d(d->dmx->st->time_base) : NAN;
-    mq_event_queue_push(d->p->events, MQ_EVENT_TRACK_FORMAT, d->t->id, 0, pts + atomic_load(&d->t->pts_offset),
-                        "%s", msg);
+    mq_event_queue_push(d->p->events, MQ_EVENT_TRACK_FORMAT, d->t->id, 0, pts + atomic_load(&d->t->pts_offset), "%s",
+                        msg);
 }
 
 /* ---- staged (decoded ahead) ---- */
@@ -206,7 +203,7 @@ static int deliver_video(mq_decoder *d, AVFrame *f)
         v.still = !staged && join_still(p);
         if (!v.still) {
             if (!staged && v.pts + v.duration > d->late_until + 1e-6) // not counted when it was sent late
-                mq_player_count_dropped(d->p); // already late: never queue it
+                mq_player_count_dropped(d->p);                        // already late: never queue it
             av_frame_unref(f);
             return MQ_OK;
         }
@@ -376,8 +373,9 @@ static void judge_busy(mq_decoder *d, const AVPacket *pkt, double took)
         return;
     if (d->busy > d->p->decode_busy_limit * d->busy_media && !d->want_threads) {
         d->want_threads = true;
-        mq_log(MQ_LOG_INFO, "track %d: one decoder thread took %.0f%% of real time; frame threads from the next keyframe",
-               d->t->id, 100 * d->busy / d->busy_media);
+        mq_log(MQ_LOG_INFO,
+               "track %d: one decoder thread took %.0f%% of real time; frame threads from the next keyframe", d->t->id,
+               100 * d->busy / d->busy_media);
     }
     d->busy = d->busy_media = 0;
 }
@@ -410,8 +408,8 @@ static int decode_packet(mq_decoder *d, const AVPacket *pkt)
         }
     }
     // Auto threads: the codec's own time (sending and receiving, not the hand-over) is judged.
-    bool judged = pkt && d->t->kind == MQ_TRACK_VIDEO && d->p->decode_threads == 0 && !d->threaded &&
-                  d->codec->thread_count == 1;
+    bool judged =
+        pkt && d->t->kind == MQ_TRACK_VIDEO && d->p->decode_threads == 0 && !d->threaded && d->codec->thread_count == 1;
     double mark = judged ? mq_clock_now() : 0, took = 0;
     int ret = avcodec_send_packet(d->codec, pkt);
     if (ret < 0 && ret != AVERROR(EAGAIN) && ret != AVERROR_EOF && !d->decode_error_reported) {
@@ -517,7 +515,7 @@ static void run_session(mq_decoder *d)
         return;
     }
     if (ret >= 0 && (st == MQ_INPUT_BOUNDARY || st == MQ_INPUT_ENDED))
-        decode_packet(d, NULL); // drain: the pictures still in the decoder
+        decode_packet(d, NULL);                          // drain: the pictures still in the decoder
     if (ret >= 0 && st == MQ_INPUT_BOUNDARY && d->swr) { // and the sound still in the resampler
         double end = atomic_load(&d->p->pcm->queued_until);
         if (isfinite(end))

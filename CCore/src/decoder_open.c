@@ -118,8 +118,8 @@ static const char *next_name(const char *s, char *name, size_t n)
     return s[len] == ',' ? s + len + 1 : s + len;
 }
 
-int mq_decoder_open(const char *prefs, const AVCodecParameters *par, AVRational tb, int threads,
-                    AVCodecContext **out, char *failed, size_t failed_size)
+int mq_decoder_open(const char *prefs, const AVCodecParameters *par, AVRational tb, int threads, AVCodecContext **out,
+                    char *failed, size_t failed_size)
 {
     *out = NULL;
     failed[0] = '\0';

@@ -20,8 +20,8 @@
 /// "" or the applicable preferences that could not be used, with why ("h264_v4l2m2m: Invalid
 /// argument"). Returns MQ_OK, MQ_ERR_UNSUPPORTED (no decoder at all for the codec) or
 /// MQ_ERR_DECODE (the default decoder did not open either).
-int mq_decoder_open(const char *prefs, const AVCodecParameters *par, AVRational tb, int threads,
-                    AVCodecContext **out, char *failed, size_t failed_size);
+int mq_decoder_open(const char *prefs, const AVCodecParameters *par, AVRational tb, int threads, AVCodecContext **out,
+                    char *failed, size_t failed_size);
 
 /// Checks a preference list before it is used: NULL, or at most 1023 characters of decoder
 /// names ([A-Za-z0-9_]), commas and spaces. Returns MQ_OK or MQ_ERR_INVALID_ARGUMENT.

@@ -66,9 +66,12 @@ static int select_stream(mq_demux *d, enum AVMediaType type)
 static const char *container_name(mq_byte_queue *in)
 {
     switch (mq_byte_queue_container(in)) {
-    case MQ_CONTAINER_MPEGTS: return "MPEG-TS";
-    case MQ_CONTAINER_PROBED: return "file";
-    default: return "fMP4";
+    case MQ_CONTAINER_MPEGTS:
+        return "MPEG-TS";
+    case MQ_CONTAINER_PROBED:
+        return "file";
+    default:
+        return "fMP4";
     }
 }
 
@@ -89,7 +92,9 @@ int mq_demux_open(mq_byte_queue *in, enum AVMediaType type, mq_demux **out, char
         err = MQ_ERR_NOT_FOUND; // a readable input without this kind of stream (a file without sound)
         int container = mq_byte_queue_container(in);
         snprintf(why, n, "no %s stream in the %s", av_get_media_type_string(type),
-                 container == MQ_CONTAINER_MPEGTS ? "transport stream" : container == MQ_CONTAINER_PROBED ? "file" : "init segment");
+                 container == MQ_CONTAINER_MPEGTS   ? "transport stream"
+                 : container == MQ_CONTAINER_PROBED ? "file"
+                                                    : "init segment");
         goto fail;
     }
     *out = d;

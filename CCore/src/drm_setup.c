@@ -21,12 +21,12 @@
 #include "mq_err.h"
 #include "mq_player.h"
 
-#define CHECK_DRM(expr, what)                                                                      \
-    do {                                                                                           \
-        if ((expr) < 0) {                                                                          \
-            mq_log(MQ_LOG_ERROR, "drm: %s failed: %s", what, strerror(errno));                     \
-            return MQ_ERR_VIDEO_DEVICE;                                                            \
-        }                                                                                          \
+#define CHECK_DRM(expr, what)                                                                                          \
+    do {                                                                                                               \
+        if ((expr) < 0) {                                                                                              \
+            mq_log(MQ_LOG_ERROR, "drm: %s failed: %s", what, strerror(errno));                                         \
+            return MQ_ERR_VIDEO_DEVICE;                                                                                \
+        }                                                                                                              \
     } while (0)
 
 /* ---- card ---- */
@@ -173,8 +173,9 @@ static int fb_create(int fd, int w, int h, mq_drm_fb *fb)
     fb->pitch = cd.pitch;
     fb->size = cd.size;
     uint32_t handles[4] = {cd.handle}, pitches[4] = {cd.pitch}, offsets[4] = {0};
-    CHECK_DRM(drmModeAddFB2(fd, (uint32_t)w, (uint32_t)h, DRM_FORMAT_XRGB8888, handles, pitches,
-                            offsets, &fb->fb_id, 0), "AddFB2");
+    CHECK_DRM(
+        drmModeAddFB2(fd, (uint32_t)w, (uint32_t)h, DRM_FORMAT_XRGB8888, handles, pitches, offsets, &fb->fb_id, 0),
+        "AddFB2");
     struct drm_mode_map_dumb md = {.handle = cd.handle};
     CHECK_DRM(drmIoctl(fd, DRM_IOCTL_MODE_MAP_DUMB, &md), "MAP_DUMB");
     void *map = mmap(NULL, cd.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)md.offset);
@@ -235,8 +236,8 @@ static void yuv_fb_destroy(int fd, mq_drm_yuv_fb *v)
 /* ---- the video plane ---- */
 
 static const char *const plane_prop_names[MQ_PLANE_PROPS] = {
-    "FB_ID", "CRTC_ID", "SRC_X", "SRC_Y", "SRC_W", "SRC_H", "CRTC_X", "CRTC_Y", "CRTC_W", "CRTC_H",
-    "COLOR_ENCODING", "COLOR_RANGE",
+    "FB_ID",  "CRTC_ID", "SRC_X",  "SRC_Y",  "SRC_W",          "SRC_H",
+    "CRTC_X", "CRTC_Y",  "CRTC_W", "CRTC_H", "COLOR_ENCODING", "COLOR_RANGE",
 };
 
 static uint64_t enum_value(const drmModePropertyRes *pr, const char *name)
@@ -299,8 +300,11 @@ static void find_video_plane(mq_drm *d)
     for (uint32_t i = 0; planes && i < planes->count_planes; i++) {
         drmModePlane *pl = drmModeGetPlane(d->fd, planes->planes[i]);
         if (pl && (pl->possible_crtcs & (1u << crtc_index))) {
-            mq_drm_plane cand = {.enc_601 = UINT64_MAX, .enc_709 = UINT64_MAX, .enc_2020 = UINT64_MAX,
-                                 .range_limited = UINT64_MAX, .range_full = UINT64_MAX};
+            mq_drm_plane cand = {.enc_601 = UINT64_MAX,
+                                 .enc_709 = UINT64_MAX,
+                                 .enc_2020 = UINT64_MAX,
+                                 .range_limited = UINT64_MAX,
+                                 .range_full = UINT64_MAX};
             int type = plane_props(d->fd, pl->plane_id, &cand);
             for (uint32_t f = 0; f < pl->count_formats; f++) {
                 cand.yuv420 |= pl->formats[f] == DRM_FORMAT_YUV420;
@@ -333,7 +337,8 @@ static void find_video_plane(mq_drm *d)
     d->plane = found;
     mq_log(MQ_LOG_INFO, "drm: video plane %u (%s%s%s; colour encoding %s, range %s)", found.id,
            found.yuv420 ? "YUV420" : "", found.yuv420 && found.nv12 ? ", " : "", found.nv12 ? "NV12" : "",
-           found.prop[MQ_PLANE_COLOR_ENCODING] ? "settable" : "fixed", found.prop[MQ_PLANE_COLOR_RANGE] ? "settable" : "fixed");
+           found.prop[MQ_PLANE_COLOR_ENCODING] ? "settable" : "fixed",
+           found.prop[MQ_PLANE_COLOR_RANGE] ? "settable" : "fixed");
 }
 
 /* ---- setup chain ---- */
@@ -383,8 +388,8 @@ int mq_drm_setup(mq_drm *d)
     for (int i = 0; i < MQ_DRM_BUFFERS && ret >= 0; i++)
         ret = fb_create(d->fd, d->width, d->height, &d->fb[i]);
     if (ret >= 0) {
-        mq_log(MQ_LOG_INFO, "drm: %s %s %dx%d@%u crtc %u", d->card, d->conn_name, d->width, d->height,
-               d->mode.vrefresh, d->crtc_id);
+        mq_log(MQ_LOG_INFO, "drm: %s %s %dx%d@%u crtc %u", d->card, d->conn_name, d->width, d->height, d->mode.vrefresh,
+               d->crtc_id);
         find_video_plane(d);
     }
     return ret;
@@ -622,9 +627,9 @@ int mq_drm_video_import(mq_drm *d, const AVFrame *f)
     bool linear = true; // a card without modifiers takes linear buffers only without the flag
     for (int k = 0; k < l->nb_planes && k < 4; k++)
         linear &= mods[k] == DRM_FORMAT_MOD_LINEAR || mods[k] == DRM_FORMAT_MOD_INVALID;
-    int ret = drmModeAddFB2WithModifiers(d->fd, (uint32_t)f->width, (uint32_t)f->height, l->format, handles,
-                                         pitches, offsets, with_mods ? mods : NULL, &v->fb.fb_id,
-                                         with_mods ? DRM_MODE_FB_MODIFIERS : 0);
+    int ret =
+        drmModeAddFB2WithModifiers(d->fd, (uint32_t)f->width, (uint32_t)f->height, l->format, handles, pitches, offsets,
+                                   with_mods ? mods : NULL, &v->fb.fb_id, with_mods ? DRM_MODE_FB_MODIFIERS : 0);
     if (ret < 0 && with_mods && linear)
         ret = drmModeAddFB2(d->fd, (uint32_t)f->width, (uint32_t)f->height, l->format, handles, pitches, offsets,
                             &v->fb.fb_id, 0);
@@ -693,11 +698,16 @@ int mq_drm_show_video(mq_drm *d, int vi, const mq_drm_placement *at, int primary
     if (!test_only && d->flipping)
         mq_drm_wait_flip(d, 0.1);
     uint64_t v[MQ_PLANE_PROPS] = {
-        [MQ_PLANE_FB_ID] = d->vfb[vi].fb.fb_id, [MQ_PLANE_CRTC_ID] = d->crtc_id,
-        [MQ_PLANE_SRC_X] = (uint64_t)at->src_x << 16, [MQ_PLANE_SRC_Y] = (uint64_t)at->src_y << 16,
-        [MQ_PLANE_SRC_W] = (uint64_t)at->src_w << 16, [MQ_PLANE_SRC_H] = (uint64_t)at->src_h << 16,
-        [MQ_PLANE_CRTC_X] = (uint64_t)at->dst_x, [MQ_PLANE_CRTC_Y] = (uint64_t)at->dst_y,
-        [MQ_PLANE_CRTC_W] = (uint64_t)at->dst_w, [MQ_PLANE_CRTC_H] = (uint64_t)at->dst_h,
+        [MQ_PLANE_FB_ID] = d->vfb[vi].fb.fb_id,
+        [MQ_PLANE_CRTC_ID] = d->crtc_id,
+        [MQ_PLANE_SRC_X] = (uint64_t)at->src_x << 16,
+        [MQ_PLANE_SRC_Y] = (uint64_t)at->src_y << 16,
+        [MQ_PLANE_SRC_W] = (uint64_t)at->src_w << 16,
+        [MQ_PLANE_SRC_H] = (uint64_t)at->src_h << 16,
+        [MQ_PLANE_CRTC_X] = (uint64_t)at->dst_x,
+        [MQ_PLANE_CRTC_Y] = (uint64_t)at->dst_y,
+        [MQ_PLANE_CRTC_W] = (uint64_t)at->dst_w,
+        [MQ_PLANE_CRTC_H] = (uint64_t)at->dst_h,
         [MQ_PLANE_COLOR_ENCODING] = encoding_of(pl, at->colorspace),
         [MQ_PLANE_COLOR_RANGE] = at->range == AVCOL_RANGE_JPEG ? pl->range_full : pl->range_limited,
     };

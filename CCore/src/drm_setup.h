@@ -33,27 +33,39 @@ typedef struct mq_drm_fb {
 /// at offsets, filled by a copy), or a decoder's dma-buf picture imported as it is (`prime`
 /// holds the decoder's frame until the plane no longer shows it).
 typedef struct mq_drm_yuv_fb {
-    mq_drm_fb fb;         // handle, fb_id, pitch (of the luma plane), size, map (dumb buffers)
-    uint32_t fourcc;      // DRM_FORMAT_YUV420, DRM_FORMAT_NV12, or an imported layer's format
+    mq_drm_fb fb;    // handle, fb_id, pitch (of the luma plane), size, map (dumb buffers)
+    uint32_t fourcc; // DRM_FORMAT_YUV420, DRM_FORMAT_NV12, or an imported layer's format
     int width, height;
     uint32_t offsets[3], pitches[3];
-    AVFrame *prime;       // imported: the AV_PIX_FMT_DRM_PRIME frame, NULL for a dumb buffer
+    AVFrame *prime; // imported: the AV_PIX_FMT_DRM_PRIME frame, NULL for a dumb buffer
     uint32_t prime_handles[4];
-    int n_prime_handles;  // GEM handles of the imported dma-bufs (closed on release)
-    bool shown;           // has been on the plane (an imported one is released once replaced)
+    int n_prime_handles; // GEM handles of the imported dma-bufs (closed on release)
+    bool shown;          // has been on the plane (an imported one is released once replaced)
 } mq_drm_yuv_fb;
 
-enum { MQ_PLANE_FB_ID, MQ_PLANE_CRTC_ID, MQ_PLANE_SRC_X, MQ_PLANE_SRC_Y, MQ_PLANE_SRC_W, MQ_PLANE_SRC_H,
-       MQ_PLANE_CRTC_X, MQ_PLANE_CRTC_Y, MQ_PLANE_CRTC_W, MQ_PLANE_CRTC_H, MQ_PLANE_COLOR_ENCODING,
-       MQ_PLANE_COLOR_RANGE, MQ_PLANE_PROPS };
+enum {
+    MQ_PLANE_FB_ID,
+    MQ_PLANE_CRTC_ID,
+    MQ_PLANE_SRC_X,
+    MQ_PLANE_SRC_Y,
+    MQ_PLANE_SRC_W,
+    MQ_PLANE_SRC_H,
+    MQ_PLANE_CRTC_X,
+    MQ_PLANE_CRTC_Y,
+    MQ_PLANE_CRTC_W,
+    MQ_PLANE_CRTC_H,
+    MQ_PLANE_COLOR_ENCODING,
+    MQ_PLANE_COLOR_RANGE,
+    MQ_PLANE_PROPS
+};
 
 /// An overlay plane that takes pictures in YCbCr. id 0: none.
 typedef struct mq_drm_plane {
-    uint32_t id, primary_id;             // the overlay, and the CRTC's primary plane
-    uint32_t prop[MQ_PLANE_PROPS];       // property ids (0: the plane has none)
-    uint32_t primary_fb_prop;            // the primary plane's FB_ID
-    bool yuv420, nv12;                   // layouts it takes
-    uint32_t formats[64];                // every format it lists (for imported pictures)
+    uint32_t id, primary_id;       // the overlay, and the CRTC's primary plane
+    uint32_t prop[MQ_PLANE_PROPS]; // property ids (0: the plane has none)
+    uint32_t primary_fb_prop;      // the primary plane's FB_ID
+    bool yuv420, nv12;             // layouts it takes
+    uint32_t formats[64];          // every format it lists (for imported pictures)
     int n_formats;
     uint64_t enc_601, enc_709, enc_2020; // COLOR_ENCODING values (UINT64_MAX: not offered)
     uint64_t range_limited, range_full;  // COLOR_RANGE values (UINT64_MAX: not offered)
@@ -61,34 +73,34 @@ typedef struct mq_drm_plane {
 
 /// Where and how a picture goes on the video plane.
 typedef struct mq_drm_placement {
-    int src_x, src_y, src_w, src_h;     // the part of the picture shown (pixels)
-    int dst_x, dst_y, dst_w, dst_h;     // where on the screen
-    int colorspace, range;              // AVColorSpace, AVColorRange of the picture
+    int src_x, src_y, src_w, src_h; // the part of the picture shown (pixels)
+    int dst_x, dst_y, dst_w, dst_h; // where on the screen
+    int colorspace, range;          // AVColorSpace, AVColorRange of the picture
 } mq_drm_placement;
 
 typedef struct mq_drm {
     // set at open, kept across re-setup
-    int fd;               // -1 when closed
-    char card[64];        // device path
-    char want_conn[32];   // configured connector name ("" = first connected)
-    int want_w, want_h;   // configured mode size (0 = the connector's preferred mode)
+    int fd;             // -1 when closed
+    char card[64];      // device path
+    char want_conn[32]; // configured connector name ("" = first connected)
+    int want_w, want_h; // configured mode size (0 = the connector's preferred mode)
     // the current output (re-chosen by mq_drm_setup after a hotplug)
     uint32_t conn_id, crtc_id;
     char conn_name[32];
     drmModeModeInfo mode;
     int width, height;
-    bool connected;       // status at the last setup / check
+    bool connected; // status at the last setup / check
     mq_drm_fb fb[MQ_DRM_BUFFERS];
-    int front;            // buffer on screen, -1 before set_crtc
-    int pending;          // buffer queued by a flip not yet completed, -1 none
-    double last_vblank;   // monotonic seconds of the last completed flip, 0 unknown
-    mq_drm_plane plane;   // the video plane, id 0 when there is none
+    int front;          // buffer on screen, -1 before set_crtc
+    int pending;        // buffer queued by a flip not yet completed, -1 none
+    double last_vblank; // monotonic seconds of the last completed flip, 0 unknown
+    mq_drm_plane plane; // the video plane, id 0 when there is none
     mq_drm_yuv_fb vfb[MQ_DRM_BUFFERS];
-    int vfront;           // video buffer on the plane, -1 when the plane is off
-    int vpending;         // video buffer queued with the pending commit, -1 none, -2: plane off
-    bool flipping;        // a flip or commit with an event is pending
-    drmModeCrtc *saved;   // CRTC state before we took it (restored at close)
-    uint32_t saved_conn;  // the connector it was restored with
+    int vfront;          // video buffer on the plane, -1 when the plane is off
+    int vpending;        // video buffer queued with the pending commit, -1 none, -2: plane off
+    bool flipping;       // a flip or commit with an event is pending
+    drmModeCrtc *saved;  // CRTC state before we took it (restored at close)
+    uint32_t saved_conn; // the connector it was restored with
 } mq_drm;
 
 /// Opens `card` ("0", "card1", "/dev/dri/card1"; NULL: the first card with a connected

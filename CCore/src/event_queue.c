@@ -51,8 +51,7 @@ void mq_event_queue_destroy(mq_event_queue **pq)
     *pq = NULL;
 }
 
-void mq_event_queue_push(mq_event_queue *q, int type, int track, int code, double media_time,
-                         const char *fmt, ...)
+void mq_event_queue_push(mq_event_queue *q, int type, int track, int code, double media_time, const char *fmt, ...)
 {
     mq_event ev = {.type = type, .track = track, .code = code, .media_time = media_time};
     va_list ap;

@@ -38,8 +38,8 @@ int mq_lavf_refuse_open(AVFormatContext *s, AVIOContext **pb, const char *url, i
     return MQ_AVERROR_REFUSED;
 }
 
-int mq_lavf_open_input(AVFormatContext **fmt, const AVInputFormat *format, const char *formats,
-                       AVDictionary **opts, const char *what, char *why, size_t n)
+int mq_lavf_open_input(AVFormatContext **fmt, const AVInputFormat *format, const char *formats, AVDictionary **opts,
+                       const char *what, char *why, size_t n)
 {
     AVFormatContext *s = *fmt;
     AVDictionary *own = NULL, **o = opts ? opts : &own;
@@ -87,8 +87,12 @@ static bool names_a_url(const char *path)
 
 static const char *kind_of(mode_t m)
 {
-    return S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
-         : S_ISSOCK(m) ? "a socket" : S_ISDIR(m) ? "a directory" : "not a regular file";
+    return S_ISFIFO(m)   ? "a FIFO"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISSOCK(m) ? "a socket"
+           : S_ISDIR(m)  ? "a directory"
+                         : "not a regular file";
 }
 
 static int fd_read(void *opaque, uint8_t *buf, int size)

@@ -31,8 +31,8 @@
 /// with no protocol and nested opens refused. `what` names the input in `why`. Returns 0 or an
 /// AVERROR (MQ_AVERROR_REFUSED for a refusal), `why` then says what failed; on failure `*fmt`
 /// is freed and NULL (the pb is the caller's). `*opts` as avformat_open_input takes it.
-int mq_lavf_open_input(AVFormatContext **fmt, const AVInputFormat *format, const char *formats,
-                       AVDictionary **opts, const char *what, char *why, size_t n);
+int mq_lavf_open_input(AVFormatContext **fmt, const AVInputFormat *format, const char *formats, AVDictionary **opts,
+                       const char *what, char *why, size_t n);
 
 /// The io_open callback set by mq_lavf_open_input: refuses every nested open (logs the URL).
 int mq_lavf_refuse_open(AVFormatContext *s, AVIOContext **pb, const char *url, int flags, AVDictionary **options);

@@ -52,15 +52,15 @@ struct mq_mixer {
     _Atomic uint32_t cancel_gen; // mq_mixer_cancel_timed calls (controlling thread adds)
 
     // audio thread only
-    uint32_t tail;                                   // commands taken from the ring
-    uint32_t n_retired;                              // published as `retired`
-    int32_t npending;                                // taken, not yet applied, in send order
-    mq_mixer_cmd pending[MQ_MIXER_QUEUE_CAPACITY];   // head - retired ≤ capacity: never overflows
-    int32_t due[MQ_MIXER_QUEUE_CAPACITY];            // frame of this call, or MQ_NOT_DUE
+    uint32_t tail;                                 // commands taken from the ring
+    uint32_t n_retired;                            // published as `retired`
+    int32_t npending;                              // taken, not yet applied, in send order
+    mq_mixer_cmd pending[MQ_MIXER_QUEUE_CAPACITY]; // head - retired ≤ capacity: never overflows
+    int32_t due[MQ_MIXER_QUEUE_CAPACITY];          // frame of this call, or MQ_NOT_DUE
     mq_ramp gain[MQ_MIXER_MAX_INPUTS];
     mq_ramp master;
-    double limit;        // limiter gain (1: not limiting)
-    int64_t limited;     // frames with limit < 1
+    double limit;    // limiter gain (1: not limiting)
+    int64_t limited; // frames with limit < 1
 
     // written by the audio thread once per call, read by any thread
     _Atomic float gain_reached[MQ_MIXER_MAX_INPUTS];
@@ -74,7 +74,10 @@ static void ramp_init(mq_ramp *r, float g)
     *r = (mq_ramp){.g0 = g, .g1 = g};
 }
 
-static bool ramping(const mq_ramp *r) { return r->pos < r->len; }
+static bool ramping(const mq_ramp *r)
+{
+    return r->pos < r->len;
+}
 
 /// The gain at the ramp's current frame.
 static float ramp_value(const mq_ramp *r)
@@ -211,11 +214,23 @@ static float peak(const float *restrict x, size_t n)
 // (clang calls rintf on x86-64) and vectorisable: adding 1.5·2^23 (2^52 in double) leaves no
 // fraction bits in the sum, for |v| ≤ 2^22 (2^51). Needs strict float evaluation (not x87).
 #if FLT_EVAL_METHOD == 0
-static inline float round_even(float v) { return (v + 12582912.0f) - 12582912.0f; }
-static inline double round_even_d(double v) { return (v + 6755399441055744.0) - 6755399441055744.0; }
+static inline float round_even(float v)
+{
+    return (v + 12582912.0f) - 12582912.0f;
+}
+static inline double round_even_d(double v)
+{
+    return (v + 6755399441055744.0) - 6755399441055744.0;
+}
 #else
-static inline float round_even(float v) { return rintf(v); }
-static inline double round_even_d(double v) { return rint(v); }
+static inline float round_even(float v)
+{
+    return rintf(v);
+}
+static inline double round_even_d(double v)
+{
+    return rint(v);
+}
 #endif
 
 static inline float clamp(float v, float lo, float hi)
@@ -335,8 +350,7 @@ static void limit(mq_mixer *m, int32_t n)
     m->limit = l;
 }
 
-static void mix_span(mq_mixer *m, const float *const *in, int32_t from, int32_t n, void *out,
-                     mq_sample_format fmt)
+static void mix_span(mq_mixer *m, const float *const *in, int32_t from, int32_t n, void *out, mq_sample_format fmt)
 {
     if (n <= 0)
         return;
@@ -462,8 +476,12 @@ int mq_mixer_set_gain(mq_mixer *m, int32_t input, float gain, int32_t ramp_frame
     if (!m || input < 0 || input >= m->inputs || !(gain >= 0.0f && gain <= 4.0f) || ramp_frames < 0 ||
         (shape != MQ_RAMP_LINEAR && shape != MQ_RAMP_EQUAL_POWER) || isinf(at))
         return MQ_ERR_INVALID_ARGUMENT;
-    return push(m, (mq_mixer_cmd){.kind = MQ_CMD_GAIN, .input = (int16_t)input, .value = gain,
-                                  .ramp = ramp_frames, .shape = (uint8_t)shape, .at = at});
+    return push(m, (mq_mixer_cmd){.kind = MQ_CMD_GAIN,
+                                  .input = (int16_t)input,
+                                  .value = gain,
+                                  .ramp = ramp_frames,
+                                  .shape = (uint8_t)shape,
+                                  .at = at});
 }
 
 int mq_mixer_set_master(mq_mixer *m, float volume, bool muted)

@@ -19,15 +19,13 @@ static void monitor_audio(mq_player *p, mq_monitor *m)
     }
     if (xruns != m->seen_xruns) {
         m->seen_xruns = xruns;
-        mq_event_queue_push(p->events, MQ_EVENT_UNDERRUN, -1, 0, NAN,
-                            "audio device underrun (xrun) recovered");
+        mq_event_queue_push(p->events, MQ_EVENT_UNDERRUN, -1, 0, NAN, "audio device underrun (xrun) recovered");
     }
     int err = atomic_load(&p->audio_error);
     if (err != 0 && err != m->seen_audio_error) {
         m->seen_audio_error = err;
         atomic_store(&p->state, MQ_STATE_ERROR);
-        mq_event_queue_push(p->events, MQ_EVENT_ERROR, -1, err, NAN, "audio output failed: %s",
-                            mq_err_string(err));
+        mq_event_queue_push(p->events, MQ_EVENT_ERROR, -1, err, NAN, "audio output failed: %s", mq_err_string(err));
     }
 }
 
@@ -40,8 +38,8 @@ static void monitor_clips(mq_player *p, mq_monitor *m)
             continue;
         m->clips_ended[i] = ended;
         int err = atomic_load(&sl->ended_error);
-        mq_event_queue_push(p->events, MQ_EVENT_CLIP_ENDED, i, err, NAN, err ? "clip on input %d ended: %s" : "clip on input %d ended",
-                            i, mq_err_string(err));
+        mq_event_queue_push(p->events, MQ_EVENT_CLIP_ENDED, i, err, NAN,
+                            err ? "clip on input %d ended: %s" : "clip on input %d ended", i, mq_err_string(err));
     }
 }
 
@@ -53,8 +51,7 @@ static bool track_presented(mq_player *p, mq_track *t, double now)
         double last;
         return mq_frame_queue_pending(p->vq, &last) == 0;
     }
-    return atomic_load(&p->drained_gen) == (int64_t)atomic_load(&p->out->gen) &&
-           now >= atomic_load(&p->drained_mono);
+    return atomic_load(&p->drained_gen) == (int64_t)atomic_load(&p->out->gen) && now >= atomic_load(&p->drained_mono);
 }
 
 /// Called with the lock held (the track list).

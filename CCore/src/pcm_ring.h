@@ -25,10 +25,10 @@ typedef struct mq_pcm_ring {
     int32_t block_frames, channels;
     mq_pcm_block *blocks;
     // shared, atomics
-    _Atomic uint32_t head;      // next block the producer writes (producer stores)
-    _Atomic uint32_t tail;      // next block the consumer reads (consumer stores)
-    _Atomic uint32_t gen;       // producer bumps it to flush; the consumer skips older blocks
-    _Atomic bool eof;           // producer: no more blocks in this generation
+    _Atomic uint32_t head;       // next block the producer writes (producer stores)
+    _Atomic uint32_t tail;       // next block the consumer reads (consumer stores)
+    _Atomic uint32_t gen;        // producer bumps it to flush; the consumer skips older blocks
+    _Atomic bool eof;            // producer: no more blocks in this generation
     _Atomic double queued_until; // producer: end time of the last committed block (NAN: none);
                                  // read anywhere (mq_player_get_status)
     // consumer only

@@ -31,8 +31,8 @@ static void track_destroy(mq_track **pt)
     *pt = NULL;
 }
 
-static int track_create(mq_player *p, mq_track_kind kind, double pts_offset, int32_t id,
-                        double stage_start, mq_track **out)
+static int track_create(mq_player *p, mq_track_kind kind, double pts_offset, int32_t id, double stage_start,
+                        mq_track **out)
 {
     mq_track *t = calloc(1, sizeof *t);
     if (!t)
@@ -47,8 +47,7 @@ static int track_create(mq_player *p, mq_track_kind kind, double pts_offset, int
     int ret = mq_byte_queue_create(&t->input);
     if (ret < 0)
         goto fail;
-    ret = mq_thread_start(&t->thread, mq_decode_thread_main, t,
-                          kind == MQ_TRACK_VIDEO ? "mq-decode-v" : "mq-decode-a");
+    ret = mq_thread_start(&t->thread, mq_decode_thread_main, t, kind == MQ_TRACK_VIDEO ? "mq-decode-v" : "mq-decode-a");
     if (ret < 0)
         goto fail;
     t->thread_started = true;
@@ -76,12 +75,11 @@ static int apply_config(mq_player *p, const mq_player_config *cfg, int *buffer_m
     p->channels = cfg->channels > 0 ? cfg->channels : 2;
     *buffer_ms = cfg->audio_buffer_ms > 0 ? cfg->audio_buffer_ms : 60;
     *queue = cfg->video_queue_frames > 0 ? cfg->video_queue_frames : MQ_VIDEO_QUEUE_FRAMES;
-    if (p->sample_rate < 8000 || p->sample_rate > 192000 || p->channels > 8 ||
-        *buffer_ms < 20 || *buffer_ms > 2000 || *queue < 2 || *queue > 240 ||
-        cfg->sample_rate < 0 || cfg->channels < 0 || cfg->video_fit < MQ_FIT_CONTAIN ||
+    if (p->sample_rate < 8000 || p->sample_rate > 192000 || p->channels > 8 || *buffer_ms < 20 || *buffer_ms > 2000 ||
+        *queue < 2 || *queue > 240 || cfg->sample_rate < 0 || cfg->channels < 0 || cfg->video_fit < MQ_FIT_CONTAIN ||
         cfg->video_fit > MQ_FIT_SCALEDOWN || cfg->video_rotation < 0 || cfg->video_rotation > 270 ||
-        cfg->video_rotation % 90 != 0 || mq_decoder_prefs_check(cfg->decoders) < 0 ||
-        cfg->decode_threads < 0 || cfg->decode_threads > 64 || !(cfg->demux_rollover >= 0) ||
+        cfg->video_rotation % 90 != 0 || mq_decoder_prefs_check(cfg->decoders) < 0 || cfg->decode_threads < 0 ||
+        cfg->decode_threads > 64 || !(cfg->demux_rollover >= 0) ||
         !(cfg->decode_busy_limit >= 0 && cfg->decode_busy_limit <= 1) || cfg->hide_join_still < 0 ||
         cfg->hide_join_still > 1)
         return MQ_ERR_INVALID_ARGUMENT;
@@ -154,8 +152,7 @@ int mq_player_create(const mq_player_config *cfg, mq_player **out)
     p->sync_ok = 3;
     if (!(p->snap = av_frame_alloc()))
         goto fail;
-    if ((ret = mq_event_queue_create(256, &p->events)) < 0 ||
-        (ret = open_outputs(p, cfg, buffer_ms, queue)) < 0)
+    if ((ret = mq_event_queue_create(256, &p->events)) < 0 || (ret = open_outputs(p, cfg, buffer_ms, queue)) < 0)
         goto fail;
     *out = p;
     return MQ_OK;
@@ -594,7 +591,8 @@ int mq_player_set_clip(mq_player *p, int32_t input, mq_clip **clip)
     return MQ_OK;
 }
 
-int mq_player_play_clip(mq_player *p, int32_t input, const char *path, double offset, bool loop, double crossfade, double at)
+int mq_player_play_clip(mq_player *p, int32_t input, const char *path, double offset, bool loop, double crossfade,
+                        double at)
 {
     if (!p || !path || input < 1 || input >= MQ_MIXER_MAX_INPUTS)
         return MQ_ERR_INVALID_ARGUMENT;
@@ -613,9 +611,11 @@ int mq_player_stop_clip(mq_player *p, int32_t input)
 
 int mq_player_set_gain(mq_player *p, int32_t input, float gain, double ramp, int32_t shape, double at)
 {
-    if (!p || !(ramp >= 0 && ramp <= 60) || (shape != MQ_RAMP_SHAPE_LINEAR && shape != MQ_RAMP_SHAPE_EQUAL_POWER) || isinf(at))
+    if (!p || !(ramp >= 0 && ramp <= 60) || (shape != MQ_RAMP_SHAPE_LINEAR && shape != MQ_RAMP_SHAPE_EQUAL_POWER) ||
+        isinf(at))
         return MQ_ERR_INVALID_ARGUMENT;
-    return mq_mixer_set_gain(p->mixer, input, gain, (int32_t)lrint(ramp * p->sample_rate), shape == MQ_RAMP_SHAPE_LINEAR ? MQ_RAMP_LINEAR : MQ_RAMP_EQUAL_POWER, at);
+    return mq_mixer_set_gain(p->mixer, input, gain, (int32_t)lrint(ramp * p->sample_rate),
+                             shape == MQ_RAMP_SHAPE_LINEAR ? MQ_RAMP_LINEAR : MQ_RAMP_EQUAL_POWER, at);
 }
 
 int mq_player_cancel_timed_gains(mq_player *p)

@@ -21,7 +21,7 @@
 #define MQ_MAX_TRACKS 8
 #define MQ_PCM_BLOCKS 64u
 #define MQ_PCM_BLOCK_FRAMES 2048
-#define MQ_OUT_BLOCKS 8u          // the tempo stage's output ring: short, so a new rate is heard soon
+#define MQ_OUT_BLOCKS 8u // the tempo stage's output ring: short, so a new rate is heard soon
 #define MQ_OUT_BLOCK_FRAMES 1024
 // Default video queue (video_queue_frames 0): up to 6 pictures, as many as fit in 4.5 MiB, at
 // least 3 (720p: 3 of 1.4 MB; 1080p: 3 of 3.1 MB; SD: 6).
@@ -40,13 +40,13 @@ typedef struct mq_track {
     pthread_t thread;
     bool thread_started;
     // atomics: written by the thread named, read anywhere
-    _Atomic double pts_offset; // controlling thread (add_track, set_track_offset); the decode thread
-                               // reads it, and stores the one a discontinuity carries
-    _Atomic bool input_done;   // decode thread (everything of the ended input was decoded and
-                               // handed on); the controlling thread clears it on reset_track
-    _Atomic bool probed;       // controlling thread (set_track_container): a whole file (a still)
-    _Atomic bool staged;       // controlling thread (add_staged_track; activate_tracks clears it):
-                               // decoded ahead, the first picture or sound held until activated
+    _Atomic double pts_offset;  // controlling thread (add_track, set_track_offset); the decode thread
+                                // reads it, and stores the one a discontinuity carries
+    _Atomic bool input_done;    // decode thread (everything of the ended input was decoded and
+                                // handed on); the controlling thread clears it on reset_track
+    _Atomic bool probed;        // controlling thread (set_track_container): a whole file (a still)
+    _Atomic bool staged;        // controlling thread (add_staged_track; activate_tracks clears it):
+                                // decoded ahead, the first picture or sound held until activated
     _Atomic double stage_start; // controlling thread: while staged, what ends before it is discarded
 } mq_track;
 
@@ -56,30 +56,30 @@ typedef struct mq_track {
 /// that may have loaded it is over (player.c, reap_clips): an epoch, no lock on the audio thread.
 /// The clip's own `started`/`ended_seen` are the audio thread's per-clip state.
 typedef struct mq_slot {
-    _Atomic(mq_clip *) want;     // controlling thread swaps (seq_cst); audio thread loads (seq_cst)
-    _Atomic uint32_t ended;      // audio thread: clips that played to their end; monitor reads
-    _Atomic int ended_error;     // audio thread: the last ended clip's decode error (mq_err), 0 none
+    _Atomic(mq_clip *) want; // controlling thread swaps (seq_cst); audio thread loads (seq_cst)
+    _Atomic uint32_t ended;  // audio thread: clips that played to their end; monitor reads
+    _Atomic int ended_error; // audio thread: the last ended clip's decode error (mq_err), 0 none
 } mq_slot;
 
 /// Audio thread (audio_thread.c) only while it runs: the master-clock loop's state and its
 /// preallocated buffers (allocated by create, freed by destroy when the thread is stopped).
 typedef struct mq_audio_sync {
-    float *mix;          // period × channels, preallocated: the stream (mixer input 0)
+    float *mix;                       // period × channels, preallocated: the stream (mixer input 0)
     float *clip[MQ_MIXER_MAX_INPUTS]; // period × channels each, preallocated: clip inputs 1…
-    int16_t *out;        // period × channels, preallocated
-    bool locked;         // writing stream audio continuously
-    bool started;        // stream audio began (silence after it is an underrun)
-    bool underrun;       // in an underrun episode
-    bool paced;          // the device paces us; else the virtual device below does
-    double virt_t0;      // virtual device: monotonic time of frame 0
-    int64_t virt_frames; // virtual device: frames written since virt_t0
-    uint32_t gen;        // `out` ring generation last seen
-    uint32_t xruns_seen; // ao->xruns last counted
-    float tail[8];       // the last stream frame mixed (channels ≤ 8); at a cut, the frame the
-                         // fade-out holds (a new generation, a jump, an underrun)
-    int32_t decay_from;  // output index of this period the fade-out starts at
-    int32_t decay_left;  // frames of that fade-out still to blend in, 0 none
-    int32_t fadein_left; // frames of the next stream audio's fade-in still to apply, 0 none
+    int16_t *out;                     // period × channels, preallocated
+    bool locked;                      // writing stream audio continuously
+    bool started;                     // stream audio began (silence after it is an underrun)
+    bool underrun;                    // in an underrun episode
+    bool paced;                       // the device paces us; else the virtual device below does
+    double virt_t0;                   // virtual device: monotonic time of frame 0
+    int64_t virt_frames;              // virtual device: frames written since virt_t0
+    uint32_t gen;                     // `out` ring generation last seen
+    uint32_t xruns_seen;              // ao->xruns last counted
+    float tail[8];                    // the last stream frame mixed (channels ≤ 8); at a cut, the frame the
+                                      // fade-out holds (a new generation, a jump, an underrun)
+    int32_t decay_from;               // output index of this period the fade-out starts at
+    int32_t decay_left;               // frames of that fade-out still to blend in, 0 none
+    int32_t fadein_left;              // frames of the next stream audio's fade-in still to apply, 0 none
 } mq_audio_sync;
 
 /// Tempo thread (tempo_thread.c) only: the stage between the `pcm` and `out` rings.
@@ -93,12 +93,12 @@ typedef struct mq_tempo {
 
 /// Video thread (video_thread.c) only: presentation bookkeeping.
 typedef struct mq_video_state {
-    uint32_t overlay_seen;       // overlay_gen last copied
-    uint32_t label_seen;         // label_gen last copied (into vo->label)
-    mq_vo_overlay overlay_want;  // copy of overlay_req, taken under lock
-    double last_present_mono;    // when the last picture was presented, 0 before one
-    double av_window_start;      // the second av_window_peak covers began (monotonic), 0 none
-    double av_window_peak;       // the largest |A/V offset| in it so far, signed; NAN none
+    uint32_t overlay_seen;      // overlay_gen last copied
+    uint32_t label_seen;        // label_gen last copied (into vo->label)
+    mq_vo_overlay overlay_want; // copy of overlay_req, taken under lock
+    double last_present_mono;   // when the last picture was presented, 0 before one
+    double av_window_start;     // the second av_window_peak covers began (monotonic), 0 none
+    double av_window_peak;      // the largest |A/V offset| in it so far, signed; NAN none
 } mq_video_state;
 
 /// Monitor thread (monitor_thread.c) only: what it has already turned into events.
@@ -124,30 +124,30 @@ typedef struct mq_control {
 struct mq_player {
     // immutable after create (the pointed-to objects have their own contracts)
     int32_t sample_rate, channels, period_frames, buffer_frames;
-    char *decoders; // mq_player_config.decoders (copy), NULL: the default decoders
-    int decode_threads; // mq_player_config.decode_threads
+    char *decoders;           // mq_player_config.decoders (copy), NULL: the default decoders
+    int decode_threads;       // mq_player_config.decode_threads
     double decode_busy_limit; // mq_player_config.decode_busy_limit (0.5 by default)
-    double demux_rollover; // mq_player_config.demux_rollover (s, > 0)
-    bool hide_join_still; // mq_player_config.hide_join_still
-    mq_audio_out *ao;  // audio thread uses it while it runs
-    mq_video_out *vo;  // video thread uses it while it runs
-    mq_event_queue *events; // any thread pushes (locked inside), the controlling thread polls
-    mq_pcm_ring *pcm;  // decoded stream audio: decode thread → tempo thread (SPSC)
-    mq_pcm_ring *out;  // audio to play, stamped: tempo thread → audio thread (SPSC)
-    mq_mixer *mixer;   // gains: controlling thread (its own command ring); mixing: audio thread
-    mq_frame_queue *vq; // decoded pictures: video decode thread → video thread (locked inside)
-    int sync_ok;       // which of lock/cond/snap_lock create initialised (for destroy)
+    double demux_rollover;    // mq_player_config.demux_rollover (s, > 0)
+    bool hide_join_still;     // mq_player_config.hide_join_still
+    mq_audio_out *ao;         // audio thread uses it while it runs
+    mq_video_out *vo;         // video thread uses it while it runs
+    mq_event_queue *events;   // any thread pushes (locked inside), the controlling thread polls
+    mq_pcm_ring *pcm;         // decoded stream audio: decode thread → tempo thread (SPSC)
+    mq_pcm_ring *out;         // audio to play, stamped: tempo thread → audio thread (SPSC)
+    mq_mixer *mixer;          // gains: controlling thread (its own command ring); mixing: audio thread
+    mq_frame_queue *vq;       // decoded pictures: video decode thread → video thread (locked inside)
+    int sync_ok;              // which of lock/cond/snap_lock create initialised (for destroy)
 
     mq_slot slots[MQ_MIXER_MAX_INPUTS]; // [0] unused (the stream); see mq_slot
 
     // lock: the monitor holds it while it works and sleeps on cond between rounds
     pthread_mutex_t lock;
-    pthread_cond_t cond;      // destroy broadcasts it to wake the monitor
+    pthread_cond_t cond;             // destroy broadcasts it to wake the monitor
     mq_track *tracks[MQ_MAX_TRACKS]; // added and removed under lock by the controlling thread (their
     int ntracks;                     // only writer, which reads them unlocked); others read under lock
     int32_t next_track_id;           // controlling thread: ids are never reused
-    mq_vo_overlay overlay_req; // written by mq_player_set_overlay, copied by the video thread;
-                               // overlay_gen is bumped after the write
+    mq_vo_overlay overlay_req;       // written by mq_player_set_overlay, copied by the video thread;
+                                     // overlay_gen is bumped after the write
     char label_req[MQ_VO_LABEL_MAX]; // written by mq_player_set_label, copied by the video thread;
                                      // label_gen is bumped after the write
     // snap_lock guards snap and snap_pts: the video thread moves each presented picture in
@@ -157,40 +157,40 @@ struct mq_player {
     double snap_pts;      // its stream pts_time
 
     // atomics: written by the thread named, read anywhere
-    _Atomic bool quit;                 // controlling thread (destroy)
-    _Atomic uint32_t overlay_gen;      // controlling thread (set_overlay)
-    _Atomic uint32_t label_gen;        // controlling thread (set_label)
-    _Atomic int fit_req;               // controlling thread (set_fit); the video thread applies it
-    _Atomic bool keep_snap;            // controlling thread (keep_last_picture)
-    _Atomic int state;                 // monitor, controlling thread (start)
-    _Atomic double wall_offset;        // controlling thread
-    mq_clock clock;                    // timeline: controlling thread; audio: audio thread (seqlocks)
-    _Atomic int64_t frames_decoded;    // video decode thread
-    _Atomic int64_t frames_presented;  // video thread (due pictures: not the join's still)
-    _Atomic bool still_offered;        // video decode thread: the join's still was queued
-    _Atomic int64_t frames_dropped;    // video and video decode threads
+    _Atomic bool quit;                    // controlling thread (destroy)
+    _Atomic uint32_t overlay_gen;         // controlling thread (set_overlay)
+    _Atomic uint32_t label_gen;           // controlling thread (set_label)
+    _Atomic int fit_req;                  // controlling thread (set_fit); the video thread applies it
+    _Atomic bool keep_snap;               // controlling thread (keep_last_picture)
+    _Atomic int state;                    // monitor, controlling thread (start)
+    _Atomic double wall_offset;           // controlling thread
+    mq_clock clock;                       // timeline: controlling thread; audio: audio thread (seqlocks)
+    _Atomic int64_t frames_decoded;       // video decode thread
+    _Atomic int64_t frames_presented;     // video thread (due pictures: not the join's still)
+    _Atomic bool still_offered;           // video decode thread: the join's still was queued
+    _Atomic int64_t frames_dropped;       // video and video decode threads
     _Atomic int64_t audio_frames_played;  // audio thread
     _Atomic int64_t audio_frames_dropped; // audio and tempo threads (late input skipped)
     _Atomic int64_t audio_silence_frames; // audio thread
-    _Atomic double audio_delay;        // audio thread, seconds
-    _Atomic double first_frame_mono;   // video thread
-    _Atomic double av_offset;          // video thread: audio heard as the last picture became visible minus its pts, NAN none
-    _Atomic double av_offset_peak;     // video thread: the largest |av_offset| of the last whole second, signed
-    _Atomic int32_t width, height;     // video thread
-    _Atomic uint32_t underruns;        // audio thread: count of underrun episodes
-    _Atomic double underrun_media;     // audio thread: where the last one began
-    _Atomic uint32_t xruns;            // audio thread: device xruns recovered
-    _Atomic int audio_error;           // audio thread: last device error (mq_err), 0 none
-    _Atomic int64_t drained_gen;       // audio thread: ring generation fully heard, -1 none
-    _Atomic double drained_mono;       // audio thread: when its last sample is heard
-    _Atomic uint64_t audio_periods;    // audio thread: periods mixed (the clip-swap epoch, seq_cst)
+    _Atomic double audio_delay;           // audio thread, seconds
+    _Atomic double first_frame_mono;      // video thread
+    _Atomic double av_offset; // video thread: audio heard as the last picture became visible minus its pts, NAN none
+    _Atomic double av_offset_peak;  // video thread: the largest |av_offset| of the last whole second, signed
+    _Atomic int32_t width, height;  // video thread
+    _Atomic uint32_t underruns;     // audio thread: count of underrun episodes
+    _Atomic double underrun_media;  // audio thread: where the last one began
+    _Atomic uint32_t xruns;         // audio thread: device xruns recovered
+    _Atomic int audio_error;        // audio thread: last device error (mq_err), 0 none
+    _Atomic int64_t drained_gen;    // audio thread: ring generation fully heard, -1 none
+    _Atomic double drained_mono;    // audio thread: when its last sample is heard
+    _Atomic uint64_t audio_periods; // audio thread: periods mixed (the clip-swap epoch, seq_cst)
 
     // each thread's own state: touched by that thread only (see each type)
-    mq_control ctl;      // controlling thread
-    mq_audio_sync as;    // audio thread
-    mq_tempo tempo;      // tempo thread
+    mq_control ctl;       // controlling thread
+    mq_audio_sync as;     // audio thread
+    mq_tempo tempo;       // tempo thread
     mq_video_state video; // video thread
-    mq_monitor monitor;  // monitor thread
+    mq_monitor monitor;   // monitor thread
 };
 
 /// decode.c: the body of a track's decode thread.

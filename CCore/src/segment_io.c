@@ -27,12 +27,12 @@ typedef struct mq_chunk {
 
 /// Top-level box scanner state (protected by the queue lock).
 typedef struct mq_box_scan {
-    int64_t next_box;  // stream offset of the next box header (INT64_MAX: last box runs to the end)
-    int64_t box_start; // stream offset of the box being scanned
+    int64_t next_box;   // stream offset of the next box header (INT64_MAX: last box runs to the end)
+    int64_t box_start;  // stream offset of the box being scanned
     int64_t corrupt_at; // the reader stops here with an error (INT64_MAX: stream sound)
     uint8_t hdr[16];
     int hdr_len;
-    bool seen_media;   // a moof/mdat since the last init segment
+    bool seen_media; // a moof/mdat since the last init segment
     int64_t boundaries[MQ_MAX_BOUNDARIES];
     int nboundaries;
     const char *corrupt; // reason, NULL while the stream looks sound
@@ -73,8 +73,11 @@ struct mq_byte_queue {
     uint8_t *init; // the last init segment pushed (mq_byte_queue_push_init), for a resync
     size_t init_len, init_cap;
     mq_inject inject; // read before the bytes at `read` (after a skip or at a rollover)
-    bool inject_due; // a skip reached the last byte pushed: inject when the next segment comes
-    struct { int64_t at; double offset; } streams[MQ_MAX_BOUNDARIES]; // discontinuities not yet read past
+    bool inject_due;  // a skip reached the last byte pushed: inject when the next segment comes
+    struct {
+        int64_t at;
+        double offset;
+    } streams[MQ_MAX_BOUNDARIES]; // discontinuities not yet read past
     int nstreams;
     double due_offset;    // the offset of the last stream start passed, until taken (NAN: none)
     int64_t rollover_at;  // the reader stops here for a fresh demuxer (INT64_MAX: not asked)
@@ -102,7 +105,7 @@ static void note_damage(mq_byte_queue *q)
     if (!s->corrupt || s->corrupt_at == INT64_MAX)
         return;
     if (q->ndamage > 0 && q->damage[q->ndamage - 1].to == INT64_MAX)
-        return; // already open
+        return;                        // already open
     if (q->ndamage == MQ_MAX_DAMAGE) { // merge into the last: skipped as one
         q->damage[q->ndamage - 1].to = INT64_MAX;
         return;
@@ -162,9 +165,8 @@ void mq_byte_queue_destroy(mq_byte_queue **pq)
 
 static bool known_top_level(const uint8_t *t)
 {
-    static const char *const types[] = {"ftyp", "styp", "moov", "moof", "mdat", "sidx", "ssix",
-                                        "emsg", "prft", "free", "skip", "meta", "mfra", "uuid",
-                                        "pdin", "bloc", "udta", "wide", "pnot", "junk"};
+    static const char *const types[] = {"ftyp", "styp", "moov", "moof", "mdat", "sidx", "ssix", "emsg", "prft", "free",
+                                        "skip", "meta", "mfra", "uuid", "pdin", "bloc", "udta", "wide", "pnot", "junk"};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (memcmp(t, types[i], 4) == 0)
             return true;
@@ -470,10 +472,11 @@ static mq_input_state state_locked(mq_byte_queue *q)
     if (q->failed) // until a reset; a failed track has not ended unless its input has
         return q->ended ? MQ_INPUT_ENDED : (mq_input_state)-1;
     if (q->container == MQ_CONTAINER_PROBED && !q->ended) // a whole file: read once all of it is
-        return (mq_input_state)-1;                     // here (its demuxer is told its size then)
+        return (mq_input_state)-1;                        // here (its demuxer is told its size then)
     if (q->inject.left > 0)
         return MQ_INPUT_DATA;
-    if ((q->scan.nboundaries > 0 && q->read == q->scan.boundaries[0]) || (q->nstreams > 0 && q->read == q->streams[0].at))
+    if ((q->scan.nboundaries > 0 && q->read == q->scan.boundaries[0]) ||
+        (q->nstreams > 0 && q->read == q->streams[0].at))
         return MQ_INPUT_BOUNDARY;
     if (q->read == q->rollover_at && q->read < q->pushed)
         return MQ_INPUT_ROLLOVER;
@@ -591,7 +594,8 @@ static void discard_to(mq_byte_queue *q, int64_t to)
             free(c);
         }
     }
-    while (drop_boundary_before(&q->scan, to)) {}
+    while (drop_boundary_before(&q->scan, to)) {
+    }
     pass_streams_before(q, to);
     if (q->rollover_at < to)
         q->rollover_at = INT64_MAX; // wanted still: at the next mark

@@ -27,7 +27,10 @@ int mq_player_keep_last_picture(mq_player *p, bool keep)
     return MQ_OK;
 }
 
-void mq_free(void *ptr) { free(ptr); }
+void mq_free(void *ptr)
+{
+    free(ptr);
+}
 
 /// `src` (any software pixel format) as an RGB24 picture of `w`×`h`, in the picture's own
 /// colour matrix and range.
@@ -42,11 +45,13 @@ static int to_rgb(const AVFrame *src, int w, int h, AVFrame *rgb)
                                             SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, NULL, NULL, NULL);
     if (!sws)
         return MQ_ERR_UNSUPPORTED;
-    int space = src->colorspace == AVCOL_SPC_UNSPECIFIED ? (src->height >= 720 ? SWS_CS_ITU709 : SWS_CS_ITU601) : src->colorspace;
+    int space = src->colorspace == AVCOL_SPC_UNSPECIFIED ? (src->height >= 720 ? SWS_CS_ITU709 : SWS_CS_ITU601)
+                                                         : src->colorspace;
     const int *coefficients = sws_getCoefficients(space);
     int full = src->color_range == AVCOL_RANGE_JPEG;
     sws_setColorspaceDetails(sws, coefficients, full, sws_getCoefficients(SWS_CS_DEFAULT), 1, 0, 1 << 16, 1 << 16);
-    int ret = sws_scale(sws, (const uint8_t *const *)src->data, src->linesize, 0, src->height, rgb->data, rgb->linesize);
+    int ret =
+        sws_scale(sws, (const uint8_t *const *)src->data, src->linesize, 0, src->height, rgb->data, rgb->linesize);
     sws_freeContext(sws);
     return ret == h ? MQ_OK : MQ_ERR_UNSUPPORTED;
 }
@@ -80,8 +85,8 @@ done:
     return ret;
 }
 
-int mq_player_snapshot_png(mq_player *p, int32_t max_width, uint8_t **png, size_t *size, double *media_pts, int32_t *width,
-                           int32_t *height)
+int mq_player_snapshot_png(mq_player *p, int32_t max_width, uint8_t **png, size_t *size, double *media_pts,
+                           int32_t *width, int32_t *height)
 {
     if (!p || !png || !size || !media_pts || !width || !height || max_width < 0)
         return MQ_ERR_INVALID_ARGUMENT;

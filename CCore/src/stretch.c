@@ -45,14 +45,14 @@ static void load_lavfi(void)
         return;
     }
     // POSIX: a data pointer from dlsym converts to a function pointer through memcpy.
-#define MQ_SYM(field, name)                                   \
-    do {                                                      \
-        void *sym = dlsym(h, name);                           \
-        if (!sym) {                                           \
-            mq_log(MQ_LOG_ERROR, "tempo: %s lacks %s", MQ_LAVFI_SONAME, name); \
-            return;                                           \
-        }                                                     \
-        memcpy(&lavfi.field, &sym, sizeof sym);               \
+#define MQ_SYM(field, name)                                                                                            \
+    do {                                                                                                               \
+        void *sym = dlsym(h, name);                                                                                    \
+        if (!sym) {                                                                                                    \
+            mq_log(MQ_LOG_ERROR, "tempo: %s lacks %s", MQ_LAVFI_SONAME, name);                                         \
+            return;                                                                                                    \
+        }                                                                                                              \
+        memcpy(&lavfi.field, &sym, sizeof sym);                                                                        \
     } while (0)
     MQ_SYM(graph_alloc, "avfilter_graph_alloc");
     MQ_SYM(get_by_name, "avfilter_get_by_name");

@@ -14,11 +14,11 @@ typedef struct AVFrame AVFrame;
 typedef struct mq_stretch {
     AVFilterGraph *graph;
     AVFilterContext *src, *sink;
-    AVFrame *frame;      // reused for input and output
+    AVFrame *frame; // reused for input and output
     int sample_rate, channels;
     double tempo;
-    int64_t fed;         // input frames fed since open
-    bool flushed;        // EOF sent: only receive until it runs dry
+    int64_t fed;  // input frames fed since open
+    bool flushed; // EOF sent: only receive until it runs dry
 } mq_stretch;
 
 /// Builds the graph at `tempo` (0.5 … 2). Returns an mq_err.

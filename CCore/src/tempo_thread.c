@@ -20,7 +20,10 @@
 #define MQ_LATE_MARGIN 0.05  // input this far behind what is due now is dropped here
 #define MQ_TEMPO_IDLE 0.01   // wait for room in `out` (a block lasts ~21 ms) or for input
 
-static bool quitting(mq_player *p) { return atomic_load_explicit(&p->quit, memory_order_relaxed); }
+static bool quitting(mq_player *p)
+{
+    return atomic_load_explicit(&p->quit, memory_order_relaxed);
+}
 
 /// Waits for a free block of `out`; NULL when quitting or the input was flushed meanwhile.
 static mq_pcm_block *out_block(mq_player *p, mq_tempo *t)

@@ -1,8 +1,8 @@
 #include "thread.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <math.h>
+#include <sched.h>
 #include <time.h>
 
 #include "mq_err.h"
@@ -47,7 +47,7 @@ void mq_sleep_until(double deadline)
 
 bool mq_thread_set_realtime(pthread_t t, int priority)
 {
-    struct sched_param param = { .sched_priority = priority };
+    struct sched_param param = {.sched_priority = priority};
     return pthread_setschedparam(t, SCHED_RR, &param) == 0;
 }
 

@@ -17,9 +17,9 @@ typedef struct mq_video_format {
 
 /// How a display output composes pictures (from mq_player_config).
 typedef struct mq_video_out_options {
-    int fit;             ///< mq_fit
-    int rotation;        ///< 0, 90, 180, 270 (clockwise)
-    const char *poster;  ///< image shown before the first picture, NULL none (only read in open)
+    int fit;            ///< mq_fit
+    int rotation;       ///< 0, 90, 180, 270 (clockwise)
+    const char *poster; ///< image shown before the first picture, NULL none (only read in open)
 } mq_video_out_options;
 
 /// What is drawn over / instead of pictures (mq_overlay + message).
@@ -59,8 +59,8 @@ struct mq_video_out {
     void *priv;
     mq_video_out_options opts;
     // video thread only
-    mq_video_format fmt;   // configured format, width 0 before the first picture
-    mq_vo_overlay overlay; // what present/refresh draw over pictures
+    mq_video_format fmt;         // configured format, width 0 before the first picture
+    mq_vo_overlay overlay;       // what present/refresh draw over pictures
     char label[MQ_VO_LABEL_MAX]; // what is presented (mq_player_set_label): frames' item column
 };
 

@@ -33,7 +33,9 @@ typedef struct drm_priv {
     AVFrame *held;          // reference to the last picture shown, NULL before one
     double next_check;      // monotonic time of the next connector check
     // the last placement the video plane refused (software until the picture, fit or screen changes)
-    struct { int w, h, fmt, fit, scr_w, scr_h; } refused;
+    struct {
+        int w, h, fmt, fit, scr_w, scr_h;
+    } refused;
     bool on_plane_logged;
 } drm_priv;
 
@@ -108,8 +110,8 @@ static int show_on_plane(mq_video_out *vo)
         mq_drm_video_copy(d, vi, f);
     mq_rect src, dst;
     mq_fit_compute(vo->opts.fit, f->width, f->height, d->width, d->height, &src, &dst);
-    mq_drm_placement at = {src.x, src.y, src.w, src.h, dst.x, dst.y, dst.w, dst.h, f->colorspace,
-                           mq_full_range(f) ? AVCOL_RANGE_JPEG : AVCOL_RANGE_MPEG};
+    mq_drm_placement at = {src.x, src.y, src.w, src.h,         dst.x,
+                           dst.y, dst.w, dst.h, f->colorspace, mq_full_range(f) ? AVCOL_RANGE_JPEG : AVCOL_RANGE_MPEG};
     int primary = -1, ret = MQ_OK;
     if (d->vfront < 0) { // entering: black on the primary plane around the picture, asked first
         primary = mq_drm_back(d);
@@ -128,8 +130,8 @@ static int show_on_plane(mq_video_out *vo)
     if (ret == MQ_ERR_UNSUPPORTED) {
         p->refused.w = f->width, p->refused.h = f->height, p->refused.fmt = f->format;
         p->refused.fit = vo->opts.fit, p->refused.scr_w = d->width, p->refused.scr_h = d->height;
-        mq_log(MQ_LOG_INFO, "drm: video plane %u refused %dx%d %s at %dx%d+%d+%d: converting in software",
-               d->plane.id, f->width, f->height, av_get_pix_fmt_name(f->format), dst.w, dst.h, dst.x, dst.y);
+        mq_log(MQ_LOG_INFO, "drm: video plane %u refused %dx%d %s at %dx%d+%d+%d: converting in software", d->plane.id,
+               f->width, f->height, av_get_pix_fmt_name(f->format), dst.w, dst.h, dst.x, dst.y);
         p->on_plane_logged = false;
     }
     return ret;
@@ -219,7 +221,7 @@ static int drm_present(mq_video_out *vo, const mq_vframe *f, double wall_time)
     if (!p->held)
         return MQ_ERR_NO_MEMORY;
     if (vo->overlay.kind == MQ_OVERLAY_SLATE && p->drm.front >= 0)
-        return MQ_OK; // the slate stays; the picture is held for when it goes
+        return MQ_OK;  // the slate stays; the picture is held for when it goes
     return redraw(vo); // not connected: consumed on the clock, nothing shown
 }
 
@@ -238,8 +240,8 @@ static int reconnect(mq_video_out *vo, bool connected, char *what, size_t size)
         ret = redraw(vo);
     if (ret < 0)
         return ret;
-    snprintf(what, size, "display %s %s %dx%d@%u", d->conn_name, d->connected ? "connected" : "lost",
-             d->width, d->height, d->mode.vrefresh);
+    snprintf(what, size, "display %s %s %dx%d@%u", d->conn_name, d->connected ? "connected" : "lost", d->width,
+             d->height, d->mode.vrefresh);
     return 1;
 }
 

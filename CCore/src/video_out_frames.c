@@ -21,9 +21,9 @@
 /// join's keyframe shown before its time (mq_player_config.hide_join_still), else 0.
 
 typedef struct frames_priv {
-    FILE *tsv;          // immutable after open
-    struct AVMD5 *md5;  // immutable after open
-    uint8_t *buf;       // video thread only: packed picture, sized at configure
+    FILE *tsv;         // immutable after open
+    struct AVMD5 *md5; // immutable after open
+    uint8_t *buf;      // video thread only: packed picture, sized at configure
     int buf_size;
 } frames_priv;
 
@@ -77,8 +77,8 @@ static int frames_present(mq_video_out *vo, const mq_vframe *v, double wall_time
             f->buf_size = size;
     }
     if (fr && f->buf)
-        size = av_image_copy_to_buffer(f->buf, f->buf_size, (const uint8_t *const *)fr->data, fr->linesize,
-                                       fr->format, fr->width, fr->height, 1);
+        size = av_image_copy_to_buffer(f->buf, f->buf_size, (const uint8_t *const *)fr->data, fr->linesize, fr->format,
+                                       fr->width, fr->height, 1);
     av_frame_free(&tmp);
     if (!fr || !f->buf || size < 0)
         return MQ_ERR_VIDEO_DEVICE;
@@ -89,8 +89,8 @@ static int frames_present(mq_video_out *vo, const mq_vframe *v, double wall_time
     char hex[33];
     for (int i = 0; i < 16; i++)
         snprintf(hex + 2 * i, 3, "%02x", digest[i]);
-    fprintf(f->tsv, "%.6f\t%.6f\t%s\t%d\t%d\t%s\t%d\n", wall_time, v->media_pts, hex, v->frame->width,
-            v->frame->height, vo->label, v->still);
+    fprintf(f->tsv, "%.6f\t%.6f\t%s\t%d\t%d\t%s\t%d\n", wall_time, v->media_pts, hex, v->frame->width, v->frame->height,
+            vo->label, v->still);
     return fflush(f->tsv) == 0 ? MQ_OK : MQ_ERR_IO;
 }
 

@@ -98,8 +98,8 @@ void mq_scaler_uninit(mq_scaler *s)
 
 bool mq_full_range(const AVFrame *f)
 {
-    return f->color_range == AVCOL_RANGE_JPEG || f->format == AV_PIX_FMT_YUVJ420P ||
-           f->format == AV_PIX_FMT_YUVJ422P || f->format == AV_PIX_FMT_YUVJ444P;
+    return f->color_range == AVCOL_RANGE_JPEG || f->format == AV_PIX_FMT_YUVJ420P || f->format == AV_PIX_FMT_YUVJ422P ||
+           f->format == AV_PIX_FMT_YUVJ444P;
 }
 
 static bool scaler_matches(const mq_scaler *s, const AVFrame *f, int fit, int rotation, const mq_canvas *c)
@@ -116,19 +116,19 @@ static int scaler_setup(mq_scaler *s, const AVFrame *f, int fit, int rotation, c
     int pw = turned ? c->height : c->width, ph = turned ? c->width : c->height;
     mq_fit_compute(fit, f->width, f->height, pw, ph, &s->src, &s->pic);
     s->screen = to_screen(s->pic, rotation, c->width, c->height);
-    s->sws = sws_getContext(s->src.w, s->src.h, f->format, s->pic.w, s->pic.h, AV_PIX_FMT_BGR0,
-                            SWS_BICUBIC, NULL, NULL, NULL);
+    s->sws = sws_getContext(s->src.w, s->src.h, f->format, s->pic.w, s->pic.h, AV_PIX_FMT_BGR0, SWS_BICUBIC, NULL, NULL,
+                            NULL);
     if (!s->sws)
         return MQ_ERR_UNSUPPORTED;
     // The picture's own matrix and range (BT.709 for HD streams that say so; untagged: BT.601,
     // swscale's default), as the video plane's COLOR_ENCODING / COLOR_RANGE are set.
     const AVPixFmtDescriptor *desc = av_pix_fmt_desc_get(f->format);
     if (desc && !(desc->flags & AV_PIX_FMT_FLAG_RGB)) {
-        int cs = f->colorspace == AVCOL_SPC_BT709 ? SWS_CS_ITU709
+        int cs = f->colorspace == AVCOL_SPC_BT709                                                ? SWS_CS_ITU709
                  : f->colorspace == AVCOL_SPC_BT2020_NCL || f->colorspace == AVCOL_SPC_BT2020_CL ? SWS_CS_BT2020
-                 : SWS_CS_DEFAULT;
-        sws_setColorspaceDetails(s->sws, sws_getCoefficients(cs), mq_full_range(f), sws_getCoefficients(SWS_CS_DEFAULT), 1, 0,
-                                 1 << 16, 1 << 16);
+                                                                                                 : SWS_CS_DEFAULT;
+        sws_setColorspaceDetails(s->sws, sws_getCoefficients(cs), mq_full_range(f), sws_getCoefficients(SWS_CS_DEFAULT),
+                                 1, 0, 1 << 16, 1 << 16);
     }
     if (rotation) {
         s->tmp_size = s->pic.w * s->pic.h * 4;
@@ -138,8 +138,8 @@ static int scaler_setup(mq_scaler *s, const AVFrame *f, int fit, int rotation, c
     s->src_w = f->width, s->src_h = f->height, s->src_fmt = f->format;
     s->src_cs = f->colorspace, s->src_range = f->color_range;
     s->dst_w = c->width, s->dst_h = c->height, s->fit = fit, s->rotation = rotation;
-    mq_log(MQ_LOG_INFO, "fit %dx%d -> %dx%d+%d+%d on %dx%d (rotation %d)", f->width, f->height,
-           s->screen.w, s->screen.h, s->screen.x, s->screen.y, c->width, c->height, rotation);
+    mq_log(MQ_LOG_INFO, "fit %dx%d -> %dx%d+%d+%d on %dx%d (rotation %d)", f->width, f->height, s->screen.w,
+           s->screen.h, s->screen.x, s->screen.y, c->width, c->height, rotation);
     return MQ_OK;
 }
 
@@ -241,7 +241,9 @@ int mq_image_load(const char *path, AVFrame **out)
     if (err < 0) {
         if (err != MQ_ERR_REFUSED) // (a refusal was logged, with what was refused)
             mq_log(MQ_LOG_ERROR, "poster %s: %s", path,
-                   err == MQ_ERR_IO ? "cannot be read" : err == MQ_ERR_DEMUX ? "not an image" : mq_err_string(err));
+                   err == MQ_ERR_IO      ? "cannot be read"
+                   : err == MQ_ERR_DEMUX ? "not an image"
+                                         : mq_err_string(err));
         av_frame_free(&frame);
         return err == MQ_ERR_REFUSED ? err : MQ_ERR_IO;
     }

@@ -41,8 +41,8 @@ static void after_present(mq_player *p, const mq_vframe *v, double now)
     bool first = v->still || atomic_fetch_add(&p->frames_presented, 1) == 0;
     if (first && atomic_load(&p->first_frame_mono) == 0) { // (after a still: it was the first)
         atomic_store(&p->first_frame_mono, now);
-        mq_event_queue_push(p->events, MQ_EVENT_FIRST_FRAME, -1, 0, v->pts,
-                            "first frame %dx%d at %.3f", v->frame->width, v->frame->height, v->pts);
+        mq_event_queue_push(p->events, MQ_EVENT_FIRST_FRAME, -1, 0, v->pts, "first frame %dx%d at %.3f",
+                            v->frame->width, v->frame->height, v->pts);
     }
 }
 
@@ -76,8 +76,7 @@ static void measure_av(mq_player *p, double pts, double now, double at)
             atomic_store(&p->av_offset_peak, p->video.av_window_peak);
         p->video.av_window_start = now;
         p->video.av_window_peak = offset;
-    }
-    else if (fabs(offset) > fabs(p->video.av_window_peak))
+    } else if (fabs(offset) > fabs(p->video.av_window_peak))
         p->video.av_window_peak = offset;
 }
 
@@ -102,10 +101,9 @@ static void present_head(mq_player *p, const mq_vframe *head)
             p->snap_pts = v.media_pts;
             pthread_mutex_unlock(&p->snap_lock);
         }
-    }
-    else
-        mq_event_queue_push(p->events, MQ_EVENT_ERROR, -1, MQ_ERR_VIDEO_DEVICE, v.pts,
-                            "video output failed: %s", mq_err_string(ret));
+    } else
+        mq_event_queue_push(p->events, MQ_EVENT_ERROR, -1, MQ_ERR_VIDEO_DEVICE, v.pts, "video output failed: %s",
+                            mq_err_string(ret));
     av_frame_free(&v.frame);
     mq_frame_queue_release(p->vq);
 }

@@ -26,12 +26,37 @@ static void note(_Atomic long *counter)
         atomic_fetch_add(counter, 1);
 }
 
-void *malloc(size_t n) { note(&allocs); return __libc_malloc(n); }
-void *calloc(size_t n, size_t m) { note(&allocs); return __libc_calloc(n, m); }
-void *realloc(void *p, size_t n) { note(&allocs); return __libc_realloc(p, n); }
-void *memalign(size_t a, size_t n) { note(&allocs); return __libc_memalign(a, n); }
-void *aligned_alloc(size_t a, size_t n) { note(&allocs); return __libc_memalign(a, n); }
-void free(void *p) { if (p) note(&frees); __libc_free(p); }
+void *malloc(size_t n)
+{
+    note(&allocs);
+    return __libc_malloc(n);
+}
+void *calloc(size_t n, size_t m)
+{
+    note(&allocs);
+    return __libc_calloc(n, m);
+}
+void *realloc(void *p, size_t n)
+{
+    note(&allocs);
+    return __libc_realloc(p, n);
+}
+void *memalign(size_t a, size_t n)
+{
+    note(&allocs);
+    return __libc_memalign(a, n);
+}
+void *aligned_alloc(size_t a, size_t n)
+{
+    note(&allocs);
+    return __libc_memalign(a, n);
+}
+void free(void *p)
+{
+    if (p)
+        note(&frees);
+    __libc_free(p);
+}
 int posix_memalign(void **out, size_t a, size_t n)
 {
     note(&allocs);

@@ -49,7 +49,10 @@ static uint8_t *read_file(const char *path, size_t *size)
     return buf;
 }
 
-static void sleep_s(double s) { usleep((useconds_t)(s * 1e6)); }
+static void sleep_s(double s)
+{
+    usleep((useconds_t)(s * 1e6));
+}
 
 int main(int argc, char **argv)
 {

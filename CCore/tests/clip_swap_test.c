@@ -43,7 +43,8 @@ static void check_arguments(mq_player *p, const char *music)
           channels);
     mq_clip *c = NULL;
     CHECK(mq_clip_open(music, RATE, 1, 0, true, 0.03, NAN, &c) == MQ_OK, "open mono");
-    CHECK(mq_player_set_clip(p, 1, &c) == MQ_ERR_INVALID_ARGUMENT && !c, "a clip of another format is refused (and freed)");
+    CHECK(mq_player_set_clip(p, 1, &c) == MQ_ERR_INVALID_ARGUMENT && !c,
+          "a clip of another format is refused (and freed)");
     CHECK(mq_clip_open(music, RATE, 2, 0, true, 0.03, NAN, &c) == MQ_OK, "open");
     CHECK(mq_player_set_clip(p, 0, &c) == MQ_ERR_INVALID_ARGUMENT && !c, "input 0 is the stream (the clip is freed)");
     CHECK(mq_clip_open(music, RATE, 2, 0, true, 0.03, INFINITY, &c) == MQ_ERR_INVALID_ARGUMENT && !c, "infinite start");

@@ -101,7 +101,8 @@ static void check_loop(const char *path, double crossfade, const char *dump)
     int64_t period = period_of(x, got);
     int64_t want = (int64_t)lround((2.31 - crossfade) * RATE);
     printf("%s: loop period %lld frames (want %lld)\n", path, (long long)period, (long long)want);
-    CHECK(llabs(period - want) <= 2, "%s: loop period %lld frames, want %lld", path, (long long)period, (long long)want);
+    CHECK(llabs(period - want) <= 2, "%s: loop period %lld frames, want %lld", path, (long long)period,
+          (long long)want);
     free(x);
     mq_clip_destroy(&c);
     CHECK(c == NULL, "destroy clears the pointer");
@@ -117,7 +118,8 @@ static void check_once(const char *path)
     float *x = calloc((size_t)n, sizeof *x);
     int64_t got = drain(c, x, n);
     // From 1.0 s to the end at 2.31 s: 1.31 s.
-    CHECK(llabs(got - (int64_t)(1.31 * RATE)) <= 2, "%s: played %lld frames from 1 s, want %d", path, (long long)got, (int)(1.31 * RATE));
+    CHECK(llabs(got - (int64_t)(1.31 * RATE)) <= 2, "%s: played %lld frames from 1 s, want %d", path, (long long)got,
+          (int)(1.31 * RATE));
     // At 1.0 s a 660 Hz sine of phase 0 at t=0 is at sin(2π·660) = 0 and rising.
     CHECK(fabsf(x[0]) < 0.01f && x[3] > x[0], "%s: the offset does not land on the sample: %f %f", path, x[0], x[3]);
     free(x);

@@ -13,8 +13,8 @@
 
 #include <dirent.h>
 #include <glob.h>
-#include <unistd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "CCore.h"
 #include "decoder_open.h"
@@ -103,7 +103,8 @@ static void test_selection(const char *video, const char *audio)
     used = open_with(&a, "h264_v4l2m2m,hevc_rkmpp,h264_nosuch", failed, sizeof failed);
     CHECK(!strcmp(used, "aac") && !failed[0], "video names do not apply to AAC (%s) [%s]", used, failed);
 
-    CHECK(mq_decoder_prefs_check(NULL) == MQ_OK && mq_decoder_prefs_check("h264_v4l2m2m, h264") == MQ_OK, "valid lists");
+    CHECK(mq_decoder_prefs_check(NULL) == MQ_OK && mq_decoder_prefs_check("h264_v4l2m2m, h264") == MQ_OK,
+          "valid lists");
     CHECK(mq_decoder_prefs_check("h264;reboot") == MQ_ERR_INVALID_ARGUMENT, "bad characters refused");
     char longlist[1100];
     memset(longlist, 'a', sizeof longlist - 1);
@@ -203,16 +204,20 @@ static void test_auto_threads(const char *video, const char *ts, const char *md5
     mq_player_config bad = {.decode_busy_limit = 1.5};
     CHECK(mq_player_create(&bad, &p) == MQ_ERR_INVALID_ARGUMENT && !p, "busy limit over 1 refused");
     int one_presented, one_unmatched;
-    int one = play_threaded(video, MQ_CONTAINER_FMP4, md5_path, outdir, "one-thread", 1.0, &one_presented, &one_unmatched);
-    CHECK(one_presented >= 145 && one_unmatched == 0, "one thread: %d pictures, %d not ffmpeg's", one_presented, one_unmatched);
-    const struct { const char *path, *name; int32_t container; } inputs[] = {
-        {video, "frame-threads", MQ_CONTAINER_FMP4}, {ts, "frame-threads-ts", MQ_CONTAINER_MPEGTS}};
+    int one =
+        play_threaded(video, MQ_CONTAINER_FMP4, md5_path, outdir, "one-thread", 1.0, &one_presented, &one_unmatched);
+    CHECK(one_presented >= 145 && one_unmatched == 0, "one thread: %d pictures, %d not ffmpeg's", one_presented,
+          one_unmatched);
+    const struct {
+        const char *path, *name;
+        int32_t container;
+    } inputs[] = {{video, "frame-threads", MQ_CONTAINER_FMP4}, {ts, "frame-threads-ts", MQ_CONTAINER_MPEGTS}};
     for (size_t i = 0; i < sizeof inputs / sizeof *inputs; i++) {
         if (!inputs[i].path)
             continue;
         int presented, unmatched;
-        int many = play_threaded(inputs[i].path, inputs[i].container, md5_path, outdir, inputs[i].name, 1e-9, &presented,
-                                 &unmatched);
+        int many = play_threaded(inputs[i].path, inputs[i].container, md5_path, outdir, inputs[i].name, 1e-9,
+                                 &presented, &unmatched);
         printf("auto threads (%s): %d threads at most with one decoder thread, %d after the switch\n", inputs[i].name,
                one, many);
         CHECK(presented >= one_presented - 2 && unmatched == 0, "%s: %d pictures (one thread: %d), %d not ffmpeg's",

@@ -21,8 +21,7 @@ static void picture_md5(const AVFrame *f, char hex[33])
 {
     int size = av_image_get_buffer_size(f->format, f->width, f->height, 1);
     uint8_t *buf = malloc((size_t)size), sum[16];
-    av_image_copy_to_buffer(buf, size, (const uint8_t *const *)f->data, f->linesize, f->format,
-                            f->width, f->height, 1);
+    av_image_copy_to_buffer(buf, size, (const uint8_t *const *)f->data, f->linesize, f->format, f->width, f->height, 1);
     av_md5_sum(sum, buf, size);
     for (int i = 0; i < 16; i++)
         snprintf(hex + 2 * i, 3, "%02x", sum[i]);
@@ -134,8 +133,7 @@ int main(int argc, char **argv)
     CHECK(nmd5 > 10, "reference md5 list: %d pictures", nmd5);
     result v, a;
     run(argv[1], MQ_CONTAINER_FMP4, AVMEDIA_TYPE_VIDEO, md5s, nmd5, &v);
-    printf("video: %d pictures, pts %.3f..%.3f, %d md5 mismatches\n", v.frames, v.first_pts,
-           v.last_pts, v.md5_errors);
+    printf("video: %d pictures, pts %.3f..%.3f, %d md5 mismatches\n", v.frames, v.first_pts, v.last_pts, v.md5_errors);
     CHECK(v.frames == nmd5, "every picture decoded: %d of %d", v.frames, nmd5);
     CHECK(v.md5_errors == 0, "%d pictures differ from ffmpeg's decode", v.md5_errors);
     CHECK(v.pts_errors == 0 && fabs(v.first_pts) < 1e-6, "pts increase from 0");
@@ -150,14 +148,15 @@ int main(int argc, char **argv)
           (long long)released);
     result again;
     run(argv[1], MQ_CONTAINER_FMP4, AVMEDIA_TYPE_VIDEO, md5s, nmd5, &again);
-    CHECK(again.frames == nmd5 && again.md5_errors == 0, "after the trim: every picture as ffmpeg decodes it (%d of %d, %d differ)",
-          again.frames, nmd5, again.md5_errors);
+    CHECK(again.frames == nmd5 && again.md5_errors == 0,
+          "after the trim: every picture as ffmpeg decodes it (%d of %d, %d differ)", again.frames, nmd5,
+          again.md5_errors);
 
     double seconds = atof(argv[4]);
     run(argv[3], MQ_CONTAINER_FMP4, AVMEDIA_TYPE_AUDIO, NULL, 0, &a);
     double got = a.samples / 48000.0;
-    printf("audio: %d frames, %lld samples (%.4f s), pts %.4f..%.4f\n", a.frames,
-           (long long)a.samples, got, a.first_pts, a.last_pts);
+    printf("audio: %d frames, %lld samples (%.4f s), pts %.4f..%.4f\n", a.frames, (long long)a.samples, got,
+           a.first_pts, a.last_pts);
     // AAC: whole 1024-sample frames, plus the encoder's priming frame: at most 2048 more.
     CHECK(got >= seconds && got <= seconds + 2048 / 48000.0, "audio lasts %.4f s, expected %.1f s", got, seconds);
     CHECK(a.pts_errors == 0 && a.first_pts <= 0.0 && a.first_pts > -0.05, "audio pts from 0 (%.4f)", a.first_pts);
@@ -166,8 +165,8 @@ int main(int argc, char **argv)
         // The same streams muxed in one transport stream, read once per kind.
         result tv, ta;
         run(argv[5], MQ_CONTAINER_MPEGTS, AVMEDIA_TYPE_VIDEO, md5s, nmd5, &tv);
-        printf("ts video: %d pictures, pts %.3f..%.3f, %d md5 mismatches\n", tv.frames, tv.first_pts,
-               tv.last_pts, tv.md5_errors);
+        printf("ts video: %d pictures, pts %.3f..%.3f, %d md5 mismatches\n", tv.frames, tv.first_pts, tv.last_pts,
+               tv.md5_errors);
         CHECK(tv.frames == nmd5 && tv.md5_errors == 0, "TS: every picture as ffmpeg decodes it (%d of %d, %d differ)",
               tv.frames, nmd5, tv.md5_errors);
         CHECK(tv.pts_errors == 0, "TS: pictures in order");

@@ -60,8 +60,8 @@ static void check_tone(const char *wav_path, double hz, double seconds, double d
     double freq_r = mqt_frequency(&w, 1, b + 4800, e - 4800);
     double length = (double)(e - b) / w.rate, onset = (double)b / w.rate;
     size_t gap = mqt_longest_quiet(&w, 0, 0.002, b, e);
-    printf("tone: %.2f Hz (right %.2f) for %.3f s, onset %.4f s (due %.4f), longest quiet %zu samples\n",
-           freq, freq_r, length, onset, due, gap);
+    printf("tone: %.2f Hz (right %.2f) for %.3f s, onset %.4f s (due %.4f), longest quiet %zu samples\n", freq, freq_r,
+           length, onset, due, gap);
     CHECK(fabs(freq - hz) < 0.5 && fabs(freq_r - hz) < 0.5, "tone at %.2f / %.2f Hz, want %.0f", freq, freq_r, hz);
     // A starved start (qemu, a loaded machine) drops the media that was already late: the
     // tone may be short by what the onset may be early; it is never longer.
@@ -70,8 +70,8 @@ static void check_tone(const char *wav_path, double hz, double seconds, double d
     // The WAV's frame 0 is written when the audio thread starts, a little after `start` was
     // read (ms natively; a tenth of a second under qemu-user or on a loaded machine): the
     // onset may look that much early, never late.
-    CHECK(onset - due < 0.005 && due - onset < tolerance, "tone began at %.4f s, due at %.4f s (tolerance %.3f)",
-          onset, due, tolerance);
+    CHECK(onset - due < 0.005 && due - onset < tolerance, "tone began at %.4f s, due at %.4f s (tolerance %.3f)", onset,
+          due, tolerance);
     free(w.file);
 }
 

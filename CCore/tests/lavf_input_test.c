@@ -74,7 +74,8 @@ static int count_sockets(void)
 static bool listening(int port)
 {
     int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in a = {
+        .sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     bool ok = s >= 0 && connect(s, (struct sockaddr *)&a, sizeof a) == 0;
     if (s >= 0)
         close(s);
@@ -143,7 +144,8 @@ static int open_poster(const char *path)
     AVFrame *f = NULL;
     int ret = mq_image_load(path, &f);
     if (ret == MQ_OK)
-        CHECK(f && f->width == 64 && f->height == 48, "%s: a 64x48 picture (%dx%d)", path, f ? f->width : 0, f ? f->height : 0);
+        CHECK(f && f->width == 64 && f->height == 48, "%s: a 64x48 picture (%dx%d)", path, f ? f->width : 0,
+              f ? f->height : 0);
     else
         CHECK(!f, "%s: no picture on failure", path);
     av_frame_free(&f);
@@ -192,9 +194,12 @@ static bool decodes(mq_file_input *in)
     AVCodecContext *dec = NULL;
     AVPacket *pkt = av_packet_alloc();
     AVFrame *f = av_frame_alloc();
-    int idx = avformat_find_stream_info(in->fmt, NULL) >= 0 ? av_find_best_stream(in->fmt, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0) : -1;
+    int idx = avformat_find_stream_info(in->fmt, NULL) >= 0
+                  ? av_find_best_stream(in->fmt, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0)
+                  : -1;
     bool ok = idx >= 0 && (dec = avcodec_alloc_context3(codec)) &&
-              avcodec_parameters_to_context(dec, in->fmt->streams[idx]->codecpar) >= 0 && avcodec_open2(dec, codec, NULL) >= 0;
+              avcodec_parameters_to_context(dec, in->fmt->streams[idx]->codecpar) >= 0 &&
+              avcodec_open2(dec, codec, NULL) >= 0;
     int got = AVERROR(EAGAIN);
     while (ok && got == AVERROR(EAGAIN) && av_read_frame(in->fmt, pkt) >= 0) {
         if (pkt->stream_index == idx && avcodec_send_packet(dec, pkt) >= 0)
@@ -221,21 +226,26 @@ static void test_real_inputs_open(void)
     CHECK(open_clip(wav) == MQ_OK, "a WAV clip");
     CHECK(open_clip(mp4) == MQ_ERR_UNSUPPORTED, "an MP4 without sound opens, has no audio to play");
     mq_file_input *in = NULL;
-    CHECK(mq_file_input_open(mp4, MQ_FORMATS_MEDIA, "test", &in) == MQ_OK && in && decodes(in), "an MP4 opens and decodes");
+    CHECK(mq_file_input_open(mp4, MQ_FORMATS_MEDIA, "test", &in) == MQ_OK && in && decodes(in),
+          "an MP4 opens and decodes");
     if (in) { // nested opens are refused on what it opened
         char other[1024];
         AVIOContext *pb = NULL;
         CHECK(in->fmt->io_open == mq_lavf_refuse_open, "io_open refuses");
-        CHECK(in->fmt->io_open(in->fmt, &pb, at(other, media, "muxed.ts"), AVIO_FLAG_READ, NULL) == MQ_AVERROR_REFUSED && !pb,
+        CHECK(in->fmt->io_open(in->fmt, &pb, at(other, media, "muxed.ts"), AVIO_FLAG_READ, NULL) ==
+                      MQ_AVERROR_REFUSED &&
+                  !pb,
               "a nested open is refused");
         CHECK(in->fmt->protocol_whitelist && !strcmp(in->fmt->protocol_whitelist, ""), "no protocol allowed");
-        CHECK(in->fmt->format_whitelist && !strcmp(in->fmt->format_whitelist, MQ_FORMATS_MEDIA), "format whitelist set");
+        CHECK(in->fmt->format_whitelist && !strcmp(in->fmt->format_whitelist, MQ_FORMATS_MEDIA),
+              "format whitelist set");
     }
     mq_file_input_destroy(&in);
     CHECK(in == NULL, "destroy clears the pointer");
     CHECK(open_file_item(mp4, AVMEDIA_TYPE_VIDEO, why, sizeof why) == MQ_OK, "an MP4 file item (%s)", why);
     CHECK(open_file_item(png, AVMEDIA_TYPE_VIDEO, why, sizeof why) == MQ_OK, "a PNG file item (%s)", why);
-    CHECK(open_file_item(at(mp4, media, "muxed.ts"), AVMEDIA_TYPE_AUDIO, why, sizeof why) == MQ_OK, "a TS file item (%s)", why);
+    CHECK(open_file_item(at(mp4, media, "muxed.ts"), AVMEDIA_TYPE_AUDIO, why, sizeof why) == MQ_OK,
+          "a TS file item (%s)", why);
 }
 
 /// A playlist or list naming a local file, given where a media file or a still is taken.
@@ -252,7 +262,8 @@ static void test_lists_naming_other_inputs(void)
     free(ts);
     snprintf(text, sizeof text,
              "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:0\n"
-             "#EXTINF:2.0,\nfile://%s\n#EXTINF:2.0,\n%s\n#EXT-X-ENDLIST\n", other, other);
+             "#EXTINF:2.0,\nfile://%s\n#EXTINF:2.0,\n%s\n#EXT-X-ENDLIST\n",
+             other, other);
     CHECK(write_file(at(m3u8, dir, "list.m3u8"), text), "playlist written");
     snprintf(text, sizeof text, "ffconcat version 1.0\nfile other.ts\nfile '%s'\n", other);
     CHECK(write_file(at(ffconcat, dir, "list.ffconcat"), text), "concat list written");
@@ -261,11 +272,13 @@ static void test_lists_naming_other_inputs(void)
     if (w < 0)
         printf("lavf_input_test: no inotify: the other file's opens are not watched\n");
     capture_start();
-    int poster = open_poster(m3u8), clip = open_clip(m3u8), item = open_file_item(m3u8, AVMEDIA_TYPE_VIDEO, why, sizeof why);
+    int poster = open_poster(m3u8), clip = open_clip(m3u8),
+        item = open_file_item(m3u8, AVMEDIA_TYPE_VIDEO, why, sizeof why);
     const char *log = capture_end();
     CHECK(poster == MQ_ERR_REFUSED, "an HLS playlist as a poster is refused (%d)", poster);
     CHECK(clip == MQ_ERR_REFUSED, "an HLS playlist as a clip is refused (%d)", clip);
-    CHECK(item == MQ_ERR_REFUSED && strstr(why, "(hls)"), "an HLS playlist as a file item is refused (%d: %s)", item, why);
+    CHECK(item == MQ_ERR_REFUSED && strstr(why, "(hls)"), "an HLS playlist as a file item is refused (%d: %s)", item,
+          why);
     CHECK(strstr(log, "poster") && strstr(log, "clip") && strstr(log, "refused") && strstr(log, "(hls)"),
           "a log line names what was refused");
     CHECK(open_poster(ffconcat) == MQ_ERR_REFUSED, "a concat list as a poster is refused");
@@ -322,8 +335,8 @@ static void test_special_files(void)
     at(link, dir, "poster-link.png"), at(dangling, dir, "dangling.png");
     at(zero_link, dir, "zero.png"), at(fifo_link, dir, "fifo.png");
     unlink(link), unlink(dangling), unlink(zero_link), unlink(fifo_link);
-    CHECK(symlink(png, link) == 0 && symlink("/nonexistent/x.png", dangling) == 0 && symlink("/dev/zero", zero_link) == 0 &&
-              symlink(fifo, fifo_link) == 0,
+    CHECK(symlink(png, link) == 0 && symlink("/nonexistent/x.png", dangling) == 0 &&
+              symlink("/dev/zero", zero_link) == 0 && symlink(fifo, fifo_link) == 0,
           "symlinks: %s", strerror(errno));
     CHECK(open_poster(link) == MQ_OK, "a symbolic link to a PNG is followed");
     CHECK(open_poster(zero_link) == MQ_ERR_REFUSED, "a symbolic link to /dev/zero is refused");
@@ -349,7 +362,8 @@ static void test_formats_by_kind(void)
     mq_byte_queue_push(q, bytes, size);
     mq_byte_queue_end(q);
     int ret = mq_demux_open(q, AVMEDIA_TYPE_VIDEO, &d, why, sizeof why);
-    CHECK(ret < 0 && ret != MQ_ERR_REFUSED && !d, "a PNG on an MPEG-TS track is not a transport stream (%d: %s)", ret, why);
+    CHECK(ret < 0 && ret != MQ_ERR_REFUSED && !d, "a PNG on an MPEG-TS track is not a transport stream (%d: %s)", ret,
+          why);
     mq_demux_destroy(&d);
     mq_byte_queue_destroy(&q);
     free(bytes);

@@ -77,12 +77,24 @@ static void control(mix_ctx *c)
         float gain = (float)((k * 7919) % 400) / 100.0f;
         mq_ramp_shape shape = k % 2 ? MQ_RAMP_EQUAL_POWER : MQ_RAMP_LINEAR;
         switch (k % 6) {
-        case 0: ret = mq_mixer_set_gain(c->m, input, gain, 2400, shape, NAN); break;
-        case 1: ret = mq_mixer_set_gain(c->m, input, gain, (int)(k % 3000), shape, pos + 0.01 * (k % 50)); break;
-        case 2: ret = mq_mixer_set_gain(c->m, input, gain, 0, shape, pos + 0.003); break;
-        case 3: ret = mq_mixer_set_master(c->m, (float)(k % 11) / 10.0f, k % 5 == 0); break;
-        case 4: ret = k % 24 == 4 ? mq_mixer_cancel_timed(c->m) : MQ_OK; break;
-        default: ret = mq_mixer_set_gain(c->m, input, gain, 480, shape, pos + 5.0); break; // piles up
+        case 0:
+            ret = mq_mixer_set_gain(c->m, input, gain, 2400, shape, NAN);
+            break;
+        case 1:
+            ret = mq_mixer_set_gain(c->m, input, gain, (int)(k % 3000), shape, pos + 0.01 * (k % 50));
+            break;
+        case 2:
+            ret = mq_mixer_set_gain(c->m, input, gain, 0, shape, pos + 0.003);
+            break;
+        case 3:
+            ret = mq_mixer_set_master(c->m, (float)(k % 11) / 10.0f, k % 5 == 0);
+            break;
+        case 4:
+            ret = k % 24 == 4 ? mq_mixer_cancel_timed(c->m) : MQ_OK;
+            break;
+        default:
+            ret = mq_mixer_set_gain(c->m, input, gain, 480, shape, pos + 5.0);
+            break; // piles up
         }
         sent++;
         refused += ret == MQ_ERR_STATE;

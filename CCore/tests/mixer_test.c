@@ -62,7 +62,10 @@ static int due_frame(double at, int total, int period, double t0, double dt)
 
 /// The larger of an error so far and a new one; a NaN is the worst (fmax would drop it).
 /// (Also keeps gcc 12's aarch64 vectoriser off fmax reductions, which crash it.)
-static double worse(double worst, double e) { return e > worst || isnan(e) ? e : worst; }
+static double worse(double worst, double e)
+{
+    return e > worst || isnan(e) ? e : worst;
+}
 
 /// Largest |rec[k·CH + ch] − scale·gain(k)| over [from, to).
 static double max_error(int ch, int from, int to, float scale, double (*gain)(int))
@@ -143,7 +146,10 @@ static void test_arguments(void)
     CHECK(m == NULL, "destroy clears the pointer");
 }
 
-static double steps_gain(int k) { return (k < 630 ? k / 10 + 1 : 64) / 64.0; } // command i at frame 10·i
+static double steps_gain(int k)
+{
+    return (k < 630 ? k / 10 + 1 : 64) / 64.0;
+} // command i at frame 10·i
 
 static void test_queue(void)
 {
@@ -186,9 +192,18 @@ static void test_queue(void)
     mq_mixer_destroy(&m);
 }
 
-static double linear_down(int k) { return k < 480 ? 1.0 - k / 480.0 : 0.0; }
-static double linear_up(int k) { return 1.8 * k / 1000.0; }
-static double zero(int k) { return 0 * k; }
+static double linear_down(int k)
+{
+    return k < 480 ? 1.0 - k / 480.0 : 0.0;
+}
+static double linear_up(int k)
+{
+    return 1.8 * k / 1000.0;
+}
+static double zero(int k)
+{
+    return 0 * k;
+}
 
 static void test_linear(void)
 {
@@ -205,7 +220,8 @@ static void test_linear(void)
         CHECK(fabs(rec[k * CH] - 0.5 * linear_down(k)) < 1e-7, "frame %d: %.9f, want %.9f", k, rec[k * CH],
               0.5 * linear_down(k));
     }
-    CHECK(max_error(0, 0, 1024, 0.5f, linear_down) < 1e-7, "linear ramp off by %g", max_error(0, 0, 1024, 0.5f, linear_down));
+    CHECK(max_error(0, 0, 1024, 0.5f, linear_down) < 1e-7, "linear ramp off by %g",
+          max_error(0, 0, 1024, 0.5f, linear_down));
     CHECK(max_error(1, 0, 1024, 0, zero) == 0, "right channel not silent");
     CHECK(mq_mixer_gain(m, 0) == 0.0f, "gain reached %g, want 0", mq_mixer_gain(m, 0));
 
@@ -213,7 +229,8 @@ static void test_linear(void)
     CHECK(mq_mixer_set_gain(m, 0, 1.8f, 1000, MQ_RAMP_LINEAR, NAN) == MQ_OK, "ramp");
     run(m, in, 0, 600, 256, NAN, 0);
     CHECK(fabs(mq_mixer_gain(m, 0) - 1.08) < 1e-6, "gain after 600 of 1000 frames %g, want 1.08", mq_mixer_gain(m, 0));
-    CHECK(max_error(0, 0, 600, 0.5f, linear_up) < 1e-6, "ramp across calls off by %g", max_error(0, 0, 600, 0.5f, linear_up));
+    CHECK(max_error(0, 0, 600, 0.5f, linear_up) < 1e-6, "ramp across calls off by %g",
+          max_error(0, 0, 600, 0.5f, linear_up));
     // A ramp goes on while its input is absent (NULL): back to 0, then up to 1 over 1000
     // frames, the first 500 without input.
     mq_mixer_set_gain(m, 0, 0, 0, MQ_RAMP_LINEAR, NAN);
@@ -229,10 +246,22 @@ static void test_linear(void)
     mq_mixer_destroy(&m);
 }
 
-static double ep_down(int k) { return k < 1000 ? cos(k * M_PI / 2000) : 0; }
-static double ep_up(int k) { return k < 1000 ? sin(k * M_PI / 2000) : 1; }
-static double ep_rise(int k) { return k < 700 ? 1 + 2 * sin(k * M_PI / 1400) : 3; }
-static double ep_fall(int k) { return k < 700 ? 3 - 2.5 * (1 - cos(k * M_PI / 1400)) : 0.5; }
+static double ep_down(int k)
+{
+    return k < 1000 ? cos(k * M_PI / 2000) : 0;
+}
+static double ep_up(int k)
+{
+    return k < 1000 ? sin(k * M_PI / 2000) : 1;
+}
+static double ep_rise(int k)
+{
+    return k < 700 ? 1 + 2 * sin(k * M_PI / 1400) : 3;
+}
+static double ep_fall(int k)
+{
+    return k < 700 ? 3 - 2.5 * (1 - cos(k * M_PI / 1400)) : 0.5;
+}
 
 static void test_equal_power(void)
 {
@@ -283,7 +312,10 @@ static double timed_left(int k)
         return (k - 901) / 100.0;
     return k < 1200 ? 1 : k < 1250 ? 0.6 : k < 1300 ? 0.4 : 0.8;
 }
-static double timed_right(int k) { return k < 255 ? 1 : k == 255 ? 0 : k < 600 ? 1 : 0.5; }
+static double timed_right(int k)
+{
+    return k < 255 ? 1 : k == 255 ? 0 : k < 600 ? 1 : 0.5;
+}
 
 static void test_timed(void)
 {
@@ -314,12 +346,13 @@ static void test_timed(void)
     mq_mixer_set_gain(m, 0, 0.4f, 0, MQ_RAMP_LINEAR, t0 + 1249.5 * dt);
     run(m, in, 0, total, period, t0, dt);
     CHECK(rec[700 * CH] == 0.5f && rec[701 * CH] == 0.0f, "step not on frame 701: %g %g", rec[700 * CH], rec[701 * CH]);
-    CHECK(rec[901 * CH] == 0.0f && fabs(rec[902 * CH] - 0.005) < 1e-7, "ramp not from frame 901: %g %g",
-          rec[901 * CH], rec[902 * CH]);
+    CHECK(rec[901 * CH] == 0.0f && fabs(rec[902 * CH] - 0.005) < 1e-7, "ramp not from frame 901: %g %g", rec[901 * CH],
+          rec[902 * CH]);
     CHECK(rec[254 * CH + 1] == 0.5f && rec[255 * CH + 1] == 0.0f && rec[256 * CH + 1] == 0.5f,
           "frames 254…256: %g %g %g", rec[254 * CH + 1], rec[255 * CH + 1], rec[256 * CH + 1]);
     CHECK(max_error(0, 0, total, 0.5f, timed_left) < 1e-6, "left off by %g", max_error(0, 0, total, 0.5f, timed_left));
-    CHECK(max_error(1, 0, total, 0.5f, timed_right) < 1e-6, "right off by %g", max_error(1, 0, total, 0.5f, timed_right));
+    CHECK(max_error(1, 0, total, 0.5f, timed_right) < 1e-6, "right off by %g",
+          max_error(1, 0, total, 0.5f, timed_right));
 
     // A position whose division rounds up: ceil((at − t0) / dt) is one frame late for it,
     // yet t0 + k·dt >= at holds at frame k (the rule is the comparison, not the division).
@@ -356,7 +389,10 @@ static void test_timed(void)
     mq_mixer_destroy(&m);
 }
 
-static double cancel_gain(int k) { return k < 32 ? 1 : k < 300 ? 1 - 0.5 * (k - 32) / 400.0 : 0.8; }
+static double cancel_gain(int k)
+{
+    return k < 32 ? 1 : k < 300 ? 1 - 0.5 * (k - 32) / 400.0 : 0.8;
+}
 
 static void test_cancel(void)
 {
@@ -368,11 +404,11 @@ static void test_cancel(void)
     fill(dc_b, 0, 0.5f);
     const double t0 = 0, dt = 1.0 / SR;
     mq_mixer_set_gain(m, 0, 0.5f, 400, MQ_RAMP_LINEAR, t0 + 32 * dt); // begins in the first call
-    mq_mixer_set_gain(m, 0, 0, 0, MQ_RAMP_LINEAR, t0 + 100 * dt);      // pending when cancelled
-    mq_mixer_set_gain(m, 0, 0.2f, 0, MQ_RAMP_LINEAR, t0 + 200 * dt);   // pending when cancelled
+    mq_mixer_set_gain(m, 0, 0, 0, MQ_RAMP_LINEAR, t0 + 100 * dt);     // pending when cancelled
+    mq_mixer_set_gain(m, 0, 0.2f, 0, MQ_RAMP_LINEAR, t0 + 200 * dt);  // pending when cancelled
     run(m, in, 0, 64, 64, t0, dt);
     mq_mixer_set_gain(m, 0, 0.1f, 0, MQ_RAMP_LINEAR, t0 + 350 * dt); // still in the queue
-    mq_mixer_set_gain(m, 1, 0.5f, 0, MQ_RAMP_LINEAR, NAN);          // untimed: not cancelled
+    mq_mixer_set_gain(m, 1, 0.5f, 0, MQ_RAMP_LINEAR, NAN);           // untimed: not cancelled
     CHECK(mq_mixer_cancel_timed(m) == MQ_OK, "cancel");
     mq_mixer_set_gain(m, 0, 0.8f, 0, MQ_RAMP_LINEAR, t0 + 300 * dt); // sent after: kept
     run(m, in, 64, 512, 64, t0, dt);
@@ -383,7 +419,10 @@ static void test_cancel(void)
     mq_mixer_destroy(&m);
 }
 
-static double interrupt_linear(int k) { return k < 400 ? 1 - k / 1000.0 : k < 600 ? 0.6 + 0.4 * (k - 400) / 200.0 : 1; }
+static double interrupt_linear(int k)
+{
+    return k < 400 ? 1 - k / 1000.0 : k < 600 ? 0.6 + 0.4 * (k - 400) / 200.0 : 1;
+}
 static double interrupt_ep(int k)
 {
     double g0 = cos(300 * M_PI / 2000);
@@ -404,7 +443,8 @@ static void test_interrupt(void)
     run(m, in, 0, 1000, 128, 0, dt);
     CHECK(fabs(rec[400 * CH] - 0.3) < 1e-6 && fabs(rec[401 * CH] - 0.5 * 0.602) < 1e-6, "frames 400, 401: %g %g",
           rec[400 * CH], rec[401 * CH]);
-    CHECK(max_error(0, 0, 1000, 0.5f, interrupt_linear) < 1e-6, "off by %g", max_error(0, 0, 1000, 0.5f, interrupt_linear));
+    CHECK(max_error(0, 0, 1000, 0.5f, interrupt_linear) < 1e-6, "off by %g",
+          max_error(0, 0, 1000, 0.5f, interrupt_linear));
     CHECK(max_step(0, 0, 1000) < 0.5 * 0.4 / 200 + 1e-6, "a jump of %g", max_step(0, 0, 1000));
     // The same with equal-power ramps, interrupted at frame 300.
     mq_mixer_set_gain(m, 0, 0, 1000, MQ_RAMP_EQUAL_POWER, NAN);
@@ -416,8 +456,14 @@ static void test_interrupt(void)
     mq_mixer_destroy(&m);
 }
 
-static double mute_ramp(int k) { return k < 480 ? 1 - k / 480.0 : 0; }
-static double unmute_half(int k) { return k < 480 ? 0.5 * k / 480.0 : 0.5; }
+static double mute_ramp(int k)
+{
+    return k < 480 ? 1 - k / 480.0 : 0;
+}
+static double unmute_half(int k)
+{
+    return k < 480 ? 0.5 * k / 480.0 : 0.5;
+}
 
 static void test_master(void)
 {
@@ -435,7 +481,8 @@ static void test_master(void)
     // Unmute at half volume: up to 0.5 over 480 frames.
     CHECK(mq_mixer_set_master(m, 0.5f, false) == MQ_OK, "unmute");
     run(m, in, 0, 1024, 100, NAN, 0);
-    CHECK(max_error(0, 0, 1024, 0.5f, unmute_half) < 1e-6, "unmute off by %g", max_error(0, 0, 1024, 0.5f, unmute_half));
+    CHECK(max_error(0, 0, 1024, 0.5f, unmute_half) < 1e-6, "unmute off by %g",
+          max_error(0, 0, 1024, 0.5f, unmute_half));
     // Mute and unmute in the same call: no dip, straight up from 0.5 to 1.
     mq_mixer_set_master(m, 0.5f, true);
     mq_mixer_set_master(m, 1, false);
@@ -557,16 +604,16 @@ static void test_formats(void)
     } cases[] = {
         {0.5f, 16384, 1073741824},
         {0.25f, 8192, 536870912},
-        {0.9f, 29491, 1932735232},       // 29491.2
-        {0.1f, 3277, 214748368},         // 3276.8
-        {1.0f / 65536, 0, 32768},        // 0.5 LSB: ties to even
-        {3.0f / 65536, 2, 98304},        // 1.5 → 2
-        {5.0f / 65536, 2, 163840},       // 2.5 → 2
-        {0x3p-32f, 0, 2},                // 1.5 LSB of s32 → 2
-        {0x5p-32f, 0, 2},                // 2.5 → 2
-        {0x7p-34f, 0, 1},                // 0.875 → 1
+        {0.9f, 29491, 1932735232}, // 29491.2
+        {0.1f, 3277, 214748368},   // 3276.8
+        {1.0f / 65536, 0, 32768},  // 0.5 LSB: ties to even
+        {3.0f / 65536, 2, 98304},  // 1.5 → 2
+        {5.0f / 65536, 2, 163840}, // 2.5 → 2
+        {0x3p-32f, 0, 2},          // 1.5 LSB of s32 → 2
+        {0x5p-32f, 0, 2},          // 2.5 → 2
+        {0x7p-34f, 0, 1},          // 0.875 → 1
         {0.0f, 0, 0},
-        {1.0f, 31654, 2074469248},       // limited to 0.966f: 31653.89
+        {1.0f, 31654, 2074469248}, // limited to 0.966f: 31653.89
         {0.966f, 31654, 2074469248},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -615,7 +662,7 @@ static void test_non_finite(void)
         int bad = 0;
         for (int i = 0; i < 64 * CH; i++)
             bad += i == garbage[b][0] || i == garbage[b][1] ? (s[i] != 0 || f[i] != 0.0f)
-                                                             : (s[i] != 8192 || f[i] != 0.25f);
+                                                            : (s[i] != 8192 || f[i] != 0.25f);
         CHECK(bad == 0, "%s: %d samples wrong (s16 %d %d)", b ? "inf" : "NaN", bad, s[garbage[b][0]], s[garbage[b][1]]);
     }
     mq_mixer_destroy(&m);

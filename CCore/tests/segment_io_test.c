@@ -121,8 +121,7 @@ static void test_truncated(void)
     long n = read_session(q, out, media_size, &err);
     CHECK(err == AVERROR_INVALIDDATA, "a cut segment ends in INVALIDDATA, not a clean EOF (%d)", err);
     CHECK(n > 0 && n < (long)media_size - 100, "the complete boxes before it are readable (%ld)", n);
-    CHECK(strstr(mq_byte_queue_corrupt_reason(q), "truncated") != NULL, "reason: %s",
-          mq_byte_queue_corrupt_reason(q));
+    CHECK(strstr(mq_byte_queue_corrupt_reason(q), "truncated") != NULL, "reason: %s", mq_byte_queue_corrupt_reason(q));
     free(out);
     mq_byte_queue_destroy(&q);
 }
@@ -162,7 +161,10 @@ static void test_reset(void)
 }
 
 /// Offset of the n-th (0-based) top-level box of `type` in the test media, or -1.
-static long box_at(const char *type, int n) { return mqt_box_offset(media, media_size, type, n); }
+static long box_at(const char *type, int n)
+{
+    return mqt_box_offset(media, media_size, type, n);
+}
 
 /// A cut segment skipped before the next one arrives (live: the next is still being fetched):
 /// the next is read after the init segment, exactly as if it had been there at the skip.
@@ -190,7 +192,8 @@ static void test_skip_before_next(void)
     n = read_session(q, out, media_size * 2, &err);
     long want = f1 + (long)media_size - f2;
     CHECK(n == want && err == AVERROR_EOF, "init + the next segment (%ld of %ld bytes, %d)", n, want, err);
-    CHECK(n == want && memcmp(out, media, (size_t)f1) == 0 && memcmp(out + f1, media + f2, media_size - (size_t)f2) == 0,
+    CHECK(n == want && memcmp(out, media, (size_t)f1) == 0 &&
+              memcmp(out + f1, media + f2, media_size - (size_t)f2) == 0,
           "byte-exact");
     free(out);
     mq_byte_queue_destroy(&q);
@@ -339,7 +342,8 @@ static void test_init_replaced_during_rollover_injection(void)
     uint8_t *out = malloc(cap);
     int err = 0;
     long n = read_with_pushes(q, out, cap, 65536, 0, 0, NULL, &err);
-    CHECK(n == (long)init.len && err == AVERROR_EOF && mq_byte_queue_wait(q) == MQ_INPUT_ROLLOVER, "stopped at the rollover (%ld)", n);
+    CHECK(n == (long)init.len && err == AVERROR_EOF && mq_byte_queue_wait(q) == MQ_INPUT_ROLLOVER,
+          "stopped at the rollover (%ld)", n);
     mq_byte_queue_pass_rollover(q);
     n = read_with_pushes(q, out, cap, 1000, 1000, 1, push_larger, &err);
     CHECK(starts_with(out, n, &init, &seg1), "exactly the old init then the segment (%ld of %zu bytes)", n,

@@ -52,7 +52,8 @@ static buf run(double seconds, double (*tempo_at)(double), double click)
     for (int done = 0; done < total; done += BLOCK) {
         for (int i = 0; i < BLOCK; i++) {
             double t = (double)(done + i) / SR;
-            float v = click > 0 ? (done + i == (int)(click * SR) ? 0.9f : 0.0f) : (float)(0.5 * sin(2 * M_PI * 440 * t));
+            float v =
+                click > 0 ? (done + i == (int)(click * SR) ? 0.9f : 0.0f) : (float)(0.5 * sin(2 * M_PI * 440 * t));
             in[i * CH] = in[i * CH + 1] = v;
         }
         CHECK(mq_stretch_set_tempo(&s, tempo_at((double)done / SR)) == MQ_OK, "set tempo");
@@ -109,9 +110,20 @@ static double min_level(const buf *b, int from, int to)
     return med > 0 ? lo / med : 0;
 }
 
-static double tempo_097(double t) { (void)t; return 0.97; }
-static double tempo_103(double t) { (void)t; return 1.03; }
-static double tempo_steps(double t) { return t < 1 ? 1.0 : t < 2 ? 1.03 : t < 3 ? 0.97 : 1.01; }
+static double tempo_097(double t)
+{
+    (void)t;
+    return 0.97;
+}
+static double tempo_103(double t)
+{
+    (void)t;
+    return 1.03;
+}
+static double tempo_steps(double t)
+{
+    return t < 1 ? 1.0 : t < 2 ? 1.03 : t < 3 ? 0.97 : 1.01;
+}
 
 static void check_tone(const char *name, double (*tempo)(double), double expect_ratio)
 {

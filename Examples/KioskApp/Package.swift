@@ -16,12 +16,12 @@ let package = Package(
     name: "KioskApp",
     platforms: [.macOS(.v15)],
     dependencies: [
-        .package(path: "../.."),
+        .package(path: "../..")
     ],
     targets: [
         .executableTarget(
             name: "KioskApp",
             dependencies: [.product(name: "Marquee", package: marqueeRoot.lastPathComponent)]
-        ),
+        )
     ]
 )

@@ -46,7 +46,8 @@ public struct BoardProfile: Sendable, Hashable, Codable {
 
         enum CodingKeys: String, CodingKey, CaseIterable {
             case output, card, connector, plane, mode, rotation, format
-            case hardwareRotations = "hardware_rotations", queueFrames = "queue_frames"
+            case hardwareRotations = "hardware_rotations"
+            case queueFrames = "queue_frames"
         }
     }
 
@@ -70,7 +71,8 @@ public struct BoardProfile: Sendable, Hashable, Codable {
             case "primary": self = .primary
             case "overlay": self = .overlay
             case let other:
-                throw DecodingError.dataCorruptedError(in: c, debugDescription: "\"\(other)\" is not primary, overlay or an index")
+                throw DecodingError.dataCorruptedError(
+                    in: c, debugDescription: "\"\(other)\" is not primary, overlay or an index")
             }
         }
 
@@ -106,7 +108,9 @@ public struct BoardProfile: Sendable, Hashable, Codable {
 
         enum CodingKeys: String, CodingKey, CaseIterable {
             case pcm, channels
-            case sampleRate = "sample_rate", bufferTimeMs = "buffer_time_ms", periodTimeMs = "period_time_ms"
+            case sampleRate = "sample_rate"
+            case bufferTimeMs = "buffer_time_ms"
+            case periodTimeMs = "period_time_ms"
         }
     }
 
@@ -133,7 +137,9 @@ public struct BoardProfile: Sendable, Hashable, Codable {
 
         enum CodingKeys: String, CodingKey, CaseIterable {
             case decoders, threads
-            case maxWidth = "max_width", maxHeight = "max_height", maxFps = "max_fps"
+            case maxWidth = "max_width"
+            case maxHeight = "max_height"
+            case maxFps = "max_fps"
         }
     }
 
@@ -227,8 +233,7 @@ private struct AnyKey: CodingKey {
 
 /// Throws `.invalid` for a key the type does not know.
 private func refuseUnknownKeys<K: CodingKey & CaseIterable>(_ decoder: any Decoder, _: K.Type, section: String?) throws
-    where K: RawRepresentable, K.RawValue == String
-{
+where K: RawRepresentable, K.RawValue == String {
     let known = Set(K.allCases.map(\.rawValue))
     for key in try decoder.container(keyedBy: AnyKey.self).allKeys where !known.contains(key.stringValue) {
         let field = section.map { "\($0).\(key.stringValue)" } ?? key.stringValue
@@ -314,40 +319,64 @@ extension BoardProfile {
             guard r.contains(v) else { throw fail(field, "\(v) is not in \(r.lowerBound)...\(r.upperBound)") }
         }
         guard schema == 1 else { throw fail("schema", "\(schema) is not 1") }
-        guard name.wholeMatch(of: /[a-z0-9][a-z0-9_-]*/) != nil else { throw fail("name", "\"\(name)\" is not [a-z0-9][a-z0-9_-]*") }
+        guard name.wholeMatch(of: /[a-z0-9][a-z0-9_-]*/) != nil else {
+            throw fail("name", "\"\(name)\" is not [a-z0-9][a-z0-9_-]*")
+        }
         guard !description.isEmpty else { throw fail("description", "empty") }
-        guard ["x86_64", "aarch64", "armhf"].contains(arch) else { throw fail("arch", "\"\(arch)\" is not x86_64, aarch64 or armhf") }
+        guard ["x86_64", "aarch64", "armhf"].contains(arch) else {
+            throw fail("arch", "\"\(arch)\" is not x86_64, aarch64 or armhf")
+        }
 
-        guard ["drm", "headless"].contains(video.output) else { throw fail("video.output", "\"\(video.output)\" is not drm or headless") }
-        if let card = video.card, !card.hasPrefix("/dev/dri/") { throw fail("video.card", "\"\(card)\" is not a /dev/dri/ path") }
+        guard ["drm", "headless"].contains(video.output) else {
+            throw fail("video.output", "\"\(video.output)\" is not drm or headless")
+        }
+        if let card = video.card, !card.hasPrefix("/dev/dri/") {
+            throw fail("video.card", "\"\(card)\" is not a /dev/dri/ path")
+        }
         if video.connector == "" { throw fail("video.connector", "empty") }
         if video.output == "headless", video.card != nil || video.connector != nil {
-            throw fail(video.card != nil ? "video.card" : "video.connector", "meaningless with video.output \"headless\"")
+            throw fail(
+                video.card != nil ? "video.card" : "video.connector", "meaningless with video.output \"headless\"")
         }
         if case .index(let i) = video.plane { try range("video.plane", i, 0...63) }
-        guard video.mode.wholeMatch(of: /preferred|highest|[1-9][0-9]{2,4}x[1-9][0-9]{2,4}(@[1-9][0-9]{0,2}(\.[0-9]+)?)?/) != nil else {
+        guard
+            video.mode.wholeMatch(of: /preferred|highest|[1-9][0-9]{2,4}x[1-9][0-9]{2,4}(@[1-9][0-9]{0,2}(\.[0-9]+)?)?/)
+                != nil
+        else {
             throw fail("video.mode", "\"\(video.mode)\" is not preferred, highest, WxH or WxH@R")
         }
         let rotations = [0, 90, 180, 270]
-        guard rotations.contains(video.rotation) else { throw fail("video.rotation", "\(video.rotation) is not 0, 90, 180 or 270") }
+        guard rotations.contains(video.rotation) else {
+            throw fail("video.rotation", "\(video.rotation) is not 0, 90, 180 or 270")
+        }
         guard video.hardwareRotations.contains(0), video.hardwareRotations.allSatisfy(rotations.contains),
-              Set(video.hardwareRotations).count == video.hardwareRotations.count
-        else { throw fail("video.hardware_rotations", "\(video.hardwareRotations) must be distinct rotations holding 0") }
+            Set(video.hardwareRotations).count == video.hardwareRotations.count
+        else {
+            throw fail("video.hardware_rotations", "\(video.hardwareRotations) must be distinct rotations holding 0")
+        }
         let formats = ["XRGB8888", "XBGR8888", "ARGB8888", "XRGB2101010", "RGB565", "NV12", "YUYV"]
-        guard formats.contains(video.format) else { throw fail("video.format", "\"\(video.format)\" is not one of \(formats.joined(separator: ", "))") }
+        guard formats.contains(video.format) else {
+            throw fail("video.format", "\"\(video.format)\" is not one of \(formats.joined(separator: ", "))")
+        }
         if video.queueFrames != 0 { try range("video.queue_frames", video.queueFrames, 2...240) }
 
         guard !audio.pcm.isEmpty else { throw fail("audio.pcm", "empty") }
-        guard [44100, 48000, 96000].contains(audio.sampleRate) else { throw fail("audio.sample_rate", "\(audio.sampleRate) is not 44100, 48000 or 96000") }
+        guard [44100, 48000, 96000].contains(audio.sampleRate) else {
+            throw fail("audio.sample_rate", "\(audio.sampleRate) is not 44100, 48000 or 96000")
+        }
         try range("audio.channels", audio.channels, 1...8)
         try range("audio.buffer_time_ms", audio.bufferTimeMs, 20...2000)
         try range("audio.period_time_ms", audio.periodTimeMs, 1...500)
-        guard audio.periodTimeMs * 2 <= audio.bufferTimeMs else { throw fail("audio.period_time_ms", "must be at most half of audio.buffer_time_ms") }
+        guard audio.periodTimeMs * 2 <= audio.bufferTimeMs else {
+            throw fail("audio.period_time_ms", "must be at most half of audio.buffer_time_ms")
+        }
 
         for d in decode.decoders where d.wholeMatch(of: /[a-z0-9_]+/) == nil {
             throw fail("decode.decoders", "\"\(d)\" is not a libavcodec decoder name")
         }
-        guard Set(decode.decoders).count == decode.decoders.count else { throw fail("decode.decoders", "a name is listed twice") }
+        guard Set(decode.decoders).count == decode.decoders.count else {
+            throw fail("decode.decoders", "a name is listed twice")
+        }
         try range("decode.threads", decode.threads, 0...64)
         try range("decode.max_width", decode.maxWidth, 16...16384)
         try range("decode.max_height", decode.maxHeight, 16...16384)
@@ -379,7 +408,8 @@ extension BoardProfile {
         do {
             data = try Data(contentsOf: url)
         } catch {
-            throw BoardProfileError(.unreadable, board: fileName, "cannot read \(url.path): \(error.localizedDescription)")
+            throw BoardProfileError(
+                .unreadable, board: fileName, "cannot read \(url.path): \(error.localizedDescription)")
         }
         let profile: BoardProfile
         do {
@@ -395,11 +425,13 @@ extension BoardProfile {
             throw BoardProfileError(.invalid, board: fileName, field: path(context), "null where a \(type) is needed")
         } catch let DecodingError.dataCorrupted(context) {
             let field = context.codingPath.isEmpty ? nil : path(context)
-            throw BoardProfileError(field == nil ? .unreadable : .invalid, board: fileName, field: field, context.debugDescription)
+            throw BoardProfileError(
+                field == nil ? .unreadable : .invalid, board: fileName, field: field, context.debugDescription)
         }
         try profile.validate()
         guard profile.name == fileName else {
-            throw BoardProfileError(.invalid, board: fileName, field: "name", "\"\(profile.name)\" differs from the file name")
+            throw BoardProfileError(
+                .invalid, board: fileName, field: "name", "\"\(profile.name)\" differs from the file name")
         }
         return profile
     }
@@ -413,7 +445,8 @@ extension BoardProfile {
             let url = dir.appendingPathComponent("\(name).json")
             if FileManager.default.fileExists(atPath: url.path) { return try load(from: url) }
         }
-        throw BoardProfileError(.notFound, board: name, "no \(name).json in \(searchPaths.map(\.path).joined(separator: ", "))")
+        throw BoardProfileError(
+            .notFound, board: name, "no \(name).json in \(searchPaths.map(\.path).joined(separator: ", "))")
     }
 
     /// The names of the profiles in `searchPaths` (a name found twice counts once), sorted.

@@ -5,6 +5,8 @@ import MarqueeStreaming
 enum LocalFile {
     /// The file's bytes; a failure is ``PlayerError/Code-swift.struct/media`` naming `what`.
     static func read(_ path: String, maxBytes: Int, what: String) throws(PlayerError) -> [UInt8] {
-        do { return try LocalFileReader.read(path, maxBytes: maxBytes) } catch { throw PlayerError(.media, "\(what) \(error.message)") }
+        do { return try LocalFileReader.read(path, maxBytes: maxBytes) } catch {
+            throw PlayerError(.media, "\(what) \(error.message)")
+        }
     }
 }

@@ -1,8 +1,9 @@
 import Logging
 import MarqueeBridge
 import MarqueeStreaming
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The process's memory, as an operator watching a box for months wants it: what the kernel
@@ -81,18 +82,18 @@ public struct MemoryUsage: Sendable, Hashable {
 
     private static func residentBytes() -> Int {
         #if canImport(Glibc)
-        let fd = open("/proc/self/statm", O_RDONLY)
-        guard fd >= 0 else { return 0 }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 128)
-        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard n > 0 else { return 0 }
-        // "size resident shared text lib data dt", in pages
-        let fields = buffer[..<n].split(separator: UInt8(ascii: " "))
-        guard fields.count > 1, let pages = Int(String(decoding: fields[1], as: UTF8.self)) else { return 0 }
-        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+            let fd = open("/proc/self/statm", O_RDONLY)
+            guard fd >= 0 else { return 0 }
+            defer { close(fd) }
+            var buffer = [UInt8](repeating: 0, count: 128)
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard n > 0 else { return 0 }
+            // "size resident shared text lib data dt", in pages
+            let fields = buffer[..<n].split(separator: UInt8(ascii: " "))
+            guard fields.count > 1, let pages = Int(String(decoding: fields[1], as: UTF8.self)) else { return 0 }
+            return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
         #else
-        return 0
+            return 0
         #endif
     }
 }

@@ -94,7 +94,9 @@ public final class Player: Sendable {
     /// ``learnedTargetLifetime``; nil when none was.
     func learnedTarget(for source: URL) -> Double? {
         inner.withLock { inner in
-            inner.learnedTargets[source].flatMap { Monotonic.now() - $0.at < Self.learnedTargetLifetime ? $0.target : nil }
+            inner.learnedTargets[source].flatMap {
+                Monotonic.now() - $0.at < Self.learnedTargetLifetime ? $0.target : nil
+            }
         }
     }
 
@@ -124,8 +126,10 @@ public final class Player: Sendable {
         if let core, stage, startAt != nil || !prepared.mpd.isLive {
             do throws(PlayerError) {
                 let session = try await PlaybackSession(
-                    source: source, options: options, core: core, fetcher: fetcher, startMono: Monotonic.now(), logger: logger, events: sink,
-                    mixer: mixer, startPolicy: policy, reports: reports, prepared: prepared, stagedAt: startAt ?? Monotonic.now(),
+                    source: source, options: options, core: core, fetcher: fetcher, startMono: Monotonic.now(),
+                    logger: logger, events: sink,
+                    mixer: mixer, startPolicy: policy, reports: reports, prepared: prepared,
+                    stagedAt: startAt ?? Monotonic.now(),
                     learnedTarget: learnedTarget(for: source))
                 session.startFeeding()
                 let (kept, replaced) = inner.withLock { inner -> (Bool, PlaybackSession?) in
@@ -137,7 +141,8 @@ public final class Player: Sendable {
                 if !kept { await session.discard() }
                 return
             } catch {
-                logger.info("the next source is not decoded ahead", metadata: ["source": "\(source)", "error": "\(error)"])
+                logger.info(
+                    "the next source is not decoded ahead", metadata: ["source": "\(source)", "error": "\(error)"])
             }
         }
         inner.withLock { $0.prepared = prepared }
@@ -160,7 +165,9 @@ public final class Player: Sendable {
             return inner.staged
         }
         guard let staged else { return nil }
-        if staged.source == sources.first.map(routed), Monotonic.now() - staged.startMono < PreparedSource.maxAge { return staged }
+        if staged.source == sources.first.map(routed), Monotonic.now() - staged.startMono < PreparedSource.maxAge {
+            return staged
+        }
         await staged.discard()
         return nil
     }
@@ -170,7 +177,9 @@ public final class Player: Sendable {
     public init(options: PlayerOptions, logger: Logger = Logger(label: "marquee.player")) throws(PlayerError) {
         inner = Locked(Inner(options: try options.validated()))
         if var configuration = options.venue {
-            configuration.upstreams += options.sources.compactMap { url in url.host.map { $0 + (url.port.map { ":\($0)" } ?? "") } }
+            configuration.upstreams += options.sources.compactMap { url in
+                url.host.map { $0 + (url.port.map { ":\($0)" } ?? "") }
+            }
             do { venue = try VenueProxy(configuration: configuration, logger: logger) } catch {
                 throw PlayerError(.invalidOptions, "venue: \(error.message)")
             }
@@ -188,7 +197,8 @@ public final class Player: Sendable {
             throw PlayerError(.invalidOptions, "caFile: \(error.message)")
         }
         if let cmcd = options.cmcd {
-            let session = CMCDSession(mode: cmcd.transmission == .query ? .query : .headers, sessionId: sessionId, contentId: cmcd.contentId)
+            let session = CMCDSession(
+                mode: cmcd.transmission == .query ? .query : .headers, sessionId: sessionId, contentId: cmcd.contentId)
             let hls = options.sources.first?.pathExtension.lowercased() == "m3u8"
             session.update { $0.streamingFormat = hls ? "h" : "d" }
             fetcher.cmcd = session
@@ -246,7 +256,7 @@ public final class Player: Sendable {
             let session: PlaybackSession
             do {
                 session = try await openFirstSource(core: core, startMono: startMono)
-            } catch where !options.failFast && Self.mayPass(error) {
+            } catch  where !options.failFast && Self.mayPass(error) {
                 // An unattended box never gives up: the outputs stay (poster, slate) and the
                 // sources are tried again under the recovery policy.
                 inner.withLock {
@@ -283,7 +293,8 @@ public final class Player: Sendable {
                 audio: options.audioOutput.spec, video: options.videoOutput.spec, fit: options.fit.rawValue,
                 rotation: options.rotation, poster: options.poster,
                 decoders: options.decoders.isEmpty ? nil : options.decoders.joined(separator: ","),
-                decodeThreads: options.decodeThreads, videoQueueFrames: options.videoQueueFrames, joinStill: options.joinStill)
+                decodeThreads: options.decodeThreads, videoQueueFrames: options.videoQueueFrames,
+                joinStill: options.joinStill)
         } catch {
             let options = error.isUnsupported || error.isInvalidArgument || error.isRefused
             throw PlayerError(options ? .invalidOptions : .output, error.message, coreCode: error.code)
@@ -353,7 +364,9 @@ public final class Player: Sendable {
                 sink.send(.recovered)
                 return
             } catch {
-                logger.warning("no source plays yet", metadata: ["error": "\(error)", "next_delay": "\(min(delay * 2, options.maxRecoveryDelay))"])
+                logger.warning(
+                    "no source plays yet",
+                    metadata: ["error": "\(error)", "next_delay": "\(min(delay * 2, options.maxRecoveryDelay))"])
                 delay = min(delay * 2, max(options.minRecoveryDelay, options.maxRecoveryDelay))
             }
         }
@@ -379,8 +392,10 @@ public final class Player: Sendable {
             if let attempts = inner.withLock({ $0.startAttempts }) { policy.attempts = min(policy.attempts, attempts) }
             do {
                 return try await PlaybackSession(
-                    source: source, options: options, core: core, fetcher: fetcher, startMono: startMono, logger: logger, events: sink,
-                    reuse: reuse, mixer: mixer, startPolicy: policy, reports: reports, prepared: prepared, learnedTarget: learnedTarget(for: source))
+                    source: source, options: options, core: core, fetcher: fetcher, startMono: startMono,
+                    logger: logger, events: sink,
+                    reuse: reuse, mixer: mixer, startPolicy: policy, reports: reports, prepared: prepared,
+                    learnedTarget: learnedTarget(for: source))
             } catch {
                 logger.warning("source failed", metadata: ["source": "\(source)", "error": "\(error)"])
                 sink.send(.error(error, fatal: false))
@@ -414,7 +429,8 @@ public final class Player: Sendable {
                     await staged.discard()
                 }
             }
-            let session = try await openFirstSource(core: core, startMono: Monotonic.now(), reuse: inner.withLock { $0.ownTracks })
+            let session = try await openFirstSource(
+                core: core, startMono: Monotonic.now(), reuse: inner.withLock { $0.ownTracks })
             guard inner.withLock({ $0.core != nil }) else { return }  // stop() ran meanwhile
             try begin(session, core: core)
             return
@@ -500,7 +516,9 @@ public final class Player: Sendable {
     @discardableResult
     /// `from`: seconds into the file its presentation starts at (what comes before is decoded,
     /// not shown).
-    func playFile(_ file: [UInt8], label: String?, still: Bool, from offset: Double = 0) async throws(PlayerError) -> Double {
+    func playFile(_ file: [UInt8], label: String?, still: Bool, from offset: Double = 0) async throws(PlayerError)
+        -> Double
+    {
         await discardStaged()
         await cut()
         var core = inner.withLock { $0.core }
@@ -514,7 +532,9 @@ public final class Player: Sendable {
         var tracks: [Int32] = []
         do throws(CoreError) {
             for kind in kinds {
-                let known = inner.withLock { inner in inner.session?.plans.flatMap(\.coreTracksByKind).first { $0.0 == kind }?.1 ?? inner.ownTracks[kind] }
+                let known = inner.withLock { inner in
+                    inner.session?.plans.flatMap(\.coreTracksByKind).first { $0.0 == kind }?.1 ?? inner.ownTracks[kind]
+                }
                 let track: Int32
                 if let known { track = known } else { track = try core.addTrack(kind, ptsOffset: 0) }
                 inner.withLock {
@@ -541,7 +561,8 @@ public final class Player: Sendable {
             throw PlayerError(.output, error.message, coreCode: error.code)
         }
         try startOnce(core)
-        return try await anchorOnFirstFrame(core, video: tracks.first, offset: still ? 0 : max(0, offset))  // (video first)
+        // (video first)
+        return try await anchorOnFirstFrame(core, video: tracks.first, offset: still ? 0 : max(0, offset))
     }
 
     /// How far ahead a file's timeline is held while its first frame decodes, seconds.
@@ -550,7 +571,9 @@ public final class Player: Sendable {
     /// Anchors the timeline on the first decoded frame of a file (its video's, or its sound's
     /// when it has no picture): that time plus `offset` is due 5 ms from then (what comes before
     /// is decoded and dropped as late). Waits at most 2 s (then from 0). Returns when it is due.
-    private func anchorOnFirstFrame(_ core: CoreHandle, video: Int32?, offset: Double) async throws(PlayerError) -> Double {
+    private func anchorOnFirstFrame(_ core: CoreHandle, video: Int32?, offset: Double) async throws(PlayerError)
+        -> Double
+    {
         var first: Double?
         var videoDone = video == nil
         let deadline = Monotonic.now() + 2
@@ -561,7 +584,8 @@ public final class Player: Sendable {
                     if let t = event.mediaTime, t.isFinite { first = min(first ?? t, t) }
                     if event.track == video { videoDone = true }
                 case .error where event.error?.isMissingStream == true:
-                    if event.track == video { videoDone = true }  // a sound file: no picture; a file without sound: its pictures
+                    // a sound file: no picture; a file without sound: its pictures
+                    if event.track == video { videoDone = true }
                 case .error where event.track == video && first != nil:
                     videoDone = true  // a sound file: no picture
                 case .error:
@@ -680,7 +704,9 @@ public final class Player: Sendable {
         return mpd.isLive ? .live : .onDemand
     }
     /// On demand: the presentation's length, seconds; nil for live or before a manifest loaded.
-    public var duration: Double? { inner.withLock { $0.session?.mpd }.flatMap { $0.isLive ? nil : $0.mediaPresentationDuration } }
+    public var duration: Double? {
+        inner.withLock { $0.session?.mpd }.flatMap { $0.isLive ? nil : $0.mediaPresentationDuration }
+    }
     /// The renditions playing now (one per track: video and audio).
     public var activeQualities: [Quality] {
         guard let session = inner.withLock({ $0.session }) else { return [] }
@@ -702,10 +728,14 @@ public final class Player: Sendable {
     public func selectQuality(_ id: String?) throws(PlayerError) {
         let session = inner.withLock { $0.session }
         if let id {
-            let known = session?.feeders.contains { feeder in
-                feeder.abr?.withLock { $0.renditions.contains { $0.id == id } } ?? (feeder.plan.kind == .video && feeder.plan.representation.id == id)
-            } ?? false
-            guard known else { throw PlayerError(.invalidOptions, "\"\(id)\" is not a video rendition of the stream playing") }
+            let known =
+                session?.feeders.contains { feeder in
+                    feeder.abr?.withLock { $0.renditions.contains { $0.id == id } }
+                        ?? (feeder.plan.kind == .video && feeder.plan.representation.id == id)
+                } ?? false
+            guard known else {
+                throw PlayerError(.invalidOptions, "\"\(id)\" is not a video rendition of the stream playing")
+            }
         }
         inner.withLock { $0.options.selectedQuality = id }
         for feeder in session?.feeders ?? [] { feeder.abr?.withLock { $0.pinned = id } }
@@ -729,8 +759,12 @@ public final class Player: Sendable {
     /// value, ``PlayerError/Code-swift.struct/state`` when nothing plays.
     @discardableResult
     public func setDelay(_ seconds: Double) throws(PlayerError) -> Double {
-        guard seconds.isFinite, seconds >= 0 else { throw PlayerError(.invalidOptions, "delay \(seconds) s must be finite and ≥ 0") }
-        guard let session = inner.withLock({ $0.session }) else { throw PlayerError(.state, "setDelay: nothing is playing") }
+        guard seconds.isFinite, seconds >= 0 else {
+            throw PlayerError(.invalidOptions, "delay \(seconds) s must be finite and ≥ 0")
+        }
+        guard let session = inner.withLock({ $0.session }) else {
+            throw PlayerError(.state, "setDelay: nothing is playing")
+        }
         let applied = session.setDelay(seconds)
         sink.send(.delayChanged(seconds: applied))
         return applied
@@ -747,7 +781,11 @@ public final class Player: Sendable {
     /// reaches back at least 30 s, or its URL carries the `DVR` flag (`?DVR`).
     public var isDVR: Bool {
         guard let session = inner.withLock({ $0.session }), session.mpd.isLive else { return false }
-        if session.source.query?.split(separator: "&").contains(where: { $0.uppercased() == "DVR" || $0.uppercased().hasPrefix("DVR=") }) == true { return true }
+        if session.source.query?.split(separator: "&").contains(where: {
+            $0.uppercased() == "DVR" || $0.uppercased().hasPrefix("DVR=")
+        }) == true {
+            return true
+        }
         return (session.seekableRange.map { $0.upperBound - $0.lowerBound } ?? 0) >= 30 || session.windowDelay >= 30
     }
 
@@ -782,7 +820,9 @@ public final class Player: Sendable {
     /// store reaches back that far (then from the oldest point kept). Throws
     /// ``PlayerError/Code-swift.struct/state`` when nothing plays.
     public func pause() throws(PlayerError) {
-        guard let session = inner.withLock({ $0.session }) else { throw PlayerError(.state, "pause: nothing is playing") }
+        guard let session = inner.withLock({ $0.session }) else {
+            throw PlayerError(.state, "pause: nothing is playing")
+        }
         guard !session.isPaused else { return }
         session.pausePresentation()
     }
@@ -911,9 +951,13 @@ public final class Player: Sendable {
     /// presented time (a user delay replays it late; a jump over it applies or undoes it).
     /// Throws ``PlayerError/Code-swift.struct/invalidOptions`` for a time or duration that is
     /// not finite and ≥ 0.
-    public func schedule(_ kind: StreamEvent, at time: Double, duration: Double? = nil, id: String? = nil) throws(PlayerError) {
+    public func schedule(_ kind: StreamEvent, at time: Double, duration: Double? = nil, id: String? = nil)
+        throws(PlayerError)
+    {
         guard time.isFinite, time >= 0, duration.map({ $0.isFinite && $0 > 0 }) ?? true else {
-            throw PlayerError(.invalidOptions, "schedule: time \(time) / duration \(duration.map { "\($0)" } ?? "nil") must be finite, ≥ 0 (> 0)")
+            throw PlayerError(
+                .invalidOptions,
+                "schedule: time \(time) / duration \(duration.map { "\($0)" } ?? "nil") must be finite, ≥ 0 (> 0)")
         }
         let event = TimedEvent(time: time, duration: duration, kind: kind.timed, id: id, origin: .api)
         let mixer = inner.withLock { inner -> MixDirector? in
@@ -934,7 +978,9 @@ public final class Player: Sendable {
             defer { inner.options = validated }
             return inner.options
         }
-        if validated.targetLatency != old.targetLatency, validated.targetLatency > 0 { try setTargetLatency(validated.targetLatency) }
+        if validated.targetLatency != old.targetLatency, validated.targetLatency > 0 {
+            try setTargetLatency(validated.targetLatency)
+        }
         if validated.muted != old.muted { try setVolume(muted: validated.muted) }
     }
 
@@ -963,7 +1009,8 @@ public final class Player: Sendable {
     public func stop() async {
         await discardStaged()
         await venue?.stop()
-        let (task, core, supervisor) = inner.withLock { inner -> (Task<Void, Never>?, CoreHandle?, Task<Void, Never>?) in
+        let (task, core, supervisor) = inner.withLock {
+            inner -> (Task<Void, Never>?, CoreHandle?, Task<Void, Never>?) in
             defer {
                 inner.task = nil
                 inner.session = nil

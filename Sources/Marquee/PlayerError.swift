@@ -5,7 +5,8 @@ public struct PlayerError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The kind of failure: one of the constants below, compared with `==`.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
-            case invalidOptions, invalidOptionsSources, manifest, network, noPlayableContent, media, output, state, playlist, invalidArgument, schedule
+            case invalidOptions, invalidOptionsSources, manifest, network, noPlayableContent, media, output, state,
+                playlist, invalidArgument, schedule
             case untrustedDocument
         }
         private let base: Base

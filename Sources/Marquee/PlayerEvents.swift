@@ -1,5 +1,5 @@
-import Synchronization
 import MarqueeStreaming
+import Synchronization
 
 /// What a player is doing.
 public enum PlaybackState: String, Sendable, Hashable {
@@ -48,11 +48,14 @@ public struct Quality: Sendable, Hashable {
     public var height: Int?
 
     init(_ r: Representation) {
-        self.init(kind: r.kind.rawValue, id: r.id, bandwidth: r.bandwidth, codecs: r.codecs, width: r.width, height: r.height)
+        self.init(
+            kind: r.kind.rawValue, id: r.id, bandwidth: r.bandwidth, codecs: r.codecs, width: r.width, height: r.height)
     }
 
     init(kind: String, id: String, bandwidth: Int, codecs: String?, width: Int?, height: Int?) {
-        (self.kind, self.id, self.bandwidth, self.codecs, self.width, self.height) = (kind, id, bandwidth, codecs, width, height)
+        (self.kind, self.id, self.bandwidth, self.codecs, self.width, self.height) = (
+            kind, id, bandwidth, codecs, width, height
+        )
     }
 }
 
@@ -158,7 +161,8 @@ public struct PlayerEvents: AsyncSequence, Sendable {
     public var droppedCount: Int { dropped.value.load(ordering: .relaxed) }
 
     static func make(capacity: Int = 512) -> (PlayerEvents, Sink) {
-        let (stream, continuation) = AsyncStream.makeStream(of: PlayerEvent.self, bufferingPolicy: .bufferingNewest(capacity))
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: PlayerEvent.self, bufferingPolicy: .bufferingNewest(capacity))
         let counter = DroppedCounter()
         return (PlayerEvents(stream: stream, dropped: counter), Sink(continuation: continuation, dropped: counter))
     }

@@ -17,7 +17,8 @@ public struct AudioOutput: Sendable, Hashable, CustomStringConvertible {
 
     /// Parses `alsa[:pcm]`, `wav:<path>`, `null`.
     public init?(spec: String) {
-        guard spec == "null" || spec == "alsa" || spec.hasPrefix("alsa:") || (spec.hasPrefix("wav:") && spec.count > 4) else {
+        guard spec == "null" || spec == "alsa" || spec.hasPrefix("alsa:") || (spec.hasPrefix("wav:") && spec.count > 4)
+        else {
             return nil
         }
         self.spec = spec
@@ -55,7 +56,10 @@ public struct VideoOutput: Sendable, Hashable, CustomStringConvertible {
 
     /// Parses `headless`, `frames:<dir>`, `drm[:<card>[,<connector>[,<WxH>]]]`.
     public init?(spec: String) {
-        guard spec == "headless" || (spec.hasPrefix("frames:") && spec.count > 7) || spec == "drm" || spec.hasPrefix("drm:") else {
+        guard
+            spec == "headless" || (spec.hasPrefix("frames:") && spec.count > 7) || spec == "drm"
+                || spec.hasPrefix("drm:")
+        else {
             return nil
         }
         self.spec = spec
@@ -238,7 +242,8 @@ public struct PlayerOptions: Sendable {
     /// 270). The other fields start at their documented defaults. Nothing is checked here:
     /// ``Player/init(options:logger:)`` validates.
     public init(
-        sources: [URL], autoplay: Bool = false, muted: Bool = false, targetLatency: Double = PlayerOptions.defaultTargetLatency,
+        sources: [URL], autoplay: Bool = false, muted: Bool = false,
+        targetLatency: Double = PlayerOptions.defaultTargetLatency,
         audioOutput: AudioOutput = .null, videoOutput: VideoOutput = .headless, httpHeaders: [String: String] = [:],
         fit: VideoFit = .contain, rotation: Int = 0, poster: String? = nil
     ) {
@@ -282,12 +287,17 @@ public struct PlayerOptions: Sendable {
         guard maxDelay.isFinite, maxDelay >= 0, maxDelay <= 3600 else {
             throw PlayerError(.invalidOptions, "maxDelay \(maxDelay) s is outside 0…3600")
         }
-        guard maxDelayBytes >= 0 else { throw PlayerError(.invalidOptions, "maxDelayBytes \(maxDelayBytes) is negative") }
+        guard maxDelayBytes >= 0 else {
+            throw PlayerError(.invalidOptions, "maxDelayBytes \(maxDelayBytes) is negative")
+        }
         guard minRecoveryDelay > 0, minRecoveryDelay <= maxRecoveryDelay, maxRecoveryDelay <= 86_400 else {
-            throw PlayerError(.invalidOptions, "recovery delays \(minRecoveryDelay)…\(maxRecoveryDelay) s: need 0 < min ≤ max ≤ 86400")
+            throw PlayerError(
+                .invalidOptions, "recovery delays \(minRecoveryDelay)…\(maxRecoveryDelay) s: need 0 < min ≤ max ≤ 86400"
+            )
         }
         guard mainSourceRetryInterval >= 0.5, mainSourceRetryInterval <= 86_400 else {
-            throw PlayerError(.invalidOptions, "mainSourceRetryInterval \(mainSourceRetryInterval) s is outside 0.5…86400")
+            throw PlayerError(
+                .invalidOptions, "mainSourceRetryInterval \(mainSourceRetryInterval) s is outside 0.5…86400")
         }
         guard [0, 90, 180, 270].contains(rotation) else {
             throw PlayerError(.invalidOptions, "rotation \(rotation) is not 0, 90, 180 or 270")
@@ -296,8 +306,12 @@ public struct PlayerOptions: Sendable {
             throw PlayerError(.invalidOptions, "videoQueueFrames \(videoQueueFrames) is outside 2…240 (0: the default)")
         }
         if let language = audioLanguage {
-            guard (1...35).contains(language.count), language.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }) else {
-                throw PlayerError(.invalidOptions, "audioLanguage \"\(language)\" is not a language tag (letters, digits and -, at most 35)")
+            guard (1...35).contains(language.count),
+                language.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") })
+            else {
+                throw PlayerError(
+                    .invalidOptions,
+                    "audioLanguage \"\(language)\" is not a language tag (letters, digits and -, at most 35)")
             }
         }
         if var venue {

@@ -68,7 +68,10 @@ package struct CoreStatus: Sendable {
 
 /// Something the core reported (`mq_event`).
 package struct CoreEvent: Sendable {
-    package enum Kind: Sendable { case firstFrame, trackFormat, error, ended, underrun, outputChanged, decoderFallback, clipEnded, other(Int32) }
+    package enum Kind: Sendable {
+        case firstFrame, trackFormat, error, ended, underrun, outputChanged, decoderFallback, clipEnded
+        case other(Int32)
+    }
     package var kind: Kind
     package var track: Int32?
     package var error: CoreError?
@@ -104,21 +107,21 @@ package final class CoreHandle: Sendable {
         let rc: Int32 = audio.withCString { a in
             video.withCString { v in
                 withOptionalCString(poster) { posterPath in
-                  withOptionalCString(decoders) { decoderList in
-                    var cfg = mq_player_config()
-                    cfg.audio_out = a
-                    cfg.video_out = v
-                    cfg.sample_rate = Int32(sampleRate)
-                    cfg.channels = Int32(channels)
-                    cfg.video_fit = fit
-                    cfg.video_rotation = Int32(rotation)
-                    cfg.poster = posterPath
-                    cfg.decoders = decoderList
-                    cfg.decode_threads = Int32(clamping: decodeThreads)
-                    cfg.video_queue_frames = Int32(clamping: videoQueueFrames)
-                    cfg.hide_join_still = joinStill ? 0 : 1
-                    return mq_player_create(&cfg, &created)
-                  }
+                    withOptionalCString(decoders) { decoderList in
+                        var cfg = mq_player_config()
+                        cfg.audio_out = a
+                        cfg.video_out = v
+                        cfg.sample_rate = Int32(sampleRate)
+                        cfg.channels = Int32(channels)
+                        cfg.video_fit = fit
+                        cfg.video_rotation = Int32(rotation)
+                        cfg.poster = posterPath
+                        cfg.decoders = decoderList
+                        cfg.decode_threads = Int32(clamping: decodeThreads)
+                        cfg.video_queue_frames = Int32(clamping: videoQueueFrames)
+                        cfg.hide_join_still = joinStill ? 0 : 1
+                        return mq_player_create(&cfg, &created)
+                    }
                 }
             }
         }
@@ -178,7 +181,9 @@ package final class CoreHandle: Sendable {
     /// picture or sound held until ``activateTracks()``.
     package func addStagedTrack(_ kind: CoreTrackKind, ptsOffset: Double, start: Double) throws(CoreError) -> Int32 {
         var id: Int32 = -1
-        try call { mq_player_add_staged_track($0, kind == .audio ? MQ_TRACK_AUDIO : MQ_TRACK_VIDEO, ptsOffset, start, &id) }
+        try call {
+            mq_player_add_staged_track($0, kind == .audio ? MQ_TRACK_AUDIO : MQ_TRACK_VIDEO, ptsOffset, start, &id)
+        }
         return id
     }
 
@@ -200,7 +205,9 @@ package final class CoreHandle: Sendable {
 
     /// The picture presented last as a PNG (`mq_player_snapshot_png`): converts and encodes on
     /// the calling thread, tens of milliseconds at 720p.
-    package func snapshotPNG(maxWidth: Int) throws(CoreError) -> (png: [UInt8], mediaTime: Double, width: Int, height: Int) {
+    package func snapshotPNG(maxWidth: Int) throws(CoreError) -> (
+        png: [UInt8], mediaTime: Double, width: Int, height: Int
+    ) {
         var bytes: UnsafeMutablePointer<UInt8>?
         var size = 0
         var pts = 0.0
@@ -271,7 +278,10 @@ package final class CoreHandle: Sendable {
     /// What a track's bytes are (`mq_player_set_track_container`): before its first push or
     /// right after a reset.
     package func setTrackContainer(_ track: Int32, transportStream: Bool) throws(CoreError) {
-        try call { mq_player_set_track_container($0, track, Int32(transportStream ? MQ_CONTAINER_MPEGTS.rawValue : MQ_CONTAINER_FMP4.rawValue)) }
+        try call {
+            mq_player_set_track_container(
+                $0, track, Int32(transportStream ? MQ_CONTAINER_MPEGTS.rawValue : MQ_CONTAINER_FMP4.rawValue))
+        }
     }
 
     /// The track's bytes are one whole file in any format libavformat recognises (a still
@@ -340,7 +350,10 @@ package final class CoreHandle: Sendable {
 
     /// A mixer input: the stream's audio or one of the clip inputs.
     package enum MixInput: Int32, Sendable, CaseIterable {
-        case stream = 0, music = 1, ad = 2, spare = 3
+        case stream = 0
+        case music = 1
+        case ad = 2
+        case spare = 3
     }
 
     package enum Ramp: Int32, Sendable {
@@ -353,7 +366,9 @@ package final class CoreHandle: Sendable {
     /// Plays `path` on a clip input (see `mq_player_play_clip`); `at` nil: now. The file is
     /// opened (`mq_clip_open`, file I/O) on a Dispatch queue without holding the core's lock;
     /// the opened clip is then handed over (`mq_player_set_clip`, which never blocks).
-    package func playClip(_ input: MixInput, path: String, offset: Double, loop: Bool, crossfade: Double, at: Double?) async throws(CoreError) {
+    package func playClip(_ input: MixInput, path: String, offset: Double, loop: Bool, crossfade: Double, at: Double?)
+        async throws(CoreError)
+    {
         let (rate, channels) = clipFormat
         let opened = await offCooperativePool { () -> CorePointer in
             var clip: OpaquePointer?
@@ -419,11 +434,14 @@ package final class CoreHandle: Sendable {
         }
         return CoreStatus(
             state: state, width: Int(s.width), height: Int(s.height), mono: s.mono, position: finite(s.position),
-            audioDelay: s.audio_delay, audioQueuedUntil: finite(s.audio_queued_until), videoQueuedUntil: finite(s.video_queued_until),
+            audioDelay: s.audio_delay, audioQueuedUntil: finite(s.audio_queued_until),
+            videoQueuedUntil: finite(s.video_queued_until),
             firstFrameMono: s.first_frame_mono > 0 ? s.first_frame_mono : nil, framesDecoded: Int(s.frames_decoded),
-            framesPresented: Int(s.frames_presented), framesDropped: Int(s.frames_dropped), audioFramesPlayed: Int(s.audio_frames_played),
+            framesPresented: Int(s.frames_presented), framesDropped: Int(s.frames_dropped),
+            audioFramesPlayed: Int(s.audio_frames_played),
             audioFramesDropped: Int(s.audio_frames_dropped), audioSilenceFrames: Int(s.audio_silence_frames),
-            avOffset: finite(s.av_offset_peak) ?? finite(s.av_offset), audioUnderruns: Int(s.audio_underruns), audioXruns: Int(s.audio_xruns),
+            avOffset: finite(s.av_offset_peak) ?? finite(s.av_offset), audioUnderruns: Int(s.audio_underruns),
+            audioXruns: Int(s.audio_xruns),
             audioError: s.audio_error)
     }
 
@@ -457,7 +475,8 @@ package final class CoreHandle: Sendable {
         default: kind = .other(e.type)
         }
         return CoreEvent(
-            kind: kind, track: e.track >= 0 ? e.track : nil, error: e.code < 0 ? CoreError(code: e.code, message: message) : nil,
+            kind: kind, track: e.track >= 0 ? e.track : nil,
+            error: e.code < 0 ? CoreError(code: e.code, message: message) : nil,
             mediaTime: e.media_time.isFinite ? e.media_time : nil, message: message)
     }
 
@@ -467,7 +486,10 @@ package final class CoreHandle: Sendable {
     /// `bytes` decrypted with AES-128-CBC under `key` from `iv`, PKCS#7 padding removed
     /// (`mq_aes128_cbc_decrypt`).
     package static func decryptAES128(_ bytes: [UInt8], key: [UInt8], iv: [UInt8]) throws(CoreError) -> [UInt8] {
-        guard key.count == 16, iv.count == 16, !bytes.isEmpty else { throw CoreError(code: Int32(MQ_ERR_INVALID_ARGUMENT.rawValue), message: "AES-128 needs a 16-byte key and IV") }
+        guard key.count == 16, iv.count == 16, !bytes.isEmpty else {
+            throw CoreError(
+                code: Int32(MQ_ERR_INVALID_ARGUMENT.rawValue), message: "AES-128 needs a 16-byte key and IV")
+        }
         var data = bytes
         var size = 0
         let rc = data.withUnsafeMutableBufferPointer { d in

@@ -16,7 +16,8 @@ struct ControlCommand: ParsableCommand {
             screenshot: the picture presented last, written to FILE.png here (scaled down to MAX-WIDTH pixels when wider).
             """)
 
-    @Option(name: .long, help: "The control socket (default: $XDG_RUNTIME_DIR/marquee.sock, else /tmp/marquee-<uid>.sock).")
+    @Option(
+        name: .long, help: "The control socket (default: $XDG_RUNTIME_DIR/marquee.sock, else /tmp/marquee-<uid>.sock).")
     var socket: String?
 
     @Argument(help: "The command and its arguments.")
@@ -24,20 +25,24 @@ struct ControlCommand: ParsableCommand {
 
     func run() throws {
         guard let verb = words.first else {
-            throw ValidationError("a command: get, set, observe, pause, play, next, display-off, display-on, screenshot")
+            throw ValidationError(
+                "a command: get, set, observe, pause, play, next, display-off, display-on, screenshot")
         }
         let args = Array(words.dropFirst())
         var request: [String: Any]
         switch (verb, args.count) {
         case ("get", 1), ("observe", 1): request = ["command": verb, "property": args[0]]
         case ("set", 2):
-            let value = (try? JSONSerialization.jsonObject(with: Data(args[1].utf8), options: .fragmentsAllowed)) ?? args[1]
+            let value =
+                (try? JSONSerialization.jsonObject(with: Data(args[1].utf8), options: .fragmentsAllowed)) ?? args[1]
             request = ["command": "set", "property": args[0], "value": value]
         case ("pause", 0), ("play", 0), ("next", 0): request = ["command": verb]
         case ("screenshot", 1), ("screenshot", 2):
             request = ["command": "screenshot"]
             if args.count == 2 {
-                guard let width = Int(args[1]), width >= 2 else { throw ValidationError("screenshot: MAX-WIDTH is a number of pixels, 2 or more") }
+                guard let width = Int(args[1]), width >= 2 else {
+                    throw ValidationError("screenshot: MAX-WIDTH is a number of pixels, 2 or more")
+                }
                 request["maxWidth"] = width
             }
         case ("display-off", 0): request = ["command": "displayOff"]
@@ -45,11 +50,19 @@ struct ControlCommand: ParsableCommand {
         default: throw ValidationError("\(words.joined(separator: " ")): see marquee ctl --help")
         }
         let client: ControlClient
-        do { client = try ControlClient(path: socket ?? ControlSocket.defaultPath) } catch { throw Failure(text: "\(error)") }
+        do { client = try ControlClient(path: socket ?? ControlSocket.defaultPath) } catch {
+            throw Failure(text: "\(error)")
+        }
         var answer = try client.request(request)
-        if verb == "screenshot", var data = answer["data"] as? [String: Any], let encoded = data.removeValue(forKey: "png") as? String {
-            guard let png = Data(base64Encoded: encoded) else { throw Failure(text: "screenshot: the answer's PNG is not base64") }
-            do { try png.write(to: URL(fileURLWithPath: args[0])) } catch { throw Failure(text: "\(args[0]): \(error.localizedDescription)") }
+        if verb == "screenshot", var data = answer["data"] as? [String: Any],
+            let encoded = data.removeValue(forKey: "png") as? String
+        {
+            guard let png = Data(base64Encoded: encoded) else {
+                throw Failure(text: "screenshot: the answer's PNG is not base64")
+            }
+            do { try png.write(to: URL(fileURLWithPath: args[0])) } catch {
+                throw Failure(text: "\(args[0]): \(error.localizedDescription)")
+            }
             data["path"] = args[0]
             answer["data"] = data
         }
@@ -61,8 +74,13 @@ struct ControlCommand: ParsableCommand {
     }
 
     private func line(_ object: [String: Any]) throws -> String {
-        String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]), as: UTF8.self)
+        String(
+            decoding: try JSONSerialization.data(
+                withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]), as: UTF8.self)
     }
 
-    struct Failure: Error, CustomStringConvertible { let text: String; var description: String { text } }
+    struct Failure: Error, CustomStringConvertible {
+        let text: String
+        var description: String { text }
+    }
 }

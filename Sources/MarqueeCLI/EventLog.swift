@@ -22,7 +22,10 @@ final class EventLog: @unchecked Sendable {  // used by one task (the event watc
     func write(_ event: PlayerEvent, at wallTime: Double = Date().timeIntervalSince1970) {
         var object = EventJSON.fields(of: event)
         object["wall_time"] = wallTime
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
+        guard
+            let data = try? JSONSerialization.data(
+                withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        else { return }
         try? handle.write(contentsOf: data + Data("\n".utf8))
     }
 }

@@ -1,10 +1,10 @@
 import ArgumentParser
-import MarqueeVenue
 import Foundation
 import Logging
 import Marquee
 import MarqueeFleet
 import MarqueeStreaming
+import MarqueeVenue
 
 @main
 struct MarqueeCommand: AsyncParsableCommand {
@@ -12,7 +12,8 @@ struct MarqueeCommand: AsyncParsableCommand {
         commandName: "marquee",
         abstract: "Marquee: a live-stream player for set-top boxes, kiosks and signage.",
         subcommands: [
-            PlayCommand.self, DemoCommand.self, OriginCommand.self, BoardsCommand.self, ScheduleCommand.self, ProofOfPlayCommand.self,
+            PlayCommand.self, DemoCommand.self, OriginCommand.self, BoardsCommand.self, ScheduleCommand.self,
+            ProofOfPlayCommand.self,
             ProxyCommand.self, ControlCommand.self, SignCommand.self,
         ]
     )
@@ -35,13 +36,18 @@ struct MarqueeCommand: AsyncParsableCommand {
 
 /// Options shared by `play` and `demo`.
 struct OutputOptions: ParsableArguments {
-    @Option(name: .long, help: "Audio output: alsa[:<pcm>], wav:<path>, null (default: alsa when a sound card exists, else null).")
+    @Option(
+        name: .long,
+        help: "Audio output: alsa[:<pcm>], wav:<path>, null (default: alsa when a sound card exists, else null).")
     var audio: String?
 
-    @Option(name: .long, help: "Video output: headless, frames:<dir>, drm[:<card>[,<connector>[,<WxH>]]] (default: headless).")
+    @Option(
+        name: .long,
+        help: "Video output: headless, frames:<dir>, drm[:<card>[,<connector>[,<WxH>]]] (default: headless).")
     var video: String?
 
-    @Option(name: .long, help: "Display fit: contain, cover, fill, scaledown (default: contain, or the remote config's).")
+    @Option(
+        name: .long, help: "Display fit: contain, cover, fill, scaledown (default: contain, or the remote config's).")
     var fit: String?
 
     @Option(name: .long, help: "Display rotation in degrees clockwise: 0, 90, 180, 270.")
@@ -50,43 +56,79 @@ struct OutputOptions: ParsableArguments {
     @Option(name: .long, help: "PNG or JPEG shown on the display until the first frame.")
     var poster: String?
 
-    @Flag(name: .long, help: "Show nothing until the first picture that is due (default: a live start shows its keyframe at once, as a still, while the decoder catches up to the live position).")
+    @Flag(
+        name: .long,
+        help:
+            "Show nothing until the first picture that is due (default: a live start shows its keyframe at once, as a still, while the decoder catches up to the live position)."
+    )
     var noJoinStill = false
 
-    @Option(name: .long, help: "Board profile (see `marquee boards`): its ALSA PCM, display, rotation and decoders; explicit --audio/--video/--rotation win.")
+    @Option(
+        name: .long,
+        help:
+            "Board profile (see `marquee boards`): its ALSA PCM, display, rotation and decoders; explicit --audio/--video/--rotation win."
+    )
     var board: String?
 
     @Option(name: .long, help: "Seconds behind live to present at (default: 3, or the remote config's).")
     var targetLatency: Double?
 
-    @Option(name: .long, help: "Mute music: a file or URL (any format libavformat reads), looped while the broadcaster mutes; cached on disk.")
+    @Option(
+        name: .long,
+        help:
+            "Mute music: a file or URL (any format libavformat reads), looped while the broadcaster mutes; cached on disk."
+    )
     var muteMusic: String?
 
-    @Option(name: .long, help: "Ad creative (file or URL) played in ad breaks (SCTE-35 cues); repeat for several, used in turn.")
+    @Option(
+        name: .long,
+        help: "Ad creative (file or URL) played in ad breaks (SCTE-35 cues); repeat for several, used in turn.")
     var adCreative: [String] = []
 
-    @Option(name: .long, help: "Live: play this many seconds later than the latency target (user delay; applied once that much has been collected, up to 300 s).")
+    @Option(
+        name: .long,
+        help:
+            "Live: play this many seconds later than the latency target (user delay; applied once that much has been collected, up to 300 s)."
+    )
     var delay: Double?
 
-    @Option(name: .long, help: "Audio language wanted (e.g. fr, en-GB, fra): that DASH adaptation set or HLS rendition over the stream's default.")
+    @Option(
+        name: .long,
+        help:
+            "Audio language wanted (e.g. fr, en-GB, fra): that DASH adaptation set or HLS rendition over the stream's default."
+    )
     var audioLanguage: String?
 
     @Option(name: .long, help: "Play this many seconds, then exit 0 (default: until interrupted or the stream ends).")
     var duration: Double?
 
-    @Flag(name: .long, help: "Exit 1 when no source plays at start (default: keep trying under the recovery delays, as an unattended box must).")
+    @Flag(
+        name: .long,
+        help:
+            "Exit 1 when no source plays at start (default: keep trying under the recovery delays, as an unattended box must)."
+    )
     var failFast = false
 
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error.")
     var logLevel: String = "notice"
 
-    @Option(name: .long, help: "Write every player event to this file as one JSON line: {\"wall_time\": unix seconds, \"type\": …, fields}.")
+    @Option(
+        name: .long,
+        help:
+            "Write every player event to this file as one JSON line: {\"wall_time\": unix seconds, \"type\": …, fields}."
+    )
     var events: String?
 
-    @Option(name: .long, help: "Play through a venue proxy in this process, sharing segments with the venue's other boxes: never, onlyOnLAN or always.")
+    @Option(
+        name: .long,
+        help:
+            "Play through a venue proxy in this process, sharing segments with the venue's other boxes: never, onlyOnLAN or always."
+    )
     var venue: String?
 
-    @Option(name: .long, help: "With --venue: the proxy's listening address (default 0.0.0.0 when sharing, else 127.0.0.1).")
+    @Option(
+        name: .long, help: "With --venue: the proxy's listening address (default 0.0.0.0 when sharing, else 127.0.0.1)."
+    )
     var venueHost: String?
 
     @Option(name: .long, help: "With --venue: the proxy's port (default: any free one; peers need a known one).")
@@ -101,43 +143,76 @@ struct OutputOptions: ParsableArguments {
     @Option(name: .long, help: "With --venue: the segment store's size in MiB.")
     var venueStoreMib: Int = 256
 
-    @Flag(name: .long, help: "With --venue: do not publish this box or find peers with DNS-SD (Avahi); the --peer boxes only.")
+    @Flag(
+        name: .long,
+        help: "With --venue: do not publish this box or find peers with DNS-SD (Avahi); the --peer boxes only.")
     var noDiscovery = false
 
-    @Option(name: .long, help: "With --venue: a file holding the venue's key (at least 16 bytes), which every box of the venue holds: peers prove it and vouch for their bytes with it (default: the venue-key credential).")
+    @Option(
+        name: .long,
+        help:
+            "With --venue: a file holding the venue's key (at least 16 bytes), which every box of the venue holds: peers prove it and vouch for their bytes with it (default: the venue-key credential)."
+    )
     var venueKeyFile: String?
 
-    @Option(name: .long, help: "Serve metrics for a Prometheus scrape at http://<host:port>/metrics (a port alone: on 127.0.0.1).")
+    @Option(
+        name: .long,
+        help: "Serve metrics for a Prometheus scrape at http://<host:port>/metrics (a port alone: on 127.0.0.1).")
     var metrics: String?
 
-    @Option(name: .long, help: "With --metrics: a file holding TOKEN; scrapes must send \"Authorization: Bearer TOKEN\" (needed for an address other than loopback). Default: the systemd credential metrics-token, when there is one.")
+    @Option(
+        name: .long,
+        help:
+            "With --metrics: a file holding TOKEN; scrapes must send \"Authorization: Bearer TOKEN\" (needed for an address other than loopback). Default: the systemd credential metrics-token, when there is one."
+    )
     var metricsTokenFile: String?
 
-    @Option(name: .long, help: "Push the metrics as OTLP/HTTP (protobuf) to this collector URL, used as given (e.g. http://collector:4318/v1/metrics), through a queue on disk.")
+    @Option(
+        name: .long,
+        help:
+            "Push the metrics as OTLP/HTTP (protobuf) to this collector URL, used as given (e.g. http://collector:4318/v1/metrics), through a queue on disk."
+    )
     var otlp: String?
 
-    @Option(name: .long, help: "With --otlp: the queue's directory (default: $STATE_DIRECTORY/otlp under systemd, else $XDG_STATE_HOME/marquee/otlp or ~/.local/state/marquee/otlp).")
+    @Option(
+        name: .long,
+        help:
+            "With --otlp: the queue's directory (default: $STATE_DIRECTORY/otlp under systemd, else $XDG_STATE_HOME/marquee/otlp or ~/.local/state/marquee/otlp)."
+    )
     var otlpQueue: String?
 
     @Option(name: .long, help: "With --otlp: seconds between exports.")
     var otlpInterval: Double = 15
 
-    @Option(name: .long, help: "With --otlp: a header sent with every export, \"Name: value\" (repeatable). Not for credentials (argv is readable by every user of the box): --otlp-headers-file.")
+    @Option(
+        name: .long,
+        help:
+            "With --otlp: a header sent with every export, \"Name: value\" (repeatable). Not for credentials (argv is readable by every user of the box): --otlp-headers-file."
+    )
     var otlpHeader: [String] = []
 
-    @Option(name: .long, help: "With --otlp: a file of headers sent with every export, one \"Name: value\" a line, e.g. the collector's Authorization (default: the otlp-headers credential).")
+    @Option(
+        name: .long,
+        help:
+            "With --otlp: a file of headers sent with every export, one \"Name: value\" a line, e.g. the collector's Authorization (default: the otlp-headers credential)."
+    )
     var otlpHeadersFile: String?
 
     @Option(name: .long, help: "Listen for `marquee ctl` on this Unix socket (mode 0600; the connecting uid checked).")
     var control: String?
 
-    @Option(name: .long, help: "The operator's customer id, carried in the QoE record (printed as `qoe: {json}` at exit).")
+    @Option(
+        name: .long, help: "The operator's customer id, carried in the QoE record (printed as `qoe: {json}` at exit).")
     var customerId: String?
 
     @Option(name: .long, help: "Send Common Media Client Data (CTA-5004) with every request: query or headers.")
     var cmcd: String?
 
-    @Option(name: .long, help: "Every this many seconds while playing (and as it starts, and at the first picture) the player gives back what it holds but does not use (free heap, code and read-only data touched once), or off (default: 10).")
+    @Option(
+        name: .long,
+        help:
+            "Every this many seconds while playing (and as it starts, and at the first picture) the player gives back what it holds but does not use (free heap, code and read-only data touched once), or off (default: 10)."
+    )
     var memoryTrim: String?
 
     @Option(name: .long, help: "With --cmcd: the content id (cid) sent.")
@@ -177,7 +252,9 @@ extension OutputOptions {
             }
             return nil
         }
-        guard otlpInterval >= 0.1, otlpInterval <= 86_400 else { throw ValidationError("--otlp-interval \(otlpInterval): expected 0.1 to 86400 seconds") }
+        guard otlpInterval >= 0.1, otlpInterval <= 86_400 else {
+            throw ValidationError("--otlp-interval \(otlpInterval): expected 0.1 to 86400 seconds")
+        }
         var headers = [(name: String, value: String)]()
         let secret: String?
         do { secret = try Secrets.read(file: otlpHeadersFile, credential: "otlp-headers") } catch {
@@ -187,27 +264,38 @@ extension OutputOptions {
         for (header, secret) in otlpHeader.map({ ($0, false) }) + fromFile.map({ ($0, true) }) {
             guard let colon = header.firstIndex(of: ":"), colon != header.startIndex else {
                 // A line of the secret file is not repeated: it may be a credential.
-                throw ValidationError(secret ? "--otlp-headers-file: a line is not \"Name: value\"" : "--otlp-header \(header): expected \"Name: value\"")
+                throw ValidationError(
+                    secret
+                        ? "--otlp-headers-file: a line is not \"Name: value\""
+                        : "--otlp-header \(header): expected \"Name: value\"")
             }
-            headers.append((String(header[..<colon]), header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+            headers.append(
+                (String(header[..<colon]), header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
         }
         let environment = ProcessInfo.processInfo.environment
-        let queue = otlpQueue
+        let queue =
+            otlpQueue
             ?? environment["STATE_DIRECTORY"].map { "\($0.split(separator: ":").first ?? "")/otlp" }
             ?? environment["XDG_STATE_HOME"].map { "\($0)/marquee/otlp" }
             ?? "\(NSHomeDirectory())/.local/state/marquee/otlp"
-        return OTLPOptions(endpoint: otlp, queueDirectory: queue, interval: .milliseconds(Int(otlpInterval * 1000)), headers: headers)
+        return OTLPOptions(
+            endpoint: otlp, queueDirectory: queue, interval: .milliseconds(Int(otlpInterval * 1000)), headers: headers)
     }
 
     /// The venue proxy's configuration from --venue and its options (nil without --venue).
     func venueConfiguration() throws(ValidationError) -> VenueConfiguration? {
         guard let venue else {
-            guard peer.isEmpty, venueBox == nil, venueHost == nil else { throw ValidationError("--peer, --venue-box and --venue-host need --venue") }
+            guard peer.isEmpty, venueBox == nil, venueHost == nil else {
+                throw ValidationError("--peer, --venue-box and --venue-host need --venue")
+            }
             return nil
         }
-        guard let sharing = SharingPolicy(rawValue: venue) else { throw ValidationError("--venue \(venue): expected never, onlyOnLAN or always") }
+        guard let sharing = SharingPolicy(rawValue: venue) else {
+            throw ValidationError("--venue \(venue): expected never, onlyOnLAN or always")
+        }
         var configuration = VenueConfiguration(
-            host: venueHost ?? (sharing == .never ? "127.0.0.1" : "0.0.0.0"), port: venuePort, upstreams: [], storeBytes: venueStoreMib << 20,
+            host: venueHost ?? (sharing == .never ? "127.0.0.1" : "0.0.0.0"), port: venuePort, upstreams: [],
+            storeBytes: venueStoreMib << 20,
             sharing: sharing, peers: peer)
         if let venueBox { configuration.boxId = venueBox }
         configuration.venueKey = try VenueKey.read(file: venueKeyFile)
@@ -226,7 +314,9 @@ struct BoardsCommand: ParsableCommand {
         for name in names {
             do {
                 let board = try BoardProfile.load(named: name, searchPaths: paths)
-                say("\(name)\t\(board.arch)\taudio \(board.audio.outputSpec)\tvideo \(board.video.outputSpec)\tdecoders \(board.decode.decoders.joined(separator: ",").isEmpty ? "software" : board.decode.decoders.joined(separator: ","))")
+                say(
+                    "\(name)\t\(board.arch)\taudio \(board.audio.outputSpec)\tvideo \(board.video.outputSpec)\tdecoders \(board.decode.decoders.joined(separator: ",").isEmpty ? "software" : board.decode.decoders.joined(separator: ","))"
+                )
             } catch {
                 say("\(name)\tINVALID: \(error)")
             }

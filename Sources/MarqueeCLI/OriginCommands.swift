@@ -24,7 +24,8 @@ struct OriginCommand: AsyncParsableCommand {
     func run() async throws {
         var logger = Logger(label: "marquee.origin")
         logger.logLevel = .info
-        var configuration = OriginConfiguration(host: host, port: port, assetRoots: OriginConfiguration.defaultAssets(repoRoot: repoRoot()))
+        var configuration = OriginConfiguration(
+            host: host, port: port, assetRoots: OriginConfiguration.defaultAssets(repoRoot: repoRoot()))
         configuration.staticRoot = staticRoot
         let origin = try Origin(configuration: configuration, logger: logger)
         let bound = try await origin.start()
@@ -50,8 +51,11 @@ struct DemoCommand: AsyncParsableCommand {
         var logger = Logger(label: "marquee.origin")
         logger.logLevel = .warning
         let assets = OriginConfiguration.defaultAssets(repoRoot: repoRoot())
-        guard let name = asset ?? (assets["generated"] != nil ? "generated" : assets.keys.sorted().first), assets[name] != nil else {
-            throw ValidationError("no demo asset found: run scripts/setup (it generates assets/generated), or pass --asset")
+        guard let name = asset ?? (assets["generated"] != nil ? "generated" : assets.keys.sorted().first),
+            assets[name] != nil
+        else {
+            throw ValidationError(
+                "no demo asset found: run scripts/setup (it generates assets/generated), or pass --asset")
         }
         let origin = try Origin(configuration: OriginConfiguration(assetRoots: assets), logger: logger)
         _ = try await origin.start()

@@ -1,8 +1,8 @@
 import ArgumentParser
+import Crypto
 import Foundation
 import Logging
 import Marquee
-import Crypto
 import MarqueeFleet
 import MarqueeStreaming
 import MarqueeVenue
@@ -13,37 +13,71 @@ struct PlayCommand: AsyncParsableCommand {
     @Argument(help: "Manifest URL(s); later ones are backups. None with --stream-id or --playlist.")
     var urls: [String] = []
 
-    @Option(name: .long, help: "Play a playlist: a JSON document (file or URL; a URL is refreshed every minute) of {\"items\": [{\"url\": …, \"id\": …, \"tags\": […], \"duration\": …}], \"repeat\": …}.")
+    @Option(
+        name: .long,
+        help:
+            "Play a playlist: a JSON document (file or URL; a URL is refreshed every minute) of {\"items\": [{\"url\": …, \"id\": …, \"tags\": […], \"duration\": …}], \"repeat\": …}."
+    )
     var playlist: String?
 
-    @Option(name: .long, help: "Play a schedule: a JSON document (file or URL; a URL is refreshed every minute; see `marquee schedule`), followed by the server's clock.")
+    @Option(
+        name: .long,
+        help:
+            "Play a schedule: a JSON document (file or URL; a URL is refreshed every minute; see `marquee schedule`), followed by the server's clock."
+    )
     var schedule: String?
 
-    @Option(name: .long, help: "With --schedule: the server clock's source, a URL answering an ISO 8601 time (default: the local clock).")
+    @Option(
+        name: .long,
+        help: "With --schedule: the server clock's source, a URL answering an ISO 8601 time (default: the local clock)."
+    )
     var timeSource: String?
 
-    @Option(name: .long, help: "With --schedule: record each completed play in this journal (append-only, fsync'd JSON lines, hash-chained).")
+    @Option(
+        name: .long,
+        help:
+            "With --schedule: record each completed play in this journal (append-only, fsync'd JSON lines, hash-chained)."
+    )
     var proofOfPlay: String?
 
-    @Option(name: .long, help: "With --proof-of-play: upload the records to this URL (POST, JSON batches; the backlog after an outage).")
+    @Option(
+        name: .long,
+        help: "With --proof-of-play: upload the records to this URL (POST, JSON batches; the backlog after an outage).")
     var proofOfPlayUrl: String?
 
-    @Option(name: .long, help: "With --proof-of-play-url: a file holding the bearer token the receiver expects (default: the proof-of-play-token credential).")
+    @Option(
+        name: .long,
+        help:
+            "With --proof-of-play-url: a file holding the bearer token the receiver expects (default: the proof-of-play-token credential)."
+    )
     var proofOfPlayTokenFile: String?
 
-    @Option(name: .long, help: "With --proof-of-play: a file holding the box's key; records are chained with HMAC-SHA256 under it (default: the proof-of-play-key credential; without one, SHA-256).")
+    @Option(
+        name: .long,
+        help:
+            "With --proof-of-play: a file holding the box's key; records are chained with HMAC-SHA256 under it (default: the proof-of-play-key credential; without one, SHA-256)."
+    )
     var proofOfPlayKeyFile: String?
 
-    @Option(name: .long, help: "With --proof-of-play: this box's name in the records (default: box- and an HMAC of /etc/machine-id).")
+    @Option(
+        name: .long,
+        help: "With --proof-of-play: this box's name in the records (default: box- and an HMAC of /etc/machine-id).")
     var box: String?
 
-    @Option(name: .long, help: "With --schedule: keep the images and files of the next 24 h in this directory (fetched ahead; played from there offline).")
+    @Option(
+        name: .long,
+        help:
+            "With --schedule: keep the images and files of the next 24 h in this directory (fetched ahead; played from there offline)."
+    )
     var cache: String?
 
     @Option(name: .long, help: "With --cache: its size bound in MiB.")
     var cacheMib: Int = 2048
 
-    @Option(name: .long, help: "With --playlist: play the items whose tags match this expression, e.g. \"(and sport (or food comedy))\".")
+    @Option(
+        name: .long,
+        help: "With --playlist: play the items whose tags match this expression, e.g. \"(and sport (or food comedy))\"."
+    )
     var filter: String?
 
     @Flag(name: .long, help: "With --playlist: play the items in a shuffled order.")
@@ -52,25 +86,37 @@ struct PlayCommand: AsyncParsableCommand {
     @Option(name: .long, help: "With --playlist: off, all or one (default: the playlist's, else off).")
     var `repeat`: String?
 
-    @Option(name: .long, help: "Play what the remote config of this stream id says (MarqueeSDK.initialize); explicit options win.")
+    @Option(
+        name: .long,
+        help: "Play what the remote config of this stream id says (MarqueeSDK.initialize); explicit options win.")
     var streamId: String?
 
-    @Option(name: .long, help: "Config URL template for --stream-id; {streamId} is replaced (default: \(MarqueeSDK.defaultConfigURLTemplate)).")
+    @Option(
+        name: .long,
+        help:
+            "Config URL template for --stream-id; {streamId} is replaced (default: \(MarqueeSDK.defaultConfigURLTemplate))."
+    )
     var configUrl: String = MarqueeSDK.defaultConfigURLTemplate
 
-    @Option(name: .long, help: """
-        Documents fetched by URL (--stream-id's config, --playlist, --schedule) must be signed with this Ed25519 key (a file: base64 \
-        of 32 bytes, or PEM; default: $CREDENTIALS_DIRECTORY/trust-key when present).
-        """)
+    @Option(
+        name: .long,
+        help: """
+            Documents fetched by URL (--stream-id's config, --playlist, --schedule) must be signed with this Ed25519 key (a file: base64 \
+            of 32 bytes, or PEM; default: $CREDENTIALS_DIRECTORY/trust-key when present).
+            """)
     var trustKey: String?
 
-    @Option(name: .long, help: "Documents fetched by URL may name local files in this directory (repeatable; default: none).")
+    @Option(
+        name: .long,
+        help: "Documents fetched by URL may name local files in this directory (repeatable; default: none).")
     var allowLocal: [String] = []
 
     @Flag(name: .long, help: "Documents may be fetched over plain http (default: https only).")
     var allowHttp = false
 
-    @Option(name: .long, help: "Trust the CA certificates of this PEM file too (a venue's private origin), for documents and media.")
+    @Option(
+        name: .long,
+        help: "Trust the CA certificates of this PEM file too (a venue's private origin), for documents and media.")
     var caFile: String?
 
     @OptionGroup var output: OutputOptions
@@ -89,10 +135,18 @@ struct PlayCommand: AsyncParsableCommand {
         if (proofOfPlayUrl != nil || box != nil || proofOfPlayKeyFile != nil) && proofOfPlay == nil {
             throw ValidationError("--proof-of-play-url, --proof-of-play-key-file and --box need --proof-of-play")
         }
-        if proofOfPlayTokenFile != nil && proofOfPlayUrl == nil { throw ValidationError("--proof-of-play-token-file needs --proof-of-play-url") }
-        if playlist != nil && (!urls.isEmpty || streamId != nil) { throw ValidationError("--playlist plays alone: no manifest URLs or --stream-id with it") }
-        if playlist == nil && (filter != nil || shuffle || `repeat` != nil) { throw ValidationError("--filter, --shuffle and --repeat need --playlist") }
-        if let mode = `repeat`, RepeatMode(rawValue: mode) == nil { throw ValidationError("--repeat \(mode): expected off, all or one") }
+        if proofOfPlayTokenFile != nil && proofOfPlayUrl == nil {
+            throw ValidationError("--proof-of-play-token-file needs --proof-of-play-url")
+        }
+        if playlist != nil && (!urls.isEmpty || streamId != nil) {
+            throw ValidationError("--playlist plays alone: no manifest URLs or --stream-id with it")
+        }
+        if playlist == nil && (filter != nil || shuffle || `repeat` != nil) {
+            throw ValidationError("--filter, --shuffle and --repeat need --playlist")
+        }
+        if let mode = `repeat`, RepeatMode(rawValue: mode) == nil {
+            throw ValidationError("--repeat \(mode): expected off, all or one")
+        }
         if let filter {
             do { _ = try TagFilter(filter) } catch { throw ValidationError("--filter: \(error)") }
         }
@@ -106,9 +160,12 @@ struct PlayCommand: AsyncParsableCommand {
             .flatMap { FileManager.default.fileExists(atPath: $0) ? $0 : nil }
         var security = DocumentSecurity(allowedLocalDirectories: allowLocal, allowHTTP: allowHttp, caFile: caFile)
         if let path = trustKey ?? credential {
-            do { security.trustKey = try TrustKey(contentsOfFile: path) } catch { throw ValidationError("--trust-key \(path): \(error.message)") }
+            do { security.trustKey = try TrustKey(contentsOfFile: path) } catch {
+                throw ValidationError("--trust-key \(path): \(error.message)")
+            }
         }
-        security.stateDirectory = environment["STATE_DIRECTORY"].map { "\($0.split(separator: ":").first ?? "")/documents" }
+        security.stateDirectory =
+            environment["STATE_DIRECTORY"].map { "\($0.split(separator: ":").first ?? "")/documents" }
             ?? environment["XDG_STATE_HOME"].map { "\($0)/marquee/documents" }
             ?? "\(NSHomeDirectory())/.local/state/marquee/documents"
         return security
@@ -143,9 +200,17 @@ struct PlayCommand: AsyncParsableCommand {
             var uploader: ProofOfPlayUploader?
             if let proofOfPlay {
                 do {
-                    let key = try Secrets.read(file: proofOfPlayKeyFile, credential: "proof-of-play-key").map { SymmetricKey(data: Data($0.utf8)) }
-                    if key == nil { FileHandle.standardError.write(Data("marquee: proof of play: no box key (--proof-of-play-key-file or the proof-of-play-key credential): records are hashed, not keyed\n".utf8)) }
-                    journal = try ProofOfPlayJournal(url: URL(fileURLWithPath: proofOfPlay), box: box ?? BoxIdentity.stable(), key: key)
+                    let key = try Secrets.read(file: proofOfPlayKeyFile, credential: "proof-of-play-key").map {
+                        SymmetricKey(data: Data($0.utf8))
+                    }
+                    if key == nil {
+                        FileHandle.standardError.write(
+                            Data(
+                                "marquee: proof of play: no box key (--proof-of-play-key-file or the proof-of-play-key credential): records are hashed, not keyed\n"
+                                    .utf8))
+                    }
+                    journal = try ProofOfPlayJournal(
+                        url: URL(fileURLWithPath: proofOfPlay), box: box ?? BoxIdentity.stable(), key: key)
                 } catch {
                     FileHandle.standardError.write(Data("marquee: --proof-of-play \(proofOfPlay): \(error)\n".utf8))
                     throw ExitCode(1)
@@ -155,10 +220,13 @@ struct PlayCommand: AsyncParsableCommand {
                         throw ValidationError("--proof-of-play-url \(text): not an http or https URL")
                     }
                     let token: String?
-                    do { token = try Secrets.read(file: proofOfPlayTokenFile, credential: "proof-of-play-token") } catch {
+                    do { token = try Secrets.read(file: proofOfPlayTokenFile, credential: "proof-of-play-token") } catch
+                    {
                         throw ValidationError("--proof-of-play-token-file: \(error)")
                     }
-                    uploader = ProofOfPlayUploader(journal: journal!, endpoint: url, headers: token.map { ["Authorization": "Bearer \($0)"] } ?? [:])
+                    uploader = ProofOfPlayUploader(
+                        journal: journal!, endpoint: url,
+                        headers: token.map { ["Authorization": "Bearer \($0)"] } ?? [:])
                     uploader?.start()
                 }
             }
@@ -186,7 +254,9 @@ struct PlayCommand: AsyncParsableCommand {
             return
         }
         var sources = try urls.map { text -> URL in
-            guard let url = URL(string: text), url.scheme != nil else { throw ValidationError("\"\(text)\" is not a URL") }
+            guard let url = URL(string: text), url.scheme != nil else {
+                throw ValidationError("\"\(text)\" is not a URL")
+            }
             return url
         }
         var remote: RemoteConfig?
@@ -221,7 +291,8 @@ extension PlayCommand {
                 let file = URL(fileURLWithPath: location)
                 let data: Data
                 do { data = try Data(contentsOf: file) } catch {
-                    FileHandle.standardError.write(Data("marquee: --playlist \(location): cannot be read: \(error.localizedDescription)\n".utf8))
+                    FileHandle.standardError.write(
+                        Data("marquee: --playlist \(location): cannot be read: \(error.localizedDescription)\n".utf8))
                     return 1
                 }
                 playlist = try Playlist(json: data, relativeTo: file)
@@ -238,7 +309,8 @@ extension PlayCommand {
             if let mode = overrides.repeat { p.repeatMode = mode }
             return p
         }
-        let code = await PlaybackRunner(output: output, security: security).play(playlist: adjusted(playlist), feed: feed, adjust: adjusted)
+        let code = await PlaybackRunner(output: output, security: security).play(
+            playlist: adjusted(playlist), feed: feed, adjust: adjusted)
         feed?.stop()
         return code
     }
@@ -278,7 +350,9 @@ struct PlaybackRunner {
             return fail("\(error)")
         }
         let status = StatusLine(interactive: isatty(STDOUT_FILENO) != 0)
-        let outcome = await run(player, events: player.events, eventLog: eventLog, status: status, what: sources[0].absoluteString) { group in
+        let outcome = await run(
+            player, events: player.events, eventLog: eventLog, status: status, what: sources[0].absoluteString
+        ) { group in
             if let remote {
                 group.addTask {
                     for await config in remote.changes.dropFirst() {  // the first is the one playing
@@ -297,13 +371,16 @@ struct PlaybackRunner {
         // SIGTERM/SIGINT: the sound fades out rather than stopping mid-waveform.
         await player.stop(fadeOut: outcome == Self.interrupted ? Player.shutdownFade : 0)
         status.finish(final)
-        if let venue, let json = try? JSONEncoder().encode(venue) { say("venue: " + String(decoding: json, as: UTF8.self)) }
+        if let venue, let json = try? JSONEncoder().encode(venue) {
+            say("venue: " + String(decoding: json, as: UTF8.self))
+        }
         return outcome == Self.interrupted ? 0 : outcome
     }
 
     /// Plays `playlist` (a ``PlaylistPlayer``); with `feed`, each refresh (after `adjust`)
     /// replaces the playlist.
-    func play(playlist: Playlist, feed: ContentFeed?, adjust: @escaping @Sendable (Playlist) -> Playlist) async -> Int32 {
+    func play(playlist: Playlist, feed: ContentFeed?, adjust: @escaping @Sendable (Playlist) -> Playlist) async -> Int32
+    {
         let logger = makeLogger()
         let placeholder = playlist.items.first { $0.kind == .stream }?.url ?? URL(string: "http://127.0.0.1/")!
         let (options, eventLog): (PlayerOptions, EventLog?)
@@ -320,7 +397,8 @@ struct PlaybackRunner {
         }
         let status = StatusLine(interactive: isatty(STDOUT_FILENO) != 0)
         let outcome = await run(
-            playlistPlayer.player, events: playlistPlayer.events, eventLog: eventLog, status: status, what: "a playlist of \(playlist.items.count) items",
+            playlistPlayer.player, events: playlistPlayer.events, eventLog: eventLog, status: status,
+            what: "a playlist of \(playlist.items.count) items",
             next: { playlistPlayer.next() }
         ) { group in
             if let feed {
@@ -344,7 +422,9 @@ struct PlaybackRunner {
     }
 
     /// Plays `schedule` (a ``SchedulePlayer``), its clock read from `timeSource`.
-    func play(schedule: Schedule, feed: ScheduleFeed?, timeSource: URL?, journal: ProofOfPlayJournal?, cache: ContentCache?) async -> Int32 {
+    func play(
+        schedule: Schedule, feed: ScheduleFeed?, timeSource: URL?, journal: ProofOfPlayJournal?, cache: ContentCache?
+    ) async -> Int32 {
         let logger = makeLogger()
         let streams = schedule.playlists.values.flatMap(\.items).filter { $0.kind == .stream }
         let placeholder = streams.first?.url ?? URL(string: "http://127.0.0.1/")!
@@ -355,7 +435,9 @@ struct PlaybackRunner {
         }
         let schedulePlayer: SchedulePlayer
         do {
-            schedulePlayer = try SchedulePlayer(schedule: schedule, options: options, timeSource: timeSource, logger: logger, journal: journal, cache: cache)
+            schedulePlayer = try SchedulePlayer(
+                schedule: schedule, options: options, timeSource: timeSource, logger: logger, journal: journal,
+                cache: cache)
             try await schedulePlayer.play()
         } catch {
             return fail("\(error)")
@@ -389,7 +471,9 @@ struct PlaybackRunner {
 
     /// The player's options from the command line (and `remote`'s config), and `--events`' log.
     private func setUp(sources: [URL], remote: RemoteConfig?) -> Result<(PlayerOptions, EventLog?), OptionsFailure> {
-        func fail(_ text: String) -> Result<(PlayerOptions, EventLog?), OptionsFailure> { .failure(OptionsFailure(text: text)) }
+        func fail(_ text: String) -> Result<(PlayerOptions, EventLog?), OptionsFailure> {
+            .failure(OptionsFailure(text: text))
+        }
         var options = remote.map { PlayerOptions(config: $0.current) } ?? PlayerOptions(sources: sources)
         options.sources = sources
         options.autoplay = true
@@ -397,7 +481,9 @@ struct PlaybackRunner {
         options.documentSecurity = security
         if security.caFile == nil { options.documentSecurity.caFile = configCA }
         if let name = output.fit {
-            guard let fit = VideoFit(name: name) else { return fail("--fit \(name): expected contain, cover, fill or scaledown") }
+            guard let fit = VideoFit(name: name) else {
+                return fail("--fit \(name): expected contain, cover, fill or scaledown")
+            }
             options.fit = fit
         }
         if let target = output.targetLatency { options.targetLatency = target }
@@ -405,7 +491,11 @@ struct PlaybackRunner {
         // A player process of its own: it trims itself (PlayerOptions.memoryTrimInterval).
         options.memoryTrimInterval = 10
         if let trim = output.memoryTrim {
-            if trim == "off" { options.memoryTrimInterval = nil } else if let interval = Double(trim) { options.memoryTrimInterval = interval } else {
+            if trim == "off" {
+                options.memoryTrimInterval = nil
+            } else if let interval = Double(trim) {
+                options.memoryTrimInterval = interval
+            } else {
                 return fail("--memory-trim \(trim): expected seconds or off")
             }
         }
@@ -413,7 +503,8 @@ struct PlaybackRunner {
         if output.noJoinStill { options.joinStill = false }
         if let name = output.board {
             do {
-                options = options.applying(try BoardProfile.load(named: name, searchPaths: BoardProfile.searchPaths(repoRoot: repoRoot())))
+                options = options.applying(
+                    try BoardProfile.load(named: name, searchPaths: BoardProfile.searchPaths(repoRoot: repoRoot())))
             } catch {
                 return fail("--board \(name): \(error)")
             }
@@ -421,7 +512,9 @@ struct PlaybackRunner {
             options.audioOutput = AudioOutput(spec: Self.defaultAudio()) ?? .null
         }
         if let spec = output.audio {
-            guard let audio = AudioOutput(spec: spec) else { return fail("--audio \(spec): expected alsa[:<pcm>], wav:<path> or null") }
+            guard let audio = AudioOutput(spec: spec) else {
+                return fail("--audio \(spec): expected alsa[:<pcm>], wav:<path> or null")
+            }
             options.audioOutput = audio
         }
         if let spec = output.video {
@@ -437,30 +530,37 @@ struct PlaybackRunner {
         }
         options.failFast = output.failFast
         if let mode = output.cmcd {
-            guard let transmission = CMCDOptions.Transmission(rawValue: mode) else { return fail("--cmcd \(mode): expected query or headers") }
+            guard let transmission = CMCDOptions.Transmission(rawValue: mode) else {
+                return fail("--cmcd \(mode): expected query or headers")
+            }
             options.cmcd = CMCDOptions(transmission: transmission, contentId: output.contentId)
         } else if output.contentId != nil {
             return fail("--content-id needs --cmcd")
         }
         do { options.venue = try output.venueConfiguration() } catch { return fail(error.message) }
-        if let delay = output.delay, delay > 0 { options.maxDelay = max(options.maxDelay, min(3600, delay + 5)) }  // kept for the delay
+        // kept for the delay
+        if let delay = output.delay, delay > 0 { options.maxDelay = max(options.maxDelay, min(3600, delay + 5)) }
         if let music = output.muteMusic { options.mixing.muteMusic = mediaURL(music) }
         options.mixing.adCreatives += output.adCreative.map(mediaURL)
         guard let path = output.events else { return .success((options, nil)) }
-        do { return .success((options, try EventLog(path: path))) } catch { return fail("--events \(path): cannot be written: \(error)") }
+        do { return .success((options, try EventLog(path: path))) } catch {
+            return fail("--events \(path): cannot be written: \(error)")
+        }
     }
 
     /// Shows the status line and the events of `player` (its `events`, or a playlist's) until
     /// the stream ends, a fatal error, `--duration`, or SIGTERM/SIGINT; `more` adds tasks.
     /// Returns the exit code (``interrupted`` for a signal).
     private func run(
-        _ player: Player, events: PlayerEvents, eventLog: EventLog?, status: StatusLine, what: String, next: (@Sendable () -> Void)? = nil,
+        _ player: Player, events: PlayerEvents, eventLog: EventLog?, status: StatusLine, what: String,
+        next: (@Sendable () -> Void)? = nil,
         more: (inout TaskGroup<Int32?>) -> Void
     ) async -> Int32 {
         let fleet: Fleet
         do {
             fleet = try await Fleet.start(
-                player: player, customerId: output.customerId, metrics: try output.metricsAddress(), metricsToken: try output.metricsToken(),
+                player: player, customerId: output.customerId, metrics: try output.metricsAddress(),
+                metricsToken: try output.metricsToken(),
                 otlp: try output.otlpOptions(), controlPath: output.control, next: next)
         } catch {
             return fail("\(error)")
@@ -529,9 +629,12 @@ struct PlaybackRunner {
         while !Task.isCancelled {
             let now = player.status
             status.show(now)
-            let advancing = now.framesPresented > lastProgress.frames || (now.position ?? 0) > (lastProgress.position ?? .infinity)
+            let advancing =
+                now.framesPresented > lastProgress.frames || (now.position ?? 0) > (lastProgress.position ?? .infinity)
             lastProgress = (now.framesPresented, now.position)
-            if let interval = systemd.watchdogInterval, advancing, ContinuousClock.now - lastPing >= .seconds(interval / 2) {
+            if let interval = systemd.watchdogInterval, advancing,
+                ContinuousClock.now - lastPing >= .seconds(interval / 2)
+            {
                 systemd.watchdog()
                 lastPing = .now
             }
@@ -543,7 +646,9 @@ struct PlaybackRunner {
         }
     }
 
-    private func watchEvents(_ events: PlayerEvents, status: StatusLine, log: EventLog?, telemetry: FleetTelemetry) async -> Int32? {
+    private func watchEvents(_ events: PlayerEvents, status: StatusLine, log: EventLog?, telemetry: FleetTelemetry)
+        async -> Int32?
+    {
         for await event in events {
             log?.write(event)
             telemetry.observe(event)
@@ -579,14 +684,16 @@ struct PlaybackRunner {
             case .targetLatencyChanged(let seconds, let requested):
                 status.log(
                     seconds > requested
-                        ? String(format: "segments arrive too late for %.2f s: latency target %.2f s", requested, seconds)
+                        ? String(
+                            format: "segments arrive too late for %.2f s: latency target %.2f s", requested, seconds)
                         : String(format: "latency target back to %.2f s", seconds))
             case .recovering(let next):
                 status.log(String(format: "stalled: reloading (next reload after %.0f s)", next))
             case .recovered:
                 status.log("recovered")
             case .configApplied(let target):
-                status.log("remote config applied" + (target.map { String(format: " (target latency %.1f s)", $0) } ?? ""))
+                status.log(
+                    "remote config applied" + (target.map { String(format: " (target latency %.1f s)", $0) } ?? ""))
             case .streamerMuted: status.log("broadcaster muted")
             case .streamerUnmuted: status.log("broadcaster unmuted")
             case .muteMusicStarted: status.log("mute music playing")

@@ -6,7 +6,8 @@ import MarqueeVenue
 struct ProxyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "proxy",
-        abstract: "Run a venue proxy: any HTTP player (Marquee, ffmpeg, ...) plays /u/<scheme>/<host[:port]>/<path> of it instead of the upstream URL.",
+        abstract:
+            "Run a venue proxy: any HTTP player (Marquee, ffmpeg, ...) plays /u/<scheme>/<host[:port]>/<path> of it instead of the upstream URL.",
         discussion: """
             Manifests are rewritten to lead back through the proxy; segments are stored (bounded) and \
             concurrent requests for one are fetched once. Only the --upstream hosts are served (403 \
@@ -15,7 +16,9 @@ struct ProxyCommand: AsyncParsableCommand {
             the delivery figures as JSON.
             """)
 
-    @Option(name: .long, help: "An upstream host served, host or host:port (\"*.\" prefix: subdomains); repeat for several.")
+    @Option(
+        name: .long, help: "An upstream host served, host or host:port (\"*.\" prefix: subdomains); repeat for several."
+    )
     var upstream: [String] = []
 
     @Option(help: "Address to listen on (0.0.0.0: for the venue's other boxes and players too).")
@@ -39,7 +42,11 @@ struct ProxyCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Do not publish this box or find peers with DNS-SD (Avahi); the --peer boxes only.")
     var noDiscovery = false
 
-    @Option(name: .long, help: "A file holding the venue's key (at least 16 bytes), which every box of the venue holds: peers prove it and vouch for their bytes with it (default: the venue-key credential).")
+    @Option(
+        name: .long,
+        help:
+            "A file holding the venue's key (at least 16 bytes), which every box of the venue holds: peers prove it and vouch for their bytes with it (default: the venue-key credential)."
+    )
     var venueKeyFile: String?
 
     @Option(name: .long, help: "Print the proxy URL to play for this upstream manifest URL (repeat for several).")
@@ -49,23 +56,32 @@ struct ProxyCommand: AsyncParsableCommand {
     var logLevel: String = "notice"
 
     func run() async throws {
-        guard let policy = SharingPolicy(rawValue: sharing) else { throw ValidationError("--sharing \(sharing): expected never, onlyOnLAN or always") }
+        guard let policy = SharingPolicy(rawValue: sharing) else {
+            throw ValidationError("--sharing \(sharing): expected never, onlyOnLAN or always")
+        }
         var logger = Logger(label: "marquee.venue")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .notice
-        var configuration = VenueConfiguration(host: host, port: port, upstreams: upstream, storeBytes: storeMib << 20, sharing: policy, peers: peer)
+        var configuration = VenueConfiguration(
+            host: host, port: port, upstreams: upstream, storeBytes: storeMib << 20, sharing: policy, peers: peer)
         if let box { configuration.boxId = box }
         configuration.discovery = !noDiscovery
         configuration.venueKey = try VenueKey.read(file: venueKeyFile)
         let proxy: VenueProxy
-        do { proxy = try VenueProxy(configuration: configuration, logger: logger) } catch { throw ValidationError("\(error)") }
+        do { proxy = try VenueProxy(configuration: configuration, logger: logger) } catch {
+            throw ValidationError("\(error)")
+        }
         let bound = try await proxy.start()
         say("proxy on http://\(host):\(bound), serving \(upstream.joined(separator: ", ")), sharing \(policy.rawValue)")
         for text in url {
             guard let upstreamURL = URL(string: text) else { throw ValidationError("--url \(text) is not a URL") }
-            do { say("  \(try proxy.localURL(for: upstreamURL).absoluteString)") } catch { throw ValidationError("--url \(text): \(error)") }
+            do { say("  \(try proxy.localURL(for: upstreamURL).absoluteString)") } catch {
+                throw ValidationError("--url \(text): \(error)")
+            }
         }
         await Signals.waitForInterrupt()
         await proxy.stop()
-        if let json = try? JSONEncoder().encode(proxy.statistics) { say("venue: " + String(decoding: json, as: UTF8.self)) }
+        if let json = try? JSONEncoder().encode(proxy.statistics) {
+            say("venue: " + String(decoding: json, as: UTF8.self))
+        }
     }
 }

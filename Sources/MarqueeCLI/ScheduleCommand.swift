@@ -39,10 +39,13 @@ struct ScheduleCommand: ParsableCommand {
         let time = DateFormatter()
         time.timeZone = schedule.timeZone
         time.dateFormat = "HH:mm:ss"
-        print("schedule \(file) in \(schedule.timeZone.identifier), \(day.string(from: from)) → \(day.string(from: to))")
+        print(
+            "schedule \(file) in \(schedule.timeZone.identifier), \(day.string(from: from)) → \(day.string(from: to))")
         if entries {
             for entry in schedule.timeline(from: from, to: to) {
-                print("\(day.string(from: entry.start))  \(Self.length(entry.end.timeIntervalSince(entry.start)))  \(entry.source) (playlist \(entry.playlist))")
+                print(
+                    "\(day.string(from: entry.start))  \(Self.length(entry.end.timeIntervalSince(entry.start)))  \(entry.source) (playlist \(entry.playlist))"
+                )
             }
             return
         }
@@ -50,13 +53,18 @@ struct ScheduleCommand: ParsableCommand {
         let plays = schedule.plays(from: from, to: to)
         for play in plays {
             if play.entry != last {
-                print("\(day.string(from: play.entry.start))  \(play.entry.source) (playlist \(play.entry.playlist)) until \(day.string(from: play.entry.end))")
+                print(
+                    "\(day.string(from: play.entry.start))  \(play.entry.source) (playlist \(play.entry.playlist)) until \(day.string(from: play.entry.end))"
+                )
                 last = play.entry
             }
-            let what = play.item.map { "\($0.id)  \($0.url.absoluteString)" } ?? "(the playlist ended: its last picture stays)"
+            let what =
+                play.item.map { "\($0.id)  \($0.url.absoluteString)" } ?? "(the playlist ended: its last picture stays)"
             print("  \(time.string(from: play.start))  \(Self.length(play.end.timeIntervalSince(play.start)))  \(what)")
         }
-        if plays.count >= Schedule.maxPlays { print("(the first \(Schedule.maxPlays) plays; a shorter --for shows the rest)") }
+        if plays.count >= Schedule.maxPlays {
+            print("(the first \(Schedule.maxPlays) plays; a shorter --for shows the rest)")
+        }
     }
 
     static func instant(_ text: String) -> Date? {
@@ -74,6 +82,8 @@ struct ScheduleCommand: ParsableCommand {
     }
 
     static func length(_ seconds: Double) -> String {
-        seconds >= 3600 ? String(format: "%5.2f h", seconds / 3600) : seconds >= 60 ? String(format: "%5.1f m", seconds / 60) : String(format: "%5.1f s", seconds)
+        seconds >= 3600
+            ? String(format: "%5.2f h", seconds / 3600)
+            : seconds >= 60 ? String(format: "%5.1f m", seconds / 60) : String(format: "%5.1f s", seconds)
     }
 }

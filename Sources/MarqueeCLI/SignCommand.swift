@@ -14,7 +14,11 @@ struct SignCommand: ParsableCommand {
             The private key is read from a file, never from the command line.
             """)
 
-    @Option(name: .long, help: "Write a new private key to this file (mode 0600; an existing file is not replaced) and print its public key.")
+    @Option(
+        name: .long,
+        help:
+            "Write a new private key to this file (mode 0600; an existing file is not replaced) and print its public key."
+    )
     var generateKey: String?
 
     @Option(name: .long, help: "The private key file (PEM or base64 of 32 bytes).")
@@ -26,7 +30,9 @@ struct SignCommand: ParsableCommand {
     @Option(name: .long, help: "The document's version: boxes refuse one lower than the last they accepted.")
     var version: Int?
 
-    @Option(name: .long, help: "When the signature stops being accepted: an ISO 8601 time with an offset (2026-12-31T00:00:00Z).")
+    @Option(
+        name: .long,
+        help: "When the signature stops being accepted: an ISO 8601 time with an offset (2026-12-31T00:00:00Z).")
     var expires: String?
 
     @Argument(help: "The document to sign; the signature goes to DOC.sig, served next to it.")
@@ -42,9 +48,13 @@ struct SignCommand: ParsableCommand {
         guard key != nil, kind != nil, version != nil, expires != nil, document != nil else {
             throw ValidationError("give --key, --kind, --version, --expires and the document (or --generate-key FILE)")
         }
-        if let kind, DocumentKind(rawValue: kind) == nil { throw ValidationError("--kind \(kind): expected config, playlist or schedule") }
+        if let kind, DocumentKind(rawValue: kind) == nil {
+            throw ValidationError("--kind \(kind): expected config, playlist or schedule")
+        }
         if let version, version < 0 { throw ValidationError("--version \(version): at least 0") }
-        if let expires, ScheduleCommand.instant(expires) == nil { throw ValidationError("--expires \(expires): an ISO 8601 time with an offset") }
+        if let expires, ScheduleCommand.instant(expires) == nil {
+            throw ValidationError("--expires \(expires): an ISO 8601 time with an offset")
+        }
     }
 
     func run() throws {
@@ -52,7 +62,10 @@ struct SignCommand: ParsableCommand {
             let signing = SigningKey()
             // O_EXCL: a key is never written over (nor through a link planted where it goes).
             let fd = open(generateKey, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw ValidationError("--generate-key \(generateKey): cannot be created: \(String(cString: strerror(errno)))") }
+            guard fd >= 0 else {
+                throw ValidationError(
+                    "--generate-key \(generateKey): cannot be created: \(String(cString: strerror(errno)))")
+            }
             let bytes = Array(signing.pem.utf8)
             let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
             guard written == bytes.count, fsync(fd) == 0, close(fd) == 0 else {
@@ -65,15 +78,20 @@ struct SignCommand: ParsableCommand {
         }
         let (keyPath, documentPath) = (key!, document!)
         let signing: SigningKey
-        do { signing = try SigningKey(contentsOfFile: keyPath) } catch { throw ValidationError("--key \(keyPath): \(error.message)") }
+        do { signing = try SigningKey(contentsOfFile: keyPath) } catch {
+            throw ValidationError("--key \(keyPath): \(error.message)")
+        }
         let body: Data
         do { body = try Data(contentsOf: URL(fileURLWithPath: documentPath)) } catch {
             throw ValidationError("\(documentPath): cannot be read: \(error.localizedDescription)")
         }
         let signature = DocumentSignature(
-            signing: body, kind: DocumentKind(rawValue: kind!)!, version: version!, expires: ScheduleCommand.instant(expires!)!, key: signing)
+            signing: body, kind: DocumentKind(rawValue: kind!)!, version: version!,
+            expires: ScheduleCommand.instant(expires!)!, key: signing)
         let out = URL(fileURLWithPath: documentPath + ".sig")
-        do { try signature.json.write(to: out, options: .atomic) } catch { throw ValidationError("\(out.path): cannot be written: \(error)") }
+        do { try signature.json.write(to: out, options: .atomic) } catch {
+            throw ValidationError("\(out.path): cannot be written: \(error)")
+        }
         print("\(out.path): \(kind!) version \(version!), expires \(signature.expires), sha256 \(signature.sha256)")
     }
 }

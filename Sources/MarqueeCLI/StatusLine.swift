@@ -19,7 +19,8 @@ final class StatusLine: Sendable {
         let size = s.width > 0 ? " \(s.width)x\(s.height)" : ""
         var numbers = String(format: "buffer %.1f s  %.1f fps", s.buffer, s.framesPerSecond)
         if let av = s.avOffset { numbers += String(format: "  av %+.0f ms", av * 1000) }
-        return "\(s.state.rawValue)  latency \(latency)  \(numbers)\(size)  presented \(s.framesPresented)  dropped \(s.framesDropped)"
+        return
+            "\(s.state.rawValue)  latency \(latency)  \(numbers)\(size)  presented \(s.framesPresented)  dropped \(s.framesDropped)"
     }
 
     static func format(_ m: MemoryUsage) -> String {

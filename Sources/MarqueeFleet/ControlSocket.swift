@@ -7,9 +7,9 @@ import NIOExtras
 import NIOPosix
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// The box's local control: a Unix socket speaking JSON lines, as mpv's IPC does — nothing
@@ -55,7 +55,9 @@ public final class ControlSocket: Sendable {
     /// Where `marquee ctl` looks by default: `$XDG_RUNTIME_DIR/marquee.sock`, else
     /// `/tmp/marquee-<uid>.sock`.
     public static var defaultPath: String {
-        if let dir = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"], !dir.isEmpty { return dir + "/marquee.sock" }
+        if let dir = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"], !dir.isEmpty {
+            return dir + "/marquee.sock"
+        }
         return "/tmp/marquee-\(getuid()).sock"
     }
 
@@ -63,7 +65,8 @@ public final class ControlSocket: Sendable {
     /// `next` moves a playlist on (nil: no playlist). Turns on the player's
     /// ``Player/keepLastPicture(_:)`` for screenshots.
     public static func start(
-        path: String, telemetry: FleetTelemetry, next: (@Sendable () -> Void)? = nil, logger: Logger = Logger(label: "marquee.control")
+        path: String, telemetry: FleetTelemetry, next: (@Sendable () -> Void)? = nil,
+        logger: Logger = Logger(label: "marquee.control")
     ) async throws -> ControlSocket {
         telemetry.player.keepLastPicture(true)
         let connections = NIOLockedValueBox<[ObjectIdentifier: any Channel]>([:])
@@ -74,12 +77,16 @@ public final class ControlSocket: Sendable {
             .serverChannelOption(.backlog, value: 16)
             .childChannelInitializer { child in
                 Self.peerUid(child).flatMapThrowing { uid in
-                    let handler = Connection(telemetry: telemetry, next: next, allowed: uid == ownUid || uid == 0, uid: uid, logger: logger)
+                    let handler = Connection(
+                        telemetry: telemetry, next: next, allowed: uid == ownUid || uid == 0, uid: uid, logger: logger)
                     // One request a line; a line over 64 KiB ends the connection.
-                    try child.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineBasedFrameDecoder(), maximumBufferSize: 65_536))
+                    try child.pipeline.syncOperations.addHandler(
+                        ByteToMessageHandler(LineBasedFrameDecoder(), maximumBufferSize: 65_536))
                     try child.pipeline.syncOperations.addHandler(handler)
                     connections.withLockedValue { $0[ObjectIdentifier(child)] = child }
-                    child.closeFuture.whenComplete { _ in _ = connections.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(child)) } }
+                    child.closeFuture.whenComplete { _ in
+                        _ = connections.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(child)) }
+                    }
                 }
             }
         let channel: any Channel
@@ -103,7 +110,9 @@ public final class ControlSocket: Sendable {
     /// The connecting process' uid (`SO_PEERCRED`); nil when it cannot be read.
     private static func peerUid(_ channel: any Channel) -> EventLoopFuture<uid_t?> {
         struct PeerCredentials: Sendable { var pid: Int32 = 0, uid: UInt32 = 0, gid: UInt32 = 0 }  // struct ucred
-        guard let provider = channel as? any SocketOptionProvider else { return channel.eventLoop.makeSucceededFuture(nil) }
+        guard let provider = channel as? any SocketOptionProvider else {
+            return channel.eventLoop.makeSucceededFuture(nil)
+        }
         let future: EventLoopFuture<PeerCredentials> = provider.unsafeGetSocketOption(
             level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED))
         return future.map { Optional($0.uid) }.recover { _ in nil }
@@ -143,7 +152,9 @@ private final class Connection: ChannelInboundHandler, @unchecked Sendable {  //
     func channelActive(context: ChannelHandlerContext) {
         guard !allowed else { return }
         logger.warning("control: refused a connection from uid \(uid.map(String.init) ?? "unknown")")
-        Self.send(["ok": false, "error": "refused: uid \(uid.map(String.init) ?? "unknown") is not this player's"], on: context.channel)
+        Self.send(
+            ["ok": false, "error": "refused: uid \(uid.map(String.init) ?? "unknown") is not this player's"],
+            on: context.channel)
         context.close(promise: nil)
     }
 
@@ -242,7 +253,9 @@ private final class Connection: ChannelInboundHandler, @unchecked Sendable {  //
             do {
                 if badWidth { throw ControlError("screenshot: maxWidth is a number of pixels") }
                 let shot = try player.snapshot(maxWidth: maxWidth)
-                var data: [String: Any] = ["width": shot.width, "height": shot.height, "mediaTime": shot.mediaTime, "bytes": shot.png.count]
+                var data: [String: Any] = [
+                    "width": shot.width, "height": shot.height, "mediaTime": shot.mediaTime, "bytes": shot.png.count,
+                ]
                 if let path {
                     do { try Data(shot.png).write(to: URL(fileURLWithPath: path)) } catch {
                         throw ControlError("screenshot: cannot write \(path): \(error.localizedDescription)")
@@ -273,7 +286,8 @@ private final class Connection: ChannelInboundHandler, @unchecked Sendable {  //
             while !Task.isCancelled, channel.isActive {
                 if let value = try? Properties.get(property, telemetry: telemetry) {
                     let line = ["event": "propertyChange", "name": property, "data": value] as [String: Any]
-                    if let data = try? JSONSerialization.data(withJSONObject: line, options: [.sortedKeys, .fragmentsAllowed]),
+                    if let data = try? JSONSerialization.data(
+                        withJSONObject: line, options: [.sortedKeys, .fragmentsAllowed]),
                         data != last
                     {
                         last = data
@@ -301,7 +315,10 @@ private final class Connection: ChannelInboundHandler, @unchecked Sendable {  //
     }
 
     static func send(_ object: [String: Any], on channel: any Channel) {
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
+        guard
+            let data = try? JSONSerialization.data(
+                withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        else { return }
         write(data, on: channel)
     }
 
@@ -344,8 +361,10 @@ enum Properties {
             let s = player.status
             return [
                 "state": s.state.rawValue, "latency": number(s.latency), "targetLatency": number(s.targetLatency),
-                "buffer": s.buffer, "position": number(s.position), "rate": s.playbackRate, "framesPresented": s.framesPresented,
-                "framesDropped": s.framesDropped, "framesPerSecond": s.framesPerSecond, "width": s.width, "height": s.height,
+                "buffer": s.buffer, "position": number(s.position), "rate": s.playbackRate,
+                "framesPresented": s.framesPresented,
+                "framesDropped": s.framesDropped, "framesPerSecond": s.framesPerSecond, "width": s.width,
+                "height": s.height,
                 "timeOffset": s.timeOffset, "delay": s.delay, "avOffset": number(s.avOffset),
             ] as [String: Any]
         default: throw ControlError("unknown property \"\(name)\"")
@@ -354,7 +373,9 @@ enum Properties {
 
     static func set(_ name: String, to value: Any, player: Player) throws {
         func double() throws -> Double {
-            guard let n = value as? NSNumber, !(value is Bool) else { throw ControlError("\(name): a number is wanted") }
+            guard let n = value as? NSNumber, !(value is Bool) else {
+                throw ControlError("\(name): a number is wanted")
+            }
             return n.doubleValue
         }
         func bool() throws -> Bool {

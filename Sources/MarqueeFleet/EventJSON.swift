@@ -23,7 +23,8 @@ public enum EventJSON {
         case .stateChanged(let s): return ["type": "stateChanged", "state": s.rawValue]
         case .sourceLoaded(let url, let type): return ["type": "sourceLoaded", "url": url, "streamType": type.rawValue]
         case .activeQualityChanged(let q): return ["type": "activeQualityChanged", "quality": quality(q)]
-        case .bandwidthTest(let bps, let q): return ["type": "bandwidthTest", "bitsPerSecond": bps, "quality": quality(q)]
+        case .bandwidthTest(let bps, let q):
+            return ["type": "bandwidthTest", "bitsPerSecond": bps, "quality": quality(q)]
         case .firstFrame(let s): return ["type": "firstFrame", "seconds": s]
         case .timeOffsetChanged(let s): return ["type": "timeOffsetChanged", "seconds": s]
         case .playbackRateChanged(let r): return ["type": "playbackRateChanged", "rate": r]
@@ -32,7 +33,8 @@ public enum EventJSON {
         case .recovering(let next): return ["type": "recovering", "nextDelay": next]
         case .recovered: return ["type": "recovered"]
         case .configApplied(let t): return ["type": "configApplied", "targetLatency": t.map { $0 as Any } ?? NSNull()]
-        case .error(let e, let fatal): return ["type": "error", "code": e.code.description, "message": e.message, "fatal": fatal]
+        case .error(let e, let fatal):
+            return ["type": "error", "code": e.code.description, "message": e.message, "fatal": fatal]
         case .outputChanged(let d): return ["type": "outputChanged", "detail": d]
         case .decoderFallback(let d): return ["type": "decoderFallback", "detail": d]
         case .volumeChanged(let v, let m): return ["type": "volumeChanged", "volume": v, "muted": m]
@@ -48,10 +50,14 @@ public enum EventJSON {
         case .adFinished(let a): return ["type": "adFinished", "ad": ad(a)]
         case .ended: return ["type": "ended"]
         case .scheduleEntry(let e):
-            return ["type": "scheduleEntry", "source": e.source.description, "playlist": e.playlist,
-                    "start": e.start.timeIntervalSince1970, "end": e.end.timeIntervalSince1970]
+            return [
+                "type": "scheduleEntry", "source": e.source.description, "playlist": e.playlist,
+                "start": e.start.timeIntervalSince1970, "end": e.end.timeIntervalSince1970,
+            ]
         case .item(let e):
-            var out: [String: Any] = ["type": "item", "event": e.kind.name, "id": e.id, "index": e.index, "serverTime": e.serverTime]
+            var out: [String: Any] = [
+                "type": "item", "event": e.kind.name, "id": e.id, "index": e.index, "serverTime": e.serverTime,
+            ]
             if let t = e.mediaTime { out["mediaTime"] = t }
             if case .quartile(let q) = e.kind { out["quartile"] = q }
             if case .failed(let error) = e.kind {

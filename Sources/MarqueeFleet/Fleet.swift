@@ -31,7 +31,8 @@ public final class Fleet: Sendable {
     /// (`next`: its `next` command, a playlist's next item). Throws when one cannot start (and
     /// stops the others).
     public static func start(
-        player: Player, customerId: String? = nil, metrics address: (host: String, port: Int)? = nil, metricsToken: String? = nil,
+        player: Player, customerId: String? = nil, metrics address: (host: String, port: Int)? = nil,
+        metricsToken: String? = nil,
         otlp otlpOptions: OTLPOptions? = nil, controlPath: String? = nil, next: (@Sendable () -> Void)? = nil,
         logger: Logger = Logger(label: "marquee.fleet")
     ) async throws -> Fleet {
@@ -41,20 +42,25 @@ public final class Fleet: Sendable {
             var resource = ["marquee.session.id": player.sessionId]
             resource["marquee.customer.id"] = customerId
             otlp = try await OTLPExport.start(
-                options: otlpOptions, resource: resource, buckets: ["marquee_latency_distance_seconds": LatencyHistogram.bounds], logger: logger)
+                options: otlpOptions, resource: resource,
+                buckets: ["marquee_latency_distance_seconds": LatencyHistogram.bounds], logger: logger)
         }
-        let factories: [any MetricsFactory] = [registry.map { MetricsEndpoint.factory(registry: $0) }, otlp?.factory].compactMap { $0 }
-        let factory: (any MetricsFactory)? = factories.count > 1 ? MultiplexMetricsHandler(factories: factories) : factories.first
+        let factories: [any MetricsFactory] = [registry.map { MetricsEndpoint.factory(registry: $0) }, otlp?.factory]
+            .compactMap { $0 }
+        let factory: (any MetricsFactory)? =
+            factories.count > 1 ? MultiplexMetricsHandler(factories: factories) : factories.first
         let telemetry = FleetTelemetry(player: player, customerId: customerId, factory: factory)
         var endpoint: MetricsEndpoint?
         var control: ControlSocket?
         do {
             if let address, let registry {
                 endpoint = try await MetricsEndpoint.start(
-                    host: address.host, port: address.port, token: metricsToken, registry: registry, telemetry: telemetry, logger: logger)
+                    host: address.host, port: address.port, token: metricsToken, registry: registry,
+                    telemetry: telemetry, logger: logger)
             }
             if let controlPath {
-                control = try await ControlSocket.start(path: controlPath, telemetry: telemetry, next: next, logger: logger)
+                control = try await ControlSocket.start(
+                    path: controlPath, telemetry: telemetry, next: next, logger: logger)
             }
         } catch {
             await endpoint?.stop()

@@ -65,7 +65,8 @@ public final class FleetTelemetry: Sendable {
         self.player = player
         self.state = Mutex(State(record: QoERecord(sessionId: player.sessionId, customerId: customerId)))
         self.metrics = Instruments(
-            factory: factory ?? MetricsSystem.factory, venue: player.venueStatistics != nil, thermal: DeviceHealth.cpuTemperature() != nil,
+            factory: factory ?? MetricsSystem.factory, venue: player.venueStatistics != nil,
+            thermal: DeviceHealth.cpuTemperature() != nil,
             display: player.options.videoOutput.description.hasPrefix("drm"))
     }
 
@@ -125,7 +126,8 @@ public final class FleetTelemetry: Sendable {
         state.withLock { s in
             // Progress: new pictures; the media position when none are shown (audio only, or
             // the display off).
-            let progressed = (displayOff || status.width == 0)
+            let progressed =
+                (displayOff || status.width == 0)
                 ? status.position != nil && status.position != s.lastPosition : status.framesPresented != s.lastFrames
             s.lastFrames = status.framesPresented
             s.lastPosition = status.position
@@ -164,16 +166,21 @@ public final class FleetTelemetry: Sendable {
             s.record.timeWeightedBitrate = s.bitrateSeconds > 0 ? s.bitrateWeighted / s.bitrateSeconds : nil
             s.record.clockOffset = status.timeOffset
             // From the app's target: a box that holds a raised one is that far from its neighbours.
-            if status.state == .playing, let latency = status.latency, let target = status.requestedTargetLatency ?? status.targetLatency {
+            if status.state == .playing, let latency = status.latency,
+                let target = status.requestedTargetLatency ?? status.targetLatency
+            {
                 s.record.latency.record(latency - target)
                 metrics.latencyDistance.record(abs(latency - target))
             }
-            if status.targetRaised, let raised = status.targetLatency { s.record.raisedTarget = max(s.record.raisedTarget ?? 0, raised) }
+            if status.targetRaised, let raised = status.targetLatency {
+                s.record.raisedTarget = max(s.record.raisedTarget ?? 0, raised)
+            }
             // The counts go on across loads; a stopped or reloaded core's start again from 0,
             // and what it counts then is all new.
             if status.framesPresented < s.counted.presented { s.counted.presented = 0 }
             if status.framesDropped < s.counted.dropped { s.counted.dropped = 0 }
-            let presented = status.framesPresented - s.counted.presented, dropped = status.framesDropped - s.counted.dropped
+            let presented = status.framesPresented - s.counted.presented
+            let dropped = status.framesDropped - s.counted.dropped
             metrics.presented.increment(by: Int64(presented))
             metrics.dropped.increment(by: Int64(dropped))
             s.record.framesPresented += presented
@@ -205,7 +212,9 @@ public final class FleetTelemetry: Sendable {
         metrics.rebufferRatio.record(record.rebufferRatio)
         metrics.audioSilence.record(status.audioSilence)
         metrics.audioDeviceOK.record(status.audioDeviceOK ? 1 : 0)
-        if let temperature = metrics.temperature, let celsius = DeviceHealth.cpuTemperature() { temperature.record(celsius) }
+        if let temperature = metrics.temperature, let celsius = DeviceHealth.cpuTemperature() {
+            temperature.record(celsius)
+        }
     }
 
     /// Seconds without progress (no new picture; no media time moving without pictures) while
@@ -240,7 +249,8 @@ public final class FleetTelemetry: Sendable {
     /// The player's events from now on, for one observer (the control socket's `observe
     /// events`); at most 256 waiting, the oldest dropped beyond.
     func events() -> (AsyncStream<PlayerEvent>, cancel: @Sendable () -> Void) {
-        let (stream, continuation) = AsyncStream.makeStream(of: PlayerEvent.self, bufferingPolicy: .bufferingNewest(256))
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: PlayerEvent.self, bufferingPolicy: .bufferingNewest(256))
         let id = state.withLock { s in
             s.nextObserver += 1
             s.observers[s.nextObserver] = continuation
@@ -258,7 +268,8 @@ public final class FleetTelemetry: Sendable {
 struct Instruments: Sendable {
     let factory: any MetricsFactory
     let presented, dropped, stalls, attempts: Counter
-    let playing, latency, target, requestedTarget, targetRaised, buffer, rate, clockOffset, bitrate, startup, rebufferRatio, displayOff, audioSilence, audioDeviceOK: Gauge
+    let playing, latency, target, requestedTarget, targetRaised, buffer, rate, clockOffset, bitrate, startup,
+        rebufferRatio, displayOff, audioSilence, audioDeviceOK: Gauge
     let audioUnderruns, audioXruns, failedDownloads: Counter
     let displayConnected: Gauge?  // a display output's only
     let outputChanges: Counter
@@ -297,7 +308,8 @@ struct Instruments: Sendable {
         audioDeviceOK = gauge("marquee_audio_device_ok")
         outputChanges = counter("marquee_output_changes_total")
         temperature = thermal ? gauge("marquee_cpu_temperature_celsius") : nil
-        latencyDistance = Recorder(label: "marquee_latency_distance_seconds", dimensions: [], aggregate: true, factory: factory)
+        latencyDistance = Recorder(
+            label: "marquee_latency_distance_seconds", dimensions: [], aggregate: true, factory: factory)
         self.venue = venue ? VenueInstruments(factory: factory) : nil
     }
 

@@ -37,7 +37,8 @@ public final class MetricsEndpoint: Sendable {
     /// sampled before each answer. Throws ``MetricsEndpointError/tokenNeeded(_:)`` for an
     /// address other than loopback without a `token`.
     public static func start(
-        host: String = "127.0.0.1", port: Int, token: String? = nil, registry: PrometheusCollectorRegistry, telemetry: FleetTelemetry?,
+        host: String = "127.0.0.1", port: Int, token: String? = nil, registry: PrometheusCollectorRegistry,
+        telemetry: FleetTelemetry?,
         logger: Logger = Logger(label: "marquee.metrics")
     ) async throws -> MetricsEndpoint {
         if token?.isEmpty ?? true, !isLoopback(host) { throw MetricsEndpointError.tokenNeeded(host) }
@@ -82,7 +83,8 @@ public enum MetricsEndpointError: Error, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .tokenNeeded(let host): "metrics on \(host): an address other than loopback needs a token (--metrics-token-file, or the metrics-token credential)"
+        case .tokenNeeded(let host):
+            "metrics on \(host): an address other than loopback needs a token (--metrics-token-file, or the metrics-token credential)"
         }
     }
 }

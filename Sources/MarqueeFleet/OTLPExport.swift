@@ -30,7 +30,8 @@ public struct OTLPOptions: Sendable {
     public var resourceAttributes: [String: String]
 
     public init(
-        endpoint: String, queueDirectory: String, interval: Duration = .seconds(15), headers: [(name: String, value: String)] = [],
+        endpoint: String, queueDirectory: String, interval: Duration = .seconds(15),
+        headers: [(name: String, value: String)] = [],
         maxQueueBytes: Int = 16 << 20, resourceAttributes: [String: String] = [:]
     ) {
         self.endpoint = endpoint
@@ -71,7 +72,8 @@ public final class OTLPExport: Sendable {
     private let client: HTTPClient
 
     private init(
-        factory: any MetricsFactory, queue: OTLPQueue, receiver: RunningServer, group: ServiceGroup, reader: Task<Void, Never>,
+        factory: any MetricsFactory, queue: OTLPQueue, receiver: RunningServer, group: ServiceGroup,
+        reader: Task<Void, Never>,
         sender: Task<Void, Never>, wake: AsyncStream<Void>.Continuation, client: HTTPClient
     ) {
         self.factory = factory
@@ -90,7 +92,8 @@ public final class OTLPExport: Sendable {
         options: OTLPOptions, resource: [String: String] = [:], buckets: [String: [Double]] = [:],
         logger: Logger = Logger(label: "marquee.otlp")
     ) async throws -> OTLPExport {
-        guard let url = URL(string: options.endpoint), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+        guard let url = URL(string: options.endpoint), ["http", "https"].contains(url.scheme ?? ""), url.host != nil
+        else {
             throw OTLPError.badEndpoint(options.endpoint)
         }
         let queue = try OTLPQueue(directory: options.queueDirectory, maxBytes: options.maxQueueBytes, logger: logger)
@@ -139,13 +142,19 @@ public final class OTLPExport: Sendable {
         let reader = Task {
             do { try await group.run() } catch { logger.warning("OTLP metrics reader stopped: \(error)") }
         }
-        let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: .init(timeout: .init(connect: .seconds(5), read: .seconds(10))))
+        let client = HTTPClient(
+            eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+            configuration: .init(timeout: .init(connect: .seconds(5), read: .seconds(10))))
         let sender = Task {
-            await OTLPSender(url: options.endpoint, headers: options.headers, queue: queue, client: client, logger: logger).run(wakes: wakes)
+            await OTLPSender(
+                url: options.endpoint, headers: options.headers, queue: queue, client: client, logger: logger
+            ).run(wakes: wakes)
         }
-        logger.info("OTLP metrics to \(options.endpoint) every \(options.interval), queued in \(options.queueDirectory)")
+        logger.info(
+            "OTLP metrics to \(options.endpoint) every \(options.interval), queued in \(options.queueDirectory)")
         return OTLPExport(
-            factory: backend.factory, queue: queue, receiver: receiver, group: group, reader: reader, sender: sender, wake: wake, client: client)
+            factory: backend.factory, queue: queue, receiver: receiver, group: group, reader: reader, sender: sender,
+            wake: wake, client: client)
     }
 
     /// Exports a last time, gives the sender up to `grace` to deliver what is queued, and stops.
@@ -199,7 +208,8 @@ public final class OTLPQueue: Sendable {
         self.logger = logger
         let manager = FileManager.default
         do {
-            try manager.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try manager.createDirectory(
+                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             throw OTLPError.queue(path, "cannot be made: \(error.localizedDescription)")
         }
@@ -257,7 +267,9 @@ public final class OTLPQueue: Sendable {
             return over
         }
         for sequence in over { try? FileManager.default.removeItem(at: file(sequence)) }
-        if !over.isEmpty { logger.warning("OTLP queue over \(maxBytes) bytes: the oldest \(over.count) exports dropped") }
+        if !over.isEmpty {
+            logger.warning("OTLP queue over \(maxBytes) bytes: the oldest \(over.count) exports dropped")
+        }
     }
 
     /// The oldest export waiting, with its sequence number.
@@ -287,7 +299,11 @@ struct OTLPSender {
     let client: HTTPClient
     let logger: Logger
 
-    enum Outcome { case sent, refused(String), retry(Duration?, String) }
+    enum Outcome {
+        case sent
+        case refused(String)
+        case retry(Duration?, String)
+    }
 
     func run(wakes: AsyncStream<Void>) async {
         var backoff = Duration.seconds(1)
@@ -310,7 +326,8 @@ struct OTLPSender {
             case .retry(let after, let why):
                 if !failing { logger.warning("OTLP collector not reached (exports queued, retrying): \(why)") }
                 failing = true
-                try? await Task.sleep(for: after.map { min($0, .seconds(300)) } ?? backoff * Double.random(in: 0.8...1.2))
+                try? await Task.sleep(
+                    for: after.map { min($0, .seconds(300)) } ?? backoff * Double.random(in: 0.8...1.2))
                 backoff = min(backoff * 2, .seconds(30))
             }
         }

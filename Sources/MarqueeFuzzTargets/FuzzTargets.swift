@@ -86,11 +86,13 @@ private func walk(_ mpd: MPD) {
             for rep in set.representations.prefix(4) {
                 guard
                     let timeline = try? RepresentationTimeline(
-                        mpd: mpd, period: index, adaptationSet: set, representation: rep, manifestURL: manifestURL, liveEdge: edge)
+                        mpd: mpd, period: index, adaptationSet: set, representation: rep, manifestURL: manifestURL,
+                        liveEdge: edge)
                 else { continue }
                 _ = timeline.initializationURL
                 _ = timeline.lastListedSegment
-                var segment = mpd.isLive ? timeline.liveEdgeSegment(at: now) : timeline.segment(containing: timeline.periodStart)
+                var segment =
+                    mpd.isLive ? timeline.liveEdgeSegment(at: now) : timeline.segment(containing: timeline.periodStart)
                 for _ in 0..<3 {
                     guard let s = segment else { break }
                     _ = timeline.availabilityStart(of: s)
@@ -137,8 +139,10 @@ private func fuzzRewrite(_ bytes: [UInt8]) {
     let text = String(decoding: bytes.dropFirst(), as: UTF8.self)
     let requested = URL(string: "http://cdn.example:8080/live/ch1/master.m3u8")!
     for answered in [requested, URL(string: "https://edge.example/x/y/master.m3u8")!] {
-        _ = ManifestRewriter(requested: requested, answered: answered, allows: { ($0.host ?? "").hasSuffix(".example") })
-            .rewrite(text, kind: first == UInt8(ascii: "h") ? .hls : .dash)
+        _ = ManifestRewriter(
+            requested: requested, answered: answered, allows: { ($0.host ?? "").hasSuffix(".example") }
+        )
+        .rewrite(text, kind: first == UInt8(ascii: "h") ? .hls : .dash)
     }
 }
 
@@ -173,7 +177,8 @@ private func fuzzMisc(_ bytes: [UInt8]) {
         let split = rest.count < 2 ? 0 : min(rest.count, 2 + (Int(rest[0]) << 8 | Int(rest[1])))
         _ = FragmentTime.firstDecodeTime(segment: rest[split...], initSegment: rest[min(2, split)..<split])
     case 6:
-        _ = SegmentTemplateExpander.expand(text, representationID: "v1", bandwidth: 2_000_000, number: 12_345, time: 90_000)
+        _ = SegmentTemplateExpander.expand(
+            text, representationID: "v1", bandwidth: 2_000_000, number: 12_345, time: 90_000)
     default:
         _ = try? SpliceInfo(bytes: rest)
     }

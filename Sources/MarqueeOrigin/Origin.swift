@@ -3,8 +3,8 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import MarqueeServing
-import NIOCore
 import MarqueeStreaming
+import NIOCore
 
 /// A loopback live DASH origin, like the DASH-IF live simulator: it loops VOD DASH assets into
 /// endless wall-clock-synchronised live streams.
@@ -49,14 +49,20 @@ public final class Origin: Sendable {
         self.logger = logger
         var assets: [String: LoopAsset] = [:]
         for (name, directory) in configuration.assetRoots.sorted(by: { $0.key < $1.key }) {
-            guard !name.isEmpty, !name.contains("/"), !LiveOptions.looksLikeOption(Substring(name)) || !LiveOptions.keys.contains(String(name.prefix { $0 != "_" })) else {
+            guard !name.isEmpty, !name.contains("/"),
+                !LiveOptions.looksLikeOption(Substring(name))
+                    || !LiveOptions.keys.contains(String(name.prefix { $0 != "_" }))
+            else {
                 throw OriginError(.invalidConfiguration, "asset name \"\(name)\" cannot be told from a URL option")
             }
             let asset = try AssetLoader(name: name, directory: directory).load()
-            logger.debug("origin: asset \(name) loops \(asset.loopDuration) s, \(asset.adaptationSets.flatMap(\.representations).map { "\($0.id): \($0.segments.count) segments" })")
+            logger.debug(
+                "origin: asset \(name) loops \(asset.loopDuration) s, \(asset.adaptationSets.flatMap(\.representations).map { "\($0.id): \($0.segments.count) segments" })"
+            )
             assets[name] = asset
         }
-        responder = OriginResponder(assets: assets, staticRoot: configuration.staticRoot, logger: logger, sntpPort: sntpPort)
+        responder = OriginResponder(
+            assets: assets, staticRoot: configuration.staticRoot, logger: logger, sntpPort: sntpPort)
     }
 
     /// Binds and serves in the background; returns the bound port.
@@ -74,7 +80,8 @@ public final class Origin: Sendable {
                 // A body cut short (reset_, badlength_): Hummingbird closes the connection when
                 // the responder throws, after a FIN; a reset must come first, so close here.
                 if fault.reset {
-                    try? await (channel as? any SocketOptionProvider)?.setSoLinger(linger(l_onoff: 1, l_linger: 0)).get()
+                    try? await (channel as? any SocketOptionProvider)?.setSoLinger(linger(l_onoff: 1, l_linger: 0))
+                        .get()
                     try? await channel.close()
                 }
                 throw fault

@@ -135,7 +135,8 @@ final class ConnectionsPerAddress: Sendable {
             if owner.admit(remote) {
                 address = remote
             } else {
-                owner.logger.info("server: closing a connection from \(remote): over \(owner.limit) open from that address")
+                owner.logger.info(
+                    "server: closing a connection from \(remote): over \(owner.limit) open from that address")
                 context.close(promise: nil)
             }
         }

@@ -48,7 +48,9 @@ public struct ManifestRewriter {
             guard let url = URL(string: r, relativeTo: answered)?.absoluteURL, allows(url) else { return nil }
             return ProxyPath.path(for: url)
         }
-        if r.contains(":") && !r.contains("/") && r.firstIndex(of: ":")! < (r.firstIndex(of: "?") ?? r.endIndex) { return nil }  // another scheme (data:, skd:)
+        if r.contains(":") && !r.contains("/") && r.firstIndex(of: ":")! < (r.firstIndex(of: "?") ?? r.endIndex) {
+            return nil
+        }  // another scheme (data:, skd:)
         guard anchorRelative, redirected, allows(answered) else { return nil }
         return directory(of: answered) + r
     }
@@ -73,7 +75,10 @@ public struct ManifestRewriter {
         for line in lines {
             let trimmed = line.hasSuffix("\r") ? line.dropLast() : line
             if trimmed.hasPrefix("#") {
-                guard trimmed.contains("URI=\"") else { out.append(line); continue }
+                guard trimmed.contains("URI=\"") else {
+                    out.append(line)
+                    continue
+                }
                 var result = ""
                 var rest = Substring(trimmed)
                 while let range = rest.range(of: "URI=\"") {
@@ -125,7 +130,8 @@ public struct ManifestRewriter {
         var consumed = 0
         while let open = rest.range(of: "<\(element)") {
             let after = rest[open.upperBound...]
-            guard let first = after.first, first == ">" || first == " " || first == "\t" || first == "\n" || first == "\r",
+            guard let first = after.first,
+                first == ">" || first == " " || first == "\t" || first == "\n" || first == "\r",
                 let gt = after.firstIndex(of: ">"), gt == after.startIndex || after[after.index(before: gt)] != "/",
                 let close = rest[gt...].range(of: "</\(element)>")
             else {

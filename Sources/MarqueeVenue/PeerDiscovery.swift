@@ -1,9 +1,10 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Logging
 import MarqueeStreaming
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Finds the venue's other boxes with DNS-SD over multicast DNS, through the Avahi daemon
 /// (Debian's avahi-daemon; works on a LAN without internet): this box's proxy is published as
@@ -56,7 +57,8 @@ final class PeerDiscovery: Sendable {
     /// (plus ``publishedGrace``: boxes started together publish together, after the first look
     /// may already have ended), or at once without discovery.
     func start(
-        box: String, port: Int, found: @escaping @Sendable (PeerAddress) -> Void, lost: @escaping @Sendable (PeerAddress) -> Void,
+        box: String, port: Int, found: @escaping @Sendable (PeerAddress) -> Void,
+        lost: @escaping @Sendable (PeerAddress) -> Void,
         settled: @escaping @Sendable () -> Void
     ) {
         guard let publish = Self.tool("avahi-publish"), let browse = Self.tool("avahi-browse") else {
@@ -74,7 +76,9 @@ final class PeerDiscovery: Sendable {
         first.terminationHandler = { [weak self] _ in
             let data = firstPipe.fileHandleForReading.readDataToEndOfFile()
             if let self {
-                for line in String(decoding: data, as: UTF8.self).split(separator: "\n") { self.handle(String(line), found: found, lost: lost) }
+                for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+                    self.handle(String(line), found: found, lost: lost)
+                }
             }
             self?.progress(lookedOnce: true, settled: settled)
         }
@@ -100,7 +104,9 @@ final class PeerDiscovery: Sendable {
                 return String(decoding: s.publisherOutput, as: UTF8.self).contains("Established under name")
             }
             guard heard else { return }
-            DispatchQueue.global().asyncAfter(deadline: .now() + Self.publishedGrace) { [self] in self.progress(published: true, settled: settled) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + Self.publishedGrace) { [self] in
+                self.progress(published: true, settled: settled)
+            }
         }
         let browser = Process()
         browser.executableURL = browse

@@ -137,7 +137,9 @@ final class PeerNetwork: Sendable {
     /// Adds a peer found by discovery (DNS-SD); a second call for one address is nothing.
     func add(discovered address: PeerAddress) {
         state.withLock { s in
-            if s.peers[address] == nil, s.peers.count < VenueConfiguration.maxPeers { s.peers[address] = Peer(address: address, discovered: true) }
+            if s.peers[address] == nil, s.peers.count < VenueConfiguration.maxPeers {
+                s.peers[address] = Peer(address: address, discovered: true)
+            }
         }
     }
 
@@ -186,7 +188,9 @@ final class PeerNetwork: Sendable {
             let object = try? JSONSerialization.jsonObject(with: Data(answer.body.readableBytesView)) as? [String: Any],
             let name = object["box"] as? String, !name.isEmpty, name.utf8.count <= 253
         {
-            if let key = configuration.venueKey, !VenueProof.check(key, ["marquee-hello", nonce, name], object["proof"] as? String ?? "") {
+            if let key = configuration.venueKey,
+                !VenueProof.check(key, ["marquee-hello", nonce, name], object["proof"] as? String ?? "")
+            {
                 unkeyed = true
             } else {
                 box = name
@@ -212,7 +216,8 @@ final class PeerNetwork: Sendable {
     private func connected(now: Double) -> [(PeerAddress, String)] {
         state.withLock { s in
             s.peers.values.compactMap { p in
-                guard let box = p.box, box != configuration.boxId, let last = p.lastAnswer, now - last <= Self.connectedFor,
+                guard let box = p.box, box != configuration.boxId, let last = p.lastAnswer,
+                    now - last <= Self.connectedFor,
                     (p.bannedUntil ?? 0) <= now, accepts(remote: p.address.host)
                 else { return nil }
                 return (p.address, box)
@@ -230,7 +235,9 @@ final class PeerNetwork: Sendable {
         var best = (score: Self.score(box: configuration.boxId, key: key), address: PeerAddress?.none)
         for (address, box) in members {
             let s = Self.score(box: box, key: key)
-            if s > best.score || (s == best.score && address.description < (best.address?.description ?? "")) { best = (s, address) }
+            if s > best.score || (s == best.score && address.description < (best.address?.description ?? "")) {
+                best = (s, address)
+            }
         }
         return best.address
     }
@@ -255,14 +262,22 @@ final class PeerNetwork: Sendable {
 
         /// From an answer's headers: an RFC 9530 SHA-256 digest, `Content-Length`, `ETag`.
         init(headers: [(String, String)]) {
-            func field(_ name: String) -> String? { headers.first { $0.0.caseInsensitiveCompare(name) == .orderedSame }?.1 }
-            sha256 = ["Repr-Digest", "Content-Digest"].lazy.compactMap { field($0).flatMap(PeerNetwork.sha256(fromDigest:)) }.first
+            func field(_ name: String) -> String? {
+                headers.first { $0.0.caseInsensitiveCompare(name) == .orderedSame }?.1
+            }
+            sha256 =
+                ["Repr-Digest", "Content-Digest"].lazy.compactMap { field($0).flatMap(PeerNetwork.sha256(fromDigest:)) }
+                .first
             length = field("Content-Length").flatMap(Int.init)
             etag = field("ETag")
         }
     }
 
-    enum Outcome { case verified, unverifiable(String), failed(String) }
+    enum Outcome {
+        case verified
+        case unverifiable(String)
+        case failed(String)
+    }
 
     /// Asks `peer` for `url`; on bytes verified against the CDN's word, hands them to
     /// `transfer` (finished): ``PeerOutcome``. A peer that is gone (refused, reset) is not
@@ -275,7 +290,9 @@ final class PeerNetwork: Sendable {
     /// max(deadline, ``relayWait``): its pace is the uplink's, which going to the CDN as well
     /// would only share. A relay cut short (the owner killed mid-transfer) is finished from the
     /// CDN with a range request for the rest, when the CDN's SHA-256 can check the whole.
-    func fetch(_ url: URL, from peer: PeerAddress, deadline: Double, into transfer: Transfer, proxy: VenueProxy) async -> PeerOutcome {
+    func fetch(_ url: URL, from peer: PeerAddress, deadline: Double, into transfer: Transfer, proxy: VenueProxy) async
+        -> PeerOutcome
+    {
         guard let path = ProxyPath.path(for: url) else { return .declined }
         let peerPath = Self.prefix + path.dropFirst(ProxyPath.prefix.count)
         let peerURL = "http://\(peer)\(peerPath)"
@@ -285,35 +302,46 @@ final class PeerNetwork: Sendable {
         let started = Monotonic.now()
         let cap = max(deadline, Self.relayWait)
         async let said = describe(url, deadline: cap)
-        let outcome: Result<(headers: [(String, String)], body: ByteBuffer), PeerFailure> = await Self.within(cap) {
-            var request = HTTPClientRequest(url: peerURL)
-            request.method = .GET
-            if let auth { request.headers.add(name: VenueProof.authHeader, value: auth) }
-            let response: HTTPClientResponse
-            do {
-                response = try await client.execute(request, timeout: .milliseconds(Int64(min(deadline, 1) * 1000)))
-            } catch {
-                return .failure(PeerFailure("no answer: \(error)", gone: true))
-            }
-            guard response.status == .ok else { return .failure(PeerFailure("HTTP \(response.status.code)")) }
-            let relaying = response.headers.first(name: "Marquee-Source") != "peer-store"
-            let length = response.headers.first(name: "Content-Length").flatMap(Int.init)
-            var body = ByteBuffer()
-            do {
-                for try await var chunk in response.body {
-                    guard body.readableBytes + chunk.readableBytes <= limit else { return .failure(PeerFailure("over \(limit) bytes")) }
-                    body.writeBuffer(&chunk)
-                    let elapsed = Monotonic.now() - started
-                    if !relaying, let length, elapsed > 0.2, elapsed * Double(length) / Double(body.readableBytes) > deadline {
-                        return .failure(PeerFailure(String(format: "too slow: %d of %d bytes in %.2f s", body.readableBytes, length, elapsed)))
-                    }
+        let outcome: Result<(headers: [(String, String)], body: ByteBuffer), PeerFailure> =
+            await Self.within(cap) {
+                var request = HTTPClientRequest(url: peerURL)
+                request.method = .GET
+                if let auth { request.headers.add(name: VenueProof.authHeader, value: auth) }
+                let response: HTTPClientResponse
+                do {
+                    response = try await client.execute(request, timeout: .milliseconds(Int64(min(deadline, 1) * 1000)))
+                } catch {
+                    return .failure(PeerFailure("no answer: \(error)", gone: true))
                 }
-            } catch {
-                let partial = relaying && body.readableBytes > 0 ? body : nil
-                return .failure(PeerFailure("cut short after \(body.readableBytes) bytes: \(error)", gone: true, partial: partial))
-            }
-            return .success((response.headers.map { ($0.name, $0.value) }, body))
-        } ?? .failure(PeerFailure(String(format: "not complete within %.2f s", cap)))
+                guard response.status == .ok else { return .failure(PeerFailure("HTTP \(response.status.code)")) }
+                let relaying = response.headers.first(name: "Marquee-Source") != "peer-store"
+                let length = response.headers.first(name: "Content-Length").flatMap(Int.init)
+                var body = ByteBuffer()
+                do {
+                    for try await var chunk in response.body {
+                        guard body.readableBytes + chunk.readableBytes <= limit else {
+                            return .failure(PeerFailure("over \(limit) bytes"))
+                        }
+                        body.writeBuffer(&chunk)
+                        let elapsed = Monotonic.now() - started
+                        if !relaying, let length, elapsed > 0.2,
+                            elapsed * Double(length) / Double(body.readableBytes) > deadline
+                        {
+                            return .failure(
+                                PeerFailure(
+                                    String(
+                                        format: "too slow: %d of %d bytes in %.2f s", body.readableBytes, length,
+                                        elapsed)))
+                        }
+                    }
+                } catch {
+                    let partial = relaying && body.readableBytes > 0 ? body : nil
+                    return .failure(
+                        PeerFailure(
+                            "cut short after \(body.readableBytes) bytes: \(error)", gone: true, partial: partial))
+                }
+                return .success((response.headers.map { ($0.name, $0.value) }, body))
+            } ?? .failure(PeerFailure(String(format: "not complete within %.2f s", cap)))
         var got: (headers: [(String, String)], body: ByteBuffer)
         var fromCDN = 0
         switch outcome {
@@ -326,13 +354,15 @@ final class PeerNetwork: Sendable {
             // A relay cut short (the owner died or lost its link): the rest from the CDN at once,
             // when the CDN's digest can vouch for the whole.
             guard let partial = failure.partial, await said?.sha256 != nil,
-                let rest = await resume(url, after: partial, limit: limit, seconds: max(0.5, cap - (Monotonic.now() - started)))
+                let rest = await resume(
+                    url, after: partial, limit: limit, seconds: max(0.5, cap - (Monotonic.now() - started)))
             else { return .gone }
             got = (rest.headers, rest.body)
             fromCDN = rest.fromCDN
             proxy.stats.withLock { $0.peerFallbacks += 1 }
         }
-        var judged = Self.verify(got.body, headers: got.headers, against: await said ?? Description(headers: []), path: url.path)
+        var judged = Self.verify(
+            got.body, headers: got.headers, against: await said ?? Description(headers: []), path: url.path)
         if case .unverifiable = judged, let key = configuration.venueKey {
             judged = await vouch(url, from: peer, body: got.body, key: key)
         }
@@ -346,10 +376,16 @@ final class PeerNetwork: Sendable {
                 $0.verificationFailures += 1
                 $0.peerBans += 1
             }
-            ban(peer, why: "\(url.lastPathComponent): \(why) (known \(String(format: "%.3f", Monotonic.now() - started)) s after asking)")
+            ban(
+                peer,
+                why:
+                    "\(url.lastPathComponent): \(why) (known \(String(format: "%.3f", Monotonic.now() - started)) s after asking)"
+            )
             return .gone  // every box that asked it now asks the same next owner: the CDN once
         }
-        var headers = VenueProxy.kept(got.headers, personal: false).filter { !["marquee-source", "content-length", "content-range"].contains($0.0.lowercased()) }
+        var headers = VenueProxy.kept(got.headers, personal: false).filter {
+            !["marquee-source", "content-length", "content-range"].contains($0.0.lowercased())
+        }
         headers.append(("Content-Length", "\(got.body.readableBytes)"))
         transfer.receive(head: TransferHead(status: 200, reason: "OK", headers: headers, url: url))
         proxy.stats.withLock {
@@ -358,7 +394,9 @@ final class PeerNetwork: Sendable {
         }
         transfer.receive(chunk: got.body)
         transfer.finish(.success(()))
-        logger.debug("venue: \(url.lastPathComponent) from \(peer), \(got.body.readableBytes) bytes in \(String(format: "%.3f", Monotonic.now() - started)) s")
+        logger.debug(
+            "venue: \(url.lastPathComponent) from \(peer), \(got.body.readableBytes) bytes in \(String(format: "%.3f", Monotonic.now() - started)) s"
+        )
         return .delivered
     }
 
@@ -391,16 +429,21 @@ final class PeerNetwork: Sendable {
     {
         let have = partial.readableBytes
         let fetcher = HTTPFetcher(client: cdn, headers: [("Range", "bytes=\(have)-")])
-        guard let answer = try? await fetcher.get(url, timeout: .milliseconds(Int(seconds * 1000)), maxBytes: limit) else {
+        guard let answer = try? await fetcher.get(url, timeout: .milliseconds(Int(seconds * 1000)), maxBytes: limit)
+        else {
             logger.info("venue: \(url.lastPathComponent): the CDN did not send the rest in time")
             return nil
         }
         if answer.status == 200 { return (answer.headers, answer.body, answer.body.readableBytes) }
-        guard answer.status == 206, let range = answer.header("Content-Range"), range.hasPrefix("bytes \(have)-") else { return nil }
+        guard answer.status == 206, let range = answer.header("Content-Range"), range.hasPrefix("bytes \(have)-") else {
+            return nil
+        }
         var body = partial
         var rest = answer.body
         body.writeBuffer(&rest)
-        logger.info("venue: \(url.lastPathComponent): \(have) bytes from the peer, the other \(answer.body.readableBytes) from the CDN")
+        logger.info(
+            "venue: \(url.lastPathComponent): \(have) bytes from the peer, the other \(answer.body.readableBytes) from the CDN"
+        )
         return (answer.headers, body, answer.body.readableBytes)
     }
 
@@ -411,7 +454,11 @@ final class PeerNetwork: Sendable {
         let vouchPath = Self.vouchPrefix + path.dropFirst(ProxyPath.prefix.count)
         let nonce = VenueProof.nonce()
         let fetcher = HTTPFetcher(
-            client: client, headers: [(VenueProof.authHeader, VenueProof.mac(key, ["marquee-ask", vouchPath])), (VenueProof.nonceHeader, nonce)])
+            client: client,
+            headers: [
+                (VenueProof.authHeader, VenueProof.mac(key, ["marquee-ask", vouchPath])),
+                (VenueProof.nonceHeader, nonce),
+            ])
         guard let target = URL(string: "http://\(peer)\(vouchPath)"),
             let answer = try? await fetcher.get(target, timeout: .seconds(2), maxBytes: 4096),
             let object = try? JSONSerialization.jsonObject(with: Data(answer.body.readableBytesView)) as? [String: Any],
@@ -429,7 +476,8 @@ final class PeerNetwork: Sendable {
 
     /// The CDN's word on `url` (a HEAD), nil without an answer in time.
     private func describe(_ url: URL, deadline: Double) async -> Description? {
-        let answer = try? await HTTPFetcher(client: cdn).get(url, method: .HEAD, timeout: .milliseconds(Int(deadline * 1000)), maxBytes: 0)
+        let answer = try? await HTTPFetcher(client: cdn).get(
+            url, method: .HEAD, timeout: .milliseconds(Int(deadline * 1000)), maxBytes: 0)
         return answer.map { Description(headers: $0.headers) }
     }
 
@@ -447,9 +495,13 @@ final class PeerNetwork: Sendable {
     /// A body judged against the CDN's word: a media segment must be whole; its SHA-256 must be
     /// the CDN's digest. Without a digest it is unverifiable (a length, an ETag are not enough:
     /// both are easy to match with other bytes).
-    static func verify(_ body: ByteBuffer, headers: [(String, String)], against cdn: Description, path: String) -> Outcome {
+    static func verify(_ body: ByteBuffer, headers: [(String, String)], against cdn: Description, path: String)
+        -> Outcome
+    {
         let bytes = body.readableBytesView
-        if let length = cdn.length, length != bytes.count { return .failed("\(bytes.count) bytes, the CDN says \(length)") }
+        if let length = cdn.length, length != bytes.count {
+            return .failed("\(bytes.count) bytes, the CDN says \(length)")
+        }
         let p = path.lowercased()
         let transportStream = p.hasSuffix(".ts")
         if transportStream || [".m4s", ".mp4", ".m4v", ".m4a", ".cmfv", ".cmfa", ".cmft"].contains(where: p.hasSuffix),
@@ -495,7 +547,8 @@ enum VenueProof {
     static let nonceHeader = "Marquee-Nonce"
 
     static func mac(_ key: [UInt8], _ parts: [String]) -> String {
-        let code = HMAC<SHA256>.authenticationCode(for: Array(parts.joined(separator: "\n").utf8), using: SymmetricKey(data: key))
+        let code = HMAC<SHA256>.authenticationCode(
+            for: Array(parts.joined(separator: "\n").utf8), using: SymmetricKey(data: key))
         return code.map { String(format: "%02x", $0) }.joined()
     }
 
@@ -508,6 +561,7 @@ enum VenueProof {
 
     /// Whether `text` is a nonce as sent: 16 to 64 hex digits.
     static func isNonce(_ text: String) -> Bool {
-        (16...64).contains(text.utf8.count) && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+        (16...64).contains(text.utf8.count)
+            && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
     }
 }

@@ -62,11 +62,11 @@ final class SegmentStore: Sendable {
         }
     }
 
-
     var bytes: Int { state.withLock { $0.bytes } }
 
     /// What an entry costs the store: its body, its headers, its key and 256 bytes for the entry.
     static func cost(key: String, _ object: StoredObject) -> Int {
-        object.body.readableBytes + key.utf8.count + object.headers.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + 4 } + 256
+        object.body.readableBytes + key.utf8.count
+            + object.headers.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + 4 } + 256
     }
 }

@@ -71,7 +71,8 @@ final class Transfer: Sendable {
     }
 
     func receive(chunk: ByteBuffer) {
-        let (readers, released) = state.withLock { s -> ([AsyncThrowingStream<TransferPart, any Error>.Continuation], Int) in
+        let (readers, released) = state.withLock {
+            s -> ([AsyncThrowingStream<TransferPart, any Error>.Continuation], Int) in
             s.bytes += chunk.readableBytes
             var released = 0
             if !s.overflowed, s.bytes <= retainLimit, budget?.reserve(chunk.readableBytes) ?? true {

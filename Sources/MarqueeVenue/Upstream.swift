@@ -10,7 +10,8 @@ enum ProxyPath {
     /// The proxy path of `url` (nil: not http(s), or no host).
     static func path(for url: URL) -> String? {
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            let components = URLComponents(url: url, resolvingAgainstBaseURL: true), let host = components.percentEncodedHost, !host.isEmpty,
+            let components = URLComponents(url: url, resolvingAgainstBaseURL: true),
+            let host = components.percentEncodedHost, !host.isEmpty,
             components.percentEncodedUser == nil, components.percentEncodedPassword == nil
         else { return nil }
         let bracketed = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
@@ -102,7 +103,9 @@ struct UpstreamTarget: Hashable, Sendable {
         var portValue: Int?
         if let colon = authority.lastIndex(of: ":"), !authority.hasSuffix("]") {
             let digits = authority[authority.index(after: colon)...]
-            guard !digits.isEmpty, digits.count <= 5, digits.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let p = Int(digits), (1...65535).contains(p) else {
+            guard !digits.isEmpty, digits.count <= 5, digits.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
+                let p = Int(digits), (1...65535).contains(p)
+            else {
                 throw .malformed("the port in \"\(authority.prefix(80))\" is not a number from 1 to 65535")
             }
             hostText = authority[..<colon]
@@ -140,8 +143,10 @@ struct UpstreamTarget: Hashable, Sendable {
     /// The target of an absolute upstream URL (nil: not http(s) or not a valid target).
     init?(url: URL) {
         guard let path = ProxyPath.path(for: url) else { return nil }
-        let split = path.dropFirst(ProxyPath.prefix.count).split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
-        guard let target = try? UpstreamTarget(proxyPath: split[0], query: split.count > 1 ? String(split[1]) : nil) else { return nil }
+        let split = path.dropFirst(ProxyPath.prefix.count).split(
+            separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let target = try? UpstreamTarget(proxyPath: split[0], query: split.count > 1 ? String(split[1]) : nil)
+        else { return nil }
         self = target
     }
 
@@ -156,11 +161,16 @@ struct UpstreamTarget: Hashable, Sendable {
         while i < bytes.count {
             let c = bytes[i]
             if c == 0x25 {
-                guard i + 2 < bytes.count, bytes[i + 1].isHexDigit, bytes[i + 2].isHexDigit else { throw .malformed("a bad escape in the \(what)") }
+                guard i + 2 < bytes.count, bytes[i + 1].isHexDigit, bytes[i + 2].isHexDigit else {
+                    throw .malformed("a bad escape in the \(what)")
+                }
                 i += 3
                 continue
             }
-            guard (0x30...0x39).contains(c) || (0x41...0x5a).contains(c) || (0x61...0x7a).contains(c) || allowed.contains(c) else {
+            guard
+                (0x30...0x39).contains(c) || (0x41...0x5a).contains(c) || (0x61...0x7a).contains(c)
+                    || allowed.contains(c)
+            else {
                 throw .malformed("the \(what) holds a character that is not allowed in a URL (byte \(c))")
             }
             i += 1
@@ -169,7 +179,9 @@ struct UpstreamTarget: Hashable, Sendable {
 }
 
 extension UInt8 {
-    fileprivate var isHexDigit: Bool { (0x30...0x39).contains(self) || (0x41...0x46).contains(self) || (0x61...0x66).contains(self) }
+    fileprivate var isHexDigit: Bool {
+        (0x30...0x39).contains(self) || (0x41...0x46).contains(self) || (0x61...0x66).contains(self)
+    }
 }
 
 /// One entry of the proxy's allowlist: `host`, `host:port`, `[v6]:port`, `*.domain[:port]`.
@@ -204,13 +216,17 @@ struct UpstreamEntry: Hashable, Sendable {
         }
         var hostText = t
         if let colon = t.lastIndex(of: ":"), !t.hasSuffix("]"), t.hasPrefix("[") || t.firstIndex(of: ":") == colon {
-            guard let p = Int(t[t.index(after: colon)...]), (1...65535).contains(p) else { throw .malformed("\"\(text)\" has a bad port") }
+            guard let p = Int(t[t.index(after: colon)...]), (1...65535).contains(p) else {
+                throw .malformed("\"\(text)\" has a bad port")
+            }
             port = p
             hostText = t[..<colon]
         }
         let host = try UpstreamHost(parsing: hostText)
         if wildcard {
-            guard case .name(let n) = host, n.contains(".") else { throw .malformed("\"\(text)\": a \"*.\" prefix takes a domain with a dot") }
+            guard case .name(let n) = host, n.contains(".") else {
+                throw .malformed("\"\(text)\": a \"*.\" prefix takes a domain with a dot")
+            }
             match = .subdomains(of: n)
         } else {
             match = .exact(host)

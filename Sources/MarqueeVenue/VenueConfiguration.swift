@@ -55,8 +55,10 @@ public struct VenueConfiguration: Sendable {
     var serverLimits = RunningServer.Limits(connections: 512, connectionsPerAddress: 64, idleSeconds: 15)
 
     public init(
-        host: String = "127.0.0.1", port: Int = 0, upstreams: [String], storeBytes: Int = 256 << 20, sharing: SharingPolicy = .never,
-        peers: [String] = [], boxId: String = ProcessInfo.processInfo.hostName, banSeconds: Double = 300, defaultPeerDeadline: Double = 1.5
+        host: String = "127.0.0.1", port: Int = 0, upstreams: [String], storeBytes: Int = 256 << 20,
+        sharing: SharingPolicy = .never,
+        peers: [String] = [], boxId: String = ProcessInfo.processInfo.hostName, banSeconds: Double = 300,
+        defaultPeerDeadline: Double = 1.5
     ) {
         self.host = host
         self.port = port
@@ -73,20 +75,32 @@ public struct VenueConfiguration: Sendable {
     /// The configuration with its upstream patterns normalised, or the first thing wrong with it.
     public func validated() throws(VenueError) -> VenueConfiguration {
         var copy = self
-        guard !upstreams.isEmpty else { throw VenueError(.invalidConfiguration, "no upstream host: a proxy that serves none is useless, one that serves any is open") }
+        guard !upstreams.isEmpty else {
+            throw VenueError(
+                .invalidConfiguration,
+                "no upstream host: a proxy that serves none is useless, one that serves any is open")
+        }
         copy.upstreams = try upstreams.map { (pattern) throws(VenueError) -> String in
             do throws(ProxyRefusal) { _ = try UpstreamEntry(parsing: pattern) } catch {
                 throw VenueError(.invalidConfiguration, "upstream: \(error.reason)")
             }
             return pattern.trimmingCharacters(in: .whitespaces).lowercased()
         }
-        guard (0...65535).contains(port) else { throw VenueError(.invalidConfiguration, "port \(port) is out of range") }
-        guard storeBytes >= 1 << 20 else { throw VenueError(.invalidConfiguration, "a store of \(storeBytes) bytes holds no segment (at least 1 MiB)") }
+        guard (0...65535).contains(port) else {
+            throw VenueError(.invalidConfiguration, "port \(port) is out of range")
+        }
+        guard storeBytes >= 1 << 20 else {
+            throw VenueError(.invalidConfiguration, "a store of \(storeBytes) bytes holds no segment (at least 1 MiB)")
+        }
         guard banSeconds >= 0, banSeconds.isFinite, defaultPeerDeadline > 0, defaultPeerDeadline.isFinite else {
             throw VenueError(.invalidConfiguration, "ban and deadline seconds must be finite and positive")
         }
-        if let venueKey, venueKey.count < 16 { throw VenueError(.invalidConfiguration, "a venue key of \(venueKey.count) bytes is too short (at least 16)") }
-        guard peers.count <= Self.maxPeers else { throw VenueError(.invalidConfiguration, "\(peers.count) peers: at most \(Self.maxPeers)") }
+        if let venueKey, venueKey.count < 16 {
+            throw VenueError(.invalidConfiguration, "a venue key of \(venueKey.count) bytes is too short (at least 16)")
+        }
+        guard peers.count <= Self.maxPeers else {
+            throw VenueError(.invalidConfiguration, "\(peers.count) peers: at most \(Self.maxPeers)")
+        }
         for peer in peers where PeerAddress(peer) == nil {
             throw VenueError(.invalidConfiguration, "peer \"\(peer)\" is not host:port")
         }
@@ -116,7 +130,8 @@ public struct PeerAddress: Hashable, Sendable, CustomStringConvertible {
 
     public init?(_ text: String) {
         let t = text.trimmingCharacters(in: .whitespaces)
-        guard let colon = t.lastIndex(of: ":"), let port = Int(t[t.index(after: colon)...]), (1...65535).contains(port) else { return nil }
+        guard let colon = t.lastIndex(of: ":"), let port = Int(t[t.index(after: colon)...]), (1...65535).contains(port)
+        else { return nil }
         var host = String(t[..<colon])
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         guard !host.isEmpty, !host.contains("/") else { return nil }

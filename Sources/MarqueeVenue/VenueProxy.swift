@@ -72,7 +72,9 @@ public final class VenueProxy: Sendable {
     }
 
     /// Checks `configuration` (a ``VenueError`` names what is wrong).
-    public init(configuration: VenueConfiguration, logger: Logger, client: HTTPClient = VenueProxy.upstreamClient) throws(VenueError) {
+    public init(configuration: VenueConfiguration, logger: Logger, client: HTTPClient = VenueProxy.upstreamClient)
+        throws(VenueError)
+    {
         let configuration = try configuration.validated()
         self.configuration = configuration
         entries = configuration.upstreams.compactMap { try? UpstreamEntry(parsing: $0) }
@@ -103,14 +105,19 @@ public final class VenueProxy: Sendable {
             let peers = self.peers
             peers.discovering(true)
             discovery.start(
-                box: configuration.boxId, port: port, found: { peers.add(discovered: $0) }, lost: { peers.remove(discovered: $0) },
+                box: configuration.boxId, port: port, found: { peers.add(discovered: $0) },
+                lost: { peers.remove(discovered: $0) },
                 settled: { peers.discovering(false) })
         }
         peers.start()
         if configuration.sharing != .never, configuration.venueKey == nil {
-            logger.warning("venue: no venue key: peers are not authenticated, and their bytes are used only under the CDN's SHA-256 digest")
+            logger.warning(
+                "venue: no venue key: peers are not authenticated, and their bytes are used only under the CDN's SHA-256 digest"
+            )
         }
-        logger.info("venue: proxy on http://\(configuration.host):\(port), upstreams \(configuration.upstreams), sharing \(configuration.sharing.rawValue)")
+        logger.info(
+            "venue: proxy on http://\(configuration.host):\(port), upstreams \(configuration.upstreams), sharing \(configuration.sharing.rawValue)"
+        )
         return port
     }
 
@@ -136,10 +143,13 @@ public final class VenueProxy: Sendable {
             throw VenueError(.invalidURL, "\(Redact.url(upstream)) is not a valid http(s) URL")
         }
         guard entry(for: target) != nil else {
-            throw VenueError(.notAllowed, "\(target.scheme)://\(target.authority) is not among the proxy's upstreams \(configuration.upstreams)")
+            throw VenueError(
+                .notAllowed,
+                "\(target.scheme)://\(target.authority) is not among the proxy's upstreams \(configuration.upstreams)")
         }
         let host = configuration.host == "0.0.0.0" || configuration.host == "::" ? "127.0.0.1" : configuration.host
-        guard let url = URL(string: "http://\(host.contains(":") ? "[\(host)]" : host):\(port)\(target.proxyPath)") else {
+        guard let url = URL(string: "http://\(host.contains(":") ? "[\(host)]" : host):\(port)\(target.proxyPath)")
+        else {
             throw VenueError(.invalidURL, "no proxy URL for \(Redact.url(upstream))")
         }
         return url
@@ -175,7 +185,8 @@ public final class VenueProxy: Sendable {
             components.percentEncodedPath.hasPrefix(ProxyPath.prefix)
         else { return nil }
         return try? UpstreamTarget(
-            proxyPath: components.percentEncodedPath.dropFirst(ProxyPath.prefix.count), query: components.percentEncodedQuery
+            proxyPath: components.percentEncodedPath.dropFirst(ProxyPath.prefix.count),
+            query: components.percentEncodedQuery
         ).url
     }
 
@@ -200,9 +211,12 @@ public final class VenueProxy: Sendable {
             guard !full else { throw ProxyRefusal(status: 503, reason: "too many names resolved at once") }
             addresses = fresh
         }
-        guard let addresses, !addresses.isEmpty else { throw ProxyRefusal(status: 502, reason: "\(name) does not resolve") }
+        guard let addresses, !addresses.isEmpty else {
+            throw ProxyRefusal(status: 502, reason: "\(name) does not resolve")
+        }
         if let local = addresses.first(where: { !$0.isPublic }) {
-            throw .forbidden("\(name) resolves to \(local), not a public address (list a venue's own origin by its address)")
+            throw .forbidden(
+                "\(name) resolves to \(local), not a public address (list a venue's own origin by its address)")
         }
         return target
     }
@@ -230,18 +244,27 @@ public final class VenueProxy: Sendable {
             return Self.plain(.ok, String(decoding: data, as: UTF8.self), type: "application/json")
         }
         if path == "/venue/hello", request.method == .get {
-            guard peers.accepts(remote: remote) else { return refuse(.forbidden("peer \(remote) is outside the sharing policy")) }
-            let nonce = request.uri.query?.split(separator: "&").first { $0.hasPrefix("nonce=") }.map { String($0.dropFirst(6)) }
+            guard peers.accepts(remote: remote) else {
+                return refuse(.forbidden("peer \(remote) is outside the sharing policy"))
+            }
+            let nonce = request.uri.query?.split(separator: "&").first { $0.hasPrefix("nonce=") }.map {
+                String($0.dropFirst(6))
+            }
             return Self.plain(.ok, peers.hello(nonce: nonce), type: "application/json")
         }
         guard request.method == .get || request.method == .head else {
             return Self.plain(.methodNotAllowed, "only GET and HEAD")
         }
         if path.hasPrefix(PeerNetwork.prefix) || path.hasPrefix(PeerNetwork.vouchPrefix) {
-            guard peers.accepts(remote: remote) else { return refuse(.forbidden("peer \(remote) is outside the sharing policy")) }
+            guard peers.accepts(remote: remote) else {
+                return refuse(.forbidden("peer \(remote) is outside the sharing policy"))
+            }
             if let key = configuration.venueKey {
                 let asked = path + (request.uri.query.map { "?" + $0 } ?? "")
-                guard VenueProof.check(key, ["marquee-ask", asked], request.headers[HTTPField.Name(VenueProof.authHeader)!] ?? "") else {
+                guard
+                    VenueProof.check(
+                        key, ["marquee-ask", asked], request.headers[HTTPField.Name(VenueProof.authHeader)!] ?? "")
+                else {
                     stats.withLock { $0.peersUnkeyed += 1 }
                     return refuse(.forbidden("a peer request from \(remote) without the venue key's proof"))
                 }
@@ -249,7 +272,8 @@ public final class VenueProxy: Sendable {
             do {
                 let target = try await target(path.dropFirst(PeerNetwork.prefix.count), query: request.uri.query)
                 if path.hasPrefix(PeerNetwork.vouchPrefix) {
-                    return await vouch(for: target.url, nonce: request.headers[HTTPField.Name(VenueProof.nonceHeader)!] ?? "")
+                    return await vouch(
+                        for: target.url, nonce: request.headers[HTTPField.Name(VenueProof.nonceHeader)!] ?? "")
                 }
                 return await serveToPeer(target.url)
             } catch { return refuse(error) }
@@ -270,7 +294,9 @@ public final class VenueProxy: Sendable {
         return Self.plain(HTTPResponse.Status(code: refusal.status), refusal.reason)
     }
 
-    static func plain(_ status: HTTPResponse.Status, _ text: String, type: String = "text/plain; charset=utf-8") -> Response {
+    static func plain(_ status: HTTPResponse.Status, _ text: String, type: String = "text/plain; charset=utf-8")
+        -> Response
+    {
         var headers = HTTPFields()
         headers[.contentType] = type
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
@@ -281,7 +307,8 @@ public final class VenueProxy: Sendable {
     /// connect and idle timeouts.
     public static let upstreamClient: HTTPClient = {
         var configuration = HTTPClient.Configuration.singletonConfiguration
-        configuration.timeout = .init(connect: .seconds(Int64(HTTPFetcher.connectTimeout)), read: .seconds(Int64(HTTPFetcher.idleTimeout)))
+        configuration.timeout = .init(
+            connect: .seconds(Int64(HTTPFetcher.connectTimeout)), read: .seconds(Int64(HTTPFetcher.idleTimeout)))
         configuration.redirectConfiguration = .disallow
         configuration.connectionPool.retryConnectionEstablishment = false
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
@@ -300,9 +327,13 @@ public final class VenueProxy: Sendable {
         let shared = headers[.range] == nil && headers[.authorization] == nil && headers[.cookie] == nil
         if request.method == .head || !shared {
             var forwarded: [(String, String)] = []
-            for name in Self.forwardedRequestHeaders { if let v = headers[name] { forwarded.append((name.rawName, v)) } }
+            for name in Self.forwardedRequestHeaders {
+                if let v = headers[name] { forwarded.append((name.rawName, v)) }
+            }
             let transfer = fetchUpstream(url, method: request.method == .head ? .HEAD : .GET, headers: forwarded)
-            return await answer(transfer, url: url, head: request.method == .head, origin: "pass", to: .player, personal: !shared, headers: forwarded)
+            return await answer(
+                transfer, url: url, head: request.method == .head, origin: "pass", to: .player, personal: !shared,
+                headers: forwarded)
         }
         if !manifest, let object = await stored(key) { return servedFromStore(object) }
         // Right after the start, a manifest waits until the venue is found as well (segments wait
@@ -347,9 +378,13 @@ public final class VenueProxy: Sendable {
             sources.append(String(item.dropFirst(5)).removingPercentEncoding ?? "")
         }
         for value in sources {
-            for item in value.split(separator: ",") where item.hasPrefix("bl=") { buffer = Double(item.dropFirst(3)).map { $0 / 1000 } }
+            for item in value.split(separator: ",") where item.hasPrefix("bl=") {
+                buffer = Double(item.dropFirst(3)).map { $0 / 1000 }
+            }
         }
-        guard let seconds = buffer ?? playerBuffer.withLock({ $0 }), seconds.isFinite else { return configuration.defaultPeerDeadline }
+        guard let seconds = buffer ?? playerBuffer.withLock({ $0 }), seconds.isFinite else {
+            return configuration.defaultPeerDeadline
+        }
         return min(8, max(0.25, seconds / 2))
     }
 
@@ -398,7 +433,8 @@ public final class VenueProxy: Sendable {
             await runUpstream(url, method: .GET, headers: [], into: transfer)
             if !manifest {
                 logger.debug(
-                    "venue: \(url.lastPathComponent) from the CDN in \(String(format: "%.3f", Monotonic.now() - fromCDN)) s, \(String(format: "%.3f", fromCDN - began)) s after the request (\(asked) peers asked, deadline \(String(format: "%.2f", peerDeadline)) s)")
+                    "venue: \(url.lastPathComponent) from the CDN in \(String(format: "%.3f", Monotonic.now() - fromCDN)) s, \(String(format: "%.3f", fromCDN - began)) s after the request (\(asked) peers asked, deadline \(String(format: "%.2f", peerDeadline)) s)"
+                )
             }
             finishTransfer(transfer, url: url, key: key, manifest: manifest)
         }
@@ -430,7 +466,9 @@ public final class VenueProxy: Sendable {
             return
         }
         var expires: Double?
-        if let maxAge = Self.maxAge(control) { expires = Monotonic.now() + maxAge - Double(head.header("Age").flatMap(Int.init) ?? 0) }
+        if let maxAge = Self.maxAge(control) {
+            expires = Monotonic.now() + maxAge - Double(head.header("Age").flatMap(Int.init) ?? 0)
+        }
         store.put(key, StoredObject(headers: Self.kept(head.headers, personal: false), body: body, expires: expires))
     }
 
@@ -460,7 +498,8 @@ public final class VenueProxy: Sendable {
             let response = try await client.execute(request, timeout: .seconds(8))
             transfer.receive(
                 head: TransferHead(
-                    status: Int(response.status.code), reason: response.status.reasonPhrase, headers: response.headers.map { ($0.name, $0.value) },
+                    status: Int(response.status.code), reason: response.status.reasonPhrase,
+                    headers: response.headers.map { ($0.name, $0.value) },
                     url: response.url ?? url))
             for try await chunk in response.body {
                 stats.withLock { $0.bytesFromCDN += Int64(chunk.readableBytes) }
@@ -479,16 +518,21 @@ public final class VenueProxy: Sendable {
     /// never carries one user's cookies or credentials to another.
     static func kept(_ headers: [(String, String)], personal: Bool) -> [(String, String)] {
         let dropped: Set<String> = [
-            "connection", "keep-alive", "transfer-encoding", "content-length", "te", "trailer", "upgrade", "proxy-authenticate",
+            "connection", "keep-alive", "transfer-encoding", "content-length", "te", "trailer", "upgrade",
+            "proxy-authenticate",
             "proxy-connection", "content-encoding", "server",
         ]
         let perUser: Set<String> = ["set-cookie", "set-cookie2", "www-authenticate", "authentication-info"]
-        return headers.filter { !dropped.contains($0.0.lowercased()) && (personal || !perUser.contains($0.0.lowercased())) }
+        return headers.filter {
+            !dropped.contains($0.0.lowercased()) && (personal || !perUser.contains($0.0.lowercased()))
+        }
     }
 
     private static func stored(_ object: StoredObject, source: String) -> Response {
         var headers = HTTPFields()
-        for (name, value) in object.headers { if let n = HTTPField.Name(name) { headers.append(HTTPField(name: n, value: value)) } }
+        for (name, value) in object.headers {
+            if let n = HTTPField.Name(name) { headers.append(HTTPField(name: n, value: value)) }
+        }
         headers[HTTPField.Name("Marquee-Source")!] = source
         return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: object.body))
     }
@@ -497,12 +541,14 @@ public final class VenueProxy: Sendable {
     /// collected and rewritten; any other body passed on as it arrives. `headers`: the
     /// request's own that went upstream with it (a `Range`: asked again with them).
     private func answer(
-        _ transfer: Transfer, url: URL, head: Bool, origin: String, to audience: Audience, personal: Bool = false, headers forwarded: [(String, String)] = []
+        _ transfer: Transfer, url: URL, head: Bool, origin: String, to audience: Audience, personal: Bool = false,
+        headers forwarded: [(String, String)] = []
     ) async -> Response {
         guard let body = transfer.read(), let headReader = transfer.read() else {
             // The body outgrew what a transfer keeps before this request joined: fetch alone.
             return await answer(
-                fetchUpstream(url, method: .GET, headers: forwarded), url: url, head: head, origin: "pass", to: audience, personal: personal, headers: forwarded)
+                fetchUpstream(url, method: .GET, headers: forwarded), url: url, head: head, origin: "pass",
+                to: audience, personal: personal, headers: forwarded)
         }
         var upstreamHead: TransferHead?
         do {
@@ -526,7 +572,9 @@ public final class VenueProxy: Sendable {
         headers[HTTPField.Name("Marquee-Source")!] = origin
         let status = HTTPResponse.Status(code: upstreamHead.status, reasonPhrase: upstreamHead.reason)
         if head {
-            if let length = upstreamHead.header("Content-Length"), upstreamHead.header("Content-Encoding") == nil { headers[.contentLength] = length }
+            if let length = upstreamHead.header("Content-Length"), upstreamHead.header("Content-Encoding") == nil {
+                headers[.contentLength] = length
+            }
             return Response(status: status, headers: headers, body: ResponseBody())
         }
         if (200..<300).contains(upstreamHead.status),
@@ -536,20 +584,25 @@ public final class VenueProxy: Sendable {
             do {
                 for try await part in body {
                     guard case .chunk(var c) = part else { continue }
-                    guard all.readableBytes + c.readableBytes <= 16 << 20 else { return Self.plain(.badGateway, "manifest over 16 MiB") }
+                    guard all.readableBytes + c.readableBytes <= 16 << 20 else {
+                        return Self.plain(.badGateway, "manifest over 16 MiB")
+                    }
                     all.writeBuffer(&c)
                 }
             } catch {
                 return Self.plain(.badGateway, "upstream \(Redact.url(url)): \(error)")
             }
             let text = String(decoding: all.readableBytesView, as: UTF8.self)
-            let rewritten = ManifestRewriter(requested: url, answered: url, allows: { [self] in allows($0) }).rewrite(text, kind: kind)
+            let rewritten = ManifestRewriter(requested: url, answered: url, allows: { [self] in allows($0) }).rewrite(
+                text, kind: kind)
             headers[.eTag] = nil
             let out = ByteBuffer(string: rewritten)
             count(out.readableBytes, to: audience)
             return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: out))
         }
-        let length = upstreamHead.header("Content-Encoding") == nil ? upstreamHead.header("Content-Length").flatMap(Int.init) : nil
+        let length =
+            upstreamHead.header("Content-Encoding") == nil
+            ? upstreamHead.header("Content-Length").flatMap(Int.init) : nil
         return Response(
             status: status, headers: headers,
             body: ResponseBody(contentLength: length) { [self] writer in
@@ -587,7 +640,9 @@ public final class VenueProxy: Sendable {
     /// A peer's `/v/` request: this box's word, under the venue key, on the bytes it served for
     /// `url` (from the store; a transfer under way is waited for, up to 2 s).
     private func vouch(for url: URL, nonce: String) async -> Response {
-        guard let key = configuration.venueKey, VenueProof.isNonce(nonce) else { return Self.plain(.badRequest, "no venue key or no nonce") }
+        guard let key = configuration.venueKey, VenueProof.isNonce(nonce) else {
+            return Self.plain(.badRequest, "no venue key or no nonce")
+        }
         let storeKey = url.absoluteString
         if store.get(storeKey) == nil, let transfer = inflight.withLock({ $0[storeKey] }), let parts = transfer.read() {
             _ = await PeerNetwork.within(2) {
@@ -607,7 +662,11 @@ public final class VenueProxy: Sendable {
     private func serveToPeer(_ url: URL) async -> Response {
         let key = url.absoluteString
         let found: Found
-        if let object = await stored(key) { found = .stored(object) } else { found = transfer(for: url, key: key, manifest: false, askPeers: false, peerDeadline: 0) }
+        if let object = await stored(key) {
+            found = .stored(object)
+        } else {
+            found = transfer(for: url, key: key, manifest: false, askPeers: false, peerDeadline: 0)
+        }
         switch found {
         case .stored(let object):
             stats.withLock { $0.bytesServedToPeers += Int64(object.body.readableBytes) }

@@ -44,8 +44,10 @@ public struct VenueStatistics: Sendable, Codable, Equatable {
     public init() {}
 
     private enum CodingKeys: String, CodingKey {
-        case bytesFromCDN, bytesFromPeers, bytesServedToPeers, bytesServedToPlayers, requests, storeHits, coalesced, refused
-        case upstreamErrors, peersConnected, peerFallbacks, peerBans, verificationFailures, peersUnkeyed, storedBytes, peerEfficiency
+        case bytesFromCDN, bytesFromPeers, bytesServedToPeers, bytesServedToPlayers, requests, storeHits, coalesced,
+            refused
+        case upstreamErrors, peersConnected, peerFallbacks, peerBans, verificationFailures, peersUnkeyed, storedBytes,
+            peerEfficiency
     }
 
     public func encode(to encoder: any Encoder) throws {

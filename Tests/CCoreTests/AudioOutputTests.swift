@@ -15,7 +15,8 @@ import Testing
         let a = player.addTrack(MQ_TRACK_AUDIO)
         player.push(a, try Data(contentsOf: tone))
         mq_player_end_track(player.p, a)
-        let start = mq_clock_now(), lead = 0.25
+        let start = mq_clock_now()
+        let lead = 0.25
         mq_player_set_timeline(player.p, start + lead, 0, 1)
         #expect(mq_player_start(player.p) == 0)
         try await Task.sleep(nanoseconds: 1_000_000_000)
@@ -26,7 +27,7 @@ import Testing
         #expect(player.count(MQ_EVENT_UNDERRUN) == 0)
         #expect(player.count(MQ_EVENT_ERROR) == 0)
         player.destroy()
-        return (elapsed, at1s, readAt, lead + refOnset) // when the first audible sample was due
+        return (elapsed, at1s, readAt, lead + refOnset)  // when the first audible sample was due
     }
 
     /// `due`: seconds after start() when the tone's first audible sample was scheduled.
@@ -45,7 +46,9 @@ import Testing
         // idle). Late is an error of ours (untrimmed priming is 21 ms, a period 5 ms): 2 ms.
         // Early by the device buffer (60 ms, the delay not accounted for) fails too.
         #expect(onset - due < 0.002 && due - onset < 0.030, "\(label): tone began \(onset) s in, due at \(due) s")
-        print("\(label): \(String(format: "%.2f", freq)) Hz for \(String(format: "%.3f", length)) s, onset \(String(format: "%.4f", onset)) s (due \(String(format: "%.4f", due))), longest quiet run \(gap) samples")
+        print(
+            "\(label): \(String(format: "%.2f", freq)) Hz for \(String(format: "%.3f", length)) s, onset \(String(format: "%.4f", onset)) s (due \(String(format: "%.4f", due))), longest quiet run \(gap) samples"
+        )
     }
 
     @Test func wavHoldsTheToneWrittenInRealTime() async throws {

@@ -13,15 +13,24 @@ import Testing
         let root = Fixtures.packageRoot
         let sources = try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("CCore/src").path)
             .filter { $0.hasSuffix(".c") }.map { "CCore/src/\($0)" }
-        let flags = try await Fixtures.runAsync("pkg-config", ["--cflags", "--libs", "libavformat", "libavcodec",
-                                                    "libavutil", "libavfilter", "libswresample", "libswscale", "alsa", "libdrm"])
-            .split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
-            .filter { !$0.isEmpty }
+        let flags = try await Fixtures.runAsync(
+            "pkg-config",
+            [
+                "--cflags", "--libs", "libavformat", "libavcodec",
+                "libavutil", "libavfilter", "libswresample", "libswscale", "alsa", "libdrm",
+            ]
+        )
+        .split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        .filter { !$0.isEmpty }
         let exe = dir.appendingPathComponent("audio_alloc_test")
-        try await Fixtures.runAsync("gcc", ["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-D_GNU_SOURCE",
-                                 "-ICCore/include", "-ICCore/src"] + sources
-                                 + ["CCore/tests/audio_alloc_test.c", "-o", exe.path] + flags
-                                 + ["-lpthread", "-lm"], cwd: root)
+        try await Fixtures.runAsync(
+            "gcc",
+            [
+                "-std=c11", "-Wall", "-Wextra", "-Werror", "-O1", "-D_GNU_SOURCE",
+                "-ICCore/include", "-ICCore/src",
+            ] + sources
+                + ["CCore/tests/audio_alloc_test.c", "-o", exe.path] + flags
+                + ["-lpthread", "-lm"], cwd: root)
         let tone = try await Fixtures.makeAudio("sine=f=440:r=48000", seconds: 2, in: dir, name: "tone.mp4")
         let spec = output == "wav" ? "wav:\(dir.path)/out.wav" : "alsa:file:'\(dir.path)/out.raw',raw"
         let out = try await Fixtures.runAsync(exe.path, [tone.path, spec])

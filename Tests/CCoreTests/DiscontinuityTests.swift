@@ -16,11 +16,13 @@ import Testing
         let stream = dir.appendingPathComponent("v.mp4")
         try video.write(to: stream)
         async let refMD5 = Fixtures.frameMD5s(stream)
-        let tone = try Data(contentsOf: try await Fixtures.makeAudio(
-            "sine=frequency=440:sample_rate=48000:duration=4", seconds: 4, in: dir, name: "tone.mp4"))
+        let tone = try Data(
+            contentsOf: try await Fixtures.makeAudio(
+                "sine=frequency=440:sample_rate=48000:duration=4", seconds: 4, in: dir, name: "tone.mp4"))
 
         let player = try TestPlayer(audio: "wav:\(dir.path)/out.wav", video: "frames:\(dir.path)/out")
-        let v = player.addTrack(MQ_TRACK_VIDEO), a = player.addTrack(MQ_TRACK_AUDIO)
+        let v = player.addTrack(MQ_TRACK_VIDEO)
+        let a = player.addTrack(MQ_TRACK_AUDIO)
         player.push(v, video)
         player.push(a, tone)
         #expect(mq_player_end_segment(player.p, v) == 0)
@@ -45,7 +47,8 @@ import Testing
         let md5 = try await refMD5
         #expect(rows.count == 2 * md5.count)
         #expect(rows.map(\.md5) == md5 + md5)
-        var worst = 0.0, longest = 0.0
+        var worst = 0.0
+        var longest = 0.0
         for (i, r) in rows.enumerated() {
             let presentation = Double(r.pts)! + (i >= md5.count ? 4.0 : 0)
             worst = max(worst, abs(r.wall - offset - (anchor + presentation - firstPTS)))
@@ -64,15 +67,21 @@ import Testing
         // through errors under 20 ms rather than click): not later, with no gap. (When the ring
         // ran dry for a moment there, the sound after it fades in over 5 ms: its first samples
         // are quiet too, up to 64 of them at this tone's level.)
-        var run = 0, joint = 0, quiet = 0
+        var run = 0
+        var joint = 0
+        var quiet = 0
         for i in span where abs(Int(pcm.samples[i])) < 100 {
             run = i > 0 && abs(Int(pcm.samples[i - 1])) < 100 ? run + 1 : 1
             if run > quiet { (quiet, joint) = (run, i + 1) }
         }
         let second = Double(joint - span.lowerBound) / pcm.rate
         #expect(quiet <= 512 + 8 + 64, "a quiet run of \(quiet) samples inside the sound")
-        #expect(second > 4 - 0.001 && second < (192_512 + 64) / 48_000 + 0.001, "the second stream's sound began \(second) s after the first's")
-        print("discontinuity: \(rows.count) pictures in order, worst \(String(format: "%.1f", worst * 1000)) ms, longest gap \(String(format: "%.1f", longest * 1000)) ms; sound \(String(format: "%.3f", seconds)) s, the second at \(String(format: "%.4f", second)) s after a quiet run of \(quiet) samples")
+        #expect(
+            second > 4 - 0.001 && second < (192_512 + 64) / 48_000 + 0.001,
+            "the second stream's sound began \(second) s after the first's")
+        print(
+            "discontinuity: \(rows.count) pictures in order, worst \(String(format: "%.1f", worst * 1000)) ms, longest gap \(String(format: "%.1f", longest * 1000)) ms; sound \(String(format: "%.3f", seconds)) s, the second at \(String(format: "%.4f", second)) s after a quiet run of \(quiet) samples"
+        )
     }
 }
 
@@ -107,11 +116,15 @@ import Testing
         let rows = try FrameRow.read(dir.appendingPathComponent("out"))
         let labels = rows.map(\.item)
         let firstSecond = try #require(labels.firstIndex(of: "second item"))
-        #expect(labels[..<firstSecond].allSatisfy { $0 == "first" } && labels[firstSecond...].allSatisfy { $0 == "second item" }, "\(Set(labels))")
+        #expect(
+            labels[..<firstSecond].allSatisfy { $0 == "first" }
+                && labels[firstSecond...].allSatisfy { $0 == "second item" }, "\(Set(labels))")
         #expect(firstSecond > 0, "pictures presented before the call")
         // Switched between the last picture presented before the call and the first after it.
-        #expect(rows[firstSecond - 1].wall <= switched + 0.001 && rows[firstSecond].wall >= switched - 0.001 && rows[firstSecond].wall < switched + 0.05,
-                "switch at \(switched), pictures at \(rows[firstSecond - 1].wall) and \(rows[firstSecond].wall)")
+        #expect(
+            rows[firstSecond - 1].wall <= switched + 0.001 && rows[firstSecond].wall >= switched - 0.001
+                && rows[firstSecond].wall < switched + 0.05,
+            "switch at \(switched), pictures at \(rows[firstSecond - 1].wall) and \(rows[firstSecond].wall)")
     }
 }
 
@@ -131,7 +144,9 @@ import Testing
         #expect(!player.events.contains { $0.type == Int32(MQ_EVENT_ERROR.rawValue) }, "\(player.events.map(\.text))")
         player.destroy()
         let rows = try FrameRow.read(dir.appendingPathComponent("out"))
-        #expect(rows.count == 1 && rows.first?.md5 == md5.first && md5.count == 1, "\(rows.map(\.md5)) vs \(md5); events \(player.events.map(\.text))")
+        #expect(
+            rows.count == 1 && rows.first?.md5 == md5.first && md5.count == 1,
+            "\(rows.map(\.md5)) vs \(md5); events \(player.events.map(\.text))")
         #expect(rows.first?.width == 640 && rows.first?.height == 360)
     }
 
@@ -158,9 +173,12 @@ import Testing
 
     /// An ffmpeg test picture of `size` as a `type` file in `dir`, ffmpeg's MD5 of its decode,
     /// and a player writing frames to `dir/out` with one probed video track.
-    private static func still(_ type: String, size: String, in dir: URL) async throws -> (URL, [String], TestPlayer, Int32) {
+    private static func still(_ type: String, size: String, in dir: URL) async throws -> (
+        URL, [String], TestPlayer, Int32
+    ) {
         let image = dir.appendingPathComponent("still.\(type)")
-        _ = try await Fixtures.runAsync("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=\(size)", "-frames:v", "1", image.path])
+        _ = try await Fixtures.runAsync(
+            "ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=\(size)", "-frames:v", "1", image.path])
         let md5 = try await Fixtures.frameMD5s(image)
         let player = try TestPlayer(audio: "null", video: "frames:\(dir.path)/out")
         let v = player.addTrack(MQ_TRACK_VIDEO)

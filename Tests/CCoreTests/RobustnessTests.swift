@@ -30,7 +30,10 @@ import Testing
         mq_player_end_track(player.p, v)
         // (The decoder may complain first about the cut picture it was handed.)
         let e2 = try await player.waitFor(MQ_EVENT_ERROR, track: v, timeout: 3) { $0.text.contains("truncated") }
-        #expect(e2 != nil, "truncated: no such error event among \(player.events.filter { $0.type == Int32(MQ_EVENT_ERROR.rawValue) }.map(\.text))")
+        #expect(
+            e2 != nil,
+            "truncated: no such error event among \(player.events.filter { $0.type == Int32(MQ_EVENT_ERROR.rawValue) }.map(\.text))"
+        )
         #expect(player.status().state != Int32(MQ_STATE_ERROR.rawValue))
 
         // 3. Reset, then a good init + segment plays from its first picture to ENDED.
@@ -48,14 +51,17 @@ import Testing
         let ref = try await Fixtures.frameMD5s(stream)
         #expect(rows.count == 60)
         #expect(rows.map(\.md5) == ref)
-        print("robustness: garbage → \(e1?.text ?? "-"); truncated → \(e2?.text ?? "-"); after reset \(rows.count) pictures bit-exact")
+        print(
+            "robustness: garbage → \(e1?.text ?? "-"); truncated → \(e2?.text ?? "-"); after reset \(rows.count) pictures bit-exact"
+        )
     }
 
     @Test func destroyNeverHangsWhileInputIsIncomplete() async throws {
         let player = try TestPlayer(audio: "null", video: "headless")
-        let v = player.addTrack(MQ_TRACK_VIDEO), a = player.addTrack(MQ_TRACK_AUDIO)
+        let v = player.addTrack(MQ_TRACK_VIDEO)
+        let a = player.addTrack(MQ_TRACK_AUDIO)
         let video = try Fixtures.segments("V300", [1])
-        player.push(v, video.prefix(video.count - 1000)) // the demuxer waits for more
+        player.push(v, video.prefix(video.count - 1000))  // the demuxer waits for more
         player.push(a, try Fixtures.segments("A48", [1]).prefix(700))
         mq_player_start(player.p)
         try await Task.sleep(nanoseconds: 200_000_000)

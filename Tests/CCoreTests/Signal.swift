@@ -2,7 +2,7 @@ import Foundation
 
 /// Helpers to read what a listener would hear: 16-bit interleaved PCM, first channel.
 struct PCM {
-    var samples: [Int16] // first channel
+    var samples: [Int16]  // first channel
     var rate: Double
 
     /// A WAV as written by `wav:` (44-byte header, 16-bit PCM); checks the header.
@@ -33,13 +33,15 @@ struct PCM {
     /// Index of the first sample louder than `threshold`, and of the last.
     func soundSpan(threshold: Int16 = 500) -> Range<Int>? {
         guard let first = samples.firstIndex(where: { abs(Int($0)) > threshold }),
-              let last = samples.lastIndex(where: { abs(Int($0)) > threshold }) else { return nil }
+            let last = samples.lastIndex(where: { abs(Int($0)) > threshold })
+        else { return nil }
         return first..<(last + 1)
     }
 
     /// Longest run of near-silent samples inside `range` (a dropout shows as a long run).
     func longestQuietRun(in range: Range<Int>, threshold: Int16 = 100) -> Int {
-        var best = 0, run = 0
+        var best = 0
+        var run = 0
         for i in range {
             run = abs(Int(samples[i])) < threshold ? run + 1 : 0
             best = max(best, run)
@@ -56,8 +58,10 @@ struct PCM {
 
     /// Goertzel power of `freq` over `range`.
     func power(_ freq: Double, in range: Range<Int>) -> Double {
-        let w = 2 * Double.pi * freq / rate, c = 2 * cos(w)
-        var s1 = 0.0, s2 = 0.0
+        let w = 2 * Double.pi * freq / rate
+        let c = 2 * cos(w)
+        var s1 = 0.0
+        var s2 = 0.0
         for i in range {
             let s0 = Double(samples[i]) + c * s1 - s2
             s2 = s1

@@ -11,10 +11,12 @@ import Testing
     @Test func aStagedTrackEntersMidSegmentOnTheNextPicture() async throws {
         let dir = try Fixtures.tempDir()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let a = try Fixtures.segments("V300", [1, 2]), b = try Fixtures.segments("V300", [3, 4])
+        let a = try Fixtures.segments("V300", [1, 2])
+        let b = try Fixtures.segments("V300", [3, 4])
         let bFile = dir.appendingPathComponent("b.mp4")
         try b.write(to: bFile)
-        let bMD5 = try await Fixtures.frameMD5s(bFile), bPTS = try await Fixtures.framePTS(bFile).compactMap(Double.init)
+        let bMD5 = try await Fixtures.frameMD5s(bFile)
+        let bPTS = try await Fixtures.framePTS(bFile).compactMap(Double.init)
         try #require(bMD5.count == bPTS.count && bPTS.count > 60)
         let interval = bPTS[1] - bPTS[0]
         let start = bPTS[0] + 1.0 + interval / 2  // between two pictures: the one before it is due
@@ -32,7 +34,8 @@ import Testing
         try await Task.sleep(for: .seconds(1))
         var staged: Int32 = -1
         #expect(mq_player_add_staged_track(player.p, MQ_TRACK_VIDEO, 0, start, &staged) == 0)
-        #expect(mq_player_add_staged_track(player.p, MQ_TRACK_VIDEO, 0, start, &staged) != 0, "one staged track of a kind")
+        #expect(
+            mq_player_add_staged_track(player.p, MQ_TRACK_VIDEO, 0, start, &staged) != 0, "one staged track of a kind")
         player.push(staged, b)
         mq_player_end_track(player.p, staged)
         try await Task.sleep(for: .seconds(1))  // decoded ahead meanwhile, its picture held
@@ -41,21 +44,34 @@ import Testing
         mq_player_set_label(player.p, "b")
         mq_player_set_timeline(player.p, switched, start, 1)
         #expect(mq_player_activate_tracks(player.p) == 0)
-        #expect(try await player.waitFor(MQ_EVENT_ENDED, timeout: 10) != nil, "the staged track's end ends the player (the replaced one is gone)")
+        #expect(
+            try await player.waitFor(MQ_EVENT_ENDED, timeout: 10) != nil,
+            "the staged track's end ends the player (the replaced one is gone)")
         player.destroy()
 
         let rows = try FrameRow.read(dir.appendingPathComponent("out"))
         let firstB = try #require(rows.firstIndex { $0.item == "b" })
         #expect(rows[firstB...].allSatisfy { $0.item == "b" }, "a picture of the replaced track after the switch")
-        #expect(firstB == Int(before) || firstB == Int(before) + 1, "\(firstB) pictures before the staged one, \(before) presented at the call")
+        #expect(
+            firstB == Int(before) || firstB == Int(before) + 1,
+            "\(firstB) pictures before the staged one, \(before) presented at the call")
         let bRows = Array(rows[firstB...])
         // The picture due at the entry, then every one after it: ffmpeg's, in order.
-        #expect(bRows.map(\.md5) == Array(bMD5[entry...]), "\(bRows.count) pictures from the staged track; the first is ffmpeg's #\(bMD5.firstIndex(of: bRows[0].md5) ?? -1), want #\(entry)")
+        #expect(
+            bRows.map(\.md5) == Array(bMD5[entry...]),
+            "\(bRows.count) pictures from the staged track; the first is ffmpeg's #\(bMD5.firstIndex(of: bRows[0].md5) ?? -1), want #\(entry)"
+        )
         let shown = bRows[0].wall - offset - switched
         #expect(shown >= -0.001 && shown < interval, "the staged picture shown \(shown * 1000) ms after the switch")
         let gap = bRows[0].wall - rows[firstB - 1].wall
-        #expect(gap < 1.5 * interval, "\(gap * 1000) ms between the last picture of the replaced track and the first of the staged one")
-        print(String(format: "staged: entered at picture #%d, shown %.1f ms after the switch, %.1f ms after the last replaced picture", entry, shown * 1000, gap * 1000))
+        #expect(
+            gap < 1.5 * interval,
+            "\(gap * 1000) ms between the last picture of the replaced track and the first of the staged one")
+        print(
+            String(
+                format:
+                    "staged: entered at picture #%d, shown %.1f ms after the switch, %.1f ms after the last replaced picture",
+                entry, shown * 1000, gap * 1000))
     }
 
     /// The sound at the cut: the old stream's last frame fades out and the new one fades in
@@ -66,8 +82,10 @@ import Testing
     @Test func theSoundAtTheCutHasNoClick() async throws {
         let dir = try Fixtures.tempDir()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let a = try Data(contentsOf: try await Fixtures.makeAudio("sine=f=1000:r=48000", seconds: 4, in: dir, name: "a.mp4"))
-        let b = try Data(contentsOf: try await Fixtures.makeAudio("sine=f=440:r=48000", seconds: 3, in: dir, name: "b.mp4"))
+        let a = try Data(
+            contentsOf: try await Fixtures.makeAudio("sine=f=1000:r=48000", seconds: 4, in: dir, name: "a.mp4"))
+        let b = try Data(
+            contentsOf: try await Fixtures.makeAudio("sine=f=440:r=48000", seconds: 3, in: dir, name: "b.mp4"))
         let player = try TestPlayer(audio: "wav:\(dir.path)/out.wav", video: nil)
         let ta = player.addTrack(MQ_TRACK_AUDIO)
         player.push(ta, a)
@@ -93,7 +111,10 @@ import Testing
         // one's 9. Judged within 25 ms of it (an underrun elsewhere on a busy machine is not this).
         let x = pcm.samples
         func crossings(_ at: Int) -> Int { (at..<at + 480).filter { (x[$0] < 0) != (x[$0 + 1] < 0) }.count }
-        let cut = try #require(stride(from: span.lowerBound + 4800, to: span.upperBound - 4800, by: 48).first { crossings($0) < 14 && crossings($0 + 480) < 12 })
+        let cut = try #require(
+            stride(from: span.lowerBound + 4800, to: span.upperBound - 4800, by: 48).first {
+                crossings($0) < 14 && crossings($0 + 480) < 12
+            })
         let body = x[(cut - 1200)..<(cut + 1200)]
         let steps = zip(body, body.dropFirst()).map { abs(Int($1) - Int($0)) }
         let peak = x[span].map { abs(Int($0)) }.max() ?? 0
@@ -103,7 +124,12 @@ import Testing
         // The first tone until the cut (about 1.5 s; later on a busy machine), then the second's last 2 s.
         let seconds = Double(span.count) / pcm.rate
         let expected = (cutAt - began) + (3 - start)
-        #expect(abs(seconds - expected) < 0.1, "\(seconds) s of sound, \(expected) s expected: the first tone until the cut, the second's last 2 s")
-        print(String(format: "cut: largest step %d, tones of %d (%.3f); %.2f s of sound", worst, peak, Double(worst) / Double(peak), seconds))
+        #expect(
+            abs(seconds - expected) < 0.1,
+            "\(seconds) s of sound, \(expected) s expected: the first tone until the cut, the second's last 2 s")
+        print(
+            String(
+                format: "cut: largest step %d, tones of %d (%.3f); %.2f s of sound", worst, peak,
+                Double(worst) / Double(peak), seconds))
     }
 }

@@ -9,7 +9,8 @@ enum Fixtures {
     static let packageRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     /// DASH-IF livesim2 test content (never copied into the repo).
-    static let testpic = packageRoot
+    static let testpic =
+        packageRoot
         .appendingPathComponent("../shared/media/dashif-livesim2/testpic_2s").standardized
 
     /// init.mp4 followed by the numbered media segments of a representation.
@@ -48,16 +49,24 @@ enum Fixtures {
     /// A fragmented-MP4 AAC stream from an ffmpeg lavfi audio source.
     static func makeAudio(_ source: String, seconds: Double, in dir: URL, name: String) async throws -> URL {
         let url = dir.appendingPathComponent(name)
-        try await runAsync("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", source, "-t", "\(seconds)",
-                           "-ac", "2", "-c:a", "aac", "-f", "mp4", "-movflags",
-                           "frag_keyframe+empty_moov+default_base_moof", url.path])
+        try await runAsync(
+            "ffmpeg",
+            [
+                "-v", "error", "-y", "-f", "lavfi", "-i", source, "-t", "\(seconds)",
+                "-ac", "2", "-c:a", "aac", "-f", "mp4", "-movflags",
+                "frag_keyframe+empty_moov+default_base_moof", url.path,
+            ])
         return url
     }
 
     /// `ffmpeg -f framemd5` hashes of every picture of a file, in presentation order.
     static func frameMD5s(_ file: URL) async throws -> [String] {
-        let out = try await runAsync("ffmpeg", ["-v", "error", "-i", file.path, "-map", "0:v:0",
-                                     "-fps_mode", "passthrough", "-f", "framemd5", "-"])
+        let out = try await runAsync(
+            "ffmpeg",
+            [
+                "-v", "error", "-i", file.path, "-map", "0:v:0",
+                "-fps_mode", "passthrough", "-f", "framemd5", "-",
+            ])
         return out.split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap {
             $0.split(separator: ",").last.map { $0.trimmingCharacters(in: .whitespaces) }
         }
@@ -65,8 +74,12 @@ enum Fixtures {
 
     /// `ffprobe` pts_time of every picture, as printed.
     static func framePTS(_ file: URL) async throws -> [String] {
-        let out = try await runAsync("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
-                                      "frame=pts_time", "-of", "csv=p=0", file.path])
+        let out = try await runAsync(
+            "ffprobe",
+            [
+                "-v", "error", "-select_streams", "v:0", "-show_entries",
+                "frame=pts_time", "-of", "csv=p=0", file.path,
+            ])
         return out.split(separator: "\n").map { String($0.split(separator: ",")[0]) }
     }
 }
@@ -98,8 +111,12 @@ final class TestPlayer {
     private(set) var events: [mq_event] = []
 
     init(audio: String?, video: String?, videoQueue: Int32 = 0) throws {
-        let a = audio.map { strdup($0) } ?? nil, v = video.map { strdup($0) } ?? nil
-        defer { free(a); free(v) }
+        let a = audio.map { strdup($0) } ?? nil
+        let v = video.map { strdup($0) } ?? nil
+        defer {
+            free(a)
+            free(v)
+        }
         var cfg = mq_player_config()
         cfg.audio_out = UnsafePointer(a)
         cfg.video_out = UnsafePointer(v)
@@ -144,7 +161,7 @@ final class TestPlayer {
         var seen = events.count
         var last = false
         while !last {
-            last = mq_clock_now() >= deadline // always poll once more after a late wake-up
+            last = mq_clock_now() >= deadline  // always poll once more after a late wake-up
             var ev = mq_event()
             while mq_player_poll_event(p, &ev) == 1 { events.append(ev) }
             while seen < events.count {
@@ -189,8 +206,9 @@ struct FrameRow {
         lines.removeFirst()
         return lines.map { line in
             let f = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-            return FrameRow(wall: Double(f[0])!, pts: f[1], md5: f[2], width: Int(f[3])!,
-                            height: Int(f[4])!, item: f.count > 5 ? f[5] : "", still: f.count > 6 && f[6] == "1")
+            return FrameRow(
+                wall: Double(f[0])!, pts: f[1], md5: f[2], width: Int(f[3])!,
+                height: Int(f[4])!, item: f.count > 5 ? f[5] : "", still: f.count > 6 && f[6] == "1")
         }
     }
 }

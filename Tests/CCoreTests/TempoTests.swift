@@ -15,7 +15,9 @@ import Testing
     /// Output sample index where step `k` (tone 300+100k Hz) gives way to step k+1, searched
     /// from `from`; 2.5 ms resolution.
     private func boundary(_ pcm: PCM, step k: Int, from: Int) -> Int? {
-        let f1 = 300.0 + 100 * Double(k), f2 = f1 + 100, win = 480
+        let f1 = 300.0 + 100 * Double(k)
+        let f2 = f1 + 100
+        let win = 480
         var i = from
         while i + win < pcm.samples.count {
             if pcm.power(f2, in: i..<i + win) > pcm.power(f1, in: i..<i + win) { return i + win / 2 }
@@ -27,7 +29,7 @@ import Testing
     private struct Heard {
         var pcm: PCM
         var span: Range<Int>
-        var boundaries: [Int] // output index of media 1, 2, 3, 4, 5
+        var boundaries: [Int]  // output index of media 1, 2, 3, 4, 5
         var frames: [FrameRow]
         var offset: Double
     }
@@ -38,7 +40,8 @@ import Testing
         async throws -> Heard
     {
         let player = try TestPlayer(audio: "wav:\(dir.path)/out.wav", video: "frames:\(dir.path)/out")
-        let v = player.addTrack(MQ_TRACK_VIDEO), a = player.addTrack(MQ_TRACK_AUDIO)
+        let v = player.addTrack(MQ_TRACK_VIDEO)
+        let a = player.addTrack(MQ_TRACK_AUDIO)
         player.push(v, try Fixtures.segments("V300", [1, 2, 3]))
         player.push(a, try Data(contentsOf: try await stepsTone(in: dir)))
         mq_player_end_track(player.p, v)
@@ -61,7 +64,9 @@ import Testing
             boundaries.append(b)
             from = b + 4800
         }
-        return Heard(pcm: pcm, span: span, boundaries: boundaries, frames: try FrameRow.read(dir.appendingPathComponent("out")), offset: offset)
+        return Heard(
+            pcm: pcm, span: span, boundaries: boundaries, frames: try FrameRow.read(dir.appendingPathComponent("out")),
+            offset: offset)
     }
 
     /// Pitch of each step, away from its edges.
@@ -91,10 +96,13 @@ import Testing
         let steps = zip(h.boundaries, h.boundaries.dropFirst()).map { Double($1 - $0) / h.pcm.rate }
         for s in steps { #expect(abs(s - 1 / 1.03) < 0.010, "a media second lasted \(s) s at rate 1.03") }
         // Pictures follow the audio clock: media advances 1.03 s per second on screen too.
-        let f = h.frames, n = f.count
+        let f = h.frames
+        let n = f.count
         let slope = (Double(f[n - 1].pts)! - Double(f[0].pts)!) / (f[n - 1].wall - f[0].wall)
         #expect(abs(slope - 1.03) < 0.005, "pictures advance \(slope) media s per s")
-        print("rate 1.03: media seconds heard as \(steps.map { String(format: "%.4f", $0) }) s, pictures at \(String(format: "%.4f", slope))×")
+        print(
+            "rate 1.03: media seconds heard as \(steps.map { String(format: "%.4f", $0) }) s, pictures at \(String(format: "%.4f", slope))×"
+        )
     }
 
     @Test func rateChangesWhilePlayingAreSeamless() async throws {
@@ -102,7 +110,9 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         // Continuous schedule: each change re-anchors at the media time due now.
         let h = try await play(rate: 1.0, dir: dir) { player, start in
-            var anchorMono = start, anchorMedia = 0.0, rate = 1.0
+            var anchorMono = start
+            var anchorMedia = 0.0
+            var rate = 1.0
             for (atMedia, newRate) in [(1.5, 1.03), (3.5, 0.97), (5.0, 1.0)] {
                 let at = anchorMono + (atMedia - anchorMedia) / rate
                 try await Task.sleep(nanoseconds: UInt64(max(0, at - mq_clock_now()) * 1e9))
@@ -118,6 +128,8 @@ import Testing
         let second4 = Double(h.boundaries[4] - h.boundaries[3]) / h.pcm.rate  // media [4,5) at 0.97
         #expect(abs(second2 - 1 / 1.03) < 0.010, "media [2,3) lasted \(second2) s")
         #expect(abs(second4 - 1 / 0.97) < 0.010, "media [4,5) lasted \(second4) s")
-        print("rate changes: media [2,3) heard in \(String(format: "%.4f", second2)) s, [4,5) in \(String(format: "%.4f", second4)) s")
+        print(
+            "rate changes: media [2,3) heard in \(String(format: "%.4f", second2)) s, [4,5) in \(String(format: "%.4f", second4)) s"
+        )
     }
 }

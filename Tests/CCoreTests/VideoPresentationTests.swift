@@ -22,7 +22,7 @@ import Testing
         #expect(mq_player_end_track(player.p, track) == 0)
         let offset = wallOffset()
         mq_player_set_wall_offset(player.p, offset)
-        let firstPTS = 0.066667 // ffprobe: the first picture's pts_time
+        let firstPTS = 0.066667  // ffprobe: the first picture's pts_time
         let anchor = mq_clock_now() + 0.2
         mq_player_set_timeline(player.p, anchor, firstPTS, 1)
         #expect(mq_player_start(player.p) == 0)
@@ -34,7 +34,8 @@ import Testing
         player.destroy()
 
         let rows = try FrameRow.read(dir.appendingPathComponent("out"))
-        let md5 = try await refMD5, pts = try await refPTS
+        let md5 = try await refMD5
+        let pts = try await refPTS
         #expect(rows.count == 240)
         #expect(md5.count == 240)
         #expect(rows.map(\.md5) == md5)
@@ -51,7 +52,8 @@ import Testing
         #expect(worst < frame, "worst presentation error \(worst * 1000) ms")
         let span = rows.last!.wall - rows.first!.wall
         #expect(abs(span - (Double(pts.last!)! - Double(pts.first!)!)) < 0.05, "8 s of media took \(span) s")
-        print("video: 240/240 bit-exact, worst schedule error \(String(format: "%.2f", worst * 1000)) ms, span \(span) s")
+        print(
+            "video: 240/240 bit-exact, worst schedule error \(String(format: "%.2f", worst * 1000)) ms, span \(span) s")
     }
 
     /// The first 2 s are already in the past when playback starts: the first picture shown is
@@ -64,7 +66,8 @@ import Testing
             "aevalsrc=0.25*sin(2*PI*t*(300+100*floor(t))):s=48000:d=4", seconds: 4, in: dir,
             name: "steps.mp4")
         let player = try TestPlayer(audio: "wav:\(dir.path)/out.wav", video: "frames:\(dir.path)/out")
-        let v = player.addTrack(MQ_TRACK_VIDEO), a = player.addTrack(MQ_TRACK_AUDIO)
+        let v = player.addTrack(MQ_TRACK_VIDEO)
+        let a = player.addTrack(MQ_TRACK_AUDIO)
         player.push(v, try Fixtures.segments("V300", [1, 2]))
         player.push(a, try Data(contentsOf: steps))
         mq_player_end_track(player.p, v)
@@ -72,7 +75,7 @@ import Testing
         let offset = wallOffset()
         mq_player_set_wall_offset(player.p, offset)
         let start = mq_clock_now()
-        mq_player_set_timeline(player.p, start, 2.0, 1) // media 2.0 is due right now
+        mq_player_set_timeline(player.p, start, 2.0, 1)  // media 2.0 is due right now
         mq_player_start(player.p)
         #expect(try await player.waitFor(MQ_EVENT_ENDED, timeout: 10) != nil)
         player.destroy()
@@ -84,9 +87,11 @@ import Testing
         let first = try #require(rows.first)
         #expect(all.filter(\.still).count <= 1 && all.first?.still != false, "a still first: \(all.prefix(2))")
         if let still = all.first, still.still {
-            #expect(Double(still.pts)! < 0.1 && still.wall <= first.wall, "still \(still.pts) at \(still.wall), first due at \(first.wall)")
+            #expect(
+                Double(still.pts)! < 0.1 && still.wall <= first.wall,
+                "still \(still.pts) at \(still.wall), first due at \(first.wall)")
         }
-        let due = 2.0 + (first.wall - offset - start) // what the schedule wanted when it was shown
+        let due = 2.0 + (first.wall - offset - start)  // what the schedule wanted when it was shown
         #expect(Double(first.pts)! >= 2.0 - 1.0 / 30, "first picture pts \(first.pts)")
         // Within the picture's own interval (a millisecond for the wall offset's own reading:
         // a CI run read 0.03342 for a picture shown at its interval's end).
@@ -105,7 +110,9 @@ import Testing
         }
         let m0 = 3.0 - Double(k1 - k0) / wav.rate
         #expect(m0 > 1.97 && m0 < 2.15, "audio started at media \(m0)")
-        print("late start: first picture pts \(first.pts) (due \(String(format: "%.3f", due))), audio onset at media \(String(format: "%.3f", m0))")
+        print(
+            "late start: first picture pts \(first.pts) (due \(String(format: "%.3f", due))), audio onset at media \(String(format: "%.3f", m0))"
+        )
     }
 
     /// The A/V offset the status reports: absent while only pictures play, then, with a tone
@@ -114,7 +121,8 @@ import Testing
     @Test func avOffsetIsMeasuredWhileBothPlay() async throws {
         let dir = try Fixtures.tempDir()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let tone = try await Fixtures.makeAudio("sine=frequency=440:sample_rate=48000:duration=6", seconds: 6, in: dir, name: "tone.mp4")
+        let tone = try await Fixtures.makeAudio(
+            "sine=frequency=440:sample_rate=48000:duration=6", seconds: 6, in: dir, name: "tone.mp4")
         let video = try Fixtures.segments("V300", [1, 2, 3])
 
         let alone = try TestPlayer(audio: "null", video: "headless")
@@ -131,7 +139,8 @@ import Testing
         alone.destroy()
 
         let player = try TestPlayer(audio: "null", video: "headless")
-        let v = player.addTrack(MQ_TRACK_VIDEO), a = player.addTrack(MQ_TRACK_AUDIO)
+        let v = player.addTrack(MQ_TRACK_VIDEO)
+        let a = player.addTrack(MQ_TRACK_AUDIO)
         player.push(v, video)
         player.push(a, try Data(contentsOf: tone))
         mq_player_end_track(player.p, v)

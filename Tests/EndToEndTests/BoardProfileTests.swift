@@ -67,7 +67,10 @@ import Testing
         #expect(p.decode.maxWidth == 1920 && p.decode.maxHeight == 1080 && p.decode.maxFps == 60)
         #expect(p.memoryBudgetMiB == 64)
         #expect(p.video.outputSpec == "drm")
-        let q = try load(minimal + #", "video": {"card": "/dev/dri/card1", "connector": "HDMI-A-1", "mode": "1280x720@60", "plane": 3}}"#)
+        let q = try load(
+            minimal
+                + #", "video": {"card": "/dev/dri/card1", "connector": "HDMI-A-1", "mode": "1280x720@60", "plane": 3}}"#
+        )
         #expect(q.video.outputSpec == "drm:/dev/dri/card1,HDMI-A-1,1280x720")
         #expect(q.video.plane == .index(3))
     }

@@ -23,7 +23,8 @@ extension LivePlaybackTests {
         let dir = try Tools.tempDirectory("ffranges")
         let origin = try await Self.origin(staticRoot: dir.path)
         defer { Task { await origin.stop() } }
-        let encoder = try Self.ffmpegLiveHLS(in: dir, ["-hls_time", "1", "-hls_list_size", "\(listSize)", "-hls_flags", "single_file"])
+        let encoder = try Self.ffmpegLiveHLS(
+            in: dir, ["-hls_time", "1", "-hls_list_size", "\(listSize)", "-hls_flags", "single_file"])
         defer { Tools.stop(encoder) }
         let playlist = try await Self.waitForSegments(dir.appendingPathComponent("out.m3u8"), count: 3)
         try #require(playlist.contains("#EXT-X-BYTERANGE:") && !playlist.contains("PROGRAM-DATE-TIME"), "\(playlist)")
@@ -32,7 +33,9 @@ extension LivePlaybackTests {
         let dirB = try Tools.tempDirectory("ffranges-boxB")
         let boxB = Process()
         boxB.executableURL = marquee
-        boxB.arguments = ["play", url.absoluteString, "--audio", "null", "--video", "frames:\(dirB.path)", "--duration", "25"]
+        boxB.arguments = [
+            "play", url.absoluteString, "--audio", "null", "--video", "frames:\(dirB.path)", "--duration", "25",
+        ]
         boxB.standardOutput = FileHandle.nullDevice
         boxB.standardError = FileHandle.nullDevice
         try boxB.run()
@@ -40,7 +43,8 @@ extension LivePlaybackTests {
         let startedB = Date().timeIntervalSince1970
 
         var status: PlaybackStatus?
-        let run = try await Self.play(url, seconds: 25, audio: { .wav("\($0.path)/out.wav") }, during: { status = $0.status })
+        let run = try await Self.play(
+            url, seconds: 25, audio: { .wav("\($0.path)/out.wav") }, during: { status = $0.status })
         let stopped = Date().timeIntervalSince1970
         while boxB.isRunning { try await Task.sleep(for: .milliseconds(100)) }
         #expect(boxB.terminationStatus == 0)
@@ -54,26 +58,37 @@ extension LivePlaybackTests {
         // few queued to be shown when the count was read).
         let counts = try #require(status)
         let unshown = counts.framesDecoded - counts.framesPresented - counts.framesDropped
-        #expect(counts.framesDropped == 0 && unshown <= 10, "\(name): \(counts.framesDecoded) decoded, \(counts.framesPresented) presented, \(counts.framesDropped) dropped")
+        #expect(
+            counts.framesDropped == 0 && unshown <= 10,
+            "\(name): \(counts.framesDecoded) decoded, \(counts.framesPresented) presented, \(counts.framesDropped) dropped"
+        )
 
         // Sound from its start to the end, without a silent 10 ms.
         Self.expectHeard440(run.dir.appendingPathComponent("out.wav"))
         let pcm = try PCM.wav(run.dir.appendingPathComponent("out.wav"))
         let first = try #require(pcm.firstSound())
-        let rms = ToneAnalysis.windowRMS(pcm.channel(0)[first...].dropLast(pcm.sampleRate / 2), window: pcm.sampleRate / 100)
+        let rms = ToneAnalysis.windowRMS(
+            pcm.channel(0)[first...].dropLast(pcm.sampleRate / 2), window: pcm.sampleRate / 100)
         let silent = rms.filter { $0 < 300 }.count
         #expect(silent == 0 && Double(rms.count) / 100 > 18, "\(name): \(silent) silent 10 ms of \(rms.count)")
         #expect(!run.events.contains(.stateChanged(.ended)), "a live stream never ends")
-        print(String(format: "ffmpeg byte-range HLS %@: A %.1f %% of the pictures due, longest gap %.0f ms, latency %.3f s (%.1f ms spread), %d decoded / %d presented / %d dropped; B %.1f %%, longest gap %.0f ms, latency %.3f s",
-                     name, a.presented * 100, a.gap * 1000, Stats.median(a.latency), (a.latency.max()! - a.latency.min()!) * 1000,
-                     counts.framesDecoded, counts.framesPresented, counts.framesDropped, b.presented * 100, b.gap * 1000, Stats.median(b.latency)))
+        print(
+            String(
+                format:
+                    "ffmpeg byte-range HLS %@: A %.1f %% of the pictures due, longest gap %.0f ms, latency %.3f s (%.1f ms spread), %d decoded / %d presented / %d dropped; B %.1f %%, longest gap %.0f ms, latency %.3f s",
+                name, a.presented * 100, a.gap * 1000, Stats.median(a.latency),
+                (a.latency.max()! - a.latency.min()!) * 1000,
+                counts.framesDecoded, counts.framesPresented, counts.framesDropped, b.presented * 100, b.gap * 1000,
+                Stats.median(b.latency)))
     }
 
     /// Pictures in order, ≥ 95 % of those due from the first to `until` (wall clock), no gap
     /// over 100 ms (between pictures shown, and in their pts), still coming at the end, and a
     /// latency (wall clock − pts, the encoder's clock) that holds within 100 ms once the
     /// first 3 s are past.
-    static func expectRangeByRange(_ frames: [PresentedFrame], until: Double, box: String) throws -> (presented: Double, gap: Double, latency: [Double]) {
+    static func expectRangeByRange(_ frames: [PresentedFrame], until: Double, box: String) throws -> (
+        presented: Double, gap: Double, latency: [Double]
+    ) {
         try #require(frames.count > 300, "\(box): \(frames.count) pictures")
         let steps = zip(frames, frames.dropFirst()).map { $1.pts - $0.pts }
         #expect(steps.allSatisfy { $0 > 0 }, "\(box): pictures in order")
@@ -82,7 +97,9 @@ extension LivePlaybackTests {
         let due = ((until - frames[0].wallTime) * 30).rounded()
         let presented = Double(frames.count) / due
         #expect(presented >= 0.95, "\(box): \(frames.count) pictures of \(due) due")
-        #expect(until - frames.last!.wallTime < 1, "\(box): the last picture \(until - frames.last!.wallTime) s before the end")
+        #expect(
+            until - frames.last!.wallTime < 1,
+            "\(box): the last picture \(until - frames.last!.wallTime) s before the end")
         // MPEG-TS pts: the 33-bit clock unwrapped.
         let wrap = Double(TransportStreamTimestamps.wrap) / 90_000
         let settled = frames.filter { $0.wallTime > frames[0].wallTime + 3 }.map { f in

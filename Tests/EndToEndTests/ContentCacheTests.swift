@@ -13,23 +13,34 @@ import Testing
         var out: [(String, String)] = []
         for (i, colour) in ["red", "green", "blue", "yellow"].enumerated() {
             let name = "c\(i).png"
-            _ = try Tools.run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "color=c=\(colour):s=320x240", "-frames:v", "1", dir.appendingPathComponent(name).path])
+            _ = try Tools.run(
+                "ffmpeg",
+                [
+                    "-v", "error", "-f", "lavfi", "-i", "color=c=\(colour):s=320x240", "-frames:v", "1",
+                    dir.appendingPathComponent(name).path,
+                ])
             out.append((name, sha256Hex([UInt8](try Data(contentsOf: dir.appendingPathComponent(name))))))
         }
-        _ = try Tools.run("ffmpeg", [
-            "-v", "error", "-f", "lavfi", "-i", "testsrc2=s=320x240:r=30:d=2", "-c:v", "libx264", "-g", "30", "-pix_fmt", "yuv420p",
-            "-movflags", "+faststart", dir.appendingPathComponent("ad.mp4").path,
-        ])
+        _ = try Tools.run(
+            "ffmpeg",
+            [
+                "-v", "error", "-f", "lavfi", "-i", "testsrc2=s=320x240:r=30:d=2", "-c:v", "libx264", "-g", "30",
+                "-pix_fmt", "yuv420p",
+                "-movflags", "+faststart", dir.appendingPathComponent("ad.mp4").path,
+            ])
         out.append(("ad.mp4", sha256Hex([UInt8](try Data(contentsOf: dir.appendingPathComponent("ad.mp4"))))))
         return out
     }
 
     /// A 30-minute schedule: a default loop of three images, a slot of the fourth 10 minutes
     /// in, the MP4 as an interrupt (60 s an hour); every item announced with its hash.
-    static func schedule(base: URL, media: [(name: String, sha256: String)], start: Date, badHash: Bool = false) throws -> Schedule {
+    static func schedule(base: URL, media: [(name: String, sha256: String)], start: Date, badHash: Bool = false) throws
+        -> Schedule
+    {
         func item(_ i: Int, _ seconds: Double) -> String {
             let sha = badHash && i == 1 ? String(repeating: "0", count: 64) : media[i].sha256
-            return #"{"id": "\#(media[i].name)", "url": "\#(base.appendingPathComponent(media[i].name).absoluteString)", "duration": \#(seconds), "sha256": "\#(sha)"}"#
+            return
+                #"{"id": "\#(media[i].name)", "url": "\#(base.appendingPathComponent(media[i].name).absoluteString)", "duration": \#(seconds), "sha256": "\#(sha)"}"#
         }
         let clock = DateFormatter()
         clock.timeZone = TimeZone(identifier: "UTC")
@@ -72,7 +83,8 @@ import Testing
         // Found again by a new cache on the same directory (a reboot), one object per content.
         let reopened = try ContentCache(directory: cacheDir)
         #expect(needs.allSatisfy { reopened.contains($0.url, sha256: $0.sha256) })
-        let objects = try FileManager.default.contentsOfDirectory(atPath: cacheDir.appendingPathComponent("objects").path)
+        let objects = try FileManager.default.contentsOfDirectory(
+            atPath: cacheDir.appendingPathComponent("objects").path)
         #expect(Set(objects) == Set(media.map(\.sha256)), "\(objects)")
     }
 
@@ -82,16 +94,22 @@ import Testing
         let origin = try await LivePlaybackTests.origin(staticRoot: dir.path)
         defer { Task { await origin.stop() } }
         let base = origin.baseURL.appendingPathComponent("static")
-        let sizes = media.map { (try? FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent($0.name).path)[.size] as? Int) ?? 0 }
+        let sizes = media.map {
+            (try? FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent($0.name).path)[.size] as? Int)
+                ?? 0
+        }
         // Room for the MP4 and one image.
-        let cache = try ContentCache(directory: try Tools.tempDirectory("cache-small"), maxBytes: sizes[4] + sizes[0] + 10)
+        let cache = try ContentCache(
+            directory: try Tools.tempDirectory("cache-small"), maxBytes: sizes[4] + sizes[0] + 10)
         for i in [0, 1, 2] { try await cache.fetch(base.appendingPathComponent(media[i].name)) }
         _ = cache.bytes(for: base.appendingPathComponent(media[0].name))  // used: the most recent
         try await cache.fetch(base.appendingPathComponent(media[4].name))
         cache.evict(keeping: [base.appendingPathComponent(media[4].name)])
         #expect(cache.contains(base.appendingPathComponent(media[4].name)), "scheduled: kept")
         #expect(cache.contains(base.appendingPathComponent(media[0].name)), "the most recently used: kept")
-        #expect(!cache.contains(base.appendingPathComponent(media[1].name)) && !cache.contains(base.appendingPathComponent(media[2].name)))
+        #expect(
+            !cache.contains(base.appendingPathComponent(media[1].name))
+                && !cache.contains(base.appendingPathComponent(media[2].name)))
         #expect(cache.totalBytes <= sizes[4] + sizes[0] + 10)
     }
 
@@ -111,7 +129,9 @@ import Testing
         let out = try Tools.tempDirectory("cache-offline-out")
         let journal = try ProofOfPlayJournal(url: out.appendingPathComponent("plays.jsonl"), box: "offline")
         let player = try SchedulePlayer(
-            schedule: schedule, options: PlayerOptions(sources: [base], audioOutput: .null, videoOutput: .frames(out.path)), journal: journal,
+            schedule: schedule,
+            options: PlayerOptions(sources: [base], audioOutput: .null, videoOutput: .frames(out.path)),
+            journal: journal,
             cache: cache)
         let collected = EventLog()
         let listener = Task { for await e in player.events { collected.append(e) } }
@@ -119,7 +139,9 @@ import Testing
         try await Task.sleep(for: .seconds(12))
         await player.stop()
         listener.cancel()
-        let failed = collected.events.compactMap { if case .item(let e) = $0, case .failed(let error) = e.kind { "\(e.id): \(error)" } else { nil } }
+        let failed = collected.events.compactMap {
+            if case .item(let e) = $0, case .failed(let error) = e.kind { "\(e.id): \(error)" } else { nil }
+        }
         #expect(failed.isEmpty, "\(failed)")
         let frames = try FramesFile.read(out.appendingPathComponent("frames.tsv"))
         let runs = FramesFile.runs(frames).map(\.item)
@@ -132,7 +154,9 @@ import Testing
         var hashes = Dictionary(media.map { ($0.name, $0.sha256) }, uniquingKeysWith: { a, _ in a })
         hashes["ad"] = media[4].sha256  // (the interrupt's item, if its chunk falls in these 12 s)
         let records = journal.records(after: 0)
-        #expect(records.count >= 5 && records.allSatisfy { $0.contentHash == hashes[$0.item] }, "\(records.map { ($0.item, $0.contentHash ?? "-") })")
+        #expect(
+            records.count >= 5 && records.allSatisfy { $0.contentHash == hashes[$0.item] },
+            "\(records.map { ($0.item, $0.contentHash ?? "-") })")
     }
 }
 
@@ -142,24 +166,34 @@ import Testing
     @Test func aReplacedScheduleTakesEffectAtOnce() async throws {
         let dir = try Tools.tempDirectory("schedule-replace")
         for colour in ["red", "green"] {
-            _ = try Tools.run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "color=c=\(colour):s=320x240", "-frames:v", "1", dir.appendingPathComponent("\(colour).png").path])
+            _ = try Tools.run(
+                "ffmpeg",
+                [
+                    "-v", "error", "-f", "lavfi", "-i", "color=c=\(colour):s=320x240", "-frames:v", "1",
+                    dir.appendingPathComponent("\(colour).png").path,
+                ])
         }
         func schedule(slot: Bool) throws -> Schedule {
             let clock = DateFormatter()
             clock.timeZone = TimeZone(identifier: "UTC")
             clock.dateFormat = "HH:mm:ss"
             let now = Date()
-            let slots = slot
+            let slots =
+                slot
                 ? #", "slots": [{"id": "news", "playlist": "green", "from": "\#(clock.string(from: now.addingTimeInterval(-60)))", "to": "\#(clock.string(from: now.addingTimeInterval(120)))"}]"#
                 : ""
-            return try Schedule(json: Data("""
-                {"timeZone": "UTC", "default": "red",
-                 "playlists": {"red": {"repeat": "all", "items": [{"id": "red", "url": "\(dir.appendingPathComponent("red.png").absoluteString)", "duration": 60}]},
-                               "green": {"repeat": "all", "items": [{"id": "green", "url": "\(dir.appendingPathComponent("green.png").absoluteString)", "duration": 60}]}}\(slots)}
-                """.utf8))
+            return try Schedule(
+                json: Data(
+                    """
+                    {"timeZone": "UTC", "default": "red",
+                     "playlists": {"red": {"repeat": "all", "items": [{"id": "red", "url": "\(dir.appendingPathComponent("red.png").absoluteString)", "duration": 60}]},
+                                   "green": {"repeat": "all", "items": [{"id": "green", "url": "\(dir.appendingPathComponent("green.png").absoluteString)", "duration": 60}]}}\(slots)}
+                    """.utf8))
         }
         let out = try Tools.tempDirectory("schedule-replace-out")
-        let player = try SchedulePlayer(schedule: try schedule(slot: false), options: PlayerOptions(sources: [dir], audioOutput: .null, videoOutput: .frames(out.path)))
+        let player = try SchedulePlayer(
+            schedule: try schedule(slot: false),
+            options: PlayerOptions(sources: [dir], audioOutput: .null, videoOutput: .frames(out.path)))
         let collected = EventLog()
         let listener = Task { for await e in player.events { collected.append(e) } }
         defer { listener.cancel() }
@@ -193,10 +227,12 @@ import Testing
         let dir = try Tools.tempDirectory("schedule-feed")
         let file = dir.appendingPathComponent("schedule.json")
         func write(_ slotPlaylist: String) throws {
-            try Data("""
+            try Data(
+                """
                 {"default": "a", "playlists": {"a": {"items": [{"url": "a.png", "duration": 5}]}, "b": {"items": [{"url": "b.png", "duration": 5}]}},
                  "slots": [{"id": "s", "playlist": "\(slotPlaylist)", "from": "00:00", "to": "00:01"}]}
-                """.utf8).write(to: file)
+                """.utf8
+            ).write(to: file)
         }
         try write("a")
         let origin = try await LivePlaybackTests.origin(staticRoot: dir.path)
@@ -205,7 +241,9 @@ import Testing
         let feed = try await ScheduleFeed(url: url, interval: 3600, security: SDKTests.loopback)
         defer { feed.stop() }
         #expect(feed.current.slots.first?.playlist == "a")
-        #expect(feed.current.playlists["b"]?.items.first?.url == origin.baseURL.appendingPathComponent("static/b.png"), "relative to the feed")
+        #expect(
+            feed.current.playlists["b"]?.items.first?.url == origin.baseURL.appendingPathComponent("static/b.png"),
+            "relative to the feed")
         #expect(await feed.refresh() == false, "unchanged (a 304)")
         try await Task.sleep(for: .milliseconds(1100))  // (Last-Modified has a one-second grain)
         try write("b")
@@ -213,8 +251,11 @@ import Testing
         try await Task.sleep(for: .milliseconds(1100))
         try Data(#"{"default": "nope", "playlists": {"a": {"items": [{"url": "a.png"}]}}}"#.utf8).write(to: file)
         var failures = feed.failures.makeAsyncIterator()
-        #expect(await feed.refresh() == false && feed.current.slots.first?.playlist == "b", "the last good schedule stays")
+        #expect(
+            await feed.refresh() == false && feed.current.slots.first?.playlist == "b", "the last good schedule stays")
         let failure = await failures.next()
-        #expect(failure?.code == .schedule && failure?.message.contains("default") == true, "\(String(describing: failure))")
+        #expect(
+            failure?.code == .schedule && failure?.message.contains("default") == true, "\(String(describing: failure))"
+        )
     }
 }

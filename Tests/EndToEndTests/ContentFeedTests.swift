@@ -33,16 +33,22 @@ import Testing
     @Test func aFeedIsFilteredRefreshedAndKeptThroughFailures() async throws {
         defer { Task { await origin.stop() } }
         try write(Self.first)
-        let feed = try await ContentFeed(url: feedURL, filter: try TagFilter("(not ads)"), interval: 3600, security: SDKTests.loopback)
+        let feed = try await ContentFeed(
+            url: feedURL, filter: try TagFilter("(not ads)"), interval: 3600, security: SDKTests.loopback)
         defer { feed.stop() }
         #expect(feed.current.items.map(\.id) == ["news", "menu"] && feed.current.repeatMode == .all)
-        #expect(feed.current.items[1].url == origin.baseURL.appendingPathComponent("static/menu.png"), "relative to the feed")
+        #expect(
+            feed.current.items[1].url == origin.baseURL.appendingPathComponent("static/menu.png"),
+            "relative to the feed")
         var changes = feed.changes.makeAsyncIterator()
         #expect(await changes.next()?.items.count == 2, "the first playlist is published")
         // Unchanged (a 304): nothing new.
         #expect(await feed.refresh() == false)
         // Changed: published, filtered.
-        try write(Self.first.replacingOccurrences(of: #"{"id": "menu""#, with: #"{"id": "weather", "url": "https://cdn.example/w.m3u8", "tags": ["live"]}, {"id": "menu""#))
+        try write(
+            Self.first.replacingOccurrences(
+                of: #"{"id": "menu""#,
+                with: #"{"id": "weather", "url": "https://cdn.example/w.m3u8", "tags": ["live"]}, {"id": "menu""#))
         #expect(await feed.refresh() == true)
         #expect(await changes.next()?.items.map(\.id) == ["news", "weather", "menu"])
         // Broken, then gone: each a typed failure, the last good playlist stays.
@@ -50,7 +56,9 @@ import Testing
         try write(#"{"items": [{"url": "a.mp4", "duration": -3}]}"#)
         #expect(await feed.refresh() == false)
         let broken = await failures.next()
-        #expect(broken?.code == .playlist && broken?.message.contains("items[0].duration") == true, "\(String(describing: broken))")
+        #expect(
+            broken?.code == .playlist && broken?.message.contains("items[0].duration") == true,
+            "\(String(describing: broken))")
         try FileManager.default.removeItem(at: dir.appendingPathComponent("lobby.json"))
         #expect(await feed.refresh() == false)
         let gone = await failures.next()
@@ -66,17 +74,22 @@ import Testing
         var queue = PlaylistQueue(feed.current)
         queue.start()
         #expect(queue.next()?.id == "promo")
-        try write(Self.first.replacingOccurrences(of: #"{"id": "promo", "url": "media/promo.mp4", "tags": ["ads"]},"#, with: ""))
+        try write(
+            Self.first.replacingOccurrences(
+                of: #"{"id": "promo", "url": "media/promo.mp4", "tags": ["ads"]},"#, with: ""))
         #expect(await feed.refresh())
         queue.replace(with: feed.current)
         #expect(queue.current?.id == "promo", "the playing item goes on")
-        #expect(queue.advance()?.id == "menu" && queue.advance()?.id == "news", "then the new list, from where it stood")
+        #expect(
+            queue.advance()?.id == "menu" && queue.advance()?.id == "news", "then the new list, from where it stood")
     }
 
     @Test func aFeedThatCannotStartIsATypedError() async throws {
         defer { Task { await origin.stop() } }
         func code(_ url: URL, interval: Double = 3600) async -> PlayerError.Code? {
-            do { _ = try await ContentFeed(url: url, interval: interval, security: SDKTests.loopback) } catch { return error.code }
+            do { _ = try await ContentFeed(url: url, interval: interval, security: SDKTests.loopback) } catch {
+                return error.code
+            }
             return nil
         }
         #expect(await code(feedURL) == .network, "404")

@@ -8,13 +8,17 @@ import Testing
 /// (the server still serves it), play on from there, then go live; read from frames.tsv.
 extension LivePlaybackTests {
     @Test func dvrSeekBackInTheWindowAndGoLive() async throws {
-        try #require(FileManager.default.fileExists(atPath: Self.generated.appendingPathComponent("manifest.mpd").path), "run scripts/make-assets")
+        try #require(
+            FileManager.default.fileExists(atPath: Self.generated.appendingPathComponent("manifest.mpd").path),
+            "run scripts/make-assets")
         let origin = try await Self.origin()
         defer { Task { await origin.stop() } }
         let dir = try Tools.tempDirectory("dvr")
         let ast = Int(Date().timeIntervalSince1970) - 3600
         let player = try Player(
-            options: PlayerOptions(sources: [origin.manifestURL(asset: "generated", options: ["ast_\(ast)", "tsbd_60"])], videoOutput: .frames(dir.path)))
+            options: PlayerOptions(
+                sources: [origin.manifestURL(asset: "generated", options: ["ast_\(ast)", "tsbd_60"])],
+                videoOutput: .frames(dir.path)))
         #expect(throws: PlayerError.self) { try player.seek(to: 0) }
         let log = EventLog()
         let listener = Task { for await e in player.events { log.append(e) } }

@@ -23,15 +23,22 @@ import Testing
         let scheme: String
 
         func url(_ path: String) -> URL { URL(string: "\(scheme)://127.0.0.1:\(port)/\(path)")! }
-        var requests: [String] { ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
+        var requests: [String] {
+            ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        }
         func stop() { Tools.stop(process) }
 
-        func write(_ name: String, _ text: String) throws { try Data(text.utf8).write(to: dir.appendingPathComponent(name)) }
+        func write(_ name: String, _ text: String) throws {
+            try Data(text.utf8).write(to: dir.appendingPathComponent(name))
+        }
 
         /// `name` and its `.sig`, signed with `key` as `kind` of `version`, expiring `expires` from now.
-        func sign(_ name: String, _ kind: DocumentKind, version: Int, key: SigningKey, expires: TimeInterval = 86_400) throws {
+        func sign(_ name: String, _ kind: DocumentKind, version: Int, key: SigningKey, expires: TimeInterval = 86_400)
+            throws
+        {
             let body = try Data(contentsOf: dir.appendingPathComponent(name))
-            let signature = DocumentSignature(signing: body, kind: kind, version: version, expires: Date().addingTimeInterval(expires), key: key)
+            let signature = DocumentSignature(
+                signing: body, kind: kind, version: version, expires: Date().addingTimeInterval(expires), key: key)
             try signature.json.write(to: dir.appendingPathComponent(name + ".sig"))
         }
     }
@@ -42,7 +49,8 @@ import Testing
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let port = VenuePeerTests.freePort()
         let script = Tools.packageRoot.appendingPathComponent("rigs/security/http_server.py").path
-        let process = try Tools.spawn("python3", [script, "\(port)", log.path, dir.path] + (tls.map { [$0.cert, $0.key] } ?? []))
+        let process = try Tools.spawn(
+            "python3", [script, "\(port)", log.path, dir.path] + (tls.map { [$0.cert, $0.key] } ?? []))
         // Up when it accepts a connection (nothing is asked before the test).
         for _ in 0..<50 {
             if let fd = RawHTTP.connect(port: port) {
@@ -72,7 +80,8 @@ import Testing
         let template = server.url("{streamId}.json").absoluteString.removingPercentEncoding!
         try server.write("hall.json", Self.config("https://a.example/live.mpd"))
         try server.sign("hall.json", .config, version: 2, key: key)
-        let remote = try await RemoteConfig(streamId: "hall", configURL: template, interval: 3600, security: Self.signed(key))
+        let remote = try await RemoteConfig(
+            streamId: "hall", configURL: template, interval: 3600, security: Self.signed(key))
         defer { remote.stop() }
         #expect(PlayerOptions(config: remote.current).sources == [URL(string: "https://a.example/live.mpd")!])
         var failures = remote.failures.makeAsyncIterator()
@@ -81,7 +90,9 @@ import Testing
             let changed = await remote.refresh()
             let failure = await failures.next()
             #expect(!changed, "\(why)")
-            #expect(failure?.code == .untrustedDocument && failure?.refusal?.reason == reason, "\(why): \(String(describing: failure))")
+            #expect(
+                failure?.code == .untrustedDocument && failure?.refusal?.reason == reason,
+                "\(why): \(String(describing: failure))")
             // What the player is given: still the signed config's source.
             #expect(PlayerOptions(config: remote.current).sources.map(\.host) == ["a.example"], "\(why)")
         }
@@ -124,7 +135,8 @@ import Testing
             #expect(error.code == .untrustedDocument && error.refusal?.reason == .unsigned, "\(error)")
         }
         // Without a key: as before (accepted, a warning once).
-        let open = try await MarqueeSDK.initialize(streamId: "bare", configURL: template, security: DocumentSecurity(allowHTTP: true))
+        let open = try await MarqueeSDK.initialize(
+            streamId: "bare", configURL: template, security: DocumentSecurity(allowHTTP: true))
         #expect(open.sources.map(\.host) == ["e.example"])
     }
 
@@ -170,18 +182,27 @@ import Testing
             }
         }
         let hostname = await refusal(["https://cdn.example/a.mp4", "promo.mp4", "file:///etc/hostname"], open)
-        #expect(hostname?.reason == .localPath && hostname?.message.hasPrefix("items[2].url") == true, "\(String(describing: hostname))")
+        #expect(
+            hostname?.reason == .localPath && hostname?.message.hasPrefix("items[2].url") == true,
+            "\(String(describing: hostname))")
         let passwd = await refusal(["/etc/passwd"], open)
-        #expect(passwd?.reason == .localPath && passwd?.message.hasPrefix("items[0].url") == true, "\(String(describing: passwd))")
+        #expect(
+            passwd?.reason == .localPath && passwd?.message.hasPrefix("items[0].url") == true,
+            "\(String(describing: passwd))")
 
         let allowed = try Tools.tempDirectory("allowed")
         try Data("png".utf8).write(to: allowed.appendingPathComponent("menu.png"))
-        try FileManager.default.createSymbolicLink(atPath: allowed.appendingPathComponent("out.png").path, withDestinationPath: "/etc/passwd")
+        try FileManager.default.createSymbolicLink(
+            atPath: allowed.appendingPathComponent("out.png").path, withDestinationPath: "/etc/passwd")
         var local = open
         local.allowedLocalDirectories = [allowed.path]
-        #expect(await refusal([allowed.appendingPathComponent("menu.png").path, "file://\(allowed.path)/menu.png"], local) == nil)
+        #expect(
+            await refusal([allowed.appendingPathComponent("menu.png").path, "file://\(allowed.path)/menu.png"], local)
+                == nil)
         let dotdot = await refusal(["\(allowed.path)/../etc/passwd"], local)
-        #expect(dotdot?.reason == .localPath && dotdot?.message.contains("outside") == true, "\(String(describing: dotdot))")
+        #expect(
+            dotdot?.reason == .localPath && dotdot?.message.contains("outside") == true, "\(String(describing: dotdot))"
+        )
         let link = await refusal(["\(allowed.path)/out.png"], local)
         #expect(link?.reason == .localPath, "a symbolic link out of the directory: \(String(describing: link))")
 
@@ -190,10 +211,14 @@ import Testing
         let feed = try await ContentFeed(url: url, interval: 3600, security: open)
         defer { feed.stop() }
         var failures = feed.failures.makeAsyncIterator()
-        try server.write("feed.json", #"{"items": [{"url": "https://cdn.example/a.mp4", "id": "good"}, {"url": "/etc/shadow", "id": "x"}]}"#)
+        try server.write(
+            "feed.json",
+            #"{"items": [{"url": "https://cdn.example/a.mp4", "id": "good"}, {"url": "/etc/shadow", "id": "x"}]}"#)
         #expect(await feed.refresh() == false)
         let failure = await failures.next()
-        #expect(failure?.refusal?.reason == .localPath && failure?.message.contains("items[1].url") == true, "\(String(describing: failure))")
+        #expect(
+            failure?.refusal?.reason == .localPath && failure?.message.contains("items[1].url") == true,
+            "\(String(describing: failure))")
         #expect(feed.current.items.map(\.url.absoluteString) == ["https://cdn.example/a.mp4"])
 
         // A schedule's playlists, and a config's poster, alike.
@@ -202,9 +227,12 @@ import Testing
             _ = try await ScheduleFeed(url: server.url("schedule.json"), interval: 3600, security: open)
             Issue.record("a schedule naming /etc/hostname was accepted")
         } catch {
-            #expect(error.refusal?.reason == .localPath && error.message.contains("playlists.main.items[0].url"), "\(error)")
+            #expect(
+                error.refusal?.reason == .localPath && error.message.contains("playlists.main.items[0].url"), "\(error)"
+            )
         }
-        try server.write("poster.json", #"{"sources": ["https://a.example/x.mpd"], "poster": "/etc/ssl/private/key.png"}"#)
+        try server.write(
+            "poster.json", #"{"sources": ["https://a.example/x.mpd"], "poster": "/etc/ssl/private/key.png"}"#)
         let template = server.url("{streamId}.json").absoluteString.removingPercentEncoding!
         do {
             _ = try await MarqueeSDK.initialize(streamId: "poster", configURL: template, security: open)
@@ -226,7 +254,8 @@ import Testing
             #expect(error.code == .untrustedDocument && error.refusal?.reason == .insecureTransport, "\(error)")
         }
         #expect(server.requests.isEmpty, "nothing asked: \(server.requests)")
-        let feed = try await ContentFeed(url: server.url("feed.json"), interval: 3600, security: DocumentSecurity(allowHTTP: true))
+        let feed = try await ContentFeed(
+            url: server.url("feed.json"), interval: 3600, security: DocumentSecurity(allowHTTP: true))
         feed.stop()
         #expect(feed.current.items.count == 1)
     }
@@ -237,10 +266,14 @@ import Testing
     @Test func httpsWithACAFileAndNoDowngrade() async throws {
         let certs = try Tools.tempDirectory("doc-tls")
         let (cert, key) = (certs.appendingPathComponent("cert.pem").path, certs.appendingPathComponent("key.pem").path)
-        try Tools.run("openssl", [
-            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert,
-            "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-addext", "basicConstraints=critical,CA:TRUE",
-        ])
+        try Tools.run(
+            "openssl",
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key,
+                "-out", cert,
+                "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-addext",
+                "basicConstraints=critical,CA:TRUE",
+            ])
         let https = try await Self.serve(tls: (cert, key))
         defer { https.stop() }
         let plain = try await Self.serve()
@@ -252,8 +285,12 @@ import Testing
             _ = try await ContentFeed(url: https.url("feed.json"), interval: 3600)
             Issue.record("a certificate of no trusted CA was accepted")
         } catch {
-            #expect(error.code == .network && error.message.contains("the certificate of 127.0.0.1 is not trusted"), "\(error)")
-            #expect(!error.message.contains("OPENSSL_internal") && !error.message.contains(".cc"), "no BoringSSL stack: \(error)")
+            #expect(
+                error.code == .network && error.message.contains("the certificate of 127.0.0.1 is not trusted"),
+                "\(error)")
+            #expect(
+                !error.message.contains("OPENSSL_internal") && !error.message.contains(".cc"),
+                "no BoringSSL stack: \(error)")
         }
         let trusted = DocumentSecurity(caFile: cert)
         let feed = try await ContentFeed(url: https.url("feed.json"), interval: 3600, security: trusted)
@@ -263,12 +300,15 @@ import Testing
         var downgrade = trusted
         downgrade.allowHTTP = true
         let to = plain.url("feed.json").absoluteString
-        let redirect = URL(string: https.url("302").absoluteString + "?to=" + to.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)!
+        let redirect = URL(
+            string: https.url("302").absoluteString + "?to=" + to.addingPercentEncoding(
+                withAllowedCharacters: .alphanumerics)!)!
         do {
             _ = try await ContentFeed(url: redirect, interval: 3600, security: downgrade)
             Issue.record("an https → http redirect was followed")
         } catch {
-            #expect(error.refusal?.reason == .insecureTransport && error.message.contains("https down to http"), "\(error)")
+            #expect(
+                error.refusal?.reason == .insecureTransport && error.message.contains("https down to http"), "\(error)")
         }
         #expect(plain.requests.isEmpty, "the http server was never asked: \(plain.requests)")
         // The decision itself: https → https and http → https pass; http needs the allowance.
@@ -293,7 +333,9 @@ import Testing
         let printed = try Tools.run(marquee.path, ["sign", "--generate-key", privateKey])
         let mode = try FileManager.default.attributesOfItem(atPath: privateKey)[.posixPermissions] as? Int
         #expect(mode == 0o600)
-        #expect((try? Tools.run(marquee.path, ["sign", "--generate-key", privateKey])) == nil, "an existing key is not replaced")
+        #expect(
+            (try? Tools.run(marquee.path, ["sign", "--generate-key", privateKey])) == nil,
+            "an existing key is not replaced")
         let publicBase64 = try #require(printed.split(separator: "\n").dropFirst().first.map(String.init))
         let pinned = keys.appendingPathComponent("trust-key").path
         try Data(publicBase64.utf8).write(to: URL(fileURLWithPath: pinned))
@@ -303,9 +345,12 @@ import Testing
 
         try server.write("lobby.json", Self.config("https://a.example/live.mpd"))
         let document = server.dir.appendingPathComponent("lobby.json").path
-        try Tools.run(marquee.path, [
-            "sign", "--key", privateKey, "--kind", "config", "--version", "4", "--expires", "2099-01-01T00:00:00Z", document,
-        ])
+        try Tools.run(
+            marquee.path,
+            [
+                "sign", "--key", privateKey, "--kind", "config", "--version", "4", "--expires", "2099-01-01T00:00:00Z",
+                document,
+            ])
         let template = server.url("{streamId}.json").absoluteString.removingPercentEncoding!
         let security = DocumentSecurity(trustKey: try TrustKey(contentsOfFile: pinned), allowHTTP: true)
         let config = try await MarqueeSDK.initialize(streamId: "lobby", configURL: template, security: security)
@@ -315,7 +360,10 @@ import Testing
         let failed = try await Tools.offPool { () -> (Int32, String) in
             let p = Process()
             p.executableURL = marquee
-            p.arguments = ["play", "--stream-id", "bare", "--config-url", template, "--allow-http", "--trust-key", pinned, "--duration", "1"]
+            p.arguments = [
+                "play", "--stream-id", "bare", "--config-url", template, "--allow-http", "--trust-key", pinned,
+                "--duration", "1",
+            ]
             let err = Pipe()
             p.standardError = err
             p.standardOutput = FileHandle.nullDevice
@@ -333,15 +381,19 @@ extension LivePlaybackTests {
     /// not play it: a non-fatal error says so and the configured creative (880 Hz) plays; the
     /// named file's 660 Hz is never heard.
     @Test func anEventNeverChoosesALocalCreative() async throws {
-        try #require(FileManager.default.fileExists(atPath: Self.generated.appendingPathComponent("manifest.mpd").path), "run scripts/make-assets")
+        try #require(
+            FileManager.default.fileExists(atPath: Self.generated.appendingPathComponent("manifest.mpd").path),
+            "run scripts/make-assets")
         let dir = try Tools.tempDirectory("mix-local")
-        let ad = dir.appendingPathComponent("ad.wav"), named = dir.appendingPathComponent("named.wav")
+        let ad = dir.appendingPathComponent("ad.wav")
+        let named = dir.appendingPathComponent("named.wav")
         try Self.makeTone(880, seconds: 5, to: ad)
         try Self.makeTone(660, seconds: 5, to: named)
         let origin = try await Self.origin()
         defer { Task { await origin.stop() } }
         var options = PlayerOptions(
-            sources: [origin.manifestURL(asset: "generated")], targetLatency: 3, audioOutput: .wav(dir.appendingPathComponent("out.wav").path))
+            sources: [origin.manifestURL(asset: "generated")], targetLatency: 3,
+            audioOutput: .wav(dir.appendingPathComponent("out.wav").path))
         options.mixing = MixOptions(adCreatives: [ad])
         options.mixing.cacheDirectory = dir.appendingPathComponent("cache")
         let player = try Player(options: options)
@@ -366,7 +418,9 @@ extension LivePlaybackTests {
         listener.cancel()
 
         let refusals = log.events.compactMap { e -> String? in
-            if case .error(let error, let fatal) = e, !fatal, error.message.contains("not a configured creative") { return error.message }
+            if case .error(let error, let fatal) = e, !fatal, error.message.contains("not a configured creative") {
+                return error.message
+            }
             return nil
         }
         #expect(refusals.count == 1 && refusals[0].contains(named.path), "\(refusals)")
@@ -374,7 +428,10 @@ extension LivePlaybackTests {
         let tones = ToneTrack(pcm.channel(0), from: try #require(pcm.firstSound()))
         let nominal = 32768.0 / 8
         let adRuns = ToneTrack.runs(tones.a880, above: nominal / 2)
-        #expect(adRuns.count == 1 && abs((adRuns.first.map { $0.end - $0.start } ?? 0) - 2) < 0.1, "the configured creative: \(adRuns)")
-        #expect(tones.a660.allSatisfy { $0 < nominal * 0.05 }, "the event's local file was heard: \(tones.a660.max() ?? 0)")
+        #expect(
+            adRuns.count == 1 && abs((adRuns.first.map { $0.end - $0.start } ?? 0) - 2) < 0.1,
+            "the configured creative: \(adRuns)")
+        #expect(
+            tones.a660.allSatisfy { $0 < nominal * 0.05 }, "the event's local file was heard: \(tones.a660.max() ?? 0)")
     }
 }

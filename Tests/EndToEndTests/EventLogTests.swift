@@ -16,7 +16,8 @@ import Testing
         let process = Process()
         process.executableURL = marquee
         process.arguments = [
-            "play", origin.manifestURL(asset: "testpic_2s").absoluteString, "--audio", "null", "--video", "frames:\(dir.path)", "--duration", "4",
+            "play", origin.manifestURL(asset: "testpic_2s").absoluteString, "--audio", "null", "--video",
+            "frames:\(dir.path)", "--duration", "4",
             "--events", log.path,
         ]
         process.standardOutput = FileHandle.nullDevice
@@ -31,10 +32,13 @@ import Testing
         #expect(process.terminationStatus == 0)
         let lines = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
         let events = try lines.map { line in
-            try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "not a JSON object: \(line)")
+            try #require(
+                try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "not a JSON object: \(line)")
         }
         let types = events.compactMap { $0["type"] as? String }
-        #expect(types.count == events.count && events.allSatisfy { $0["wall_time"] is Double }, "every line has a type and a wall time")
+        #expect(
+            types.count == events.count && events.allSatisfy { $0["wall_time"] is Double },
+            "every line has a type and a wall time")
         // In the order a player goes through them.
         let order = ["sourceLoaded", "firstFrame"]
         let firsts = order.map { name in types.firstIndex(of: name) ?? Int.max }
@@ -59,12 +63,16 @@ import Testing
         // no picture to be compared with.)
         let frames = try FramesFile.read(dir.appendingPathComponent("frames.tsv"))
         let firstDue = try #require(frames.first).wallTime
-        let updates = events.filter { $0["type"] as? String == "timeUpdate" && ($0["wall_time"] as? Double ?? 0) >= firstDue }
+        let updates = events.filter {
+            $0["type"] as? String == "timeUpdate" && ($0["wall_time"] as? Double ?? 0) >= firstDue
+        }
         #expect(updates.count >= 2, "\(updates.count) time updates in 4 s")
         for update in updates {
             let (at, position) = (update["wall_time"] as! Double, update["position"] as! Double)
             let shown = try #require(frames.last { $0.wallTime <= at }, "no picture before \(at)")
-            #expect(abs(shown.pts - position) < 0.25, "time update \(position) at \(at): the picture shown then is \(shown.pts)")
+            #expect(
+                abs(shown.pts - position) < 0.25,
+                "time update \(position) at \(at): the picture shown then is \(shown.pts)")
         }
     }
 }
@@ -77,7 +85,8 @@ extension LivePlaybackTests {
     @Test func aPlaylistFilePlaysToItsEndAndTheCommandExits() async throws {
         let marquee = Tools.packageRoot.appendingPathComponent(".build/debug/marquee")
         try #require(FileManager.default.isExecutableFile(atPath: marquee.path), "swift build first")
-        let origin = try await LivePlaybackTests.origin(staticRoot: Tools.packageRoot.appendingPathComponent("assets").path)
+        let origin = try await LivePlaybackTests.origin(
+            staticRoot: Tools.packageRoot.appendingPathComponent("assets").path)
         defer { Task { await origin.stop() } }
         let dir = try Tools.tempDirectory("playlist-cli")
         let vod = origin.baseURL.appendingPathComponent("static/generated/manifest.mpd").absoluteString
@@ -94,7 +103,8 @@ extension LivePlaybackTests {
         let process = Process()
         process.executableURL = marquee
         process.arguments = [
-            "play", "--playlist", file.path, "--filter", "(or lobby kiosk)", "--repeat", "off", "--audio", "null", "--video", "frames:\(dir.path)",
+            "play", "--playlist", file.path, "--filter", "(or lobby kiosk)", "--repeat", "off", "--audio", "null",
+            "--video", "frames:\(dir.path)",
             "--duration", "20", "--events", log.path,
         ]
         process.standardOutput = FileHandle.nullDevice
@@ -113,7 +123,10 @@ extension LivePlaybackTests {
             try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         }
         let items = events.filter { $0["type"] as? String == "item" }.map { "\($0["id"] ?? "")/\($0["event"] ?? "")" }
-        for expected in ["first/started", "first/impression", "first/finished", "second/started", "second/impression", "second/finished"] {
+        for expected in [
+            "first/started", "first/impression", "first/finished", "second/started", "second/impression",
+            "second/finished",
+        ] {
             #expect(items.contains(expected), "\(expected) missing from \(items)")
         }
         #expect(items.firstIndex(of: "first/finished") ?? .max < items.firstIndex(of: "second/started") ?? -1)
@@ -128,17 +141,22 @@ extension LivePlaybackTests {
         try #require(FileManager.default.isExecutableFile(atPath: marquee.path), "swift build first")
         let dir = try Tools.tempDirectory("schedule-cli")
         let file = dir.appendingPathComponent("schedule.json")
-        try Data("""
+        try Data(
+            """
             {"timeZone": "America/New_York", "default": "main",
              "playlists": {"main": {"items": [{"url": "main.png", "id": "main", "duration": 60}], "repeat": "all"},
                            "ads": {"items": [{"url": "ad.mp4", "id": "ad", "duration": 30}]}},
              "interrupts": [{"id": "ads", "playlist": "ads", "secondsPerHour": 60}]}
-            """.utf8).write(to: file)
-        let out = try Tools.run(marquee.path, ["schedule", file.path, "--at", "2026-12-01T12:00:00Z", "--for", "1h", "--entries"])
+            """.utf8
+        ).write(to: file)
+        let out = try Tools.run(
+            marquee.path, ["schedule", file.path, "--at", "2026-12-01T12:00:00Z", "--for", "1h", "--entries"])
         let lines = out.split(separator: "\n").map(String.init)
         // Two 30-s chunks an hour, 1770 s apart, the first 885 s in (07:14:45, 07:44:45); New York is UTC−5 in December.
         #expect(lines.count == 6 && lines[0].contains("America/New_York"), "\(out)")
-        #expect(lines[1].hasPrefix("2026-12-01 07:00:00") && lines[2].hasPrefix("2026-12-01 07:14:45") && lines[2].contains("interrupt ads"), "\(out)")
+        #expect(
+            lines[1].hasPrefix("2026-12-01 07:00:00") && lines[2].hasPrefix("2026-12-01 07:14:45")
+                && lines[2].contains("interrupt ads"), "\(out)")
         #expect(lines[4].hasPrefix("2026-12-01 07:44:45") && lines[4].contains("interrupt ads"), "\(out)")
         let bad = try? Tools.run(marquee.path, ["schedule", file.path, "--for", "forever"])
         #expect(bad == nil, "a bad --for is refused")

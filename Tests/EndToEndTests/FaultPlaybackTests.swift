@@ -21,13 +21,22 @@ extension LivePlaybackTests {
     @Test func networkFaultsOnHalfTheSegmentsCostAlmostNothing() async throws {
         let origin = try await Self.origin()
         defer { Task { await origin.stop() } }
-        let faults = ["seed_7", "reset_15", "badlength_10", "truncate_10", "trickle_320-10", "status_503-10", "stall_10", "silent_10"]  // about half the segments
-        let run = try await Self.play(origin.manifestURL(asset: "generated", options: faults), seconds: 20, audio: { _ in .null })
+        let faults = [
+            "seed_7", "reset_15", "badlength_10", "truncate_10", "trickle_320-10", "status_503-10", "stall_10",
+            "silent_10",
+        ]  // about half the segments
+        let run = try await Self.play(
+            origin.manifestURL(asset: "generated", options: faults), seconds: 20, audio: { _ in .null })
         let (share, inOrder) = Self.presentedShare(run.frames)
         #expect(run.frames.count > 450, "\(run.frames.count) pictures")
-        let gaps = zip(run.frames, run.frames.dropFirst()).map { (at: $0.pts, length: $1.wallTime - $0.wallTime) }.filter { $0.length > 0.1 }
-        #expect(share >= 0.95 && inOrder, "\(share * 100) % of the pictures, in order: \(inOrder); gaps over 0.1 s (pts, s): \(gaps)")
-        #expect(!run.events.contains(.stateChanged(.ended)) && !run.events.contains { if case .error(_, true) = $0 { true } else { false } })
+        let gaps = zip(run.frames, run.frames.dropFirst()).map { (at: $0.pts, length: $1.wallTime - $0.wallTime) }
+            .filter { $0.length > 0.1 }
+        #expect(
+            share >= 0.95 && inOrder,
+            "\(share * 100) % of the pictures, in order: \(inOrder); gaps over 0.1 s (pts, s): \(gaps)")
+        #expect(
+            !run.events.contains(.stateChanged(.ended))
+                && !run.events.contains { if case .error(_, true) = $0 { true } else { false } })
         print(String(format: "network faults: %d pictures, %.1f %% of those due", run.frames.count, share * 100))
     }
 
@@ -47,10 +56,17 @@ extension LivePlaybackTests {
         let due = run.frames.last.map { Date().timeIntervalSince1970 - $0.wallTime } ?? 99
         // 90 %: the bar for a fifth of the requests faulted (the segments are fetched
         // again within their time; what is lost is the join's first second).
-        #expect(run.frames.count > 450 && share >= 0.9 && inOrder, "\(stream): \(run.frames.count) pictures, \(share * 100) % of those due")
+        #expect(
+            run.frames.count > 450 && share >= 0.9 && inOrder,
+            "\(stream): \(run.frames.count) pictures, \(share * 100) % of those due")
         #expect(due < 1, "\(stream): the last picture \(due) s before the end: playback stalled")
-        #expect(!run.events.contains(.stateChanged(.ended)) && !run.events.contains { if case .error(_, true) = $0 { true } else { false } })
-        print(String(format: "bodies that are not segments (%@): %d pictures, %.1f %% of those due", stream, run.frames.count, share * 100))
+        #expect(
+            !run.events.contains(.stateChanged(.ended))
+                && !run.events.contains { if case .error(_, true) = $0 { true } else { false } })
+        print(
+            String(
+                format: "bodies that are not segments (%@): %d pictures, %.1f %% of those due", stream,
+                run.frames.count, share * 100))
     }
 
     /// Bodies that come too slowly or never end, on a fifth of the segments' first requests: a
@@ -65,27 +81,40 @@ extension LivePlaybackTests {
         let dash = origin.manifestURL(asset: "generated", options: ["seed_5", fault])
         let url = stream == "dash" ? dash : dash.deletingLastPathComponent().appendingPathComponent(stream)
         let failed = Locked(0)
-        let run = try await Self.play(url, seconds: 20, audio: { _ in .null }) { _ in } during: { player in
+        let run = try await Self.play(url, seconds: 20, audio: { _ in .null }) { _ in
+        } during: { player in
             failed.withLock { $0 = player.status.failedDownloads }
         }
         let (share, inOrder) = Self.presentedShare(run.frames)
         let due = run.frames.last.map { Date().timeIntervalSince1970 - $0.wallTime } ?? 99
         let last = run.events.last { if case .stateChanged = $0 { true } else { false } }
         // 90 %: the bar for a fifth of the requests faulted.
-        #expect(run.frames.count > 450 && share >= 0.9 && inOrder, "\(fault) \(stream): \(run.frames.count) pictures, \(share * 100) % of those due")
-        #expect(due < 1 && last != .stateChanged(.buffering), "\(fault) \(stream): the last picture \(due) s before the end, last state \(String(describing: last))")
-        #expect(!run.events.contains(.stateChanged(.ended)) && !run.events.contains { if case .error(_, true) = $0 { true } else { false } })
+        #expect(
+            run.frames.count > 450 && share >= 0.9 && inOrder,
+            "\(fault) \(stream): \(run.frames.count) pictures, \(share * 100) % of those due")
+        #expect(
+            due < 1 && last != .stateChanged(.buffering),
+            "\(fault) \(stream): the last picture \(due) s before the end, last state \(String(describing: last))")
+        #expect(
+            !run.events.contains(.stateChanged(.ended))
+                && !run.events.contains { if case .error(_, true) = $0 { true } else { false } })
         // A trickled try given up is a failed download (counted); an endless body's segment
         // came whole (not one).
-        if fault.hasPrefix("trickle") { #expect(failed.withLock { $0 } >= 1, "\(fault) \(stream): no failed download counted") }
-        print(String(format: "%@ (%@): %d pictures, %.1f %% of those due, %d failed downloads", fault, stream, run.frames.count, share * 100, failed.withLock { $0 }))
+        if fault.hasPrefix("trickle") {
+            #expect(failed.withLock { $0 } >= 1, "\(fault) \(stream): no failed download counted")
+        }
+        print(
+            String(
+                format: "%@ (%@): %d pictures, %.1f %% of those due, %d failed downloads", fault, stream,
+                run.frames.count, share * 100, failed.withLock { $0 }))
     }
 
     @Test func damagedSegmentsCostTheirOwnAndPlaybackGoesOn() async throws {
         let origin = try await Self.origin()
         defer { Task { await origin.stop() } }
         let run = try await Self.play(
-            origin.manifestURL(asset: "generated", options: ["seed_3", "corrupt_12", "hugebox_8"]), seconds: 24, audio: { _ in .null })
+            origin.manifestURL(asset: "generated", options: ["seed_3", "corrupt_12", "hugebox_8"]), seconds: 24,
+            audio: { _ in .null })
         let errors = run.events.filter { if case .error(let e, false) = $0 { e.code == .media } else { false } }
         #expect(!errors.isEmpty, "no damaged segment reported")
         let gaps = zip(run.frames, run.frames.dropFirst()).map { $1.wallTime - $0.wallTime }
@@ -93,9 +122,15 @@ extension LivePlaybackTests {
         // in a row come in about one run in twelve (a CI run had one, at the end); four, 0.2 %
         // a place: the pictures come back within three segments.
         #expect((gaps.max() ?? 99) < 6.2, "longest gap \(gaps.max() ?? 99) s")
-        #expect(run.frames.last.map { $0.wallTime > Date().timeIntervalSince1970 - 7 } == true, "pictures stopped early")
-        #expect(!run.events.contains(.stateChanged(.ended)) && !run.events.contains { if case .error(_, true) = $0 { true } else { false } })
-        print(String(format: "damaged segments: %d pictures, %d media errors, longest gap %.2f s", run.frames.count, errors.count, gaps.max() ?? 0))
+        #expect(
+            run.frames.last.map { $0.wallTime > Date().timeIntervalSince1970 - 7 } == true, "pictures stopped early")
+        #expect(
+            !run.events.contains(.stateChanged(.ended))
+                && !run.events.contains { if case .error(_, true) = $0 { true } else { false } })
+        print(
+            String(
+                format: "damaged segments: %d pictures, %d media errors, longest gap %.2f s", run.frames.count,
+                errors.count, gaps.max() ?? 0))
     }
 
     /// Several `BaseURL`s are alternative locations: the first one dead (nothing listens) or
@@ -104,7 +139,9 @@ extension LivePlaybackTests {
     func alternativeBaseURLsTakeOver(_ locations: String) async throws {
         let origin = try await Self.origin()
         defer { Task { await origin.stop() } }
-        let run = try await Self.play(origin.manifestURL(asset: "generated", options: ["baseurl_\(locations)"]), seconds: 14, audio: { _ in .null })
+        let run = try await Self.play(
+            origin.manifestURL(asset: "generated", options: ["baseurl_\(locations)"]), seconds: 14,
+            audio: { _ in .null })
         let (share, inOrder) = Self.presentedShare(run.frames)
         #expect(run.frames.count > 250, "\(run.frames.count) pictures")
         #expect(share >= 0.98 && inOrder, "\(share * 100) % of the pictures, in order: \(inOrder)")
@@ -120,7 +157,8 @@ extension LivePlaybackTests {
 /// well under the 17 MiB those parses would have leaked.
 extension LivePlaybackTests {
     @Test func aManifestThatStaysMalformedCostsNoMemory() throws {
-        let broken = Data("<MPD type=\"dynamic\" availabilityStartTime=\"1970-01-01T00:00:00Z\"><Period><AdaptationSet></MPD>".utf8)
+        let broken = Data(
+            "<MPD type=\"dynamic\" availabilityStartTime=\"1970-01-01T00:00:00Z\"><Period><AdaptationSet></MPD>".utf8)
         let parser = MPDParser()
         for _ in 0..<100 { #expect(throws: ManifestError.self) { try parser.parse(broken) } }
         let before = MemoryUsage.current().heapInUseBytes

@@ -24,8 +24,10 @@ extension LivePlaybackTests {
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let box = Process()
         box.executableURL = marquee
-        box.arguments = ["play", url.absoluteString, "--audio", "null", "--video", "frames:\(dir.path)",
-                         "--target-latency", "3", "--duration", "40"]
+        box.arguments = [
+            "play", url.absoluteString, "--audio", "null", "--video", "frames:\(dir.path)",
+            "--target-latency", "3", "--duration", "40",
+        ]
         box.standardOutput = try FileHandle(forWritingTo: log)
         box.standardError = FileHandle.nullDevice
         try box.run()
@@ -38,7 +40,9 @@ extension LivePlaybackTests {
         }
         // Playing at the target for a while (its first pictures within 10 s on a busy machine).
         let frames = dir.appendingPathComponent("frames.tsv")
-        for _ in 0..<100 where ((try? FramesFile.read(frames)) ?? []).count < 30 { try await Task.sleep(for: .milliseconds(100)) }
+        for _ in 0..<100 where ((try? FramesFile.read(frames)) ?? []).count < 30 {
+            try await Task.sleep(for: .milliseconds(100))
+        }
         try await Task.sleep(for: .seconds(6))
         let stoppedAt = Date().timeIntervalSince1970
         kill(pid, SIGSTOP)
@@ -59,13 +63,20 @@ extension LivePlaybackTests {
         try #require(end - resumedAt > 12, "the run ended \(end - resumedAt) s after the resume")
         let errors = rest.map { abs(error($0)) }
         let p95 = Stats.percentile(errors, 95)
-        #expect(p95 < 0.020 && Stats.median(errors) < 0.010, "\(freeze) s freeze \(stream): |latency − 3 s| after the resume + 5 s: median \(Stats.median(errors)), p95 \(p95)")
+        #expect(
+            p95 < 0.020 && Stats.median(errors) < 0.010,
+            "\(freeze) s freeze \(stream): |latency − 3 s| after the resume + 5 s: median \(Stats.median(errors)), p95 \(p95)"
+        )
         let (share, inOrder) = Self.presentedShare(rest)
-        #expect(share >= 0.98 && inOrder, "\(freeze) s freeze \(stream): \(share * 100) % of the pictures from 5 s after the resume")
+        #expect(
+            share >= 0.98 && inOrder,
+            "\(freeze) s freeze \(stream): \(share * 100) % of the pictures from 5 s after the resume")
         // The time the box was stopped is not the server's: its target is never raised.
-        #expect(!output.contains("arrive too late"), "\(output.split(separator: "\n").filter { $0.contains("too late") })")
+        #expect(
+            !output.contains("arrive too late"), "\(output.split(separator: "\n").filter { $0.contains("too late") })")
         let qoeLine = try #require(output.split(separator: "\n").last { $0.hasPrefix("qoe: ") })
-        let qoe = try #require(try JSONSerialization.jsonObject(with: Data(qoeLine.dropFirst(5).utf8)) as? [String: Any])
+        let qoe = try #require(
+            try JSONSerialization.jsonObject(with: Data(qoeLine.dropFirst(5).utf8)) as? [String: Any])
         #expect(qoe["raisedTarget"] == nil && (qoe["raisedTargetSeconds"] as? Double) == 0, "QoE: \(qoeLine)")
         // When it came back: the first picture after the resume from which a whole second holds
         // within 20 ms of the target.
@@ -74,11 +85,19 @@ extension LivePlaybackTests {
             let second = after[i...].prefix { $0.wallTime < after[i].wallTime + 1 }
             return second.count > 25 && second.allSatisfy { abs(error($0)) < 0.020 }
         }.map { after[$0].wallTime - resumedAt }
-        #expect(back.map { $0 <= 5 } ?? false, "\(freeze) s freeze \(stream): back at the target \(back.map { String(format: "%.2f s", $0) } ?? "never") after the resume")
+        #expect(
+            back.map { $0 <= 5 } ?? false,
+            "\(freeze) s freeze \(stream): back at the target \(back.map { String(format: "%.2f s", $0) } ?? "never") after the resume"
+        )
         let worstAfter = after.map { error($0) }
-        print(String(format: "frozen %.0f s%@: back within 20 ms of the target %@ after the resume; from +5 s |latency − 3 s| median %.1f ms, p95 %.1f ms, %.1f %% of the pictures; first picture after the resume off by %+.3f s",
-                     freeze, stream.isEmpty ? "" : " (\(stream.joined(separator: "/")))", back.map { String(format: "%.2f s", $0) } ?? "never", Stats.median(errors) * 1000, p95 * 1000, share * 100,
-                     worstAfter.first ?? .nan))
+        print(
+            String(
+                format:
+                    "frozen %.0f s%@: back within 20 ms of the target %@ after the resume; from +5 s |latency − 3 s| median %.1f ms, p95 %.1f ms, %.1f %% of the pictures; first picture after the resume off by %+.3f s",
+                freeze, stream.isEmpty ? "" : " (\(stream.joined(separator: "/")))",
+                back.map { String(format: "%.2f s", $0) } ?? "never", Stats.median(errors) * 1000, p95 * 1000,
+                share * 100,
+                worstAfter.first ?? .nan))
         if let latency = qoe["latency"] { print("frozen \(Int(freeze)) s \(stream): QoE latency \(latency)") }
     }
 }

@@ -9,10 +9,13 @@ import Testing
 /// rendition, reloaded as the window slides; read from frames.tsv and the WAV.
 extension LivePlaybackTests {
     @Test func liveHLSPlaysEveryFrameInOrderAtTheTarget() async throws {
-        try #require(FileManager.default.fileExists(atPath: Self.generated.appendingPathComponent("manifest.mpd").path), "run scripts/make-assets")
+        try #require(
+            FileManager.default.fileExists(atPath: Self.generated.appendingPathComponent("manifest.mpd").path),
+            "run scripts/make-assets")
         let origin = try await Self.origin()
         defer { Task { await origin.stop() } }
-        let master = origin.manifestURL(asset: "generated").deletingLastPathComponent().appendingPathComponent("master.m3u8")
+        let master = origin.manifestURL(asset: "generated").deletingLastPathComponent().appendingPathComponent(
+            "master.m3u8")
         let run = try await Self.play(master, seconds: 9, audio: { .wav("\($0.path)/out.wav") })
         let frames = run.frames
         try #require(frames.count > 180, "\(frames.count) frames")
@@ -23,12 +26,16 @@ extension LivePlaybackTests {
         let settled = frames.dropFirst(30).map { $0.wallTime - $0.pts }
         #expect(settled.allSatisfy { abs($0 - 3) < 0.02 }, "latency \(settled.min()!)…\(settled.max()!)")
         // The pictures are the asset's own.
-        let reference = try await Self.referenceFrames(manifest: origin.manifestURL(asset: "generated"), from: frames.first!.pts, to: frames.last!.pts)
+        let reference = try await Self.referenceFrames(
+            manifest: origin.manifestURL(asset: "generated"), from: frames.first!.pts, to: frames.last!.pts)
         Self.expectFramesMatch(frames, reference: reference, fps: 30)
         #expect(run.events.contains { if case .sourceLoaded(_, .live) = $0 { true } else { false } })
         let pcm = try PCM.wav(run.dir.appendingPathComponent("out.wav"))
         let start = try #require(pcm.firstSound())
-        #expect(abs(ToneAnalysis.frequency(pcm.channel(0)[start...].dropFirst(480).dropLast(480), sampleRate: pcm.sampleRate) - 440) < 1)
+        #expect(
+            abs(
+                ToneAnalysis.frequency(
+                    pcm.channel(0)[start...].dropFirst(480).dropLast(480), sampleRate: pcm.sampleRate) - 440) < 1)
     }
 }
 
@@ -41,7 +48,8 @@ extension LivePlaybackTests {
         try #require(FileManager.default.fileExists(atPath: firstSegment.path), "run scripts/make-assets")
         let origin = try await Self.origin()
         defer { Task { await origin.stop() } }
-        let master = origin.manifestURL(asset: "generated").deletingLastPathComponent().appendingPathComponent("master-ts.m3u8")
+        let master = origin.manifestURL(asset: "generated").deletingLastPathComponent().appendingPathComponent(
+            "master-ts.m3u8")
         let run = try await Self.play(master, seconds: 9, audio: { .wav("\($0.path)/out.wav") })
         let frames = run.frames
         try #require(frames.count > 180, "\(frames.count) frames")
@@ -50,7 +58,8 @@ extension LivePlaybackTests {
         #expect(steps.allSatisfy { abs($0 - 1.0 / 30) < 0.001 }, "pts steps \(steps.min()!)…\(steps.max()!)")
         // The origin stamps PTS = the loop's first PTS + media time (mod 2³³): the presentation
         // time a frame should have, from its own pts, is then known independently of the player.
-        let loopFirst = Double(try #require(TransportStreamTimestamps.firstPTS(try Data(contentsOf: firstSegment)))) / 90_000
+        let loopFirst =
+            Double(try #require(TransportStreamTimestamps.firstPTS(try Data(contentsOf: firstSegment)))) / 90_000
         let wrap = Double(TransportStreamTimestamps.wrap) / 90_000
         func presentation(_ f: PresentedFrame) -> Double {
             let t = f.pts - loopFirst
@@ -60,15 +69,23 @@ extension LivePlaybackTests {
         #expect(settled.allSatisfy { abs($0 - 3) < 0.02 }, "latency \(settled.min()!)…\(settled.max()!)")
         // The pictures are the asset's own (the DASH fMP4 of the same encode), each once, in order.
         let reference = try await Self.referenceFrames(
-            manifest: origin.manifestURL(asset: "generated"), from: presentation(frames.first!) - 0.5, to: presentation(frames.last!) + 0.5)
+            manifest: origin.manifestURL(asset: "generated"), from: presentation(frames.first!) - 0.5,
+            to: presentation(frames.last!) + 0.5)
         let timeOf = Dictionary(reference.map { ($0.md5, $0.pts) }, uniquingKeysWith: { first, _ in first })
         let matched = frames.compactMap { timeOf[$0.md5] }
-        #expect(matched.count == frames.count, "\(frames.count - matched.count) of \(frames.count) pictures are not the asset's")
-        #expect(zip(matched, matched.dropFirst()).allSatisfy { abs($1 - $0 - 1.0 / 30) < 0.001 }, "pictures in the asset's order")
+        #expect(
+            matched.count == frames.count,
+            "\(frames.count - matched.count) of \(frames.count) pictures are not the asset's")
+        #expect(
+            zip(matched, matched.dropFirst()).allSatisfy { abs($1 - $0 - 1.0 / 30) < 0.001 },
+            "pictures in the asset's order")
         // The audio muxed in the same segments is heard.
         let pcm = try PCM.wav(run.dir.appendingPathComponent("out.wav"))
         let start = try #require(pcm.firstSound())
-        #expect(abs(ToneAnalysis.frequency(pcm.channel(0)[start...].dropFirst(480).dropLast(480), sampleRate: pcm.sampleRate) - 440) < 1)
+        #expect(
+            abs(
+                ToneAnalysis.frequency(
+                    pcm.channel(0)[start...].dropFirst(480).dropLast(480), sampleRate: pcm.sampleRate) - 440) < 1)
         #expect(run.events.contains { if case .sourceLoaded(_, .live) = $0 { true } else { false } })
     }
 }

@@ -21,16 +21,20 @@ extension LivePlaybackTests {
         let dir = try Tools.tempDirectory("ffhls")
         let origin = try await Self.origin(staticRoot: dir.path)
         defer { Task { await origin.stop() } }
-        let encoder = try Self.ffmpegLiveHLS(in: dir, ["-hls_time", "2", "-hls_list_size", "6", "-hls_flags", "delete_segments"])
+        let encoder = try Self.ffmpegLiveHLS(
+            in: dir, ["-hls_time", "2", "-hls_list_size", "6", "-hls_flags", "delete_segments"])
         defer { Tools.stop(encoder) }
         let playlist = try await Self.waitForSegments(dir.appendingPathComponent("out.m3u8"), count: 3)
-        try #require(!playlist.contains("PROGRAM-DATE-TIME") && playlist.contains("#EXT-X-TARGETDURATION:2"), "\(playlist)")
+        try #require(
+            !playlist.contains("PROGRAM-DATE-TIME") && playlist.contains("#EXT-X-TARGETDURATION:2"), "\(playlist)")
         let url = origin.baseURL.appendingPathComponent("static/out.m3u8")
 
         let dirB = try Tools.tempDirectory("ffhls-boxB")
         let boxB = Process()
         boxB.executableURL = marquee
-        boxB.arguments = ["play", url.absoluteString, "--audio", "null", "--video", "frames:\(dirB.path)", "--duration", "25"]
+        boxB.arguments = [
+            "play", url.absoluteString, "--audio", "null", "--video", "frames:\(dirB.path)", "--duration", "25",
+        ]
         boxB.standardOutput = FileHandle.nullDevice
         boxB.standardError = FileHandle.nullDevice
         try boxB.run()
@@ -55,9 +59,12 @@ extension LivePlaybackTests {
         let skew = framesB.compactMap { f in wallA[Int((f.pts * 1000).rounded())].map { f.wallTime - $0 } }
         try #require(skew.count > 300, "\(skew.count) pictures shown by both")
         #expect(abs(Stats.median(skew)) < 2 + 0.1, "boxes \(Stats.median(skew)) s apart")
-        print(String(format: "ffmpeg HLS without PDT: box A latency %.3f s (median; %.1f ms spread), box B %.3f s (%.1f ms spread), B − A %.1f ms over %d pictures",
-                     Stats.median(a), (a.max()! - a.min()!) * 1000, Stats.median(b), (b.max()! - b.min()!) * 1000,
-                     Stats.median(skew) * 1000, skew.count))
+        print(
+            String(
+                format:
+                    "ffmpeg HLS without PDT: box A latency %.3f s (median; %.1f ms spread), box B %.3f s (%.1f ms spread), B − A %.1f ms over %d pictures",
+                Stats.median(a), (a.max()! - a.min()!) * 1000, Stats.median(b), (b.max()! - b.min()!) * 1000,
+                Stats.median(skew) * 1000, skew.count))
     }
 
     /// GStreamer's hlssink2 (splitmuxsink + mpegtsmux), 1 s segments: the default target is
@@ -72,19 +79,26 @@ extension LivePlaybackTests {
             ! h264parse ! hls.video audiotestsrc is-live=true freq=440 ! audioconvert ! audioresample ! audio/x-raw,rate=48000,channels=2 \
             ! voaacenc ! aacparse ! hls.audio hlssink2 name=hls target-duration=1 playlist-length=6 max-files=0 location=seg%05d.ts playlist-location=out.m3u8
             """
-        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/gst-launch-1.0"), "run scripts/setup (GStreamer)")
-        let packager = try Tools.spawn("gst-launch-1.0", ["-q"] + pipeline.split(separator: " ").map(String.init), cwd: dir)
+        try #require(
+            FileManager.default.isExecutableFile(atPath: "/usr/bin/gst-launch-1.0"), "run scripts/setup (GStreamer)")
+        let packager = try Tools.spawn(
+            "gst-launch-1.0", ["-q"] + pipeline.split(separator: " ").map(String.init), cwd: dir)
         defer { Tools.stop(packager) }
         let playlist = try await Self.waitForSegments(dir.appendingPathComponent("out.m3u8"), count: 3)
         try #require(!playlist.contains("PROGRAM-DATE-TIME"), "\(playlist)")
-        let run = try await Self.play(origin.baseURL.appendingPathComponent("static/out.m3u8"), seconds: 22, audio: { .wav("\($0.path)/out.wav") })
+        let run = try await Self.play(
+            origin.baseURL.appendingPathComponent("static/out.m3u8"), seconds: 22, audio: { .wav("\($0.path)/out.wav") }
+        )
         let closed = try Self.segmentClosings(dir)
         let made = { (f: PresentedFrame) in f.pts + closed }
         let latency = try Self.expectSteadyPlayback(run.frames, made: made, target: 3, segment: 1, box: "GStreamer")
         Self.expectHeard440(run.dir.appendingPathComponent("out.wav"))
         #expect(!run.events.contains(.stateChanged(.ended)), "a live stream never ends")
-        print(String(format: "hlssink2 HLS without PDT: latency %.3f s after the segment was written (median; %.1f ms spread)",
-                     Stats.median(latency), (latency.max()! - latency.min()!) * 1000))
+        print(
+            String(
+                format:
+                    "hlssink2 HLS without PDT: latency %.3f s after the segment was written (median; %.1f ms spread)",
+                Stats.median(latency), (latency.max()! - latency.min()!) * 1000))
     }
 
     /// ffmpeg's fMP4 HLS with program date-times: its `tfdt` starts near 0, nowhere near the
@@ -98,22 +112,32 @@ extension LivePlaybackTests {
         defer { Task { await origin.stop() } }
         let spawned = Date().timeIntervalSince1970
         let encoder = try Tools.spawn(
-            "ffmpeg", Self.ffmpegLiveHLS(["-hls_time", "2", "-hls_list_size", "6", "-hls_segment_type", "fmp4", "-hls_flags", dated ? "delete_segments+program_date_time" : "delete_segments"]),
+            "ffmpeg",
+            Self.ffmpegLiveHLS([
+                "-hls_time", "2", "-hls_list_size", "6", "-hls_segment_type", "fmp4", "-hls_flags",
+                dated ? "delete_segments+program_date_time" : "delete_segments",
+            ]),
             cwd: dir)
         defer { Tools.stop(encoder) }
         let playlist = try await Self.waitForSegments(dir.appendingPathComponent("out.m3u8"), count: 2)
         try #require(playlist.contains("PROGRAM-DATE-TIME") == dated && playlist.contains("#EXT-X-MAP"), "\(playlist)")
-        let run = try await Self.play(origin.baseURL.appendingPathComponent("static/out.m3u8"), seconds: 20, audio: { .wav("\($0.path)/out.wav") })
+        let run = try await Self.play(
+            origin.baseURL.appendingPathComponent("static/out.m3u8"), seconds: 20, audio: { .wav("\($0.path)/out.wav") }
+        )
         // A picture of pts p was made about p after the encoder started (-re): its latency is
         // measured against that (a constant error of the start-up, the same for every picture).
         // Without date-times the stream is placed where the playlist's answers say its last
         // segment ends; ffmpeg lists an fMP4 segment about a segment and a half after its last
         // picture was made (measured: 6.1 s at a 3 s target), which the player cannot know.
-        let latency = try Self.expectSteadyPlayback(run.frames, made: { spawned + $0.pts }, target: 3, segment: dated ? 2 : 4, box: "ffmpeg fMP4")
+        let latency = try Self.expectSteadyPlayback(
+            run.frames, made: { spawned + $0.pts }, target: 3, segment: dated ? 2 : 4, box: "ffmpeg fMP4")
         Self.expectHeard440(run.dir.appendingPathComponent("out.wav"))
         #expect(!run.events.contains(.stateChanged(.ended)), "a live stream never ends")
-        print(String(format: "ffmpeg fMP4 HLS %@ PDT: latency %.3f s after the encoder made the picture (median; %.1f ms spread)",
-                     dated ? "with" : "without", Stats.median(latency), (latency.max()! - latency.min()!) * 1000))
+        print(
+            String(
+                format:
+                    "ffmpeg fMP4 HLS %@ PDT: latency %.3f s after the encoder made the picture (median; %.1f ms spread)",
+                dated ? "with" : "without", Stats.median(latency), (latency.max()! - latency.min()!) * 1000))
     }
 
     /// An encoder that restarts: ffmpeg's HLS muxer stopped after a while and started again on
@@ -126,11 +150,17 @@ extension LivePlaybackTests {
         let dir = try Tools.tempDirectory("ffrestart")
         let origin = try await Self.origin(staticRoot: dir.path)
         defer { Task { await origin.stop() } }
-        let arguments = Self.ffmpegLiveHLS(["-hls_time", "1", "-hls_list_size", "8", "-hls_flags", "delete_segments+append_list+discont_start+program_date_time"])
+        let arguments = Self.ffmpegLiveHLS([
+            "-hls_time", "1", "-hls_list_size", "8", "-hls_flags",
+            "delete_segments+append_list+discont_start+program_date_time",
+        ])
         var encoder = try Tools.spawn("ffmpeg", arguments, cwd: dir)
         defer { Tools.stop(encoder) }
         _ = try await Self.waitForSegments(dir.appendingPathComponent("out.m3u8"), count: 3)
-        let playing = Task { try await Self.play(origin.baseURL.appendingPathComponent("static/out.m3u8"), seconds: 24, audio: { _ in .null }) }
+        let playing = Task {
+            try await Self.play(
+                origin.baseURL.appendingPathComponent("static/out.m3u8"), seconds: 24, audio: { _ in .null })
+        }
         try await Task.sleep(for: .seconds(8))
         Tools.stop(encoder)
         let restarted = Date().timeIntervalSince1970
@@ -148,10 +178,15 @@ extension LivePlaybackTests {
         let gaps = zip(run.frames, run.frames.dropFirst()).filter { $1.wallTime - $0.wallTime > 0.1 }
         #expect(gaps.count <= 1, "gaps: \(gaps.map { String(format: "%.2f s", $1.wallTime - $0.wallTime) })")
         let steps = zip(after, after.dropFirst()).map { $1.pts - $0.pts }
-        #expect(steps.allSatisfy { abs($0 - 1.0 / 30) < 0.002 }, "after the restart: pts steps \(Set(steps.map { ($0 * 1000).rounded() }))")
+        #expect(
+            steps.allSatisfy { abs($0 - 1.0 / 30) < 0.002 },
+            "after the restart: pts steps \(Set(steps.map { ($0 * 1000).rounded() }))")
         #expect(!run.events.contains(.stateChanged(.ended)), "a live stream never ends")
-        print(String(format: "ffmpeg HLS across a restart: %d pictures, %d after it, longest gap %.2f s", run.frames.count, after.count,
-                     gaps.map { $1.wallTime - $0.wallTime }.max() ?? 0))
+        print(
+            String(
+                format: "ffmpeg HLS across a restart: %d pictures, %d after it, longest gap %.2f s", run.frames.count,
+                after.count,
+                gaps.map { $1.wallTime - $0.wallTime }.max() ?? 0))
     }
 
     // MARK: helpers
@@ -169,7 +204,11 @@ extension LivePlaybackTests {
     /// The playlist's text once it lists `count` segments.
     static func waitForSegments(_ playlist: URL, count: Int, timeout: Double = 20) async throws -> String {
         for _ in 0..<Int(timeout * 10) {
-            if let text = try? String(contentsOf: playlist, encoding: .utf8), text.components(separatedBy: "#EXTINF").count > count { return text }
+            if let text = try? String(contentsOf: playlist, encoding: .utf8),
+                text.components(separatedBy: "#EXTINF").count > count
+            {
+                return text
+            }
             try await Task.sleep(for: .milliseconds(100))
         }
         throw ToolFailure(message: "\(playlist.path): fewer than \(count) segments after \(timeout) s")
@@ -191,7 +230,9 @@ extension LivePlaybackTests {
         let settled = frames.filter { $0.wallTime > frames[0].wallTime + 3 }.map { $0.wallTime - made($0) }
         let spread = settled.max()! - settled.min()!
         #expect(spread <= 0.1, "\(box): latency \(settled.min()!)…\(settled.max()!) s")
-        #expect(Stats.median(settled) > target - 0.05 && Stats.median(settled) < target + segment + 0.5, "\(box): latency \(Stats.median(settled)) s, target \(target)")
+        #expect(
+            Stats.median(settled) > target - 0.05 && Stats.median(settled) < target + segment + 0.5,
+            "\(box): latency \(Stats.median(settled)) s, target \(target)")
         return settled
     }
 
@@ -200,14 +241,18 @@ extension LivePlaybackTests {
             Issue.record("no sound in \(wav.path)")
             return
         }
-        #expect(abs(ToneAnalysis.frequency(pcm.channel(0)[start...].dropFirst(4800).dropLast(4800), sampleRate: pcm.sampleRate) - 440) < 1)
+        #expect(
+            abs(
+                ToneAnalysis.frequency(
+                    pcm.channel(0)[start...].dropFirst(4800).dropLast(4800), sampleRate: pcm.sampleRate) - 440) < 1)
     }
 
     /// The offset from pts to the wall clock at which the packager wrote them out: for each
     /// segment file, its modification time against the first pts of the next one (where it
     /// ends); the smallest (the segment closed soonest after its end).
     static func segmentClosings(_ dir: URL) throws -> Double {
-        let names = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".ts") }.sorted()
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".ts") }
+            .sorted()
         var offsets: [Double] = []
         for (name, next) in zip(names, names.dropFirst()) {
             let attributes = try FileManager.default.attributesOfItem(atPath: dir.appendingPathComponent(name).path)
@@ -231,7 +276,8 @@ extension LivePlaybackTests {
                 "-v", "error", "-nostdin", "-re", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30",
                 "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
                 "-vf", "setpts=PTS+RTCSTART/(1000000*TB)", "-af", "asetpts=PTS+RTCSTART/(1000000*TB)",
-                "-c:v", "libx264", "-g", "30", "-preset", "ultrafast", "-tune", "zerolatency", "-c:a", "aac", "-muxdelay", "0", "-muxpreload", "0",
+                "-c:v", "libx264", "-g", "30", "-preset", "ultrafast", "-tune", "zerolatency", "-c:a", "aac",
+                "-muxdelay", "0", "-muxpreload", "0",
                 "-f", "hls",
             ] + hls + ["out.m3u8"], cwd: dir)
     }

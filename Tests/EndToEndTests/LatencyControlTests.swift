@@ -9,7 +9,9 @@ import Testing
 /// Part of the serialized live suite: real-time players must not share the CPU with each other.
 extension LivePlaybackTests {
     @Test func targetChangesAreSteeredByRateOrJumped() async throws {
-        try #require(FileManager.default.fileExists(atPath: Self.generated.appendingPathComponent("manifest.mpd").path), "run scripts/make-assets")
+        try #require(
+            FileManager.default.fileExists(atPath: Self.generated.appendingPathComponent("manifest.mpd").path),
+            "run scripts/make-assets")
         let origin = try await Self.origin()
         defer { Task { await origin.stop() } }
         let ast = Double(Int(Date().timeIntervalSince1970) - 3600)
@@ -48,10 +50,17 @@ extension LivePlaybackTests {
         // up to 100). frames.tsv's times are server time; the origin on loopback is this clock.
         // (The first picture: the join's still when the start needed a catch-up.)
         let heard = try #require(log.timed.first { if case .firstFrame = $0.event { true } else { false } }?.time)
-        let shown = try #require(try FramesFile.read(dir.appendingPathComponent("frames.tsv"), includingStill: true).first?.wallTime)
-        print("first frame: shown at \(shown), the app heard of it \(String(format: "%.1f", (heard - shown) * 1000)) ms later")
-        #expect(heard - shown > -0.005 && heard - shown < 0.030, "the first-frame event came \(heard - shown) s after the picture")
-        func during(_ from: Double, _ to: Double) -> [Double] { lat.filter { $0.wall >= from && $0.wall < to }.map(\.latency) }
+        let shown = try #require(
+            try FramesFile.read(dir.appendingPathComponent("frames.tsv"), includingStill: true).first?.wallTime)
+        print(
+            "first frame: shown at \(shown), the app heard of it \(String(format: "%.1f", (heard - shown) * 1000)) ms later"
+        )
+        #expect(
+            heard - shown > -0.005 && heard - shown < 0.030,
+            "the first-frame event came \(heard - shown) s after the picture")
+        func during(_ from: Double, _ to: Double) -> [Double] {
+            lat.filter { $0.wall >= from && $0.wall < to }.map(\.latency)
+        }
 
         let settled = during(firstFrameAt + 0.5, steerAt)
         try #require(settled.count > 40)
@@ -97,9 +106,14 @@ extension LivePlaybackTests {
         let hz = ToneAnalysis.frequency(body, sampleRate: 48_000)
         #expect(abs(hz - 440) < 1, "tone at \(hz) Hz while steering")
         let rms = ToneAnalysis.windowRMS(body, window: 480)
-        #expect(rms.min()! > 0.8 * Stats.median(rms), "a dip to \(rms.min()! / Stats.median(rms)) of the level while steering")
-        print(String(format: "sync: settled %.4f s; steered 3 → 2.85 s, lowest %.4f, last second %.4f…%.4f; jump to 4 s: %.4f…%.4f; %.2f Hz",
-                     Stats.median(settled), lowest, end.min()!, end.max()!, after.min()!, after.max()!, hz))
+        #expect(
+            rms.min()! > 0.8 * Stats.median(rms),
+            "a dip to \(rms.min()! / Stats.median(rms)) of the level while steering")
+        print(
+            String(
+                format:
+                    "sync: settled %.4f s; steered 3 → 2.85 s, lowest %.4f, last second %.4f…%.4f; jump to 4 s: %.4f…%.4f; %.2f Hz",
+                Stats.median(settled), lowest, end.min()!, end.max()!, after.min()!, after.max()!, hz))
     }
 }
 
@@ -113,9 +127,11 @@ extension LivePlaybackTests {
         defer { Task { await origin.stop() } }
         let serverNow = Date().timeIntervalSince1970 + serverAhead
         let ast = Double(Int(serverNow) - 3600)
-        let url = origin.manifestURL(asset: "generated", options: ["ast_\(Int(ast))", "timeoffset_\(Int(serverAhead))"])
+        let url = origin.manifestURL(
+            asset: "generated", options: ["ast_\(Int(ast))", "timeoffset_\(Int(serverAhead))"])
         let dir = try Tools.tempDirectory("clock")
-        var options = PlayerOptions(sources: [url], targetLatency: 3, audioOutput: .null, videoOutput: .frames(dir.path))
+        var options = PlayerOptions(
+            sources: [url], targetLatency: 3, audioOutput: .null, videoOutput: .frames(dir.path))
         options.sync.resyncInterval = 1
         let player = try Player(options: options)
         let log = EventLog()
@@ -127,7 +143,9 @@ extension LivePlaybackTests {
         let stoppedAt = Date().timeIntervalSince1970
         listener.cancel()
 
-        #expect(abs(offsetMs - serverAhead * 1000) < 50, "timeOffset \(offsetMs) ms, server is \(serverAhead * 1000) ms off")
+        #expect(
+            abs(offsetMs - serverAhead * 1000) < 50, "timeOffset \(offsetMs) ms, server is \(serverAhead * 1000) ms off"
+        )
         let frames = try FramesFile.read(dir.appendingPathComponent("frames.tsv"))
         try #require(frames.count > 90, "\(frames.count) frames")
         // frames.tsv stamps presentation in server time: the last one is the server's now.
@@ -135,9 +153,13 @@ extension LivePlaybackTests {
         let latencies = frames.dropFirst(15).map { $0.wallTime - ast - $0.pts }
         let worst = latencies.map { abs($0 - 3) }.max()!
         #expect(worst < 0.020, "latency off target by up to \(worst) s")
-        #expect(!log.events.contains { if case .latencyJump = $0 { true } else { false } }, "no jump while re-measuring")
-        print(String(format: "server clock %+.0f s: timeOffset %.1f ms, latency %.4f…%.4f s over %d frames", serverAhead, offsetMs,
-                     latencies.min()!, latencies.max()!, latencies.count))
+        #expect(
+            !log.events.contains { if case .latencyJump = $0 { true } else { false } }, "no jump while re-measuring")
+        print(
+            String(
+                format: "server clock %+.0f s: timeOffset %.1f ms, latency %.4f…%.4f s over %d frames", serverAhead,
+                offsetMs,
+                latencies.min()!, latencies.max()!, latencies.count))
     }
 }
 
@@ -151,17 +173,22 @@ extension LivePlaybackTests {
         let origin = try await Self.origin()
         defer { Task { await origin.stop() } }
         let url = origin.manifestURL(asset: "generated", options: ["ast_\(Int(Date().timeIntervalSince1970) - 3600)"])
-        let dirA = try Tools.tempDirectory("boxA"), dirB = try Tools.tempDirectory("boxB")
+        let dirA = try Tools.tempDirectory("boxA")
+        let dirB = try Tools.tempDirectory("boxB")
         let boxA = Process()
         boxA.executableURL = marquee
-        boxA.arguments = ["play", url.absoluteString, "--audio", "wav:\(dirA.path)/out.wav", "--video", "frames:\(dirA.path)",
-                          "--target-latency", "3", "--duration", "8"]
+        boxA.arguments = [
+            "play", url.absoluteString, "--audio", "wav:\(dirA.path)/out.wav", "--video", "frames:\(dirA.path)",
+            "--target-latency", "3", "--duration", "8",
+        ]
         boxA.standardOutput = FileHandle.nullDevice
         boxA.standardError = FileHandle.nullDevice
         try boxA.run()
         try await Task.sleep(for: .milliseconds(1500))
-        let boxB = try Player(options: PlayerOptions(
-            sources: [url], targetLatency: 3, audioOutput: .wav("\(dirB.path)/out.wav"), videoOutput: .frames(dirB.path)))
+        let boxB = try Player(
+            options: PlayerOptions(
+                sources: [url], targetLatency: 3, audioOutput: .wav("\(dirB.path)/out.wav"),
+                videoOutput: .frames(dirB.path)))
         try await boxB.play()
         try await Task.sleep(for: .seconds(5))
         await boxB.stop()
@@ -176,12 +203,17 @@ extension LivePlaybackTests {
         try #require(skew.count > 100, "\(skew.count) pictures shown by both")
         // Clocks agree (median); a picture can still be shown late when both boxes share this
         // machine's two cores, so the worst is held to one frame, the 95th percentile to 5 ms.
-        let abs = skew.map(Swift.abs), worst = abs.max()!, p95 = Stats.percentile(abs, 95), median = Stats.median(abs)
+        let abs = skew.map(Swift.abs)
+        let worst = abs.max()!
+        let p95 = Stats.percentile(abs, 95)
+        let median = Stats.median(abs)
         #expect(median < 0.001, "boxes apart by \(median * 1000) ms (median)")
         #expect(p95 < 0.005, "boxes apart by \(p95 * 1000) ms (95th percentile)")
         #expect(worst < 1.0 / 30, "boxes apart by up to \(worst * 1000) ms")
-        print(String(format: "two boxes: %d common pictures, skew median %.2f ms, p95 %.2f ms, worst %.2f ms", skew.count,
-                     median * 1000, p95 * 1000, worst * 1000))
+        print(
+            String(
+                format: "two boxes: %d common pictures, skew median %.2f ms, p95 %.2f ms, worst %.2f ms", skew.count,
+                median * 1000, p95 * 1000, worst * 1000))
     }
 }
 
@@ -209,9 +241,14 @@ extension LivePlaybackTests {
         let start = try #require(pcm.firstSound())
         let body = left[(start + 4800)..<(left.count - 4800)]
         let rms = ToneAnalysis.windowRMS(body, window: 480)
-        #expect(rms.min()! > 0.5 * Stats.median(rms), "a dropout: quietest 10 ms at \(rms.min()! / Stats.median(rms)) of the level")
+        #expect(
+            rms.min()! > 0.5 * Stats.median(rms),
+            "a dropout: quietest 10 ms at \(rms.min()! / Stats.median(rms)) of the level")
         #expect(abs(ToneAnalysis.frequency(body, sampleRate: 48_000) - 440) < 1)
-        print(String(format: "low latency: %d frames, latency %.4f…%.4f s (target 1.0)", frames.count, latencies.min()!, latencies.max()!))
+        print(
+            String(
+                format: "low latency: %d frames, latency %.4f…%.4f s (target 1.0)", frames.count, latencies.min()!,
+                latencies.max()!))
     }
 
     /// A server that publishes every segment 1.2 s after the manifest says (`late_1.2`, $Number$
@@ -241,8 +278,10 @@ extension LivePlaybackTests {
         #expect(share >= 0.99 && inOrder, "\(share * 100) % of the pictures of the last 14 s")
         let errors = settled.map { abs($0.wallTime - Double(ast) - $0.pts - target) }
         #expect(Stats.median(errors) < 0.03, "median |latency − \(target)| = \(Stats.median(errors))")
-        print(String(format: "late server %@: target raised to %.2f s, %.1f %% of the pictures after, median error %.3f s",
-                     late.joined(separator: "/"), target, share * 100, Stats.median(errors)))
+        print(
+            String(
+                format: "late server %@: target raised to %.2f s, %.1f %% of the pictures after, median error %.3f s",
+                late.joined(separator: "/"), target, share * 100, Stats.median(errors)))
     }
 }
 
@@ -259,8 +298,14 @@ extension LivePlaybackTests {
         let origin = try await Self.origin()
         defer { Task { await origin.stop() } }
         let ast = Double(Int(Date().timeIntervalSince1970) - 600)
-        func run(_ ppm: Int) async throws -> (ppm: Int, run: (frames: [PresentedFrame], dir: URL, events: [PlayerEvent], timed: [(time: Double, event: PlayerEvent)])) {
-            let master = origin.manifestURL(asset: "generated", options: ["ast_\(Int(ast))", "drift_\(ppm)"]).deletingLastPathComponent()
+        func run(_ ppm: Int) async throws -> (
+            ppm: Int,
+            run: (
+                frames: [PresentedFrame], dir: URL, events: [PlayerEvent], timed: [(time: Double, event: PlayerEvent)]
+            )
+        ) {
+            let master = origin.manifestURL(asset: "generated", options: ["ast_\(Int(ast))", "drift_\(ppm)"])
+                .deletingLastPathComponent()
                 .appendingPathComponent("master.m3u8")
             return (ppm, try await Self.play(master, seconds: 50, audio: { _ in .null }))
         }
@@ -275,19 +320,28 @@ extension LivePlaybackTests {
             try #require(settled.count > 500, "\(ppm) ppm: \(settled.count) pictures in the last 20 s")
             let errors = settled.map { abs($0.wallTime - (ast + $0.pts / mediaRate) - 3) }.sorted()
             let p95 = errors[errors.count * 95 / 100]
-            #expect(Stats.median(errors) < 0.010 && p95 < 0.020, "\(ppm) ppm: |latency − 3 s|: median \(Stats.median(errors)), 95th percentile \(p95)")
+            #expect(
+                Stats.median(errors) < 0.010 && p95 < 0.020,
+                "\(ppm) ppm: |latency − 3 s|: median \(Stats.median(errors)), 95th percentile \(p95)")
             let (share, inOrder) = Self.presentedShare(settled)
             #expect(share >= 0.99 && inOrder, "\(ppm) ppm: \(share * 100) % of the pictures of the last 20 s")
             let jumps = run.timed.filter { if case .latencyJump = $0.event { $0.time > first + 5 } else { false } }
             #expect(jumps.isEmpty, "\(ppm) ppm: jumps: \(jumps.map(\.event))")
             let rates = run.events.compactMap { if case .playbackRateChanged(let r) = $0 { r } else { nil } }
             let buckets = stride(from: 0.0, to: 50, by: 5).map { from in
-                let e = run.frames.filter { $0.wallTime >= first + from && $0.wallTime < first + from + 5 }.map { $0.wallTime - (ast + $0.pts / mediaRate) - 3 }
+                let e = run.frames.filter { $0.wallTime >= first + from && $0.wallTime < first + from + 5 }.map {
+                    $0.wallTime - (ast + $0.pts / mediaRate) - 3
+                }
                 return e.isEmpty ? "-" : String(format: "%.0f", Stats.median(e) * 1000)
             }
-            print("encoder drift \(ppm) ppm: median latency error (ms) per 5 s: \(buckets.joined(separator: " ")); last rate \(rates.last ?? 1)")
-            print(String(format: "encoder drift %+d ppm: |latency − 3 s| median %.1f ms, p95 %.1f ms over the last 20 s; last rate %.4f",
-                         ppm, Stats.median(errors) * 1000, p95 * 1000, rates.last ?? 1))
+            print(
+                "encoder drift \(ppm) ppm: median latency error (ms) per 5 s: \(buckets.joined(separator: " ")); last rate \(rates.last ?? 1)"
+            )
+            print(
+                String(
+                    format:
+                        "encoder drift %+d ppm: |latency − 3 s| median %.1f ms, p95 %.1f ms over the last 20 s; last rate %.4f",
+                    ppm, Stats.median(errors) * 1000, p95 * 1000, rates.last ?? 1))
         }
     }
 }
@@ -305,8 +359,11 @@ extension LivePlaybackTests {
         let origin = try await Self.origin()
         defer { Task { await origin.stop() } }
         let ast = Double(Int(Date().timeIntervalSince1970) - 600)
-        func run(_ ppm: Int) async throws -> (ppm: Int, frames: [PresentedFrame], timed: [(time: Double, event: PlayerEvent)]) {
-            let url = origin.manifestURL(asset: "generated", options: ["ast_\(Int(ast))", "segtimeline_1", "drift_\(ppm)"])
+        func run(_ ppm: Int) async throws -> (
+            ppm: Int, frames: [PresentedFrame], timed: [(time: Double, event: PlayerEvent)]
+        ) {
+            let url = origin.manifestURL(
+                asset: "generated", options: ["ast_\(Int(ast))", "segtimeline_1", "drift_\(ppm)"])
             let run = try await Self.play(url, seconds: 70, audio: { _ in .null })
             return (ppm, run.frames, run.timed)
         }
@@ -323,20 +380,27 @@ extension LivePlaybackTests {
             try #require(settled.count > 500, "\(ppm) ppm: \(settled.count) pictures in the last 20 s")
             let errors = settled.map { abs(error($0)) }.sorted()
             let p95 = errors[errors.count * 95 / 100]
-            #expect(Stats.median(errors) < 0.020 && p95 < 0.025, "\(ppm) ppm: |latency − 3 s| median \(Stats.median(errors)), p95 \(p95)")
+            #expect(
+                Stats.median(errors) < 0.020 && p95 < 0.025,
+                "\(ppm) ppm: |latency − 3 s| median \(Stats.median(errors)), p95 \(p95)")
             let (share, inOrder) = Self.presentedShare(settled)
             #expect(share >= 0.99 && inOrder, "\(ppm) ppm: \(share * 100) % of the pictures of the last 20 s")
             // One jump onto the edge (at the first sample ahead, or once the rate is measured),
             // and one when a provisional lead gives way to the measured line: none in the last 25 s.
             let jumps = timed.filter { if case .latencyJump = $0.event { true } else { false } }
-            #expect(jumps.count <= 2 && jumps.allSatisfy { $0.time < end - 25 }, "\(ppm) ppm: jumps \(jumps.map { ($0.time - first, $0.event) })")
+            #expect(
+                jumps.count <= 2 && jumps.allSatisfy { $0.time < end - 25 },
+                "\(ppm) ppm: jumps \(jumps.map { ($0.time - first, $0.event) })")
             let buckets = stride(from: 0.0, to: 70, by: 5).map { from in
                 let e = frames.filter { $0.wallTime >= first + from && $0.wallTime < first + from + 5 }.map(error)
                 return e.isEmpty ? "-" : String(format: "%.0f", Stats.median(e) * 1000)
             }
             print("DASH edge drift \(ppm) ppm: median latency error (ms) per 5 s: \(buckets.joined(separator: " "))")
-            print(String(format: "DASH edge drift %+d ppm: |latency − 3 s| median %.1f ms, p95 %.1f ms over the last 20 s, %d jumps",
-                         ppm, Stats.median(errors) * 1000, p95 * 1000, jumps.count))
+            print(
+                String(
+                    format:
+                        "DASH edge drift %+d ppm: |latency − 3 s| median %.1f ms, p95 %.1f ms over the last 20 s, %d jumps",
+                    ppm, Stats.median(errors) * 1000, p95 * 1000, jumps.count))
         }
     }
 }
@@ -353,15 +417,24 @@ extension LivePlaybackTests {
         let dir = try Tools.tempDirectory("ffdrift")
         let origin = try await Self.origin(staticRoot: dir.path)
         defer { Task { await origin.stop() } }
-        var arguments = ["-v", "error", "-nostdin", "-readrate", "1.005", "-f", "lavfi", "-i", "testsrc2=s=640x360:r=30",
-                         "-f", "lavfi", "-i", "sine=f=440:r=48000", "-map", "0:v", "-map", "1:a"]
-        arguments += ["-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-g", "30", "-keyint_min", "30", "-sc_threshold", "0",
-                      "-c:a", "aac", "-ac", "2"]
-        arguments += ["-f", "dash", "-seg_duration", "1", "-streaming", "1", "-window_size", "60", "-use_timeline", "1", "-use_template", "1", "live.mpd"]
+        var arguments = [
+            "-v", "error", "-nostdin", "-readrate", "1.005", "-f", "lavfi", "-i", "testsrc2=s=640x360:r=30",
+            "-f", "lavfi", "-i", "sine=f=440:r=48000", "-map", "0:v", "-map", "1:a",
+        ]
+        arguments += [
+            "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-g", "30", "-keyint_min", "30",
+            "-sc_threshold", "0",
+            "-c:a", "aac", "-ac", "2",
+        ]
+        arguments += [
+            "-f", "dash", "-seg_duration", "1", "-streaming", "1", "-window_size", "60", "-use_timeline", "1",
+            "-use_template", "1", "live.mpd",
+        ]
         let encoder = try Tools.spawn("ffmpeg", arguments, cwd: dir)
         defer { Tools.stop(encoder) }
         try await Task.sleep(for: .seconds(4))
-        let run = try await Self.play(origin.baseURL.appendingPathComponent("static/live.mpd"), seconds: 70, audio: { _ in .null })
+        let run = try await Self.play(
+            origin.baseURL.appendingPathComponent("static/live.mpd"), seconds: 70, audio: { _ in .null })
         let end = try #require(run.frames.last).wallTime
         // The encoder made media time p at (its start) + p / 1.005: latency up to a constant.
         let latency = { (f: PresentedFrame) in f.wallTime - f.pts / 1.005 }
@@ -372,8 +445,10 @@ extension LivePlaybackTests {
         // The latency's trend over the last 20 s (least squares, ms per s): held by the MPD's
         // clock it would grow 5 ms every second, 100 ms over these 20 s.
         let points = settled.map { ($0.wallTime, latency($0)) }
-        let mt = points.map(\.0).reduce(0, +) / Double(points.count), ml = points.map(\.1).reduce(0, +) / Double(points.count)
-        let trend = points.reduce(0) { $0 + ($1.0 - mt) * ($1.1 - ml) } / points.reduce(0) { $0 + ($1.0 - mt) * ($1.0 - mt) }
+        let mt = points.map(\.0).reduce(0, +) / Double(points.count)
+        let ml = points.map(\.1).reduce(0, +) / Double(points.count)
+        let trend =
+            points.reduce(0) { $0 + ($1.0 - mt) * ($1.1 - ml) } / points.reduce(0) { $0 + ($1.0 - mt) * ($1.0 - mt) }
         let spread = settled.map(latency).sorted()
         let band = spread[spread.count * 95 / 100] - spread[spread.count * 5 / 100]
         let start = try #require(run.frames.first).wallTime
@@ -386,12 +461,22 @@ extension LivePlaybackTests {
         // until the edge's rate is measured (about 30 s), then comes back and stays; what is left
         // of the trend is the controller settling and the estimate refining (−0.7 alone, −1.3 ms/s
         // in a CI run).
-        let peak = try #require(levels.max()), last = try #require(levels.last)
-        #expect(peak - last > 0.05, "the latency did not come back: peak \((peak - ml) * 1000) ms, last \((last - ml) * 1000) ms")
-        #expect(abs(trend) < 0.002 && band < 0.040, "latency trend \(trend * 1000) ms/s over the last 20 s, 90 % band \(band * 1000) ms")
+        let peak = try #require(levels.max())
+        let last = try #require(levels.last)
+        #expect(
+            peak - last > 0.05,
+            "the latency did not come back: peak \((peak - ml) * 1000) ms, last \((last - ml) * 1000) ms")
+        #expect(
+            abs(trend) < 0.002 && band < 0.040,
+            "latency trend \(trend * 1000) ms/s over the last 20 s, 90 % band \(band * 1000) ms")
         let buckets = medians.map { $0.map { String(format: "%.0f", ($0 - ml) * 1000) } ?? "-" }
-        print("ffmpeg DASH, encoder 0.5 % fast: latency per 5 s against the last 20 s (ms): \(buckets.joined(separator: " "))")
-        print(String(format: "ffmpeg DASH, encoder 0.5 %% fast: latency trend %.2f ms/s over the last 20 s (held by the MPD's clock: 5), 90 %% band %.1f ms, %.1f %% of the pictures",
-                     trend * 1000, band * 1000, share * 100))
+        print(
+            "ffmpeg DASH, encoder 0.5 % fast: latency per 5 s against the last 20 s (ms): \(buckets.joined(separator: " "))"
+        )
+        print(
+            String(
+                format:
+                    "ffmpeg DASH, encoder 0.5 %% fast: latency trend %.2f ms/s over the last 20 s (held by the MPD's clock: 5), 90 %% band %.1f ms, %.1f %% of the pictures",
+                trend * 1000, band * 1000, share * 100))
     }
 }

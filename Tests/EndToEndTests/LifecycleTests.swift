@@ -10,12 +10,15 @@ import Testing
 /// a `ServiceGroup`) fades the sound out and closes the outputs; read from the WAV.
 extension LivePlaybackTests {
     @Test func gracefulShutdownFadesOutAndStops() async throws {
-        try #require(FileManager.default.fileExists(atPath: Self.generated.appendingPathComponent("manifest.mpd").path), "run scripts/make-assets")
+        try #require(
+            FileManager.default.fileExists(atPath: Self.generated.appendingPathComponent("manifest.mpd").path),
+            "run scripts/make-assets")
         let origin = try await Self.origin()
         defer { Task { await origin.stop() } }
         let dir = try Tools.tempDirectory("service")
         let wav = dir.appendingPathComponent("out.wav")
-        let player = try Player(options: PlayerOptions(sources: [origin.manifestURL(asset: "generated")], audioOutput: .wav(wav.path)))
+        let player = try Player(
+            options: PlayerOptions(sources: [origin.manifestURL(asset: "generated")], audioOutput: .wav(wav.path)))
         var logger = Logger(label: "test.service")
         logger.logLevel = .warning
         let group = ServiceGroup(configuration: .init(services: [player], logger: logger))
@@ -37,7 +40,9 @@ extension LivePlaybackTests {
         let tail = Array(rms.suffix(40))
         #expect(full > 2000, "level before the fade \(full)")
         #expect(tail.last! < full * 0.1, "still \(tail.last!) at the end (from \(full))")
-        #expect(zip(tail, tail.dropFirst()).allSatisfy { $1 <= $0 * 1.05 + 20 }, "the fade is not monotonic: \(tail.map { Int($0) })")
+        #expect(
+            zip(tail, tail.dropFirst()).allSatisfy { $1 <= $0 * 1.05 + 20 },
+            "the fade is not monotonic: \(tail.map { Int($0) })")
         #expect(rms[rms.count - 36] > full * 0.7, "the fade began too early")
     }
 }
@@ -46,14 +51,17 @@ extension LivePlaybackTests {
 /// while the sound plays on without a gap (WAV); on again, pictures come back on the clock.
 extension LivePlaybackTests {
     @Test func displayOffKeepsTheSoundAndDropsThePictures() async throws {
-        try #require(FileManager.default.fileExists(atPath: Self.generated.appendingPathComponent("manifest.mpd").path), "run scripts/make-assets")
+        try #require(
+            FileManager.default.fileExists(atPath: Self.generated.appendingPathComponent("manifest.mpd").path),
+            "run scripts/make-assets")
         let origin = try await Self.origin()
         defer { Task { await origin.stop() } }
         let dir = try Tools.tempDirectory("display")
         let ast = Int(Date().timeIntervalSince1970) - 3600
         let player = try Player(
             options: PlayerOptions(
-                sources: [origin.manifestURL(asset: "generated", options: ["ast_\(ast)"])], audioOutput: .wav(dir.appendingPathComponent("out.wav").path),
+                sources: [origin.manifestURL(asset: "generated", options: ["ast_\(ast)"])],
+                audioOutput: .wav(dir.appendingPathComponent("out.wav").path),
                 videoOutput: .frames(dir.path)))
         try await player.play()
         try await Task.sleep(for: .seconds(2.5))

@@ -14,7 +14,8 @@ import Testing
 
     /// Starts an origin over the default assets (plus `staticRoot`).
     static func origin(staticRoot: String? = nil) async throws -> Origin {
-        var configuration = OriginConfiguration(assetRoots: OriginConfiguration.defaultAssets(repoRoot: Tools.packageRoot.path))
+        var configuration = OriginConfiguration(
+            assetRoots: OriginConfiguration.defaultAssets(repoRoot: Tools.packageRoot.path))
         configuration.staticRoot = staticRoot
         var logger = Logger(label: "test.origin")
         logger.logLevel = .warning
@@ -25,9 +26,12 @@ import Testing
 
     /// Plays `url` for `seconds` and returns what the outputs hold.
     static func play(
-        _ url: URL, seconds: Double, audio: (URL) -> AudioOutput, target: Double = 3, configure: (inout PlayerOptions) -> Void = { _ in },
+        _ url: URL, seconds: Double, audio: (URL) -> AudioOutput, target: Double = 3,
+        configure: (inout PlayerOptions) -> Void = { _ in },
         during: (Player) -> Void = { _ in }
-    ) async throws -> (frames: [PresentedFrame], dir: URL, events: [PlayerEvent], timed: [(time: Double, event: PlayerEvent)]) {
+    ) async throws -> (
+        frames: [PresentedFrame], dir: URL, events: [PlayerEvent], timed: [(time: Double, event: PlayerEvent)]
+    ) {
         let dir = try Tools.tempDirectory("e2e")
         var options = PlayerOptions(
             sources: [url], targetLatency: target, audioOutput: audio(dir), videoOutput: .frames(dir.path))
@@ -80,7 +84,9 @@ import Testing
     }
 
     @Test func liveOriginStreamThroughALSAFilePlugin() async throws {
-        try #require(FileManager.default.fileExists(atPath: Self.generated.appendingPathComponent("manifest.mpd").path), "run scripts/make-assets")
+        try #require(
+            FileManager.default.fileExists(atPath: Self.generated.appendingPathComponent("manifest.mpd").path),
+            "run scripts/make-assets")
         let origin = try await Self.origin()
         defer { Task { await origin.stop() } }
         // availabilityStartTime chosen so that the asset's 32 s loop point comes ~5 s into playback.
@@ -97,7 +103,9 @@ import Testing
         // Timing: the origin's presentation time is the media time, so latency = wall_time − AST − pts.
         // Each frame within one frame of target.
         let latencies = frames.map { $0.wallTime - Double(ast) - $0.pts }
-        #expect(frames.contains { $0.pts < 32_000 } && frames.contains { $0.pts > 32_001 }, "playback crossed the loop point")
+        #expect(
+            frames.contains { $0.pts < 32_000 } && frames.contains { $0.pts > 32_001 },
+            "playback crossed the loop point")
         let errors = latencies.map { abs($0 - 3) }
         #expect(Stats.median(errors) < 0.02, "median |latency − 3 s| = \(Stats.median(errors))")
         #expect(errors.max()! < 1.0 / 30, "max |latency − 3 s| = \(errors.max()!)")
@@ -114,7 +122,8 @@ import Testing
         let typical = Stats.median(rms)
         #expect(rms.min()! > 0.5 * typical, "no dropout: quietest 10 ms window \(rms.min()!) vs typical \(typical)")
         // Real time: the audio written covers about the time played (the plugin does not pace).
-        #expect(abs(Double(pcm.frameCount) / 48_000 - 12) < 0.6, "\(Double(pcm.frameCount) / 48_000) s of audio in 12 s")
+        #expect(
+            abs(Double(pcm.frameCount) / 48_000 - 12) < 0.6, "\(Double(pcm.frameCount) / 48_000) s of audio in 12 s")
     }
 
     @Test func ffmpegsOwnLiveDASHOutput() async throws {
@@ -125,8 +134,10 @@ import Testing
         let encoder = try Tools.spawn(
             "ffmpeg",
             [
-                "-v", "error", "-nostdin", "-re", "-f", "lavfi", "-i", "testsrc2=s=640x360:r=30", "-f", "lavfi", "-i", "sine=f=440:r=48000",
-                "-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency", "-g", "30", "-keyint_min", "30", "-sc_threshold", "0",
+                "-v", "error", "-nostdin", "-re", "-f", "lavfi", "-i", "testsrc2=s=640x360:r=30", "-f", "lavfi", "-i",
+                "sine=f=440:r=48000",
+                "-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency", "-g", "30", "-keyint_min", "30",
+                "-sc_threshold", "0",
                 "-c:a", "aac", "-ac", "2", "-f", "dash", "-seg_duration", "1", "-streaming", "1", "-window_size", "30",
                 "-use_timeline", "1", "-use_template", "1", "-utc_timing_url", timeURL, "live.mpd",
             ], cwd: dir)
@@ -144,12 +155,15 @@ import Testing
         for name in names { bytes += try Data(contentsOf: dir.appendingPathComponent(name)) }
         let file = dir.appendingPathComponent("reference.mp4")
         try bytes.write(to: file)
-        Self.expectFramesMatch(frames, reference: try await Tools.offPool { try ReferenceDecode.frames(of: file) }, fps: 30)
+        Self.expectFramesMatch(
+            frames, reference: try await Tools.offPool { try ReferenceDecode.frames(of: file) }, fps: 30)
 
         let pcm = try PCM.wav(run.dir.appendingPathComponent("out.wav"))
         let left = pcm.channel(0)
         let start = try #require(pcm.firstSound())
-        #expect(abs(ToneAnalysis.frequency(left[start...].dropFirst(480).dropLast(480), sampleRate: pcm.sampleRate) - 440) < 1)
+        #expect(
+            abs(ToneAnalysis.frequency(left[start...].dropFirst(480).dropLast(480), sampleRate: pcm.sampleRate) - 440)
+                < 1)
     }
 
     @Test(arguments: [("testpic_2s", [String]()), ("wave", ["segtimeline_1"])])
@@ -165,8 +179,10 @@ import Testing
         let root = OriginConfiguration.defaultAssets(repoRoot: Tools.packageRoot.path)[asset]!
         let videoDir = asset == "wave" ? "video25fps" : "V300"
         var bytes = try Data(contentsOf: URL(fileURLWithPath: "\(root)/\(videoDir)/init.mp4"))
-        let segments = try FileManager.default.contentsOfDirectory(atPath: "\(root)/\(videoDir)").filter { $0.hasSuffix(".m4s") }
-            .sorted { (Int($0.dropLast(4)) ?? 0) < (Int($1.dropLast(4)) ?? 0) }
+        let segments = try FileManager.default.contentsOfDirectory(atPath: "\(root)/\(videoDir)").filter {
+            $0.hasSuffix(".m4s")
+        }
+        .sorted { (Int($0.dropLast(4)) ?? 0) < (Int($1.dropLast(4)) ?? 0) }
         for s in segments { bytes += try Data(contentsOf: URL(fileURLWithPath: "\(root)/\(videoDir)/\(s)")) }
         let file = run.dir.appendingPathComponent("vod.mp4")
         try bytes.write(to: file)
@@ -189,7 +205,10 @@ import Testing
         try await Task.sleep(for: .seconds(4))
         await player.stop()
         listener.cancel()
-        #expect(collected.events.contains { if case .error(let e, false) = $0 { return e.code == .network } else { return false } })
+        #expect(
+            collected.events.contains {
+                if case .error(let e, false) = $0 { return e.code == .network } else { return false }
+            })
         #expect(collected.events.contains(.sourceLoaded(url: good.absoluteString, streamType: .live)))
         #expect(try FramesFile.read(dir.appendingPathComponent("frames.tsv")).count > 30)
     }
@@ -222,7 +241,9 @@ import Testing
         let player = try Player(options: failFast)
         await #expect { try await player.play() } throws: { ($0 as? PlayerError)?.code == .network }
         #expect(player.state == .error)
-        #expect { try Player(options: PlayerOptions(sources: [])) } throws: { ($0 as? PlayerError)?.code == .invalidOptionsSources }
+        #expect { try Player(options: PlayerOptions(sources: [])) } throws: {
+            ($0 as? PlayerError)?.code == .invalidOptionsSources
+        }
         #expect { try Player(options: PlayerOptions(sources: [URL(fileURLWithPath: "/x.mpd")])) } throws: {
             ($0 as? PlayerError)?.code == .invalidOptionsSources
         }
@@ -242,7 +263,8 @@ extension LivePlaybackTests {
         let now = Date().timeIntervalSince1970
         let ast = Int(now) - 3600
         let back = now + 9  // longer than one load's own retries (≈ 3.5 s)
-        let url = origin.manifestURL(asset: "generated", options: ["ast_\(ast)", String(format: "outage_%.3f-%.3f", now - 1, back)])
+        let url = origin.manifestURL(
+            asset: "generated", options: ["ast_\(ast)", String(format: "outage_%.3f-%.3f", now - 1, back)])
         let dir = try Tools.tempDirectory("startoutage")
         var options = PlayerOptions(sources: [url], videoOutput: .frames(dir.path))
         options.minRecoveryDelay = 1
@@ -282,7 +304,10 @@ final class EventLog: @unchecked Sendable {
     private var times: [Double] = []
     func append(_ e: PlayerEvent) {
         let now = Date().timeIntervalSince1970
-        lock.withLock { stored.append(e); times.append(now) }
+        lock.withLock {
+            stored.append(e)
+            times.append(now)
+        }
     }
     var events: [PlayerEvent] { lock.withLock { stored } }
     /// Each event with the local Unix time it was received at.

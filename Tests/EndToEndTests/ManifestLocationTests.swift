@@ -11,7 +11,8 @@ extension LivePlaybackTests {
     func aManifestThatMovedIsFollowed(_ how: String) async throws {
         let origin = try await Self.origin()
         defer { Task { await origin.stop() } }
-        let live = origin.manifestURL(asset: "generated", options: ["segtimeline_1"] + (how == "Location" ? ["location_1"] : []))
+        let live = origin.manifestURL(
+            asset: "generated", options: ["segtimeline_1"] + (how == "Location" ? ["location_1"] : []))
         var url = live
         if how.hasPrefix("redirect") {
             // /moved/… answers a manifest with a 302 to /live/…, and nothing else: the segments'

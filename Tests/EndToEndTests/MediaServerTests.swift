@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A media server we did not write: nginx with its RTMP module (Debian's `libnginx-mod-rtmp`),
@@ -23,7 +23,9 @@ extension LivePlaybackTests {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
         }
         guard bound else { throw TestFailure("no free port") }
         return Int(UInt16(bigEndian: address.sin_port))
@@ -37,7 +39,9 @@ extension LivePlaybackTests {
     @Test func nginxRTMPLiveDASH() async throws {
         let nginx = "/usr/sbin/nginx"
         try #require(FileManager.default.isExecutableFile(atPath: nginx), "nginx not installed (scripts/setup)")
-        try #require(FileManager.default.fileExists(atPath: "/usr/lib/nginx/modules/ngx_rtmp_module.so"), "libnginx-mod-rtmp not installed (scripts/setup)")
+        try #require(
+            FileManager.default.fileExists(atPath: "/usr/lib/nginx/modules/ngx_rtmp_module.so"),
+            "libnginx-mod-rtmp not installed (scripts/setup)")
         let dir = try Tools.tempDirectory("nginx")
         let dash = dir.appendingPathComponent("dash")
         try FileManager.default.createDirectory(at: dash, withIntermediateDirectories: true)
@@ -57,7 +61,8 @@ extension LivePlaybackTests {
         let encoder = try Tools.spawn(
             "ffmpeg",
             [
-                "-v", "error", "-nostdin", "-re", "-f", "lavfi", "-i", "testsrc2=s=640x360:r=30", "-f", "lavfi", "-i", "sine=f=440:r=48000",
+                "-v", "error", "-nostdin", "-re", "-f", "lavfi", "-i", "testsrc2=s=640x360:r=30", "-f", "lavfi", "-i",
+                "sine=f=440:r=48000",
                 "-c:v", "libx264", "-preset", "veryfast", "-g", "60", "-keyint_min", "60", "-sc_threshold", "0",
                 "-c:a", "aac", "-ac", "2", "-f", "flv", "rtmp://127.0.0.1:\(port)/live/stream",
             ])
@@ -68,7 +73,8 @@ extension LivePlaybackTests {
             try await Task.sleep(for: .milliseconds(100))
         }
         try await Task.sleep(for: .seconds(4))
-        let run = try await Self.play(origin.baseURL.appendingPathComponent("static/stream.mpd"), seconds: 24, audio: { _ in .null })
+        let run = try await Self.play(
+            origin.baseURL.appendingPathComponent("static/stream.mpd"), seconds: 24, audio: { _ in .null })
         try #require(run.frames.count > 400, "frames presented: \(run.frames.count)")
 
         // nginx's own segments still on disk (its window), decoded by ffmpeg.
@@ -92,7 +98,9 @@ extension LivePlaybackTests {
             let ms = Int((f.pts * 1000).rounded())
             return !(ms - 1...ms).contains { byMillisecond[$0] == f.md5 }
         }
-        #expect(mismatches.isEmpty, "\(mismatches.count) of \(settled.count) pictures differ from nginx's segments decoded by ffmpeg")
+        #expect(
+            mismatches.isEmpty,
+            "\(mismatches.count) of \(settled.count) pictures differ from nginx's segments decoded by ffmpeg")
         #expect(zip(settled, settled.dropFirst()).allSatisfy { $0.pts < $1.pts }, "pictures in order")
         let (share, _) = Self.presentedShare(settled)
         #expect(share >= 0.99, "\(share * 100) % of the pictures of the last 14 s")
@@ -102,7 +110,9 @@ extension LivePlaybackTests {
         #expect(spread < 1.0 / 30, "latency moved by \(spread) s")
         #expect(!run.events.contains { if case .error(_, true) = $0 { true } else { false } })
         let target = run.events.compactMap { if case .targetLatencyChanged(let s, _) = $0 { s } else { nil } }.last
-        print(String(format: "nginx-rtmp: %d pictures, %.1f %% of the last 14 s, latency spread %.3f s, target %@",
-                     run.frames.count, share * 100, spread, target.map { String(format: "raised to %.2f s", $0) } ?? "3 s"))
+        print(
+            String(
+                format: "nginx-rtmp: %d pictures, %.1f %% of the last 14 s, latency spread %.3f s, target %@",
+                run.frames.count, share * 100, spread, target.map { String(format: "raised to %.2f s", $0) } ?? "3 s"))
     }
 }

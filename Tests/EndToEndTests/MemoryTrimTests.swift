@@ -19,7 +19,10 @@ import Testing
             let dir = try Tools.tempDirectory("memtrim-\(trim)")
             let process = Process()
             process.executableURL = marquee
-            process.arguments = ["play", url, "--audio", "null", "--video", "frames:\(dir.path)", "--duration", "7", "--memory-trim", trim]
+            process.arguments = [
+                "play", url, "--audio", "null", "--video", "frames:\(dir.path)", "--duration", "7", "--memory-trim",
+                trim,
+            ]
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             // Awaited, not waited for (the origin answering runs on this process's threads).
@@ -40,14 +43,19 @@ import Testing
         let trimmed = try #require(resident(runs[1].process.processIdentifier))
         for run in runs { for await _ in run.exited {} }
         #expect(runs.allSatisfy { $0.process.terminationStatus == 0 })
-        print("memory trim: resident \(String(format: "%.1f", untrimmed)) MiB untrimmed, \(String(format: "%.1f", trimmed)) MiB trimmed")
+        print(
+            "memory trim: resident \(String(format: "%.1f", untrimmed)) MiB untrimmed, \(String(format: "%.1f", trimmed)) MiB trimmed"
+        )
         // The debug build's start-up leaves tens of MiB of code and read-only data resident.
         #expect(trimmed < untrimmed - 10, "resident \(trimmed) MiB trimmed vs \(untrimmed) MiB untrimmed")
         let plain = try FramesFile.read(runs[0].dir.appendingPathComponent("frames.tsv"))
         let shown = try FramesFile.read(runs[1].dir.appendingPathComponent("frames.tsv"))
-        let reference = Dictionary(plain.map { (Int(($0.pts * 1000).rounded()), $0.md5) }, uniquingKeysWith: { a, _ in a })
+        let reference = Dictionary(
+            plain.map { (Int(($0.pts * 1000).rounded()), $0.md5) }, uniquingKeysWith: { a, _ in a })
         let both = shown.filter { reference[Int(($0.pts * 1000).rounded())] != nil }
-        #expect(shown.count > 100 && both.count > 100, "\(shown.count) pictures shown trimmed, \(both.count) of them also untrimmed")
+        #expect(
+            shown.count > 100 && both.count > 100,
+            "\(shown.count) pictures shown trimmed, \(both.count) of them also untrimmed")
         let differing = both.filter { reference[Int(($0.pts * 1000).rounded())] != $0.md5 }
         #expect(differing.isEmpty, "pictures that differ: \(differing.prefix(5).map(\.pts))")
     }

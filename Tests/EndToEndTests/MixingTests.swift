@@ -25,7 +25,8 @@ extension LivePlaybackTests {
 
         /// Runs (start, end) in seconds from the track start where `a` > `level`.
         static func runs(_ a: [Double], above level: Double) -> [(start: Double, end: Double)] {
-            var out: [(Double, Double)] = [], begin: Int?
+            var out: [(Double, Double)] = []
+            var begin: Int?
             for (i, v) in a.enumerated() {
                 if v > level, begin == nil { begin = i }
                 if v <= level, let b = begin {
@@ -37,7 +38,11 @@ extension LivePlaybackTests {
             // A dip under the level for less than 0.1 s (a loop point during a fade) is not a gap.
             var merged: [(start: Double, end: Double)] = []
             for r in out {
-                if let last = merged.last, r.0 - last.end < 0.1 { merged[merged.count - 1].end = r.1 } else { merged.append((r.0, r.1)) }
+                if let last = merged.last, r.0 - last.end < 0.1 {
+                    merged[merged.count - 1].end = r.1
+                } else {
+                    merged.append((r.0, r.1))
+                }
             }
             return merged
         }
@@ -45,21 +50,30 @@ extension LivePlaybackTests {
         /// Seconds from the first window above `low`×peak to the first above `high`×peak after `from`.
         static func rise(_ a: [Double], from: Double, peak: Double, low: Double = 0.1, high: Double = 0.9) -> Double? {
             let i0 = Int(from / 0.01)
-            guard let l = a[i0...].firstIndex(where: { $0 > low * peak }), let h = a[l...].firstIndex(where: { $0 > high * peak }) else { return nil }
+            guard let l = a[i0...].firstIndex(where: { $0 > low * peak }),
+                let h = a[l...].firstIndex(where: { $0 > high * peak })
+            else { return nil }
             return Double(h - l) * 0.01
         }
     }
 
     static func makeTone(_ frequency: Int, seconds: Double, to url: URL) throws {
         _ = try Tools.run(
-            "ffmpeg", ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=\(frequency):sample_rate=48000:duration=\(seconds)",
-                       "-af", "pan=stereo|c0=c0|c1=c0"] + (url.pathExtension == "m4a" ? ["-c:a", "aac", "-b:a", "128k"] : []) + [url.path])
+            "ffmpeg",
+            [
+                "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+                "sine=frequency=\(frequency):sample_rate=48000:duration=\(seconds)",
+                "-af", "pan=stereo|c0=c0|c1=c0",
+            ] + (url.pathExtension == "m4a" ? ["-c:a", "aac", "-b:a", "128k"] : []) + [url.path])
     }
 
     @Test func muteMusicAndAdBreakFromTheStreamsEvents() async throws {
-        try #require(FileManager.default.fileExists(atPath: Self.generated.appendingPathComponent("manifest.mpd").path), "run scripts/make-assets")
+        try #require(
+            FileManager.default.fileExists(atPath: Self.generated.appendingPathComponent("manifest.mpd").path),
+            "run scripts/make-assets")
         let dir = try Tools.tempDirectory("mix")
-        let music = dir.appendingPathComponent("music.m4a"), ad = dir.appendingPathComponent("ad.wav")
+        let music = dir.appendingPathComponent("music.m4a")
+        let ad = dir.appendingPathComponent("ad.wav")
         try Self.makeTone(660, seconds: 2.31, to: music)  // 1524.6 cycles: the loop point is mid-cycle
         try Self.makeTone(880, seconds: 5, to: ad)  // longer than the 3 s break: cut by its end
         let origin = try await Self.origin()
@@ -68,7 +82,8 @@ extension LivePlaybackTests {
         // AST puts the start (now − 3 s target) at 2 s into a cycle.
         let ast = Int(Date().timeIntervalSince1970) - 3 - 2 - 3600
         let url = origin.manifestURL(asset: "generated", options: ["ast_\(ast)", "mute_20-6-4", "ad_20-14-3"])
-        var options = PlayerOptions(sources: [url], targetLatency: 3, audioOutput: .wav(dir.appendingPathComponent("out.wav").path))
+        var options = PlayerOptions(
+            sources: [url], targetLatency: 3, audioOutput: .wav(dir.appendingPathComponent("out.wav").path))
         options.mixing = MixOptions(muteMusic: music, adCreatives: [ad])
         options.mixing.cacheDirectory = dir.appendingPathComponent("cache")
         let player = try Player(options: options)
@@ -99,10 +114,15 @@ extension LivePlaybackTests {
         // Linear 0.25 s ramps: the ad is above half for exactly the 3 s break.
         #expect(abs((adRun.end - adRun.start) - 3.0) < 0.04, "ad above half for \(adRun.end - adRun.start) s")
         // The ad starts 8 s after the mute in media time (half-level points: 8 − 1/3 + 1/8).
-        #expect(abs((adRun.start - mute.start) - 7.792) < 0.04, "ad began \(adRun.start - mute.start) s after the music")
+        #expect(
+            abs((adRun.start - mute.start) - 7.792) < 0.04, "ad began \(adRun.start - mute.start) s after the music")
         try #require(streamGaps.count == 2, "440 Hz gaps \(streamGaps)")
-        #expect(abs((streamGaps[0].end - streamGaps[0].start) - 3.667) < 0.04, "stream under half for \(streamGaps[0]) during the mute")
-        #expect(abs((streamGaps[1].end - streamGaps[1].start) - 3.0) < 0.04, "stream under half for \(streamGaps[1]) during the ad")
+        #expect(
+            abs((streamGaps[0].end - streamGaps[0].start) - 3.667) < 0.04,
+            "stream under half for \(streamGaps[0]) during the mute")
+        #expect(
+            abs((streamGaps[1].end - streamGaps[1].start) - 3.0) < 0.04,
+            "stream under half for \(streamGaps[1]) during the ad")
         // Nothing else is heard where it should not be.
         let i = { (t: Double) in Int(t / 0.01) }
         // (4 %: the loop cross-fade's brief dip spreads a little of the 660 Hz into neighbours.)
@@ -152,7 +172,9 @@ extension LivePlaybackTests {
 /// from frames.tsv (latency of every presented frame) and the events.
 extension LivePlaybackTests {
     @Test func delayAndPauseReplayEventsAndJumpsApplyOrUndoThem() async throws {
-        try #require(FileManager.default.fileExists(atPath: Self.generated.appendingPathComponent("manifest.mpd").path), "run scripts/make-assets")
+        try #require(
+            FileManager.default.fileExists(atPath: Self.generated.appendingPathComponent("manifest.mpd").path),
+            "run scripts/make-assets")
         let dir = try Tools.tempDirectory("delay")
         let music = dir.appendingPathComponent("music.wav")
         try Self.makeTone(660, seconds: 3, to: music)
@@ -162,7 +184,8 @@ extension LivePlaybackTests {
         let ast = Int(Date().timeIntervalSince1970) - 3 - 2 - 3600
         let url = origin.manifestURL(asset: "generated", options: ["ast_\(ast)", "mute_20-8-4"])
         var options = PlayerOptions(
-            sources: [url], targetLatency: 3, audioOutput: .wav(dir.appendingPathComponent("out.wav").path), videoOutput: .frames(dir.path))
+            sources: [url], targetLatency: 3, audioOutput: .wav(dir.appendingPathComponent("out.wav").path),
+            videoOutput: .frames(dir.path))
         options.mixing = MixOptions(muteMusic: music)
         options.maxDelay = 60  // kept in memory (the default keeps nothing)
         let player = try Player(options: options)
@@ -182,11 +205,13 @@ extension LivePlaybackTests {
         let available = player.status.availableDelay
         #expect(available > 5, "only \(available) s collected after ~7 s of playback")
         #expect(throws: PlayerError.self) { try player.setDelay(-1) }
-        let backAt = Date().timeIntervalSince1970, back = mark()
+        let backAt = Date().timeIntervalSince1970
+        let back = mark()
         #expect(try player.setDelay(5) == 5)  // back to 4.2, before the mute: undone
         try await Task.sleep(for: .milliseconds(500))  // the position reported moves with the first samples heard
         try await waitCycle(6.5)
-        let forwardAt = Date().timeIntervalSince1970, forward = mark()
+        let forwardAt = Date().timeIntervalSince1970
+        let forward = mark()
         #expect(try player.setDelay(0) == 0)  // forward to 11.5, into the mute: applied
         try await Task.sleep(for: .milliseconds(500))
         try await waitCycle(13.8)  // the mute ends at 12 (as it plays)
@@ -221,7 +246,8 @@ extension LivePlaybackTests {
         #expect(abs(first.pts - before) < 0.2, "resumed at \(first.pts), paused at \(before)")
         let resumed = latencies(resumedAt + 1, .infinity)
         try #require(resumed.count > 20)
-        #expect(resumed.allSatisfy { abs($0 - 5) < 0.1 }, "after a 2 s pause: latency \(resumed.min()!)…\(resumed.max()!)")
+        #expect(
+            resumed.allSatisfy { abs($0 - 5) < 0.1 }, "after a 2 s pause: latency \(resumed.min()!)…\(resumed.max()!)")
 
         func names(_ events: ArraySlice<PlayerEvent>) -> [String] {
             events.compactMap { e in
@@ -237,6 +263,7 @@ extension LivePlaybackTests {
         let all = log.events
         #expect(names(all[..<back]) == ["muted", "music"])  // live, into the mute
         #expect(names(all[back..<forward]) == ["unmuted", "music-off"])  // delayed back before it: undone
-        #expect(names(all[forward...]).prefix(4) == ["muted", "music", "unmuted", "music-off"])  // applied, then it ended
+        // applied, then it ended
+        #expect(names(all[forward...]).prefix(4) == ["muted", "music", "unmuted", "music-off"])
     }
 }

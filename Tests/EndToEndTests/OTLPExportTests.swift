@@ -25,8 +25,15 @@ extension LivePlaybackTests {
             let p = try Tools.spawn(python, [script, String(port), received.path])
             // Up when it answers a POST (HTTPServer binds before it serves).
             for _ in 0..<100 {
-                if (try? Tools.run("curl", ["-sf", "-o", "/dev/null", "-X", "POST", "-H", "Content-Type: application/x-protobuf",
-                                            "--data-binary", "", "http://127.0.0.1:\(port)/v1/traces"])) != nil { return p }
+                if (try? Tools.run(
+                    "curl",
+                    [
+                        "-sf", "-o", "/dev/null", "-X", "POST", "-H", "Content-Type: application/x-protobuf",
+                        "--data-binary", "", "http://127.0.0.1:\(port)/v1/traces",
+                    ])) != nil
+                {
+                    return p
+                }
                 try await Task.sleep(for: .milliseconds(100))
             }
             Tools.stop(p)
@@ -39,7 +46,8 @@ extension LivePlaybackTests {
             p.executableURL = marquee
             p.arguments = [
                 "play", origin.manifestURL(asset: "generated").absoluteString, "--audio", "null", "--video", "headless",
-                "--otlp", "http://127.0.0.1:\(port)/v1/metrics", "--otlp-queue", dir.appendingPathComponent("queue").path, "--otlp-interval", "1",
+                "--otlp", "http://127.0.0.1:\(port)/v1/metrics", "--otlp-queue",
+                dir.appendingPathComponent("queue").path, "--otlp-interval", "1",
                 "--customer-id", "acme",
             ]
             p.standardOutput = try FileHandle(forWritingTo: out)
@@ -69,14 +77,21 @@ extension LivePlaybackTests {
         func exports() throws -> [[String: Any]] {
             let text = (try? String(contentsOf: received, encoding: .utf8)) ?? ""
             return try text.split(separator: "\n").map { line in
-                try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "not JSON: \(line)")
+                try #require(
+                    try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "not JSON: \(line)")
             }
         }
-        func session(_ export: [String: Any]) -> String { (export["resource"] as? [String: String])?["marquee.session.id"] ?? "" }
+        func session(_ export: [String: Any]) -> String {
+            (export["resource"] as? [String: String])?["marquee.session.id"] ?? ""
+        }
         /// The time (s) and value of an export's presented-frame counter.
         func frames(_ export: [String: Any]) -> (time: Double, value: Double)? {
-            guard let point = ((export["metrics"] as? [String: Any])?["marquee_frames_presented_total"] as? [[String: Any]])?.first,
-                let time = point["time"] as? Double ?? (point["time"] as? Int).map(Double.init), let value = point["value"] as? Double ?? (point["value"] as? Int).map(Double.init)
+            guard
+                let point =
+                    ((export["metrics"] as? [String: Any])?["marquee_frames_presented_total"] as? [[String: Any]])?
+                    .first,
+                let time = point["time"] as? Double ?? (point["time"] as? Int).map(Double.init),
+                let value = point["value"] as? Double ?? (point["value"] as? Int).map(Double.init)
             else { return nil }
             return (time / 1e9, value)
         }
@@ -97,7 +112,9 @@ extension LivePlaybackTests {
         for await _ in bExited {}
         try await Task.sleep(for: .seconds(1))
         let all = try exports()
-        let qoeLine = try String(contentsOf: bOut, encoding: .utf8).split(separator: "\n").last { $0.hasPrefix("qoe: ") }
+        let qoeLine = try String(contentsOf: bOut, encoding: .utf8).split(separator: "\n").last {
+            $0.hasPrefix("qoe: ")
+        }
         let line = try #require(qoeLine, "the second box printed its QoE record")
         let qoe = try #require(try JSONSerialization.jsonObject(with: Data(line.dropFirst(5).utf8)) as? [String: Any])
         let bSession = try #require(qoe["sessionId"] as? String)
@@ -112,21 +129,32 @@ extension LivePlaybackTests {
             let times = points.map(\.time)
             #expect(Set(times).count == times.count, "\(name): \(times.count - Set(times).count) exports arrived twice")
             let gaps = zip(times, times.dropFirst()).map { $1 - $0 }
-            #expect((gaps.max() ?? 9) < 1.6, "\(name): an export missing, gaps \(gaps.map { String(format: "%.2f", $0) })")
-            #expect(zip(points, points.dropFirst()).allSatisfy { $1.value >= $0.value }, "\(name): the counter went back")
+            #expect(
+                (gaps.max() ?? 9) < 1.6, "\(name): an export missing, gaps \(gaps.map { String(format: "%.2f", $0) })")
+            #expect(
+                zip(points, points.dropFirst()).allSatisfy { $1.value >= $0.value }, "\(name): the counter went back")
             #expect((mine.first?["resource"] as? [String: String])?["marquee.customer.id"] == "acme")
             if id == aSession {
                 #expect(times.count >= 13, "first box: \(times.count) exports in its 15 s")
-                #expect((times.last ?? 0) > killedAt - 1.6, "first box: its last export \(killedAt - (times.last ?? 0)) s before the kill")
+                #expect(
+                    (times.last ?? 0) > killedAt - 1.6,
+                    "first box: its last export \(killedAt - (times.last ?? 0)) s before the kill")
                 let held = mine.filter { (frames($0)?.time ?? 0) > outageStart }
-                #expect(held.count >= 8 && held.allSatisfy { ($0["received"] as? Double ?? 0) > back }, "first box: \(held.count) exports held through the outage")
-                #expect((points.last?.value ?? 0) > 350, "first box: \(points.last?.value ?? 0) pictures counted in 15 s")
+                #expect(
+                    held.count >= 8 && held.allSatisfy { ($0["received"] as? Double ?? 0) > back },
+                    "first box: \(held.count) exports held through the outage")
+                #expect(
+                    (points.last?.value ?? 0) > 350, "first box: \(points.last?.value ?? 0) pictures counted in 15 s")
             } else {
                 let presented = try #require(qoe["framesPresented"] as? Int)
-                #expect(points.last?.value == Double(presented), "second box: last export \(points.last?.value ?? 0) pictures, its QoE record \(presented)")
+                #expect(
+                    points.last?.value == Double(presented),
+                    "second box: last export \(points.last?.value ?? 0) pictures, its QoE record \(presented)")
                 #expect((times.first ?? 0) < back - 10, "second box: exports from before the return")
             }
         }
-        print("OTLP: \(all.count) exports; first box \(all.filter { session($0) == aSession }.count), second \(all.filter { session($0) == bSession }.count); drained \(String(format: "%.1f", (all.map { $0["received"] as? Double ?? 0 }.max() ?? back) - back)) s after the return")
+        print(
+            "OTLP: \(all.count) exports; first box \(all.filter { session($0) == aSession }.count), second \(all.filter { session($0) == bSession }.count); drained \(String(format: "%.1f", (all.map { $0["received"] as? Double ?? 0 }.max() ?? back) - back)) s after the return"
+        )
     }
 }

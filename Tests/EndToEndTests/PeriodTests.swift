@@ -15,7 +15,8 @@ extension LivePlaybackTests {
         defer { Task { await origin.stop() } }
         let options = ["periods_6"] + (addressing.isEmpty ? [] : [addressing])
         let run = try await Self.play(
-            origin.manifestURL(asset: "generated", options: options), seconds: 22, audio: { .wav("\($0.path)/out.wav") })
+            origin.manifestURL(asset: "generated", options: options), seconds: 22, audio: { .wav("\($0.path)/out.wav") }
+        )
         let frames = run.frames
         let (share, inOrder) = Self.presentedShare(frames)
         try #require(frames.count > 450, "\(frames.count) pictures")
@@ -34,15 +35,21 @@ extension LivePlaybackTests {
         let pcm = try PCM.wav(run.dir.appendingPathComponent("out.wav"))
         let left = pcm.channel(0)
         let start = try #require(pcm.firstSound())
-        var run0 = 0, quiet = 0
+        var run0 = 0
+        var quiet = 0
         for v in left[start...] {
             run0 = abs(v) < 100 ? run0 + 1 : 0
             quiet = max(quiet, run0)
         }
         #expect(quiet < 48 * 20, "a quiet stretch of \(quiet) samples")
-        #expect(!run.events.contains(.stateChanged(.ended)) && !run.events.contains { if case .error(_, true) = $0 { true } else { false } })
-        print(String(format: "periods_6 %@: %d pictures, %.1f %% of those due, %d boundaries, latency spread %.1f ms, longest quiet %d samples",
-                     addressing.isEmpty ? "$Number$" : addressing, frames.count, share * 100, crossed, spread * 1000, quiet))
+        #expect(
+            !run.events.contains(.stateChanged(.ended))
+                && !run.events.contains { if case .error(_, true) = $0 { true } else { false } })
+        print(
+            String(
+                format:
+                    "periods_6 %@: %d pictures, %.1f %% of those due, %d boundaries, latency spread %.1f ms, longest quiet %d samples",
+                addressing.isEmpty ? "$Number$" : addressing, frames.count, share * 100, crossed, spread * 1000, quiet))
     }
 }
 
@@ -57,17 +64,25 @@ extension LivePlaybackTests {
         // Following a restart takes the latency (3 s) plus up to a reload period and the reload:
         // 38 s hold two restarts followed whatever the phase of the first (34 s did not, when
         // the second came 18 s in and was followed 4.1 s later).
-        let run = try await Self.play(origin.manifestURL(asset: "generated", options: ["restart_15"]), seconds: 38, audio: { _ in .null })
+        let run = try await Self.play(
+            origin.manifestURL(asset: "generated", options: ["restart_15"]), seconds: 38, audio: { _ in .null })
         let frames = run.frames
         try #require(frames.count > 600, "\(frames.count) pictures")
         // wall − pts = the restart's availabilityStartTime (a multiple of 15) + the latency.
-        let latency = frames.filter { $0.wallTime > frames[0].wallTime + 3 }.map { ($0.wallTime - $0.pts).truncatingRemainder(dividingBy: 15) }
+        let latency = frames.filter { $0.wallTime > frames[0].wallTime + 3 }.map {
+            ($0.wallTime - $0.pts).truncatingRemainder(dividingBy: 15)
+        }
         #expect(latency.allSatisfy { abs($0 - 3) < 0.05 }, "latency \(latency.min() ?? 0)…\(latency.max() ?? 0) s")
         let restarts = Set(frames.map { Int(($0.wallTime - $0.pts) / 15) }).count - 1
         #expect(restarts >= 2, "\(restarts) restarts followed")
         let gaps = zip(frames, frames.dropFirst()).map { $1.wallTime - $0.wallTime }.filter { $0 > 0.1 }
         #expect(gaps.count <= restarts && gaps.allSatisfy { $0 < 3.5 }, "gaps \(gaps)")
-        #expect(!run.events.contains(.stateChanged(.ended)) && !run.events.contains { if case .error(_, true) = $0 { true } else { false } })
-        print(String(format: "restart_15: %d pictures, %d restarts, gaps %@", frames.count, restarts, gaps.map { String(format: "%.2f s", $0) }.joined(separator: ", ")))
+        #expect(
+            !run.events.contains(.stateChanged(.ended))
+                && !run.events.contains { if case .error(_, true) = $0 { true } else { false } })
+        print(
+            String(
+                format: "restart_15: %d pictures, %d restarts, gaps %@", frames.count, restarts,
+                gaps.map { String(format: "%.2f s", $0) }.joined(separator: ", ")))
     }
 }

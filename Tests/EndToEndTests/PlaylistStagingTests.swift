@@ -9,9 +9,12 @@ import Testing
 extension LivePlaybackTests {
     /// An image (3 s), `live` (4 s, with `extra` JSON fields), the image again (1 s); repeat
     /// off. Returns the pictures shown and when play() was called (wall seconds).
-    static func imageLiveImage(_ live: URL, extra: String = "", in dir: URL) async throws -> (frames: [PresentedFrame], ended: Bool) {
+    static func imageLiveImage(_ live: URL, extra: String = "", in dir: URL) async throws -> (
+        frames: [PresentedFrame], ended: Bool
+    ) {
         let png = dir.appendingPathComponent("still.png")
-        _ = try Tools.run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=640x360", "-frames:v", "1", png.path])
+        _ = try Tools.run(
+            "ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=640x360", "-frames:v", "1", png.path])
         let document = """
             {"items": [
               {"id": "a", "url": "\(png.absoluteString)", "duration": 3},
@@ -37,7 +40,9 @@ extension LivePlaybackTests {
         let runs = FramesFile.runs(frames)
         #expect(runs.map(\.item) == ["a", "live", "b"], "\(label): pictures by item: \(runs.map(\.item))")
         guard runs.count == 3 else { return [] }
-        let gaps = [runs[1].first.wallTime - runs[0].first.wallTime - 3, runs[2].first.wallTime - runs[1].last.wallTime]
+        let gaps = [
+            runs[1].first.wallTime - runs[0].first.wallTime - 3, runs[2].first.wallTime - runs[1].last.wallTime,
+        ]
         #expect(gaps.allSatisfy { $0 > 0 && $0 < 1.5 / 30 }, "\(label): gaps between items \(gaps)")
         return gaps
     }
@@ -54,14 +59,17 @@ extension LivePlaybackTests {
             "ffmpeg",
             [
                 "-v", "error", "-nostdin", "-re", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30",
-                "-vf", "setpts=PTS+RTCSTART/(1000000*TB)", "-c:v", "libx264", "-g", "30", "-preset", "ultrafast", "-tune", "zerolatency",
-                "-muxdelay", "0", "-muxpreload", "0", "-f", "hls", "-hls_time", "2", "-hls_list_size", "6", "-hls_flags", "delete_segments", "out.m3u8",
+                "-vf", "setpts=PTS+RTCSTART/(1000000*TB)", "-c:v", "libx264", "-g", "30", "-preset", "ultrafast",
+                "-tune", "zerolatency",
+                "-muxdelay", "0", "-muxpreload", "0", "-f", "hls", "-hls_time", "2", "-hls_list_size", "6",
+                "-hls_flags", "delete_segments", "out.m3u8",
             ], cwd: hls)
         defer { Tools.stop(encoder) }
         let playlist = try await Self.waitForSegments(hls.appendingPathComponent("out.m3u8"), count: 3)
         try #require(!playlist.contains("PROGRAM-DATE-TIME"), "\(playlist)")
         let dir = try Tools.tempDirectory("playlist-ffhls-out")
-        let (frames, ended) = try await Self.imageLiveImage(origin.baseURL.appendingPathComponent("static/out.m3u8"), extra: #", "targetLatency": 6"#, in: dir)
+        let (frames, ended) = try await Self.imageLiveImage(
+            origin.baseURL.appendingPathComponent("static/out.m3u8"), extra: #", "targetLatency": 6"#, in: dir)
         #expect(ended, "repeat off: the playlist ends")
         let gaps = Self.expectGaplessCuts(frames, label: "ffmpeg HLS")
         let live = frames.filter { $0.item == "live" }
@@ -70,15 +78,22 @@ extension LivePlaybackTests {
         let wrap = Double(TransportStreamTimestamps.wrap) / 90_000
         let made = live.map { $0.pts + (($0.wallTime - $0.pts) / wrap).rounded() * wrap }
         let steps = zip(made.dropFirst(), made).map { $0 - $1 }
-        #expect(steps.allSatisfy { abs($0 - 1.0 / 30) < 0.002 }, "pictures skipped or repeated: steps \(steps.min()!)…\(steps.max()!)")
+        #expect(
+            steps.allSatisfy { abs($0 - 1.0 / 30) < 0.002 },
+            "pictures skipped or repeated: steps \(steps.min()!)…\(steps.max()!)")
         let latencies = zip(live, made).map { $0.wallTime - $1 }
         // As a stream played directly (``expectSteadyPlayback``): placed by answer times, the
         // latency is the target's or up to a segment more, and holds within 0.1 s.
         let spread = latencies.max()! - latencies.min()!
         #expect(spread <= 0.1, "latency \(latencies.min()!)…\(latencies.max()!) s")
-        #expect(Stats.median(latencies) > 6 - 0.05 && Stats.median(latencies) < 6 + 2 + 0.5, "latency \(Stats.median(latencies)) s, target 6")
-        print(String(format: "staged ffmpeg HLS (no PDT): latency %.3f s (spread %.1f ms), gaps image→live %.3f s, live→image %.3f s",
-                     Stats.median(latencies), spread * 1000, gaps.first ?? .nan, gaps.last ?? .nan))
+        #expect(
+            Stats.median(latencies) > 6 - 0.05 && Stats.median(latencies) < 6 + 2 + 0.5,
+            "latency \(Stats.median(latencies)) s, target 6")
+        print(
+            String(
+                format:
+                    "staged ffmpeg HLS (no PDT): latency %.3f s (spread %.1f ms), gaps image→live %.3f s, live→image %.3f s",
+                Stats.median(latencies), spread * 1000, gaps.first ?? .nan, gaps.last ?? .nan))
     }
 
     /// The staged live item's first segments fail once each at the origin (a 503; a 200 with
@@ -96,10 +111,17 @@ extension LivePlaybackTests {
         let gaps = Self.expectGaplessCuts(frames, label: fault)
         let latencies = frames.filter { $0.item == "live" }.map { $0.wallTime - ast - $0.pts }
         try #require(latencies.count > 90, "\(fault): \(latencies.count) live pictures")
-        #expect(latencies[0] > 3 - 0.005 && latencies[0] < 3 + 1.0 / 30 + 0.005, "\(fault): entered at latency \(latencies[0])")
-        #expect(latencies.dropFirst().allSatisfy { abs($0 - 3) < 0.020 }, "\(fault): latency \(latencies.min()!)…\(latencies.max()!)")
-        print(String(format: "staged live, %@ on every first fetch: entered at %.4f s, gaps %.3f s, %.3f s", fault, latencies[0],
-                     gaps.first ?? .nan, gaps.last ?? .nan))
+        #expect(
+            latencies[0] > 3 - 0.005 && latencies[0] < 3 + 1.0 / 30 + 0.005,
+            "\(fault): entered at latency \(latencies[0])")
+        #expect(
+            latencies.dropFirst().allSatisfy { abs($0 - 3) < 0.020 },
+            "\(fault): latency \(latencies.min()!)…\(latencies.max()!)")
+        print(
+            String(
+                format: "staged live, %@ on every first fetch: entered at %.4f s, gaps %.3f s, %.3f s", fault,
+                latencies[0],
+                gaps.first ?? .nan, gaps.last ?? .nan))
     }
 
     /// A live item whose server publishes each segment 1.5 s after its end (unannounced; 2 s
@@ -113,7 +135,8 @@ extension LivePlaybackTests {
         let live = origin.manifestURL(asset: "generated", options: ["ast_\(Int(ast))", "late_1.5"])
         let dir = try Tools.tempDirectory("playlist-late-server")
         let png = dir.appendingPathComponent("still.png")
-        _ = try Tools.run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=640x360", "-frames:v", "1", png.path])
+        _ = try Tools.run(
+            "ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=640x360", "-frames:v", "1", png.path])
         let document = """
             {"repeat": "all", "items": [
               {"id": "a", "url": "\(png.absoluteString)", "duration": 3},
@@ -121,7 +144,8 @@ extension LivePlaybackTests {
             ]}
             """
         let player = try PlaylistPlayer(
-            playlist: try Playlist(json: Data(document.utf8)), options: PlayerOptions(sources: [live], audioOutput: .null, videoOutput: .frames(dir.path)))
+            playlist: try Playlist(json: Data(document.utf8)),
+            options: PlayerOptions(sources: [live], audioOutput: .null, videoOutput: .frames(dir.path)))
         try await player.play()
         try await Task.sleep(for: .seconds(15.5))
         await player.stop()
@@ -129,7 +153,9 @@ extension LivePlaybackTests {
         let runs = FramesFile.runs(frames)
         try #require(runs.map(\.item).prefix(4) == ["a", "live", "a", "live"], "pictures by item: \(runs.map(\.item))")
         func latencies(_ run: Int) -> [Double] {
-            frames.filter { $0.wallTime >= runs[run].first.wallTime && $0.wallTime <= runs[run].last.wallTime }.map { $0.wallTime - ast - $0.pts }
+            frames.filter { $0.wallTime >= runs[run].first.wallTime && $0.wallTime <= runs[run].last.wallTime }.map {
+                $0.wallTime - ast - $0.pts
+            }
         }
         let (first, second) = (latencies(1), latencies(3))
         try #require(first.count > 60 && second.count > 90, "\(first.count) and \(second.count) live pictures")
@@ -137,8 +163,11 @@ extension LivePlaybackTests {
         // (1.5 s late + 2 s of segment, + 0.2 s to decode it once in hand + 0.2 s headroom)
         #expect(raised > 3.5 + 0.3, "the first turn settled at \(raised) s: not raised?")
         // Entered on the picture due at the raised target (at most a frame late), then on it.
-        #expect(second[0] > raised - 0.005 && second[0] < raised + 1.0 / 30 + 0.005 && second.dropFirst().allSatisfy { abs($0 - raised) < 0.020 },
-                "second turn: entered at \(second[0]) s, then \(second.dropFirst().min()!)…\(second.dropFirst().max()!); the first settled at \(raised) s")
+        #expect(
+            second[0] > raised - 0.005 && second[0] < raised + 1.0 / 30 + 0.005
+                && second.dropFirst().allSatisfy { abs($0 - raised) < 0.020 },
+            "second turn: entered at \(second[0]) s, then \(second.dropFirst().min()!)…\(second.dropFirst().max()!); the first settled at \(raised) s"
+        )
         // (On the instant is gapless too: a CI run's −17 µs is the wall offset's own reading.)
         let gap = runs[3].first.wallTime - runs[2].first.wallTime - 3
         #expect(gap > -0.001 && gap < 1.5 / 30, "image → live, second turn: \(gap) s")
@@ -146,7 +175,10 @@ extension LivePlaybackTests {
         // held longer (the raise known before the cut) or the first live picture held.
         let firstGap = runs[1].first.wallTime - runs[0].first.wallTime - 3
         let hold = zip(first.dropFirst(), first).map { $0 - $1 }.max() ?? 0
-        print(String(format: "late server (1.5 s): first turn: image→live %.3f s, live picture held %.2f s, settled at %.3f s; second turn entered at %.3f s (%.1f ms spread), gap %.3f s",
-                     firstGap, hold, raised, second[0], (second.max()! - second.min()!) * 1000, gap))
+        print(
+            String(
+                format:
+                    "late server (1.5 s): first turn: image→live %.3f s, live picture held %.2f s, settled at %.3f s; second turn entered at %.3f s (%.1f ms spread), gap %.3f s",
+                firstGap, hold, raised, second[0], (second.max()! - second.min()!) * 1000, gap))
     }
 }

@@ -15,17 +15,23 @@ import Testing
         let receiver = origin.plays
         receiver.token = "pop-token-7"
         // Without the receiver's token: refused, nothing marked delivered.
-        let anonymous = ProofOfPlayUploader(journal: journal, endpoint: origin.baseURL.appendingPathComponent("plays"), batch: 40)
+        let anonymous = ProofOfPlayUploader(
+            journal: journal, endpoint: origin.baseURL.appendingPathComponent("plays"), batch: 40)
         try journal.append(ProofOfPlayJournalDraft.make("i0", at: 1_800_000_000))
         await #expect(throws: PlayerError.self) { try await anonymous.upload() }
         #expect(receiver.refused == 1 && receiver.counts.isEmpty && journal.uploadedThrough == 0)
         let uploader = ProofOfPlayUploader(
-            journal: journal, endpoint: origin.baseURL.appendingPathComponent("plays"), batch: 40, headers: ["Authorization": "Bearer pop-token-7"])
-        for i in 1..<25 { try journal.append(ProofOfPlayJournalDraft.make("i\(i)", at: 1_800_000_000 + Double(i) * 10)) }
+            journal: journal, endpoint: origin.baseURL.appendingPathComponent("plays"), batch: 40,
+            headers: ["Authorization": "Bearer pop-token-7"])
+        for i in 1..<25 {
+            try journal.append(ProofOfPlayJournalDraft.make("i\(i)", at: 1_800_000_000 + Double(i) * 10))
+        }
         #expect(try await uploader.upload() == 25)
         // The receiver goes down: 100 plays pile up, each try fails and delivers nothing.
         receiver.outage = true
-        for i in 25..<125 { try journal.append(ProofOfPlayJournalDraft.make("i\(i)", at: 1_800_000_000 + Double(i) * 10)) }
+        for i in 25..<125 {
+            try journal.append(ProofOfPlayJournalDraft.make("i\(i)", at: 1_800_000_000 + Double(i) * 10))
+        }
         for _ in 0..<3 { await #expect(throws: PlayerError.self) { try await uploader.upload() } }
         #expect(journal.uploadedThrough == 25 && receiver.counts.count == 25)
         // Back: the backlog goes out in batches of 40, in order, each record once.
@@ -33,7 +39,9 @@ import Testing
         #expect(try await uploader.upload() == 100)
         #expect(try await uploader.upload() == 0, "nothing is sent twice")
         let ids = (1...125).map { "lobby-3-\(journal.epoch)-\($0)" }
-        #expect(receiver.order == ids && receiver.counts.values.allSatisfy { $0 == 1 }, "\(receiver.counts.filter { $0.value != 1 })")
+        #expect(
+            receiver.order == ids && receiver.counts.values.allSatisfy { $0 == 1 },
+            "\(receiver.counts.filter { $0.value != 1 })")
         #expect(receiver.batches == 1 + 3, "25, then 40 + 40 + 20")
     }
 
@@ -47,15 +55,24 @@ import Testing
         var items: [String] = []
         for (i, colour) in ["red", "green", "blue"].enumerated() {
             let png = dir.appendingPathComponent("\(colour).png")
-            _ = try Tools.run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "color=c=\(colour):s=320x240", "-frames:v", "1", png.path])
-            items.append(#"{"id": "\#(colour)", "url": "\#(png.absoluteString)", "duration": \#(0.3 + 0.1 * Double(i))}"#)
+            _ = try Tools.run(
+                "ffmpeg",
+                ["-v", "error", "-f", "lavfi", "-i", "color=c=\(colour):s=320x240", "-frames:v", "1", png.path])
+            items.append(
+                #"{"id": "\#(colour)", "url": "\#(png.absoluteString)", "duration": \#(0.3 + 0.1 * Double(i))}"#)
         }
         let schedule = dir.appendingPathComponent("schedule.json")
-        try Data(#"{"default": "loop", "playlists": {"loop": {"repeat": "all", "items": [\#(items.joined(separator: ", "))]}}}"#.utf8).write(to: schedule)
+        try Data(
+            #"{"default": "loop", "playlists": {"loop": {"repeat": "all", "items": [\#(items.joined(separator: ", "))]}}}"#
+                .utf8
+        ).write(to: schedule)
         let journalURL = dir.appendingPathComponent("pop/plays.jsonl")
         let process = Process()
         process.executableURL = marquee
-        process.arguments = ["play", "--schedule", schedule.path, "--proof-of-play", journalURL.path, "--box", "k1", "--audio", "null", "--video", "frames:\(dir.path)"]
+        process.arguments = [
+            "play", "--schedule", schedule.path, "--proof-of-play", journalURL.path, "--box", "k1", "--audio", "null",
+            "--video", "frames:\(dir.path)",
+        ]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -70,15 +87,23 @@ import Testing
         let verdict = ProofOfPlayJournal.verify(journalURL)
         #expect(verdict.broken == nil, "\(verdict)")
         let records = try ProofOfPlayJournal(url: journalURL, box: "k1").records(after: 0)
-        #expect(Array(records.map(\.item).prefix(ended.count)) == ended, "journal \(records.map(\.item)) vs shown \(ended)")
-        #expect(records.allSatisfy { $0.end >= $0.start && $0.contentHash?.count == 64 && $0.entry == "default" && $0.framesPresented >= 1 })
-        print("kill -9 after \(String(format: "%.2f", killedAt - runs[0].first.wallTime)) s: \(ended.count) plays ended, \(records.count) recorded, chain of \(verdict.records) verified")
+        #expect(
+            Array(records.map(\.item).prefix(ended.count)) == ended, "journal \(records.map(\.item)) vs shown \(ended)")
+        #expect(
+            records.allSatisfy {
+                $0.end >= $0.start && $0.contentHash?.count == 64 && $0.entry == "default" && $0.framesPresented >= 1
+            })
+        print(
+            "kill -9 after \(String(format: "%.2f", killedAt - runs[0].first.wallTime)) s: \(ended.count) plays ended, \(records.count) recorded, chain of \(verdict.records) verified"
+        )
     }
 }
 
 /// A record to append (its sequence, box and hashes are the journal's).
 enum ProofOfPlayJournalDraft {
     static func make(_ item: String, at start: Double) -> PlayRecord {
-        PlayRecord(item: item, url: "file:///m/\(item).png", start: start, end: start + 10, startMono: 0, endMono: 10, framesPresented: 300)
+        PlayRecord(
+            item: item, url: "file:///m/\(item).png", start: start, end: start + 10, startMono: 0, endMono: 10,
+            framesPresented: 300)
     }
 }

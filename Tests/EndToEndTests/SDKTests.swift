@@ -26,7 +26,9 @@ import Testing
 
     @Test func initializeFetchesAndValidatesTheConfig() async throws {
         defer { Task { await origin.stop() } }
-        try write("lobby", """
+        try write(
+            "lobby",
+            """
             {"sources": ["http://a.example/live.mpd", "http://b.example/live.mpd"], "autoplay": true, "fit": "cover",
              "muted": true, "poster": "/opt/p.png", "somethingNew": {"x": 1},
              "advanced": {"stall": {"minRecoveryDelay": 5, "maxRecoveryDelay": 60}, "sync": {"targetLatency": 2.5},
@@ -37,7 +39,8 @@ import Testing
         let security = DocumentSecurity(allowedLocalDirectories: ["/opt"], allowHTTP: true)
         let config = try await MarqueeSDK.initialize(streamId: "lobby", configURL: template, security: security)
         #expect(config.sources.map(\.absoluteString) == ["http://a.example/live.mpd", "http://b.example/live.mpd"])
-        #expect(config.autoplay == true && config.muted == true && config.fit == .cover && config.poster == "/opt/p.png")
+        #expect(
+            config.autoplay == true && config.muted == true && config.fit == .cover && config.poster == "/opt/p.png")
         #expect(config.advanced?.stall?.minRecoveryDelay == 5 && config.advanced?.stall?.maxRecoveryDelay == 60)
         #expect(config.advanced?.analytics?.customerId == "c1")
         let options = PlayerOptions(config: config)
@@ -48,7 +51,8 @@ import Testing
         defer { Task { await origin.stop() } }
         func code(_ id: String, template: String? = nil) async -> (MarqueeSDKError.Code?, String) {
             do {
-                _ = try await MarqueeSDK.initialize(streamId: id, configURL: template ?? self.template, security: Self.loopback)
+                _ = try await MarqueeSDK.initialize(
+                    streamId: id, configURL: template ?? self.template, security: Self.loopback)
                 return (nil, "")
             } catch {
                 return (error.code, error.message)
@@ -66,9 +70,15 @@ import Testing
             ("{\"autoplay\": true}", "sources: missing"),
             ("{\"sources\": []}", "sources: at least one"),
             ("{\"sources\": [\"file:///etc/passwd\"]}", "sources[0]"),
-            ("{\"sources\": [\"http://a/x.mpd\"], \"advanced\": {\"sync\": {\"targetLatency\": \"3\"}}}", "advanced.sync.targetLatency: expected a number"),
+            (
+                "{\"sources\": [\"http://a/x.mpd\"], \"advanced\": {\"sync\": {\"targetLatency\": \"3\"}}}",
+                "advanced.sync.targetLatency: expected a number"
+            ),
             ("{\"sources\": [\"http://a/x.mpd\"], \"fit\": \"zoom\"}", "fit:"),
-            ("{\"sources\": [\"http://a/x.mpd\"], \"advanced\": {\"stall\": {\"minRecoveryDelay\": 50, \"maxRecoveryDelay\": 10}}}", "advanced.stall: minRecoveryDelay"),
+            (
+                "{\"sources\": [\"http://a/x.mpd\"], \"advanced\": {\"stall\": {\"minRecoveryDelay\": 50, \"maxRecoveryDelay\": 10}}}",
+                "advanced.stall: minRecoveryDelay"
+            ),
             ("{\"sources\": [\"http://a/x.mpd\"], \"muted\": 1}", "muted: expected a boolean"),
         ]
         for (json, says) in bad {
@@ -81,7 +91,8 @@ import Testing
     @Test func refreshIsConditionalAppliesChangesAndKeepsTheLastGoodConfig() async throws {
         defer { Task { await origin.stop() } }
         try write("wall", #"{"sources": ["http://a/x.mpd"], "advanced": {"sync": {"targetLatency": 3}}}"#)
-        let remote = try await RemoteConfig(streamId: "wall", configURL: template, interval: 3600, security: SDKTests.loopback)
+        let remote = try await RemoteConfig(
+            streamId: "wall", configURL: template, interval: 3600, security: SDKTests.loopback)
         var changes = remote.changes.makeAsyncIterator()
         #expect(await changes.next()?.advanced?.sync?.targetLatency == 3)
         #expect(await remote.refresh() == false, "unchanged: 304")
@@ -125,14 +136,20 @@ extension LivePlaybackTests {
         try write("foyer", #"{"sources": ["\#(live)"], "advanced": {"sync": {"targetLatency": 4}}}"#)
         let out = try await Tools.offPool {
             try Tools.run(
-                marquee.path, ["play", "--stream-id", "foyer", "--config-url", template, "--allow-http", "--audio", "null", "--duration", "3"])
+                marquee.path,
+                [
+                    "play", "--stream-id", "foyer", "--config-url", template, "--allow-http", "--audio", "null",
+                    "--duration", "3",
+                ])
         }
         #expect(out.contains("playing \(live)"), "\(out)")
         #expect(out.contains("(target 4.0)"), "the config's target latency: \(out)")
         // A stream id without a config: a typed SDK error and exit status 1.
         await #expect(throws: (any Error).self) {
             try await Tools.offPool {
-                try Tools.run(marquee.path, ["play", "--stream-id", "nobody", "--config-url", template, "--allow-http", "--duration", "1"])
+                try Tools.run(
+                    marquee.path,
+                    ["play", "--stream-id", "nobody", "--config-url", template, "--allow-http", "--duration", "1"])
             }
         }
     }
@@ -146,7 +163,8 @@ extension LivePlaybackTests {
         let ast = Int(Date().timeIntervalSince1970) - 3600
         let live = origin.manifestURL(asset: "generated", options: ["ast_\(ast)"]).absoluteString
         try write("hall", #"{"sources": ["\#(live)"], "advanced": {"sync": {"targetLatency": 3}}}"#)
-        let remote = try await RemoteConfig(streamId: "hall", configURL: template, interval: 3600, security: SDKTests.loopback)
+        let remote = try await RemoteConfig(
+            streamId: "hall", configURL: template, interval: 3600, security: SDKTests.loopback)
         let out = try Tools.tempDirectory("hall")
         var options = PlayerOptions(config: remote.current)
         options.videoOutput = .frames(out.path)
@@ -165,7 +183,9 @@ extension LivePlaybackTests {
         remote.stop()
         let frames = try FramesFile.read(out.appendingPathComponent("frames.tsv"))
         // (The first half second of start-up aside, as in the other latency tests.)
-        let before = frames.dropFirst(15).filter { $0.wallTime < appliedAt - 0.5 }.map { $0.wallTime - Double(ast) - $0.pts }
+        let before = frames.dropFirst(15).filter { $0.wallTime < appliedAt - 0.5 }.map {
+            $0.wallTime - Double(ast) - $0.pts
+        }
         let after = frames.filter { $0.wallTime > appliedAt + 2 }.map { $0.wallTime - Double(ast) - $0.pts }
         try #require(before.count > 30 && after.count > 20)
         #expect(before.allSatisfy { abs($0 - 3) < 0.02 }, "before: \(before.min()!)…\(before.max()!)")
@@ -187,7 +207,8 @@ extension LivePlaybackTests {
         let now = Date().timeIntervalSince1970
         let ast = Int(now) - 3600
         let (from, to) = (now + 4, now + 11)
-        let main = origin.manifestURL(asset: "generated", options: ["ast_\(ast)", String(format: "outage_%.3f-%.3f", from, to)])
+        let main = origin.manifestURL(
+            asset: "generated", options: ["ast_\(ast)", String(format: "outage_%.3f-%.3f", from, to)])
         let backup = origin.manifestURL(asset: "generated", options: ["ast_\(ast)"])
         let dir = try Tools.tempDirectory("recovery")
         var options = PlayerOptions(sources: withBackup ? [main, backup] : [main], videoOutput: .frames(dir.path))
@@ -203,7 +224,9 @@ extension LivePlaybackTests {
         listener.cancel()
 
         let frames = try FramesFile.read(dir.appendingPathComponent("frames.tsv"))
-        let gaps = zip(frames, frames.dropFirst()).map { (at: $0.wallTime, length: $1.wallTime - $0.wallTime, next: $1) }
+        let gaps = zip(frames, frames.dropFirst()).map {
+            (at: $0.wallTime, length: $1.wallTime - $0.wallTime, next: $1)
+        }
         let stall = try #require(gaps.max { $0.length < $1.length })
         #expect(stall.length > 1, "no stall seen: longest gap \(stall.length) s")
         #expect(stall.at >= from - 0.1, "stalled at \(stall.at - now) s, before the outage began at 4 s")
@@ -211,22 +234,33 @@ extension LivePlaybackTests {
         // Back within the 2 s recovery delay plus a start-up after the origin returns (or,
         // with a backup, after the first reload: 0.5 s to see the stall, the 1 s delay, a start-up).
         let deadline = withBackup ? stall.at + 1.5 + 2.0 : to + 2 + 2.0
-        #expect(resumed < deadline, "resumed \(resumed - (withBackup ? stall.at : to)) s after \(withBackup ? "the stall" : "the origin returned")")
+        #expect(
+            resumed < deadline,
+            "resumed \(resumed - (withBackup ? stall.at : to)) s after \(withBackup ? "the stall" : "the origin returned")"
+        )
         // (With a backup: until the main source is back; the switch back is a reload of its own.)
-        let after = frames.filter { $0.wallTime > resumed + 0.5 && (!withBackup || $0.wallTime < to) }.map { $0.wallTime - Double(ast) - $0.pts }
+        let after = frames.filter { $0.wallTime > resumed + 0.5 && (!withBackup || $0.wallTime < to) }.map {
+            $0.wallTime - Double(ast) - $0.pts
+        }
         try #require(after.count > 20, "\(after.count) frames after the recovery")
         #expect(after.allSatisfy { abs($0 - 3) < 0.020 }, "latency after recovery \(after.min()!)…\(after.max()!)")
         #expect(log.events.contains { if case .recovering = $0 { true } else { false } })
         #expect(log.events.contains(.recovered))
         if withBackup {
             // Main, the backup after the stall, and main again once it answered (≤ 1 s probes).
-            let loaded = log.events.compactMap { e -> String? in if case .sourceLoaded(let url, _) = e { url } else { nil } }
+            let loaded = log.events.compactMap { e -> String? in
+                if case .sourceLoaded(let url, _) = e { url } else { nil }
+            }
             #expect(loaded == [main.absoluteString, backup.absoluteString, main.absoluteString], "sources: \(loaded)")
             let back = frames.filter { $0.wallTime > to + 3 }.map { $0.wallTime - Double(ast) - $0.pts }
             #expect(back.count > 20 && back.allSatisfy { abs($0 - 3) < 0.020 }, "on main again: \(back.count) frames")
         }
-        print(String(format: "recovery%@: stalled at %.2f s for %.2f s, resumed %.2f s after %@", withBackup ? " (backup)" : "",
-                     stall.at - now, stall.length, resumed - (withBackup ? stall.at : to), withBackup ? "the stall" : "the origin returned"))
+        print(
+            String(
+                format: "recovery%@: stalled at %.2f s for %.2f s, resumed %.2f s after %@",
+                withBackup ? " (backup)" : "",
+                stall.at - now, stall.length, resumed - (withBackup ? stall.at : to),
+                withBackup ? "the stall" : "the origin returned"))
     }
 
     /// The main origin hangs (accepts, never answers): the stall is caught the same way, the
@@ -236,7 +270,8 @@ extension LivePlaybackTests {
         defer { Task { await origin.stop() } }
         let now = Date().timeIntervalSince1970
         let ast = Int(now) - 3600
-        let main = origin.manifestURL(asset: "generated", options: ["ast_\(ast)", String(format: "hang_%.3f-%.3f", now + 4, now + 1000)])
+        let main = origin.manifestURL(
+            asset: "generated", options: ["ast_\(ast)", String(format: "hang_%.3f-%.3f", now + 4, now + 1000)])
         let backup = origin.manifestURL(asset: "generated", options: ["ast_\(ast)"])
         let dir = try Tools.tempDirectory("hang")
         var options = PlayerOptions(sources: [main, backup], videoOutput: .frames(dir.path))
@@ -256,8 +291,12 @@ extension LivePlaybackTests {
         let stall = try #require(gaps.max { $0.length < $1.length })
         // Stalled after the hang began; back within the recovery delay + the 10 s manifest
         // timeout + a start-up.
-        #expect(stall.at >= now + 4 - 0.1 && stall.length < 0.5 + 1 + 10 + 2.5, "stall at \(stall.at - now) s for \(stall.length) s")
-        let after = frames.filter { $0.wallTime > stall.at + stall.length + 0.5 }.map { $0.wallTime - Double(ast) - $0.pts }
+        #expect(
+            stall.at >= now + 4 - 0.1 && stall.length < 0.5 + 1 + 10 + 2.5,
+            "stall at \(stall.at - now) s for \(stall.length) s")
+        let after = frames.filter { $0.wallTime > stall.at + stall.length + 0.5 }.map {
+            $0.wallTime - Double(ast) - $0.pts
+        }
         #expect(after.count > 20 && after.allSatisfy { abs($0 - 3) < 0.020 }, "\(after.count) frames on the backup")
         print(String(format: "hang: stalled at %.2f s for %.2f s, playing the backup", stall.at - now, stall.length))
     }

@@ -17,12 +17,16 @@ extension LivePlaybackTests {
         let live = origin.manifestURL(asset: "generated", options: ["ast_\(Int(ast))"])
         let dir = try Tools.tempDirectory("schedule-two-boxes")
         let png = dir.appendingPathComponent("slot.png")
-        _ = try Tools.run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=640x360", "-frames:v", "1", png.path])
+        _ = try Tools.run(
+            "ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=640x360", "-frames:v", "1", png.path])
         let clip = dir.appendingPathComponent("clip.mp4")
-        _ = try Tools.run("ffmpeg", [
-            "-v", "error", "-f", "lavfi", "-i", "testsrc2=s=640x360:r=30:d=2", "-c:v", "libx264", "-g", "30", "-pix_fmt", "yuv420p",
-            "-movflags", "+faststart", clip.path,
-        ])
+        _ = try Tools.run(
+            "ffmpeg",
+            [
+                "-v", "error", "-f", "lavfi", "-i", "testsrc2=s=640x360:r=30:d=2", "-c:v", "libx264", "-g", "30",
+                "-pix_fmt", "yuv420p",
+                "-movflags", "+faststart", clip.path,
+            ])
         // Whole seconds, 8 s from now: the slot 4 s, the event 3 s (the clip 2 s of it).
         let t0 = (Date().timeIntervalSince1970 + 8).rounded(.up)
         let switches = [t0, t0 + 4, t0 + 7, t0 + 10]
@@ -43,7 +47,9 @@ extension LivePlaybackTests {
         var boxes: [SchedulePlayer] = []
         for box in ["a", "b"] {
             let player = try SchedulePlayer(
-                schedule: schedule, options: PlayerOptions(sources: [live], audioOutput: .null, videoOutput: .frames(dir.appendingPathComponent(box).path)))
+                schedule: schedule,
+                options: PlayerOptions(
+                    sources: [live], audioOutput: .null, videoOutput: .frames(dir.appendingPathComponent(box).path)))
             try await player.play()
             boxes.append(player)
             try await Task.sleep(for: .seconds(1))
@@ -68,7 +74,9 @@ extension LivePlaybackTests {
             // the machine loaded (it was 30–106 ms when the live item was loaded at the cut).
             for (shown, due) in zip(at, switches) {
                 #expect(shown >= due - 0.005, "box \(box): an entry's first picture at \(shown - due) s from its start")
-                #expect(shown < due + 1.0 / 30 + 0.035, "box \(box): an entry's first picture at \(shown - due) s from its start")
+                #expect(
+                    shown < due + 1.0 / 30 + 0.035,
+                    "box \(box): an entry's first picture at \(shown - due) s from its start")
             }
             // The clip played whole (60 pictures), its last held to the event's end.
             #expect(frames.filter { $0.item == "clip" }.count == 60, "box \(box)")
@@ -77,8 +85,10 @@ extension LivePlaybackTests {
         // Both boxes cut on the same frame: each cut's work (above) differs by a few ms between
         // them; 10 ms is under a third of a frame at 30 fps.
         #expect(apart.allSatisfy { $0 < 0.010 }, "the boxes switched \(apart) s apart")
-        print(String(format: "schedule, two boxes: switches %@ ms after their instants (box a), %@ ms apart",
-                     zip(firsts[0], switches).map { String(format: "%.1f", ($0 - $1) * 1000) }.joined(separator: ", "),
-                     apart.map { String(format: "%.1f", $0 * 1000) }.joined(separator: ", ")))
+        print(
+            String(
+                format: "schedule, two boxes: switches %@ ms after their instants (box a), %@ ms apart",
+                zip(firsts[0], switches).map { String(format: "%.1f", ($0 - $1) * 1000) }.joined(separator: ", "),
+                apart.map { String(format: "%.1f", $0 * 1000) }.joined(separator: ", ")))
     }
 }

@@ -14,13 +14,18 @@ import Testing
         let fd: Int32
 
         init() throws {
-            path = FileManager.default.temporaryDirectory.appendingPathComponent("notify-\(UUID().uuidString.prefix(8)).sock").path
+            path =
+                FileManager.default.temporaryDirectory.appendingPathComponent(
+                    "notify-\(UUID().uuidString.prefix(8)).sock"
+                ).path
             fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
             var address = sockaddr_un()
             address.sun_family = sa_family_t(AF_UNIX)
             withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
             let rc = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
             }
             guard rc == 0 else { throw ToolFailure(message: "bind \(path): errno \(errno)") }
             var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
@@ -39,7 +44,10 @@ import Testing
             let start = ProcessInfo.processInfo.systemUptime
             while process.isRunning || out.isEmpty || ProcessInfo.processInfo.systemUptime - start < 0.5 {
                 let n = recv(fd, &buffer, buffer.count, 0)
-                if n > 0 { out.append((ProcessInfo.processInfo.systemUptime - start, String(decoding: buffer[0..<n], as: UTF8.self))) }
+                if n > 0 {
+                    out.append(
+                        (ProcessInfo.processInfo.systemUptime - start, String(decoding: buffer[0..<n], as: UTF8.self)))
+                }
                 if !process.isRunning && n <= 0 { break }
             }
             return out
@@ -52,14 +60,17 @@ import Testing
         var logger = Logger(label: "test.origin")
         logger.logLevel = .warning
         let origin = try Origin(
-            configuration: OriginConfiguration(assetRoots: OriginConfiguration.defaultAssets(repoRoot: Tools.packageRoot.path)),
+            configuration: OriginConfiguration(
+                assetRoots: OriginConfiguration.defaultAssets(repoRoot: Tools.packageRoot.path)),
             logger: logger)
         _ = try await origin.start()
         defer { Task { await origin.stop() } }
         let socket = try NotifySocket()
         let process = Process()
         process.executableURL = marquee
-        process.arguments = ["play", origin.manifestURL(asset: "testpic_2s").absoluteString, "--audio", "null", "--duration", "4"]
+        process.arguments = [
+            "play", origin.manifestURL(asset: "testpic_2s").absoluteString, "--audio", "null", "--duration", "4",
+        ]
         var environment = ProcessInfo.processInfo.environment
         environment["NOTIFY_SOCKET"] = socket.path
         environment["WATCHDOG_USEC"] = "1000000"  // ping every ≥ 0.5 s

@@ -1,8 +1,9 @@
 import Foundation
 import MarqueeStreaming
-@testable import MarqueeVenue
 import NIOCore
 import Testing
+
+@testable import MarqueeVenue
 
 /// What the proxy keeps in memory, bounded however many answers come at once.
 @Suite struct VenueMemoryBoundsTests {
@@ -31,7 +32,11 @@ import Testing
     @Test func theStoreCountsHeadersAndEntries() {
         let store = SegmentStore(capacity: 1 << 20)
         let headers = [("X-Padding", String(repeating: "h", count: 4000))]
-        for i in 0..<1000 { store.put("http://cdn/\(i)", StoredObject(headers: headers, body: ByteBuffer(repeating: 0, count: 10), expires: nil)) }
+        for i in 0..<1000 {
+            store.put(
+                "http://cdn/\(i)",
+                StoredObject(headers: headers, body: ByteBuffer(repeating: 0, count: 10), expires: nil))
+        }
         #expect(store.bytes <= 1 << 20, "\(store.bytes) bytes held in a store of 1 MiB")
         #expect(store.get("http://cdn/999") != nil && store.get("http://cdn/0") == nil, "the oldest went first")
     }

@@ -1,11 +1,12 @@
 import Foundation
+import Logging
 import Marquee
 import MarqueeOrigin
 import MarqueeStreaming
-@testable import MarqueeVenue
-import Logging
 import TestSupport
 import Testing
+
+@testable import MarqueeVenue
 
 /// Boxes of one venue sharing segments, on loopback: real proxies (in this process, and one as
 /// a `marquee proxy` process that is killed), a lying peer (rigs/venue/liar_peer.py), our
@@ -30,11 +31,14 @@ import Testing
         return try Tools.spawn("env", env + ["python3", script, "\(port)", log.path, box])
     }
 
-    static func proxy(box: String, upstream: String, deadline: Double = 2, peers: [String] = [], keyed: Bool = true) async throws -> VenueProxy {
+    static func proxy(box: String, upstream: String, deadline: Double = 2, peers: [String] = [], keyed: Bool = true)
+        async throws -> VenueProxy
+    {
         var logger = Logger(label: "test.venue.\(box)")
         logger.logLevel = .warning
         var configuration = VenueConfiguration(
-            upstreams: [upstream], sharing: .onlyOnLAN, peers: peers, boxId: box, banSeconds: 300, defaultPeerDeadline: deadline)
+            upstreams: [upstream], sharing: .onlyOnLAN, peers: peers, boxId: box, banSeconds: 300,
+            defaultPeerDeadline: deadline)
         configuration.discovery = false  // the peers are the test's (rigs/venue/run tests DNS-SD between hosts)
         configuration.venueKey = keyed ? key : nil
         let proxy = try VenueProxy(configuration: configuration, logger: logger)
@@ -51,7 +55,9 @@ import Testing
     static func freePort() -> Int { Int.random(in: 20_000..<60_000) }
 
     /// Segments of `generated`'s video whose owner among boxes `a` and `other` is `owner`.
-    static func segments(_ origin: Origin, owner: String, other: String, count: Int, options: [String] = [], newest: Int = 3) -> [URL] {
+    static func segments(
+        _ origin: Origin, owner: String, other: String, count: Int, options: [String] = [], newest: Int = 3
+    ) -> [URL] {
         let edge = Int(Date().timeIntervalSince1970 / 2) - newest
         let base = origin.manifestURL(asset: "generated", options: options).deletingLastPathComponent()
         var out: [URL] = []
@@ -66,14 +72,22 @@ import Testing
     @Test func twoBoxesTakeEachSegmentFromTheCDNOnce() async throws {
         let origin = try await LivePlaybackTests.origin()
         defer { Task { await origin.stop() } }
-        let a = try await Self.proxy(box: "a", upstream: VenueProxyTests.authority(origin)), b = try await Self.proxy(box: "b", upstream: VenueProxyTests.authority(origin))
-        defer { Task { await a.stop(); await b.stop() } }
+        let a = try await Self.proxy(box: "a", upstream: VenueProxyTests.authority(origin))
+        let b = try await Self.proxy(box: "b", upstream: VenueProxyTests.authority(origin))
+        defer {
+            Task {
+                await a.stop()
+                await b.stop()
+            }
+        }
         a.addPeer(PeerAddress(host: "127.0.0.1", port: b.port!))
         b.addPeer(PeerAddress(host: "127.0.0.1", port: a.port!))
         try await Self.waitConnected(a, peers: 1)
         try await Self.waitConnected(b, peers: 1)
         // Both boxes' players ask for the same segments at the same moment; each box owns about half.
-        let urls = Self.segments(origin, owner: "a", other: "b", count: 3) + Self.segments(origin, owner: "b", other: "a", count: 3)
+        let urls =
+            Self.segments(origin, owner: "a", other: "b", count: 3)
+            + Self.segments(origin, owner: "b", other: "a", count: 3)
         let before = try await VenueProxyTests.originBytes(origin)
         let got = try await withThrowingTaskGroup(of: (URL, [UInt8]).self) { group in
             for url in urls {
@@ -89,7 +103,9 @@ import Testing
         for url in urls {
             let direct = try await VenueProxyTests.get(url)
             total += direct.count
-            #expect(got.filter { $0.0 == url }.map { sha256Hex($0.1) } == [sha256Hex(direct), sha256Hex(direct)], "\(url.lastPathComponent): both boxes got the origin's bytes")
+            #expect(
+                got.filter { $0.0 == url }.map { sha256Hex($0.1) } == [sha256Hex(direct), sha256Hex(direct)],
+                "\(url.lastPathComponent): both boxes got the origin's bytes")
         }
         #expect(sent == total, "the origin sent \(sent) bytes for \(total) bytes of segments (each once)")
         #expect(a.statistics.bytesFromPeers > 0 && b.statistics.bytesFromPeers > 0)
@@ -103,7 +119,8 @@ import Testing
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let liar = try Self.liar(port: port, log: log, box: "liar", keyed: true)
         defer { Tools.stop(liar) }
-        let a = try await Self.proxy(box: "a", upstream: VenueProxyTests.authority(origin), peers: ["127.0.0.1:\(port)"])
+        let a = try await Self.proxy(
+            box: "a", upstream: VenueProxyTests.authority(origin), peers: ["127.0.0.1:\(port)"])
         defer { Task { await a.stop() } }
         try await Self.waitConnected(a, peers: 1)
         // The liar owns these: it is asked for the first, its bytes fail the hash, it is banned;
@@ -111,7 +128,9 @@ import Testing
         let urls = Self.segments(origin, owner: "liar", other: "a", count: 4)
         for url in urls {
             let body = try await VenueProxyTests.get(try a.localURL(for: url))
-            #expect(sha256Hex(body) == sha256Hex(try await VenueProxyTests.get(url)), "\(url.lastPathComponent) is the origin's")
+            #expect(
+                sha256Hex(body) == sha256Hex(try await VenueProxyTests.get(url)),
+                "\(url.lastPathComponent) is the origin's")
         }
         let asked = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
         #expect(asked.count == 1, "asked \(asked.count) times: banned after its first lie")
@@ -123,10 +142,16 @@ import Testing
         defer { Task { await origin.stop() } }
         let port = Self.freePort()
         let marquee = Tools.packageRoot.appendingPathComponent(".build/debug/marquee").path
-        let b = try Tools.spawn(marquee, ["proxy", "--port", "\(port)", "--upstream", VenueProxyTests.authority(origin), "--sharing", "onlyOnLAN", "--box", "b", "--no-discovery",
-            "--venue-key-file", try Self.keyFile()])
+        let b = try Tools.spawn(
+            marquee,
+            [
+                "proxy", "--port", "\(port)", "--upstream", VenueProxyTests.authority(origin), "--sharing", "onlyOnLAN",
+                "--box", "b", "--no-discovery",
+                "--venue-key-file", try Self.keyFile(),
+            ])
         defer { Tools.stop(b) }
-        let a = try await Self.proxy(box: "a", upstream: VenueProxyTests.authority(origin), deadline: 6, peers: ["127.0.0.1:\(port)"])
+        let a = try await Self.proxy(
+            box: "a", upstream: VenueProxyTests.authority(origin), deadline: 6, peers: ["127.0.0.1:\(port)"])
         defer { Task { await a.stop() } }
         try await Self.waitConnected(a, peers: 1)
         // B owns a segment that the origin sends at 3 Mbit/s (about 1.8 s for it); B is killed
@@ -151,7 +176,8 @@ import Testing
         // B's bytes were kept: A's came from B and from the CDN, the segment's size together.
         #expect(took >= 1 && took < 5.8, "took \(took) s")
         let stats = a.statistics
-        #expect(stats.bytesFromPeers > 0 && stats.bytesFromPeers + stats.bytesFromCDN == Int64(direct.count), "\(stats)")
+        #expect(
+            stats.bytesFromPeers > 0 && stats.bytesFromPeers + stats.bytesFromCDN == Int64(direct.count), "\(stats)")
         #expect(sent < direct.count * 2, "the origin sent \(sent) bytes for a segment of \(direct.count)")
         #expect(a.statistics.peerFallbacks == 1, "\(took) s, \(a.statistics)")
     }
@@ -165,13 +191,20 @@ import Testing
     /// (its request log in `requests.log`); the server's port.
     static func serve() async throws -> (dir: URL, port: Int, server: Process) {
         let dir = try Tools.tempDirectory("venue-plain")
-        _ = try Tools.run("ffmpeg", [
-            "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30:duration=6", "-c:v", "libx264", "-g", "30",
-            "-preset", "ultrafast", "-f", "hls", "-hls_time", "1", "-hls_list_size", "0", "out.m3u8",
-        ], cwd: dir)
+        _ = try Tools.run(
+            "ffmpeg",
+            [
+                "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30:duration=6", "-c:v", "libx264", "-g",
+                "30",
+                "-preset", "ultrafast", "-f", "hls", "-hls_time", "1", "-hls_list_size", "0", "out.m3u8",
+            ], cwd: dir)
         let port = VenuePeerTests.freePort()
         let server = try Tools.spawn(
-            "sh", ["-c", "exec python3 -u -m http.server \(port) --bind 127.0.0.1 --directory '\(dir.path)' 2>'\(dir.path)/requests.log'"])
+            "sh",
+            [
+                "-c",
+                "exec python3 -u -m http.server \(port) --bind 127.0.0.1 --directory '\(dir.path)' 2>'\(dir.path)/requests.log'",
+            ])
         for _ in 0..<50 {
             if (try? await HTTPFetcher().get(URL(string: "http://127.0.0.1:\(port)/out.m3u8")!)) != nil { break }
             try await Task.sleep(for: .milliseconds(100))
@@ -198,8 +231,14 @@ import Testing
     @Test func twoBoxesTakeEachSegmentOnceFromAServerWithoutDigests() async throws {
         let (dir, port, server) = try await Self.serve()
         defer { Tools.stop(server) }
-        let a = try await VenuePeerTests.proxy(box: "a", upstream: "127.0.0.1:\(port)"), b = try await VenuePeerTests.proxy(box: "b", upstream: "127.0.0.1:\(port)")
-        defer { Task { await a.stop(); await b.stop() } }
+        let a = try await VenuePeerTests.proxy(box: "a", upstream: "127.0.0.1:\(port)")
+        let b = try await VenuePeerTests.proxy(box: "b", upstream: "127.0.0.1:\(port)")
+        defer {
+            Task {
+                await a.stop()
+                await b.stop()
+            }
+        }
         a.addPeer(PeerAddress(host: "127.0.0.1", port: b.port!))
         b.addPeer(PeerAddress(host: "127.0.0.1", port: a.port!))
         try await VenuePeerTests.waitConnected(a, peers: 1)
@@ -217,9 +256,12 @@ import Testing
         }
         let counts = try Self.gets(dir)
         for url in urls {
-            #expect(counts[url.path] == 1, "\(url.lastPathComponent): the server sent it \(counts[url.path] ?? 0) times")
+            #expect(
+                counts[url.path] == 1, "\(url.lastPathComponent): the server sent it \(counts[url.path] ?? 0) times")
             let file = [UInt8](try Data(contentsOf: dir.appendingPathComponent(url.lastPathComponent)))
-            #expect(got.filter { $0.0 == url }.map { sha256Hex($0.1) } == [sha256Hex(file), sha256Hex(file)], "\(url.lastPathComponent)")
+            #expect(
+                got.filter { $0.0 == url }.map { sha256Hex($0.1) } == [sha256Hex(file), sha256Hex(file)],
+                "\(url.lastPathComponent)")
         }
     }
 
@@ -227,7 +269,8 @@ import Testing
     /// its first segment (owners are by name: it is asked for sure), and box `a` with the liar as
     /// its peer. `check` runs with them; everything is stopped after.
     static func withLiar(
-        keyed: Bool, environment: [String] = [], _ check: (_ a: VenueProxy, _ urls: [URL], _ dir: URL, _ asked: () throws -> Int) async throws -> Void
+        keyed: Bool, environment: [String] = [],
+        _ check: (_ a: VenueProxy, _ urls: [URL], _ dir: URL, _ asked: () throws -> Int) async throws -> Void
     ) async throws {
         let (dir, port, server) = try await Self.serve()
         defer { Tools.stop(server) }
@@ -239,10 +282,12 @@ import Testing
         // A name that ranks above "a" for the first segment (the chance that none of n does is
         // 1/(n+1): with 64 names, 1.5 % of runs found none, a CI-run failure of the test's own).
         let ownScore = PeerNetwork.score(box: "a", key: first)
-        let name = try #require((0..<100_000).lazy.map { "liar\($0)" }.first { PeerNetwork.score(box: $0, key: first) > ownScore })
+        let name = try #require(
+            (0..<100_000).lazy.map { "liar\($0)" }.first { PeerNetwork.score(box: $0, key: first) > ownScore })
         let liar = try VenuePeerTests.liar(port: liarPort, log: log, box: name, keyed: keyed, environment: environment)
         defer { Tools.stop(liar) }
-        let a = try await VenuePeerTests.proxy(box: "a", upstream: "127.0.0.1:\(port)", peers: ["127.0.0.1:\(liarPort)"])
+        let a = try await VenuePeerTests.proxy(
+            box: "a", upstream: "127.0.0.1:\(port)", peers: ["127.0.0.1:\(liarPort)"])
         defer { Task { await a.stop() } }
         try await check(a, urls, dir) { try String(contentsOf: log, encoding: .utf8).split(separator: "\n").count }
     }
@@ -283,7 +328,8 @@ import Testing
     /// TS packet well formed, the same length; the server sends no digest): caught by the vouch,
     /// banned, and every segment is the server's.
     @Test func aPeerWhoseBytesAreNotWhatItVouchesForIsBanned() async throws {
-        try await Self.withLiar(keyed: true, environment: ["LIAR_MODE=payload", "LIAR_VOUCH=original"]) { a, urls, dir, asked in
+        try await Self.withLiar(keyed: true, environment: ["LIAR_MODE=payload", "LIAR_VOUCH=original"]) {
+            a, urls, dir, asked in
             try await VenuePeerTests.waitConnected(a, peers: 1)
             try await Self.expectServerBytes(a, urls, dir)
             let n = try asked()

@@ -24,7 +24,9 @@ extension LivePlaybackTests {
         let origin = try await Self.origin(staticRoot: dir.path)
         defer { Task { await origin.stop() } }
         let spawned = Date().timeIntervalSince1970
-        let encoder = try Tools.spawn("ffmpeg", Self.ffmpegLiveHLS(["-hls_time", "2", "-hls_list_size", "6", "-hls_flags", "delete_segments"]), cwd: dir)
+        let encoder = try Tools.spawn(
+            "ffmpeg", Self.ffmpegLiveHLS(["-hls_time", "2", "-hls_list_size", "6", "-hls_flags", "delete_segments"]),
+            cwd: dir)
         defer { Tools.stop(encoder) }
         _ = try await Self.waitForSegments(dir.appendingPathComponent("out.m3u8"), count: 2)
         let upstream = origin.baseURL.appendingPathComponent("static/out.m3u8")
@@ -35,8 +37,11 @@ extension LivePlaybackTests {
             local.withLock { $0 = player.localManifestUrl }
         }
         let played = try #require(local.withLock { $0 })
-        #expect(played.path.hasPrefix("/u/http/127.0.0.1:\(origin.baseURL.port!)/static/out.m3u8") && played.port != origin.baseURL.port)
-        _ = try Self.expectSteadyPlayback(run.frames, made: { spawned + $0.pts }, target: 3, segment: 4, box: "ffmpeg HLS via the proxy")
+        #expect(
+            played.path.hasPrefix("/u/http/127.0.0.1:\(origin.baseURL.port!)/static/out.m3u8")
+                && played.port != origin.baseURL.port)
+        _ = try Self.expectSteadyPlayback(
+            run.frames, made: { spawned + $0.pts }, target: 3, segment: 4, box: "ffmpeg HLS via the proxy")
         Self.expectHeard440(run.dir.appendingPathComponent("out.wav"))
         let counts = try await Self.originMediaCounts(origin)
         #expect(counts.count >= 6 && counts.values.allSatisfy { $0 == 1 }, "\(counts)")
@@ -56,7 +61,8 @@ extension LivePlaybackTests {
         var logger = Logger(label: "test.venue")
         logger.logLevel = .warning
         let proxy = try VenueProxy(
-            configuration: VenueConfiguration(upstreams: ["\(origin.baseURL.host!):\(origin.baseURL.port!)"], sharing: .never), logger: logger)
+            configuration: VenueConfiguration(
+                upstreams: ["\(origin.baseURL.host!):\(origin.baseURL.port!)"], sharing: .never), logger: logger)
         _ = try await proxy.start()
         defer { Task { await proxy.stop() } }
         let local = try proxy.localURL(for: origin.manifestURL(asset: "generated"))
@@ -71,7 +77,9 @@ extension LivePlaybackTests {
         for _ in 0..<4 {
             let player = Process()
             player.executableURL = marquee
-            player.arguments = ["play", local.absoluteString, "--audio", "null", "--video", "headless", "--duration", "15"]
+            player.arguments = [
+                "play", local.absoluteString, "--audio", "null", "--video", "headless", "--duration", "15",
+            ]
             player.standardOutput = FileHandle.nullDevice
             player.standardError = FileHandle.nullDevice
             starts.append(Date().timeIntervalSince1970)
@@ -87,9 +95,15 @@ extension LivePlaybackTests {
         let requests = segments.values.reduce(0, +)
         let ratio = Double(requests) / Double(max(1, segments.count))
         #expect(segments.count >= 14, "\(segments.count) segments")
-        #expect(ratio <= 1.05, "\(requests) origin requests for \(segments.count) segments: sent more than once \(segments.filter { $0.value > 1 })")
-        print(String(format: "venue: four players started within %.0f ms behind one proxy: %d origin requests for %d segments, %.3f×",
-                     spread * 1000, requests, segments.count, ratio))
+        #expect(
+            ratio <= 1.05,
+            "\(requests) origin requests for \(segments.count) segments: sent more than once \(segments.filter { $0.value > 1 })"
+        )
+        print(
+            String(
+                format:
+                    "venue: four players started within %.0f ms behind one proxy: %d origin requests for %d segments, %.3f×",
+                spread * 1000, requests, segments.count, ratio))
     }
 
     /// Two boxes of a venue on one stream, each through its own proxy, peers of each other:
@@ -101,7 +115,8 @@ extension LivePlaybackTests {
         let url = origin.manifestURL(asset: "generated")
         let ports = (Int.random(in: 20_000..<40_000), Int.random(in: 40_000..<60_000))
         func venue(_ box: String, _ port: Int, _ peer: Int) -> VenueConfiguration {
-            var configuration = VenueConfiguration(port: port, upstreams: [], sharing: .onlyOnLAN, peers: ["127.0.0.1:\(peer)"], boxId: box)
+            var configuration = VenueConfiguration(
+                port: port, upstreams: [], sharing: .onlyOnLAN, peers: ["127.0.0.1:\(peer)"], boxId: box)
             configuration.discovery = false  // each other only (rigs/venue/run tests DNS-SD)
             return configuration
         }
@@ -112,17 +127,23 @@ extension LivePlaybackTests {
         let counts = try await Self.originMediaCounts(origin)
         let segments = counts.filter { $0.key.hasSuffix(".m4s") }
         #expect(segments.count >= 12, "\(segments.count) segments")
-        #expect(segments.values.allSatisfy { $0 == 1 }, "segments sent more than once: \(segments.filter { $0.value > 1 })")
+        #expect(
+            segments.values.allSatisfy { $0 == 1 }, "segments sent more than once: \(segments.filter { $0.value > 1 })")
         for run in [runA, runB] {
             let frames = run.frames.filter { $0.wallTime > started + 8 }  // once both share (hellos)
             let reference = try await Self.referenceFrames(manifest: url, from: frames.first!.pts, to: frames.last!.pts)
             Self.expectFramesMatch(frames, reference: reference, fps: 30)
         }
         // The same picture at the same moment on both boxes.
-        let wallB = Dictionary(runB.frames.map { (Int(($0.pts * 1000).rounded()), $0.wallTime) }, uniquingKeysWith: { a, _ in a })
+        let wallB = Dictionary(
+            runB.frames.map { (Int(($0.pts * 1000).rounded()), $0.wallTime) }, uniquingKeysWith: { a, _ in a })
         let skews = runA.frames.compactMap { f in wallB[Int((f.pts * 1000).rounded())].map { abs($0 - f.wallTime) } }
-        #expect(skews.count > 300 && skews.max()! <= 1.0 / 30 + 0.035, "skew up to \(skews.max() ?? -1) s over \(skews.count) pictures")
-        print(String(format: "venue: two boxes, %d segments each sent once by the origin, skew median %.1f ms max %.1f ms",
-                     segments.count, Stats.median(skews) * 1000, skews.max()! * 1000))
+        #expect(
+            skews.count > 300 && skews.max()! <= 1.0 / 30 + 0.035,
+            "skew up to \(skews.max() ?? -1) s over \(skews.count) pictures")
+        print(
+            String(
+                format: "venue: two boxes, %d segments each sent once by the origin, skew median %.1f ms max %.1f ms",
+                segments.count, Stats.median(skews) * 1000, skews.max()! * 1000))
     }
 }

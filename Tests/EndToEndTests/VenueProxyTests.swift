@@ -1,21 +1,26 @@
 import Foundation
+import Logging
 import Marquee
 import MarqueeOrigin
 import MarqueeStreaming
-@testable import MarqueeVenue
-import Logging
 import TestSupport
 import Testing
+
+@testable import MarqueeVenue
 
 /// The venue proxy over real HTTP on loopback: our origin upstream, the proxy between, clients
 /// that fetch what a player would. What is asserted is what a client receives and what the
 /// origin sends (its own byte count), not the proxy's counters.
 @Suite struct VenueProxyTests {
-    static func proxy(upstreams: [String], sharing: SharingPolicy = .never, box: String = "a", peers: [String] = []) async throws -> VenueProxy {
+    static func proxy(upstreams: [String], sharing: SharingPolicy = .never, box: String = "a", peers: [String] = [])
+        async throws -> VenueProxy
+    {
         var logger = Logger(label: "test.venue")
         logger.logLevel = .warning
         let proxy = try VenueProxy(
-            configuration: VenueConfiguration(upstreams: upstreams, sharing: sharing, peers: peers, boxId: box, defaultPeerDeadline: 2), logger: logger)
+            configuration: VenueConfiguration(
+                upstreams: upstreams, sharing: sharing, peers: peers, boxId: box, defaultPeerDeadline: 2),
+            logger: logger)
         _ = try await proxy.start()
         return proxy
     }
@@ -42,7 +47,9 @@ import Testing
 
     @Test func manifestsAreRewrittenToLeadBackThroughTheProxy() throws {
         let requested = URL(string: "http://cdn.example:8080/live/ch1/master.m3u8")!
-        let allowed = { (u: URL) in u.host == "cdn.example" && u.port == 8080 || u.host == "keys.example" && u.port == nil }
+        let allowed = { (u: URL) in
+            u.host == "cdn.example" && u.port == 8080 || u.host == "keys.example" && u.port == nil
+        }
         let hls = """
             #EXTM3U
             #EXT-X-KEY:METHOD=AES-128,URI="https://keys.example/k1"
@@ -64,8 +71,10 @@ import Testing
         #expect(same.contains("\n/u/http/cdn.example:8080/other/seg3.m4s\n"))
         #expect(same.contains("\nhttp://elsewhere.example/seg4.m4s"), "a host not served is left to the player")
         // After a redirect elsewhere, relative references are anchored where the answer came from.
-        let moved = ManifestRewriter(requested: requested, answered: URL(string: "http://cdn.example:8080/edge/7/master.m3u8")!, allows: allowed)
-            .rewrite(hls, kind: .hls)
+        let moved = ManifestRewriter(
+            requested: requested, answered: URL(string: "http://cdn.example:8080/edge/7/master.m3u8")!, allows: allowed
+        )
+        .rewrite(hls, kind: .hls)
         #expect(moved.contains("\n/u/http/cdn.example:8080/edge/7/seg1.m4s\n"))
         #expect(moved.contains(#"URI="/u/http/cdn.example:8080/edge/7/init.mp4""#))
 
@@ -74,7 +83,8 @@ import Testing
             <AdaptationSet><SegmentTemplate media="http://cdn.example:8080/x/$Number$.m4s" initialization="init.mp4"/></AdaptationSet></Period>
             <UTCTiming schemeIdUri="urn:mpeg:dash:utc:http-iso:2014" value="http://cdn.example:8080/time"/></MPD>
             """
-        let dash = ManifestRewriter(requested: requested, answered: requested, allows: allowed).rewrite(mpd, kind: .dash)
+        let dash = ManifestRewriter(requested: requested, answered: requested, allows: allowed).rewrite(
+            mpd, kind: .dash)
         #expect(dash.contains("<BaseURL>/u/http/cdn.example:8080/dash/</BaseURL>"))
         #expect(dash.contains(#"media="/u/http/cdn.example:8080/x/$Number$.m4s""#))
         #expect(dash.contains(#"initialization="init.mp4""#))
@@ -87,9 +97,11 @@ import Testing
         let proxy = try await Self.proxy(upstreams: [Self.authority(origin)])
         defer { Task { await proxy.stop() } }
         let port = proxy.port!
-        for path in ["/u/http/example.com/a.m4s", "/u/http/127.0.0.1:1/a.m4s", "/u/https/\(Self.authority(origin))@evil.example/a.m4s",
-            "/p/http/\(Self.authority(origin))/live/generated/0/1.m4s", "/venue/hello"]
-        {
+        for path in [
+            "/u/http/example.com/a.m4s", "/u/http/127.0.0.1:1/a.m4s",
+            "/u/https/\(Self.authority(origin))@evil.example/a.m4s",
+            "/p/http/\(Self.authority(origin))/live/generated/0/1.m4s", "/venue/hello",
+        ] {
             do {
                 _ = try await HTTPFetcher().get(URL(string: "http://127.0.0.1:\(port)\(path)")!)
                 Issue.record("\(path) was served")
@@ -99,11 +111,16 @@ import Testing
             }
         }
         #expect(throws: VenueError.self) { try proxy.localURL(for: URL(string: "http://example.com/live.mpd")!) }
-        #expect(throws: VenueError.self) { try VenueProxy(configuration: VenueConfiguration(upstreams: []), logger: Logger(label: "t")) }
-        #expect(throws: VenueError.self) { try VenueProxy(configuration: VenueConfiguration(upstreams: ["*"]), logger: Logger(label: "t")) }
+        #expect(throws: VenueError.self) {
+            try VenueProxy(configuration: VenueConfiguration(upstreams: []), logger: Logger(label: "t"))
+        }
+        #expect(throws: VenueError.self) {
+            try VenueProxy(configuration: VenueConfiguration(upstreams: ["*"]), logger: Logger(label: "t"))
+        }
         // The configured one is: the same bytes as from the origin.
         let segment = Self.segmentURL(origin)
-        #expect(sha256Hex(try await Self.get(try proxy.localURL(for: segment))) == sha256Hex(try await Self.get(segment)))
+        #expect(
+            sha256Hex(try await Self.get(try proxy.localURL(for: segment))) == sha256Hex(try await Self.get(segment)))
     }
 
     @Test func requestsForOneSegmentFetchItOnce() async throws {
@@ -127,9 +144,11 @@ import Testing
         // A low-latency segment still being produced (chunked as its samples exist): clients that
         // join during the transfer get it whole, and the origin sends it once.
         // (1-s segments: start early in a second, so most of it is still to come.)
-        try await Task.sleep(for: .milliseconds(Int((1 - Date().timeIntervalSince1970.truncatingRemainder(dividingBy: 1)) * 1000) + 50))
+        try await Task.sleep(
+            for: .milliseconds(Int((1 - Date().timeIntervalSince1970.truncatingRemainder(dividingBy: 1)) * 1000) + 50))
         let now = Date().timeIntervalSince1970
-        let producing = origin.manifestURL(asset: "generated-ll", options: ["ato_0.95"]).deletingLastPathComponent().appendingPathComponent("0/\(Int(now)).m4s")
+        let producing = origin.manifestURL(asset: "generated-ll", options: ["ato_0.95"]).deletingLastPathComponent()
+            .appendingPathComponent("0/\(Int(now)).m4s")
         let llBefore = try await Self.originBytes(origin)
         let localLL = try proxy.localURL(for: producing)
         let staggered = try await withThrowingTaskGroup(of: [UInt8].self) { group in
@@ -143,9 +162,13 @@ import Testing
         }
         let whole = try await Self.get(producing)
         // The transfers lasted until the segment's end (its last chunk is produced then).
-        #expect(Date().timeIntervalSince1970 > Double(Int(now) + 1) - 0.1, "the segment was still being produced when asked for")
+        #expect(
+            Date().timeIntervalSince1970 > Double(Int(now) + 1) - 0.1,
+            "the segment was still being produced when asked for")
         #expect(staggered.allSatisfy { $0 == whole }, "\(staggered.map(\.count)) vs \(whole.count)")
-        #expect(try await Self.originBytes(origin) - llBefore == 2 * whole.count, "once for the proxy, once for the direct check")
+        #expect(
+            try await Self.originBytes(origin) - llBefore == 2 * whole.count,
+            "once for the proxy, once for the direct check")
     }
 
     /// A request that comes just after a fetch of its segment ended (while the proxy checks
@@ -186,10 +209,16 @@ import Testing
                 let body = try await Self.get(local)
                 Issue.record("\(fault): \(body.count) bytes reached the client as if whole")
             } catch {
-                if fault.hasPrefix("status") { #expect(error.status == 503) } else { #expect(error.code == .network, "\(fault): \(error)") }
+                if fault.hasPrefix("status") {
+                    #expect(error.status == 503)
+                } else {
+                    #expect(error.code == .network, "\(fault): \(error)")
+                }
             }
             let retried = try await Self.get(local)
-            #expect(sha256Hex(retried) == sha256Hex(try await Self.get(segment)), "\(fault): the retry through the proxy is the whole segment")
+            #expect(
+                sha256Hex(retried) == sha256Hex(try await Self.get(segment)),
+                "\(fault): the retry through the proxy is the whole segment")
         }
         // A well-formed 200 of half the segment: the client gets what the origin sent (judging it
         // is the player's), but the proxy does not keep it (its hash is not the origin's
@@ -222,6 +251,8 @@ import Testing
         #expect(Array(ranged.body.readableBytesView) == Array(direct[1000..<3000]))
         #expect(try await Self.get(local) == direct, "the whole segment after a range of it")
         let again = try await HTTPFetcher().get(local, timeout: .seconds(15), range: ByteRange(offset: 0, length: 10))
-        #expect(again.status == 206 && Array(again.body.readableBytesView) == Array(direct[0..<10]), "a range after the whole was stored")
+        #expect(
+            again.status == 206 && Array(again.body.readableBytesView) == Array(direct[0..<10]),
+            "a range after the whole was stored")
     }
 }

@@ -2,9 +2,10 @@ import Foundation
 import Logging
 import MarqueeStreaming
 import NIOCore
-@testable import MarqueeVenue
 import TestSupport
 import Testing
+
+@testable import MarqueeVenue
 
 #if canImport(Glibc)
     import Glibc
@@ -107,14 +108,20 @@ import Testing
         defer { Task { await proxy.stop() } }
         let port = try #require(proxy.port)
         let out = "http://127.0.0.1:\(secret.port)/secret.html"
-        let away = RawHTTP.get(port: port, target: "/u/http/127.0.0.1:\(cdn.port)/302?to=\(out.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)")
+        let away = RawHTTP.get(
+            port: port,
+            target:
+                "/u/http/127.0.0.1:\(cdn.port)/302?to=\(out.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)"
+        )
         #expect(away.status == 302)
         #expect(away.header("Location") == out, "a target not served is left to the player: \(away.head)")
         #expect(!away.body.contains("SECRET"))
         #expect(Self.requests(secret.log).isEmpty, "the proxy followed the redirect: \(Self.requests(secret.log))")
         let home = RawHTTP.get(port: port, target: "/u/http/127.0.0.1:\(cdn.port)/302?to=/next")
         #expect(home.status == 302)
-        #expect(home.header("Location") == "/u/http/127.0.0.1:\(cdn.port)/next", "a served target goes back through the proxy: \(home.head)")
+        #expect(
+            home.header("Location") == "/u/http/127.0.0.1:\(cdn.port)/next",
+            "a served target goes back through the proxy: \(home.head)")
     }
 
     /// One user's cookie is never handed to another from the store or a shared transfer.
@@ -147,7 +154,7 @@ import Testing
             RawHTTP.send(fd, "GET /u/http/127.0.0.1:\(cdn.port)/a HTTP/1.1\r\nHost: x\r\n")
             sockets.append(fd)
         }
-        defer { sockets.forEach { close($0) } }
+        defer { for socket in sockets { close(socket) } }
         #expect(sockets.count == 100)
         try await Task.sleep(for: .milliseconds(500))
         let closedAtOnce = sockets.filter { RawHTTP.isClosed($0, wait: 0.05) }.count
@@ -155,7 +162,9 @@ import Testing
         // A player on another address is answered while they hang.
         let started = Date()
         let player = RawHTTP.get(port: port, target: "/u/http/127.0.0.1:\(cdn.port)/a.m4s")
-        #expect(player.status == 200 && Date().timeIntervalSince(started) < 1, "\(player.status) after \(Date().timeIntervalSince(started)) s")
+        #expect(
+            player.status == 200 && Date().timeIntervalSince(started) < 1,
+            "\(player.status) after \(Date().timeIntervalSince(started)) s")
         // Trickle a header byte every 0.5 s: no request head completes, so they are closed at the
         // idle limit (3 s here) although bytes keep coming.
         for _ in 0..<9 {
@@ -176,7 +185,9 @@ enum RawHTTP {
         func header(_ name: String) -> String? {
             for line in head.split(separator: "\r\n").dropFirst() {
                 guard let colon = line.firstIndex(of: ":") else { continue }
-                if line[..<colon].lowercased() == name.lowercased() { return line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces) }
+                if line[..<colon].lowercased() == name.lowercased() {
+                    return line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                }
             }
             return nil
         }
@@ -192,11 +203,17 @@ enum RawHTTP {
         remote.sin_family = sa_family_t(AF_INET)
         remote.sin_port = in_port_t(UInt16(port).bigEndian)
         inet_pton(AF_INET, "127.0.0.1", &remote.sin_addr)
-        let ok = withUnsafePointer(to: &local) { l in
-            l.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } == 0
-        } && withUnsafePointer(to: &remote) { r in
-            r.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } == 0
-        }
+        let ok =
+            withUnsafePointer(to: &local) { l in
+                l.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                } == 0
+            }
+            && withUnsafePointer(to: &remote) { r in
+                r.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                } == 0
+            }
         guard ok else {
             close(fd)
             return nil

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import MarqueeStreaming
 import Testing
+
 @testable import MarqueeOrigin
 
 /// A live stream of the `generated` asset whose segment numbers are the same in every run: its
@@ -47,24 +48,33 @@ func struckNumbers(_ isStruck: (Int) async throws -> Bool) async rethrows -> Set
 }
 
 /// A share of 50 segments close to `percent` (binomial: ±7 is more than two standard deviations).
-func expectShare(_ struck: Set<Int>, _ percent: Double, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
-    #expect(abs(Double(struck.count) - percent / 2) <= 7, "\(what): \(struck.count) of 50 segments struck, \(percent)% asked", sourceLocation: sourceLocation)
+func expectShare(
+    _ struck: Set<Int>, _ percent: Double, _ what: String, sourceLocation: SourceLocation = #_sourceLocation
+) {
+    #expect(
+        abs(Double(struck.count) - percent / 2) <= 7,
+        "\(what): \(struck.count) of 50 segments struck, \(percent)% asked", sourceLocation: sourceLocation)
 }
 
 @Suite("Origin fault options over loopback")
 struct FaultTests {
     @Test("fault options parse, reproduce their path components, and a bad one is a 400")
     func faultOptions() async throws {
-        let components = ["seed_42", "status_503-12.5", "reset_10", "trickle_300-20", "truncate_5", "badlength_6", "corrupt_7",
-                          "hugebox_8", "flip_9", "endless_1", "redirect_2", "mstatus_404-3", "badinit_1", "nest_64", "stall_3",
-                          "silent_4", "rotate_45"]
+        let components = [
+            "seed_42", "status_503-12.5", "reset_10", "trickle_300-20", "truncate_5", "badlength_6", "corrupt_7",
+            "hugebox_8", "flip_9", "endless_1", "redirect_2", "mstatus_404-3", "badinit_1", "nest_64", "stall_3",
+            "silent_4", "rotate_45",
+        ]
         var options = LiveOptions()
         for component in components { try options.apply(Substring(component)) }
         #expect(Set(options.pathComponents) == Set(components))
         #expect(options.faults.seed == 42 && options.faults.statusCode == 503 && options.faults.shares[.status] == 12.5)
         #expect(options.faults.trickleKbps == 300 && options.faults.manifestStatus == .init(code: 404, count: 3))
         let origin = try await SharedOrigin.shared.get()
-        for bad in ["status_200-5", "status_503", "reset_101", "trickle_0-5", "mstatus_503-x", "nest_0", "badinit_2", "seed_-1", "flip_x", "rotate_0", "stall_x"] {
+        for bad in [
+            "status_200-5", "status_503", "reset_101", "trickle_0-5", "mstatus_503-x", "nest_0", "badinit_2", "seed_-1",
+            "flip_x", "rotate_0", "stall_x",
+        ] {
             let fetched = try await fetch(origin.manifestURL(asset: "generated", options: [bad]))
             #expect(fetched.status == 400, "\(bad)")
             #expect(fetched.text.contains(String(bad.prefix { $0 != "_" }) + "_"), "\(bad): \(fetched.text)")
@@ -88,14 +98,18 @@ struct FaultTests {
         // one, another seed another.
         let other = try await PinnedStream(age: 160)
         #expect(try await struckNumbers { try await fetch(other.segment($0, options)).status == 503 } == struck)
-        let reseeded = try await struckNumbers { try await fetch(stream.segment($0, ["seed_8", "status_503-30"])).status == 503 }
+        let reseeded = try await struckNumbers {
+            try await fetch(stream.segment($0, ["seed_8", "status_503-30"])).status == 503
+        }
         expectShare(reseeded, 30, "seed_8")
         #expect(reseeded != struck)
         // Manifests and init segments are not struck.
         let always = ["status_500-100"]
         #expect(try await fetch(stream.segment(1, always)).status == 500)
         #expect(try await fetch(stream.manifest(always)).status == 200)
-        #expect(try await fetch(stream.manifest(always).deletingLastPathComponent().appendingPathComponent("0/init.mp4")).status == 200)
+        #expect(
+            try await fetch(stream.manifest(always).deletingLastPathComponent().appendingPathComponent("0/init.mp4"))
+                .status == 200)
     }
 
     @Test("mstatus_: the first n requests of each manifest path get the code, segments never")
@@ -121,7 +135,9 @@ struct FaultTests {
         let truth = try await stream.truth()
         let struck = await struckNumbers { n in
             let raw = await rawGET(stream.segment(n, ["seed_3", "reset_30"]))
-            if raw.end != .reset { #expect(raw.end == .closed && raw.body == truth[n], "segment \(n) not reset: whole") }
+            if raw.end != .reset {
+                #expect(raw.end == .closed && raw.body == truth[n], "segment \(n) not reset: whole")
+            }
             return raw.end == .reset
         }
         expectShare(struck, 30, "reset_30")
@@ -133,9 +149,13 @@ struct FaultTests {
         let truth = try await stream.truth()
         let struck = await struckNumbers { n in
             let raw = await rawGET(stream.segment(n, ["seed_4", "badlength_30"]))
-            #expect(raw.status == 200 && raw.contentLength == truth[n].count && raw.end == .closed, "segment \(n): \(raw.end)")
+            #expect(
+                raw.status == 200 && raw.contentLength == truth[n].count && raw.end == .closed,
+                "segment \(n): \(raw.end)")
             #expect(raw.body[...] == truth[n].prefix(raw.body.count))
-            #expect(raw.body.count == truth[n].count || raw.body.count == truth[n].count / 2, "segment \(n): \(raw.body.count) bytes")
+            #expect(
+                raw.body.count == truth[n].count || raw.body.count == truth[n].count / 2,
+                "segment \(n): \(raw.body.count) bytes")
             return raw.body.count < truth[n].count
         }
         expectShare(struck, 30, "badlength_30")
@@ -155,7 +175,8 @@ struct FaultTests {
             let fetched = try await fetch(stream.segment(n, ["seed_5", "truncate_30"]))
             #expect(fetched.status == 200)
             #expect(fetched.headers["Content-Length"].first == String(fetched.body.count), "segment \(n)")
-            #expect(fetched.body == truth[n] || fetched.body[...] == truth[n].prefix(truth[n].count / 2), "segment \(n)")
+            #expect(
+                fetched.body == truth[n] || fetched.body[...] == truth[n].prefix(truth[n].count / 2), "segment \(n)")
             return fetched.body.count < truth[n].count
         }
         expectShare(struck, 30, "truncate_30")
@@ -209,7 +230,9 @@ struct FaultTests {
         let struck = try await struckNumbers { n in
             let body = try await fetch(stream.segment(n, ["seed_10", "hugebox_30"])).body
             guard body != truth[n] else { return false }
-            #expect(Array(body.prefix(4)) == [0x7f, 0xff, 0xff, 0xff] && body.dropFirst(4) == truth[n].dropFirst(4), "segment \(n)")
+            #expect(
+                Array(body.prefix(4)) == [0x7f, 0xff, 0xff, 0xff] && body.dropFirst(4) == truth[n].dropFirst(4),
+                "segment \(n)")
             #expect(throws: OriginError.self) { try MP4Reader(bytes: body, name: "struck").boxes(in: 0..<body.count) }
             return true
         }
@@ -244,11 +267,15 @@ struct FaultTests {
 
     private static func expectFlippedInsideMdat(_ body: [UInt8], _ truth: [UInt8], _ what: String) {
         #expect(body.count == truth.count, "\(what)")
-        let mdats = ((try? MP4Reader(bytes: truth, name: what).boxes(in: 0..<truth.count)) ?? []).filter { $0.type == .mdat }
+        let mdats = ((try? MP4Reader(bytes: truth, name: what).boxes(in: 0..<truth.count)) ?? []).filter {
+            $0.type == .mdat
+        }
         let changed = zip(body, truth).enumerated().filter { $0.element.0 != $0.element.1 }
         let bits = changed.map { ($0.element.0 ^ $0.element.1).nonzeroBitCount }.reduce(0, +)
         #expect((1...8).contains(bits), "\(what): \(bits) bits flipped")
-        #expect(changed.allSatisfy { c in mdats.contains { ($0.contentStart..<$0.end).contains(c.offset) } }, "\(what): a flip outside mdat")
+        #expect(
+            changed.allSatisfy { c in mdats.contains { ($0.contentStart..<$0.end).contains(c.offset) } },
+            "\(what): a flip outside mdat")
     }
 
     @Test("endless_: the segment, then bytes that keep coming, chunked, until the client leaves")
@@ -263,12 +290,17 @@ struct FaultTests {
         // less one for each 100 ms this process was held back (the origin's filler is a task of
         // it: beside the parallel suites a run got 3 in 2.5 s, its last 1.2 s in).
         let missed = Int((heldBack / 0.1).rounded(.up))
-        #expect(raw.body.count > truth[2].count + 4_000 - 1024 * missed,
-                "\(raw.body.count) bytes in 2.5 s (segment: \(truth[2].count), process held back \(heldBack) s)")
-        #expect(raw.lastArrival > started + 2.2 - heldBack, "the last byte came \(raw.lastArrival - started) s in (held back \(heldBack) s)")
+        #expect(
+            raw.body.count > truth[2].count + 4_000 - 1024 * missed,
+            "\(raw.body.count) bytes in 2.5 s (segment: \(truth[2].count), process held back \(heldBack) s)")
+        #expect(
+            raw.lastArrival > started + 2.2 - heldBack,
+            "the last byte came \(raw.lastArrival - started) s in (held back \(heldBack) s)")
         // The share: struck bodies never end, the others close after the segment.
         let ends = await withTaskGroup(of: (Int, RawResponse.End).self) { group in
-            for n in 0..<50 { group.addTask { (n, await rawGET(stream.segment(n, ["seed_12", "endless_30"]), readFor: 1.5).end) } }
+            for n in 0..<50 {
+                group.addTask { (n, await rawGET(stream.segment(n, ["seed_12", "endless_30"]), readFor: 1.5).end) }
+            }
             return await group.reduce(into: [Int: RawResponse.End]()) { $0[$1.0] = $1.1 }
         }
         #expect(ends.values.allSatisfy { $0 == .closed || $0 == .deadline })
@@ -294,7 +326,8 @@ struct FaultTests {
         let stream = try await PinnedStream()
         let truth = try await stream.truth(count: 3)
         let raw = await rawGET(stream.segment(1, ["silent_100"]), readFor: 2.0)
-        #expect(raw.end == .deadline && raw.head.isEmpty && raw.body.isEmpty, "\(raw.end), head \(raw.head.count) bytes")
+        #expect(
+            raw.end == .deadline && raw.head.isEmpty && raw.body.isEmpty, "\(raw.end), head \(raw.head.count) bytes")
         // Network faults strike a segment's first request only: the retry gets it whole.
         #expect(try await fetch(stream.segment(1, ["silent_100"])).body == truth[1])
     }
@@ -302,7 +335,9 @@ struct FaultTests {
     @Test("rotate_: the share-based faults take turns, each alone, with a clean turn between them")
     func rotate() throws {
         var options = LiveOptions()
-        for component in ["rotate_10", "status_503-20", "reset_30", "stall_40", "mstatus_500-2"] { try options.apply(Substring(component)) }
+        for component in ["rotate_10", "status_503-20", "reset_30", "stall_40", "mstatus_500-2"] {
+            try options.apply(Substring(component))
+        }
         let faults = options.faults
         // Slots of 10 s from Unix second 0: even ones clean, odd ones a kind each in Kind order (Unix seconds 5, 15, ...).
         #expect(faults.live(at: 5).shares.isEmpty)
@@ -322,7 +357,8 @@ struct FaultTests {
         for rep in ["0", "1"] {
             let name = "\(rep)/init.mp4"
             let good = try await fetch(stream.manifest([]).deletingLastPathComponent().appendingPathComponent(name))
-            let bad = try await fetch(stream.manifest(["badinit_1"]).deletingLastPathComponent().appendingPathComponent(name))
+            let bad = try await fetch(
+                stream.manifest(["badinit_1"]).deletingLastPathComponent().appendingPathComponent(name))
             #expect(bad.status == 200 && bad.body.count == good.body.count && bad.body != good.body, "\(name)")
             #expect((try? InitSegmentInfo.parse(MP4Reader(bytes: bad.body, name: name))) == nil, "\(name) still parses")
         }

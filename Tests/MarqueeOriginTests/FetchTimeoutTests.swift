@@ -1,6 +1,7 @@
 import Foundation
 import MarqueeStreaming
 import Testing
+
 @testable import MarqueeOrigin
 
 /// The player's fetcher against the origin's network faults: a server that never answers, a body
@@ -12,7 +13,9 @@ struct FetchTimeoutTests {
     /// (``measuringHeldBack``): each deadline's upper bound adds that time, as the fetcher's
     /// timers and the origin are tasks of this process, beside the parallel suites (a 1 s
     /// first-byte deadline was judged after 2.82 s there).
-    func timed(_ body: () async throws(FetchError) -> Void) async -> (seconds: Double, error: FetchError?, heldBack: Double) {
+    func timed(_ body: () async throws(FetchError) -> Void) async -> (
+        seconds: Double, error: FetchError?, heldBack: Double
+    ) {
         let start = Monotonic.now()
         let (error, heldBack) = await measuringHeldBack { () async -> FetchError? in
             do throws(FetchError) {
@@ -31,7 +34,9 @@ struct FetchTimeoutTests {
         let fetcher = HTTPFetcher()
         var received = 0
         let withIdle = await timed { () async throws(FetchError) in
-            _ = try await fetcher.stream(stream.segment(3, rep: "0", ["stall_100"]), timeout: .seconds(30), idle: .seconds(1)) { chunk in
+            _ = try await fetcher.stream(
+                stream.segment(3, rep: "0", ["stall_100"]), timeout: .seconds(30), idle: .seconds(1)
+            ) { chunk in
                 received += chunk.readableBytes
             }
         }
@@ -43,7 +48,9 @@ struct FetchTimeoutTests {
         }
         #expect(byDefault.error?.code == .timeout, "\(String(describing: byDefault.error))")
         let idle = Double(HTTPFetcher.idleTimeout)
-        #expect(byDefault.seconds > idle - 0.5 && byDefault.seconds < idle + 3 + byDefault.heldBack, "\(byDefault.seconds) s (idle timeout \(idle) s)")
+        #expect(
+            byDefault.seconds > idle - 0.5 && byDefault.seconds < idle + 3 + byDefault.heldBack,
+            "\(byDefault.seconds) s (idle timeout \(idle) s)")
     }
 
     @Test("a trickling body: given up when the whole deadline passes; ticks let the caller give it up sooner")
@@ -64,7 +71,9 @@ struct FetchTimeoutTests {
                 if ticks == 4 { throw FetchError(.cancelled, url: "", message: "too slow") }
             }
         }
-        #expect(judged.error?.code == .cancelled && judged.seconds < 2.5 + judged.heldBack, "\(String(describing: judged.error)) after \(judged.seconds) s")
+        #expect(
+            judged.error?.code == .cancelled && judged.seconds < 2.5 + judged.heldBack,
+            "\(String(describing: judged.error)) after \(judged.seconds) s")
     }
 
     @Test("a server that never answers: given up at the first-byte deadline; a complete answer is untouched")
@@ -76,7 +85,9 @@ struct FetchTimeoutTests {
             _ = try await fetcher.get(stream.manifest([hang]), timeout: .seconds(30), firstByte: .seconds(1))
         }
         #expect(hung.error?.code == .timeout, "\(String(describing: hung.error))")
-        #expect(hung.seconds > 0.9 && hung.seconds < 2.5 + hung.heldBack, "\(hung.seconds) s (held back \(hung.heldBack) s)")
+        #expect(
+            hung.seconds > 0.9 && hung.seconds < 2.5 + hung.heldBack, "\(hung.seconds) s (held back \(hung.heldBack) s)"
+        )
         let fine = try await fetcher.get(stream.segment(7, rep: "0", []), timeout: .seconds(5), firstByte: .seconds(1))
         #expect(fine.status == 200 && fine.body.readableBytes > 100_000)
     }

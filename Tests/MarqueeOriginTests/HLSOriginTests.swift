@@ -15,7 +15,10 @@ struct HLSOriginTests {
         let master = try await fetch(masterURL)
         #expect(master.status == 200)
         #expect(master.headers["content-type"].first == "application/vnd.apple.mpegurl")
-        guard case .multivariant(let m) = try HLSPlaylist.parse(String(decoding: master.body, as: UTF8.self), url: masterURL) else {
+        guard
+            case .multivariant(let m) = try HLSPlaylist.parse(
+                String(decoding: master.body, as: UTF8.self), url: masterURL)
+        else {
             Issue.record("not a multivariant playlist")
             return
         }
@@ -32,11 +35,16 @@ struct HLSOriginTests {
             #expect(p.isLive && p.targetDuration == 2)
             // 20 s window of 2 s segments, every one complete and no older than the window.
             #expect((9...10).contains(p.segments.count), "\(p.segments.count) segments")
-            let last = try #require(p.segments.last), first = try #require(p.segments.first)
+            let last = try #require(p.segments.last)
+            let first = try #require(p.segments.first)
             let lastEnd = last.programDateTime!.timeIntervalSince1970 + last.duration
-            #expect(lastEnd <= receivedAt + 0.01 && lastEnd > fetchedAt - 2.1, "live edge \(lastEnd - fetchedAt) s from the request")
+            #expect(
+                lastEnd <= receivedAt + 0.01 && lastEnd > fetchedAt - 2.1,
+                "live edge \(lastEnd - fetchedAt) s from the request")
             // Media sequence = $Number$ = PDT / 2 s (AST 0): the DASH and HLS timelines agree.
-            #expect(p.mediaSequence == first.sequence && first.sequence == UInt64((first.programDateTime!.timeIntervalSince1970 / 2).rounded()))
+            #expect(
+                p.mediaSequence == first.sequence
+                    && first.sequence == UInt64((first.programDateTime!.timeIntervalSince1970 / 2).rounded()))
             #expect(first.map?.uri.lastPathComponent == "init.mp4")
             let segment = try await fetch(last.uri)
             #expect(segment.status == 200)
@@ -53,7 +61,8 @@ struct HLSOriginTests {
     func drift() async throws {
         let origin = try await SharedOrigin.shared.get()
         let ast = Double(Int(now()) - 600)
-        let url = origin.manifestURL(asset: "generated", options: ["ast_\(Int(ast))", "tsbd_20", "drift_5000"]).deletingLastPathComponent()
+        let url = origin.manifestURL(asset: "generated", options: ["ast_\(Int(ast))", "tsbd_20", "drift_5000"])
+            .deletingLastPathComponent()
             .appendingPathComponent("0.m3u8")
         let text = String(decoding: try await fetch(url).body, as: UTF8.self)
         let receivedAt = now()
@@ -62,11 +71,14 @@ struct HLSOriginTests {
             return
         }
         let dates = p.segments.compactMap { $0.programDateTime?.timeIntervalSince1970 }
-        #expect(dates.count == p.segments.count && dates.count >= 8, "every segment dated: \(dates.count) of \(p.segments.count)")
+        #expect(
+            dates.count == p.segments.count && dates.count >= 8,
+            "every segment dated: \(dates.count) of \(p.segments.count)")
         #expect(zip(dates, dates.dropFirst()).allSatisfy { abs($1 - $0 - 2 / 1.005) < 0.0015 }, "dates \(dates)")
         let last = try #require(p.segments.last)
         let lastEnd = last.programDateTime!.timeIntervalSince1970 + 2 / 1.005
-        #expect(lastEnd <= receivedAt + 0.01 && lastEnd > receivedAt - 2.1, "live edge \(lastEnd - receivedAt) s from now")
+        #expect(
+            lastEnd <= receivedAt + 0.01 && lastEnd > receivedAt - 2.1, "live edge \(lastEnd - receivedAt) s from now")
         let tfdt = try firstDecodeTime(try await fetch(last.uri).body)
         // Media time since AST runs 0.5 % ahead of the date's time since AST.
         let media = Double(tfdt.value) / 15360
@@ -85,7 +97,9 @@ struct BandwidthLimitTests {
         let t0 = now()
         let fast = try await fetch(free.appendingPathComponent("0/\(number).m4s"))
         let t1 = now()
-        let (slow, stalled) = try await measuringHeldBack { try await fetch(limited.appendingPathComponent("0/\(number).m4s")) }
+        let (slow, stalled) = try await measuringHeldBack {
+            try await fetch(limited.appendingPathComponent("0/\(number).m4s"))
+        }
         let t2 = now()
         #expect(slow.body == fast.body)
         let expected = Double(slow.body.count) * 8 / 4_000_000
@@ -98,7 +112,9 @@ struct BandwidthLimitTests {
         // time, so a late wake-up is caught up, not added up. (The bound was 4× + 1 s, which
         // measured the load, not the pacer.)
         let unpaced = t1 - t0
-        #expect(t2 - t1 >= 0.95 * expected && t2 - t1 <= 1.15 * expected + unpaced + stalled + 0.1,
-                "took \(t2 - t1) s at 4 Mb/s, expected \(expected) s (unpaced \(unpaced) s, process held back \(stalled) s)")
+        #expect(
+            t2 - t1 >= 0.95 * expected && t2 - t1 <= 1.15 * expected + unpaced + stalled + 0.1,
+            "took \(t2 - t1) s at 4 Mb/s, expected \(expected) s (unpaced \(unpaced) s, process held back \(stalled) s)"
+        )
     }
 }

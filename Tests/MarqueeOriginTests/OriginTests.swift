@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import MarqueeStreaming
 import Testing
+
 @testable import MarqueeOrigin
 
 @Suite("Live origin over loopback")
@@ -21,7 +22,9 @@ struct OriginTests {
             guard let directory = OriginConfiguration.defaultAssets(repoRoot: repoRoot)[name] else { continue }
             let asset = try AssetLoader(name: name, directory: directory).load()
             #expect(asset.loopDuration == want.loop, "\(name)")
-            let counts = Dictionary(uniqueKeysWithValues: asset.adaptationSets.flatMap(\.representations).map { ($0.id, $0.segments.count) })
+            let counts = Dictionary(
+                uniqueKeysWithValues: asset.adaptationSets.flatMap(\.representations).map { ($0.id, $0.segments.count) }
+            )
             #expect(counts == want.segments, "\(name)")
             #expect(asset.adaptationSets.map(\.kind) == [.video, .audio], "\(name)")
         }
@@ -30,7 +33,8 @@ struct OriginTests {
     @Test("the live MPD parses as dynamic with the right AST and template")
     func liveManifest() async throws {
         let origin = try await SharedOrigin.shared.get()
-        let fetched = try await fetch(origin.manifestURL(asset: "generated", options: ["ast_1700000000", "snr_5", "ltgt_3500", "spd_4"]))
+        let fetched = try await fetch(
+            origin.manifestURL(asset: "generated", options: ["ast_1700000000", "snr_5", "ltgt_3500", "spd_4"]))
         #expect(fetched.status == 200)
         #expect(fetched.headers["Content-Type"].first == "application/dash+xml")
         #expect(fetched.headers["Date"].first != nil)
@@ -44,11 +48,16 @@ struct OriginTests {
         #expect(mpd.serviceDescription?.latencyTarget == 3500)
         #expect(mpd.periods.count == 1 && mpd.periods[0].start == 0)
         let port = origin.baseURL.port ?? 0
-        #expect(mpd.utcTimings.map(\.value) == ["http://127.0.0.1:\(port)/time/xsdate", "http://127.0.0.1:\(port)/time/iso"])
+        #expect(
+            mpd.utcTimings.map(\.value) == [
+                "http://127.0.0.1:\(port)/time/xsdate", "http://127.0.0.1:\(port)/time/iso",
+            ])
         let sets = mpd.periods[0].adaptationSets
         #expect(sets.count == 2)
         let video = try #require(sets.first?.representations.first)
-        #expect(video.kind == .video && video.width == 1280 && video.height == 720 && video.codecs?.hasPrefix("avc1") == true)
+        #expect(
+            video.kind == .video && video.width == 1280 && video.height == 720
+                && video.codecs?.hasPrefix("avc1") == true)
         let template = try #require(video.segmentTemplate)
         #expect(template.timescale == 15360 && template.duration == 30720 && template.startNumber == 5)
         #expect(template.presentationTimeOffset == 0 && template.timeline == nil)
@@ -68,7 +77,7 @@ struct OriginTests {
         let origin = try await SharedOrigin.shared.get()
         let base = origin.manifestURL(asset: "generated").deletingLastPathComponent()
         let t = now()
-        let current = UInt64(t / 2) - 1                 // complete: ends at ≤ now
+        let current = UInt64(t / 2) - 1  // complete: ends at ≤ now
         #expect(try await fetch(base.appendingPathComponent("0/\(current).m4s")).status == 200)
         #expect(try await fetch(base.appendingPathComponent("0/\(current + 3).m4s")).status == 404)
         #expect(try await fetch(base.appendingPathComponent("1/\(UInt64((t - 60) / 2) - 2).m4s")).status == 410)
@@ -77,46 +86,59 @@ struct OriginTests {
         #expect(try await fetch(base.appendingPathComponent("0/t123.m4s")).status == 404)
         // ato_ makes segments available that much earlier.
         let early = origin.manifestURL(asset: "generated", options: ["ato_7"]).deletingLastPathComponent()
-        #expect(try await fetch(early.appendingPathComponent("0/\(UInt64(now() / 2) + 2).m4s"), method: .HEAD).status == 200)
+        #expect(
+            try await fetch(early.appendingPathComponent("0/\(UInt64(now() / 2) + 2).m4s"), method: .HEAD).status == 200
+        )
     }
 
     @Test("a byte range of a segment is a 206 of those bytes (paced by bw_ from its first byte), past the end a 416")
     func byteRanges() async throws {
         let origin = try await SharedOrigin.shared.get()
         let n = UInt64(now() / 2) - 2
-        let url = origin.manifestURL(asset: "generated").deletingLastPathComponent().appendingPathComponent("0/\(n).m4s")
+        let url = origin.manifestURL(asset: "generated").deletingLastPathComponent().appendingPathComponent(
+            "0/\(n).m4s")
         let whole = try await fetch(url)
         #expect(whole.status == 200 && whole.headers.first(name: "Accept-Ranges") == "bytes")
         let total = whole.body.count
         let tail = try await fetch(url, headers: [("Range", "bytes=1000-")])
         #expect(tail.status == 206 && tail.body == Array(whole.body[1000...]))
         #expect(tail.headers.first(name: "Content-Range") == "bytes 1000-\(total - 1)/\(total)")
-        #expect(tail.headers.first(name: "Repr-Digest") == whole.headers.first(name: "Repr-Digest"), "the digest is the whole segment's")
+        #expect(
+            tail.headers.first(name: "Repr-Digest") == whole.headers.first(name: "Repr-Digest"),
+            "the digest is the whole segment's")
         let middle = try await fetch(url, headers: [("Range", "bytes=10-19")])
         #expect(middle.status == 206 && middle.body == Array(whole.body[10...19]))
         let suffix = try await fetch(url, headers: [("Range", "bytes=-100")])
         #expect(suffix.status == 206 && suffix.body == Array(whole.body[(total - 100)...]))
         let past = try await fetch(url, headers: [("Range", "bytes=\(total)-")])
         #expect(past.status == 416 && past.headers.first(name: "Content-Range") == "bytes */\(total)")
-        #expect(try await fetch(url, headers: [("Range", "bytes=0-1,5-9")]).body == whole.body, "several ranges: the whole body")
+        #expect(
+            try await fetch(url, headers: [("Range", "bytes=0-1,5-9")]).body == whole.body,
+            "several ranges: the whole body")
         // At 800 kbit/s (100 kB/s) the whole takes seconds; its last 50 kB about half a second.
-        let slow = origin.manifestURL(asset: "generated", options: ["bw_800"]).deletingLastPathComponent().appendingPathComponent("0/\(n).m4s")
+        let slow = origin.manifestURL(asset: "generated", options: ["bw_800"]).deletingLastPathComponent()
+            .appendingPathComponent("0/\(n).m4s")
         let started = Date()
-        let (end, heldBack) = try await measuringHeldBack { try await fetch(slow, headers: [("Range", "bytes=\(total - 50_000)-")]) }
+        let (end, heldBack) = try await measuringHeldBack {
+            try await fetch(slow, headers: [("Range", "bytes=\(total - 50_000)-")])
+        }
         let took = Date().timeIntervalSince(started)
         #expect(end.status == 206 && end.body == Array(whole.body[(total - 50_000)...]))
         // 0.5 s due: at least 0.3 (paced from its first byte, not from the segment's start);
         // at most 1.5 s plus the time this process was held back (beside the parallel suites a
         // run took 2.2 s).
-        #expect(took > 0.3 && took < 1.5 + heldBack, "50 kB at 100 kB/s took \(took) s (process held back \(heldBack) s)")
+        #expect(
+            took > 0.3 && took < 1.5 + heldBack, "50 kB at 100 kB/s took \(took) s (process held back \(heldBack) s)")
     }
 
     @Test("a low-latency segment requested early arrives chunk by chunk, each chunk when produced")
     func chunkedDelivery() async throws {
         let origin = try await SharedOrigin.shared.get()
         let base = origin.manifestURL(asset: "generated-ll", options: ["ato_0.8"]).deletingLastPathComponent()
-        let track = try AssetLoader(name: "generated-ll", directory: OriginConfiguration.defaultAssets(repoRoot: repoRoot)["generated-ll"]!)
-            .load().representation(id: "0")!.track
+        let track = try AssetLoader(
+            name: "generated-ll", directory: OriginConfiguration.defaultAssets(repoRoot: repoRoot)["generated-ll"]!
+        )
+        .load().representation(id: "0")!.track
         // Segment k covers [k, k+1) s after the epoch; with ato 0.8 it is available from k + 0.2.
         // On a loaded machine the request may go out too late to see the pacing: try another.
         for _ in 0..<4 {
@@ -128,7 +150,8 @@ struct OriginTests {
             let response = try await HTTPClient.shared.execute(request, timeout: .seconds(5))
             #expect(response.status == .ok)
             #expect(response.headers["content-length"].isEmpty, "sent as chunked transfer")
-            var body: [UInt8] = [], arrivals: [(count: Int, at: Double)] = []
+            var body: [UInt8] = []
+            var arrivals: [(count: Int, at: Double)] = []
             for try await part in response.body {
                 body += part.readableBytesView
                 arrivals.append((body.count, now()))
@@ -139,8 +162,11 @@ struct OriginTests {
                 let produced = k + Double(chunk.end) / Double(track.timescale)
                 let arrived = try #require(arrivals.first { $0.count >= chunk.bytes.upperBound }).at
                 // Never before it exists; then promptly (slack for a loaded machine).
-                #expect(arrived >= produced - 0.005, "chunk ending at \(produced - k) s arrived early, at \(arrived - k) s")
-                #expect(arrived < max(produced, sent) + 0.5, "chunk ending at \(produced - k) s arrived at \(arrived - k) s (asked at \(sent - k) s)")
+                #expect(
+                    arrived >= produced - 0.005, "chunk ending at \(produced - k) s arrived early, at \(arrived - k) s")
+                #expect(
+                    arrived < max(produced, sent) + 0.5,
+                    "chunk ending at \(produced - k) s arrived at \(arrived - k) s (asked at \(sent - k) s)")
             }
             return
         }
@@ -199,7 +225,8 @@ struct OriginTests {
                 // overlap as anywhere (its two oldest once ended 64 ms apart: the second one was
                 // answered 410 on a loaded box).
                 for (time, _) in [first, times[min(1, times.count - 1)], last] {
-                    let path = SegmentTemplateExpander.expand(template.media!, representationID: rep.id, bandwidth: rep.bandwidth, number: nil, time: time)
+                    let path = SegmentTemplateExpander.expand(
+                        template.media!, representationID: rep.id, bandwidth: rep.bandwidth, number: nil, time: time)
                     let segment = try await fetch(url.deletingLastPathComponent().appendingPathComponent(path))
                     #expect(segment.status == 200, "\(asset) \(path)")
                     #expect(try firstDecodeTime(segment.body).value == time)
@@ -211,7 +238,9 @@ struct OriginTests {
     @Test("a tfdt v0 → v1 rewrite (chunked WAVE video, testpic) keeps every frame decodable")
     func versionUpgrade() async throws {
         let origin = try await SharedOrigin.shared.get()
-        for (asset, rep, frames, vod) in [("wave", "video25fps", 50, "video25fps/25600.m4s"), ("testpic_2s", "A48", 94, "A48/2.m4s")]
+        for (asset, rep, frames, vod) in [
+            ("wave", "video25fps", 50, "video25fps/25600.m4s"), ("testpic_2s", "A48", 94, "A48/2.m4s"),
+        ]
         where origin.assetNames.contains(asset) {
             let directory = try #require(OriginConfiguration.defaultAssets(repoRoot: repoRoot)[asset])
             let original = [UInt8](try Data(contentsOf: URL(fileURLWithPath: "\(directory)/\(vod)")))
@@ -219,9 +248,11 @@ struct OriginTests {
             let base = origin.manifestURL(asset: asset).deletingLastPathComponent()
             let count: UInt64 = asset == "wave" ? 4 : 4
             var number = UInt64(now() / 2) - 3
-            while number % count != 1 { number -= 1 }   // the live segment that plays `vod`
+            while number % count != 1 { number -= 1 }  // the live segment that plays `vod`
             let served = try await fetch(base.appendingPathComponent("\(rep)/\(number).m4s")).body
-            let moofs = try MP4Reader(bytes: served, name: "served").boxes(in: 0..<served.count).filter { $0.type == .moof }.count
+            let moofs = try MP4Reader(bytes: served, name: "served").boxes(in: 0..<served.count).filter {
+                $0.type == .moof
+            }.count
             #expect(served.count == original.count + 4 * moofs)
             #expect(try firstDecodeTime(served).version == 1)
             let initSegment = try await fetch(base.appendingPathComponent("\(rep)/init.mp4")).body
@@ -236,7 +267,8 @@ struct OriginTests {
         let origin = try await SharedOrigin.shared.get()
         let plain = try await fetch(origin.baseURL.appendingPathComponent("time/ms"))
         let shifted = try await fetch(origin.baseURL.appendingPathComponent("time/timeoffset_100/ms"))
-        let a = try #require(Double(plain.text)), b = try #require(Double(shifted.text))
+        let a = try #require(Double(plain.text))
+        let b = try #require(Double(shifted.text))
         #expect(abs((b - a) - 100_000) < 1000)
         #expect(abs(a / 1000 - now()) < 2)
         let query = try await fetch(URL(string: origin.baseURL.absoluteString + "/time?ms")!)
@@ -253,7 +285,8 @@ struct OriginTests {
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
         let headDate = try #require(formatter.date(from: head.headers["Date"].first ?? ""))
         #expect(abs(headDate.timeIntervalSince1970 - (now() - 3600)) < 3)
-        let mpd = try MPDParser().parse(Data(try await fetch(origin.manifestURL(asset: "generated", options: ["timeoffset_100"])).body))
+        let mpd = try MPDParser().parse(
+            Data(try await fetch(origin.manifestURL(asset: "generated", options: ["timeoffset_100"])).body))
         #expect(mpd.utcTimings.first?.value.hasSuffix("/time/timeoffset_100/xsdate") == true)
     }
 
@@ -261,7 +294,8 @@ struct OriginTests {
     func sntp() async throws {
         let origin = try await SharedOrigin.shared.get()
         let port = try #require(origin.sntpServerPort)
-        let mpd = try MPDParser().parse(Data(try await fetch(origin.manifestURL(asset: "generated", options: ["utc_ntp-head"])).body))
+        let mpd = try MPDParser().parse(
+            Data(try await fetch(origin.manifestURL(asset: "generated", options: ["utc_ntp-head"])).body))
         #expect(mpd.utcTimings.map(\.scheme) == [.ntp, .httpHead])
         #expect(mpd.utcTimings.first?.value == "127.0.0.1:\(port)")
         var logger = Logger(label: "test")
@@ -278,8 +312,9 @@ struct OriginTests {
         // then 5, then 10 ms). The round trip itself is the machine's (alone: < 0.3 ms; 9.8 ms
         // beside the parallel suites and three builds): only a stuck exchange is refused (50 ms).
         let roundTrip = try #require(clock.roundTrip)
-        #expect(abs(clock.offset - truth) <= roundTrip + 0.0015,
-                "SNTP offset off by \((clock.offset - truth) * 1000) ms, round trip \(roundTrip * 1000) ms")
+        #expect(
+            abs(clock.offset - truth) <= roundTrip + 0.0015,
+            "SNTP offset off by \((clock.offset - truth) * 1000) ms, round trip \(roundTrip * 1000) ms")
         #expect(roundTrip < 0.05, "round trip \(roundTrip * 1000) ms")
         // Nothing listens there: no answer, no clock.
         #expect(await SNTP.sample(host: "127.0.0.1", port: 9, timeout: .milliseconds(300)) == nil)
@@ -301,23 +336,30 @@ struct OriginTests {
     @Test("start binds a free port, stop closes it, a bad asset is a typed error")
     func lifecycle() async throws {
         let directory = "\(repoRoot)/assets/generated"
-        _ = try await SharedOrigin.shared.get()   // makes the assets
-        let origin = try Origin(configuration: OriginConfiguration(assetRoots: ["g": directory]), logger: .init(label: "test"))
+        _ = try await SharedOrigin.shared.get()  // makes the assets
+        let origin = try Origin(
+            configuration: OriginConfiguration(assetRoots: ["g": directory]), logger: .init(label: "test"))
         let port = try await origin.start()
         #expect(port > 0 && origin.baseURL.absoluteString == "http://127.0.0.1:\(port)")
-        #expect(origin.manifestURL(asset: "g", options: ["tsbd_30"]).absoluteString == "http://127.0.0.1:\(port)/live/tsbd_30/g/manifest.mpd")
+        #expect(
+            origin.manifestURL(asset: "g", options: ["tsbd_30"]).absoluteString
+                == "http://127.0.0.1:\(port)/live/tsbd_30/g/manifest.mpd")
         #expect(try await fetch(origin.manifestURL(asset: "g")).status == 200)
         await origin.stop()
         // curl, not AsyncHTTPClient: its pool retries refused connections until the deadline.
         if try await run(["sh", "-c", "command -v curl"]).status == 0 {
-            let refused = try await run(["curl", "-sS", "-m", "3", "-o", "/dev/null", origin.baseURL.absoluteString + "/time/ms"])
+            let refused = try await run([
+                "curl", "-sS", "-m", "3", "-o", "/dev/null", origin.baseURL.absoluteString + "/time/ms",
+            ])
             #expect(refused.status == 7, "curl exit \(refused.status): the port should refuse connections")
         }
 
         let empty = NSTemporaryDirectory() + "marquee-origin-empty-\(getpid())"
         try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: true)
         try Data("<MPD><nope".utf8).write(to: URL(fileURLWithPath: empty + "/manifest.mpd"))
-        #expect { _ = try Origin(configuration: OriginConfiguration(assetRoots: ["bad": empty]), logger: .init(label: "test")) } throws: {
+        #expect {
+            _ = try Origin(configuration: OriginConfiguration(assetRoots: ["bad": empty]), logger: .init(label: "test"))
+        } throws: {
             ($0 as? OriginError)?.code == .badManifest
         }
     }

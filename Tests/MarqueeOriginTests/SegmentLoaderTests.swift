@@ -3,6 +3,7 @@ import Logging
 import MarqueeStreaming
 import NIOCore
 import Testing
+
 @testable import MarqueeOrigin
 
 /// The scheduler's loader (``SegmentLoader``) over loopback from our origin with the network's
@@ -27,11 +28,14 @@ struct SegmentLoaderTests {
         let always: @Sendable (Int, Int, Double, Double) -> Bool = { _, _, _, _ in true }
         let late = Monotonic.now() + lateAfter
         return SegmentLoadContext(
-            prepare: { true }, buffer: buffer, isLate: { Monotonic.now() >= late }, firstByte: {}, shouldAbandon: abandon ? always : nil)
+            prepare: { true }, buffer: buffer, isLate: { Monotonic.now() >= late }, firstByte: {},
+            shouldAbandon: abandon ? always : nil)
     }
 
     static func request(_ url: URL, paced: Bool = false) -> SegmentRequest {
-        SegmentRequest(url: url, timeline: nil, duration: 2, expectedBytes: 700_000, transportStream: false, live: true, paced: paced)
+        SegmentRequest(
+            url: url, timeline: nil, duration: 2, expectedBytes: 700_000, transportStream: false, live: true,
+            paced: paced)
     }
 
     @Test("resets, short bodies, wrong lengths, endless bodies and 503s: every segment whole, byte for byte")
@@ -43,12 +47,14 @@ struct SegmentLoaderTests {
         var retried = 0
         for n in 0..<12 {
             var sink = Collected()
-            let outcome = await loader.load(Self.request(stream.segment(n, rep: "0", faults)), into: &sink, context: Self.context())
+            let outcome = await loader.load(
+                Self.request(stream.segment(n, rep: "0", faults)), into: &sink, context: Self.context())
             guard case .delivered(let bytes, _) = outcome else {
                 Issue.record("segment \(n): \(outcome)")
                 continue
             }
-            #expect(sink.bytes == truth[n], "segment \(n): \(sink.bytes.count) bytes handed on, \(truth[n].count) served")
+            #expect(
+                sink.bytes == truth[n], "segment \(n): \(sink.bytes.count) bytes handed on, \(truth[n].count) served")
             #expect(bytes >= truth[n].count)
             if sink.tries > 1 { retried += 1 }
         }
@@ -60,7 +66,9 @@ struct SegmentLoaderTests {
         let stream = try await PinnedStream()
         let loader = SegmentLoader(fetcher: HTTPFetcher(), locations: 1, logger: Logger(label: "test.loader"))
         var sink = Collected()
-        let outcome = await loader.load(Self.request(stream.segment(3, rep: "0", ["trickle_200-100"])), into: &sink, context: Self.context(abandon: true))
+        let outcome = await loader.load(
+            Self.request(stream.segment(3, rep: "0", ["trickle_200-100"])), into: &sink,
+            context: Self.context(abandon: true))
         guard case .abandoned(let bytes, let seconds) = outcome else {
             Issue.record("\(outcome)")
             return
@@ -74,7 +82,8 @@ struct SegmentLoaderTests {
         let loader = SegmentLoader(fetcher: HTTPFetcher(), locations: 1, logger: Logger(label: "test.loader"))
         var sink = Collected()
         let began = Monotonic.now()
-        let outcome = await loader.load(Self.request(stream.segment(999_999, rep: "0", [])), into: &sink, context: Self.context(lateAfter: 1))
+        let outcome = await loader.load(
+            Self.request(stream.segment(999_999, rep: "0", [])), into: &sink, context: Self.context(lateAfter: 1))
         let seconds = Monotonic.now() - began
         // Asked again (every 0.15–0.3 s) until late at 1 s, then given up: not before, and not
         // much after (a try under way when it became late; beside other suites a 404 on loopback

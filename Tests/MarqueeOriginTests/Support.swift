@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import Testing
+
 @testable import MarqueeOrigin
 
 /// The repository root, from this file's path.
@@ -54,7 +55,9 @@ func fetch(_ url: URL, method: HTTPMethod = .GET, headers: [(String, String)] = 
     for (name, value) in headers { request.headers.add(name: name, value: value) }
     let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
     var body = try await response.body.collect(upTo: 64 << 20)
-    return Fetched(status: Int(response.status.code), headers: response.headers, body: body.readBytes(length: body.readableBytes) ?? [])
+    return Fetched(
+        status: Int(response.status.code), headers: response.headers,
+        body: body.readBytes(length: body.readableBytes) ?? [])
 }
 
 /// Runs a command on a thread of its own (not the cooperative pool, where it would hold up the
@@ -86,8 +89,10 @@ func decodedFramePTS(_ initSegment: [UInt8], _ segment: [UInt8], stream: String)
     let path = NSTemporaryDirectory() + "marquee-origin-\(UUID().uuidString).mp4"
     defer { try? FileManager.default.removeItem(atPath: path) }
     try Data(initSegment + segment).write(to: URL(fileURLWithPath: path))
-    let (status, output) = try await run(["ffprobe", "-v", "error", "-select_streams", stream, "-show_frames",
-                                    "-show_entries", "frame=pts", "-of", "csv=p=0", path])
+    let (status, output) = try await run([
+        "ffprobe", "-v", "error", "-select_streams", stream, "-show_frames",
+        "-show_entries", "frame=pts", "-of", "csv=p=0", path,
+    ])
     guard status == 0 else { return [] }
     return output.split(separator: "\n").compactMap { Int64($0.split(separator: ",").first ?? "") }
 }

@@ -72,7 +72,9 @@ import Testing
         #expect(abr.shouldAbandon(bytes: 100_000, of: 1_250_000, elapsed: 1, buffer: 3))
         // 1 MB after 1 s: 0.25 s more: keep.
         #expect(!abr.shouldAbandon(bytes: 1_000_000, of: 1_250_000, elapsed: 1, buffer: 3))
-        #expect(!ABRController(renditions: [ladder[0]]).shouldAbandon(bytes: 1, of: 100, elapsed: 5, buffer: 0))  // nothing lower
-        #expect(!abr.shouldAbandon(bytes: 32_768, of: 1_250_000, elapsed: 0.27, buffer: 3))  // one chunk on a busy box: too early
+        // nothing lower
+        #expect(!ABRController(renditions: [ladder[0]]).shouldAbandon(bytes: 1, of: 100, elapsed: 5, buffer: 0))
+        // one chunk on a busy box: too early
+        #expect(!abr.shouldAbandon(bytes: 32_768, of: 1_250_000, elapsed: 0.27, buffer: 3))
     }
 }

@@ -15,7 +15,8 @@ import Testing
         #expect(ContentRange.parse(" bytes 0-0/* ") == ContentRange(first: 0, last: 0, total: nil))
         #expect(ContentRange.parse("BYTES 5-9/10") == ContentRange(first: 5, last: 9, total: 10))
         for junk in [
-            "bytes */1000", "bytes 200-100/1000", "bytes 100-199/150", "items 0-9/10", "bytes 0-9", "bytes -5-9/10", "bytes +0-9/10",
+            "bytes */1000", "bytes 200-100/1000", "bytes 100-199/150", "items 0-9/10", "bytes 0-9", "bytes -5-9/10",
+            "bytes +0-9/10",
             "bytes 0-99999999999999999999/*", "bytes 0x0-9/10", "", "bytes 0-9/10/11",
         ] {
             #expect(ContentRange.parse(junk) == nil, "\(junk)")
@@ -26,7 +27,8 @@ import Testing
     @Test func partialContentChecked() throws {
         let range = ByteRange(offset: 1000, length: 500)
         #expect(range.header == "bytes=1000-1499")
-        var body = try RangedBody(range: range, status: 206, contentRange: "bytes 1000-1499/4000", contentLength: "500", url: url)
+        var body = try RangedBody(
+            range: range, status: 206, contentRange: "bytes 1000-1499/4000", contentLength: "500", url: url)
         let out = body.take(ByteBuffer(bytes: [UInt8](repeating: 7, count: 500)))
         #expect(out.readableBytes == 500 && body.isComplete)
         try body.finish(url: url)
@@ -35,16 +37,20 @@ import Testing
         // A growing file not there yet (the server cut the range at its end), another range,
         // none said, a length that disagrees: failed downloads (tried again).
         for (contentRange, length) in [
-            ("bytes 1000-1299/1300", nil), ("bytes 0-499/4000", nil), ("bytes 1000-1999/4000", nil), (nil, "500"), ("bytes */1300", nil),
+            ("bytes 1000-1299/1300", nil), ("bytes 0-499/4000", nil), ("bytes 1000-1999/4000", nil), (nil, "500"),
+            ("bytes */1300", nil),
             ("bytes 1000-1499/4000", "4000"),
         ] as [(String?, String?)] {
             #expect(throws: FetchError.self, "\(contentRange ?? "none")") {
                 try RangedBody(range: range, status: 206, contentRange: contentRange, contentLength: length, url: url)
             }
         }
-        #expect(throws: FetchError.self) { try RangedBody(range: range, status: 204, contentRange: nil, contentLength: nil, url: url) }
+        #expect(throws: FetchError.self) {
+            try RangedBody(range: range, status: 204, contentRange: nil, contentLength: nil, url: url)
+        }
         // A 206 cut short.
-        var short = try RangedBody(range: range, status: 206, contentRange: "bytes 1000-1499/4000", contentLength: nil, url: url)
+        var short = try RangedBody(
+            range: range, status: 206, contentRange: "bytes 1000-1499/4000", contentLength: nil, url: url)
         _ = short.take(ByteBuffer(bytes: [UInt8](repeating: 1, count: 300)))
         #expect(throws: FetchError.self) { try short.finish(url: url) }
     }
@@ -66,7 +72,9 @@ import Testing
         try body.finish(url: url)
 
         // Its Content-Length says it ends before the range does: failed at the head.
-        #expect(throws: FetchError.self) { try RangedBody(range: range, status: 200, contentRange: nil, contentLength: "5000", url: url) }
+        #expect(throws: FetchError.self) {
+            try RangedBody(range: range, status: 200, contentRange: nil, contentLength: "5000", url: url)
+        }
         // No length said, and the body ends before the range does.
         var shorter = try RangedBody(range: range, status: 200, contentRange: nil, contentLength: nil, url: url)
         _ = shorter.take(ByteBuffer(bytes: resource[0..<5_000]))
@@ -115,14 +123,18 @@ import Testing
             #EXT-X-BYTERANGE:264433
             out.m4s
             """
-        guard case .media(let playlist) = try HLSPlaylist.parse(text, url: URL(string: "http://origin.test/static/out.m3u8")!) else {
+        guard
+            case .media(let playlist) = try HLSPlaylist.parse(
+                text, url: URL(string: "http://origin.test/static/out.m3u8")!)
+        else {
             Issue.record("not a media playlist")
             return
         }
         let mpd = try HLSPresentation.mpd(video: playlist, audio: nil, variant: nil)
         let set = mpd.periods[0].adaptationSets[0]
         let timeline = try RepresentationTimeline(
-            mpd: mpd, period: 0, adaptationSet: set, representation: set.representations[0], manifestURL: URL(string: "http://origin.test/static/out.m3u8")!,
+            mpd: mpd, period: 0, adaptationSet: set, representation: set.representations[0],
+            manifestURL: URL(string: "http://origin.test/static/out.m3u8")!,
             liveEdge: 1_795_428_002)
         #expect(timeline.initializationURL?.lastPathComponent == "out.m4s")
         #expect(timeline.initializationRange == ByteRange(offset: 0, length: 1336))
@@ -135,7 +147,8 @@ import Testing
     func live(_ ranges: [(Int, Int)], sequence: UInt64 = 0) throws -> HLSMediaPlaylist {
         var text = "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXT-X-MEDIA-SEQUENCE:\(sequence)\n"
         for (offset, length) in ranges { text += "#EXTINF:1.0,\n#EXT-X-BYTERANGE:\(length)@\(offset)\nout.ts\n" }
-        guard case .media(let p) = try HLSPlaylist.parse(text, url: URL(string: "http://origin.test/static/out.m3u8")!) else {
+        guard case .media(let p) = try HLSPlaylist.parse(text, url: URL(string: "http://origin.test/static/out.m3u8")!)
+        else {
             throw ManifestError(.notAManifest, "not a media playlist")
         }
         return p

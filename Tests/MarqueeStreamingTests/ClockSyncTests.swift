@@ -4,13 +4,17 @@ import Testing
 @testable import MarqueeStreaming
 
 @Suite struct ClockSyncTests {
-    func sample(_ offset: Double, rtt: Double) -> ServerClock { ServerClock(offset: offset, source: "t", roundTrip: rtt) }
+    func sample(_ offset: Double, rtt: Double) -> ServerClock {
+        ServerClock(offset: offset, source: "t", roundTrip: rtt)
+    }
 
     @Test func slowAnswersAreRejectedAndTheMedianKept() throws {
         // Four prompt answers around 100.000 s and one that waited 80 ms in a queue (its
         // midpoint is 40 ms off).
-        let taken = [sample(100.0004, rtt: 0.0011), sample(99.9998, rtt: 0.0009), sample(100.040, rtt: 0.080),
-                     sample(100.0001, rtt: 0.0010), sample(100.0010, rtt: 0.0030)]
+        let taken = [
+            sample(100.0004, rtt: 0.0011), sample(99.9998, rtt: 0.0009), sample(100.040, rtt: 0.080),
+            sample(100.0001, rtt: 0.0010), sample(100.0010, rtt: 0.0030),
+        ]
         let clock = try #require(ClockSync.combine(taken))
         #expect(abs(clock.offset - 100.0004) < 1e-9, "median of the four prompt ones, got \(clock.offset)")
         #expect(clock.roundTrip == 0.0009)

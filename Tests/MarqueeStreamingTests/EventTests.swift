@@ -7,7 +7,8 @@ import Testing
     /// The splice_insert sample of ANSI/SCTE 35 §14.1: event 0x4800008F, out of network,
     /// break_duration 0x00052CCF5 ticks of 90 kHz.
     @Test func specSpliceInsert() throws {
-        let bytes = [UInt8](Data(base64Encoded: "/DAvAAAAAAAA///wFAVIAACPf+/+c2nALv4AUsz1AAAAAAAKAAhDVUVJAAABNWLbowo=")!)
+        let bytes = [UInt8](
+            Data(base64Encoded: "/DAvAAAAAAAA///wFAVIAACPf+/+c2nALv4AUsz1AAAAAAAKAAhDVUVJAAABNWLbowo=")!)
         let cue = try SpliceInfo(bytes: bytes)
         guard case .spliceInsert(let insert) = cue.command else {
             Issue.record("not a splice_insert: \(cue.command)")
@@ -22,7 +23,8 @@ import Testing
 
     /// The time_signal sample of §14.2: a placement opportunity start of 0x0001A599B0 ticks.
     @Test func specTimeSignal() throws {
-        let bytes = [UInt8](Data(base64Encoded: "/DA0AAAAAAAA///wBQb+cr0AUAAeAhxDVUVJSAAAjn/PAAGlmbAICAAAAAAsoKGKNAIAmsnRfg==")!)
+        let bytes = [UInt8](
+            Data(base64Encoded: "/DA0AAAAAAAA///wBQb+cr0AUAAeAhxDVUVJSAAAjn/PAAGlmbAICAAAAAAsoKGKNAIAmsnRfg==")!)
         let cue = try SpliceInfo(bytes: bytes)
         #expect(cue.command == .timeSignal)
         #expect(cue.segmentations.count == 1)
@@ -30,17 +32,26 @@ import Testing
         #expect(s.eventID == 0x4800_008E)
         #expect(s.typeID == 0x34 && s.startsBreak)
         #expect(abs(s.duration! - 27_630_000.0 / 90_000) < 1e-9)
-        let event = try #require(try EventScheme.event(scheme: EventScheme.scte35Binary, value: nil, time: 12, duration: nil, id: nil, message: bytes, origin: .inband))
+        let event = try #require(
+            try EventScheme.event(
+                scheme: EventScheme.scte35Binary, value: nil, time: 12, duration: nil, id: nil, message: bytes,
+                origin: .inband))
         #expect(event.kind == .adBreakStart(creative: nil))
         #expect(event.time == 12 && abs(event.duration! - 307) < 1e-9)
     }
 
     @Test func encodedSpliceInsertRoundTrips() throws {
         for (out, duration, cancel) in [(true, 12.5 as Double?, false), (false, nil, false), (true, nil, true)] {
-            let bytes = SpliceInfo.spliceInsertSection(eventID: 77, outOfNetwork: out, duration: duration, cancel: cancel)
+            let bytes = SpliceInfo.spliceInsertSection(
+                eventID: 77, outOfNetwork: out, duration: duration, cancel: cancel)
             #expect(SpliceInfo.crc32MPEG2(bytes) == 0)
             let cue = try SpliceInfo(bytes: bytes)
-            #expect(cue.command == .spliceInsert(.init(eventID: 77, cancelled: cancel, outOfNetwork: cancel ? false : out, breakDuration: duration)))
+            #expect(
+                cue.command
+                    == .spliceInsert(
+                        .init(
+                            eventID: 77, cancelled: cancel, outOfNetwork: cancel ? false : out, breakDuration: duration)
+                    ))
         }
     }
 
@@ -56,12 +67,15 @@ import Testing
 @Suite struct EventMessageTests {
     @Test func version1BoxIsFoundAcrossChunksAndPlaced() throws {
         let cue = SpliceInfo.spliceInsertSection(eventID: 9, outOfNetwork: true, duration: 4)
-        let emsg = EventMessageBox.version1(scheme: EventScheme.scte35Binary, timescale: 1000, time: 20_500, duration: 4000, id: 9, message: cue)
+        let emsg = EventMessageBox.version1(
+            scheme: EventScheme.scte35Binary, timescale: 1000, time: 20_500, duration: 4000, id: 9, message: cue)
         // styp, emsg, moof-ish, a 100 kB mdat, a second emsg (mute), in awkward chunk sizes
         func box(_ type: String, _ body: Int) -> [UInt8] {
-            withUnsafeBytes(of: UInt32(body + 8).bigEndian, Array.init) + Array(type.utf8) + [UInt8](repeating: 0xAB, count: body)
+            withUnsafeBytes(of: UInt32(body + 8).bigEndian, Array.init) + Array(type.utf8)
+                + [UInt8](repeating: 0xAB, count: body)
         }
-        let mute = EventMessageBox.version1(scheme: EventScheme.broadcast, value: "mute", timescale: 10, time: 300, duration: 20, id: 2, message: [])
+        let mute = EventMessageBox.version1(
+            scheme: EventScheme.broadcast, value: "mute", timescale: 10, time: 300, duration: 20, id: 2, message: [])
         let segment = box("styp", 12) + emsg + box("moof", 200) + box("mdat", 100_000) + mute
         var scanner = EventMessageScanner()
         var bodies: [[UInt8]] = []
@@ -73,26 +87,39 @@ import Testing
         }
         #expect(bodies.count == 2)
         let events = try bodies.map { try EventMessageBox(body: $0).timedEvent(segmentStart: 0, ptsOffset: 100) }
-        #expect(events[0] == TimedEvent(time: 120.5, duration: 4, kind: .adBreakStart(creative: nil), id: "scte35:9", origin: .inband))
+        #expect(
+            events[0]
+                == TimedEvent(
+                    time: 120.5, duration: 4, kind: .adBreakStart(creative: nil), id: "scte35:9", origin: .inband))
         #expect(events[1] == TimedEvent(time: 130, duration: 2, kind: .streamerMuted, id: "2", origin: .inband))
     }
 
     /// A segment stuffed with events: the first ``EventMessageScanner/maxEvents`` are kept,
     /// the rest skipped and counted (a hostile packager cannot flood the player with events).
     @Test func aFloodOfEventsIsCapped() {
-        let one = EventMessageBox.version1(scheme: EventScheme.broadcast, value: "mute", timescale: 10, time: 300, duration: 20, id: 2, message: [])
+        let one = EventMessageBox.version1(
+            scheme: EventScheme.broadcast, value: "mute", timescale: 10, time: 300, duration: 20, id: 2, message: [])
         let segment = Array(repeating: one, count: 10_000).flatMap { $0 }
         var scanner = EventMessageScanner()
         let bodies = segment.withUnsafeBytes { scanner.feed($0) }
-        #expect(bodies.count == EventMessageScanner.maxEvents && scanner.refused == 10_000 - EventMessageScanner.maxEvents)
+        #expect(
+            bodies.count == EventMessageScanner.maxEvents && scanner.refused == 10_000 - EventMessageScanner.maxEvents)
     }
 
     @Test func malformedBoxesAreErrors() {
         #expect(throws: ManifestError.self) { try EventMessageBox(body: [0, 0, 0]) }
-        #expect(throws: ManifestError.self) { try EventMessageBox(body: [2, 0, 0, 0] + [UInt8](repeating: 0, count: 40)) }
         #expect(throws: ManifestError.self) {
-            try EventMessageBox(body: Array(EventMessageBox.version1(scheme: EventScheme.broadcast, value: "louder", timescale: 1, time: 0, duration: 0, id: 1, message: []).dropFirst(8)))
-                .timedEvent(segmentStart: 0, ptsOffset: 0)
+            try EventMessageBox(body: [2, 0, 0, 0] + [UInt8](repeating: 0, count: 40))
+        }
+        #expect(throws: ManifestError.self) {
+            try EventMessageBox(
+                body: Array(
+                    EventMessageBox.version1(
+                        scheme: EventScheme.broadcast, value: "louder", timescale: 1, time: 0, duration: 0, id: 1,
+                        message: []
+                    ).dropFirst(8))
+            )
+            .timedEvent(segmentStart: 0, ptsOffset: 0)
         }
     }
 
@@ -118,6 +145,9 @@ import Testing
         let ad = EventScheme.events(of: streams[1], periodStart: 10)
         #expect(ad.errors.isEmpty)
         #expect(ad.events.count == 1)
-        #expect(ad.events.first.map { abs($0.time - 30) < 1e-9 && $0.duration == 6 && $0.kind == .adBreakStart(creative: nil) } == true)
+        #expect(
+            ad.events.first.map {
+                abs($0.time - 30) < 1e-9 && $0.duration == 6 && $0.kind == .adBreakStart(creative: nil)
+            } == true)
     }
 }

@@ -10,18 +10,23 @@ import Testing
     let url = URL(string: "https://cdn.example/live/index.m3u8")!
 
     func media(_ text: String) throws -> HLSMediaPlaylist {
-        guard case .media(let p) = try HLSPlaylist.parse(text, url: url) else { throw ManifestError(.notAManifest, "not a media playlist") }
+        guard case .media(let p) = try HLSPlaylist.parse(text, url: url) else {
+            throw ManifestError(.notAManifest, "not a media playlist")
+        }
         return p
     }
 
     /// mpd: FoundationXML's parser trapped on an element or attribute name that is not UTF-8.
     @Test(arguments: [
-        "<MPD><Se\u{FF}g/></MPD>", "<MPD a\u{FF}b=\"1\"/>", "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<MPD><Se\u{FF}\u{FF}g/></MPD>",
+        "<MPD><Se\u{FF}g/></MPD>", "<MPD a\u{FF}b=\"1\"/>",
+        "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<MPD><Se\u{FF}\u{FF}g/></MPD>",
     ])
     func mpdNameNotUTF8(text: String) {
         // "\u{FF}" stands for the byte 0xFF, not its UTF-8 encoding.
         let bytes = Data(text.unicodeScalars.map { UInt8(truncatingIfNeeded: $0.value) })
-        #expect(throws: ManifestError(.malformed, "not well-formed XML at line 0, column 0: the document is not UTF-8 text")) {
+        #expect(
+            throws: ManifestError(.malformed, "not well-formed XML at line 0, column 0: the document is not UTF-8 text")
+        ) {
             try MPDParser().parse(bytes)
         }
     }
@@ -38,13 +43,17 @@ import Testing
     /// followed by neither white space nor `?>` (`<?a?r…`, `<?<?x?>`), and for an XML
     /// declaration after the start (a 10-minute fuzz run): instructions no longer reach it, so
     /// one that ends is ignored whatever its target, one that never ends is malformed.
-    @Test(arguments: ["<?<?x?>\n<MPD type=\"static\"><?a?riodod/></MPD>", "<MPD type=\"static\"><?a<Period/></MPD>", "<MPD><?a"])
+    @Test(arguments: [
+        "<?<?x?>\n<MPD type=\"static\"><?a?riodod/></MPD>", "<MPD type=\"static\"><?a<Period/></MPD>", "<MPD><?a",
+    ])
     func mpdInstructionUnterminated(text: String) {
         #expect(throws: ManifestError.self) { try MPDParser().parse(Data(text.utf8)) }
     }
 
-    @Test(arguments: ["<MPD type=\"static\"><?a?r?><Period/></MPD>", "<MPD type=\"static\"><??><Period/></MPD>",
-                      "<MPD type=\"static\"><Period/><?xml version=\"1.0\"?></MPD>", "<?<?x?>\n<MPD type=\"static\"><Period/></MPD>"])
+    @Test(arguments: [
+        "<MPD type=\"static\"><?a?r?><Period/></MPD>", "<MPD type=\"static\"><??><Period/></MPD>",
+        "<MPD type=\"static\"><Period/><?xml version=\"1.0\"?></MPD>", "<?<?x?>\n<MPD type=\"static\"><Period/></MPD>",
+    ])
     func mpdInstructionsOfAnyShapeAreIgnored(text: String) throws {
         #expect(try MPDParser().parse(Data(text.utf8)).periods.count == 1)
     }
@@ -53,13 +62,15 @@ import Testing
     /// error.
     @Test(arguments: ["declaration-after-start", "instruction-inside-a-tag"])
     func mpdInstructionsFoundByFuzzing(_ name: String) throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let input = try Data(contentsOf: root.appendingPathComponent("fuzz/regressions/mpd/\(name)"))
         #expect(throws: ManifestError.self) { try MPDParser().parse(input) }
     }
 
     @Test func mpdInstructionsInCommentsAndCDATA() throws {
-        let text = "<?xml version=\"1.0\"?><MPD type=\"static\"><!-- <?a?b --><?pi data?><Period><EventStream schemeIdUri=\"x\"><Event><![CDATA[<?c?d]]></Event></EventStream></Period></MPD>"
+        let text =
+            "<?xml version=\"1.0\"?><MPD type=\"static\"><!-- <?a?b --><?pi data?><Period><EventStream schemeIdUri=\"x\"><Event><![CDATA[<?c?d]]></Event></EventStream></Period></MPD>"
         let mpd = try MPDParser().parse(Data(text.utf8))
         #expect(mpd.periods.count == 1)
     }
@@ -86,7 +97,8 @@ import Testing
         let set = mpd.periods[0].adaptationSets[0]
         let now = Date(timeIntervalSince1970: 1_800_000_000)
         let t = try RepresentationTimeline(
-            mpd: mpd, period: 0, adaptationSet: set, representation: set.representations[0], manifestURL: url, liveEdge: 1_800_000_000)
+            mpd: mpd, period: 0, adaptationSet: set, representation: set.representations[0], manifestURL: url,
+            liveEdge: 1_800_000_000)
         var segment = t.liveEdgeSegment(at: now) ?? t.segment(containing: 0)
         for _ in 0..<3 {
             guard let s = segment else { break }
@@ -106,7 +118,8 @@ import Testing
             """
         let mpd = try MPDParser().parse(Data(text.utf8))
         let set = mpd.periods[0].adaptationSets[0]
-        let t = try RepresentationTimeline(mpd: mpd, period: 0, adaptationSet: set, representation: set.representations[0], manifestURL: url)
+        let t = try RepresentationTimeline(
+            mpd: mpd, period: 0, adaptationSet: set, representation: set.representations[0], manifestURL: url)
         #expect(t.segment(containing: 1e300) == nil)
         #expect(t.segment(number: .max) == nil)
         if let first = t.segment(containing: 0) { #expect(t.segment(after: first) == nil) }
@@ -114,20 +127,29 @@ import Testing
 
     /// hls: a program date-time before 1970 trapped converting its negative milliseconds to UInt64.
     @Test func hlsDateTimeBefore1970() throws {
-        let p = try media("#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1\n#EXT-X-PROGRAM-DATE-TIME:1176-11-23T23:27:40\n\"\n")
+        let p = try media(
+            "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1\n#EXT-X-PROGRAM-DATE-TIME:1176-11-23T23:27:40\n\"\n")
         #expect(throws: ManifestError.self) { try HLSPresentation.mpd(video: p, audio: nil, variant: nil) }
     }
 
     /// hls: byte ranges whose end (offset + length) is past Int.max trapped adding them up
     /// (the next range without an offset continues from that end).
-    @Test(arguments: ["#EXT-X-BYTERANGE:9223372036854775807@1", "#EXT-X-BYTERANGE:1@9223372036854775807", "#EXT-X-BYTERANGE:1125899906842625"])
+    @Test(arguments: [
+        "#EXT-X-BYTERANGE:9223372036854775807@1", "#EXT-X-BYTERANGE:1@9223372036854775807",
+        "#EXT-X-BYTERANGE:1125899906842625",
+    ])
     func hlsByteRangePastAnyResource(range: String) {
-        #expect(throws: ManifestError.self) { try media("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\n\(range)\nbig.m4s\n#EXT-X-BYTERANGE:500\n#EXTINF:2,\nbig.m4s\n") }
+        #expect(throws: ManifestError.self) {
+            try media(
+                "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\n\(range)\nbig.m4s\n#EXT-X-BYTERANGE:500\n#EXTINF:2,\nbig.m4s\n"
+            )
+        }
     }
 
     /// hls: a segment whose duration runs past any timeline (EXTINF 1e300) trapped the same way.
     @Test func hlsHugeDuration() throws {
-        let p = try media("#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXT-X-PROGRAM-DATE-TIME:2026-11-23T10:00:00Z\n#EXTINF:1e300\na.ts\n")
+        let p = try media(
+            "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXT-X-PROGRAM-DATE-TIME:2026-11-23T10:00:00Z\n#EXTINF:1e300\na.ts\n")
         #expect(throws: ManifestError.self) { try HLSPresentation.mpd(video: p, audio: nil, variant: nil) }
     }
 
@@ -146,7 +168,8 @@ import Testing
             b.ts
             """)
         let mpd = try HLSPresentation.mpd(video: p, audio: nil, variant: nil)
-        let timeline = try #require(mpd.periods.first?.adaptationSets.first?.representations.first?.segmentTemplate?.timeline)
+        let timeline = try #require(
+            mpd.periods.first?.adaptationSets.first?.representations.first?.segmentTemplate?.timeline)
         #expect(timeline.map(\.d) == [2000, 2000])
     }
 
@@ -154,12 +177,15 @@ import Testing
     @Test func hlsSequenceNumbersPastUInt64() throws {
         let last = "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:18446744073709551615\n#EXTINF:2\na.ts\n"
         #expect(throws: ManifestError.self) { try media(last) }
-        let discontinuity = "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-DISCONTINUITY-SEQUENCE:18446744073709551615\n#EXT-X-DISCONTINUITY\n#EXTINF:2\na.ts\n"
+        let discontinuity =
+            "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-DISCONTINUITY-SEQUENCE:18446744073709551615\n#EXT-X-DISCONTINUITY\n#EXTINF:2\na.ts\n"
         #expect(throws: ManifestError.self) { try media(discontinuity) }
         // EXT-X-MEDIA-SEQUENCE after the segments no longer overflows the next number.
-        let late = try media("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2\na.ts\n#EXT-X-MEDIA-SEQUENCE:18446744073709551615\n")
+        let late = try media(
+            "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2\na.ts\n#EXT-X-MEDIA-SEQUENCE:18446744073709551615\n")
         #expect(late.nextSequence == 1)
-        #expect(try media("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:7\n#EXTINF:2\na.ts\n").nextSequence == 8)
+        #expect(
+            try media("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:7\n#EXTINF:2\na.ts\n").nextSequence == 8)
     }
 
     /// misc: a `$%$` template token (an empty name and format) was split into no parts and indexed.
@@ -186,7 +212,8 @@ import Testing
 
     /// A padding width no number has (`%09999999999d`) is held to 32 digits, not allocated.
     @Test func templateWidthIsBounded() {
-        let e = SegmentTemplateExpander.expand("$Number%09999999999d$", representationID: "v1", bandwidth: 1, number: 7, time: 0)
+        let e = SegmentTemplateExpander.expand(
+            "$Number%09999999999d$", representationID: "v1", bandwidth: 1, number: 7, time: 0)
         #expect(e == String(repeating: "0", count: 31) + "7")
     }
 }

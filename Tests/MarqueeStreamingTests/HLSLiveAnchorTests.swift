@@ -13,12 +13,16 @@ import Testing
     static func playlist(
         first: UInt64, durations: [Double], target: Int = 1, discontinuities: Set<Int> = [], extra: [String] = []
     ) throws -> HLSMediaPlaylist {
-        var lines = ["#EXTM3U", "#EXT-X-VERSION:3", "#EXT-X-TARGETDURATION:\(target)", "#EXT-X-MEDIA-SEQUENCE:\(first)"] + extra
+        var lines =
+            ["#EXTM3U", "#EXT-X-VERSION:3", "#EXT-X-TARGETDURATION:\(target)", "#EXT-X-MEDIA-SEQUENCE:\(first)"] + extra
         for (i, d) in durations.enumerated() {
             if discontinuities.contains(i) { lines.append("#EXT-X-DISCONTINUITY") }
             lines += [String(format: "#EXTINF:%.6f,", d), "out\(first + UInt64(i)).ts"]
         }
-        guard case .media(let p) = try HLSPlaylist.parse(lines.joined(separator: "\n") + "\n", url: URL(string: "http://origin.test/out.m3u8")!) else {
+        guard
+            case .media(let p) = try HLSPlaylist.parse(
+                lines.joined(separator: "\n") + "\n", url: URL(string: "http://origin.test/out.m3u8")!)
+        else {
             throw ManifestError(.notAManifest, "not a media playlist")
         }
         return p
@@ -37,13 +41,17 @@ import Testing
         var anchor = HLSLiveAnchor()
         let placed = anchor.place(try Self.window(last: 105), answeredAt: Self.t0)
         #expect(placed.programDateTimeEstimated)
-        #expect(placed.segments.map { $0.programDateTime!.timeIntervalSince1970 } == (0..<6).map { Self.t0 - 6 + Double($0) })
+        #expect(
+            placed.segments.map { $0.programDateTime!.timeIntervalSince1970 }
+                == (0..<6).map { Self.t0 - 6 + Double($0) })
         #expect(anchor.starts[105] == Self.t0 - 1)
     }
 
     @Test func partsListedAfterTheLastSegmentAreOfTheListing() throws {
         var p = try Self.window(last: 105)
-        p.pendingParts = (0..<2).map { HLSPart(uri: URL(string: "http://origin.test/p\($0).ts")!, duration: 0.25, independent: $0 == 0) }
+        p.pendingParts = (0..<2).map {
+            HLSPart(uri: URL(string: "http://origin.test/p\($0).ts")!, duration: 0.25, independent: $0 == 0)
+        }
         var anchor = HLSLiveAnchor()
         #expect(Self.starts(anchor.place(p, answeredAt: Self.t0))[105] == Self.t0 - 1.5)
     }
@@ -56,9 +64,11 @@ import Testing
         let jitter: [Double] = [0.4, -1, 1, 0.05, -0.7, 0.9, -0.2, 1, 1, 1, -1, -1, -1, 0]
         for (k, late) in jitter.enumerated() {
             let last = 106 + UInt64(k)
-            let placed = Self.starts(anchor.place(try Self.window(last: last), answeredAt: Self.t0 + Double(k + 1) + late))
+            let placed = Self.starts(
+                anchor.place(try Self.window(last: last), answeredAt: Self.t0 + Double(k + 1) + late))
             for (sequence, start) in placed {
-                #expect(abs(start - (Self.t0 - 1 + Double(sequence) - 105)) < 1e-6, "segment \(sequence) of reload \(k)")
+                #expect(
+                    abs(start - (Self.t0 - 1 + Double(sequence) - 105)) < 1e-6, "segment \(sequence) of reload \(k)")
             }
         }
         #expect(anchor.residuals.count == HLSLiveAnchor.reloadsBeforeNudge)
@@ -99,7 +109,8 @@ import Testing
     @Test func noSegmentInCommonAnchorsAfresh() throws {
         var anchor = HLSLiveAnchor()
         _ = anchor.place(try Self.window(last: 105), answeredAt: Self.t0)
-        let restarted = Self.starts(anchor.place(try Self.playlist(first: 0, durations: [1, 1]), answeredAt: Self.t0 + 30))
+        let restarted = Self.starts(
+            anchor.place(try Self.playlist(first: 0, durations: [1, 1]), answeredAt: Self.t0 + 30))
         #expect(restarted == [0: Self.t0 + 28, 1: Self.t0 + 29])
         #expect(anchor.residuals.isEmpty)
     }
@@ -108,11 +119,13 @@ import Testing
     /// playlist once a segment; reloads are not in step with it): thousands of them, with the
     /// mapping exact, move nothing.
     @Test func noNudgeWithoutDrift() throws {
-        var anchor = HLSLiveAnchor(), random = SplitMix(seed: 7)
+        var anchor = HLSLiveAnchor()
+        var random = SplitMix(seed: 7)
         let trueEdge = Self.t0 - 0.6  // the first answer came 0.6 s after the listing's end
         _ = anchor.place(try Self.window(last: 105), answeredAt: Self.t0)
         for k in 1...3000 {
-            let placed = anchor.place(try Self.window(last: 105 + UInt64(k)), answeredAt: trueEdge + Double(k) + random.next() * 0.99)
+            let placed = anchor.place(
+                try Self.window(last: 105 + UInt64(k)), answeredAt: trueEdge + Double(k) + random.next() * 0.99)
             #expect(abs(Self.starts(placed)[105 + UInt64(k)]! - (Self.t0 - 1 + Double(k))) < 1e-6)
         }
     }
@@ -121,15 +134,22 @@ import Testing
     /// rounded): unchecked, the listing's end would drift 10 ms a segment behind the answers.
     /// Nudged, it stays within the band; no start given is moved and starts only go forward.
     @Test func driftIsNudgedOutSlowlyAndStartsNeverGoBack() throws {
-        var anchor = HLSLiveAnchor(), random = SplitMix(seed: 11)
+        var anchor = HLSLiveAnchor()
+        var random = SplitMix(seed: 11)
         _ = anchor.place(try Self.window(last: 105), answeredAt: Self.t0)
-        var given = anchor.starts, previousNew = anchor.starts[105]!, worst = 0.0
+        var given = anchor.starts
+        var previousNew = anchor.starts[105]!
+        var worst = 0.0
         for k in 1...3000 {
             let answered = Self.t0 + Double(k) * 1.01 + random.next() * 0.9
             let placed = Self.starts(anchor.place(try Self.window(last: 105 + UInt64(k)), answeredAt: answered))
-            for (sequence, start) in placed where given[sequence] != nil { #expect(start == given[sequence], "segment \(sequence) moved") }
+            for (sequence, start) in placed where given[sequence] != nil {
+                #expect(start == given[sequence], "segment \(sequence) moved")
+            }
             let new = placed[105 + UInt64(k)]!
-            #expect(new - previousNew >= 1 - HLSLiveAnchor.maxNudge - 1e-9 && new - previousNew <= 1 + HLSLiveAnchor.maxNudge + 1e-9)
+            #expect(
+                new - previousNew >= 1 - HLSLiveAnchor.maxNudge - 1e-9
+                    && new - previousNew <= 1 + HLSLiveAnchor.maxNudge + 1e-9)
             given.merge(placed) { old, _ in old }
             previousNew = new
             if k > 1000 { worst = max(worst, abs(answered - (new + 1))) }
@@ -143,7 +163,8 @@ import Testing
     @Test func renditionsSegmentedAlikeArePlacedAlike() throws {
         let audio = try Self.playlist(first: 99, durations: [1.002, 0.998, 1.002, 0.998, 1.002, 0.998])
         for videoFirst in [true, false] {
-            var video = HLSLiveAnchor(), sound = HLSLiveAnchor()
+            var video = HLSLiveAnchor()
+            var sound = HLSLiveAnchor()
             let (v, a): ([UInt64: Double], [UInt64: Double])
             if videoFirst {
                 v = Self.starts(video.place(try Self.window(last: 105), answeredAt: Self.t0))
@@ -152,14 +173,17 @@ import Testing
                 a = Self.starts(sound.place(audio, answeredAt: Self.t0))
                 v = Self.starts(video.place(try Self.window(last: 105), answeredAt: Self.t0 + 0.01, sibling: sound))
             }
-            #expect((100...104).allSatisfy { abs(v[$0]! - a[$0]!) < 0.003 }, "video \(v.sorted { $0.key < $1.key }), audio \(a.sorted { $0.key < $1.key })")
+            #expect(
+                (100...104).allSatisfy { abs(v[$0]! - a[$0]!) < 0.003 },
+                "video \(v.sorted { $0.key < $1.key }), audio \(a.sorted { $0.key < $1.key })")
         }
     }
 
     /// A sibling segmented otherwise (4 s audio segments numbered alike by chance): each is
     /// placed by its own answer.
     @Test func aRenditionSegmentedOtherwiseIsPlacedByItsOwnAnswer() throws {
-        var video = HLSLiveAnchor(), sound = HLSLiveAnchor()
+        var video = HLSLiveAnchor()
+        var sound = HLSLiveAnchor()
         _ = video.place(try Self.window(last: 105), answeredAt: Self.t0)
         let audio = try Self.playlist(first: 102, durations: [4, 4, 4], target: 4)
         #expect(Self.starts(sound.place(audio, answeredAt: Self.t0, sibling: video))[104] == Self.t0 - 4)
@@ -167,9 +191,13 @@ import Testing
 
     @Test func whatIsPlaced() throws {
         #expect(try HLSLiveAnchor.isNeeded(for: try Self.window(last: 5)))
-        let dated = try Self.playlist(first: 0, durations: [1], extra: ["#EXT-X-PROGRAM-DATE-TIME:2026-11-22T10:00:00.000Z"])
+        let dated = try Self.playlist(
+            first: 0, durations: [1], extra: ["#EXT-X-PROGRAM-DATE-TIME:2026-11-22T10:00:00.000Z"])
         #expect(try !HLSLiveAnchor.isNeeded(for: dated))
-        #expect(try !HLSLiveAnchor.isNeeded(for: try Self.playlist(first: 0, durations: [1], extra: ["#EXT-X-PLAYLIST-TYPE:VOD", "#EXT-X-ENDLIST"])))
+        #expect(
+            try !HLSLiveAnchor.isNeeded(
+                for: try Self.playlist(first: 0, durations: [1], extra: ["#EXT-X-PLAYLIST-TYPE:VOD", "#EXT-X-ENDLIST"]))
+        )
         let fmp4 = try Self.playlist(first: 0, durations: [1], extra: ["#EXT-X-MAP:URI=\"init.mp4\""])
         #expect(try HLSLiveAnchor.isNeeded(for: fmp4))  // placed by its first tfdt
     }
@@ -184,18 +212,27 @@ import Testing
         let placed = anchor.place(try Self.playlist(first: 7, durations: [2, 2, 1.96], target: 2), answeredAt: Self.t0)
         let mpd = try HLSPresentation.mpd(video: placed, audio: nil, variant: nil)
         #expect(mpd.isLive && mpd.serviceDescription?.latencyTarget == 6000)
-        let entries = try #require(mpd.periods.first?.adaptationSets.first?.representations.first?.segmentTemplate?.timeline)
-        #expect(entries.map(\.t) == [Self.t0 - 5.96, Self.t0 - 3.96, Self.t0 - 1.96].map { UInt64(($0 * 1000).rounded()) })
+        let entries = try #require(
+            mpd.periods.first?.adaptationSets.first?.representations.first?.segmentTemplate?.timeline)
+        #expect(
+            entries.map(\.t) == [Self.t0 - 5.96, Self.t0 - 3.96, Self.t0 - 1.96].map { UInt64(($0 * 1000).rounded()) })
         #expect(entries.map(\.d) == [2000, 2000, 1960])
 
-        let holdBack = try Self.playlist(first: 7, durations: [2, 2], target: 2, extra: ["#EXT-X-SERVER-CONTROL:HOLD-BACK=4.5"])
-        #expect(try HLSPresentation.mpd(video: anchor.place(holdBack, answeredAt: Self.t0 + 2), audio: nil, variant: nil).serviceDescription?.latencyTarget == 4500)
+        let holdBack = try Self.playlist(
+            first: 7, durations: [2, 2], target: 2, extra: ["#EXT-X-SERVER-CONTROL:HOLD-BACK=4.5"])
+        #expect(
+            try HLSPresentation.mpd(video: anchor.place(holdBack, answeredAt: Self.t0 + 2), audio: nil, variant: nil)
+                .serviceDescription?.latencyTarget == 4500)
         var parts = try Self.playlist(
-            first: 7, durations: [2, 2], target: 2, extra: ["#EXT-X-SERVER-CONTROL:HOLD-BACK=6,PART-HOLD-BACK=1.25", "#EXT-X-PART-INF:PART-TARGET=0.4"])
+            first: 7, durations: [2, 2], target: 2,
+            extra: ["#EXT-X-SERVER-CONTROL:HOLD-BACK=6,PART-HOLD-BACK=1.25", "#EXT-X-PART-INF:PART-TARGET=0.4"])
         parts.pendingParts = [HLSPart(uri: URL(string: "http://origin.test/p.ts")!, duration: 0.4, independent: true)]
-        #expect(try HLSPresentation.mpd(video: anchor.place(parts, answeredAt: Self.t0 + 2), audio: nil, variant: nil).serviceDescription?.latencyTarget == 1250)
+        #expect(
+            try HLSPresentation.mpd(video: anchor.place(parts, answeredAt: Self.t0 + 2), audio: nil, variant: nil)
+                .serviceDescription?.latencyTarget == 1250)
         // Placed by its program date-time, without SERVER-CONTROL: the player's default stands.
-        let dated = try Self.playlist(first: 0, durations: [2], target: 2, extra: ["#EXT-X-PROGRAM-DATE-TIME:2026-11-22T10:00:00.000Z"])
+        let dated = try Self.playlist(
+            first: 0, durations: [2], target: 2, extra: ["#EXT-X-PROGRAM-DATE-TIME:2026-11-22T10:00:00.000Z"])
         #expect(try HLSPresentation.mpd(video: dated, audio: nil, variant: nil).serviceDescription == nil)
     }
 }

@@ -7,7 +7,9 @@ import Testing
     let base = URL(string: "http://origin.test/live/stream/master.m3u8")!
 
     func media(_ text: String) throws -> HLSMediaPlaylist {
-        guard case .media(let p) = try HLSPlaylist.parse(text, url: base) else { throw ManifestError(.notAManifest, "not a media playlist") }
+        guard case .media(let p) = try HLSPlaylist.parse(text, url: base) else {
+            throw ManifestError(.notAManifest, "not a media playlist")
+        }
         return p
     }
 
@@ -31,15 +33,22 @@ import Testing
         #expect(m.variants[0].bandwidth == 2_800_000 && m.variants[0].averageBandwidth == 2_500_000)
         #expect(m.variants[0].codecs == "avc1.64001f,mp4a.40.2")  // a quoted value keeps its comma
         #expect(m.variants[0].width == 1280 && m.variants[0].height == 720 && m.variants[0].frameRate == 30)
-        #expect(m.variants[1].uri.absoluteString == "http://cdn.test/v360/index.m3u8" && m.variants[1].audioGroup == "aac")
-        #expect(m.renditions == [HLSRendition(kind: .audio, groupID: "aac", name: "English, main", language: "en", isDefault: true, autoselect: true,
-                                              uri: URL(string: "http://origin.test/live/stream/audio/en.m3u8"))])
+        #expect(
+            m.variants[1].uri.absoluteString == "http://cdn.test/v360/index.m3u8" && m.variants[1].audioGroup == "aac")
+        #expect(
+            m.renditions == [
+                HLSRendition(
+                    kind: .audio, groupID: "aac", name: "English, main", language: "en", isDefault: true,
+                    autoselect: true,
+                    uri: URL(string: "http://origin.test/live/stream/audio/en.m3u8"))
+            ])
     }
 
     @Test func liveMediaPlaylistWithEverything() throws {
         let cue = SpliceInfo.spliceInsertSection(eventID: 7, outOfNetwork: true, duration: 30)
         let hex = "0x" + cue.map { String(format: "%02X", $0) }.joined()
-        let p = try media("""
+        let p = try media(
+            """
             #EXTM3U
             #EXT-X-VERSION:7
             #EXT-X-TARGETDURATION:2
@@ -84,16 +93,23 @@ import Testing
         #expect(p.segments[1].cueOut && p.segments[1].cueOutDuration == 30 && p.segments[3].cueIn)
         let range = try #require(p.dateRanges.first)
         #expect(range.id == "ad-7" && range.plannedDuration == 30 && range.clientAttributes == ["X-AD-ID": "abc"])
-        #expect(try SpliceInfo(bytes: range.scte35Out!).command == .spliceInsert(.init(eventID: 7, cancelled: false, outOfNetwork: true, breakDuration: 30)))
-        #expect(p.pendingParts.map(\.uri.lastPathComponent) == ["s104.p0.m4s", "s104.p1.m4s"] && p.pendingParts[0].independent)
+        #expect(
+            try SpliceInfo(bytes: range.scte35Out!).command
+                == .spliceInsert(.init(eventID: 7, cancelled: false, outOfNetwork: true, breakDuration: 30)))
+        #expect(
+            p.pendingParts.map(\.uri.lastPathComponent) == ["s104.p0.m4s", "s104.p1.m4s"]
+                && p.pendingParts[0].independent)
         #expect(p.preloadHint?.lastPathComponent == "s104.p2.m4s")
         #expect(p.nextSequence == 104 && abs(p.totalDuration - 7.5) < 1e-9)
     }
 
     @Test func vodAndEventPlaylists() throws {
-        let vod = try media("#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXT-X-PLAYLIST-TYPE:VOD\n#EXTINF:4,\na.ts\n#EXTINF:3.2,\nb.ts\n#EXT-X-ENDLIST\n")
+        let vod = try media(
+            "#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXT-X-PLAYLIST-TYPE:VOD\n#EXTINF:4,\na.ts\n#EXTINF:3.2,\nb.ts\n#EXT-X-ENDLIST\n"
+        )
         #expect(vod.playlistType == .vod && vod.endList && !vod.isLive && vod.segments.count == 2)
-        let event = try media("#EXTM3U\r\n#EXT-X-TARGETDURATION:4\r\n#EXT-X-PLAYLIST-TYPE:EVENT\r\n#EXTINF:4,\r\na.ts\r\n")
+        let event = try media(
+            "#EXTM3U\r\n#EXT-X-TARGETDURATION:4\r\n#EXT-X-PLAYLIST-TYPE:EVENT\r\n#EXTINF:4,\r\na.ts\r\n")
         #expect(event.playlistType == .event && event.isLive && event.segments.first?.uri.lastPathComponent == "a.ts")
     }
 
@@ -122,26 +138,62 @@ import Testing
     @Test func quirksSeenInTheWild() throws {
         let pdt = 1_795_428_000.0  // 2026-11-23T10:00:00Z
         let cases: [(String, String, Int, [Double?])] = [
-            ("+0000 offset", "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-PROGRAM-DATE-TIME:2026-11-23T10:00:00.000+0000\n#EXTINF:2,\na.ts\n", 1, [pdt]),
-            ("+00:00 offset", "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-PROGRAM-DATE-TIME:2026-11-23T10:00:00+00:00\n#EXTINF:2,\na.ts\n", 1, [pdt]),
-            ("PDT after EXTINF", "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\n#EXT-X-PROGRAM-DATE-TIME:2026-11-23T10:00:00Z\na.ts\n#EXTINF:2,\nb.ts\n", 2, [pdt, pdt + 2]),
-            ("blank lines, CR LF", "#EXTM3U\r\n\r\n#EXT-X-TARGETDURATION:2\r\n\r\n#EXTINF:2,\r\n\r\na.ts\r\n", 1, [nil]),
+            (
+                "+0000 offset",
+                "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-PROGRAM-DATE-TIME:2026-11-23T10:00:00.000+0000\n#EXTINF:2,\na.ts\n",
+                1, [pdt]
+            ),
+            (
+                "+00:00 offset",
+                "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-PROGRAM-DATE-TIME:2026-11-23T10:00:00+00:00\n#EXTINF:2,\na.ts\n",
+                1, [pdt]
+            ),
+            (
+                "PDT after EXTINF",
+                "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\n#EXT-X-PROGRAM-DATE-TIME:2026-11-23T10:00:00Z\na.ts\n#EXTINF:2,\nb.ts\n",
+                2, [pdt, pdt + 2]
+            ),
+            (
+                "blank lines, CR LF", "#EXTM3U\r\n\r\n#EXT-X-TARGETDURATION:2\r\n\r\n#EXTINF:2,\r\n\r\na.ts\r\n", 1,
+                [nil]
+            ),
             ("integer EXTINF without comma", "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2\na.ts\n", 1, [nil]),
-            ("byte ranges", "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-MAP:URI=\"m.mp4\",BYTERANGE=\"700@0\"\n#EXTINF:2,\n#EXT-X-BYTERANGE:1000@700\nm.mp4\n#EXTINF:2,\n#EXT-X-BYTERANGE:1000\nm.mp4\n", 2, [nil, nil]),
-            ("EXT-X-MAP change", "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-MAP:URI=\"i1.mp4\"\n#EXTINF:2,\na.m4s\n#EXT-X-DISCONTINUITY\n#EXT-X-MAP:URI=\"i2.mp4\"\n#EXTINF:2,\nb.m4s\n", 2, [nil, nil]),
+            (
+                "byte ranges",
+                "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-MAP:URI=\"m.mp4\",BYTERANGE=\"700@0\"\n#EXTINF:2,\n#EXT-X-BYTERANGE:1000@700\nm.mp4\n#EXTINF:2,\n#EXT-X-BYTERANGE:1000\nm.mp4\n",
+                2, [nil, nil]
+            ),
+            (
+                "EXT-X-MAP change",
+                "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-MAP:URI=\"i1.mp4\"\n#EXTINF:2,\na.m4s\n#EXT-X-DISCONTINUITY\n#EXT-X-MAP:URI=\"i2.mp4\"\n#EXTINF:2,\nb.m4s\n",
+                2, [nil, nil]
+            ),
             ("byte order mark", "\u{FEFF}#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\na.ts\n", 1, [nil]),
-            ("unknown tags, title with commas", "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-FOO:bar\n#EXT-X-ALLOW-CACHE:NO\n#EXTINF:2.000,title, with comma\na.ts\n", 1, [nil]),
+            (
+                "unknown tags, title with commas",
+                "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-FOO:bar\n#EXT-X-ALLOW-CACHE:NO\n#EXTINF:2.000,title, with comma\na.ts\n",
+                1, [nil]
+            ),
             ("blanks around values", "#EXTM3U\n#EXT-X-TARGETDURATION: 2\n#EXTINF: 2.0 ,\n a.ts \n", 1, [nil]),
         ]
         for (name, text, count, dates) in cases {
             let p = try media(text)
-            #expect(p.segments.count == count && p.segments.map { $0.programDateTime?.timeIntervalSince1970 } == dates, "\(name)")
+            #expect(
+                p.segments.count == count && p.segments.map { $0.programDateTime?.timeIntervalSince1970 } == dates,
+                "\(name)")
             #expect(p.segments.allSatisfy { $0.duration == 2 }, "\(name): durations \(p.segments.map(\.duration))")
         }
-        guard case .multivariant(let m) = try HLSPlaylist.parse(
-            "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1000000\nlow.m3u8\n#EXT-X-STREAM-INF:BANDWIDTH=3000000,RESOLUTION=1280X720\nhi.m3u8\n", url: base)
-        else { Issue.record("not a multivariant playlist"); return }
-        #expect(m.variants.count == 2 && m.variants[0].codecs == nil && m.variants[1].height == 720, "variants without CODECS, 1280X720")
+        guard
+            case .multivariant(let m) = try HLSPlaylist.parse(
+                "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1000000\nlow.m3u8\n#EXT-X-STREAM-INF:BANDWIDTH=3000000,RESOLUTION=1280X720\nhi.m3u8\n",
+                url: base)
+        else {
+            Issue.record("not a multivariant playlist")
+            return
+        }
+        #expect(
+            m.variants.count == 2 && m.variants[0].codecs == nil && m.variants[1].height == 720,
+            "variants without CODECS, 1280X720")
     }
 
     /// Hostile sizes are typed errors before any work in proportion to them.
@@ -149,8 +201,14 @@ import Testing
         let segment = "#EXTINF:2,\na.ts\n"
         let cases: [(String, String)] = [
             ("#EXTM3U\n#EXT-X-TARGETDURATION:2\n" + String(repeating: "\n", count: 600_000), "lines"),
-            ("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\n" + String(repeating: "a", count: 70_000) + ".ts\n", "line 4"),
-            ("#EXTM3U\n#EXT-X-MAP:" + (0..<300).map { "X\($0)=1" }.joined(separator: ",") + "\n" + segment, "attributes"),
+            (
+                "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\n" + String(repeating: "a", count: 70_000) + ".ts\n",
+                "line 4"
+            ),
+            (
+                "#EXTM3U\n#EXT-X-MAP:" + (0..<300).map { "X\($0)=1" }.joined(separator: ",") + "\n" + segment,
+                "attributes"
+            ),
             ("#EXTM3U\n" + String(repeating: segment, count: 600_000), "bytes"),
         ]
         for (text, expected) in cases {
@@ -158,7 +216,9 @@ import Testing
                 _ = try HLSPlaylist.parse(text, url: base)
                 Issue.record("accepted a playlist of \(text.utf8.count) bytes")
             } catch {
-                #expect(error.code == .tooLarge && error.message.contains(expected), "\(error.message) (wanted \(expected))")
+                #expect(
+                    error.code == .tooLarge && error.message.contains(expected), "\(error.message) (wanted \(expected))"
+                )
             }
         }
         // Just under the limits: a 24-hour window of 2 s segments parses.
@@ -186,12 +246,18 @@ import Testing
             #EXT-X-ENDLIST
             """
         let mpd = try HLSPresentation.mpd(video: try media(text), audio: nil, variant: nil)
-        let keys = try #require(mpd.periods.first?.adaptationSets.first?.representations.first?.segmentTemplate?.segmentKeys)
-        #expect(keys[258]?.url.lastPathComponent == "k1.bin" && keys[258]?.iv == [UInt8](repeating: 0, count: 14) + [1, 2])
+        let keys = try #require(
+            mpd.periods.first?.adaptationSets.first?.representations.first?.segmentTemplate?.segmentKeys)
+        #expect(
+            keys[258]?.url.lastPathComponent == "k1.bin" && keys[258]?.iv == [UInt8](repeating: 0, count: 14) + [1, 2])
         #expect(keys[259]?.url.lastPathComponent == "k2.bin" && keys[259]?.iv == Array(0...15))
         #expect(keys[260] == nil)
         #expect(throws: ManifestError.self) {
-            try HLSPresentation.mpd(video: try media(text.replacingOccurrences(of: "METHOD=AES-128,URI=\"k1.bin\"", with: "METHOD=SAMPLE-AES,URI=\"k1.bin\"")), audio: nil, variant: nil)
+            try HLSPresentation.mpd(
+                video: try media(
+                    text.replacingOccurrences(
+                        of: "METHOD=AES-128,URI=\"k1.bin\"", with: "METHOD=SAMPLE-AES,URI=\"k1.bin\"")), audio: nil,
+                variant: nil)
         }
     }
 
@@ -204,8 +270,10 @@ import Testing
         let ffmpeg = Process()
         ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         ffmpeg.arguments = [
-            "ffmpeg", "-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25:duration=6", "-f", "lavfi", "-i",
-            "sine=f=440:duration=6", "-c:v", "libx264", "-g", "25", "-c:a", "aac", "-f", "hls", "-hls_time", "2", "-hls_playlist_type", "vod",
+            "ffmpeg", "-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i",
+            "testsrc2=size=160x120:rate=25:duration=6", "-f", "lavfi", "-i",
+            "sine=f=440:duration=6", "-c:v", "libx264", "-g", "25", "-c:a", "aac", "-f", "hls", "-hls_time", "2",
+            "-hls_playlist_type", "vod",
             "-hls_segment_type", type, "-hls_flags", "program_date_time", dir.appendingPathComponent("index.m3u8").path,
         ]
         try ffmpeg.run()
@@ -219,19 +287,23 @@ import Testing
         #expect((type == "fmp4") == (p.segments.first?.map != nil))
 
         // As a presentation: TS segments have no init segment and carry the audio muxed.
-        let rep = try #require(HLSPresentation.mpd(video: p, audio: nil, variant: nil).periods.first?.adaptationSets.first?.representations.first)
+        let rep = try #require(
+            HLSPresentation.mpd(video: p, audio: nil, variant: nil).periods.first?.adaptationSets.first?.representations
+                .first)
         #expect(rep.isTransportStream == (type == "mpegts") && rep.muxesAudio)
         #expect((rep.segmentTemplate?.initialization == nil) == (type == "mpegts"))
         guard type == "mpegts" else { return }
         // The first PTS as libavformat reads it, and moved across the 2³³ wrap.
-        let segment = try Data(contentsOf: dir.appendingPathComponent(try #require(p.segments.first?.uri.lastPathComponent)))
+        let segment = try Data(
+            contentsOf: dir.appendingPathComponent(try #require(p.segments.first?.uri.lastPathComponent)))
         let first = try #require(TransportStreamTimestamps.firstPTS(segment))
         #expect(first == UInt64(try ffprobeFirstVideoPTS(segment, in: dir)))
         let target = TransportStreamTimestamps.wrap - 45_000  // half a second before the wrap
         let moved = TransportStreamTimestamps.shifted(Array(segment), by: Int64(target) - Int64(first))
         #expect(TransportStreamTimestamps.firstPTS(moved) == target)
         // (libavformat unwraps timestamps this close to the wrap to negative ones: the same instant)
-        let probed = Int64(try ffprobeFirstVideoPTS(Data(moved), in: dir)), wrap = Int64(TransportStreamTimestamps.wrap)
+        let probed = Int64(try ffprobeFirstVideoPTS(Data(moved), in: dir))
+        let wrap = Int64(TransportStreamTimestamps.wrap)
         #expect(UInt64((probed % wrap + wrap) % wrap) == target, "ffprobe: \(probed)")
         #expect(moved.count == segment.count)
     }
@@ -242,7 +314,10 @@ import Testing
         let probe = Process()
         let out = Pipe()
         probe.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        probe.arguments = ["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts", "-of", "csv=p=0", file.path]
+        probe.arguments = [
+            "ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts", "-of", "csv=p=0",
+            file.path,
+        ]
         probe.standardOutput = out
         try probe.run()
         let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
@@ -254,7 +329,10 @@ import Testing
     /// general way: the written answers, and Foundation's own resolution for each.
     @Test(arguments: [
         ("http://origin.test/live/stream/0.m3u8", "0/42.m4s", "http://origin.test/live/stream/0/42.m4s"),
-        ("http://origin.test/live/stream/0.m3u8?token=a/b", "seg-42.ts?x=1:2&y=../z", "http://origin.test/live/stream/seg-42.ts?x=1:2&y=../z"),
+        (
+            "http://origin.test/live/stream/0.m3u8?token=a/b", "seg-42.ts?x=1:2&y=../z",
+            "http://origin.test/live/stream/seg-42.ts?x=1:2&y=../z"
+        ),
         ("http://origin.test:8080/a/b/", "c.ts", "http://origin.test:8080/a/b/c.ts"),
         ("http://origin.test", "c.ts", "http://origin.test/c.ts"),
         ("http://origin.test/live/x.m3u8#frag", "v1/c.ts", "http://origin.test/live/v1/c.ts"),
@@ -271,7 +349,9 @@ import Testing
     ])
     func segmentURIsResolve(base: String, uri: String, expected: String) throws {
         let text = "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\n\(uri)\n"
-        guard case .media(let p) = try HLSPlaylist.parse(text, url: URL(string: base)!) else { throw ManifestError(.notAManifest, "not a media playlist") }
+        guard case .media(let p) = try HLSPlaylist.parse(text, url: URL(string: base)!) else {
+            throw ManifestError(.notAManifest, "not a media playlist")
+        }
         #expect(p.segments.first?.uri.absoluteString == expected)
         #expect(p.segments.first?.uri == URL(string: uri, relativeTo: URL(string: base)!)?.absoluteURL)
     }

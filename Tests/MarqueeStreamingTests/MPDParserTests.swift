@@ -51,7 +51,10 @@ func manifest(_ path: String) throws -> Data {
         let mpd = try MPDParser().parse(try manifest("WAVE/av/combined.mpd"))
         let audioSet = try #require(mpd.periods[0].adaptationSets.first { $0.contentType == "audio" })
         let audio = audioSet.representations[0]
-        #expect(audio.segmentTemplate?.timeline == [SegmentTimelineEntry(t: 0, d: 93184), SegmentTimelineEntry(d: 95232, r: 3)])
+        #expect(
+            audio.segmentTemplate?.timeline == [
+                SegmentTimelineEntry(t: 0, d: 93184), SegmentTimelineEntry(d: 95232, r: 3),
+            ])
         let timeline = try RepresentationTimeline(
             mpd: mpd, period: 0, adaptationSet: audioSet, representation: audio,
             manifestURL: URL(string: "http://o/WAVE/av/combined.mpd")!)
@@ -63,15 +66,22 @@ func manifest(_ path: String) throws -> Data {
     }
 
     @Test func refusesDoctypeOversizeAndNonMPD() {
-        let evil = Data("""
+        let evil = Data(
+            """
             <?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">]><MPD type="static"><Period/></MPD>
             """.utf8)
         #expect { try MPDParser().parse(evil) } throws: { ($0 as? ManifestError)?.code == .doctypeRefused }
         let big = Data(repeating: UInt8(ascii: " "), count: 2048)
         #expect { try MPDParser(maxBytes: 1024).parse(big) } throws: { ($0 as? ManifestError)?.code == .tooLarge }
-        #expect { try MPDParser().parse(Data("<html><body/></html>".utf8)) } throws: { ($0 as? ManifestError)?.code == .notAManifest }
-        #expect { try MPDParser().parse(Data("garbage <<<".utf8)) } throws: { ($0 as? ManifestError)?.code == .malformed }
-        let badNumber = Data(#"<MPD type="static"><Period><AdaptationSet><SegmentTemplate timescale="abc"/></AdaptationSet></Period></MPD>"#.utf8)
+        #expect { try MPDParser().parse(Data("<html><body/></html>".utf8)) } throws: {
+            ($0 as? ManifestError)?.code == .notAManifest
+        }
+        #expect { try MPDParser().parse(Data("garbage <<<".utf8)) } throws: {
+            ($0 as? ManifestError)?.code == .malformed
+        }
+        let badNumber = Data(
+            #"<MPD type="static"><Period><AdaptationSet><SegmentTemplate timescale="abc"/></AdaptationSet></Period></MPD>"#
+                .utf8)
         #expect { try MPDParser().parse(badNumber) } throws: { error in
             guard let e = error as? ManifestError else { return false }
             return e.code == .invalidValue && e.message.contains("timescale")
@@ -90,11 +100,19 @@ func manifest(_ path: String) throws -> Data {
             }
         }
         let depth = 200_000
-        refused(#"<MPD type="static">"# + String(repeating: "<Period>", count: depth) + String(repeating: "</Period>", count: depth) + "</MPD>", "deeper than 64")
-        refused(#"<MPD type="static"><Period>"# + String(repeating: "<EventStream/>", count: 1_000_000) + "</Period></MPD>", "more than 200000 elements")
-        refused(#"<MPD type="static" id=""# + String(repeating: "a", count: 1 << 20) + #""><Period/></MPD>"#, "attribute id of <MPD> is longer")
+        refused(
+            #"<MPD type="static">"# + String(repeating: "<Period>", count: depth)
+                + String(repeating: "</Period>", count: depth) + "</MPD>", "deeper than 64")
+        refused(
+            #"<MPD type="static"><Period>"# + String(repeating: "<EventStream/>", count: 1_000_000) + "</Period></MPD>",
+            "more than 200000 elements")
+        refused(
+            #"<MPD type="static" id=""# + String(repeating: "a", count: 1 << 20) + #""><Period/></MPD>"#,
+            "attribute id of <MPD> is longer")
         // Limits a real manifest is far from: one 16 deep still parses.
-        let fine = #"<MPD type="static" mediaPresentationDuration="PT10S"><Period>"# + String(repeating: "<X>", count: 16) + String(repeating: "</X>", count: 16)
+        let fine =
+            #"<MPD type="static" mediaPresentationDuration="PT10S"><Period>"# + String(repeating: "<X>", count: 16)
+            + String(repeating: "</X>", count: 16)
             + #"<AdaptationSet mimeType="audio/mp4"><Representation id="a" bandwidth="1"><SegmentTemplate media="a$Number$.m4s" duration="2" timescale="1"/></Representation></AdaptationSet></Period></MPD>"#
         #expect(throws: Never.self) { try MPDParser().parse(Data(fine.utf8)) }
     }
@@ -136,7 +154,8 @@ func manifest(_ path: String) throws -> Data {
         let rep = set.representations[0]
         #expect(rep.kind == .video && rep.frameRate == 30)
         let timeline = try RepresentationTimeline(
-            mpd: mpd, period: 0, adaptationSet: set, representation: rep, manifestURL: URL(string: "http://h/live/out.mpd")!)
+            mpd: mpd, period: 0, adaptationSet: set, representation: rep,
+            manifestURL: URL(string: "http://h/live/out.mpd")!)
         #expect(timeline.initializationURL?.absoluteString == "http://h/live/init-stream0.m4s")
         let last = try #require(timeline.lastListedSegment)
         #expect(last.number == 4 && last.time == 92160 && last.url.lastPathComponent == "chunk-stream0-00004.m4s")
@@ -157,7 +176,8 @@ func manifest(_ path: String) throws -> Data {
         let mpd = try MPDParser().parse(Data(text.utf8))
         let set = mpd.periods[0].adaptationSets[0]
         let timeline = try RepresentationTimeline(
-            mpd: mpd, period: 0, adaptationSet: set, representation: set.representations[0], manifestURL: URL(string: "http://h/x.mpd")!)
+            mpd: mpd, period: 0, adaptationSet: set, representation: set.representations[0],
+            manifestURL: URL(string: "http://h/x.mpd")!)
         let now = Date(timeIntervalSince1970: 1_800_000_001.5)
         let edge = try #require(timeline.liveEdgeSegment(at: now))
         #expect(edge.number == 899_999_999 && edge.end == 1_800_000_000)
@@ -169,7 +189,9 @@ func manifest(_ path: String) throws -> Data {
     @Test func durationsDatesAndTemplates() {
         #expect(ISO8601Duration.seconds("PT0H0M8.000S") == 8)
         #expect(ISO8601Duration.seconds("P1DT1H1M1.5S") == 90061.5)
-        #expect(ISO8601Duration.seconds("PT") == nil && ISO8601Duration.seconds("5S") == nil && ISO8601Duration.seconds("PT5X") == nil)
+        #expect(
+            ISO8601Duration.seconds("PT") == nil && ISO8601Duration.seconds("5S") == nil
+                && ISO8601Duration.seconds("PT5X") == nil)
         #expect(ISO8601Duration.string(2.5) == "PT2.5S")
         #expect(abs(XSDateTime.date("1970-01-02T00:00:01+01:00")!.timeIntervalSince1970 - (86_401 - 3600)) < 1e-6)
         #expect(XSDateTime.date("2026-11-22T03:20:00") == XSDateTime.date("2026-11-22T03:20:00Z"))
@@ -179,7 +201,8 @@ func manifest(_ path: String) throws -> Data {
         #expect(HTTPDate.parse(HTTPDate.string(d)) == Date(timeIntervalSince1970: 1_795_000_000))
         #expect(HTTPDate.string(Date(timeIntervalSince1970: 784_111_777)) == "Sun, 06 Nov 1994 08:49:37 GMT")
         let e = SegmentTemplateExpander.expand(
-            "$RepresentationID$/$Number%05d$-$Time$-$Bandwidth$$$.m4s", representationID: "v1", bandwidth: 300, number: 42, time: 7)
+            "$RepresentationID$/$Number%05d$-$Time$-$Bandwidth$$$.m4s", representationID: "v1", bandwidth: 300,
+            number: 42, time: 7)
         #expect(e == "v1/00042-7-300$.m4s")
     }
 }

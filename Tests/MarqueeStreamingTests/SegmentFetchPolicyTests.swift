@@ -8,11 +8,14 @@ import Testing
 @Suite struct SegmentFetchPolicyTests {
     @Test func theHeadDeadlineFollowsTheBufferAndTheServersUsualAnswer() {
         #expect(SegmentFetchPolicy.firstByteDeadline(buffer: 4, usualHead: 0.05, attempt: 1) == 2)  // half the buffer
-        #expect(SegmentFetchPolicy.firstByteDeadline(buffer: 0.4, usualHead: 0.05, attempt: 1) == 0.5)  // never under 0.5 s
-        #expect(abs(SegmentFetchPolicy.firstByteDeadline(buffer: 1, usualHead: 0.4, attempt: 2) - 1.2) < 1e-9)  // 3 × the usual head
+        // never under 0.5 s
+        #expect(SegmentFetchPolicy.firstByteDeadline(buffer: 0.4, usualHead: 0.05, attempt: 1) == 0.5)
+        // 3 × the usual head
+        #expect(abs(SegmentFetchPolicy.firstByteDeadline(buffer: 1, usualHead: 0.4, attempt: 2) - 1.2) < 1e-9)
         #expect(SegmentFetchPolicy.firstByteDeadline(buffer: 20, usualHead: 0.05, attempt: 1) == 3)  // never over 3 s
         #expect(SegmentFetchPolicy.firstByteDeadline(buffer: 4, usualHead: 0.05, attempt: 3) == 3)  // a third try
-        #expect(SegmentFetchPolicy.firstByteDeadline(buffer: 4, usualHead: nil, attempt: 1) == 3)  // a server not heard yet
+        // a server not heard yet
+        #expect(SegmentFetchPolicy.firstByteDeadline(buffer: 4, usualHead: nil, attempt: 1) == 3)
     }
 
     @Test func failuresAreRetriedAsTheirKindDeserves() {
@@ -21,13 +24,22 @@ import Testing
         let unavailable = FetchError(.status, url: url, status: 503, message: "503")
         let notYet = FetchError(.status, url: url, status: 404, message: "404")
         let forbidden = FetchError(.status, url: url, status: 403, message: "403")
-        #expect(SegmentFetchPolicy.next(after: reset, attempt: 1, live: true, late: false, slow: false) == .retry(after: 0))
+        #expect(
+            SegmentFetchPolicy.next(after: reset, attempt: 1, live: true, late: false, slow: false) == .retry(after: 0))
         // A 503 at a live edge: again after 0.1 s, 0.4 s, 1.6 s (a second of slack is not spent waiting).
-        #expect(SegmentFetchPolicy.next(after: unavailable, attempt: 1, live: true, late: false, slow: false) == .retry(after: 0.1))
-        #expect(SegmentFetchPolicy.next(after: unavailable, attempt: 2, live: true, late: false, slow: false) == .retry(after: 0.4))
-        #expect(SegmentFetchPolicy.next(after: unavailable, attempt: 3, live: true, late: false, slow: false) == .retry(after: 1.6))
+        #expect(
+            SegmentFetchPolicy.next(after: unavailable, attempt: 1, live: true, late: false, slow: false)
+                == .retry(after: 0.1))
+        #expect(
+            SegmentFetchPolicy.next(after: unavailable, attempt: 2, live: true, late: false, slow: false)
+                == .retry(after: 0.4))
+        #expect(
+            SegmentFetchPolicy.next(after: unavailable, attempt: 3, live: true, late: false, slow: false)
+                == .retry(after: 1.6))
         #expect(SegmentFetchPolicy.next(after: unavailable, attempt: 4, live: true, late: false, slow: false) == .skip)
-        #expect(SegmentFetchPolicy.next(after: notYet, attempt: 5, live: true, late: false, slow: false) == .retry(after: 0.3))
+        #expect(
+            SegmentFetchPolicy.next(after: notYet, attempt: 5, live: true, late: false, slow: false)
+                == .retry(after: 0.3))
         #expect(SegmentFetchPolicy.next(after: notYet, attempt: 40, live: true, late: false, slow: false) == .skip)
         #expect(SegmentFetchPolicy.next(after: notYet, attempt: 4, live: false, late: false, slow: false) == .skip)
         #expect(SegmentFetchPolicy.next(after: forbidden, attempt: 1, live: true, late: false, slow: false) == .skip)
@@ -66,7 +78,9 @@ import Testing
         for chunk in stride(from: 0, to: body.readableBytes, by: 30) {
             let part = body.getSlice(at: chunk, length: min(30, body.readableBytes - chunk))!
             #expect(attempt.take(part) == nil, "a body complete on the server is kept until whole")
-            verdict = attempt.verdict(now: 0.1, expected: 0, bufferAtStart: 5, duration: 2, judgesPace: true, shouldAbandon: { _, _, _, _ in false })
+            verdict = attempt.verdict(
+                now: 0.1, expected: 0, bufferAtStart: 5, duration: 2, judgesPace: true,
+                shouldAbandon: { _, _, _, _ in false })
             if verdict != nil { break }
         }
         #expect(verdict == .wholeThenJunk)
@@ -90,10 +104,14 @@ import Testing
                 for chunk in stride(from: 0, to: body.readableBytes, by: size) where verdict == nil {
                     let part = body.getSlice(at: chunk, length: min(size, body.readableBytes - chunk))!
                     out += attempt.take(part)?.readableBytesView ?? []
-                    verdict = attempt.verdict(now: 0.1, expected: 0, bufferAtStart: 5, duration: 2, judgesPace: true, shouldAbandon: { _, _, _, _ in false })
+                    verdict = attempt.verdict(
+                        now: 0.1, expected: 0, bufferAtStart: 5, duration: 2, judgesPace: true,
+                        shouldAbandon: { _, _, _, _ in false })
                 }
                 #expect(verdict == .wholeThenJunk, "TS \(transportStream), chunks of \(size)")
-                #expect(out == Array(body.readableBytesView.prefix(length)), "TS \(transportStream), chunks of \(size): \(out.count) bytes handed on")
+                #expect(
+                    out == Array(body.readableBytesView.prefix(length)),
+                    "TS \(transportStream), chunks of \(size): \(out.count) bytes handed on")
                 #expect(attempt.received == length && attempt.rest() == nil)
             }
         }
@@ -126,7 +144,10 @@ import Testing
                 chunks += 1
             }
             #expect(attempt.overflowed && chunks == 7, "kept \(keepWhole): \(chunks) chunks")
-            #expect(attempt.verdict(now: 0.1, expected: 0, bufferAtStart: 5, duration: 2, judgesPace: true, shouldAbandon: { _, _, _, _ in false }) == nil)
+            #expect(
+                attempt.verdict(
+                    now: 0.1, expected: 0, bufferAtStart: 5, duration: 2, judgesPace: true,
+                    shouldAbandon: { _, _, _, _ in false }) == nil)
         }
     }
 
@@ -137,41 +158,58 @@ import Testing
         header.writeString("mdat")
         _ = attempt.take(header)
         // 8 bytes of 100 kB after 2 s of a 2 s segment, 1.5 s of buffer left: stuck.
-        let stuck = attempt.verdict(now: 12, expected: 100_000, bufferAtStart: 3.5, duration: 2, judgesPace: true, shouldAbandon: { _, _, _, _ in false })
+        let stuck = attempt.verdict(
+            now: 12, expected: 100_000, bufferAtStart: 3.5, duration: 2, judgesPace: true,
+            shouldAbandon: { _, _, _, _ in false })
         #expect(stuck == .stuck)
-        let secondTry = attempt.verdict(now: 12, expected: 100_000, bufferAtStart: 3.5, duration: 2, judgesPace: false, shouldAbandon: { _, _, _, _ in false })
+        let secondTry = attempt.verdict(
+            now: 12, expected: 100_000, bufferAtStart: 3.5, duration: 2, judgesPace: false,
+            shouldAbandon: { _, _, _, _ in false })
         #expect(secondTry == nil, "a second try is not given up as slow")
-        #expect(attempt.verdict(now: 12, expected: 100_000, bufferAtStart: 3.5, duration: 2, judgesPace: true, shouldAbandon: { _, _, _, _ in true }) == .abandon)
+        #expect(
+            attempt.verdict(
+                now: 12, expected: 100_000, bufferAtStart: 3.5, duration: 2, judgesPace: true,
+                shouldAbandon: { _, _, _, _ in true }) == .abandon)
         // A body that came fast, then stopped: stuck once it has been silent for half of what
         // is left of the buffer (never under 0.4 s), though its pace so far was ample.
         var stalled = SegmentAttempt(began: 10, keepWhole: true, transportStream: false)
         _ = stalled.take(ByteBuffer(bytes: [UInt8](repeating: 0, count: 50_000)), at: 10.05)
         let judge = { (a: inout SegmentAttempt, now: Double) in
-            a.verdict(now: now, expected: 100_000, bufferAtStart: 1.5, duration: 2, judgesPace: true, shouldAbandon: { _, _, _, _ in false })
+            a.verdict(
+                now: now, expected: 100_000, bufferAtStart: 1.5, duration: 2, judgesPace: true,
+                shouldAbandon: { _, _, _, _ in false })
         }
         #expect(judge(&stalled, 10.4) == nil, "0.35 s of silence")
         #expect(judge(&stalled, 10.6) == .stuck, "0.55 s of silence with 0.9 s of buffer left")
         var paused = SegmentAttempt(began: 10, keepWhole: true, transportStream: false)
         _ = paused.take(ByteBuffer(bytes: [UInt8](repeating: 0, count: 50_000)), at: 10.05)
-        #expect(paused.verdict(now: 11, expected: 100_000, bufferAtStart: 8, duration: 2, judgesPace: true, shouldAbandon: { _, _, _, _ in false }) == nil,
-                "a pause of 0.95 s with 7 s of buffer left is waited out")
+        #expect(
+            paused.verdict(
+                now: 11, expected: 100_000, bufferAtStart: 8, duration: 2, judgesPace: true,
+                shouldAbandon: { _, _, _, _ in false }) == nil,
+            "a pause of 0.95 s with 7 s of buffer left is waited out")
         // A body whose head waited 0.55 s (a venue proxy checking a peer's bytes before it
         // answers), then comes at the link's pace: judged by that pace, not by the wait.
         var waited = SegmentAttempt(began: 10, keepWhole: true, transportStream: false)
         _ = waited.take(ByteBuffer(bytes: [UInt8](repeating: 0, count: 65_536)), at: 10.55)
         let waitedVerdict = waited.verdict(
-            now: 10.57, expected: 680_000, bufferAtStart: 1.5, duration: 2, judgesPace: true, shouldAbandon: { _, _, _, _ in false })
+            now: 10.57, expected: 680_000, bufferAtStart: 1.5, duration: 2, judgesPace: true,
+            shouldAbandon: { _, _, _, _ in false })
         #expect(waitedVerdict == nil, "64 KiB in the 0.02 s since its first byte")
         // The same bytes trickling since an early first byte: stuck.
         var trickled = SegmentAttempt(began: 10, keepWhole: true, transportStream: false)
         _ = trickled.take(ByteBuffer(bytes: [UInt8](repeating: 0, count: 1_000)), at: 10.02)
         _ = trickled.take(ByteBuffer(bytes: [UInt8](repeating: 0, count: 64_536)), at: 10.55)
         let trickledVerdict = trickled.verdict(
-            now: 10.57, expected: 680_000, bufferAtStart: 1.5, duration: 2, judgesPace: true, shouldAbandon: { _, _, _, _ in false })
+            now: 10.57, expected: 680_000, bufferAtStart: 1.5, duration: 2, judgesPace: true,
+            shouldAbandon: { _, _, _, _ in false })
         #expect(trickledVerdict == .stuck, "64 KiB in the 0.55 s since its first byte")
         var streamed = SegmentAttempt(began: 10, keepWhole: false, transportStream: false)
         #expect(streamed.take(header)?.readableBytes == 8, "a body being produced is handed on as it comes")
-        #expect(streamed.verdict(now: 30, expected: 100_000, bufferAtStart: 0, duration: 2, judgesPace: true, shouldAbandon: { _, _, _, _ in true }) == nil)
+        #expect(
+            streamed.verdict(
+                now: 30, expected: 100_000, bufferAtStart: 0, duration: 2, judgesPace: true,
+                shouldAbandon: { _, _, _, _ in true }) == nil)
     }
 }
 
@@ -188,7 +226,8 @@ import Testing
         let mpd = try MPDParser().parse(Data(text.utf8))
         let set = mpd.periods[0].adaptationSets[0]
         return try RepresentationTimeline(
-            mpd: mpd, period: 0, adaptationSet: set, representation: set.representations[0], manifestURL: URL(string: "http://o/live.mpd")!)
+            mpd: mpd, period: 0, adaptationSet: set, representation: set.representations[0],
+            manifestURL: URL(string: "http://o/live.mpd")!)
     }
 
     @Test func behindLiveItSkipsToTheWantedSegmentAndStartsAtTheListedEdge() throws {
@@ -243,7 +282,9 @@ import Testing
         // From the second on: each found within 0.1 s of its listing (it varies by ±0.05 s); a
         // server that lists earlier again (0.9 s) is followed down, 0.07 s a segment.
         #expect(observed[1..<8].allSatisfy { $0 >= 0 && $0 < 0.1 }, "found after the listing by \(observed)")
-        #expect(zip(observed[8...], observed[9...]).allSatisfy { $1 <= $0 - 0.05 }, "found after the listing by \(observed)")
+        #expect(
+            zip(observed[8...], observed[9...]).allSatisfy { $1 <= $0 - 0.05 }, "found after the listing by \(observed)"
+        )
         #expect(SegmentChoice.listingLateness(observed: 0.02, missed: nil, segmentDuration: 2) == 0)
         #expect(SegmentChoice.listingLateness(observed: 60, missed: 59, segmentDuration: 2) == 3)
     }

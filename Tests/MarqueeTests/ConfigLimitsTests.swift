@@ -16,7 +16,9 @@ import Testing
     }
 
     @Test func hostileDocumentsAreTypedErrors() {
-        let deep = "{\"sources\":[\"http://a.test/m.mpd\"],\"x\":" + String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000) + "}"
+        let deep =
+            "{\"sources\":[\"http://a.test/m.mpd\"],\"x\":" + String(repeating: "[", count: 100_000)
+            + String(repeating: "]", count: 100_000) + "}"
         #expect(refusal(deep)?.contains("nested") == true, "\(refusal(deep) ?? "accepted")")
         let big = "{\"sources\":[\"http://a.test/m.mpd\"],\"pad\":\"" + String(repeating: "x", count: 1 << 20) + "\"}"
         #expect(refusal(big)?.contains("bytes") == true, "\(refusal(big) ?? "accepted")")

@@ -34,7 +34,9 @@ import Testing
         #expect(abs(f.minimum(now: 0)! - (2.63 + FeasibleLatency.inHandMargin)) < 1e-9)
         f.record(need: 2.59, inHand: 3.2, at: 1)
         #expect(abs(f.minimum(now: 1)! - (2.59 + FeasibleLatency.margin)) < 1e-9)
-        #expect(abs(f.target(requested: 3, current: 3, now: 1) - (2.59 + FeasibleLatency.margin + FeasibleLatency.headroom)) < 1e-9)
+        #expect(
+            abs(f.target(requested: 3, current: 3, now: 1) - (2.59 + FeasibleLatency.margin + FeasibleLatency.headroom))
+                < 1e-9)
         // An in-hand time before the first byte is no measure: the first byte's margin.
         var g = FeasibleLatency()
         g.record(need: 2.9, inHand: 2.0, at: 0)

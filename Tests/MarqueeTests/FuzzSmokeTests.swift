@@ -11,7 +11,8 @@ import Testing
 /// kept in a file named at the start, and the seed and count reproduce it. An input that takes
 /// over a second (a hang on hostile input) fails the test.
 @Suite struct FuzzSmokeTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     /// Seconds each target is fed (at most ``maximumInputs``).
     static let seconds = 2.5
     static let maximumInputs = 40_000
@@ -30,7 +31,10 @@ import Testing
         guard (try? process.run()) != nil else { return nil }
         process.waitUntilExit()
         guard process.terminationStatus == 0 else { return nil }
-        return Dictionary(uniqueKeysWithValues: FuzzTarget.allCases.map { ($0.rawValue, files(in: out.appendingPathComponent($0.rawValue))) })
+        return Dictionary(
+            uniqueKeysWithValues: FuzzTarget.allCases.map {
+                ($0.rawValue, files(in: out.appendingPathComponent($0.rawValue)))
+            })
     }()
 
     static func files(in directory: URL) -> [[UInt8]] {
@@ -40,14 +44,23 @@ import Testing
 
     /// The quoted tokens of a libFuzzer dictionary (`\"` and `\\` unescaped, `\xNN` read).
     static func dictionary(_ name: String) -> [[UInt8]] {
-        guard let text = try? String(contentsOf: root.appendingPathComponent("fuzz/dicts/\(name).dict"), encoding: .utf8) else { return [] }
+        guard
+            let text = try? String(contentsOf: root.appendingPathComponent("fuzz/dicts/\(name).dict"), encoding: .utf8)
+        else { return [] }
         return text.split(separator: "\n").compactMap { line -> [UInt8]? in
-            guard let open = line.firstIndex(of: "\""), let close = line.lastIndex(of: "\""), open < close, !line.hasPrefix("#") else { return nil }
+            guard let open = line.firstIndex(of: "\""), let close = line.lastIndex(of: "\""), open < close,
+                !line.hasPrefix("#")
+            else { return nil }
             var out: [UInt8] = []
             var chars = Array(line[line.index(after: open)..<close].utf8)[...]
             while let c = chars.popFirst() {
-                guard c == UInt8(ascii: "\\"), let next = chars.popFirst() else { out.append(c); continue }
-                if next == UInt8(ascii: "x"), chars.count >= 2, let v = UInt8(String(decoding: chars.prefix(2), as: UTF8.self), radix: 16) {
+                guard c == UInt8(ascii: "\\"), let next = chars.popFirst() else {
+                    out.append(c)
+                    continue
+                }
+                if next == UInt8(ascii: "x"), chars.count >= 2,
+                    let v = UInt8(String(decoding: chars.prefix(2), as: UTF8.self), radix: 16)
+                {
                     out.append(v)
                     chars = chars.dropFirst(2)
                 } else {
@@ -60,14 +73,18 @@ import Testing
 
     @Test(arguments: FuzzTarget.allCases)
     func seededMutationsNeitherTrapNorHang(_ target: FuzzTarget) throws {
-        let corpora = try #require(Self.corpora, "fuzz/make_seeds.py failed (python3 and ffmpeg are installed by scripts/setup)")
+        let corpora = try #require(
+            Self.corpora, "fuzz/make_seeds.py failed (python3 and ffmpeg are installed by scripts/setup)")
         var corpus = corpora[target.rawValue] ?? []
         corpus += Self.files(in: Self.root.appendingPathComponent("fuzz/regressions/\(target.rawValue)"))
         #expect(corpus.count >= 2, "\(corpus.count) seeds for \(target)")
         let tokens = Self.dictionary(["mpd": "mpd", "hls": "hls", "config": "config"][target.rawValue] ?? "mp4")
         let seed: UInt64 = 0x4D51_5A5A + UInt64(FuzzTarget.allCases.firstIndex(of: target) ?? 0)
-        let current = FileManager.default.temporaryDirectory.appendingPathComponent("marquee-fuzz-smoke-\(target.rawValue)-\(getpid()).input")
-        print("fuzz smoke \(target): \(corpus.count) seeds, generator seed \(seed); a trap's input is left in \(current.path)")
+        let current = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "marquee-fuzz-smoke-\(target.rawValue)-\(getpid()).input")
+        print(
+            "fuzz smoke \(target): \(corpus.count) seeds, generator seed \(seed); a trap's input is left in \(current.path)"
+        )
         _ = FileManager.default.createFile(atPath: current.path, contents: nil)
         let handle = try FileHandle(forWritingTo: current)
         defer { try? handle.close() }
@@ -93,7 +110,10 @@ import Testing
             count += 1
         }
         try? FileManager.default.removeItem(at: current)
-        print(String(format: "fuzz smoke %@: %d inputs in %.1f s, slowest %.1f ms", target.rawValue, count, Date().timeIntervalSince(start), slowest * 1000))
+        print(
+            String(
+                format: "fuzz smoke %@: %d inputs in %.1f s, slowest %.1f ms", target.rawValue, count,
+                Date().timeIntervalSince(start), slowest * 1000))
         #expect(count >= 500, "only \(count) inputs in \(Self.seconds) s")
     }
 }
@@ -113,7 +133,8 @@ struct Mutator {
 
     static let interesting: [[UInt8]] = [
         [0], [0xff], [0x7f], [0x80], [0xff, 0xff, 0xff, 0xff], [0x7f, 0xff, 0xff, 0xff], [0, 0, 0, 0], [0, 0, 0, 1],
-        Array("-1".utf8), Array("0".utf8), Array("4294967296".utf8), Array("9223372036854775807".utf8), Array("1e308".utf8),
+        Array("-1".utf8), Array("0".utf8), Array("4294967296".utf8), Array("9223372036854775807".utf8),
+        Array("1e308".utf8),
         Array("NaN".utf8), Array("-0.0".utf8), Array("\"\"".utf8),
     ]
 

@@ -10,18 +10,24 @@ import Testing
 @Suite struct LatencyControllerTests {
     struct Run {
         var errors: [Double] = []  // latency − target after each 40 ms step
-        var rates: [Double] = []   // rate in effect (heard)
+        var rates: [Double] = []  // rate in effect (heard)
         var actions: [LatencyController.Action] = []
     }
 
     func simulate(error start: Double, seconds: Double, options: SyncOptions = SyncOptions()) -> Run {
         var controller = LatencyController(options: options)
-        let dt = 0.04, lag = Int(0.25 / dt)
-        var latency = 3 + start, pending = [Double](repeating: 1, count: lag), run = Run()
+        let dt = 0.04
+        let lag = Int(0.25 / dt)
+        var latency = 3 + start
+        var pending = [Double](repeating: 1, count: lag)
+        var run = Run()
         for step in 0..<Int(seconds / dt) {
             let action = controller.update(now: Double(step) * dt, latency: latency, target: 3)
             run.actions.append(action)
-            if case .jump(let e) = action { latency -= e; pending = pending.map { _ in 1 } }
+            if case .jump(let e) = action {
+                latency -= e
+                pending = pending.map { _ in 1 }
+            }
             pending.append(controller.rate)
             let heard = pending.removeFirst()
             latency -= (heard - 1) * dt
@@ -71,7 +77,10 @@ import Testing
     }
 
     @Test func invalidSyncOptionsAreTypedErrors() {
-        for bad in [SyncOptions(minRate: 1.1), SyncOptions(maxRate: 0.9), SyncOptions(gain: 0), SyncOptions(jumpThreshold: 0.01)] {
+        for bad in [
+            SyncOptions(minRate: 1.1), SyncOptions(maxRate: 0.9), SyncOptions(gain: 0),
+            SyncOptions(jumpThreshold: 0.01),
+        ] {
             var options = PlayerOptions(sources: [URL(string: "http://127.0.0.1/a.mpd")!])
             options.sync = bad
             #expect(throws: PlayerError.self) { _ = try Player(options: options) }
@@ -99,11 +108,17 @@ import Testing
     /// the RFC 8216 hold-back, three target durations; an explicit one wins.
     @Test func hlsWithoutDateTimesHoldsBackThreeTargetDurations() throws {
         let url = URL(string: "http://127.0.0.1/out.m3u8")!
-        let text = "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:9\n#EXTINF:2.0,\n9.ts\n#EXTINF:2.0,\n10.ts\n"
-        guard case .media(let playlist) = try HLSPlaylist.parse(text, url: url) else { throw ManifestError(.notAManifest, "media playlist expected") }
+        let text =
+            "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:9\n#EXTINF:2.0,\n9.ts\n#EXTINF:2.0,\n10.ts\n"
+        guard case .media(let playlist) = try HLSPlaylist.parse(text, url: url) else {
+            throw ManifestError(.notAManifest, "media playlist expected")
+        }
         var anchor = HLSLiveAnchor()
-        let mpd = try HLSPresentation.mpd(video: anchor.place(playlist, answeredAt: 1_800_000_000), audio: nil, variant: nil)
+        let mpd = try HLSPresentation.mpd(
+            video: anchor.place(playlist, answeredAt: 1_800_000_000), audio: nil, variant: nil)
         #expect(PlaybackSession.syncSettings(options: PlayerOptions(sources: [url]), mpd: mpd).target == 6)
-        #expect(PlaybackSession.syncSettings(options: PlayerOptions(sources: [url], targetLatency: 4), mpd: mpd).target == 4)
+        #expect(
+            PlaybackSession.syncSettings(options: PlayerOptions(sources: [url], targetLatency: 4), mpd: mpd).target == 4
+        )
     }
 }

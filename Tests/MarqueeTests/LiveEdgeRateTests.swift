@@ -1,6 +1,7 @@
 import Foundation
-@testable import Marquee
 import Testing
+
+@testable import Marquee
 
 /// ``LiveEdgeRate`` against simulated listings: an encoder whose clock runs `ppm` fast lists the
 /// segment ending at media time `e` at server time `e / rate` (+ the packager's delay), and
@@ -9,8 +10,10 @@ import Testing
 @Suite struct LiveEdgeRateTests {
     /// Feeds `seconds` of 2-second segments from server time 600 on; `late` returns extra delay
     /// for segment k, `bracket` the width of its probe's bracket. Returns the estimator and the server time reached.
-    func listings(ppm: Double, seconds: Double, delay: Double = 0.03, seed: UInt64 = 1, late: (Int) -> Double = { _ in 0 },
-                  check: (LiveEdgeRate, Double) -> Void = { _, _ in }, bracket: (Int) -> Double = { _ in 0.05 }) -> (LiveEdgeRate, Double) {
+    func listings(
+        ppm: Double, seconds: Double, delay: Double = 0.03, seed: UInt64 = 1, late: (Int) -> Double = { _ in 0 },
+        check: (LiveEdgeRate, Double) -> Void = { _, _ in }, bracket: (Int) -> Double = { _ in 0.05 }
+    ) -> (LiveEdgeRate, Double) {
         let rate = 1 + ppm / 1_000_000
         var edge = LiveEdgeRate()
         var random = Mutator(state: seed, tokens: [])  // (FuzzSmokeTests' seeded SplitMix64)
@@ -32,7 +35,11 @@ import Testing
     @Test func anEdgeOnTheClockIsNoDrift() {
         for seed in UInt64(1)...5 {
             var everActive = false
-            let (edge, _) = listings(ppm: 0, seconds: 900, seed: seed) { _ in 0 } check: { e, _ in everActive = everActive || e.isActive }
+            let (edge, _) = listings(ppm: 0, seconds: 900, seed: seed) { _ in
+                0
+            } check: { e, _ in
+                everActive = everActive || e.isActive
+            }
             #expect(!everActive && edge.slope == 0 && edge.clockLead == nil, "seed \(seed): slope \(edge.slope)")
         }
     }
@@ -40,7 +47,11 @@ import Testing
     @Test(arguments: [5000.0, -5000.0, 1000.0, -1000.0])
     func aDriftingEdgeIsMeasured(ppm: Double) throws {
         var activeAt: Double?
-        let (edge, end) = listings(ppm: ppm, seconds: 600) { _ in 0 } check: { e, t in if e.isActive, activeAt == nil { activeAt = t - 600 } }
+        let (edge, end) = listings(ppm: ppm, seconds: 600) { _ in
+            0
+        } check: { e, t in
+            if e.isActive, activeAt == nil { activeAt = t - 600 }
+        }
         let found = try #require(activeAt, "\(ppm) ppm: never found")
         // 0.5 % within a minute, 0.1 % within three.
         #expect(found < (abs(ppm) >= 5000 ? 60 : 180), "\(ppm) ppm: found after \(found) s")
@@ -52,7 +63,9 @@ import Testing
         #expect(abs(edge.lead(at: end) - truth) < 0.005, "\(ppm) ppm: lead \(edge.lead(at: end)), truth \(truth)")
         let next = ((end - 0.03) * rate / 2).rounded() * 2 + 2
         let expected = try #require(edge.expectedListing(of: next))
-        #expect(abs(expected - (next / rate + 0.03)) < 0.01, "\(ppm) ppm: expected at \(expected), listed at \(next / rate + 0.03)")
+        #expect(
+            abs(expected - (next / rate + 0.03)) < 0.01,
+            "\(ppm) ppm: expected at \(expected), listed at \(next / rate + 0.03)")
     }
 
     /// A loaded box: every other probe's answers came slowly, bracketing the listing within
@@ -75,7 +88,9 @@ import Testing
     @Test func aSegmentListedLateIsNotDrift() {
         // The 40th segment is listed 3 s late (a packager's hiccup), the rest on time.
         var everActive = false
-        let (edge, _) = listings(ppm: 0, seconds: 300, late: { $0 == 40 ? 3 : 0 }) { e, _ in everActive = everActive || e.isActive }
+        let (edge, _) = listings(ppm: 0, seconds: 300, late: { $0 == 40 ? 3 : 0 }) { e, _ in
+            everActive = everActive || e.isActive
+        }
         #expect(!everActive && edge.samples.allSatisfy { $0.lead > -1 })
     }
 

@@ -51,9 +51,12 @@ import Testing
         var controller = LatencyController()
         var drift = MediaClockDrift()
         drift.rebase(at: 0)
-        let dt = 0.04, lag = Int(0.25 / dt)
-        var position = 0.0, wall = 3.0  // presented media position; wall time (dates: latency 3 at start)
-        var pending = [Double](repeating: 1, count: lag), nextSample = 1
+        let dt = 0.04
+        let lag = Int(0.25 / dt)
+        var position = 0.0
+        var wall = 3.0  // presented media position; wall time (dates: latency 3 at start)
+        var pending = [Double](repeating: 1, count: lag)
+        var nextSample = 1
         var errors: [(wall: Double, error: Double)] = []
         var jumps = 0
         for _ in 0..<Int(240 / dt) {

@@ -17,7 +17,8 @@ import Testing
             TimedEvent(time: 40, kind: .streamerMuted, id: "m2"),
             TimedEvent(time: 44, kind: .streamerUnmuted, id: "u2"),
         ]
-        let forward = timeline(events), backward = timeline(events.reversed())
+        let forward = timeline(events)
+        let backward = timeline(events.reversed())
         for t in stride(from: 0.0, through: 50, by: 0.25) {
             #expect(forward.state(at: t) == backward.state(at: t))
         }
@@ -63,7 +64,8 @@ import Testing
     @Test func repeatsAreIgnoredAndOldEventsForgotten() {
         var s = MixTimeline()
         let mute = TimedEvent(time: 10, duration: 5, kind: .streamerMuted, id: "1", origin: .manifest)
-        let first = s.insert(mute), again = s.insert(mute)  // the manifest repeats it on every refresh
+        let first = s.insert(mute)
+        let again = s.insert(mute)  // the manifest repeats it on every refresh
         let other = s.insert(TimedEvent(time: 3, kind: .other(scheme: "urn:x", value: nil)))
         #expect(first && !again && !other)
         s.insert(TimedEvent(time: 100, kind: .streamerMuted, id: "2"))

@@ -46,8 +46,12 @@ import Testing
         #expect(refused { $0.mixing.adCreatives = [URL(string: "rtsp://x/ad")!] } == .invalidOptions)
         #expect(refused { $0.sync.minRate = 1.5 } == .invalidOptions)
         #expect(refused { _ in } == nil)
-        #expect(code { _ = try MarqueeSDK.createPlayer(options: PlayerOptions(sources: [])) } == .invalidPlayerOptionsSources)
-        #expect(code { _ = try MarqueeSDK.createPlayer(options: PlayerOptions(sources: [url], targetLatency: .nan)) } == .invalidPlayerOptions)
+        #expect(
+            code { _ = try MarqueeSDK.createPlayer(options: PlayerOptions(sources: [])) }
+                == .invalidPlayerOptionsSources)
+        #expect(
+            code { _ = try MarqueeSDK.createPlayer(options: PlayerOptions(sources: [url], targetLatency: .nan)) }
+                == .invalidPlayerOptions)
     }
 
     @Test func callsThatNeedPlaybackOrValidArguments() throws {

@@ -52,7 +52,9 @@ import Testing
     @Test func deepOrLongExpressionsAreRefusedNotRecursedInto() {
         let deep = String(repeating: "(not ", count: 10_000) + "a" + String(repeating: ")", count: 10_000)
         #expect(throws: TagFilter.SyntaxError.self) { _ = try TagFilter(deep) }
-        let nested = String(repeating: "(not ", count: TagFilter.maxDepth) + "a" + String(repeating: ")", count: TagFilter.maxDepth)
+        let nested =
+            String(repeating: "(not ", count: TagFilter.maxDepth) + "a"
+            + String(repeating: ")", count: TagFilter.maxDepth)
         #expect(throws: Never.self) { _ = try TagFilter(nested) }
         #expect((try? TagFilter(nested))?.matches(["a"]) == (TagFilter.maxDepth % 2 == 0))
     }
@@ -68,14 +70,16 @@ import Testing
               {"url": "https://cdn.example/vod/show.m3u8", "kind": "stream"}
             ], "repeat": "all", "shuffle": true}
             """
-        let playlist = try Playlist(json: Data(json.utf8), relativeTo: URL(string: "https://cms.example/screens/lobby.json"))
+        let playlist = try Playlist(
+            json: Data(json.utf8), relativeTo: URL(string: "https://cms.example/screens/lobby.json"))
         #expect(playlist.repeatMode == .all && playlist.shuffle)
         #expect(playlist.items.map(\.id) == ["live", "2", "menu", "4"])
         #expect(playlist.items.map(\.kind) == [.stream, .file, .image, .stream])
         #expect(playlist.items[1].url.absoluteString == "https://cms.example/screens/promo.mp4")
         #expect(playlist.items[1].startOffset == 2.5 && playlist.items[1].muted && playlist.items[1].title == "Promo")
         #expect(playlist.items[2].url.path == "/srv/menu.PNG" && playlist.items[2].fit == .cover)
-        #expect(playlist.items[2].playingTime == PlaylistItem.defaultImageDuration && playlist.items[0].playingTime == 600)
+        #expect(
+            playlist.items[2].playingTime == PlaylistItem.defaultImageDuration && playlist.items[0].playingTime == 600)
         #expect(playlist.items[0].targetLatency == 4 && playlist.items[3].playingTime == nil)
         let filtered = playlist.filtered(by: try TagFilter("(not ads)"))
         #expect(filtered.items.map(\.id) == ["live", "menu", "4"] && filtered.repeatMode == .all)
@@ -96,7 +100,10 @@ import Testing
         (#"{"items": [{"url": "a.mp4", "targetLatency": 301}]}"#, "items[0].targetLatency: 301.0 s is outside"),
         (#"{"items": [{"url": "a.mp4", "fit": "zoom"}]}"#, "items[0].fit: \"zoom\" is none of"),
         (#"{"items": [{"url": "a.mp4", "kind": "audio"}]}"#, "items[0].kind: \"audio\" is none of"),
-        (#"{"items": [{"url": "a.mp4", "id": "x"}, {"url": "b.mp4", "id": "x"}]}"#, "items[1]: id \"x\" is items[0]'s already"),
+        (
+            #"{"items": [{"url": "a.mp4", "id": "x"}, {"url": "b.mp4", "id": "x"}]}"#,
+            "items[1]: id \"x\" is items[0]'s already"
+        ),
         (#"{"items": [{"url": "a.mp4", "id": ""}]}"#, "items[0].id: empty"),
         (#"{"items": [{"url": "a.mp4", "tags": "sport"}]}"#, "items[0].tags: expected an array"),
         (#"{"items": [], "repeat": "forever"}"#, "repeat: \"forever\" is none of off, all, one"),
@@ -119,7 +126,8 @@ import Testing
 @Suite struct PlaylistQueueTests {
     static func playlist(_ count: Int, repeat mode: RepeatMode = .off, shuffle: Bool = false) throws -> Playlist {
         try Playlist(
-            items: (0..<count).map { PlaylistItem(id: "i\($0)", url: URL(string: "https://x.example/\($0).mp4")!) }, repeatMode: mode, shuffle: shuffle)
+            items: (0..<count).map { PlaylistItem(id: "i\($0)", url: URL(string: "https://x.example/\($0).mp4")!) },
+            repeatMode: mode, shuffle: shuffle)
     }
 
     @Test func repeatModesDecideWhatFollowsAnItemThatEnded() throws {
@@ -171,12 +179,14 @@ import Testing
         q.advance()  // i1 playing
         // Still listed (elsewhere): it goes on there, and what follows is the new list's.
         let moved = try Playlist(
-            items: ["i9", "i1", "i3"].map { PlaylistItem(id: $0, url: URL(string: "https://x.example/\($0).mp4")!) }, repeatMode: .all)
+            items: ["i9", "i1", "i3"].map { PlaylistItem(id: $0, url: URL(string: "https://x.example/\($0).mp4")!) },
+            repeatMode: .all)
         q.replace(with: moved)
         #expect(q.current?.id == "i1" && q.upcoming?.id == "i3")
         // Removed: it plays to its end, then the new list goes on from where it stood.
         let without = try Playlist(
-            items: ["a", "b", "c"].map { PlaylistItem(id: $0, url: URL(string: "https://x.example/\($0).mp4")!) }, repeatMode: .all)
+            items: ["a", "b", "c"].map { PlaylistItem(id: $0, url: URL(string: "https://x.example/\($0).mp4")!) },
+            repeatMode: .all)
         q.replace(with: without)
         #expect(q.current?.id == "i1" && q.orphan?.id == "i1" && q.upcoming?.id == "b")
         #expect(q.advance()?.id == "b" && q.orphan == nil && q.advance()?.id == "c" && q.advance()?.id == "a")
@@ -186,7 +196,8 @@ import Testing
 /// What a ``PlaylistPlayer`` refuses before anything plays.
 @Suite struct PlaylistPlayerArgumentTests {
     @Test func anEmptyPlaylistAndAJumpOutsideTheItemsAreTypedErrors() throws {
-        let options = PlayerOptions(sources: [URL(string: "http://127.0.0.1:9/a.mpd")!], audioOutput: .null, videoOutput: .headless)
+        let options = PlayerOptions(
+            sources: [URL(string: "http://127.0.0.1:9/a.mpd")!], audioOutput: .null, videoOutput: .headless)
         #expect(throws: PlayerError.self) { try PlaylistPlayer(playlist: try Playlist(items: []), options: options) }
         do {
             _ = try PlaylistPlayer(playlist: try Playlist(items: []), options: options)
@@ -230,7 +241,8 @@ import Testing
         for flags in ["+faststart", "-faststart"] {
             let file = dir.appendingPathComponent("clip\(flags).mp4")
             try Self.ffmpeg([
-                "-f", "lavfi", "-i", "testsrc2=s=320x240:r=30:d=2", "-f", "lavfi", "-i", "sine=frequency=440:d=2", "-c:v", "libx264", "-c:a", "aac",
+                "-f", "lavfi", "-i", "testsrc2=s=320x240:r=30:d=2", "-f", "lavfi", "-i", "sine=frequency=440:d=2",
+                "-c:v", "libx264", "-c:a", "aac",
                 "-movflags", flags, file.path,
             ])
             let seconds = try #require(MP4Duration.seconds(of: [UInt8](Data(contentsOf: file))), "\(flags)")

@@ -1,14 +1,16 @@
 import Crypto
 import Foundation
-@testable import Marquee
 import Testing
+
+@testable import Marquee
 
 /// The proof-of-play journal: durable appends chained by hash, a torn last line dropped at
 /// reopening, tampering found by ``ProofOfPlayJournal/verify(_:)``, the upload position kept.
 @Suite struct ProofOfPlayJournalTests {
     static func draft(_ item: String, start: Double) -> PlayRecord {
         PlayRecord(
-            item: item, url: "file:///m/\(item).png", entry: "slot lunch", playlist: "lunch", start: start, end: start + 10,
+            item: item, url: "file:///m/\(item).png", entry: "slot lunch", playlist: "lunch", start: start,
+            end: start + 10,
             startMono: start - 1_000, endMono: start - 990, framesPresented: 300)
     }
 
@@ -19,7 +21,9 @@ import Testing
         var journal: ProofOfPlayJournal? = try ProofOfPlayJournal(url: url, box: "box7")
         let first = try journal!.append(Self.draft("a", start: 1_800_000_000))
         let second = try journal!.append(Self.draft("b", start: 1_800_000_010))
-        #expect(first.sequence == 1 && second.sequence == 2 && second.previous == first.hash && first.previous == "" && second.id == "box7-\(journal!.epoch)-2")
+        #expect(
+            first.sequence == 1 && second.sequence == 2 && second.previous == first.hash && first.previous == ""
+                && second.id == "box7-\(journal!.epoch)-2")
         journal = nil
         // A power cut while the third was written: half a line, no newline.
         let handle = try FileHandle(forWritingTo: url)
@@ -41,10 +45,13 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         let url = dir.appendingPathComponent("plays.jsonl")
         let journal = try ProofOfPlayJournal(url: url, box: "b")
-        for (i, item) in ["a", "b", "c", "d"].enumerated() { try journal.append(Self.draft(item, start: 1_800_000_000 + Double(i) * 10)) }
+        for (i, item) in ["a", "b", "c", "d"].enumerated() {
+            try journal.append(Self.draft(item, start: 1_800_000_000 + Double(i) * 10))
+        }
         var lines = try String(contentsOf: url, encoding: .utf8).split(separator: "\n").map(String.init)
         switch how {
-        case "field": lines[1] = lines[1].replacingOccurrences(of: "\"framesPresented\":300", with: "\"framesPresented\":301")
+        case "field":
+            lines[1] = lines[1].replacingOccurrences(of: "\"framesPresented\":300", with: "\"framesPresented\":301")
         case "removed": lines.remove(at: 2)
         default: lines.swapAt(1, 2)
         }
@@ -73,9 +80,13 @@ import Testing
         let url = dir.appendingPathComponent("plays.jsonl")
         let key = SymmetricKey(data: Data("the box's key".utf8))
         let journal = try ProofOfPlayJournal(url: url, box: "b", key: key)
-        for (i, item) in ["a", "b", "c"].enumerated() { try journal.append(Self.draft(item, start: 1_800_000_000 + Double(i) * 10)) }
+        for (i, item) in ["a", "b", "c"].enumerated() {
+            try journal.append(Self.draft(item, start: 1_800_000_000 + Double(i) * 10))
+        }
         #expect(ProofOfPlayJournal.verify(url, key: key) == ProofOfPlayJournal.Verification(records: 3, broken: nil))
-        #expect(ProofOfPlayJournal.verify(url, key: SymmetricKey(data: Data("a guess".utf8))).broken?.line == 1, "another key verifies nothing")
+        #expect(
+            ProofOfPlayJournal.verify(url, key: SymmetricKey(data: Data("a guess".utf8))).broken?.line == 1,
+            "another key verifies nothing")
         // The forger appends a play that never happened, chained to the last record.
         let last = journal.records(after: 2)[0]
         var forged = Self.draft("ad-never-shown", start: 1_800_000_030)

@@ -73,7 +73,10 @@ import Testing
         var times: [Double] = []
         var now = 0.0
         for _ in 0..<3 {
-            guard let due = watch.reloadDue else { Issue.record("no reload due while stalled"); return }
+            guard let due = watch.reloadDue else {
+                Issue.record("no reload due while stalled")
+                return
+            }
             now = due
             step = watch.step(now: now, presented: nil, onBackup: false, mainRetryInterval: 30)
             if step.reload != nil { times.append(now) }
@@ -88,7 +91,9 @@ import Testing
         var presented = 0
         while t < 35 {
             presented += 3
-            if watch.step(now: t, presented: presented, onBackup: true, mainRetryInterval: 10).probeMain { probes.append(t) }
+            if watch.step(now: t, presented: presented, onBackup: true, mainRetryInterval: 10).probeMain {
+                probes.append(t)
+            }
             t += 0.25
         }
         #expect(probes == [10, 20, 30])
@@ -101,10 +106,14 @@ import Testing
         #expect(watch.step(now: 2.1, presented: 10, onBackup: false, mainRetryInterval: 60).reload == 2)
         // The reload waited 5 s on a hung server before the backup answered.
         watch.reloaded(now: 7.1)
-        #expect(watch.step(now: 7.2, presented: 10, onBackup: false, mainRetryInterval: 60).reload == nil, "reloaded again at once")
+        #expect(
+            watch.step(now: 7.2, presented: 10, onBackup: false, mainRetryInterval: 60).reload == nil,
+            "reloaded again at once")
         #expect(watch.step(now: 7.8, presented: 10, onBackup: false, mainRetryInterval: 60).reload == nil)
         // Stalled again from 7.8 s (0.5 s without a picture from the new session), reloaded 2 s later.
         #expect(watch.step(now: 9.7, presented: 10, onBackup: false, mainRetryInterval: 60).reload == nil)
-        #expect(watch.step(now: 9.9, presented: 10, onBackup: false, mainRetryInterval: 60).reload == 2, "the stall went on for the delay")
+        #expect(
+            watch.step(now: 9.9, presented: 10, onBackup: false, mainRetryInterval: 60).reload == 2,
+            "the stall went on for the delay")
     }
 }

@@ -7,7 +7,9 @@ import Testing
 /// of every hour.
 @Suite struct ScheduleTests {
     static func playlist(_ seconds: [Double], repeat mode: String = "all") -> String {
-        let items = seconds.enumerated().map { #"{"url": "file:///m/\#($0.offset).png", "id": "i\#($0.offset)", "duration": \#($0.element)}"# }
+        let items = seconds.enumerated().map {
+            #"{"url": "file:///m/\#($0.offset).png", "id": "i\#($0.offset)", "duration": \#($0.element)}"#
+        }
         return #"{"items": [\#(items.joined(separator: ", "))], "repeat": "\#(mode)"}"#
     }
 
@@ -26,40 +28,62 @@ import Testing
     /// The stretches `source` is in force between two times, as (start, end) ISO strings (UTC).
     static func spans(_ s: Schedule, _ source: ScheduleEntry.Source, from: String, to: String) -> [String] {
         let f = ISO8601DateFormatter()
-        return s.timeline(from: at(from), to: at(to)).filter { $0.source == source }.map { "\(f.string(from: $0.start))–\(f.string(from: $0.end))" }
+        return s.timeline(from: at(from), to: at(to)).filter { $0.source == source }.map {
+            "\(f.string(from: $0.start))–\(f.string(from: $0.end))"
+        }
     }
 
     @Test func anOvernightSlotBelongsToTheDayItStarts() throws {
-        let s = try Self.schedule(#""slots": [{"id": "night", "playlist": "night", "days": ["fri"], "from": "22:00", "to": "06:00"}]"#)
+        let s = try Self.schedule(
+            #""slots": [{"id": "night", "playlist": "night", "days": ["fri"], "from": "22:00", "to": "06:00"}]"#)
         // Friday 2026-11-27 22:00 CET (21:00Z) to Saturday 06:00 CET (05:00Z); not Saturday night.
-        #expect(Self.spans(s, .slot("night"), from: "2026-11-26T00:00:00Z", to: "2026-11-30T00:00:00Z") == ["2026-11-27T21:00:00Z–2026-11-28T05:00:00Z"])
+        #expect(
+            Self.spans(s, .slot("night"), from: "2026-11-26T00:00:00Z", to: "2026-11-30T00:00:00Z") == [
+                "2026-11-27T21:00:00Z–2026-11-28T05:00:00Z"
+            ])
         #expect(s.entry(at: Self.at("2026-11-28T04:59:59Z")).source == .slot("night"))
         #expect(s.entry(at: Self.at("2026-11-28T05:00:00Z")).source == .defaultPlaylist)
-        #expect(s.entry(at: Self.at("2026-11-28T22:00:00Z")).source == .defaultPlaylist, "Saturday night is not Friday's")
+        #expect(
+            s.entry(at: Self.at("2026-11-28T22:00:00Z")).source == .defaultPlaylist, "Saturday night is not Friday's")
         let e = s.entry(at: Self.at("2026-11-28T01:00:00Z"))
-        #expect(e.start == Self.at("2026-11-27T21:00:00Z") && e.end == Self.at("2026-11-28T05:00:00Z") && e.playlist == "night")
+        #expect(
+            e.start == Self.at("2026-11-27T21:00:00Z") && e.end == Self.at("2026-11-28T05:00:00Z")
+                && e.playlist == "night")
     }
 
     @Test func slotsAcrossDaylightSavingChanges() throws {
-        let s = try Self.schedule("""
+        let s = try Self.schedule(
+            """
             "slots": [{"id": "early", "playlist": "night", "from": "01:30", "to": "03:30"},
                       {"id": "work", "playlist": "lunch", "from": "09:00", "to": "17:00", "startDate": "2026-03-28", "endDate": "2026-03-29"}]
             """)
         let overnight = try Self.schedule(
-            #""slots": [{"id": "over", "playlist": "ads", "days": ["sat"], "from": "22:00", "to": "06:00", "startDate": "2026-10-24", "endDate": "2026-10-24"}]"#)
+            #""slots": [{"id": "over", "playlist": "ads", "days": ["sat"], "from": "22:00", "to": "06:00", "startDate": "2026-10-24", "endDate": "2026-10-24"}]"#
+        )
         // Spring forward (2026-03-29 02:00 CET → 03:00 CEST): 01:30 CET to 03:30 CEST is one hour.
-        #expect(Self.spans(s, .slot("early"), from: "2026-03-28T12:00:00Z", to: "2026-03-29T12:00:00Z") == ["2026-03-29T00:30:00Z–2026-03-29T01:30:00Z"])
+        #expect(
+            Self.spans(s, .slot("early"), from: "2026-03-28T12:00:00Z", to: "2026-03-29T12:00:00Z") == [
+                "2026-03-29T00:30:00Z–2026-03-29T01:30:00Z"
+            ])
         // 09:00–17:00 local: 08:00Z the day before the change, 07:00Z on it; eight hours each.
-        #expect(Self.spans(s, .slot("work"), from: "2026-03-28T00:00:00Z", to: "2026-03-30T00:00:00Z")
-            == ["2026-03-28T08:00:00Z–2026-03-28T16:00:00Z", "2026-03-29T07:00:00Z–2026-03-29T15:00:00Z"])
+        #expect(
+            Self.spans(s, .slot("work"), from: "2026-03-28T00:00:00Z", to: "2026-03-30T00:00:00Z")
+                == ["2026-03-28T08:00:00Z–2026-03-28T16:00:00Z", "2026-03-29T07:00:00Z–2026-03-29T15:00:00Z"])
         // Fall back (2026-10-25 03:00 CEST → 02:00 CET): 01:30 CEST to 03:30 CET is three hours.
-        #expect(Self.spans(s, .slot("early"), from: "2026-10-24T12:00:00Z", to: "2026-10-25T12:00:00Z") == ["2026-10-24T23:30:00Z–2026-10-25T02:30:00Z"])
+        #expect(
+            Self.spans(s, .slot("early"), from: "2026-10-24T12:00:00Z", to: "2026-10-25T12:00:00Z") == [
+                "2026-10-24T23:30:00Z–2026-10-25T02:30:00Z"
+            ])
         // Overnight across the change: Saturday 22:00 CEST to Sunday 06:00 CET is nine hours.
-        #expect(Self.spans(overnight, .slot("over"), from: "2026-10-24T00:00:00Z", to: "2026-10-26T00:00:00Z") == ["2026-10-24T20:00:00Z–2026-10-25T05:00:00Z"])
+        #expect(
+            Self.spans(overnight, .slot("over"), from: "2026-10-24T00:00:00Z", to: "2026-10-26T00:00:00Z") == [
+                "2026-10-24T20:00:00Z–2026-10-25T05:00:00Z"
+            ])
     }
 
     @Test func theHighestPriorityAndTheLatestEventWin() throws {
-        let s = try Self.schedule("""
+        let s = try Self.schedule(
+            """
             "slots": [{"id": "day", "playlist": "night", "from": "08:00", "to": "20:00"},
                       {"id": "lunch", "playlist": "lunch", "from": "12:00", "to": "13:00", "priority": 5},
                       {"id": "low", "playlist": "ads", "from": "12:30", "to": "14:00", "priority": 5}],
@@ -67,36 +91,49 @@ import Testing
                        {"id": "flash", "playlist": "promo", "start": "2026-12-01T12:15:00+01:00", "duration": 60}]
             """, zone: "Europe/Amsterdam")
         let f = ISO8601DateFormatter()
-        let line = s.timeline(from: Self.at("2026-12-01T10:00:00Z"), to: Self.at("2026-12-01T14:00:00Z")).map { "\(f.string(from: $0.start)) \($0.source)" }
-        #expect(line == [
-            "2026-12-01T10:00:00Z slot day",
-            "2026-12-01T11:00:00Z slot lunch",
-            "2026-12-01T11:10:00Z event launch",
-            "2026-12-01T11:15:00Z event flash",  // started later: in force over the first
-            "2026-12-01T11:16:00Z event launch",
-            "2026-12-01T11:20:00Z slot lunch",  // equal priority from 11:30Z: the first listed stays
-            "2026-12-01T12:00:00Z slot low",
-            "2026-12-01T13:00:00Z slot day",
-        ], "\(line)")
+        let line = s.timeline(from: Self.at("2026-12-01T10:00:00Z"), to: Self.at("2026-12-01T14:00:00Z")).map {
+            "\(f.string(from: $0.start)) \($0.source)"
+        }
+        #expect(
+            line == [
+                "2026-12-01T10:00:00Z slot day",
+                "2026-12-01T11:00:00Z slot lunch",
+                "2026-12-01T11:10:00Z event launch",
+                "2026-12-01T11:15:00Z event flash",  // started later: in force over the first
+                "2026-12-01T11:16:00Z event launch",
+                "2026-12-01T11:20:00Z slot lunch",  // equal priority from 11:30Z: the first listed stays
+                "2026-12-01T12:00:00Z slot low",
+                "2026-12-01T13:00:00Z slot day",
+            ], "\(line)")
     }
 
     /// Two interrupts of 360 s and 36 s an hour (Xibo's complaint: weights 2000 and 200 both
     /// ran ~60 plays an hour): exactly their seconds and their plays in every hour, spread.
     @Test func shareOfVoiceIsExactOverEveryHour() throws {
-        let s = try Self.schedule("""
+        let s = try Self.schedule(
+            """
             "interrupts": [{"id": "ads", "playlist": "ads", "secondsPerHour": 360},
                            {"id": "promo", "playlist": "promo", "secondsPerHour": 36, "from": "08:00", "to": "20:00"}]
             """)
         let day = s.timeline(from: Self.at("2026-12-01T00:00:00Z"), to: Self.at("2026-12-02T00:00:00Z"))
         for hour in 0..<24 {
-            let (a, b) = (Self.at("2026-12-01T00:00:00Z").addingTimeInterval(Double(hour) * 3600), Self.at("2026-12-01T00:00:00Z").addingTimeInterval(Double(hour + 1) * 3600))
+            let (a, b) = (
+                Self.at("2026-12-01T00:00:00Z").addingTimeInterval(Double(hour) * 3600),
+                Self.at("2026-12-01T00:00:00Z").addingTimeInterval(Double(hour + 1) * 3600)
+            )
             let inHour = day.filter { $0.start >= a && $0.end <= b }
-            func seconds(_ id: String) -> Double { inHour.filter { $0.source == .interrupt(id) }.map { $0.end.timeIntervalSince($0.start) }.reduce(0, +) }
+            func seconds(_ id: String) -> Double {
+                inHour.filter { $0.source == .interrupt(id) }.map { $0.end.timeIntervalSince($0.start) }.reduce(0, +)
+            }
             func plays(_ id: String) -> Int { inHour.filter { $0.source == .interrupt(id) }.count }
-            #expect(abs(seconds("ads") - 360) < 1e-6 && plays("ads") == 12, "hour \(hour): ads \(seconds("ads")) s in \(plays("ads"))")
+            #expect(
+                abs(seconds("ads") - 360) < 1e-6 && plays("ads") == 12,
+                "hour \(hour): ads \(seconds("ads")) s in \(plays("ads"))")
             // 08:00–20:00 Amsterdam (CET) is 07:00–19:00Z.
             let promo = (7..<19).contains(hour)
-            #expect(abs(seconds("promo") - (promo ? 36 : 0)) < 1e-6 && plays("promo") == (promo ? 1 : 0), "hour \(hour): promo \(seconds("promo")) s")
+            #expect(
+                abs(seconds("promo") - (promo ? 36 : 0)) < 1e-6 && plays("promo") == (promo ? 1 : 0),
+                "hour \(hour): promo \(seconds("promo")) s")
         }
         // Spread: the ads' chunks are 30 s each (one pass of their playlist), never two in a
         // row: the rest of the hour in equal stretches between the chunks (246–270 s; a
@@ -115,7 +152,9 @@ import Testing
             while hour[k].end <= t { k += 1 }
             counted[hour[k].source, default: 0] += 0.1
         }
-        #expect(abs(counted[.interrupt("ads")]! - 360) < 3.6 && abs(counted[.interrupt("promo")]! - 36) < 0.36, "\(counted)")
+        #expect(
+            abs(counted[.interrupt("ads")]! - 360) < 3.6 && abs(counted[.interrupt("promo")]! - 36) < 0.36, "\(counted)"
+        )
     }
 
     /// An interrupt over a playlist of 1-ms items: its hour in at most ``Schedule/maxChunks``
@@ -129,12 +168,14 @@ import Testing
         let s = try Schedule(json: Data(json.utf8))
         #expect(s.hourChunks.count == Schedule.maxChunks)
         let hour = s.timeline(from: Self.at("2026-12-01T09:00:00Z"), to: Self.at("2026-12-01T10:00:00Z"))
-        let share = hour.filter { $0.source == .interrupt("tiny") }.map { $0.end.timeIntervalSince($0.start) }.reduce(0, +)
+        let share = hour.filter { $0.source == .interrupt("tiny") }.map { $0.end.timeIntervalSince($0.start) }.reduce(
+            0, +)
         #expect(abs(share - 360) < 1e-6, "\(share) s")
     }
 
     @Test func aScheduleIsTheSameFunctionOfTimeOnEveryBox() throws {
-        let body = #""slots": [{"id": "lunch", "playlist": "lunch", "from": "12:00", "to": "13:00"}], "interrupts": [{"id": "ads", "playlist": "ads", "secondsPerHour": 120}]"#
+        let body =
+            #""slots": [{"id": "lunch", "playlist": "lunch", "from": "12:00", "to": "13:00"}], "interrupts": [{"id": "ads", "playlist": "ads", "secondsPerHour": 120}]"#
         let (a, b) = (try Self.schedule(body), try Self.schedule(body))
         for t in stride(from: 0.0, to: 86_400, by: 397.3) {
             let time = Self.at("2026-12-01T00:00:00Z").addingTimeInterval(t)
@@ -148,8 +189,14 @@ import Testing
         (#""slots": [{"playlist": "nope"}]"#, "slots[0].playlist: \"nope\" is not in playlists"),
         (#""slots": [{"playlist": "lunch", "from": "25:00"}]"#, "slots[0].from"),
         (#""slots": [{"playlist": "lunch", "days": ["someday"]}]"#, "slots[0].days"),
-        (#""slots": [{"playlist": "lunch", "startDate": "2026-12-05", "endDate": "2026-12-01"}]"#, "endDate is before startDate"),
-        (#""interrupts": [{"playlist": "ads", "secondsPerHour": 3000}, {"playlist": "promo", "secondsPerHour": 1000}]"#, "more than an hour"),
+        (
+            #""slots": [{"playlist": "lunch", "startDate": "2026-12-05", "endDate": "2026-12-01"}]"#,
+            "endDate is before startDate"
+        ),
+        (
+            #""interrupts": [{"playlist": "ads", "secondsPerHour": 3000}, {"playlist": "promo", "secondsPerHour": 1000}]"#,
+            "more than an hour"
+        ),
         (#""events": [{"playlist": "launch", "start": "tomorrow", "duration": 5}]"#, "events[0].start"),
         (#""slots": [{"playlist": "lunch", "priority": "high"}]"#, "slots[0].priority: a number"),
         (#""slots": [{"id": "x", "playlist": "lunch"}, {"id": "x", "playlist": "night"}]"#, "used twice"),
@@ -179,16 +226,21 @@ import Testing
              "events": [{"id": "hi", "playlist": "once", "start": "2026-12-01T12:05:00Z", "duration": 30}]}
             """
         let s = try Schedule(json: Data(json.utf8), relativeTo: URL(fileURLWithPath: "/signage/schedule.json"))
-        let plays = s.plays(from: ScheduleTests.at("2026-12-01T11:59:00Z"), to: ScheduleTests.at("2026-12-01T12:06:00Z"))
+        let plays = s.plays(
+            from: ScheduleTests.at("2026-12-01T11:59:00Z"), to: ScheduleTests.at("2026-12-01T12:06:00Z"))
         let f = ISO8601DateFormatter()
-        let text = plays.map { "\(f.string(from: $0.start)) \($0.item?.id ?? "-") \(Int($0.end.timeIntervalSince($0.start)))" }
-        #expect(text == [
-            "2026-12-01T11:59:00Z live 60",
-            "2026-12-01T12:00:00Z menu 20", "2026-12-01T12:00:20Z dish 40", "2026-12-01T12:01:00Z menu 20", "2026-12-01T12:01:20Z dish 10",
-            "2026-12-01T12:01:30Z live 210",
-            "2026-12-01T12:05:00Z hello 10", "2026-12-01T12:05:10Z - 20",
-            "2026-12-01T12:05:30Z live 30",
-        ], "\(text)")
+        let text = plays.map {
+            "\(f.string(from: $0.start)) \($0.item?.id ?? "-") \(Int($0.end.timeIntervalSince($0.start)))"
+        }
+        #expect(
+            text == [
+                "2026-12-01T11:59:00Z live 60",
+                "2026-12-01T12:00:00Z menu 20", "2026-12-01T12:00:20Z dish 40", "2026-12-01T12:01:00Z menu 20",
+                "2026-12-01T12:01:20Z dish 10",
+                "2026-12-01T12:01:30Z live 210",
+                "2026-12-01T12:05:00Z hello 10", "2026-12-01T12:05:10Z - 20",
+                "2026-12-01T12:05:30Z live 30",
+            ], "\(text)")
         #expect(plays[1].item?.url.path == "/signage/menu.png", "relative to the schedule")
     }
 }

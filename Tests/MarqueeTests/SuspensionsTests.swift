@@ -16,7 +16,9 @@ import Testing
         }
         #expect(s.beat(at: t + 0.3, every: 0.1) == nil, "0.3 s late: scheduling, not a freeze")
         let window = s.beat(at: t + 4.4, every: 0.1)
-        #expect(window.map { abs($0.from - (t + 0.4)) < 1e-9 && abs($0.to - (t + 4.4)) < 1e-9 } == true, "\(String(describing: window))")
+        #expect(
+            window.map { abs($0.from - (t + 0.4)) < 1e-9 && abs($0.to - (t + 4.4)) < 1e-9 } == true,
+            "\(String(describing: window))")
         #expect(abs(s.frozen(from: 0, to: 200, now: t + 4.5) - 4) < 1e-9)
         #expect(abs(s.frozen(from: t + 2.4, to: t + 10, now: t + 4.5) - 2) < 1e-9)
         #expect(s.frozen(from: t + 4.4, to: t + 10, now: t + 4.5) == 0)

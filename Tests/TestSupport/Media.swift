@@ -25,18 +25,26 @@ public enum FramesFile {
         }
         return lines.dropFirst().compactMap { line in
             let f = line.split(separator: "\t", omittingEmptySubsequences: false)
-            guard f.count == 7, let wall = Double(f[0]), let pts = Double(f[1]), let w = Int(f[3]), let h = Int(f[4]) else { return nil }
-            let frame = PresentedFrame(wallTime: wall, pts: pts, md5: String(f[2]), width: w, height: h, item: String(f[5]), still: f[6] == "1")
+            guard f.count == 7, let wall = Double(f[0]), let pts = Double(f[1]), let w = Int(f[3]), let h = Int(f[4])
+            else { return nil }
+            let frame = PresentedFrame(
+                wallTime: wall, pts: pts, md5: String(f[2]), width: w, height: h, item: String(f[5]), still: f[6] == "1"
+            )
             return includingStill || !frame.still ? frame : nil
         }
     }
 
     /// A playlist's pictures grouped into runs of one item (its id), in the order shown, each
     /// with its first and last picture.
-    public static func runs(_ frames: [PresentedFrame]) -> [(item: String, first: PresentedFrame, last: PresentedFrame)] {
+    public static func runs(_ frames: [PresentedFrame]) -> [(item: String, first: PresentedFrame, last: PresentedFrame)]
+    {
         var runs: [(item: String, first: PresentedFrame, last: PresentedFrame)] = []
         for frame in frames {
-            if runs.last?.item == frame.item { runs[runs.count - 1].last = frame } else { runs.append((frame.item, frame, frame)) }
+            if runs.last?.item == frame.item {
+                runs[runs.count - 1].last = frame
+            } else {
+                runs.append((frame.item, frame, frame))
+            }
         }
         return runs
     }
@@ -45,11 +53,18 @@ public enum FramesFile {
 /// An independent decode with the ffmpeg CLI: every picture's pts_time and md5, as
 /// `ffmpeg -f framemd5` prints them, with the input's own timestamps kept.
 public enum ReferenceDecode {
-    public struct Frame: Sendable { public var pts: Double; public var md5: String }
+    public struct Frame: Sendable {
+        public var pts: Double
+        public var md5: String
+    }
 
     public static func frames(of file: URL) throws -> [Frame] {
-        let out = try Tools.run("ffmpeg", ["-v", "error", "-copyts", "-i", file.path, "-map", "0:v:0", "-fps_mode", "passthrough",
-                                           "-f", "framemd5", "-"])
+        let out = try Tools.run(
+            "ffmpeg",
+            [
+                "-v", "error", "-copyts", "-i", file.path, "-map", "0:v:0", "-fps_mode", "passthrough",
+                "-f", "framemd5", "-",
+            ])
         var timebase = 1.0
         var frames: [Frame] = []
         for line in out.split(separator: "\n") {
@@ -78,8 +93,12 @@ public struct PCM: Sendable {
 
     public static func wav(_ url: URL) throws -> PCM {
         let data = try Data(contentsOf: url)
-        guard data.count >= 44, data.prefix(4) == Data("RIFF".utf8) else { throw ToolFailure(message: "\(url.path) is not a WAV file") }
-        var offset = 12, rate = 0, channels = 0
+        guard data.count >= 44, data.prefix(4) == Data("RIFF".utf8) else {
+            throw ToolFailure(message: "\(url.path) is not a WAV file")
+        }
+        var offset = 12
+        var rate = 0
+        var channels = 0
         while offset + 8 <= data.count {
             let id = String(decoding: data[offset..<offset + 4], as: UTF8.self)
             let size = Int(data.le32(offset + 4))
@@ -135,7 +154,8 @@ public enum ToneAnalysis {
     /// Goertzel power of `frequency` in `signal`, normalised to the squared amplitude.
     public static func power(_ signal: ArraySlice<Double>, frequency: Double, sampleRate: Int) -> Double {
         let k = 2 * cos(2 * Double.pi * frequency / Double(sampleRate))
-        var s1 = 0.0, s2 = 0.0
+        var s1 = 0.0
+        var s2 = 0.0
         for x in signal {
             let s0 = x + k * s1 - s2
             s2 = s1

@@ -16,7 +16,8 @@ public enum Tools {
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         p.arguments = [tool] + args
         if let cwd { p.currentDirectoryURL = cwd }
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         p.standardOutput = out
         p.standardError = err
         try p.run()
@@ -28,7 +29,8 @@ public enum Tools {
         p.waitUntilExit()
         let errors = errBox.wait()
         guard p.terminationStatus == 0 else {
-            throw ToolFailure(message: "\(tool) \(args.joined(separator: " ")) failed: \(String(decoding: errors, as: UTF8.self))")
+            throw ToolFailure(
+                message: "\(tool) \(args.joined(separator: " ")) failed: \(String(decoding: errors, as: UTF8.self))")
         }
         return String(decoding: data, as: UTF8.self)
     }
@@ -66,7 +68,8 @@ public enum Tools {
     }
 
     public static func tempDirectory(_ prefix: String) throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))")
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "\(prefix)-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
     }

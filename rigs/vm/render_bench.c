@@ -64,7 +64,10 @@ static AVFrame *make_frame(int w, int h, int n)
 
 static int fit_of(const char *s)
 {
-    return !strcmp(s, "cover") ? MQ_FIT_COVER : !strcmp(s, "fill") ? MQ_FIT_FILL : !strcmp(s, "scaledown") ? MQ_FIT_SCALEDOWN : MQ_FIT_CONTAIN;
+    return !strcmp(s, "cover")       ? MQ_FIT_COVER
+           : !strcmp(s, "fill")      ? MQ_FIT_FILL
+           : !strcmp(s, "scaledown") ? MQ_FIT_SCALEDOWN
+                                     : MQ_FIT_CONTAIN;
 }
 
 static int slate(const char *message)
@@ -90,7 +93,8 @@ static int plane(int sw, int sh, const char *fit_name, int frames, const char *m
     if (mq_drm_open(&d, NULL, NULL, mode) < 0)
         return 1;
     int b = mq_drm_back(&d);
-    mq_canvas_fill(&(mq_canvas){d.fb[b].map, (int)d.fb[b].pitch, d.width, d.height}, (mq_rect){0, 0, d.width, d.height}, 0);
+    mq_canvas_fill(&(mq_canvas){d.fb[b].map, (int)d.fb[b].pitch, d.width, d.height}, (mq_rect){0, 0, d.width, d.height},
+                   0);
     if (mq_drm_show(&d, b) < 0)
         return 1;
     AVFrame *src[4];
@@ -158,8 +162,9 @@ static AVFrame *prime_frame(int vfd, const AVFrame *src)
     if (drmIoctl(vfd, DRM_IOCTL_MODE_CREATE_DUMB, &cd) < 0)
         return NULL;
     struct drm_mode_map_dumb md = {.handle = cd.handle};
-    uint8_t *map = drmIoctl(vfd, DRM_IOCTL_MODE_MAP_DUMB, &md) < 0 ? MAP_FAILED
-                   : mmap(NULL, cd.size, PROT_READ | PROT_WRITE, MAP_SHARED, vfd, (off_t)md.offset);
+    uint8_t *map = drmIoctl(vfd, DRM_IOCTL_MODE_MAP_DUMB, &md) < 0
+                       ? MAP_FAILED
+                       : mmap(NULL, cd.size, PROT_READ | PROT_WRITE, MAP_SHARED, vfd, (off_t)md.offset);
     if (map == MAP_FAILED)
         return NULL;
     int p = (int)cd.pitch, offsets[3] = {0, p * h, p * h + p / 2 * (h / 2)}, pitches[3] = {p, p / 2, p / 2};
@@ -179,7 +184,8 @@ static AVFrame *prime_frame(int vfd, const AVFrame *src)
     desc->layers[0].format = DRM_FORMAT_YUV420;
     desc->layers[0].nb_planes = 3;
     for (int i = 0; i < 3; i++)
-        desc->layers[0].planes[i] = (AVDRMPlaneDescriptor){.object_index = 0, .offset = offsets[i], .pitch = pitches[i]};
+        desc->layers[0].planes[i] =
+            (AVDRMPlaneDescriptor){.object_index = 0, .offset = offsets[i], .pitch = pitches[i]};
     f->format = AV_PIX_FMT_DRM_PRIME;
     f->width = w, f->height = h;
     f->buf[0] = av_buffer_create((uint8_t *)desc, sizeof *desc, free_desc, NULL, 0);
@@ -196,7 +202,8 @@ static int prime(int sw, int sh)
         return 3;
     }
     int b = mq_drm_back(&d);
-    mq_canvas_fill(&(mq_canvas){d.fb[b].map, (int)d.fb[b].pitch, d.width, d.height}, (mq_rect){0, 0, d.width, d.height}, 0);
+    mq_canvas_fill(&(mq_canvas){d.fb[b].map, (int)d.fb[b].pitch, d.width, d.height}, (mq_rect){0, 0, d.width, d.height},
+                   0);
     mq_drm_show(&d, b);
     AVFrame *src = make_frame(sw, sh, 0), *pf = prime_frame(vfd, src);
     mq_rect crop, dst;
@@ -265,8 +272,8 @@ int main(int argc, char **argv)
     if (drm)
         mq_drm_wait_flip(&d, 0.1);
     double cpu = cpu_now() - c0, wall = wall_now() - w0;
-    printf("BENCH %s %dx%d -> %dx%d %s: %.2f ms CPU/frame, %.2f ms wall/frame (%d frames)\n", drm ? "drm" : "mem",
-           sw, sh, dw, dh, argv[drm ? 3 : 4], cpu * 1e3 / frames, wall * 1e3 / frames, frames);
+    printf("BENCH %s %dx%d -> %dx%d %s: %.2f ms CPU/frame, %.2f ms wall/frame (%d frames)\n", drm ? "drm" : "mem", sw,
+           sh, dw, dh, argv[drm ? 3 : 4], cpu * 1e3 / frames, wall * 1e3 / frames, frames);
     mq_scaler_uninit(&s);
     if (drm)
         mq_drm_close(&d);

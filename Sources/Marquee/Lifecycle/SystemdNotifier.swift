@@ -1,6 +1,7 @@
 public import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The systemd notification protocol (`sd_notify`): datagrams such as `READY=1`,

@@ -12,7 +12,9 @@ struct MediaCache: Sendable {
 
     static func defaultDirectory() -> URL {
         let env = ProcessInfo.processInfo.environment
-        if let xdg = env["XDG_CACHE_HOME"], !xdg.isEmpty { return URL(fileURLWithPath: xdg).appendingPathComponent("marquee") }
+        if let xdg = env["XDG_CACHE_HOME"], !xdg.isEmpty {
+            return URL(fileURLWithPath: xdg).appendingPathComponent("marquee")
+        }
         return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache/marquee")
     }
 
@@ -20,7 +22,9 @@ struct MediaCache: Sendable {
     /// when there is none. Throws a ``PlayerError`` (`.network` or `.media`) when it cannot.
     func path(for url: URL) async throws(PlayerError) -> String {
         if url.isFileURL || url.scheme == nil {
-            guard FileManager.default.isReadableFile(atPath: url.path) else { throw PlayerError(.media, "\(url.path) cannot be read") }
+            guard FileManager.default.isReadableFile(atPath: url.path) else {
+                throw PlayerError(.media, "\(url.path) cannot be read")
+            }
             return url.path
         }
         let file = directory.appendingPathComponent(Self.name(for: url))

@@ -42,7 +42,8 @@ final class MixDirector: Sendable {
     /// for it, so a clip is installed before its gain rises.
     private enum CoreCommand {
         case cancelTimedGains
-        case playClip(CoreHandle.MixInput, path: String, offset: Double, loop: Bool, crossfade: Double, at: Double?, what: String)
+        case playClip(
+            CoreHandle.MixInput, path: String, offset: Double, loop: Bool, crossfade: Double, at: Double?, what: String)
         case setGain(CoreHandle.MixInput, Double, ramp: Double, shape: CoreHandle.Ramp, at: Double?)
         case stopClip(CoreHandle.MixInput)
     }
@@ -157,32 +158,44 @@ final class MixDirector: Sendable {
         s.commanded.removeAll { $0.time > position }
         let current = s.commanded.last!.state
         let target = s.timeline.state(at: position)
-        if current != target || jumped { command(&s, from: current, to: target, at: nil, now: position, jumped: jumped) }
+        if current != target || jumped {
+            command(&s, from: current, to: target, at: nil, now: position, jumped: jumped)
+        }
         s.scheduledUntil = position
     }
 
     /// Sends the ramps and clip starts that move the mix from `a` to `b` at presentation time `at`
     /// (nil: now, the presented position being `now`).
-    private func command(_ s: inout Inner, from a: MixState, to b: MixState, at: Double?, now: Double? = nil, jumped: Bool) {
+    private func command(
+        _ s: inout Inner, from a: MixState, to b: MixState, at: Double?, now: Double? = nil, jumped: Bool
+    ) {
         let t = at ?? now ?? 0
         let hasMusic = s.musicPath != nil
         let (ga, gb) = (a.gains(hasMusic: hasMusic), b.gains(hasMusic: hasMusic))
         let adChange = a.adBreak != b.adBreak
         let ramp = adChange ? options.adFade : options.muteCrossfade
-        let shape: CoreHandle.Ramp = (adChange ? options.adFadeShape : options.muteCrossfadeShape) == .linear ? .linear : .equalPower
+        let shape: CoreHandle.Ramp =
+            (adChange ? options.adFadeShape : options.muteCrossfadeShape) == .linear ? .linear : .equalPower
         // Clips first, so a clip is installed before its gain rises. An input counts as loaded
         // once its clip is commanded (one that fails to open leaves the input as it was; a later
         // stop of it changes nothing heard).
         if let ad = b.adBreak, ad != a.adBreak || jumped, let path = creativePath(&s, for: ad) {
-            s.outbox.append(.playClip(.ad, path: path, offset: max(0, t - ad.start), loop: false, crossfade: 0, at: at, what: "ad creative"))
+            s.outbox.append(
+                .playClip(
+                    .ad, path: path, offset: max(0, t - ad.start), loop: false, crossfade: 0, at: at,
+                    what: "ad creative"))
             s.clipsLoaded.insert(.ad)
         }
         if b.streamerMuted, let start = b.muteStart, let path = s.musicPath, a.muteStart != start || jumped {
             s.outbox.append(
-                .playClip(.music, path: path, offset: max(0, t - start), loop: true, crossfade: options.loopCrossfade, at: at, what: "mute music"))
+                .playClip(
+                    .music, path: path, offset: max(0, t - start), loop: true, crossfade: options.loopCrossfade, at: at,
+                    what: "mute music"))
             s.clipsLoaded.insert(.music)
         }
-        for (input, from, to) in [(CoreHandle.MixInput.stream, ga.stream, gb.stream), (.music, ga.music, gb.music), (.ad, ga.ad, gb.ad)]
+        for (input, from, to) in [
+            (CoreHandle.MixInput.stream, ga.stream, gb.stream), (.music, ga.music, gb.music), (.ad, ga.ad, gb.ad),
+        ]
         where from != to || at == nil {
             s.outbox.append(.setGain(input, to, ramp: ramp, shape: shape, at: at))
         }
@@ -196,11 +209,14 @@ final class MixDirector: Sendable {
     /// plays the configured ones.
     private func creativePath(_ s: inout Inner, for ad: AdBreak) -> String? {
         if let named = ad.creative, let path = s.creativePaths[named] { return path }
-        if let named = ad.creative, !Self.isRemote(named), s.refusedCreatives.insert("\(ad.id ?? "")@\(ad.start)").inserted {
+        if let named = ad.creative, !Self.isRemote(named),
+            s.refusedCreatives.insert("\(ad.id ?? "")@\(ad.start)").inserted
+        {
             let which = ad.id ?? "at \(ad.start) s"
             let error = PlayerError(
                 .invalidArgument,
-                "ad break \(which): the event names the creative \"\(named)\", a local file that is not a configured creative: not played")
+                "ad break \(which): the event names the creative \"\(named)\", a local file that is not a configured creative: not played"
+            )
             logger.warning("ad creative refused", metadata: ["creative": "\(named)", "break": "\(which)"])
             events.send(.error(error, fatal: false))
         }
@@ -220,7 +236,9 @@ final class MixDirector: Sendable {
     private func announce(_ s: inout Inner, at position: Double) {
         let now = s.timeline.state(at: position)
         let old = s.reported
-        guard now != old || s.musicHeard != (now.streamerMuted && now.adBreak == nil && s.musicPath != nil) else { return }
+        guard now != old || s.musicHeard != (now.streamerMuted && now.adBreak == nil && s.musicPath != nil) else {
+            return
+        }
         if let ad = old.adBreak, ad != now.adBreak { events.send(.adFinished(ad)) }
         if old.streamerMuted != now.streamerMuted { events.send(now.streamerMuted ? .streamerMuted : .streamerUnmuted) }
         let heard = now.streamerMuted && now.adBreak == nil && s.musicPath != nil
@@ -233,11 +251,15 @@ final class MixDirector: Sendable {
     /// Unloads clips once they are silent and no longer wanted; forgets old events.
     private func tidy(_ s: inout Inner, at position: Double) {
         let wanted = s.commanded.last!.state
-        if s.clipsLoaded.contains(.ad), wanted.adBreak == nil, s.timeline.state(at: position).adBreak == nil, core.gain(.ad) == 0 {
+        if s.clipsLoaded.contains(.ad), wanted.adBreak == nil, s.timeline.state(at: position).adBreak == nil,
+            core.gain(.ad) == 0
+        {
             s.outbox.append(.stopClip(.ad))
             s.clipsLoaded.remove(.ad)
         }
-        if s.clipsLoaded.contains(.music), !wanted.streamerMuted, !s.timeline.state(at: position).streamerMuted, core.gain(.music) == 0 {
+        if s.clipsLoaded.contains(.music), !wanted.streamerMuted, !s.timeline.state(at: position).streamerMuted,
+            core.gain(.music) == 0
+        {
             s.outbox.append(.stopClip(.music))
             s.clipsLoaded.remove(.music)
         }

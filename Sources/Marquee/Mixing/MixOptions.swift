@@ -48,14 +48,17 @@ public struct MixOptions: Sendable, Hashable {
     }
 
     func validated() throws(PlayerError) -> MixOptions {
-        for (name, v, max) in [("muteCrossfade", muteCrossfade, 60.0), ("adFade", adFade, 60), ("loopCrossfade", loopCrossfade, 5)]
+        for (name, v, max) in [
+            ("muteCrossfade", muteCrossfade, 60.0), ("adFade", adFade, 60), ("loopCrossfade", loopCrossfade, 5),
+        ]
         where !(v >= 0 && v <= max) {
             throw PlayerError(.invalidOptions, "mixing.\(name) \(v) s is outside 0…\(Int(max))")
         }
         guard defaultAdDuration > 0, defaultAdDuration <= 3600 else {
             throw PlayerError(.invalidOptions, "mixing.defaultAdDuration \(defaultAdDuration) s is outside 0…3600")
         }
-        for url in [muteMusic].compactMap({ $0 }) + adCreatives where !["file", "http", "https"].contains(url.scheme?.lowercased() ?? "") {
+        for url in [muteMusic].compactMap({ $0 }) + adCreatives
+        where !["file", "http", "https"].contains(url.scheme?.lowercased() ?? "") {
             throw PlayerError(.invalidOptions, "mixing: \(Redact.url(url)) is not a file or http(s) URL")
         }
         return self

@@ -67,7 +67,9 @@ struct MixTimeline: Sendable {
             return events.count != before
         default: break
         }
-        if events.contains(where: { $0.kind == event.kind && $0.id == event.id && abs($0.time - event.time) < 0.001 }) { return false }
+        if events.contains(where: { $0.kind == event.kind && $0.id == event.id && abs($0.time - event.time) < 0.001 }) {
+            return false
+        }
         let index = events.firstIndex { $0.time > event.time } ?? events.endIndex
         events.insert(event, at: index)
         return true
@@ -79,7 +81,11 @@ struct MixTimeline: Sendable {
         var muteEnd: Double?
         for e in events {
             if e.time > t { break }
-            if let end = muteEnd, end <= e.time { state.streamerMuted = false; state.muteStart = nil; muteEnd = nil }
+            if let end = muteEnd, end <= e.time {
+                state.streamerMuted = false
+                state.muteStart = nil
+                muteEnd = nil
+            }
             if let ad = state.adBreak, ad.end <= e.time { state.adBreak = nil }
             switch e.kind {
             case .streamerMuted:
@@ -91,7 +97,8 @@ struct MixTimeline: Sendable {
                 state.muteStart = nil
                 muteEnd = nil
             case .adBreakStart(let creative):
-                state.adBreak = AdBreak(id: e.id, start: e.time, end: e.time + (e.duration ?? defaultAdDuration), creative: creative)
+                state.adBreak = AdBreak(
+                    id: e.id, start: e.time, end: e.time + (e.duration ?? defaultAdDuration), creative: creative)
             case .adBreakEnd:
                 if var ad = state.adBreak {
                     ad.end = min(ad.end, e.time)
@@ -101,7 +108,10 @@ struct MixTimeline: Sendable {
                 break
             }
         }
-        if let end = muteEnd, end <= t { state.streamerMuted = false; state.muteStart = nil }
+        if let end = muteEnd, end <= t {
+            state.streamerMuted = false
+            state.muteStart = nil
+        }
         if let ad = state.adBreak, ad.end <= t { state.adBreak = nil }
         return state
     }
@@ -113,7 +123,9 @@ struct MixTimeline: Sendable {
         for e in events {
             if e.time > a && e.time <= b { times.insert(e.time) }
             if let d = e.duration, e.time + d > a && e.time + d <= b { times.insert(e.time + d) }
-            if case .adBreakStart = e.kind, e.duration == nil, e.time + defaultAdDuration > a, e.time + defaultAdDuration <= b {
+            if case .adBreakStart = e.kind, e.duration == nil, e.time + defaultAdDuration > a,
+                e.time + defaultAdDuration <= b
+            {
                 times.insert(e.time + defaultAdDuration)
             }
         }

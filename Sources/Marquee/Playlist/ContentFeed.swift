@@ -37,7 +37,8 @@ public final class ContentFeed: Sendable {
         self.interval = interval
         self.filter = filter
         refresher = try await DocumentRefresher.following(
-            url, what: "feed", kind: .playlist, interval: interval, httpHeaders: httpHeaders, security: security, maxBytes: Playlist.maxDocumentBytes
+            url, what: "feed", kind: .playlist, interval: interval, httpHeaders: httpHeaders, security: security,
+            maxBytes: Playlist.maxDocumentBytes
         ) { (body) throws(PlayerError) in
             let playlist: Playlist
             do throws(PlayerError) {
@@ -46,9 +47,12 @@ public final class ContentFeed: Sendable {
                 throw PlayerError(.playlist, "feed \(Redact.url(url)): \(error.message)")
             }
             // Checked before the filter, so the field named is the document's own index.
-            do throws(DocumentRefusal) { try playlist.checkLocalPaths(security, document: url) } catch { throw PlayerError(error) }
+            do throws(DocumentRefusal) { try playlist.checkLocalPaths(security, document: url) } catch {
+                throw PlayerError(error)
+            }
             return filter.map { playlist.filtered(by: $0) } ?? playlist
-        } check: { _ in }
+        } check: { _ in
+        }
     }
 
     /// The last good playlist (filtered).

@@ -11,7 +11,8 @@ enum MP4Duration {
         let version = bytes[at]
         let (scaleAt, durationAt, durationBytes) = version == 1 ? (at + 20, at + 24, 8) : (at + 12, at + 16, 4)
         guard durationAt + durationBytes <= mvhd.upperBound else { return nil }
-        let scale = ISOBox.number(bytes, scaleAt, 4), duration = ISOBox.number(bytes, durationAt, durationBytes)
+        let scale = ISOBox.number(bytes, scaleAt, 4)
+        let duration = ISOBox.number(bytes, durationAt, durationBytes)
         guard scale > 0, duration > 0, duration != (durationBytes == 4 ? 0xFFFF_FFFF : UInt64.max) else { return nil }
         return Double(duration) / Double(scale)
     }

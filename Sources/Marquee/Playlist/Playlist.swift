@@ -53,7 +53,8 @@ public struct PlaylistItem: Sendable, Hashable {
 
     /// An item; `kind` nil: from the URL's extension (``Kind/init(inferredFrom:)``).
     public init(
-        id: String, url: URL, kind: Kind? = nil, title: String? = nil, tags: [String] = [], duration: Double? = nil, startOffset: Double = 0,
+        id: String, url: URL, kind: Kind? = nil, title: String? = nil, tags: [String] = [], duration: Double? = nil,
+        startOffset: Double = 0,
         muted: Bool = false, fit: VideoFit? = nil, targetLatency: Double? = nil, sha256: String? = nil
     ) {
         self.id = id
@@ -121,14 +122,18 @@ public struct Playlist: Sendable, Hashable {
 
     /// A playlist of `items`; ids must be unique (else ``PlayerError/Code/playlist``).
     public init(items: [PlaylistItem], repeatMode: RepeatMode = .off, shuffle: Bool = false) throws(PlayerError) {
-        guard items.count <= Self.maxItems else { throw PlayerError(.playlist, "\(items.count) items: at most \(Self.maxItems)") }
+        guard items.count <= Self.maxItems else {
+            throw PlayerError(.playlist, "\(items.count) items: at most \(Self.maxItems)")
+        }
         var seen: [String: Int] = [:]
         for (index, item) in items.enumerated() {
             if let first = seen[item.id] {
                 throw PlayerError(.playlist, "items[\(index)]: id \"\(item.id)\" is items[\(first)]'s already")
             }
             seen[item.id] = index
-            if let d = item.duration, !(d > 0 && d.isFinite) { throw PlayerError(.playlist, "items[\(index)].duration: \(d) s must be > 0") }
+            if let d = item.duration, !(d > 0 && d.isFinite) {
+                throw PlayerError(.playlist, "items[\(index)].duration: \(d) s must be > 0")
+            }
             if !(item.startOffset >= 0 && item.startOffset.isFinite) {
                 throw PlayerError(.playlist, "items[\(index)].start: \(item.startOffset) s must be ≥ 0")
             }
@@ -163,7 +168,9 @@ public struct Playlist: Sendable, Hashable {
         } catch {
             throw PlayerError(.playlist, "not a JSON playlist: \(error)")
         }
-        guard let entries = document.items else { throw PlayerError(.playlist, "items: missing (a list of {\"url\": …})") }
+        guard let entries = document.items else {
+            throw PlayerError(.playlist, "items: missing (a list of {\"url\": …})")
+        }
         var items: [PlaylistItem] = []
         for (index, entry) in entries.enumerated() {
             items.append(try entry.item(index: index, base: base))
@@ -202,7 +209,9 @@ public struct Playlist: Sendable, Hashable {
         static func digest(_ text: String?, _ at: String) throws(PlayerError) -> String? {
             guard let text else { return nil }
             let hex = text.lowercased()
-            guard hex.count == 64, hex.allSatisfy({ $0.isHexDigit }) else { throw PlayerError(.playlist, "\(at).sha256: \"\(text)\" is not 64 hex digits") }
+            guard hex.count == 64, hex.allSatisfy({ $0.isHexDigit }) else {
+                throw PlayerError(.playlist, "\(at).sha256: \"\(text)\" is not 64 hex digits")
+            }
             return hex
         }
 
@@ -210,7 +219,9 @@ public struct Playlist: Sendable, Hashable {
             let at = "items[\(index)]"
             guard let text = url, !text.isEmpty else { throw PlayerError(.playlist, "\(at).url: missing") }
             guard let resolved = Playlist.resolve(text, base: base) else {
-                throw PlayerError(.playlist, "\(at).url: \"\(text)\" is no http, https or file URL (nor a path relative to the playlist)")
+                throw PlayerError(
+                    .playlist,
+                    "\(at).url: \"\(text)\" is no http, https or file URL (nor a path relative to the playlist)")
             }
             var kind: PlaylistItem.Kind?
             if let name = self.kind {
@@ -221,19 +232,23 @@ public struct Playlist: Sendable, Hashable {
             }
             var fit: VideoFit?
             if let name = self.fit {
-                guard let f = VideoFit(name: name) else { throw PlayerError(.playlist, "\(at).fit: \"\(name)\" is none of contain, cover, fill, scaledown") }
+                guard let f = VideoFit(name: name) else {
+                    throw PlayerError(.playlist, "\(at).fit: \"\(name)\" is none of contain, cover, fill, scaledown")
+                }
                 fit = f
             }
             if let id, id.isEmpty { throw PlayerError(.playlist, "\(at).id: empty") }
             return PlaylistItem(
-                id: id ?? String(index + 1), url: resolved, kind: kind, title: title, tags: tags ?? [], duration: duration, startOffset: start ?? 0,
+                id: id ?? String(index + 1), url: resolved, kind: kind, title: title, tags: tags ?? [],
+                duration: duration, startOffset: start ?? 0,
                 muted: muted ?? false, fit: fit, targetLatency: targetLatency, sha256: try Self.digest(sha256, at))
         }
     }
 
     /// Refuses a playlist fetched from `document` whose items name local files outside
     /// `security`'s allowed directories; the field is `<prefix>items[i].url`.
-    func checkLocalPaths(_ security: DocumentSecurity, document: URL, field prefix: String = "") throws(DocumentRefusal) {
+    func checkLocalPaths(_ security: DocumentSecurity, document: URL, field prefix: String = "") throws(DocumentRefusal)
+    {
         for (index, item) in items.enumerated() {
             try security.checkLocal(item.url, field: "\(prefix)items[\(index)].url", document: document)
         }

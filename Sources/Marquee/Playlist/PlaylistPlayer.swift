@@ -142,7 +142,8 @@ public final class PlaylistPlayer: Sendable {
     /// ``Player/init(options:logger:)`` throws.
     public init(
         playlist: Playlist, options: PlayerOptions, seed: UInt64 = UInt64.random(in: 0...UInt64.max),
-        logger: Logger = Logger(label: "marquee.playlist"), journal: ProofOfPlayJournal? = nil, cache: ContentCache? = nil
+        logger: Logger = Logger(label: "marquee.playlist"), journal: ProofOfPlayJournal? = nil,
+        cache: ContentCache? = nil
     ) throws(PlayerError) {
         guard !playlist.items.isEmpty else { throw PlayerError(.playlist, "the playlist has no items") }
         var options = options
@@ -165,7 +166,8 @@ public final class PlaylistPlayer: Sendable {
                 var draft = draft
                 draft.contentHash = await hashing?.value
                 do throws(PlayerError) { try journal?.append(draft) } catch {
-                    logger.error("proof of play not recorded", metadata: ["item": "\(draft.item)", "error": "\(error)"])
+                    logger.error(
+                        "proof of play not recorded", metadata: ["item": "\(draft.item)", "error": "\(error)"])
                 }
                 unrecorded.withLock { $0 -= 1 }
             }
@@ -186,7 +188,9 @@ public final class PlaylistPlayer: Sendable {
     private func record(_ item: PlaylistItem, outcome: Outcome) {
         guard journal != nil else { return }
         let now = Monotonic.now()
-        let (tracking, context, clockOffset, serverOffset) = inner.withLock { ($0.tracking, $0.context, $0.clockOffset, $0.serverOffset) }
+        let (tracking, context, clockOffset, serverOffset) = inner.withLock {
+            ($0.tracking, $0.context, $0.clockOffset, $0.serverOffset)
+        }
         guard let tracking, let shown = tracking.shownMono else { return }
         let how: String
         switch outcome {
@@ -199,7 +203,8 @@ public final class PlaylistPlayer: Sendable {
         let draft = PlayRecord(
             item: item.id, url: item.url.absoluteString, entry: context.entry, playlist: context.playlist,
             start: shown + offset, end: max(shown, now) + offset, startMono: shown, endMono: max(shown, now),
-            framesPresented: max(0, status.framesPresented - tracking.framesBefore), framesDropped: max(0, status.framesDropped - tracking.droppedBefore),
+            framesPresented: max(0, status.framesPresented - tracking.framesBefore),
+            framesDropped: max(0, status.framesDropped - tracking.droppedBefore),
             displayOn: !player.inner.withLock { $0.displayOff }, outcome: how)
         unrecorded.withLock { $0 += 1 }
         records.yield((draft, tracking.contentHash))
@@ -313,7 +318,8 @@ public final class PlaylistPlayer: Sendable {
     /// or when nothing plays.
     public func pause() throws(PlayerError) {
         if let item = inner.withLock({ $0.playing?.item }), item.kind != .stream {
-            throw PlayerError(.state, "pause: item \"\(item.id)\" is \(item.kind == .image ? "an image" : "a file"): not paused")
+            throw PlayerError(
+                .state, "pause: item \"\(item.id)\" is \(item.kind == .image ? "an image" : "a file"): not paused")
         }
         try player.pause()
         let playing = inner.withLock { inner -> (item: PlaylistItem, index: Int, mediaTime: Double?)? in
@@ -410,7 +416,8 @@ public final class PlaylistPlayer: Sendable {
             switch item.kind {
             case .stream:
                 do throws(PlayerError) {
-                    try await player.prepare(item.url, targetLatency: item.targetLatency ?? base.targetLatency, startAt: startAt)
+                    try await player.prepare(
+                        item.url, targetLatency: item.targetLatency ?? base.targetLatency, startAt: startAt)
                     result = .stream
                 } catch { result = .failed(error) }
             case .image, .file:
@@ -533,11 +540,13 @@ public final class PlaylistPlayer: Sendable {
             if let at = cutAt {
                 if at - now <= Self.prepareAhead { prepareNext(startAt: at) }
                 if now >= at - Self.switchEarly {
-                    let first = inner.withLock { inner -> PlaylistItem? in inner.takeSwitch(now: Monotonic.now())?.first }
+                    let first = inner.withLock { inner -> PlaylistItem? in inner.takeSwitch(now: Monotonic.now())?.first
+                    }
                     await Self.sleep(until: at)
                     return first
                 }
-                try? await Task.sleep(for: .milliseconds(max(1, min(10, Int(((at - Self.switchEarly - now) * 1000).rounded(.up))))))
+                try? await Task.sleep(
+                    for: .milliseconds(max(1, min(10, Int(((at - Self.switchEarly - now) * 1000).rounded(.up))))))
             } else {
                 try? await Task.sleep(for: .milliseconds(10))
             }
@@ -599,79 +608,87 @@ public final class PlaylistPlayer: Sendable {
         // end (not after its sound drained), with quartiles; else it plays to its end.
         let duration = still ? nil : MP4Duration.seconds(of: bytes).map { max(0, $0 - item.startOffset) }
         let length = item.playingTime ?? duration
-        let outcome = await follow(Task { () -> Outcome in
-            // Its first picture (due 0.25 s after), then its time or its end.
-            var shown: Double?
-            var quartiles = Quartiles()
-            let deadline = Monotonic.now() + 5
-            // A file that stops playing without ending (nothing presented, its position still)
-            // is given up after 10 s: the playlist goes on.
-            var progress = (frames: before, position: Double?.none, at: Monotonic.now())
-            while !Task.isCancelled {
-                let now = Monotonic.now()
-                while let event = player.fileEvent() {
-                    switch event.kind {
-                    case .ended where !still:
-                        if length != nil {
-                            for q in quartiles.rest() { send(.quartile(q), item, index, mediaTime: shown.map { now - $0 }) }
+        let outcome = await follow(
+            Task { () -> Outcome in
+                // Its first picture (due 0.25 s after), then its time or its end.
+                var shown: Double?
+                var quartiles = Quartiles()
+                let deadline = Monotonic.now() + 5
+                // A file that stops playing without ending (nothing presented, its position still)
+                // is given up after 10 s: the playlist goes on.
+                var progress = (frames: before, position: Double?.none, at: Monotonic.now())
+                while !Task.isCancelled {
+                    let now = Monotonic.now()
+                    while let event = player.fileEvent() {
+                        switch event.kind {
+                        case .ended where !still:
+                            if length != nil {
+                                for q in quartiles.rest() {
+                                    send(.quartile(q), item, index, mediaTime: shown.map { now - $0 })
+                                }
+                            }
+                            return .finished
+                        case .error where event.error?.isMissingStream == true:
+                            continue  // a file without sound (or without pictures) plays what it has
+                        case .error where shown == nil:
+                            return .failed(PlayerError(.media, "item \"\(item.id)\": \(event.message)"))
+                        default: continue
                         }
-                        return .finished
-                    case .error where event.error?.isMissingStream == true:
-                        continue  // a file without sound (or without pictures) plays what it has
-                    case .error where shown == nil:
-                        return .failed(PlayerError(.media, "item \"\(item.id)\": \(event.message)"))
-                    default: continue
                     }
-                }
-                if shown == nil {
-                    if player.status.framesPresented > before {
-                        shown = min(now, due)
-                        inner.withLock {
-                            $0.playing?.mediaTime = 0
-                            $0.tracking?.shownMono = shown
+                    if shown == nil {
+                        if player.status.framesPresented > before {
+                            shown = min(now, due)
+                            inner.withLock {
+                                $0.playing?.mediaTime = 0
+                                $0.tracking?.shownMono = shown
+                            }
+                            send(.impression, item, index, mediaTime: 0)
+                        } else if now > deadline {
+                            return .failed(
+                                PlayerError(
+                                    .media, "item \"\(item.id)\": no picture from \(item.url.lastPathComponent)"))
                         }
-                        send(.impression, item, index, mediaTime: 0)
-                    } else if now > deadline {
-                        return .failed(PlayerError(.media, "item \"\(item.id)\": no picture from \(item.url.lastPathComponent)"))
                     }
-                }
-                if !still, shown != nil {
-                    let status = player.status
-                    if status.framesPresented != progress.frames || status.position != progress.position {
-                        progress = (status.framesPresented, status.position, now)
-                    } else if now - progress.at > Self.startTimeout {
-                        return .failed(PlayerError(.media, "item \"\(item.id)\": stopped playing for \(Int(Self.startTimeout)) s"))
+                    if !still, shown != nil {
+                        let status = player.status
+                        if status.framesPresented != progress.frames || status.position != progress.position {
+                            progress = (status.framesPresented, status.position, now)
+                        } else if now - progress.at > Self.startTimeout {
+                            return .failed(
+                                PlayerError(
+                                    .media, "item \"\(item.id)\": stopped playing for \(Int(Self.startTimeout)) s"))
+                        }
                     }
-                }
-                let cut = cutAt
-                if let cut, now >= cut { return .cut }
-                if let shown, let length {
-                    let played = now - shown
-                    inner.withLock { $0.playing?.mediaTime = played }
-                    for q in quartiles.take(progress: played, length: length) {
-                        send(.quartile(q.percent), item, index, mediaTime: min(played, q.share))
+                    let cut = cutAt
+                    if let cut, now >= cut { return .cut }
+                    if let shown, let length {
+                        let played = now - shown
+                        inner.withLock { $0.playing?.mediaTime = played }
+                        for q in quartiles.take(progress: played, length: length) {
+                            send(.quartile(q.percent), item, index, mediaTime: min(played, q.share))
+                        }
+                        if played >= length { return .finished }
+                        let end = min(now + length - played, cut ?? .infinity)
+                        if end - now <= Self.prepareAhead { prepareNext(startAt: end) }
+                    } else if let cut, cut - now <= Self.prepareAhead {
+                        prepareNext(startAt: cut)
+                    } else if shown != nil, !still {
+                        // A file to its end, its length unknown: the next is made ready from its
+                        // start (a live one loaded, not decoded: its entry depends on when).
+                        prepareNext(startAt: nil)
                     }
-                    if played >= length { return .finished }
-                    let end = min(now + length - played, cut ?? .infinity)
-                    if end - now <= Self.prepareAhead { prepareNext(startAt: end) }
-                } else if let cut, cut - now <= Self.prepareAhead {
-                    prepareNext(startAt: cut)
-                } else if shown != nil, !still {
-                    // A file to its end, its length unknown: the next is made ready from its
-                    // start (a live one loaded, not decoded: its entry depends on when).
-                    prepareNext(startAt: nil)
+                    // Slept to the next quartile, the end or the switch (a frame's precision), at most 10 ms.
+                    var wait = 0.01
+                    if let shown, let length {
+                        let played = Monotonic.now() - shown
+                        wait = min(
+                            wait, max(0.001, min(quartiles.nextDue(length: length) ?? .infinity, length) - played))
+                    }
+                    if let cut { wait = min(wait, max(0.001, cut - Monotonic.now())) }
+                    try? await Task.sleep(for: .milliseconds(max(1, Int((wait * 1000).rounded(.up)))))
                 }
-                // Slept to the next quartile, the end or the switch (a frame's precision), at most 10 ms.
-                var wait = 0.01
-                if let shown, let length {
-                    let played = Monotonic.now() - shown
-                    wait = min(wait, max(0.001, min(quartiles.nextDue(length: length) ?? .infinity, length) - played))
-                }
-                if let cut { wait = min(wait, max(0.001, cut - Monotonic.now())) }
-                try? await Task.sleep(for: .milliseconds(max(1, Int((wait * 1000).rounded(.up)))))
-            }
-            return .left
-        })
+                return .left
+            })
         if case .failed = outcome {} else { await player.cut() }  // a file's sound stops with its last picture
         return outcome
     }
@@ -683,7 +700,8 @@ public final class PlaylistPlayer: Sendable {
         if let cache, !item.url.isFileURL { return try await cache.fetch(item.url, sha256: item.sha256) }
         let bytes = try await Self.read(item.url, fetcher: player.fetcher)
         if let announced = item.sha256, sha256Hex(bytes) != announced {
-            throw PlayerError(.media, "\(Redact.url(item.url)): its bytes do not hash to the announced \(announced): not played")
+            throw PlayerError(
+                .media, "\(Redact.url(item.url)): its bytes do not hash to the announced \(announced): not played")
         }
         return bytes
     }
@@ -712,7 +730,11 @@ public final class PlaylistPlayer: Sendable {
             return inner.moved
         }
         if left { watch.cancel() }
-        let outcome = await withTaskCancellationHandler { await watch.value } onCancel: { watch.cancel() }
+        let outcome = await withTaskCancellationHandler {
+            await watch.value
+        } onCancel: {
+            watch.cancel()
+        }
         inner.withLock { $0.watch = nil }
         return outcome
     }
@@ -753,17 +775,23 @@ public final class PlaylistPlayer: Sendable {
         var lastTick = Monotonic.now()
         var quartiles = Quartiles()
         var seeked = item.startOffset <= 0
-        let audioOnly = { [player] in !player.activeQualities.isEmpty && !player.activeQualities.contains { $0.kind == "video" } }
+        let audioOnly = { [player] in
+            !player.activeQualities.isEmpty && !player.activeQualities.contains { $0.kind == "video" }
+        }
         while !Task.isCancelled {
             let status = player.status
             let now = Monotonic.now()
-            if status.state == .error { return .failed(player.error ?? PlayerError(.media, "item \"\(item.id)\" failed")) }
+            if status.state == .error {
+                return .failed(player.error ?? PlayerError(.media, "item \"\(item.id)\" failed"))
+            }
             let onDemand = player.duration
             if !seeked, onDemand != nil {
                 seeked = true
                 try? player.seek(to: item.startOffset)
             }
-            if !shown, status.framesPresented > framesBefore || (status.state == .playing && audioOnly()), let position = status.position {
+            if !shown, status.framesPresented > framesBefore || (status.state == .playing && audioOnly()),
+                let position = status.position
+            {
                 shown = true
                 lastTick = now
                 inner.withLock {
@@ -779,7 +807,8 @@ public final class PlaylistPlayer: Sendable {
             if let cut = cutAt, now >= cut { return .cut }
             guard shown else {
                 if now - began > Self.startTimeout {
-                    return .failed(PlayerError(.media, "item \"\(item.id)\": no picture within \(Int(Self.startTimeout)) s"))
+                    return .failed(
+                        PlayerError(.media, "item \"\(item.id)\": no picture within \(Int(Self.startTimeout)) s"))
                 }
                 try? await Task.sleep(for: .milliseconds(10))
                 continue
@@ -791,15 +820,21 @@ public final class PlaylistPlayer: Sendable {
             let length = onDemand.map { min(item.playingTime ?? .infinity, $0 - start) } ?? item.playingTime
             if let length, length > 0 {
                 for q in quartiles.take(progress: progress, length: length) {
-                    send(.quartile(q.percent), item, index, mediaTime: onDemand != nil ? start + q.share : status.position)
+                    send(
+                        .quartile(q.percent), item, index,
+                        mediaTime: onDemand != nil ? start + q.share : status.position)
                 }
                 if let cap = item.playingTime, progress >= cap { return .finished }
                 let left = (length - progress) / max(status.playbackRate, 0.1)
-                if status.state == .playing, left <= Self.prepareAhead, now + left < (cut ?? .infinity) { prepareNext(startAt: now + left) }
+                if status.state == .playing, left <= Self.prepareAhead, now + left < (cut ?? .infinity) {
+                    prepareNext(startAt: now + left)
+                }
             }
             if let cut, cut - now <= Self.prepareAhead { prepareNext(startAt: cut) }
             if status.state == .ended {
-                if onDemand != nil { for q in quartiles.rest() { send(.quartile(q), item, index, mediaTime: status.position) } }
+                if onDemand != nil {
+                    for q in quartiles.rest() { send(.quartile(q), item, index, mediaTime: status.position) }
+                }
                 return .finished
             }
             // Slept to the next quartile or the cap (a frame's precision), at most 20 ms.
@@ -816,6 +851,10 @@ public final class PlaylistPlayer: Sendable {
 
     private func send(_ kind: PlaylistItemEvent.Kind, _ item: PlaylistItem, _ index: Int, mediaTime: Double?) {
         let offset = inner.withLock { $0.serverOffset }
-        sink.send(.item(PlaylistItemEvent(kind, id: item.id, index: index, mediaTime: mediaTime, serverTime: Date().timeIntervalSince1970 + offset)))
+        sink.send(
+            .item(
+                PlaylistItemEvent(
+                    kind, id: item.id, index: index, mediaTime: mediaTime,
+                    serverTime: Date().timeIntervalSince1970 + offset)))
     }
 }

@@ -146,7 +146,9 @@ public struct PlaylistQueue: Sendable, Hashable {
             orphan = nil
             return
         }
-        if let index = playlist.items.firstIndex(where: { $0.id == playing.id }), let inOrder = order.firstIndex(of: index) {
+        if let index = playlist.items.firstIndex(where: { $0.id == playing.id }),
+            let inOrder = order.firstIndex(of: index)
+        {
             orphan = nil
             position = inOrder
         } else {

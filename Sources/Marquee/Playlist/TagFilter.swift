@@ -46,11 +46,15 @@ public struct TagFilter: Sendable, Hashable, CustomStringConvertible {
         }
         var reader = Reader(Array(expression))
         reader.skipSpace()
-        guard !reader.atEnd else { throw SyntaxError(column: 1, message: "empty: a tag or (and …), (or …), (not …) expected") }
+        guard !reader.atEnd else {
+            throw SyntaxError(column: 1, message: "empty: a tag or (and …), (or …), (not …) expected")
+        }
         let root = try reader.node(depth: 0)
         reader.skipSpace()
         if !reader.atEnd {
-            let what = reader.peek == ")" ? "a ')' without its '('" : "more after the expression; several go in (and …) or (or …)"
+            let what =
+                reader.peek == ")"
+                ? "a ')' without its '('" : "more after the expression; several go in (and …) or (or …)"
             throw SyntaxError(column: reader.column, message: what)
         }
         self.root = root
@@ -108,18 +112,24 @@ public struct TagFilter: Sendable, Hashable, CustomStringConvertible {
 
         mutating func node(depth: Int) throws(SyntaxError) -> Node {
             skipSpace()
-            guard let c = peek else { throw SyntaxError(column: column, message: "the expression ends where a tag or '(' was expected") }
+            guard let c = peek else {
+                throw SyntaxError(column: column, message: "the expression ends where a tag or '(' was expected")
+            }
             if c == ")" { throw SyntaxError(column: column, message: "a ')' where a tag or '(' was expected") }
             if c != "(" {
                 let at = column
                 let tag = word()
-                guard !tag.isEmpty else { throw SyntaxError(column: at, message: "'\(c)' cannot be in a tag (letters, digits and _ - . : #)") }
+                guard !tag.isEmpty else {
+                    throw SyntaxError(column: at, message: "'\(c)' cannot be in a tag (letters, digits and _ - . : #)")
+                }
                 let normalized = TagFilter.normalized(tag)
                 guard !normalized.isEmpty else { throw SyntaxError(column: at, message: "'#' alone is no tag") }
                 return .tag(normalized)
             }
             let open = column
-            guard depth < TagFilter.maxDepth else { throw SyntaxError(column: open, message: "nested deeper than \(TagFilter.maxDepth)") }
+            guard depth < TagFilter.maxDepth else {
+                throw SyntaxError(column: open, message: "nested deeper than \(TagFilter.maxDepth)")
+            }
             index += 1
             skipSpace()
             let at = column
@@ -142,13 +152,19 @@ public struct TagFilter: Sendable, Hashable, CustomStringConvertible {
             index += 1
             switch op {
             case "not":
-                guard operands.count == 1 else { throw SyntaxError(column: close, message: "not takes one operand, this one has \(operands.count)") }
+                guard operands.count == 1 else {
+                    throw SyntaxError(column: close, message: "not takes one operand, this one has \(operands.count)")
+                }
                 return .not(operands[0])
             case "and":
-                guard !operands.isEmpty else { throw SyntaxError(column: close, message: "and takes one or more operands") }
+                guard !operands.isEmpty else {
+                    throw SyntaxError(column: close, message: "and takes one or more operands")
+                }
                 return operands.count == 1 ? operands[0] : .and(operands)
             default:
-                guard !operands.isEmpty else { throw SyntaxError(column: close, message: "or takes one or more operands") }
+                guard !operands.isEmpty else {
+                    throw SyntaxError(column: close, message: "or takes one or more operands")
+                }
                 return operands.count == 1 ? operands[0] : .or(operands)
             }
         }

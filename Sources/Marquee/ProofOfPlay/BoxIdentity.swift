@@ -12,7 +12,8 @@ public enum BoxIdentity {
         let id = (machineID ?? (try? String(contentsOfFile: "/etc/machine-id", encoding: .utf8)) ?? "")
             .trimmingCharacters(in: .whitespacesAndNewlines)
         guard id.count >= 16 else { return ProcessInfo.processInfo.hostName }
-        let mac = HMAC<SHA256>.authenticationCode(for: Data("marquee box id".utf8), using: SymmetricKey(data: Data(id.utf8)))
+        let mac = HMAC<SHA256>.authenticationCode(
+            for: Data("marquee box id".utf8), using: SymmetricKey(data: Data(id.utf8)))
         return "box-" + Data(mac).prefix(8).map { String(format: "%02x", $0) }.joined()
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Files written so that a crash or a power cut leaves the old contents or the new, never a
@@ -12,7 +12,9 @@ enum DurableFile {
     static func replace(_ bytes: [UInt8], at target: URL) throws(PlayerError) {
         let temporary = target.appendingPathExtension("\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp")
         let fd = open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw PlayerError(.output, "cannot write \(temporary.path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            throw PlayerError(.output, "cannot write \(temporary.path): \(String(cString: strerror(errno)))")
+        }
         var offset = 0
         while offset < bytes.count {
             let n = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }

@@ -1,5 +1,5 @@
-import Foundation
 import Crypto
+import Foundation
 
 /// One completed play (proof of play): what was shown, when, in which schedule entry, how
 /// well. Appended to a ``ProofOfPlayJournal``, chained by hash: each record's ``hash`` covers
@@ -53,13 +53,17 @@ public struct PlayRecord: Codable, Sendable, Hashable {
 
     /// A record to append (``ProofOfPlayJournal/append(_:)`` sets its sequence, box and hashes).
     public init(
-        item: String, url: String, entry: String? = nil, playlist: String? = nil, contentHash: String? = nil, start: Double, end: Double,
-        startMono: Double, endMono: Double, framesPresented: Int = 0, framesDropped: Int = 0, displayOn: Bool = true, outcome: String = "finished"
+        item: String, url: String, entry: String? = nil, playlist: String? = nil, contentHash: String? = nil,
+        start: Double, end: Double,
+        startMono: Double, endMono: Double, framesPresented: Int = 0, framesDropped: Int = 0, displayOn: Bool = true,
+        outcome: String = "finished"
     ) {
         (self.sequence, self.box, self.previous, self.hash) = (0, "", "", "")
         (self.item, self.url, self.entry, self.playlist, self.contentHash) = (item, url, entry, playlist, contentHash)
         (self.start, self.end, self.startMono, self.endMono) = (start, end, startMono, endMono)
-        (self.framesPresented, self.framesDropped, self.displayOn, self.outcome) = (framesPresented, framesDropped, displayOn, outcome)
+        (self.framesPresented, self.framesDropped, self.displayOn, self.outcome) = (
+            framesPresented, framesDropped, displayOn, outcome
+        )
     }
 
     /// `box-epoch-sequence`: unique across boxes and journals; an upload's receiver keys on it.

@@ -3,7 +3,7 @@ public import Foundation
 import MarqueeStreaming
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The append-only, durable journal of completed plays (``PlayRecord``): one JSON line per
@@ -51,7 +51,9 @@ public final class ProofOfPlayJournal: Sendable {
             keep = 0
         }
         let fd = open(url.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw PlayerError(.output, "proof of play: cannot open \(url.path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            throw PlayerError(.output, "proof of play: cannot open \(url.path): \(String(cString: strerror(errno)))")
+        }
         if keep < data.count {
             // A record being written when the box went down: never appended.
             _ = ftruncate(fd, off_t(keep))
@@ -60,8 +62,13 @@ public final class ProofOfPlayJournal: Sendable {
         let records = Self.decode(data.prefix(keep))
         let last = records.last.map { ($0.sequence, $0.hash) } ?? (0, "")
         // A journal made again starts a new epoch: its sequence restarts, its ids do not repeat.
-        epoch = records.last.map { $0.epoch ?? "" } ?? (0..<8).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
-        let uploaded = (try? String(contentsOf: Self.cursorURL(url), encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
+        epoch =
+            records.last.map { $0.epoch ?? "" }
+            ?? (0..<8).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        let uploaded =
+            (try? String(contentsOf: Self.cursorURL(url), encoding: .utf8)).flatMap {
+                Int($0.trimmingCharacters(in: .whitespacesAndNewlines))
+            } ?? 0
         state = Locked(State(fd: fd, last: last, uploaded: min(uploaded, last.0)))
         DurableFile.syncDirectory(of: url)
     }
@@ -84,11 +91,14 @@ public final class ProofOfPlayJournal: Sendable {
             record.hash = record.computedHash(key: key)
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            guard var line = try? encoder.encode(record) else { throw PlayerError(.output, "proof of play: a record that cannot be encoded") }
+            guard var line = try? encoder.encode(record) else {
+                throw PlayerError(.output, "proof of play: a record that cannot be encoded")
+            }
             line.append(UInt8(ascii: "\n"))
             let written = line.withUnsafeBytes { write(state.fd, $0.baseAddress, $0.count) }
             guard written == line.count, fsync(state.fd) == 0 else {
-                throw PlayerError(.output, "proof of play: cannot write \(url.path): \(String(cString: strerror(errno)))")
+                throw PlayerError(
+                    .output, "proof of play: cannot write \(url.path): \(String(cString: strerror(errno)))")
             }
             state.last = (record.sequence, record.hash)
             return record
@@ -130,8 +140,13 @@ public final class ProofOfPlayJournal: Sendable {
             self.broken = broken
         }
 
-        public static func == (a: Self, b: Self) -> Bool { a.records == b.records && a.broken?.line == b.broken?.line && a.broken?.why == b.broken?.why }
-        public func hash(into hasher: inout Hasher) { hasher.combine(records); hasher.combine(broken?.line) }
+        public static func == (a: Self, b: Self) -> Bool {
+            a.records == b.records && a.broken?.line == b.broken?.line && a.broken?.why == b.broken?.why
+        }
+        public func hash(into hasher: inout Hasher) {
+            hasher.combine(records)
+            hasher.combine(broken?.line)
+        }
     }
 
     /// Checks the journal at `url` record by record: each parses, follows the one before in
@@ -147,14 +162,25 @@ public final class ProofOfPlayJournal: Sendable {
             guard let record = try? JSONDecoder().decode(PlayRecord.self, from: Data(line)) else {
                 return Verification(records: count, broken: (index + 1, "not a record"))
             }
-            if record.sequence != previous.sequence + 1 { return Verification(records: count, broken: (index + 1, "sequence \(record.sequence) after \(previous.sequence)")) }
-            if record.previous != previous.hash { return Verification(records: count, broken: (index + 1, "its previous hash is not the record before's")) }
-            if key != nil, record.alg != PlayRecord.keyedAlgorithm { return Verification(records: count, broken: (index + 1, "not keyed with the box's key")) }
-            if key == nil, record.alg == PlayRecord.keyedAlgorithm { return Verification(records: count, broken: (index + 1, "keyed: the box's key is needed to check it")) }
+            if record.sequence != previous.sequence + 1 {
+                return Verification(
+                    records: count, broken: (index + 1, "sequence \(record.sequence) after \(previous.sequence)"))
+            }
+            if record.previous != previous.hash {
+                return Verification(records: count, broken: (index + 1, "its previous hash is not the record before's"))
+            }
+            if key != nil, record.alg != PlayRecord.keyedAlgorithm {
+                return Verification(records: count, broken: (index + 1, "not keyed with the box's key"))
+            }
+            if key == nil, record.alg == PlayRecord.keyedAlgorithm {
+                return Verification(records: count, broken: (index + 1, "keyed: the box's key is needed to check it"))
+            }
             guard Secrets.equal(record.hash, record.computedHash(key: key)) else {
                 return Verification(records: count, broken: (index + 1, "its hash does not match its fields"))
             }
-            if record.end < record.start || record.endMono < record.startMono { return Verification(records: count, broken: (index + 1, "it ends before it starts")) }
+            if record.end < record.start || record.endMono < record.startMono {
+                return Verification(records: count, broken: (index + 1, "it ends before it starts"))
+            }
             previous = (record.sequence, record.hash)
             count += 1
         }
@@ -163,7 +189,9 @@ public final class ProofOfPlayJournal: Sendable {
 
     private static func decode(_ data: Data) -> [PlayRecord] {
         let decoder = JSONDecoder()
-        return data.split(separator: UInt8(ascii: "\n")).compactMap { try? decoder.decode(PlayRecord.self, from: Data($0)) }
+        return data.split(separator: UInt8(ascii: "\n")).compactMap {
+            try? decoder.decode(PlayRecord.self, from: Data($0))
+        }
     }
 
     private static func cursorURL(_ url: URL) -> URL { url.appendingPathExtension("uploaded") }

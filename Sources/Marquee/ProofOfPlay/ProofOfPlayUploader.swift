@@ -29,7 +29,10 @@ public final class ProofOfPlayUploader: Sendable {
     public static let retryDelay = 2.0
     public static let maxRetryDelay = 300.0
 
-    public init(journal: ProofOfPlayJournal, endpoint: URL, batch: Int = 500, headers: [String: String] = [:], logger: Logger = Logger(label: "marquee.pop")) {
+    public init(
+        journal: ProofOfPlayJournal, endpoint: URL, batch: Int = 500, headers: [String: String] = [:],
+        logger: Logger = Logger(label: "marquee.pop")
+    ) {
         self.journal = journal
         self.endpoint = endpoint
         self.batch = max(1, batch)
@@ -63,7 +66,9 @@ public final class ProofOfPlayUploader: Sendable {
             } catch {
                 throw PlayerError(.network, "proof of play upload: \(error)")
             }
-            guard (200..<300).contains(status) else { throw PlayerError(.network, "proof of play upload: HTTP \(status) from \(Redact.url(endpoint))") }
+            guard (200..<300).contains(status) else {
+                throw PlayerError(.network, "proof of play upload: HTTP \(status) from \(Redact.url(endpoint))")
+            }
             try journal.markUploaded(through: last.sequence)
             delivered += waiting.count
         }
@@ -108,11 +113,16 @@ public final class ProofOfPlayUploader: Sendable {
             if Task.isCancelled { return }
             do throws(PlayerError) {
                 let sent = try await upload()
-                if sent > 0 { logger.info("proof of play uploaded", metadata: ["records": "\(sent)", "through": "\(journal.uploadedThrough)"]) }
+                if sent > 0 {
+                    logger.info(
+                        "proof of play uploaded",
+                        metadata: ["records": "\(sent)", "through": "\(journal.uploadedThrough)"])
+                }
                 delay = Self.retryDelay
                 wait = Self.interval
             } catch {
-                logger.warning("proof of play upload failed: retried", metadata: ["error": "\(error)", "in": "\(delay)"])
+                logger.warning(
+                    "proof of play upload failed: retried", metadata: ["error": "\(error)", "in": "\(delay)"])
                 wait = delay
                 delay = min(delay * 2, Self.maxRetryDelay)
             }

@@ -1,8 +1,8 @@
-import MarqueeVenue
 import Foundation
+import Logging
 import MarqueeBridge
 import MarqueeStreaming
-import Logging
+import MarqueeVenue
 
 extension Player {
     /// Stall recovery for as long as the outputs are open: reacts to the sessions' reports as
@@ -12,8 +12,12 @@ extension Player {
     /// when the packager restarted, and (playing a backup) when the main source answers again.
     /// The player is held only while a step acts (not while waiting): a player the app lets go
     /// of is released, and its `deinit` stops what it runs.
-    static func supervise(_ reports: AsyncStream<SessionReport>, first: PlayerOptions, player weak: @Sendable () -> Player?) async {
-        var watch = StallWatch(policy: RecoveryPolicy(minDelay: first.minRecoveryDelay, maxDelay: first.maxRecoveryDelay), now: Monotonic.now())
+    static func supervise(
+        _ reports: AsyncStream<SessionReport>, first: PlayerOptions, player weak: @Sendable () -> Player?
+    ) async {
+        var watch = StallWatch(
+            policy: RecoveryPolicy(minDelay: first.minRecoveryDelay, maxDelay: first.maxRecoveryDelay),
+            now: Monotonic.now())
         var running = true  // a session runs and reports
         // The session ended (on demand) or failed for good: nothing is watched until a load()
         // (the next playlist item, the app's) starts another, whose first report wakes it.
@@ -27,7 +31,9 @@ extension Player {
                 if over {
                     guard case .progress = report else { continue }
                     over = false
-                    watch = StallWatch(policy: RecoveryPolicy(minDelay: watch.policy.minDelay, maxDelay: watch.policy.maxDelay), now: Monotonic.now())
+                    watch = StallWatch(
+                        policy: RecoveryPolicy(minDelay: watch.policy.minDelay, maxDelay: watch.policy.maxDelay),
+                        now: Monotonic.now())
                 }
                 switch report {
                 case .progress(let count): presented = count
@@ -49,7 +55,9 @@ extension Player {
                     continue
                 }
             }
-            guard let player = weak(), let runs = await player.step(&watch, presented: running ? presented : nil) else { return }
+            guard let player = weak(), let runs = await player.step(&watch, presented: running ? presented : nil) else {
+                return
+            }
             running = runs
         }
     }
@@ -58,7 +66,8 @@ extension Player {
     /// runs afterwards, nil once the player is stopped.
     private func step(_ watch: inout StallWatch, presented: Int?) async -> Bool? {
         let options = self.options
-        if (options.minRecoveryDelay, options.maxRecoveryDelay) != (watch.policy.minDelay, watch.policy.maxDelay) {  // updateOptions
+        // updateOptions
+        if (options.minRecoveryDelay, options.maxRecoveryDelay) != (watch.policy.minDelay, watch.policy.maxDelay) {
             watch.policy = RecoveryPolicy(minDelay: options.minRecoveryDelay, maxDelay: options.maxRecoveryDelay)
         }
         guard let (session, core, displayOff) = supervised() else { return nil }

@@ -25,7 +25,8 @@ struct DocumentValidators: Sendable, Equatable {
         if let etag = validators?.etag { conditional.headers.append(("If-None-Match", etag)) }
         if let modified = validators?.lastModified { conditional.headers.append(("If-Modified-Since", modified)) }
         do {
-            return try await conditional.getDocument(url, allowHTTP: allowHTTP, timeout: .seconds(10), maxBytes: maxBytes)
+            return try await conditional.getDocument(
+                url, allowHTTP: allowHTTP, timeout: .seconds(10), maxBytes: maxBytes)
         } catch {
             if error.code == .status, error.status == 304, validators != nil { return nil }
             throw error
@@ -113,8 +114,10 @@ extension DocumentRefresher where Failure == PlayerError {
     /// ``PlayerError/Code-swift.struct/untrustedDocument``, a bad interval or URL
     /// ``PlayerError/Code-swift.struct/invalidArgument``.
     static func following(
-        _ url: URL, what: String, kind: DocumentKind, interval: Double, httpHeaders: [String: String], security: DocumentSecurity, maxBytes: Int,
-        parse: @escaping @Sendable (Data) throws(PlayerError) -> Value, check: @escaping @Sendable (Value) throws(DocumentRefusal) -> Void
+        _ url: URL, what: String, kind: DocumentKind, interval: Double, httpHeaders: [String: String],
+        security: DocumentSecurity, maxBytes: Int,
+        parse: @escaping @Sendable (Data) throws(PlayerError) -> Value,
+        check: @escaping @Sendable (Value) throws(DocumentRefusal) -> Void
     ) async throws(PlayerError) -> DocumentRefresher {
         guard interval.isFinite, interval >= 1, interval <= 86_400 else {
             throw PlayerError(.invalidArgument, "\(what) refresh interval \(interval) s is outside 1…86400")
@@ -129,12 +132,16 @@ extension DocumentRefresher where Failure == PlayerError {
             }
         }
         let source: DocumentSource
-        do { source = try DocumentSource(url: url, kind: kind, security: security, headers: httpHeaders) } catch { throw playerError(error) }
+        do { source = try DocumentSource(url: url, kind: kind, security: security, headers: httpHeaders) } catch {
+            throw playerError(error)
+        }
         let fetch: Fetch = { (validators) throws(PlayerError) in
             let result: FetchResult
             let version: Int?
             do throws(DocumentFailure) {
-                guard let answered = try await source.fetch(validators: validators, maxBytes: maxBytes) else { return nil }
+                guard let answered = try await source.fetch(validators: validators, maxBytes: maxBytes) else {
+                    return nil
+                }
                 (result, version) = answered
             } catch {
                 throw playerError(error)

@@ -69,7 +69,8 @@ public struct TrustKey: Sendable, Hashable {
     /// The key of 32 raw bytes; another length is ``PlayerError/Code-swift.struct/invalidOptions``.
     public init(rawRepresentation: Data) throws(PlayerError) {
         guard (try? Curve25519.Signing.PublicKey(rawRepresentation: rawRepresentation)) != nil else {
-            throw PlayerError(.invalidOptions, "trust key: \(rawRepresentation.count) bytes, not an Ed25519 public key's 32")
+            throw PlayerError(
+                .invalidOptions, "trust key: \(rawRepresentation.count) bytes, not an Ed25519 public key's 32")
         }
         self.rawRepresentation = rawRepresentation
     }
@@ -109,7 +110,9 @@ public struct SigningKey: Sendable {
     public init(text: String) throws(PlayerError) {
         guard let raw = KeyText.decode(text, derPrefix: KeyText.privatePrefix),
             let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: raw)
-        else { throw PlayerError(.invalidOptions, "signing key: neither 32 bytes in base64 nor a PEM Ed25519 private key") }
+        else {
+            throw PlayerError(.invalidOptions, "signing key: neither 32 bytes in base64 nor a PEM Ed25519 private key")
+        }
         self.key = key
     }
 
@@ -140,10 +143,14 @@ enum KeyText {
     /// SubjectPublicKeyInfo, id-Ed25519, BIT STRING of 32 bytes.
     static let publicPrefix = Data([0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00])
     /// PKCS #8 OneAsymmetricKey v0, id-Ed25519, OCTET STRING of an OCTET STRING of 32 bytes.
-    static let privatePrefix = Data([0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20])
+    static let privatePrefix = Data([
+        0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20,
+    ])
 
     static func decode(_ text: String, derPrefix: Data) -> Data? {
-        let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+            !$0.isEmpty
+        }
         let body = lines.filter { !$0.hasPrefix("-----") }.joined()
         guard let bytes = Data(base64Encoded: body) else { return nil }
         if bytes.count == 32, !lines.contains(where: { $0.hasPrefix("-----") }) { return bytes }
@@ -185,7 +192,9 @@ public struct DocumentSignature: Sendable, Hashable, Codable {
         let formatter = ISO8601DateFormatter()
         let (v, until, digest) = (1, formatter.string(from: expires), sha256Hex([UInt8](document)))
         let text = Self.canonicalText(version: version, expires: until, sha256: digest, kind: kind)
-        self.init(v: v, version: version, expires: until, sha256: digest, sig: key.signature(for: Data(text.utf8)).base64EncodedString())
+        self.init(
+            v: v, version: version, expires: until, sha256: digest,
+            sig: key.signature(for: Data(text.utf8)).base64EncodedString())
     }
 
     private init(v: Int, version: Int, expires: String, sha256: String, sig: String) {
@@ -211,9 +220,12 @@ public struct DocumentSignature: Sendable, Hashable, Codable {
         }
         let text = Self.canonicalText(version: version, expires: expires, sha256: sha256, kind: kind)
         guard let signature = Data(base64Encoded: sig), key.key.isValidSignature(signature, for: Data(text.utf8)) else {
-            throw DocumentCheckFailure(.badSignature, "the signature is not the pinned key's (for a \(kind.rawValue) of version \(version))")
+            throw DocumentCheckFailure(
+                .badSignature, "the signature is not the pinned key's (for a \(kind.rawValue) of version \(version))")
         }
-        guard let until = Schedule.instant(expires) else { throw DocumentCheckFailure(.badSignature, "expires \"\(expires)\" is no ISO 8601 time") }
+        guard let until = Schedule.instant(expires) else {
+            throw DocumentCheckFailure(.badSignature, "expires \"\(expires)\" is no ISO 8601 time")
+        }
         guard until > now else { throw DocumentCheckFailure(.expired, "the signature expired at \(expires)") }
         if let lastVersion, version < lastVersion {
             throw DocumentCheckFailure(.olderVersion, "version \(version) is older than the accepted \(lastVersion)")
@@ -248,7 +260,8 @@ public struct DocumentSecurity: Sendable, Hashable {
 
     /// A policy; the defaults: no key, no local directory, https only, the system's CAs.
     public init(
-        trustKey: TrustKey? = nil, allowedLocalDirectories: [String] = [], allowHTTP: Bool = false, caFile: String? = nil,
+        trustKey: TrustKey? = nil, allowedLocalDirectories: [String] = [], allowHTTP: Bool = false,
+        caFile: String? = nil,
         stateDirectory: String? = nil
     ) {
         self.trustKey = trustKey
@@ -273,9 +286,11 @@ public struct DocumentSecurity: Sendable, Hashable {
             let root = Self.resolve(directory)
             if resolved == root || resolved.hasPrefix(root.hasSuffix("/") ? root : root + "/") { return }
         }
-        let allowed = allowedLocalDirectories.isEmpty
+        let allowed =
+            allowedLocalDirectories.isEmpty
             ? "no local directory is allowed" : "it is outside \(allowedLocalDirectories.joined(separator: ", "))"
-        throw DocumentRefusal(.localPath, url: document.absoluteString, "\(field): \"\(path)\" is a local file: \(allowed)")
+        throw DocumentRefusal(
+            .localPath, url: document.absoluteString, "\(field): \"\(path)\" is a local file: \(allowed)")
     }
 
     /// `path` absolute, `.` and `..` removed, symbolic links resolved (realpath of the longest
@@ -300,8 +315,14 @@ public struct DocumentSecurity: Sendable, Hashable {
 
     /// Warns once a process that documents are not authenticated (no key pinned).
     func warnIfUnauthenticated() {
-        guard trustKey == nil, Self.warned.withLock({ done in defer { done = true }; return !done }) else { return }
-        Logger(label: "marquee.documents").warning("documents are not authenticated: no trust key is pinned (--trust-key)")
+        guard trustKey == nil,
+            Self.warned.withLock({ done in
+                defer { done = true }
+                return !done
+            })
+        else { return }
+        Logger(label: "marquee.documents").warning(
+            "documents are not authenticated: no trust key is pinned (--trust-key)")
     }
 }
 
@@ -337,14 +358,18 @@ final class DocumentSource: Sendable {
 
     /// The signature's URL: `.sig` appended to the document's path (its query kept).
     var signatureURL: URL {
-        guard var parts = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return url.appendingPathExtension("sig") }
+        guard var parts = URLComponents(url: url, resolvingAgainstBaseURL: true) else {
+            return url.appendingPathExtension("sig")
+        }
         parts.percentEncodedPath += ".sig"
         return parts.url ?? url.appendingPathExtension("sig")
     }
 
     /// The document (nil: not modified since `validators`), checked against the pinned key:
     /// its body, validators and signed version (to ``accept(_:)`` once it parses).
-    func fetch(validators: DocumentValidators?, maxBytes: Int) async throws(DocumentFailure) -> (FetchResult, version: Int?)? {
+    func fetch(validators: DocumentValidators?, maxBytes: Int) async throws(DocumentFailure) -> (
+        FetchResult, version: Int?
+    )? {
         let result: FetchResult
         do {
             guard
@@ -354,7 +379,8 @@ final class DocumentSource: Sendable {
             result = answered
         } catch {
             if error.code == .insecure {
-                throw DocumentFailure.refused(DocumentRefusal(.insecureTransport, url: url.absoluteString, error.message))
+                throw DocumentFailure.refused(
+                    DocumentRefusal(.insecureTransport, url: url.absoluteString, error.message))
             }
             throw DocumentFailure.fetch(error)
         }
@@ -362,19 +388,25 @@ final class DocumentSource: Sendable {
         let body = Data(result.body.readableBytesView)
         let signatureBytes: Data
         do {
-            let answer = try await fetcher.getDocument(signatureURL, allowHTTP: security.allowHTTP, maxBytes: DocumentSignature.maxBytes)
+            let answer = try await fetcher.getDocument(
+                signatureURL, allowHTTP: security.allowHTTP, maxBytes: DocumentSignature.maxBytes)
             signatureBytes = Data(answer.body.readableBytesView)
         } catch {
             switch error.code {
             case .status where error.status == 404 || error.status == 410:
                 let said = "no signature (\(signatureURL.lastPathComponent) answered \(error.status))"
                 throw .refused(DocumentRefusal(.unsigned, url: url.absoluteString, said))
-            case .insecure: throw .refused(DocumentRefusal(.insecureTransport, url: url.absoluteString, "signature: \(error.message)"))
+            case .insecure:
+                throw .refused(
+                    DocumentRefusal(.insecureTransport, url: url.absoluteString, "signature: \(error.message)"))
             default: throw .fetch(error)
             }
         }
         guard let signature = try? JSONDecoder().decode(DocumentSignature.self, from: signatureBytes) else {
-            throw .refused(DocumentRefusal(.badSignature, url: url.absoluteString, "\(signatureURL.lastPathComponent) is not a signature document"))
+            throw .refused(
+                DocumentRefusal(
+                    .badSignature, url: url.absoluteString,
+                    "\(signatureURL.lastPathComponent) is not a signature document"))
         }
         do {
             try signature.verify(body, kind: kind, key: key, now: Date(), lastVersion: accepted.withLock { $0 })
@@ -407,7 +439,8 @@ final class DocumentSource: Sendable {
     private static let store = Locked(())
 
     private static func persisted(_ directory: String?) -> [String: Int] {
-        guard let directory, let bytes = try? LocalFile.read(directory + "/" + fileName, maxBytes: 1 << 20, what: "document versions")
+        guard let directory,
+            let bytes = try? LocalFile.read(directory + "/" + fileName, maxBytes: 1 << 20, what: "document versions")
         else { return [:] }
         return (try? JSONDecoder().decode([String: Int].self, from: Data(bytes))) ?? [:]
     }

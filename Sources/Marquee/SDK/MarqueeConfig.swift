@@ -97,7 +97,9 @@ public struct MarqueeConfig: Sendable, Equatable, Decodable {
 
     /// Decodes and validates a config document (at most ``maxBytes``, ``maxDepth`` deep).
     public static func parse(_ data: Data) throws(MarqueeSDKError) -> MarqueeConfig {
-        guard data.count <= maxBytes else { throw MarqueeSDKError(.invalidConfig, "document of \(data.count) bytes, over \(maxBytes)") }
+        guard data.count <= maxBytes else {
+            throw MarqueeSDKError(.invalidConfig, "document of \(data.count) bytes, over \(maxBytes)")
+        }
         if let depth = nesting(data, over: maxDepth) {
             throw MarqueeSDKError(.invalidConfig, "arrays and objects nested \(depth) deep, over \(maxDepth)")
         }
@@ -116,10 +118,18 @@ public struct MarqueeConfig: Sendable, Equatable, Decodable {
     /// The nesting depth of `data`'s arrays and objects once it passes `limit` (brackets inside
     /// strings do not count); nil when it never does. One pass, no recursion.
     static func nesting(_ data: Data, over limit: Int) -> Int? {
-        var depth = 0, inString = false, escaped = false
+        var depth = 0
+        var inString = false
+        var escaped = false
         for byte in data {
             if inString {
-                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
                 continue
             }
             switch byte {
@@ -136,7 +146,9 @@ public struct MarqueeConfig: Sendable, Equatable, Decodable {
 
     func validate() throws(MarqueeSDKError) {
         guard !sources.isEmpty else { throw MarqueeSDKError(.invalidConfig, "sources: at least one URL is required") }
-        guard sources.count <= Self.maxSources else { throw MarqueeSDKError(.invalidConfig, "sources: \(sources.count) URLs, over \(Self.maxSources)") }
+        guard sources.count <= Self.maxSources else {
+            throw MarqueeSDKError(.invalidConfig, "sources: \(sources.count) URLs, over \(Self.maxSources)")
+        }
         for (i, url) in sources.enumerated() where !["http", "https"].contains(url.scheme?.lowercased() ?? "") {
             throw MarqueeSDKError(.invalidConfig, "sources[\(i)]: \"\(Redact.url(url))\" is not an http(s) URL")
         }
@@ -144,11 +156,16 @@ public struct MarqueeConfig: Sendable, Equatable, Decodable {
             throw MarqueeSDKError(.invalidConfig, "advanced.sync.targetLatency: \(t) s is outside 0…300")
         }
         let stall = advanced?.stall
-        for (name, value) in [("minRecoveryDelay", stall?.minRecoveryDelay), ("maxRecoveryDelay", stall?.maxRecoveryDelay)] {
-            if let v = value, !(v > 0 && v <= 86_400) { throw MarqueeSDKError(.invalidConfig, "advanced.stall.\(name): \(v) s is outside 0…86400") }
+        for (name, value) in [
+            ("minRecoveryDelay", stall?.minRecoveryDelay), ("maxRecoveryDelay", stall?.maxRecoveryDelay),
+        ] {
+            if let v = value, !(v > 0 && v <= 86_400) {
+                throw MarqueeSDKError(.invalidConfig, "advanced.stall.\(name): \(v) s is outside 0…86400")
+            }
         }
         if let low = stall?.minRecoveryDelay, let high = stall?.maxRecoveryDelay, low > high {
-            throw MarqueeSDKError(.invalidConfig, "advanced.stall: minRecoveryDelay \(low) s is above maxRecoveryDelay \(high) s")
+            throw MarqueeSDKError(
+                .invalidConfig, "advanced.stall: minRecoveryDelay \(low) s is above maxRecoveryDelay \(high) s")
         }
     }
 
@@ -159,7 +176,9 @@ public struct MarqueeConfig: Sendable, Equatable, Decodable {
             guard let value else { continue }
             if let url = URL(string: value), let scheme = url.scheme?.lowercased(), scheme != "file" {
                 guard scheme == "http" || scheme == "https" else {
-                    throw DocumentRefusal(.localPath, url: document.absoluteString, "\(field): \"\(value)\" is neither a path nor an http(s) URL")
+                    throw DocumentRefusal(
+                        .localPath, url: document.absoluteString,
+                        "\(field): \"\(value)\" is neither a path nor an http(s) URL")
                 }
                 continue
             }
@@ -208,7 +227,8 @@ extension VideoFit: Decodable {
         let container = try decoder.singleValueContainer()
         let name = try container.decode(String.self)
         guard let fit = VideoFit(name: name) else {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: "\"\(name)\" is not contain, cover, fill or scaledown")
+            throw DecodingError.dataCorruptedError(
+                in: container, debugDescription: "\"\(name)\" is not contain, cover, fill or scaledown")
         }
         self = fit
     }

@@ -64,7 +64,9 @@ public enum MarqueeSDK {
     /// Creates a player: the SDK's spelling of ``Player/init(options:logger:)``. Throws
     /// ``PlayerError/Code-swift.struct/invalidPlayerOptions`` or
     /// ``PlayerError/Code-swift.struct/invalidPlayerOptionsSources`` for options that cannot be used.
-    public static func createPlayer(options: PlayerOptions, logger: Logger = Logger(label: "marquee.player")) throws(PlayerError) -> Player {
+    public static func createPlayer(options: PlayerOptions, logger: Logger = Logger(label: "marquee.player"))
+        throws(PlayerError) -> Player
+    {
         try Player(options: options, logger: logger)
     }
 
@@ -74,12 +76,17 @@ public enum MarqueeSDK {
 
     /// The config URL for `streamId` under `template` (a template without `{streamId}` is
     /// used as it is).
-    public static func configURL(streamId: String, template: String = defaultConfigURLTemplate) throws(MarqueeSDKError) -> URL {
+    public static func configURL(streamId: String, template: String = defaultConfigURLTemplate) throws(MarqueeSDKError)
+        -> URL
+    {
         guard !streamId.isEmpty, streamId.count <= 256,
-              let id = streamId.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~")))
+            let id = streamId.addingPercentEncoding(
+                withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~")))
         else { throw MarqueeSDKError(.invalidURL, "stream id \"\(streamId)\" is empty or too long") }
         let text = template.replacingOccurrences(of: "{streamId}", with: id)
-        guard let url = URL(string: text), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false else {
+        guard let url = URL(string: text), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
+            url.host?.isEmpty == false
+        else {
             throw MarqueeSDKError(.invalidURL, "\"\(text)\" is not an http(s) URL")
         }
         return url
@@ -116,7 +123,8 @@ public final class RemoteConfig: Sendable {
     /// ``MarqueeSDKError/Code-swift.struct/invalidArgument``. Each fetch is checked under
     /// `security` (a refused one: ``MarqueeSDKError/Code-swift.struct/untrustedDocument``).
     public init(
-        streamId: String, configURL template: String = MarqueeSDK.defaultConfigURLTemplate, httpHeaders: [String: String] = [:],
+        streamId: String, configURL template: String = MarqueeSDK.defaultConfigURLTemplate,
+        httpHeaders: [String: String] = [:],
         interval: Double = 60, security: DocumentSecurity = DocumentSecurity()
     ) async throws(MarqueeSDKError) {
         guard interval.isFinite, interval >= 1, interval <= 86_400 else {
@@ -127,7 +135,8 @@ public final class RemoteConfig: Sendable {
         self.interval = interval
         let source = try Self.source(url, httpHeaders: httpHeaders, security: security)
         let (config, validators) = try await Self.fetchFirst(source)
-        refresher = DocumentRefresher(first: config, validators: validators, interval: interval) { (validators) throws(MarqueeSDKError) in
+        refresher = DocumentRefresher(first: config, validators: validators, interval: interval) {
+            (validators) throws(MarqueeSDKError) in
             try await Self.fetch(source, validators: validators)
         }
     }
@@ -143,7 +152,9 @@ public final class RemoteConfig: Sendable {
     public func stop() { refresher.stop() }
 
     /// The config's document at `url` under `security`.
-    static func source(_ url: URL, httpHeaders: [String: String], security: DocumentSecurity) throws(MarqueeSDKError) -> DocumentSource {
+    static func source(_ url: URL, httpHeaders: [String: String], security: DocumentSecurity) throws(MarqueeSDKError)
+        -> DocumentSource
+    {
         do {
             return try DocumentSource(url: url, kind: .config, security: security, headers: httpHeaders)
         } catch {
@@ -154,12 +165,15 @@ public final class RemoteConfig: Sendable {
     private static func error(_ failure: DocumentFailure) -> MarqueeSDKError {
         switch failure {
         case .refused(let refusal): MarqueeSDKError(refusal)
-        case .fetch(let error): MarqueeSDKError(.downloadError, error.description, httpStatus: error.status > 0 ? error.status : nil)
+        case .fetch(let error):
+            MarqueeSDKError(.downloadError, error.description, httpStatus: error.status > 0 ? error.status : nil)
         }
     }
 
     /// The unconditional first fetch.
-    static func fetchFirst(_ source: DocumentSource) async throws(MarqueeSDKError) -> (config: MarqueeConfig, validators: DocumentValidators) {
+    static func fetchFirst(_ source: DocumentSource) async throws(MarqueeSDKError) -> (
+        config: MarqueeConfig, validators: DocumentValidators
+    ) {
         guard let (config, validators) = try await fetch(source, validators: nil) else {
             throw MarqueeSDKError(.missingData, "\(Redact.url(source.url)) answered 304 to an unconditional request")
         }
@@ -175,7 +189,9 @@ public final class RemoteConfig: Sendable {
         let result: FetchResult
         let version: Int?
         do {
-            guard let answered = try await source.fetch(validators: validators, maxBytes: MarqueeConfig.maxBytes) else { return nil }
+            guard let answered = try await source.fetch(validators: validators, maxBytes: MarqueeConfig.maxBytes) else {
+                return nil
+            }
             (result, version) = answered
         } catch {
             throw Self.error(error)
@@ -183,7 +199,9 @@ public final class RemoteConfig: Sendable {
         guard result.date != nil else {
             throw MarqueeSDKError(.invalidServerTime, "\(Redact.url(url)) sent no usable Date header")
         }
-        guard result.body.readableBytes > 0 else { throw MarqueeSDKError(.missingData, "\(Redact.url(url)) sent an empty body") }
+        guard result.body.readableBytes > 0 else {
+            throw MarqueeSDKError(.missingData, "\(Redact.url(url)) sent an empty body")
+        }
         let config = try MarqueeConfig.parse(Data(result.body.readableBytesView))
         do { try config.checkLocalPaths(source.security, document: url) } catch { throw MarqueeSDKError(error) }
         source.accept(version)

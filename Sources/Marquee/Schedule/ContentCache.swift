@@ -40,12 +40,17 @@ public final class ContentCache: Sendable {
         self.maxBytes = maxBytes
         self.fetcher = HTTPFetcher(headers: headers.map { ($0.key, $0.value) })
         do {
-            try FileManager.default.createDirectory(at: directory.appendingPathComponent("objects"), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: directory.appendingPathComponent("objects"), withIntermediateDirectories: true)
         } catch {
             throw PlayerError(.output, "content cache: cannot create \(directory.path): \(error.localizedDescription)")
         }
-        var index = (try? JSONDecoder().decode([String: Entry].self, from: Data(contentsOf: directory.appendingPathComponent("index.json")))) ?? [:]
-        index = index.filter { FileManager.default.fileExists(atPath: directory.appendingPathComponent("objects/\($0.value.sha256)").path) }
+        var index =
+            (try? JSONDecoder().decode(
+                [String: Entry].self, from: Data(contentsOf: directory.appendingPathComponent("index.json")))) ?? [:]
+        index = index.filter {
+            FileManager.default.fileExists(atPath: directory.appendingPathComponent("objects/\($0.value.sha256)").path)
+        }
         state = Locked(State(index: index))
     }
 
@@ -59,7 +64,8 @@ public final class ContentCache: Sendable {
 
     /// Whether `url`'s bytes are kept (and match `sha256`, when given).
     public func contains(_ url: URL, sha256: String? = nil) -> Bool {
-        state.withLock { state in state.index[url.absoluteString].map { sha256 == nil || $0.sha256 == sha256 } ?? false }
+        state.withLock { state in state.index[url.absoluteString].map { sha256 == nil || $0.sha256 == sha256 } ?? false
+        }
     }
 
     /// The SHA-256 of `url`'s kept bytes, nil when they are not kept.
@@ -68,7 +74,8 @@ public final class ContentCache: Sendable {
     /// `url`'s bytes from the cache, nil when they are not kept, do not match `sha256` (when
     /// given) or no longer match their own hash on disk.
     public func bytes(for url: URL, sha256: String? = nil) -> [UInt8]? {
-        guard let entry = state.withLock({ $0.index[url.absoluteString] }), sha256 == nil || entry.sha256 == sha256 else { return nil }
+        guard let entry = state.withLock({ $0.index[url.absoluteString] }), sha256 == nil || entry.sha256 == sha256
+        else { return nil }
         guard let data = FileManager.default.contents(atPath: objectURL(entry.sha256).path) else { return nil }
         let bytes = [UInt8](data)
         guard sha256Hex(bytes) == entry.sha256 else {
@@ -95,17 +102,22 @@ public final class ContentCache: Sendable {
             var policy = FetchPolicy.manifest
             policy.attempts = 2
             do {
-                bytes = [UInt8](try await fetcher.get(url, policy: policy, maxBytes: Self.maxObjectBytes).body.readableBytesView)
+                bytes = [UInt8](
+                    try await fetcher.get(url, policy: policy, maxBytes: Self.maxObjectBytes).body.readableBytesView)
             } catch {
                 throw PlayerError(.network, "\(Redact.url(url)): \(error)")
             }
         }
         let hash = sha256Hex(bytes)
         if let sha256, hash != sha256 {
-            throw PlayerError(.media, "\(Redact.url(url)): its bytes hash to \(hash), not the announced \(sha256): not kept, not played")
+            throw PlayerError(
+                .media,
+                "\(Redact.url(url)): its bytes hash to \(hash), not the announced \(sha256): not kept, not played")
         }
         try store(bytes, hash: hash)
-        state.withLock { $0.index[url.absoluteString] = Entry(sha256: hash, size: bytes.count, used: Date().timeIntervalSince1970) }
+        state.withLock {
+            $0.index[url.absoluteString] = Entry(sha256: hash, size: bytes.count, used: Date().timeIntervalSince1970)
+        }
         try saveIndex()
         return bytes
     }
@@ -122,7 +134,9 @@ public final class ContentCache: Sendable {
     /// Fetches what ``needs(_:from:horizon:)`` lists and is not kept, then evicts what none of
     /// it needs while over ``maxBytes``. Returns the items fetched and the failures (tried
     /// again at the next call).
-    public func prefetch(_ schedule: Schedule, from: Date = Date(), horizon: Double = 86_400) async -> (fetched: Int, failed: [(URL, PlayerError)]) {
+    public func prefetch(_ schedule: Schedule, from: Date = Date(), horizon: Double = 86_400) async -> (
+        fetched: Int, failed: [(URL, PlayerError)]
+    ) {
         let needed = Self.needs(schedule, from: from, horizon: horizon)
         var fetched = 0
         var failed: [(URL, PlayerError)] = []
@@ -148,11 +162,14 @@ public final class ContentCache: Sendable {
                 var seen = Set<String>()
                 return state.index.values.reduce(0) { seen.insert($1.sha256).inserted ? $0 + $1.size : $0 }
             }
-            for (key, _) in state.index.sorted(by: { $0.value.used < $1.value.used }) where total > maxBytes && !pinnedKeys.contains(key) {
+            for (key, _) in state.index.sorted(by: { $0.value.used < $1.value.used })
+            where total > maxBytes && !pinnedKeys.contains(key) {
                 state.index.removeValue(forKey: key)
             }
             let live = Set(state.index.values.map(\.sha256))
-            let files = (try? FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent("objects").path)) ?? []
+            let files =
+                (try? FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent("objects").path))
+                ?? []
             return files.filter { !$0.hasSuffix(".tmp") && !live.contains($0) }
         }
         for name in removed { try? FileManager.default.removeItem(at: objectURL(name)) }

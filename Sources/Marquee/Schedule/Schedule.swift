@@ -20,7 +20,10 @@ public struct ScheduleRecurrence: Sendable, Hashable {
     public var startDate: DateComponents?
     public var endDate: DateComponents?
 
-    public init(weekdays: Set<Int> = [], from: Int = 0, to: Int = 86_400, startDate: DateComponents? = nil, endDate: DateComponents? = nil) {
+    public init(
+        weekdays: Set<Int> = [], from: Int = 0, to: Int = 86_400, startDate: DateComponents? = nil,
+        endDate: DateComponents? = nil
+    ) {
         self.weekdays = weekdays
         self.from = from
         self.to = to
@@ -130,14 +133,19 @@ public struct Schedule: Sendable, Equatable {
     /// A schedule; every playlist named must be in `playlists`, ids unique within their kind,
     /// shares of voice within an hour (else ``PlayerError/Code-swift.struct/schedule``).
     public init(
-        timeZone: TimeZone = TimeZone(identifier: "UTC")!, playlists: [String: Playlist], defaultPlaylist: String, slots: [ScheduleSlot] = [],
+        timeZone: TimeZone = TimeZone(identifier: "UTC")!, playlists: [String: Playlist], defaultPlaylist: String,
+        slots: [ScheduleSlot] = [],
         interrupts: [ScheduleInterrupt] = [], events: [ScheduleEvent] = []
     ) throws(PlayerError) {
         func check(_ name: String, _ at: String) throws(PlayerError) {
-            guard playlists[name] != nil else { throw PlayerError(.schedule, "\(at).playlist: \"\(name)\" is not in playlists") }
+            guard playlists[name] != nil else {
+                throw PlayerError(.schedule, "\(at).playlist: \"\(name)\" is not in playlists")
+            }
         }
         try check(defaultPlaylist, "default")
-        for (kind, ids) in [("slots", slots.map(\.id)), ("interrupts", interrupts.map(\.id)), ("events", events.map(\.id))] {
+        for (kind, ids) in [
+            ("slots", slots.map(\.id)), ("interrupts", interrupts.map(\.id)), ("events", events.map(\.id)),
+        ] {
             var seen = Set<String>()
             for (index, id) in ids.enumerated() where !seen.insert(id).inserted {
                 throw PlayerError(.schedule, "\(kind)[\(index)].id: \"\(id)\" is used twice")
@@ -147,14 +155,19 @@ public struct Schedule: Sendable, Equatable {
         for (index, interrupt) in interrupts.enumerated() {
             try check(interrupt.playlist, "interrupts[\(index)]")
             guard interrupt.secondsPerHour > 0, interrupt.secondsPerHour <= 3600 else {
-                throw PlayerError(.schedule, "interrupts[\(index)].secondsPerHour: \(interrupt.secondsPerHour) is outside 0…3600")
+                throw PlayerError(
+                    .schedule, "interrupts[\(index)].secondsPerHour: \(interrupt.secondsPerHour) is outside 0…3600")
             }
         }
         let share = interrupts.map(\.secondsPerHour).reduce(0, +)
-        guard share <= 3600 else { throw PlayerError(.schedule, "interrupts: \(share) seconds per hour in all, more than an hour") }
+        guard share <= 3600 else {
+            throw PlayerError(.schedule, "interrupts: \(share) seconds per hour in all, more than an hour")
+        }
         for (index, event) in events.enumerated() {
             try check(event.playlist, "events[\(index)]")
-            guard event.duration > 0, event.duration.isFinite else { throw PlayerError(.schedule, "events[\(index)].duration: \(event.duration) s must be > 0") }
+            guard event.duration > 0, event.duration.isFinite else {
+                throw PlayerError(.schedule, "events[\(index)].duration: \(event.duration) s must be > 0")
+            }
         }
         self.timeZone = timeZone
         self.playlists = playlists

@@ -35,8 +35,11 @@ extension Schedule {
         var playlists: [String: Playlist] = [:]
         for (name, value) in lists {
             do {
-                guard JSONSerialization.isValidJSONObject(value) else { throw PlayerError(.playlist, "not a JSON object") }
-                playlists[name] = try Playlist(json: try JSONSerialization.data(withJSONObject: value), relativeTo: base)
+                guard JSONSerialization.isValidJSONObject(value) else {
+                    throw PlayerError(.playlist, "not a JSON object")
+                }
+                playlists[name] = try Playlist(
+                    json: try JSONSerialization.data(withJSONObject: value), relativeTo: base)
             } catch let error as PlayerError {
                 throw PlayerError(.schedule, "playlists.\(name): \(error.message)")
             } catch {
@@ -60,19 +63,30 @@ extension Schedule {
         }
         let interrupts = try Self.list(top, "interrupts").enumerated().map { (index, o) throws(PlayerError) in
             let at = "interrupts[\(index)]"
-            guard let share = try Self.number(o, "secondsPerHour", at) else { throw PlayerError(.schedule, "\(at).secondsPerHour: missing") }
+            guard let share = try Self.number(o, "secondsPerHour", at) else {
+                throw PlayerError(.schedule, "\(at).secondsPerHour: missing")
+            }
             return ScheduleInterrupt(
-                id: try Self.string(o, "id", at) ?? String(index + 1), playlist: try Self.required(o, "playlist", at), secondsPerHour: share,
+                id: try Self.string(o, "id", at) ?? String(index + 1), playlist: try Self.required(o, "playlist", at),
+                secondsPerHour: share,
                 when: try Self.recurrence(o, at))
         }
         let events = try Self.list(top, "events").enumerated().map { (index, o) throws(PlayerError) in
             let at = "events[\(index)]"
             let text = try Self.required(o, "start", at)
-            guard let start = Self.instant(text) else { throw PlayerError(.schedule, "\(at).start: \"\(text)\" is no ISO 8601 time with an offset") }
-            guard let duration = try Self.number(o, "duration", at) else { throw PlayerError(.schedule, "\(at).duration: missing") }
-            return ScheduleEvent(id: try Self.string(o, "id", at) ?? String(index + 1), playlist: try Self.required(o, "playlist", at), start: start, duration: duration)
+            guard let start = Self.instant(text) else {
+                throw PlayerError(.schedule, "\(at).start: \"\(text)\" is no ISO 8601 time with an offset")
+            }
+            guard let duration = try Self.number(o, "duration", at) else {
+                throw PlayerError(.schedule, "\(at).duration: missing")
+            }
+            return ScheduleEvent(
+                id: try Self.string(o, "id", at) ?? String(index + 1), playlist: try Self.required(o, "playlist", at),
+                start: start, duration: duration)
         }
-        try self.init(timeZone: zone, playlists: playlists, defaultPlaylist: defaultName, slots: slots, interrupts: interrupts, events: events)
+        try self.init(
+            timeZone: zone, playlists: playlists, defaultPlaylist: defaultName, slots: slots, interrupts: interrupts,
+            events: events)
     }
 
     private static func list(_ top: [String: Any], _ key: String) throws(PlayerError) -> [[String: Any]] {
@@ -83,7 +97,9 @@ extension Schedule {
 
     private static func string(_ o: [String: Any], _ key: String, _ at: String) throws(PlayerError) -> String? {
         guard let value = o[key] else { return nil }
-        guard let text = value as? String, !text.isEmpty else { throw PlayerError(.schedule, "\(at).\(key): a non-empty string") }
+        guard let text = value as? String, !text.isEmpty else {
+            throw PlayerError(.schedule, "\(at).\(key): a non-empty string")
+        }
         return text
     }
 
@@ -102,7 +118,9 @@ extension Schedule {
 
     private static func priority(_ o: [String: Any], _ at: String) throws(PlayerError) -> Int {
         guard let value = try number(o, "priority", at) else { return 0 }
-        guard value.magnitude <= 1_000_000 else { throw PlayerError(.schedule, "\(at).priority: \(value) is outside ±1000000") }
+        guard value.magnitude <= 1_000_000 else {
+            throw PlayerError(.schedule, "\(at).priority: \(value) is outside ±1000000")
+        }
         return Int(value.rounded(.down))
     }
 
@@ -111,26 +129,38 @@ extension Schedule {
     private static func recurrence(_ o: [String: Any], _ at: String) throws(PlayerError) -> ScheduleRecurrence {
         var when = ScheduleRecurrence()
         if let value = o["days"] {
-            guard let names = value as? [String] else { throw PlayerError(.schedule, "\(at).days: a list of mon … sun") }
+            guard let names = value as? [String] else {
+                throw PlayerError(.schedule, "\(at).days: a list of mon … sun")
+            }
             for name in names {
-                guard let day = dayNames[String(name.lowercased().prefix(3))] else { throw PlayerError(.schedule, "\(at).days: \"\(name)\" is none of mon … sun") }
+                guard let day = dayNames[String(name.lowercased().prefix(3))] else {
+                    throw PlayerError(.schedule, "\(at).days: \"\(name)\" is none of mon … sun")
+                }
                 when.weekdays.insert(day)
             }
         }
         if let text = try string(o, "from", at) {
-            guard let s = timeOfDay(text), s < 86_400 else { throw PlayerError(.schedule, "\(at).from: \"\(text)\" is no time of day (HH:MM or HH:MM:SS)") }
+            guard let s = timeOfDay(text), s < 86_400 else {
+                throw PlayerError(.schedule, "\(at).from: \"\(text)\" is no time of day (HH:MM or HH:MM:SS)")
+            }
             when.from = s
         }
         if let text = try string(o, "to", at) {
-            guard let s = timeOfDay(text) else { throw PlayerError(.schedule, "\(at).to: \"\(text)\" is no time of day (HH:MM, HH:MM:SS or 24:00)") }
+            guard let s = timeOfDay(text) else {
+                throw PlayerError(.schedule, "\(at).to: \"\(text)\" is no time of day (HH:MM, HH:MM:SS or 24:00)")
+            }
             when.to = s
         }
         for (key, path) in [("startDate", \ScheduleRecurrence.startDate), ("endDate", \ScheduleRecurrence.endDate)] {
             guard let text = try string(o, key, at) else { continue }
-            guard let date = localDate(text) else { throw PlayerError(.schedule, "\(at).\(key): \"\(text)\" is no date (YYYY-MM-DD)") }
+            guard let date = localDate(text) else {
+                throw PlayerError(.schedule, "\(at).\(key): \"\(text)\" is no date (YYYY-MM-DD)")
+            }
             when[keyPath: path] = date
         }
-        if let first = when.startDate, let last = when.endDate, (first.year!, first.month!, first.day!) > (last.year!, last.month!, last.day!) {
+        if let first = when.startDate, let last = when.endDate,
+            (first.year!, first.month!, first.day!) > (last.year!, last.month!, last.day!)
+        {
             throw PlayerError(.schedule, "\(at): endDate is before startDate")
         }
         return when
@@ -148,7 +178,9 @@ extension Schedule {
 
     private static func localDate(_ text: String) -> DateComponents? {
         let parts = text.split(separator: "-").map { Int($0) }
-        guard parts.count == 3, let y = parts[0], let m = parts[1], let d = parts[2], (1...12).contains(m), (1...31).contains(d) else { return nil }
+        guard parts.count == 3, let y = parts[0], let m = parts[1], let d = parts[2], (1...12).contains(m),
+            (1...31).contains(d)
+        else { return nil }
         return DateComponents(year: y, month: m, day: d)
     }
 

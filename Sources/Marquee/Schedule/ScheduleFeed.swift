@@ -23,7 +23,8 @@ public final class ScheduleFeed: Sendable {
     /// fetch is checked under `security` (signed schedules, no local file outside its
     /// directories, https): a refused one is ``PlayerError/Code-swift.struct/untrustedDocument``.
     public init(
-        url: URL, interval: Double = 60, httpHeaders: [String: String] = [:], security: DocumentSecurity = DocumentSecurity()
+        url: URL, interval: Double = 60, httpHeaders: [String: String] = [:],
+        security: DocumentSecurity = DocumentSecurity()
     ) async throws(PlayerError) {
         self.url = url
         self.interval = interval

@@ -53,12 +53,17 @@ public final class SchedulePlayer: Sendable {
     /// ``cacheInterval`` (offline play). Throws what
     /// ``PlaylistPlayer/init(playlist:options:seed:logger:journal:cache:)`` throws.
     public init(
-        schedule: Schedule, options: PlayerOptions, timeSource: URL? = nil, seed: UInt64 = UInt64.random(in: 0...UInt64.max),
-        logger: Logger = Logger(label: "marquee.schedule"), journal: ProofOfPlayJournal? = nil, cache: ContentCache? = nil
+        schedule: Schedule, options: PlayerOptions, timeSource: URL? = nil,
+        seed: UInt64 = UInt64.random(in: 0...UInt64.max),
+        logger: Logger = Logger(label: "marquee.schedule"), journal: ProofOfPlayJournal? = nil,
+        cache: ContentCache? = nil
     ) throws(PlayerError) {
         let first = schedule.entry(at: Date())
-        guard let playlist = schedule.playlists[first.playlist] else { throw PlayerError(.schedule, "no playlist \"\(first.playlist)\"") }
-        playlistPlayer = try PlaylistPlayer(playlist: playlist, options: options, seed: seed, logger: logger, journal: journal, cache: cache)
+        guard let playlist = schedule.playlists[first.playlist] else {
+            throw PlayerError(.schedule, "no playlist \"\(first.playlist)\"")
+        }
+        playlistPlayer = try PlaylistPlayer(
+            playlist: playlist, options: options, seed: seed, logger: logger, journal: journal, cache: cache)
         self.timeSource = timeSource
         self.logger = logger
         inner = Locked(Inner(schedule: schedule))
@@ -85,7 +90,9 @@ public final class SchedulePlayer: Sendable {
             playlistPlayer.startOver(with: playlist, entry: entry.source.description, name: entry.playlist)
         }
         inner.withLock { $0.entry = entry }
-        logger.info("schedule entry", metadata: ["entry": "\(entry.source)", "playlist": "\(entry.playlist)", "until": "\(entry.end)"])
+        logger.info(
+            "schedule entry",
+            metadata: ["entry": "\(entry.source)", "playlist": "\(entry.playlist)", "until": "\(entry.end)"])
         playlistPlayer.announce(.scheduleEntry(entry))
         try await playlistPlayer.play()
         let runner = Task { [weak self] () -> Void in await self?.run() }
@@ -109,9 +116,13 @@ public final class SchedulePlayer: Sendable {
     public func prefetch(into cache: ContentCache) async -> Int {
         let (fetched, failed) = await cache.prefetch(schedule, from: now, horizon: Self.cacheHorizon)
         if fetched > 0 || !failed.isEmpty {
-            logger.info("content cache", metadata: ["fetched": "\(fetched)", "failed": "\(failed.count)", "bytes": "\(cache.totalBytes)"])
+            logger.info(
+                "content cache",
+                metadata: ["fetched": "\(fetched)", "failed": "\(failed.count)", "bytes": "\(cache.totalBytes)"])
         }
-        for (url, error) in failed { logger.warning("not cached yet", metadata: ["url": "\(Redact.url(url))", "error": "\(error)"]) }
+        for (url, error) in failed {
+            logger.warning("not cached yet", metadata: ["url": "\(Redact.url(url))", "error": "\(error)"])
+        }
         return fetched
     }
 
@@ -136,8 +147,12 @@ public final class SchedulePlayer: Sendable {
     private func measureClock() async {
         guard let timeSource else { return }
         let timing = UTCTiming(schemeIdUri: "urn:mpeg:dash:utc:http-iso:2014", value: timeSource.absoluteString)
-        let clock = await ClockSync(fetcher: playlistPlayer.player.fetcher, logger: logger).synchronize(timings: [timing])
-        if clock.isLocal { logger.warning("the time source did not answer: the local clock", metadata: ["source": "\(timeSource)"]) }
+        let clock = await ClockSync(fetcher: playlistPlayer.player.fetcher, logger: logger).synchronize(timings: [
+            timing
+        ])
+        if clock.isLocal {
+            logger.warning("the time source did not answer: the local clock", metadata: ["source": "\(timeSource)"])
+        }
         inner.withLock { $0.clock = clock }
         playlistPlayer.setClockOffset(clock.offset)
     }
@@ -184,7 +199,9 @@ public final class SchedulePlayer: Sendable {
         let wait = at - Monotonic.now()
         if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(wait * 1000) + 1)) }
         inner.withLock { $0.entry = entry }
-        logger.info("schedule entry", metadata: ["entry": "\(entry.source)", "playlist": "\(entry.playlist)", "until": "\(entry.end)"])
+        logger.info(
+            "schedule entry",
+            metadata: ["entry": "\(entry.source)", "playlist": "\(entry.playlist)", "until": "\(entry.end)"])
         playlistPlayer.announce(.scheduleEntry(entry))
     }
 }

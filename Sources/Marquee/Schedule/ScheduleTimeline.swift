@@ -96,7 +96,9 @@ extension Schedule {
         let ranges = Ranges(
             slots: slots.map { $0.when.isAlways ? nil : occurrences(of: $0.when, from: a, to: b) },
             interrupts: interrupts.map { $0.when.isAlways ? nil : occurrences(of: $0.when, from: a - 3600, to: b) })
-        for case let stretches? in ranges.slots { points.formUnion(stretches.flatMap { [$0.lowerBound, $0.upperBound] }) }
+        for case let stretches? in ranges.slots {
+            points.formUnion(stretches.flatMap { [$0.lowerBound, $0.upperBound] })
+        }
         if !chunks.isEmpty {
             for hour in stride(from: (a / 3600).rounded(.down) * 3600, through: b, by: 3600) {
                 for chunk in chunks { points.formUnion([hour + chunk.offset, hour + chunk.offset + chunk.length]) }
@@ -108,7 +110,10 @@ extension Schedule {
             let (source, playlist) = inForce(at: start, chunks: chunks, ranges: ranges)
             if let last = out.last, last.source == source, last.playlist == playlist { continue }
             if !out.isEmpty { out[out.count - 1].end = Date(timeIntervalSince1970: start) }
-            out.append(ScheduleEntry(source: source, playlist: playlist, start: Date(timeIntervalSince1970: start), end: Date(timeIntervalSince1970: b)))
+            out.append(
+                ScheduleEntry(
+                    source: source, playlist: playlist, start: Date(timeIntervalSince1970: start),
+                    end: Date(timeIntervalSince1970: b)))
         }
         return out
     }
@@ -118,20 +123,27 @@ extension Schedule {
         var slots: [[Range<Double>]?]
         var interrupts: [[Range<Double>]?]
 
-        static func contains(_ stretches: [Range<Double>]?, _ t: Double) -> Bool { stretches?.contains { $0.contains(t) } ?? true }
+        static func contains(_ stretches: [Range<Double>]?, _ t: Double) -> Bool {
+            stretches?.contains { $0.contains(t) } ?? true
+        }
     }
 
     /// The source in force at Unix second `t`, by the precedence above.
     private func inForce(at t: Double, chunks: [Chunk], ranges: Ranges) -> (ScheduleEntry.Source, String) {
-        let live = events.filter { $0.start.timeIntervalSince1970 <= t && t < $0.start.timeIntervalSince1970 + $0.duration }
+        let live = events.filter {
+            $0.start.timeIntervalSince1970 <= t && t < $0.start.timeIntervalSince1970 + $0.duration
+        }
         if let event = live.max(by: { $0.start < $1.start }) { return (.event(event.id), event.playlist) }
         let hour = (t / 3600).rounded(.down) * 3600
         if let chunk = chunks.first(where: { hour + $0.offset <= t && t < hour + $0.offset + $0.length }) {
             let interrupt = interrupts[chunk.interrupt]
-            if Ranges.contains(ranges.interrupts[chunk.interrupt], hour + chunk.offset) { return (.interrupt(interrupt.id), interrupt.playlist) }
+            if Ranges.contains(ranges.interrupts[chunk.interrupt], hour + chunk.offset) {
+                return (.interrupt(interrupt.id), interrupt.playlist)
+            }
         }
         var best: ScheduleSlot?
-        for (slot, stretches) in zip(slots, ranges.slots) where Ranges.contains(stretches, t) && (best == nil || slot.priority > best!.priority) {
+        for (slot, stretches) in zip(slots, ranges.slots)
+        where Ranges.contains(stretches, t) && (best == nil || slot.priority > best!.priority) {
             best = slot
         }
         if let best { return (.slot(best.id), best.playlist) }
@@ -154,7 +166,8 @@ extension Schedule {
             if !when.weekdays.isEmpty, let weekday = date.weekday, !when.weekdays.contains(weekday) { continue }
             if let first = when.startDate, Self.compare(date, first) < 0 { continue }
             if let last = when.endDate, Self.compare(date, last) > 0 { continue }
-            guard let start = instant(date, seconds: when.from, calendar), let end = instant(date, seconds: when.to, calendar, nextDay: when.to <= when.from)
+            guard let start = instant(date, seconds: when.from, calendar),
+                let end = instant(date, seconds: when.to, calendar, nextDay: when.to <= when.from)
             else { continue }
             if end > start, end >= a, start <= b { out.append(start..<end) }
         }
@@ -173,7 +186,10 @@ extension Schedule {
         guard var moment = calendar.date(from: parts) else { return nil }
         if days > 0 {
             // The next local day at that time (not 24 h later: a DST change may lie between).
-            guard let next = calendar.date(byAdding: .day, value: days, to: calendar.date(from: DateComponents(year: date.year, month: date.month, day: date.day))!)
+            guard
+                let next = calendar.date(
+                    byAdding: .day, value: days,
+                    to: calendar.date(from: DateComponents(year: date.year, month: date.month, day: date.day))!)
             else { return nil }
             var later = calendar.dateComponents([.year, .month, .day], from: next)
             (later.hour, later.minute, later.second) = (parts.hour, parts.minute, parts.second)
@@ -184,7 +200,8 @@ extension Schedule {
     }
 
     private static func compare(_ a: DateComponents, _ b: DateComponents) -> Int {
-        let x = (a.year ?? 0, a.month ?? 0, a.day ?? 0), y = (b.year ?? 0, b.month ?? 0, b.day ?? 0)
+        let x = (a.year ?? 0, a.month ?? 0, a.day ?? 0)
+        let y = (b.year ?? 0, b.month ?? 0, b.day ?? 0)
         return x < y ? -1 : (x == y ? 0 : 1)
     }
 }

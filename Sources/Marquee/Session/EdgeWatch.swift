@@ -1,7 +1,7 @@
 import Foundation
+import Logging
 import MarqueeBridge
 import MarqueeStreaming
-import Logging
 
 /// The live edge's own rate (``LiveEdgeRate``), watched for manifests that list their segments
 /// (a DASH SegmentTimeline, HLS with the packager's program date-times): when a drifting encoder's edge runs off the server's clock,
@@ -35,7 +35,9 @@ extension PlaybackSession {
         func serverNow() -> Double { Monotonic.now() + clock.offset - ast }
         /// A fresh answer: the newest end it lists for the tracks' kind and when it was answered.
         func ask() async -> (end: Double, at: Double, duration: Double)? {
-            guard let (mpd, mono) = await manifest.answered(), let newest = Self.newestListed(in: mpd, kind: kind, manifestURL: source) else { return nil }
+            guard let (mpd, mono) = await manifest.answered(),
+                let newest = Self.newestListed(in: mpd, kind: kind, manifestURL: source)
+            else { return nil }
             return (newest.end, mono + clock.offset - ast, newest.end - newest.start)
         }
         /// Whether the player itself was not running between two answers (``Suspensions``): a
@@ -64,7 +66,8 @@ extension PlaybackSession {
             // listing at the same place in its bracket, segment after segment (a staircase
             // of errors up to half the bracket); at a random one the errors average out.
             if let expected { await sleep(until: expected - early - Double.random(in: 0.05...0.15)) }
-            let giveUp = serverNow() + (expected == nil ? 2 * Double(ahead) * known.duration + 1 : known.duration / 2 + 0.5)
+            let giveUp =
+                serverNow() + (expected == nil ? 2 * Double(ahead) * known.duration + 1 : known.duration / 2 + 0.5)
             var before = await ask()
             if let first = before, expected != nil, first.end >= end - 0.001 {
                 // Listed already: the next probe begins earlier (the line may lag a drift).
@@ -76,20 +79,32 @@ extension PlaybackSession {
                 if now.end > previous.end + 0.001 {
                     // Listed between the two answers: one sample when it is the one awaited
                     // (and only it is new).
-                    if abs(now.end - end) < 0.01, now.end - previous.end < now.duration * 1.5, !frozen(between: previous.at, and: now.at) {
+                    if abs(now.end - end) < 0.01, now.end - previous.end < now.duration * 1.5,
+                        !frozen(between: previous.at, and: now.at)
+                    {
                         let wasActive = edge.isActive
                         edge.record(end: now.end, listedAt: now.at, notListedAt: previous.at)
                         early = 0
-                        logger.debug("edge sample", metadata: ["end": "\(now.end)", "at": "\(now.at)", "before": "\(previous.at)", "lead": "\(edge.lead(at: now.at))", "slope": "\(edge.slope)"])
+                        logger.debug(
+                            "edge sample",
+                            metadata: [
+                                "end": "\(now.end)", "at": "\(now.at)", "before": "\(previous.at)",
+                                "lead": "\(edge.lead(at: now.at))", "slope": "\(edge.slope)",
+                            ])
                         learningSince = learningSince ?? now.at
-                        if !edge.isActive, clock.lead == nil, let ahead = Self.listedAhead(now, plans: plans), ahead > 0.5 {
+                        if !edge.isActive, clock.lead == nil, let ahead = Self.listedAhead(now, plans: plans),
+                            ahead > 0.5
+                        {
                             // Listed before the manifest's own clock makes it available: an
                             // encoder fast for a while already. Until its rate is measured, the
                             // timeline follows the listing as it stands.
                             let lead = now.end - (now.at + previous.at) / 2
-                            clock.setLead(SharedServerClock.Lead(reference: now.at, lead: lead, slope: 0), availabilityStart: ast)
+                            clock.setLead(
+                                SharedServerClock.Lead(reference: now.at, lead: lead, slope: 0), availabilityStart: ast)
                             provisional = true
-                            logger.notice("live edge ahead of the server clock: the timeline follows it", metadata: ["lead": "\(String(format: "%.3f", lead))"])
+                            logger.notice(
+                                "live edge ahead of the server clock: the timeline follows it",
+                                metadata: ["lead": "\(String(format: "%.3f", lead))"])
                             timelineMoved(by: lead, segment: now.duration)
                         }
                         if !edge.isActive, provisional, let rough = edge.roughLead {
@@ -103,7 +118,8 @@ extension PlaybackSession {
                                 logger.notice(
                                     "live edge drifts from the server clock: the timeline follows it",
                                     metadata: [
-                                        "ppm": "\(Int((edge.slope * 1_000_000).rounded()))", "lead": "\(String(format: "%.3f", edge.lead(at: now.at)))",
+                                        "ppm": "\(Int((edge.slope * 1_000_000).rounded()))",
+                                        "lead": "\(String(format: "%.3f", edge.lead(at: now.at)))",
                                         "samples": "\(edge.samples.count)",
                                     ])
                             }
@@ -133,7 +149,9 @@ extension PlaybackSession {
     /// one measured across the move would be off by it: they start again, two segments from
     /// now, and a target raised for lateness the lead explains comes back to the app's.
     func timelineMoved(by moved: Double, segment: Double) {
-        logger.info("latency jump", metadata: ["error": "\(String(format: "%.3f", moved))", "why": "the timeline follows the live edge"])
+        logger.info(
+            "latency jump",
+            metadata: ["error": "\(String(format: "%.3f", moved))", "why": "the timeline follows the live edge"])
         events.send(.latencyJump(error: moved))
         let change = latencyTarget.withLock { $0.restart(at: Monotonic.now(), after: 2 * segment) }
         Self.report(change, events: events, logger: logger, why: "the timeline follows the live edge")
@@ -151,7 +169,9 @@ extension PlaybackSession {
     /// Seconds the newest segment of an answer was listed before the manifest makes it
     /// available (its end, less `availabilityTimeOffset`, on the server's clock).
     static func listedAhead(_ answer: (end: Double, at: Double, duration: Double), plans: [TrackPlan]) -> Double? {
-        guard let template = plans.first(where: { listsItsEdge($0.representation, $0.timeline) })?.timeline else { return nil }
+        guard let template = plans.first(where: { listsItsEdge($0.representation, $0.timeline) })?.timeline else {
+            return nil
+        }
         let offset = template.template.availabilityTimeOffset
         let early = offset.isFinite ? offset : answer.duration
         return answer.end - early - answer.at
@@ -165,7 +185,9 @@ extension PlaybackSession {
         let want: MediaKind = kind == .video ? .video : .audio
         for set in mpd.periods[index].adaptationSets {
             guard let rep = set.representations.first(where: { $0.kind == want }),
-                let timeline = try? RepresentationTimeline(mpd: mpd, period: index, adaptationSet: set, representation: rep, manifestURL: manifestURL, liveEdge: nil)
+                let timeline = try? RepresentationTimeline(
+                    mpd: mpd, period: index, adaptationSet: set, representation: rep, manifestURL: manifestURL,
+                    liveEdge: nil)
             else { continue }
             return timeline.lastListedSegment
         }

@@ -32,7 +32,10 @@ actor ManifestSource {
     /// HLS: the audio rendition's language wanted (``PlayerOptions/audioLanguage``).
     let audioLanguage: String?
 
-    init(url: URL, fetcher: HTTPFetcher, parser: MPDParser = MPDParser(), policy: FetchPolicy = .manifest, audioLanguage: String? = nil) {
+    init(
+        url: URL, fetcher: HTTPFetcher, parser: MPDParser = MPDParser(), policy: FetchPolicy = .manifest,
+        audioLanguage: String? = nil
+    ) {
         self.url = url
         self.audioLanguage = audioLanguage
         self.fetcher = fetcher
@@ -81,13 +84,17 @@ actor ManifestSource {
                 // Relative URLs resolve against where the document came from (redirects).
                 let document = result.url ?? from
                 let data = Data(result.body.readableBytesView)
-                if data.starts(with: Array("#EXTM3U".utf8)) || data.starts(with: [0xEF, 0xBB, 0xBF] + Array("#EXTM3U".utf8)) {
-                    mpd = try await hlsPresentation(String(decoding: data, as: UTF8.self), result: result, document: document)
+                if data.starts(with: Array("#EXTM3U".utf8))
+                    || data.starts(with: [0xEF, 0xBB, 0xBF] + Array("#EXTM3U".utf8))
+                {
+                    mpd = try await hlsPresentation(
+                        String(decoding: data, as: UTF8.self), result: result, document: document)
                 } else {
                     var parsed = try parser.parse(data)
                     parsed.documentURL = document == url ? nil : document
                     // MPD Location: reloads go there (an absolute http(s) URL, or relative to the document).
-                    if let text = parsed.locations.first, let moved = URL(string: text, relativeTo: document)?.absoluteURL,
+                    if let text = parsed.locations.first,
+                        let moved = URL(string: text, relativeTo: document)?.absoluteURL,
                         ["http", "https"].contains(moved.scheme?.lowercased() ?? "")
                     {
                         location = moved
@@ -153,8 +160,12 @@ actor ManifestSource {
 
     private func mediaPlaylist(_ u: URL) async throws -> (HLSMediaPlaylist, FetchResult) {
         let result = try await fetcher.get(u, policy: policy, maxBytes: HLSPlaylist.maxBytes)
-        guard case .media(let p) = try HLSPlaylist.parse(String(decoding: result.body.readableBytesView, as: UTF8.self), url: result.url ?? u) else {
-            throw ManifestError(.invalidValue, "\(Redact.url(u)) is a multivariant playlist where a media playlist was expected")
+        guard
+            case .media(let p) = try HLSPlaylist.parse(
+                String(decoding: result.body.readableBytesView, as: UTF8.self), url: result.url ?? u)
+        else {
+            throw ManifestError(
+                .invalidValue, "\(Redact.url(u)) is a multivariant playlist where a media playlist was expected")
         }
         return (try placed(p, url: u, result: result), result)
     }
@@ -162,14 +173,19 @@ actor ManifestSource {
     /// Live `playlist` without program date-times as answered in `result`: placed on the clock
     /// by its anchor. Any other: as it is. A live playlist of byte ranges is numbered by its
     /// ranges first (``HLSRangeNumbering``).
-    private func placed(_ listed: HLSMediaPlaylist, url: URL, result: FetchResult) throws(ManifestError) -> HLSMediaPlaylist {
+    private func placed(_ listed: HLSMediaPlaylist, url: URL, result: FetchResult) throws(ManifestError)
+        -> HLSMediaPlaylist
+    {
         var playlist = listed
-        if HLSRangeNumbering.applies(to: playlist) { playlist = numberings[url, default: HLSRangeNumbering()].renumber(playlist) }
+        if HLSRangeNumbering.applies(to: playlist) {
+            playlist = numberings[url, default: HLSRangeNumbering()].renumber(playlist)
+        }
         guard try HLSLiveAnchor.isNeeded(for: playlist) else { return playlist }
         let clock = answerClock ?? ClockSync.clock(answering: result) ?? .local()
         answerClock = clock
         let sibling = anchors.first { $0.key != url }?.value
-        return anchors[url, default: HLSLiveAnchor()].place(playlist, answeredAt: result.answered + clock.offset, sibling: sibling)
+        return anchors[url, default: HLSLiveAnchor()].place(
+            playlist, answeredAt: result.answered + clock.offset, sibling: sibling)
     }
 
     /// The manifest fetched now (or by the load under way) and when its server answered

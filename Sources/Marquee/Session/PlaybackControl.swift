@@ -21,13 +21,16 @@ extension PlaybackSession {
             let now = Monotonic.now()
             if let window = suspensions.withLock({ $0.beat(at: now, every: Self.controlInterval) }) {
                 // The process was stopped or starved: what arrived late meanwhile is not the server's.
-                logger.notice("the player was not running", metadata: ["seconds": "\(String(format: "%.2f", window.seconds))"])
+                logger.notice(
+                    "the player was not running", metadata: ["seconds": "\(String(format: "%.2f", window.seconds))"])
             }
             if let status = core.status() {
                 update(status)
                 steer(status)
                 if let mixer, let position = status.position {
-                    await mixer.tick(position: drift.withLock { $0.presentation(of: position) }, mono: status.mono, rate: controller.withLock { $0.rate })
+                    await mixer.tick(
+                        position: drift.withLock { $0.presentation(of: position) }, mono: status.mono,
+                        rate: controller.withLock { $0.rate })
                 }
                 reports?.yield(.progress(presented: status.framesPresented + status.audioFramesPlayed))
             }
@@ -70,7 +73,9 @@ extension PlaybackSession {
             }
             // A damaged segment (skipped by the core): its init segment may be the bad part.
             if let track = event.track {
-                for feeder in feeders where feeder.plan.coreTracks.contains(track) { feeder.initSuspect.withLock { $0 = true } }
+                for feeder in feeders where feeder.plan.coreTracks.contains(track) {
+                    feeder.initSuspect.withLock { $0 = true }
+                }
             }
         case .trackFormat:
             logger.info("track opened", metadata: ["track": "\(event.track ?? -1)", "format": "\(event.message)"])
@@ -108,7 +113,9 @@ extension PlaybackSession {
     /// One latency-control step (live with a target): measures the latency of what is heard
     /// (or shown) now and re-anchors the core's schedule as the controller says.
     func steer(_ status: CoreStatus) {
-        if syncEnabled, !shift.paused, status.state == .buffering, status.position == nil, latencyTarget.withLock({ $0.takeRaise() }) > 0 {
+        if syncEnabled, !shift.paused, status.state == .buffering, status.position == nil,
+            latencyTarget.withLock({ $0.takeRaise() }) > 0
+        {
             // The target was raised before the first picture (a server later than the target
             // from the start): the schedule the core waits on moves there now.
             jumpToTarget()
@@ -121,14 +128,19 @@ extension PlaybackSession {
         let raised = latencyTarget.withLock { $0.takeRaise() }
         let target = targetLatency + shift.delay
         let media = drift.withLock { $0 }
-        let latency = wallSeconds(status.mono + clock.timelineOffset(atMonotonic: status.mono) - ast - media.presentation(of: position))
+        let latency = wallSeconds(
+            status.mono + clock.timelineOffset(atMonotonic: status.mono) - ast - media.presentation(of: position))
         let (action, before) = controller.withLock { c in
             let before = c.rate
             if raised >= Self.raiseJump, latency < target - Self.raiseJump / 2 {
                 c.jumped(now: status.mono)
                 return (LatencyController.Action.jump(error: latency - target), before)
             }
-            return (c.update(now: status.mono, latency: latency, target: target, baseRate: media.rate * (1 + (clock.lead?.slope ?? 0))), before)
+            return (
+                c.update(
+                    now: status.mono, latency: latency, target: target,
+                    baseRate: media.rate * (1 + (clock.lead?.slope ?? 0))), before
+            )
         }
         do {
             switch action {
@@ -140,8 +152,12 @@ extension PlaybackSession {
                 events.send(.playbackRateChanged(rate))
             case .jump(let error):
                 let mono = Monotonic.now()
-                try core.setTimeline(monoAnchor: mono, mediaAnchor: media.position(of: mono + clock.timelineOffset(atMonotonic: mono) - ast - timelineSeconds(target)))
-                logger.info("latency jump", metadata: ["error": "\(String(format: "%.3f", error))", "target": "\(target)"])
+                try core.setTimeline(
+                    monoAnchor: mono,
+                    mediaAnchor: media.position(
+                        of: mono + clock.timelineOffset(atMonotonic: mono) - ast - timelineSeconds(target)))
+                logger.info(
+                    "latency jump", metadata: ["error": "\(String(format: "%.3f", error))", "target": "\(target)"])
                 events.send(.latencyJump(error: error))
                 if before != 1 { events.send(.playbackRateChanged(1)) }
             }
@@ -221,7 +237,8 @@ extension PlaybackSession {
         status.read(core, position: core.position.map { media.presentation(of: $0) })
         if let position = status.position {
             if mpd.isLive, let ast = mpd.availabilityStartTime {
-                status.latency = wallSeconds(core.mono + clock.timelineOffset(atMonotonic: core.mono) - ast.timeIntervalSince1970 - position)
+                status.latency = wallSeconds(
+                    core.mono + clock.timelineOffset(atMonotonic: core.mono) - ast.timeIntervalSince1970 - position)
             }
             let ends = feeders.compactMap { $0.pushedEnd.withLock { $0 } }
             if let end = ends.min() { status.buffer = max(0, end - position) }

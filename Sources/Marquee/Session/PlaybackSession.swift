@@ -74,7 +74,8 @@ final class PlaybackSession: Sendable {
     /// the clock yet.
     init(
         source: URL, options: PlayerOptions, core: CoreHandle, fetcher: HTTPFetcher, startMono: Double, logger: Logger,
-        events: PlayerEvents.Sink, reuse: [CoreTrackKind: Int32] = [:], mixer: MixDirector? = nil, startPolicy: FetchPolicy = .manifest,
+        events: PlayerEvents.Sink, reuse: [CoreTrackKind: Int32] = [:], mixer: MixDirector? = nil,
+        startPolicy: FetchPolicy = .manifest,
         reports: AsyncStream<SessionReport>.Continuation? = nil, prepared: PreparedSource? = nil,
         stagedAt: Double? = nil, learnedTarget: Double? = nil
     ) async throws(PlayerError) {
@@ -84,20 +85,25 @@ final class PlaybackSession: Sendable {
         if let prepared, prepared.fits(source) {
             (manifest, mpd, clock) = (prepared.manifest, prepared.mpd, prepared.clock)  // (made ready ahead)
         } else {
-            manifest = ManifestSource(url: source, fetcher: fetcher, policy: startPolicy, audioLanguage: options.audioLanguage)
+            manifest = ManifestSource(
+                url: source, fetcher: fetcher, policy: startPolicy, audioLanguage: options.audioLanguage)
             mpd = try await manifest.load()
             clock =
                 mpd.isLive
-                ? await ClockSync(fetcher: fetcher, logger: logger).synchronize(timings: mpd.utcTimings, fallback: await manifest.lastResult)
+                ? await ClockSync(fetcher: fetcher, logger: logger).synchronize(
+                    timings: mpd.utcTimings, fallback: await manifest.lastResult)
                 : ServerClock.local()
         }
         let (requested, syncOptions) = Self.syncSettings(options: options, mpd: mpd)
         let syncEnabled = mpd.isLive && options.targetLatency > 0
         // An earlier session of this stream had to raise its target (``Player/learnedTarget(for:)``):
         // this one starts there, placed for it, rather than late and raised again.
-        let latency = LatencyTarget(requested: requested, follows: syncEnabled, learned: learnedTarget, now: Monotonic.now())
+        let latency = LatencyTarget(
+            requested: requested, follows: syncEnabled, learned: learnedTarget, now: Monotonic.now())
         let target = latency.current
-        if target != requested { logger.info("latency target learned", metadata: ["target": "\(target)", "requested": "\(requested)"]) }
+        if target != requested {
+            logger.info("latency target learned", metadata: ["target": "\(target)", "requested": "\(requested)"])
+        }
         // Staged (decoded ahead of `stagedAt`): placed for then; the timeline is set at activate().
         let ahead = stagedAt.map { max(0, $0 - Monotonic.now()) } ?? 0
         let start: Double
@@ -109,17 +115,23 @@ final class PlaybackSession: Sendable {
         var onDemandStart: (anchor: Double, track: Int32)?
         let periodIndex = Self.period(of: mpd, containing: start)
         let edge = mpd.availabilityStartTime.map { clock.now().timeIntervalSince($0) + ahead }
-        let choices = stagedAt == nil ? nil : try Self.choose(mpd: mpd, period: periodIndex, manifestURL: source, now: edge, audioLanguage: options.audioLanguage)
+        let choices =
+            stagedAt == nil
+            ? nil
+            : try Self.choose(
+                mpd: mpd, period: periodIndex, manifestURL: source, now: edge, audioLanguage: options.audioLanguage)
         let entry = mpd.isLive ? start : choices?.compactMap { $0.timeline.segment(containing: 0)?.start }.min() ?? 0
         let plans = try Self.plan(
-            mpd: mpd, period: periodIndex, manifestURL: source, core: core, now: edge, reuse: reuse, audioLanguage: options.audioLanguage,
+            mpd: mpd, period: periodIndex, manifestURL: source, core: core, now: edge, reuse: reuse,
+            audioLanguage: options.audioLanguage,
             stage: stagedAt == nil ? nil : entry)
         let stagedFlag = Locked(stagedAt != nil)
         self.staged = stagedFlag
         self.entry = entry
         if stagedAt == nil {
             do {
-                onDemandStart = try Self.setSchedule(core: core, mpd: mpd, clock: clock, target: target, plans: plans, lead: Self.onDemandLead)
+                onDemandStart = try Self.setSchedule(
+                    core: core, mpd: mpd, clock: clock, target: target, plans: plans, lead: Self.onDemandLead)
             } catch {
                 throw PlayerError(.output, error.message, coreCode: error.code)
             }
@@ -147,13 +159,16 @@ final class PlaybackSession: Sendable {
         self.reports = reports
         if let mixer { Self.insertEvents(of: mpd, into: mixer, events: events) }
         self.maxDelay = options.maxDelay
-        let store = mpd.isLive && options.maxDelay > 0 ? SegmentStore(maxDuration: options.maxDelay, maxBytes: options.maxDelayBytes) : nil
+        let store =
+            mpd.isLive && options.maxDelay > 0
+            ? SegmentStore(maxDuration: options.maxDelay, maxBytes: options.maxDelayBytes) : nil
         self.store = store
         let shift = self.shift
         let drift = self.drift
         // (None while staged: the core presents the item before.)
         let positionOf: @Sendable () -> Double? = { [core] in
-            stagedFlag.withLock { $0 } ? nil : core.status()?.position.map { p in drift.withLock { $0.presentation(of: p) } }
+            stagedFlag.withLock { $0 }
+                ? nil : core.status()?.position.map { p in drift.withLock { $0.presentation(of: p) } }
         }
         let ast = mpd.availabilityStartTime
         let restart = Locked(false)  // reported once
@@ -165,34 +180,49 @@ final class PlaybackSession: Sendable {
             if arrival.need < measured.need - 0.001 {
                 logger.info(
                     "segment arrival: the player's own freeze not charged to the server",
-                    metadata: ["need": "\(String(format: "%.3f", measured.need))", "charged": "\(String(format: "%.3f", arrival.need))"])
+                    metadata: [
+                        "need": "\(String(format: "%.3f", measured.need))",
+                        "charged": "\(String(format: "%.3f", arrival.need))",
+                    ])
             }
-            Self.report(shared.withLock { $0.arrived(need: arrival.need, inHand: arrival.inHand, at: now) }, events: events, logger: logger)
+            Self.report(
+                shared.withLock { $0.arrived(need: arrival.need, inHand: arrival.inHand, at: now) }, events: events,
+                logger: logger)
         }
         let drifting = plans.firstIndex { $0.kind == .video } ?? 0  // the feeder that measures the drift
         self.feeders = plans.enumerated().map { index, plan in
             var abr: Locked<ABRController>?
             if plan.renditions.count > 1 {
                 var controller = ABRController(
-                    renditions: plan.renditions.map { ABRController.Rendition(id: $0.id, bandwidth: $0.bandwidth, height: $0.height, frameRate: $0.frameRate) },
+                    renditions: plan.renditions.map {
+                        ABRController.Rendition(
+                            id: $0.id, bandwidth: $0.bandwidth, height: $0.height, frameRate: $0.frameRate)
+                    },
                     options: options.abr.controller)
                 controller.pinned = options.selectedQuality
                 abr = Locked(controller)
             }
             return TrackFeeder(
-                initialPlan: plan, core: core, fetcher: fetcher, manifest: manifest, clock: sharedClock, latencyTarget: shared, logger: logger,
+                initialPlan: plan, core: core, fetcher: fetcher, manifest: manifest, clock: sharedClock,
+                latencyTarget: shared, logger: logger,
                 events: events, position: positionOf,
                 onEvents: { [mixer] timed, mpd in
                     if let timed { mixer?.insert(timed) }
                     if let mpd, let mixer { Self.insertEvents(of: mpd, into: mixer, events: events) }
                     if let ast, let now = mpd?.availabilityStartTime, abs(now.timeIntervalSince(ast)) > 0.001,
-                        !restart.withLock({ r in defer { r = true }; return r })
+                        !restart.withLock({ r in
+                            defer { r = true }
+                            return r
+                        })
                     {
-                        logger.notice("the stream restarted: a new availabilityStartTime", metadata: ["was": "\(ast)", "now": "\(now)"])
+                        logger.notice(
+                            "the stream restarted: a new availabilityStartTime",
+                            metadata: ["was": "\(ast)", "now": "\(now)"])
                         reports?.yield(.restart)
                     }
                 }, shift: shift, store: store, abr: abr, latestMPD: Locked(mpd), active: Locked(plan.representation.id),
-                loader: SegmentLoader(fetcher: fetcher, locations: plan.timeline.baseURLs.count, logger: logger), onArrival: onArrival,
+                loader: SegmentLoader(fetcher: fetcher, locations: plan.timeline.baseURLs.count, logger: logger),
+                onArrival: onArrival,
                 drift: index == drifting ? drift : nil, suspensions: suspensions)
         }
         if stagedAt == nil { announce() }
@@ -207,12 +237,15 @@ final class PlaybackSession: Sendable {
         try core.setWallOffset(clock.offset)
         let mono = Monotonic.now()
         if mpd.isLive, let ast = mpd.availabilityStartTime {
-            try core.setTimeline(monoAnchor: mono, mediaAnchor: mono + clock.offset - ast.timeIntervalSince1970 - target)  // (no edge lead yet)
+            try core.setTimeline(
+                // (no edge lead yet)
+                monoAnchor: mono, mediaAnchor: mono + clock.offset - ast.timeIntervalSince1970 - target)
             return nil
         }
         let first = plans.compactMap { $0.timeline.segment(containing: 0)?.start }.min() ?? 0
         try core.setTimeline(monoAnchor: mono + lead, mediaAnchor: first)
-        guard lead > 0, let track = plans.first(where: { $0.kind == .video })?.coreTrack ?? plans.first?.coreTrack else { return nil }
+        guard lead > 0, let track = plans.first(where: { $0.kind == .video })?.coreTrack ?? plans.first?.coreTrack
+        else { return nil }
         return (mono + lead, track)
     }
 
@@ -227,7 +260,8 @@ final class PlaybackSession: Sendable {
     /// The throughput the adaptive bitrate control measured (bits per second; the video
     /// track's, else the first with a choice of renditions), nil without one.
     var throughputEstimate: Double? {
-        let video = feeders.filter { $0.initialPlan.kind == .video }, others = feeders.filter { $0.initialPlan.kind != .video }
+        let video = feeders.filter { $0.initialPlan.kind == .video }
+        let others = feeders.filter { $0.initialPlan.kind != .video }
         return (video + others).lazy.compactMap { $0.abr?.withLock { $0.estimate } }.first
     }
 
@@ -249,7 +283,8 @@ final class PlaybackSession: Sendable {
     /// session's events begin. Throws when the core refuses.
     func activate() throws(PlayerError) {
         do {
-            _ = try Self.setSchedule(core: core, mpd: mpd, clock: clock.current, target: targetLatency, plans: plans, lead: 0)
+            _ = try Self.setSchedule(
+                core: core, mpd: mpd, clock: clock.current, target: targetLatency, plans: plans, lead: 0)
             try core.activateTracks()
         } catch {
             throw PlayerError(.output, error.message, coreCode: error.code)
@@ -272,7 +307,9 @@ final class PlaybackSession: Sendable {
         events.send(.timeOffsetChanged(seconds: clock.current.localClockDifferenceMs / 1000))
         for plan in plans { events.send(.activeQualityChanged(Quality(plan.representation))) }
         let latency = latencyTarget.withLock { $0 }
-        if latency.current != latency.requested { events.send(.targetLatencyChanged(seconds: latency.current, requested: latency.requested)) }
+        if latency.current != latency.requested {
+            events.send(.targetLatencyChanged(seconds: latency.current, requested: latency.requested))
+        }
     }
 
     /// The latency target this session was raised to (the stream's segments arrived too late
@@ -361,7 +398,12 @@ final class PlaybackSession: Sendable {
 
     /// Resumes from the paused position (live: as a delay, as far as the store reaches).
     func resumePresentation() {
-        guard let paused = pause.withLock({ p in defer { p = nil }; return p }) else { return }
+        guard
+            let paused = pause.withLock({ p in
+                defer { p = nil }
+                return p
+            })
+        else { return }
         if mpd.isLive, let ast = mpd.availabilityStartTime {
             let live = clock.now().timeIntervalSince(ast) - targetLatency
             let delay = max(0, min(live - paused.position, max(availableDelay, windowDelay)))
@@ -396,7 +438,10 @@ final class PlaybackSession: Sendable {
         let mono = Monotonic.now()
         let latency = targetLatency + shift.delay
         let media = drift.withLock { $0 }
-        try? core.setTimeline(monoAnchor: mono, mediaAnchor: media.position(of: mono + clock.timelineOffset(atMonotonic: mono) - ast - timelineSeconds(latency)))
+        try? core.setTimeline(
+            monoAnchor: mono,
+            mediaAnchor: media.position(
+                of: mono + clock.timelineOffset(atMonotonic: mono) - ast - timelineSeconds(latency)))
         controller.withLock { $0.reset() }
     }
 
@@ -405,7 +450,11 @@ final class PlaybackSession: Sendable {
         await withTaskGroup(of: Bool.self) { group in
             if let early = earlyFeeding.withLock({ $0 }) {
                 group.addTask {
-                    await withTaskCancellationHandler { await early.value } onCancel: { early.cancel() }
+                    await withTaskCancellationHandler {
+                        await early.value
+                    } onCancel: {
+                        early.cancel()
+                    }
                     return false
                 }
             } else {
@@ -477,7 +526,9 @@ final class PlaybackSession: Sendable {
             clock.current = fresh
             try? core.setWallOffset(fresh.offset)
             interval = abs(moved) < 0.002 ? min(interval * 2, resyncInterval * 10) : resyncInterval
-            logger.debug("server clock re-measured", metadata: ["moved_ms": "\(String(format: "%.2f", moved * 1000))", "source": "\(fresh.source)"])
+            logger.debug(
+                "server clock re-measured",
+                metadata: ["moved_ms": "\(String(format: "%.2f", moved * 1000))", "source": "\(fresh.source)"])
             if abs(moved) >= 0.001 { events.send(.timeOffsetChanged(seconds: fresh.localClockDifferenceMs / 1000)) }
         }
     }

@@ -28,7 +28,8 @@ struct PreparedSource: Sendable {
         let mpd = try await manifest.load()
         let clock =
             mpd.isLive
-            ? await ClockSync(fetcher: fetcher, logger: logger).synchronize(timings: mpd.utcTimings, fallback: await manifest.lastResult)
+            ? await ClockSync(fetcher: fetcher, logger: logger).synchronize(
+                timings: mpd.utcTimings, fallback: await manifest.lastResult)
             : ServerClock.local()
         return PreparedSource(url: url, manifest: manifest, mpd: mpd, clock: clock, at: Monotonic.now())
     }

@@ -1,5 +1,5 @@
-import NIOCore
 import MarqueeStreaming
+import NIOCore
 
 /// The compressed segments of a live session, kept so a user delay (time-shift) and a pause can
 /// go back up to ``maxDuration`` seconds without the network: every segment fetched is kept,
@@ -39,7 +39,9 @@ final class SegmentStore: Sendable {
     /// Keeps a complete segment, in a buffer of its own size (one grown chunk by chunk holds up
     /// to twice its bytes: the store's bound is on memory, not only on what it counts).
     func put(track: Int32, time: UInt64, start: Double, end: Double, bytes: ByteBuffer, representation: String) {
-        let bytes = bytes.capacity > bytes.readableBytes + bytes.readableBytes / 16 ? ByteBuffer(bytes: bytes.readableBytesView) : bytes
+        let bytes =
+            bytes.capacity > bytes.readableBytes + bytes.readableBytes / 16
+            ? ByteBuffer(bytes: bytes.readableBytesView) : bytes
         state.withLock { s in
             let key = Key(track: track, time: time)
             if let old = s.entries[key] {
@@ -76,7 +78,9 @@ final class SegmentStore: Sendable {
         state.withLock { s in
             var since = -Double.infinity
             for track in tracks {
-                guard let times = s.order[track], let last = times.last, let newest = s.entries[Key(track: track, time: last)] else { return nil }
+                guard let times = s.order[track], let last = times.last,
+                    let newest = s.entries[Key(track: track, time: last)]
+                else { return nil }
                 var start = newest.start
                 for t in times.reversed().dropFirst() {  // back while each segment ends where the next starts
                     guard let e = s.entries[Key(track: track, time: t)], abs(e.end - start) < 0.01 else { break }

@@ -29,11 +29,14 @@ struct TrackPlan: Sendable {
     func period(in mpd: MPD) -> Int? {
         if let periodID, let i = mpd.periods.firstIndex(where: { $0.id == periodID }) { return i }
         return mpd.periods.indices.first {
-            abs(RepresentationTimeline.periodStart(mpd: mpd, index: $0) - periodStart) < 1e-3 && (periodID == nil || mpd.periods[$0].id == nil)
+            abs(RepresentationTimeline.periodStart(mpd: mpd, index: $0) - periodStart) < 1e-3
+                && (periodID == nil || mpd.periods[$0].id == nil)
         }
     }
     /// The core tracks by kind (a reload reuses them).
-    var coreTracksByKind: [(CoreTrackKind, Int32)] { [(kind, coreTrack)] + (muxedAudioTrack.map { [(.audio, $0)] } ?? []) }
+    var coreTracksByKind: [(CoreTrackKind, Int32)] {
+        [(kind, coreTrack)] + (muxedAudioTrack.map { [(.audio, $0)] } ?? [])
+    }
 }
 
 /// Fetches one track's segments around the wanted position and pushes them into the core:
@@ -129,7 +132,8 @@ struct TrackFeeder: Sendable {
     /// Pushes segments from `start`, starting over from the wanted position whenever the time
     /// shift moves it (the core track is flushed first); idle while paused.
     private func present(from start: Double) async {
-        var from = start, wasPaused = false
+        var from = start
+        var wasPaused = false
         while !Task.isCancelled {
             let version = shift.version
             let generation = shift.generation
@@ -188,7 +192,9 @@ struct TrackFeeder: Sendable {
         while !Task.isCancelled {
             // A manifest that changes (minimumUpdatePeriod) is reloaded that often even while its
             // template computes the next segments: a new period, a period's end, are seen in time.
-            if isLive, next != nil, let lastEnd, let mup = latestMPD.withLock({ $0.minimumUpdatePeriod }), Monotonic.now() - loadedAt >= max(1, mup) {
+            if isLive, next != nil, let lastEnd, let mup = latestMPD.withLock({ $0.minimumUpdatePeriod }),
+                Monotonic.now() - loadedAt >= max(1, mup)
+            {
                 loadedAt = Monotonic.now()
                 if let fresh = await reloadedTimeline() {
                     timeline = fresh
@@ -211,8 +217,10 @@ struct TrackFeeder: Sendable {
                 if next == nil, lastEnd == nil, isLive {
                     next = SegmentChoice.edgeStart(on: timeline, wanted: wantedPosition(), misses: misses)
                 }
-                let overdue = SegmentChoice.isOverdue(after: lastEnd, now: serverSeconds(), segmentDuration: SegmentChoice.segmentDuration(timeline))
-                if next == nil, isLive, let following = nextPeriod(after: lastEnd ?? wantedPosition(), waited: overdue) {
+                let overdue = SegmentChoice.isOverdue(
+                    after: lastEnd, now: serverSeconds(), segmentDuration: SegmentChoice.segmentDuration(timeline))
+                if next == nil, isLive, let following = nextPeriod(after: lastEnd ?? wantedPosition(), waited: overdue)
+                {
                     // The period is over: on in the next one, from its start (or the wanted position).
                     timeline = following
                     let from = max(following.periodStart, lastEnd ?? wantedPosition())
@@ -224,9 +232,12 @@ struct TrackFeeder: Sendable {
                     // Reload just after the next segment should be listed (``SegmentChoice/listingWait``).
                     let duration = SegmentChoice.segmentDuration(timeline)
                     let expected = lastEnd.flatMap { end in
-                        timeline.availabilityStartTime.map { $0.addingTimeInterval(end + duration + listingLate).timeIntervalSince(clock.now()) }
+                        timeline.availabilityStartTime.map {
+                            $0.addingTimeInterval(end + duration + listingLate).timeIntervalSince(clock.now())
+                        }
                     }
-                    let wait = SegmentChoice.listingWait(expectedIn: expected, segmentDuration: duration, misses: misses)
+                    let wait = SegmentChoice.listingWait(
+                        expectedIn: expected, segmentDuration: duration, misses: misses)
                     if misses > 0 { missedAt = serverSeconds() }  // (the first reload comes at once, before the wait)
                     misses += 1
                     awaited = true
@@ -247,7 +258,11 @@ struct TrackFeeder: Sendable {
                 continue
             }
             if isLive, let jump = SegmentChoice.catchUp(from: segment, wanted: wantedPosition(), on: timeline) {
-                logger.info("behind live, skipping ahead", metadata: ["track": "\(plan.representation.id)", "from": "\(segment.number)", "to": "\(jump.number)"])
+                logger.info(
+                    "behind live, skipping ahead",
+                    metadata: [
+                        "track": "\(plan.representation.id)", "from": "\(segment.number)", "to": "\(jump.number)",
+                    ])
                 next = jump
                 awaited = false
                 firstByteAt.withLock { $0 = nil }
@@ -258,15 +273,22 @@ struct TrackFeeder: Sendable {
                 // Delayed: from the store, no further ahead of the wanted position than a live
                 // edge would be.
                 let lead = SegmentChoice.storeLead(segmentDuration: segment.end - segment.start)
-                while !Task.isCancelled, segment.start > wantedPosition() + lead { try? await Task.sleep(for: .milliseconds(100)) }
+                while !Task.isCancelled, segment.start > wantedPosition() + lead {
+                    try? await Task.sleep(for: .milliseconds(100))
+                }
             }
-            if isLive, store?.entry(track: plan.coreTrack, time: segment.time) == nil, await waitUntilAvailable(segment, timeline) { awaited = true }
+            if isLive, store?.entry(track: plan.coreTrack, time: segment.time) == nil,
+                await waitUntilAvailable(segment, timeline)
+            {
+                awaited = true
+            }
             let askedAt = serverSeconds()
             if Task.isCancelled { return false }
             if segment.discontinuity, pushedAny, marked?.start != segment.start {
                 // An encoder restart or a splice (HLS): the timestamps start afresh. What the
                 // core's tracks hold plays to its end; a new stream begins there, placed anew.
-                logger.info("discontinuity", metadata: ["track": "\(plan.representation.id)", "segment": "\(segment.number)"])
+                logger.info(
+                    "discontinuity", metadata: ["track": "\(plan.representation.id)", "segment": "\(segment.number)"])
                 beginStream(ptsOffset: nil)
                 marked = segment
             }
@@ -275,12 +297,14 @@ struct TrackFeeder: Sendable {
             case .pushed:
                 pushedEnd.withLock { $0 = segment.end }
                 // Fetched whole as soon as it was there (not streamed while being produced).
-                if isLive, awaited, let askedAt, askedAt >= segment.end - 0.05, let arrived = firstByteAt.withLock({ $0 }),
+                if isLive, awaited, let askedAt, askedAt >= segment.end - 0.05,
+                    let arrived = firstByteAt.withLock({ $0 }),
                     let whole = serverSeconds()
                 {
-                    let available = timeline.availabilityStart(of: segment).flatMap { date in
-                        timeline.availabilityStartTime.map { date.timeIntervalSince($0) }
-                    } ?? segment.end
+                    let available =
+                        timeline.availabilityStart(of: segment).flatMap { date in
+                            timeline.availabilityStartTime.map { date.timeIntervalSince($0) }
+                        } ?? segment.end
                     let from = listedBefore + segment.start
                     onArrival(SegmentArrival(available: available - from, need: arrived - from, inHand: whole - from))
                 }
@@ -325,13 +349,18 @@ struct TrackFeeder: Sendable {
     /// Pushes `segment` from the store when it is kept there, else fetches it in the rendition
     /// ABR chooses.
     private func obtain(_ segment: SegmentReference) async -> Outcome {
-        if initSuspect.withLock({ s in defer { s = false }; return s }) {
+        if initSuspect.withLock({ s in
+            defer { s = false }
+            return s
+        }) {
             inits.withLock { $0.removeAll() }
             pushedInit.withLock { $0 = nil }
         }
         guard let kept = store?.entry(track: plan.coreTrack, time: segment.time) else {
             let (rep, repSegment) = rendition(for: segment)
-            if let key = repSegment.key { return await fetchEncrypted(segment, rep: rep, url: repSegment.url, range: repSegment.range, key: key) }
+            if let key = repSegment.key {
+                return await fetchEncrypted(segment, rep: rep, url: repSegment.url, range: repSegment.range, key: key)
+            }
             return await fetch(segment, rep: rep, url: repSegment.url, range: repSegment.range)
         }
         let rep = plan.renditions.first { $0.id == kept.representation } ?? plan.representation
@@ -380,12 +409,19 @@ struct TrackFeeder: Sendable {
                 if Task.isCancelled { return }
                 // In the rendition playing last (a choice made for the live edge holds).
                 let rep = plan.renditions.first { $0.id == active.withLock { $0 } } ?? plan.representation
-                let other = rep.id == plan.representation.id ? nil : self.timeline(for: rep)?.segment(containing: segment.start + 1e-3)
+                let other =
+                    rep.id == plan.representation.id
+                    ? nil : self.timeline(for: rep)?.segment(containing: segment.start + 1e-3)
                 let source = other ?? segment
                 do {
-                    var bytes = try await fetcher.get(source.url, timeout: .seconds(max(4, (segment.end - segment.start) * 3)), range: source.range).body
+                    var bytes = try await fetcher.get(
+                        source.url, timeout: .seconds(max(4, (segment.end - segment.start) * 3)), range: source.range
+                    ).body
                     if let key = source.key {  // kept in the clear
-                        guard let clear = try? CoreHandle.decryptAES128(Array(bytes.readableBytesView), key: try await loader.key(key.url), iv: key.iv) else {
+                        guard
+                            let clear = try? CoreHandle.decryptAES128(
+                                Array(bytes.readableBytesView), key: try await loader.key(key.url), iv: key.iv)
+                        else {
                             next = timeline.segment(after: segment)
                             continue
                         }
@@ -396,7 +432,9 @@ struct TrackFeeder: Sendable {
                         representation: other == nil ? plan.representation.id : rep.id)
                 } catch {
                     if error.code == .cancelled { return }
-                    logger.debug("collector: segment missed", metadata: ["url": "\(Redact.url(source.url))", "error": "\(error)"])
+                    logger.debug(
+                        "collector: segment missed",
+                        metadata: ["url": "\(Redact.url(source.url))", "error": "\(error)"])
                 }
             }
             next = timeline.segment(after: segment)
@@ -424,7 +462,8 @@ struct TrackFeeder: Sendable {
             guard let rep = set.representations.first(where: { $0.id == plan.representation.id }) else { continue }
             let edge = mpd.availabilityStartTime.map { clock.now().timeIntervalSince($0) }
             return try? RepresentationTimeline(
-                mpd: mpd, period: index, adaptationSet: set, representation: rep, manifestURL: manifest.url, liveEdge: edge)
+                mpd: mpd, period: index, adaptationSet: set, representation: rep, manifestURL: manifest.url,
+                liveEdge: edge)
         }
         return nil
     }
@@ -443,15 +482,25 @@ struct TrackFeeder: Sendable {
         // A segment beginning before the period's end is the period's (an audio segment may
         // run past it): the period is over once it is in, or when what follows is overdue (an
         // encoder that stopped mid-segment never completes it).
-        guard start <= time + 0.001 || (waited && start <= time + 2 * SegmentChoice.segmentDuration(plan.timeline)) else { return nil }
+        guard start <= time + 0.001 || (waited && start <= time + 2 * SegmentChoice.segmentDuration(plan.timeline))
+        else { return nil }
         let want = plan.kind == .video ? MediaKind.video : .audio
-        let sets = mpd.periods[index + 1].adaptationSets.filter { set in set.representations.contains { $0.kind == want && $0.segmentTemplate?.media != nil } }
+        let sets = mpd.periods[index + 1].adaptationSets.filter { set in
+            set.representations.contains { $0.kind == want && $0.segmentTemplate?.media != nil }
+        }
         guard let set = sets.first(where: { $0.lang == plan.adaptationSet.lang }) ?? sets.first else { return nil }
         let reps = set.representations.filter { $0.kind == want && $0.segmentTemplate?.media != nil }
         let playing = plan.renditions.first { $0.id == active.withLock { $0 } } ?? plan.representation
-        guard let rep = reps.first(where: { $0.id == playing.id }) ?? reps.min(by: { abs($0.bandwidth - playing.bandwidth) < abs($1.bandwidth - playing.bandwidth) }) else { return nil }
+        guard
+            let rep = reps.first(where: { $0.id == playing.id })
+                ?? reps.min(by: { abs($0.bandwidth - playing.bandwidth) < abs($1.bandwidth - playing.bandwidth) })
+        else { return nil }
         let edge = mpd.availabilityStartTime.map { clock.now().timeIntervalSince($0) }
-        guard let timeline = try? RepresentationTimeline(mpd: mpd, period: index + 1, adaptationSet: set, representation: rep, manifestURL: manifest.url, liveEdge: edge) else {
+        guard
+            let timeline = try? RepresentationTimeline(
+                mpd: mpd, period: index + 1, adaptationSet: set, representation: rep, manifestURL: manifest.url,
+                liveEdge: edge)
+        else {
             return nil
         }
         var next = plan
@@ -462,11 +511,16 @@ struct TrackFeeder: Sendable {
         next.representation = rep
         next.timeline = timeline
         next.renditions = plan.renditions.isEmpty ? [] : reps
-        logger.notice("new period", metadata: ["track": "\(rep.id)", "period": "\(next.periodID ?? String(index + 1))", "start": "\(start)"])
+        logger.notice(
+            "new period",
+            metadata: ["track": "\(rep.id)", "period": "\(next.periodID ?? String(index + 1))", "start": "\(start)"])
         if let abr, Set(abr.withLock { $0.renditions.map(\.id) }) != Set(reps.map(\.id)), reps.count > 1 {
             abr.withLock { old in
                 var fresh = ABRController(
-                    renditions: reps.map { ABRController.Rendition(id: $0.id, bandwidth: $0.bandwidth, height: $0.height, frameRate: $0.frameRate) }, options: old.options)
+                    renditions: reps.map {
+                        ABRController.Rendition(
+                            id: $0.id, bandwidth: $0.bandwidth, height: $0.height, frameRate: $0.frameRate)
+                    }, options: old.options)
                 fresh.pinned = old.pinned
                 old = fresh
             }
@@ -477,7 +531,9 @@ struct TrackFeeder: Sendable {
         if rep.isTransportStream != plan.representation.isTransportStream {
             restartTracks()  // another container: the tracks start over
             for track in next.coreTracks { try? core.setTrackContainer(track, transportStream: rep.isTransportStream) }
-            if !rep.measuresTimestamps { for track in next.coreTracks { try? core.setTrackOffset(track, ptsOffset: timeline.ptsOffset) } }
+            if !rep.measuresTimestamps {
+                for track in next.coreTracks { try? core.setTrackOffset(track, ptsOffset: timeline.ptsOffset) }
+            }
         } else {
             beginStream(ptsOffset: rep.measuresTimestamps ? nil : timeline.ptsOffset)
         }
@@ -493,13 +549,16 @@ struct TrackFeeder: Sendable {
         if let cached = inits.withLock({ $0[rep.id] }) { return cached }
         let repTimeline = timeline(for: rep)
         guard let url = repTimeline?.initializationURL else {
-            events.send(.error(PlayerError(.manifest, "representation \(rep.id) has no initialization segment"), fatal: false))
+            events.send(
+                .error(PlayerError(.manifest, "representation \(rep.id) has no initialization segment"), fatal: false))
             return nil
         }
         let events = self.events
         let loader = self.loader
         let fetched = await CMCDSession.$object.withValue(CMCDSession.Object(type: "i", bitrate: rep.bandwidth)) {
-            await loader.initSegment(url, range: repTimeline?.initializationRange, timeline: repTimeline, onError: { events.send(.error(PlayerError($0), fatal: false)) })
+            await loader.initSegment(
+                url, range: repTimeline?.initializationRange, timeline: repTimeline,
+                onError: { events.send(.error(PlayerError($0), fatal: false)) })
         }
         guard let body = fetched else {
             return nil
@@ -536,7 +595,9 @@ struct TrackFeeder: Sendable {
     private func rendition(for segment: SegmentReference) -> (Representation, SegmentReference) {
         guard let abr, plan.renditions.count > 1 else { return (plan.representation, segment) }
         let buffer = max(0, (pushedEnd.withLock { $0 } ?? segment.start) - (position() ?? segment.start))
-        let choice = abr.withLock { $0.choose(buffer: buffer, segmentDuration: isLive ? segment.end - segment.start : nil) }
+        let choice = abr.withLock {
+            $0.choose(buffer: buffer, segmentDuration: isLive ? segment.end - segment.start : nil)
+        }
         guard choice.id != plan.representation.id else { return (plan.representation, segment) }
         guard let rep = plan.renditions.first(where: { $0.id == choice.id }),
             let other = timeline(for: rep)?.segment(containing: segment.start + 1e-3)
@@ -553,7 +614,9 @@ struct TrackFeeder: Sendable {
         for set in mpd.periods[index].adaptationSets {
             guard let r = set.representations.first(where: { $0.id == rep.id }) else { continue }
             let edge = mpd.availabilityStartTime.map { clock.now().timeIntervalSince($0) }
-            return try? RepresentationTimeline(mpd: mpd, period: index, adaptationSet: set, representation: r, manifestURL: manifest.url, liveEdge: edge)
+            return try? RepresentationTimeline(
+                mpd: mpd, period: index, adaptationSet: set, representation: r, manifestURL: manifest.url,
+                liveEdge: edge)
         }
         return nil
     }
@@ -578,10 +641,14 @@ struct TrackFeeder: Sendable {
         var shouldAbandon: (@Sendable (Int, Int, Double, Double) -> Bool)?
         if let abr {
             shouldAbandon = { bytes, total, elapsed, buffer in
-                abr.withLock { $0.shouldAbandon(bytes: bytes, of: total, elapsed: elapsed, buffer: buffer) && $0.renditions.first?.id != rep.id }
+                abr.withLock {
+                    $0.shouldAbandon(bytes: bytes, of: total, elapsed: elapsed, buffer: buffer)
+                        && $0.renditions.first?.id != rep.id
+                }
             }
         }
-        return SegmentLoadContext(prepare: prepare, buffer: buffer, isLate: isLate, firstByte: firstByte, shouldAbandon: shouldAbandon)
+        return SegmentLoadContext(
+            prepare: prepare, buffer: buffer, isLate: isLate, firstByte: firstByte, shouldAbandon: shouldAbandon)
     }
 
     /// What CMCD says of a request for `segment` as `rep`: its type, bitrate, duration and the
@@ -594,23 +661,32 @@ struct TrackFeeder: Sendable {
         case .text: type = "c"
         default: type = "o"
         }
-        return CMCDSession.Object(type: type, bitrate: rep.bandwidth, duration: segment.end - segment.start, buffer: bufferAhead(from: segment.start))
+        return CMCDSession.Object(
+            type: type, bitrate: rep.bandwidth, duration: segment.end - segment.start,
+            buffer: bufferAhead(from: segment.start))
     }
 
     /// The request for `segment` (of the plan's timeline) as `rep` from `url` (its bytes `range`).
-    private func request(_ segment: SegmentReference, rep: Representation, url: URL, range: ByteRange?) -> SegmentRequest {
+    private func request(_ segment: SegmentReference, rep: Representation, url: URL, range: ByteRange?)
+        -> SegmentRequest
+    {
         let duration = segment.end - segment.start
         // Sent as it is produced (low latency): its rate says little about the link.
-        let paced = isLive && (plan.timeline.availabilityStartTime.map { $0.addingTimeInterval(segment.end) > clock.now() } ?? false)
+        let paced =
+            isLive
+            && (plan.timeline.availabilityStartTime.map { $0.addingTimeInterval(segment.end) > clock.now() } ?? false)
         return SegmentRequest(
-            url: url, range: range, timeline: timeline(for: rep), duration: duration, expectedBytes: rep.bandwidth * Int(duration * 1000) / 8000,
+            url: url, range: range, timeline: timeline(for: rep), duration: duration,
+            expectedBytes: rep.bandwidth * Int(duration * 1000) / 8000,
             transportStream: rep.isTransportStream, live: isLive, paced: paced)
     }
 
     /// An encrypted segment (HLS AES-128): fetched whole with its key, decrypted by the core,
     /// then pushed like any other. A key that cannot be fetched or does not decrypt the
     /// segment is reported and the segment skipped.
-    private func fetchEncrypted(_ segment: SegmentReference, rep: Representation, url: URL, range: ByteRange?, key: SegmentKey) async -> Outcome {
+    private func fetchEncrypted(
+        _ segment: SegmentReference, rep: Representation, url: URL, range: ByteRange?, key: SegmentKey
+    ) async -> Outcome {
         let (outcome, clear) = await CMCDSession.$object.withValue(cmcdObject(segment, rep: rep)) {
             await loader.loadEncrypted(
                 request(segment, rep: rep, url: url, range: range), key: key, context: loadContext(segment, rep: rep),
@@ -621,7 +697,9 @@ struct TrackFeeder: Sendable {
             guard let clear else { return .cancelled }
             abr?.withLock { $0.downloaded(bytes: bytes, seconds: seconds, weight: segment.end - segment.start) }
             guard pushWhole(clear, of: segment, rep: rep) else { return .cancelled }
-            store?.put(track: plan.coreTrack, time: segment.time, start: segment.start, end: segment.end, bytes: clear, representation: rep.id)
+            store?.put(
+                track: plan.coreTrack, time: segment.time, start: segment.start, end: segment.end, bytes: clear,
+                representation: rep.id)
             return .pushed
         default:
             return settle(outcome)
@@ -641,8 +719,12 @@ struct TrackFeeder: Sendable {
         switch outcome {
         case .delivered(let bytes, let seconds):
             guard sink.finish() else { return .cancelled }
-            abr?.withLock { $0.downloaded(bytes: bytes, seconds: seconds, paced: request.paced, weight: request.duration) }
-            store?.put(track: plan.coreTrack, time: segment.time, start: segment.start, end: segment.end, bytes: sink.whole, representation: rep.id)
+            abr?.withLock {
+                $0.downloaded(bytes: bytes, seconds: seconds, paced: request.paced, weight: request.duration)
+            }
+            store?.put(
+                track: plan.coreTrack, time: segment.time, start: segment.start, end: segment.end, bytes: sink.whole,
+                representation: rep.id)
             return .pushed
         case .abandoned(let bytes, let seconds):
             // What came so far is the link's speed now.
@@ -695,7 +777,8 @@ struct TrackFeeder: Sendable {
 
         mutating func startOver() {
             held = rep.measuresTimestamps && feeder.offsetPending.withLock({ $0 }) ? ByteBuffer() : nil
-            unsampled = held == nil && feeder.drift != nil && rep.datedByPackager && rep.measuresTimestamps ? ByteBuffer() : nil
+            unsampled =
+                held == nil && feeder.drift != nil && rep.datedByPackager && rep.measuresTimestamps ? ByteBuffer() : nil
             scanner = EventMessageScanner()
             whole = ByteBuffer()
         }
@@ -703,7 +786,8 @@ struct TrackFeeder: Sendable {
         /// `probe` with `bytes` after it (the first bytes taken as they are: no copy).
         private static func appending(_ bytes: ByteBuffer, to probe: ByteBuffer) -> ByteBuffer {
             guard probe.readableBytes > 0 else { return bytes }
-            var joined = probe, copy = bytes
+            var joined = probe
+            var copy = bytes
             joined.writeBuffer(&copy)
             return joined
         }
@@ -713,7 +797,10 @@ struct TrackFeeder: Sendable {
             var out = bytes
             if let pending = held {
                 let waiting = Self.appending(bytes, to: pending)
-                guard feeder.measureOffset(waiting, segment: segment, rep: rep) || waiting.readableBytes >= TrackFeeder.offsetProbeBytes else {
+                guard
+                    feeder.measureOffset(waiting, segment: segment, rep: rep)
+                        || waiting.readableBytes >= TrackFeeder.offsetProbeBytes
+                else {
                     held = waiting
                     return
                 }
@@ -722,9 +809,13 @@ struct TrackFeeder: Sendable {
             }
             if let sampled = unsampled {
                 let probe = Self.appending(out, to: sampled)
-                unsampled = feeder.sampleDrift(probe, segment: segment, rep: rep) || probe.readableBytes >= TrackFeeder.offsetProbeBytes ? nil : probe
+                unsampled =
+                    feeder.sampleDrift(probe, segment: segment, rep: rep)
+                        || probe.readableBytes >= TrackFeeder.offsetProbeBytes ? nil : probe
             }
-            do { try feeder.push(out) } catch { throw FetchError(.cancelled, url: url.absoluteString, message: "core closed") }
+            do { try feeder.push(out) } catch {
+                throw FetchError(.cancelled, url: url.absoluteString, message: "core closed")
+            }
             hasDelivered = true
             if feeder.store != nil {
                 var copy = bytes
@@ -749,7 +840,8 @@ struct TrackFeeder: Sendable {
     /// An error event when `scanner` skipped `emsg` boxes (too many or too big in one segment).
     fileprivate func reportRefused(_ scanner: EventMessageScanner) {
         guard scanner.refused > 0 else { return }
-        let why = "\(scanner.refused) emsg boxes skipped in one segment (over \(EventMessageScanner.maxEvents), or over \(EventMessageScanner.maxEventBytes) bytes)"
+        let why =
+            "\(scanner.refused) emsg boxes skipped in one segment (over \(EventMessageScanner.maxEvents), or over \(EventMessageScanner.maxEventBytes) bytes)"
         events.send(.error(PlayerError(ManifestError(.tooLarge, why)), fatal: false))
     }
 
@@ -758,7 +850,9 @@ struct TrackFeeder: Sendable {
         var timed: [TimedEvent] = []
         for body in bodies {
             do {
-                if let e = try EventMessageBox(body: body).timedEvent(segmentStart: segment.start, ptsOffset: plan.timeline.ptsOffset) {
+                if let e = try EventMessageBox(body: body).timedEvent(
+                    segmentStart: segment.start, ptsOffset: plan.timeline.ptsOffset)
+                {
                     timed.append(e)
                 }
             } catch {
@@ -772,7 +866,11 @@ struct TrackFeeder: Sendable {
         guard buffer.readableBytes > 0 else { return }
         try buffer.withUnsafeReadableBytes { raw in
             for track in plan.coreTracks {
-                if isInit { try core.pushInit(track: track, bytes: raw) } else { try core.push(track: track, bytes: raw) }
+                if isInit {
+                    try core.pushInit(track: track, bytes: raw)
+                } else {
+                    try core.push(track: track, bytes: raw)
+                }
             }
         }
     }
@@ -829,7 +927,9 @@ struct TrackFeeder: Sendable {
         offsetPending.withLock { $0 = false }
         measuredOffset.withLock { $0 = offset }
         if let drift, rep.datedByPackager { drift.withLock { $0.rebase(at: segment.start) } }
-        logger.debug("media placed by its first timestamp", metadata: ["track": "\(plan.representation.id)", "pts": "\(pts)", "offset": "\(offset)"])
+        logger.debug(
+            "media placed by its first timestamp",
+            metadata: ["track": "\(plan.representation.id)", "pts": "\(pts)", "offset": "\(offset)"])
         return true
     }
 
@@ -852,8 +952,12 @@ struct TrackFeeder: Sendable {
     /// timescale. Nil while none is in `bytes`.
     private func firstTimestamp(_ bytes: ByteBuffer, rep: Representation) -> Double? {
         if rep.isTransportStream {
-            return TransportStreamTimestamps.firstPTS(bytes.readableBytesView).map { Double($0) / Double(TransportStreamTimestamps.clockRate) }
+            return TransportStreamTimestamps.firstPTS(bytes.readableBytesView).map {
+                Double($0) / Double(TransportStreamTimestamps.clockRate)
+            }
         }
-        return inits.withLock { $0[rep.id] }.flatMap { FragmentTime.firstDecodeTime(segment: bytes.readableBytesView, initSegment: $0.readableBytesView) }
+        return inits.withLock { $0[rep.id] }.flatMap {
+            FragmentTime.firstDecodeTime(segment: bytes.readableBytesView, initSegment: $0.readableBytesView)
+        }
     }
 }

@@ -66,30 +66,40 @@ extension PlaybackSession {
 
     /// The tracks ``plan(mpd:period:manifestURL:core:now:reuse:audioLanguage:)`` creates, without
     /// the core (a source prepared ahead, ``PreparedSource``).
-    static func choose(mpd: MPD, period: Int, manifestURL: URL, now: Double?, audioLanguage: String? = nil) throws(PlayerError) -> [TrackChoice] {
+    static func choose(mpd: MPD, period: Int, manifestURL: URL, now: Double?, audioLanguage: String? = nil)
+        throws(PlayerError) -> [TrackChoice]
+    {
         var choices: [TrackChoice] = []
         for kind in [MediaKind.video, .audio] {
             let candidates = mpd.periods[period].adaptationSets.flatMap { set in
                 set.representations.filter { $0.kind == kind && $0.segmentTemplate?.media != nil }.map { (set, $0) }
             }
-            let chosen = kind == .video ? candidates.max { $0.1.bandwidth < $1.1.bandwidth } : Self.audioChoice(candidates, language: audioLanguage)
+            let chosen =
+                kind == .video
+                ? candidates.max { $0.1.bandwidth < $1.1.bandwidth }
+                : Self.audioChoice(candidates, language: audioLanguage)
             guard let (set, rep) = chosen else { continue }
             let timeline: RepresentationTimeline
             do {
-                timeline = try RepresentationTimeline(mpd: mpd, period: period, adaptationSet: set, representation: rep, manifestURL: manifestURL, liveEdge: now)
+                timeline = try RepresentationTimeline(
+                    mpd: mpd, period: period, adaptationSet: set, representation: rep, manifestURL: manifestURL,
+                    liveEdge: now)
             } catch {
                 throw PlayerError(error)
             }
             // The video segments carry the audio too: one more core track, fed the same bytes.
-            let muxed = kind == .video && rep.muxesAudio && !choices.contains { $0.kind == .audio }
+            let muxed =
+                kind == .video && rep.muxesAudio && !choices.contains { $0.kind == .audio }
                 && !mpd.periods[period].adaptationSets.contains { $0.representations.contains { $0.kind == .audio } }
             choices.append(
                 TrackChoice(
                     kind: kind, adaptationSet: set, representation: rep, timeline: timeline, muxed: muxed,
-                    renditions: kind == .video ? set.representations.filter { $0.kind == .video && $0.segmentTemplate?.media != nil } : []))
+                    renditions: kind == .video
+                        ? set.representations.filter { $0.kind == .video && $0.segmentTemplate?.media != nil } : []))
         }
         guard !choices.isEmpty else {
-            throw PlayerError(.noPlayableContent, "no audio or video representation with a SegmentTemplate in period \(period)")
+            throw PlayerError(
+                .noPlayableContent, "no audio or video representation with a SegmentTemplate in period \(period)")
         }
         return choices
     }
@@ -101,8 +111,12 @@ extension PlaybackSession {
         audioLanguage: String? = nil, stage: Double? = nil
     ) throws(PlayerError) -> [TrackPlan] {
         var plans: [TrackPlan] = []
-        for choice in try choose(mpd: mpd, period: period, manifestURL: manifestURL, now: now, audioLanguage: audioLanguage) {
-            let (kind, set, rep, timeline, muxed) = (choice.kind, choice.adaptationSet, choice.representation, choice.timeline, choice.muxed)
+        for choice in try choose(
+            mpd: mpd, period: period, manifestURL: manifestURL, now: now, audioLanguage: audioLanguage)
+        {
+            let (kind, set, rep, timeline, muxed) = (
+                choice.kind, choice.adaptationSet, choice.representation, choice.timeline, choice.muxed
+            )
             var tracks: [Int32] = []
             do {
                 for coreKind in [kind == .video ? CoreTrackKind.video : .audio] + (muxed ? [.audio] : []) {
@@ -119,22 +133,31 @@ extension PlaybackSession {
                     tracks.append(track)
                 }
             } catch {
-                if stage != nil { for track in tracks + plans.flatMap(\.coreTracks) { try? core.removeTrack(track) } }  // (none left behind)
+                // (none left behind)
+                if stage != nil { for track in tracks + plans.flatMap(\.coreTracks) { try? core.removeTrack(track) } }
                 throw PlayerError(.output, error.message, coreCode: error.code)
             }
             plans.append(
                 TrackPlan(
                     kind: kind == .video ? .video : .audio, periodIndex: period, periodID: mpd.periods[period].id,
-                    periodStart: RepresentationTimeline.periodStart(mpd: mpd, index: period), adaptationSet: set, representation: rep, timeline: timeline,
-                    coreTrack: tracks[0], muxedAudioTrack: tracks.count > 1 ? tracks[1] : nil, renditions: choice.renditions))
+                    periodStart: RepresentationTimeline.periodStart(mpd: mpd, index: period), adaptationSet: set,
+                    representation: rep, timeline: timeline,
+                    coreTrack: tracks[0], muxedAudioTrack: tracks.count > 1 ? tracks[1] : nil,
+                    renditions: choice.renditions))
         }
         return plans
     }
 
     /// The audio representation to play: the first of the language wanted, else of an adaptation
     /// set whose `Role` is `main`, else the first.
-    static func audioChoice(_ candidates: [(AdaptationSet, Representation)], language: String?) -> (AdaptationSet, Representation)? {
-        if let language, let wanted = candidates.first(where: { LanguageTag.matches($0.0.lang, language) }) { return wanted }
-        return candidates.first { $0.0.roles.contains { $0.schemeIdUri == "urn:mpeg:dash:role:2011" && $0.value == "main" } } ?? candidates.first
+    static func audioChoice(_ candidates: [(AdaptationSet, Representation)], language: String?) -> (
+        AdaptationSet, Representation
+    )? {
+        if let language, let wanted = candidates.first(where: { LanguageTag.matches($0.0.lang, language) }) {
+            return wanted
+        }
+        return candidates.first {
+            $0.0.roles.contains { $0.schemeIdUri == "urn:mpeg:dash:role:2011" && $0.value == "main" }
+        } ?? candidates.first
     }
 }

@@ -43,7 +43,8 @@ struct FeasibleLatency: Sendable, Equatable {
     init() {}
 
     static func == (a: Self, b: Self) -> Bool {
-        a.since == b.since && a.samples.map(\.at) == b.samples.map(\.at) && a.samples.map(\.latency) == b.samples.map(\.latency)
+        a.since == b.since && a.samples.map(\.at) == b.samples.map(\.at)
+            && a.samples.map(\.latency) == b.samples.map(\.latency)
     }
 
     /// A segment's first byte came `need` seconds after its presentation start, at monotonic
@@ -79,7 +80,9 @@ struct FeasibleLatency: Sendable, Equatable {
     func target(requested: Double, current: Double, now: Double) -> Double {
         guard requested > 0, let feasible = minimumTarget(now: now) else { return requested }
         // Raised with ``headroom``: a need a little larger than the last does not raise it again.
-        if requested >= current { return feasible > requested + 0.01 ? max(feasible + Self.headroom, requested + Self.raiseStep) : requested }  // the app asked for more
+        if requested >= current {
+            return feasible > requested + 0.01 ? max(feasible + Self.headroom, requested + Self.raiseStep) : requested
+        }  // the app asked for more
         if feasible > current + 0.01 { return max(feasible + Self.headroom, current + Self.raiseStep) }
         let lower = max(requested, feasible)
         if let since, now - since >= Self.window, lower <= current - Self.lowerStep { return lower }

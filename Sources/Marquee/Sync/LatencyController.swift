@@ -23,7 +23,8 @@ public struct SyncOptions: Sendable, Equatable {
     /// checks them: rates within 0.5…1 and 1…2, gain 0 < g ≤ 10, dead band 0.001…1 s, jump
     /// threshold above the dead band and ≤ 300 s, resync interval 1…86400 s.
     public init(
-        minRate: Double = 0.97, maxRate: Double = 1.03, gain: Double = 0.1, deadBand: Double = 0.020, jumpThreshold: Double = 1.0,
+        minRate: Double = 0.97, maxRate: Double = 1.03, gain: Double = 0.1, deadBand: Double = 0.020,
+        jumpThreshold: Double = 1.0,
         resyncInterval: Double = 30
     ) {
         self.resyncInterval = resyncInterval
@@ -41,8 +42,11 @@ public struct SyncOptions: Sendable, Equatable {
         guard resyncInterval >= 1, resyncInterval <= 86_400 else {
             throw PlayerError(.invalidOptions, "sync resyncInterval \(resyncInterval) s is outside 1…86400")
         }
-        guard gain > 0, gain <= 10, deadBand >= 0.001, deadBand <= 1, jumpThreshold > deadBand, jumpThreshold <= 300 else {
-            throw PlayerError(.invalidOptions, "sync gain \(gain), deadBand \(deadBand) s or jumpThreshold \(jumpThreshold) s out of range")
+        guard gain > 0, gain <= 10, deadBand >= 0.001, deadBand <= 1, jumpThreshold > deadBand, jumpThreshold <= 300
+        else {
+            throw PlayerError(
+                .invalidOptions,
+                "sync gain \(gain), deadBand \(deadBand) s or jumpThreshold \(jumpThreshold) s out of range")
         }
         return self
     }
@@ -105,7 +109,8 @@ struct LatencyController: Sendable, Equatable {
             settleUntil = now + Self.settleTime
             return .jump(error: error)
         }
-        let base = min(options.maxRate, max(options.minRate, baseRate.isFinite ? (baseRate * 10_000).rounded() / 10_000 : 1))
+        let base = min(
+            options.maxRate, max(options.minRate, baseRate.isFinite ? (baseRate * 10_000).rounded() / 10_000 : 1))
         // A new base rate (a drift measured): what built up before it is steered out too.
         let newBase = abs(base - self.baseRate) >= Self.rateStep
         self.baseRate = base
@@ -123,7 +128,10 @@ struct LatencyController: Sendable, Equatable {
             wanted = min(options.maxRate, max(options.minRate, base * (1 + options.gain * error)))
             wanted = (wanted * 10_000).rounded() / 10_000
             // Never the base rate while steering (no correction), never the wrong way.
-            wanted = error > 0 ? min(options.maxRate, max(wanted, base + Self.rateStep)) : max(options.minRate, min(wanted, base - Self.rateStep))
+            wanted =
+                error > 0
+                ? min(options.maxRate, max(wanted, base + Self.rateStep))
+                : max(options.minRate, min(wanted, base - Self.rateStep))
         }
         let changed = wanted == 1 ? rate != 1 : abs(wanted - rate) >= Self.rateStep
         guard changed else { return .hold }

@@ -88,7 +88,8 @@ struct LiveEdgeRate: Sendable, Equatable {
     /// (an edge that is off the clock but does not drift: every box then reads the same offset,
     /// not a slope made of noise).
     var roughLead: SharedServerClock.Lead? {
-        guard samples.count >= 6, let first = samples.first, let last = samples.last, last.time - first.time >= 10 else { return nil }
+        guard samples.count >= 6, let first = samples.first, let last = samples.last, last.time - first.time >= 10
+        else { return nil }
         if isActive { return clockLead }
         let settled = samples.count >= Self.minimumSamples && last.time - first.time >= Self.minimumSpan
         return SharedServerClock.Lead(reference: meanTime, lead: meanLead, slope: settled ? 0 : roughSlope)
@@ -118,8 +119,11 @@ struct LiveEdgeRate: Sendable, Equatable {
         guard n > 0, total > 0 else { return }
         meanTime = samples.reduce(0) { $0 + $1.weight * $1.time } / total
         meanLead = samples.reduce(0) { $0 + $1.weight * $1.lead } / total
-        guard samples.count >= 3, let first = samples.first, let last = samples.last, last.time - first.time >= 4 else { return }
-        var sxy = 0.0, sxx = 0.0
+        guard samples.count >= 3, let first = samples.first, let last = samples.last, last.time - first.time >= 4 else {
+            return
+        }
+        var sxy = 0.0
+        var sxx = 0.0
         for s in samples {
             sxy += s.weight * (s.time - meanTime) * (s.lead - meanLead)
             sxx += s.weight * (s.time - meanTime) * (s.time - meanTime)

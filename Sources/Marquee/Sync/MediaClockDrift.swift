@@ -64,7 +64,11 @@ struct MediaClockDrift: Sendable, Equatable {
         let drift = start - position
         // A date that disagrees wildly with the timestamps (an unannounced splice, a bad date)
         // is not drift: it is left out of the fit.
-        if let last = samples.last, abs(drift - last.drift) > max(1, abs(position - last.position) * Self.maximumSlope * 2) { return }
+        if let last = samples.last,
+            abs(drift - last.drift) > max(1, abs(position - last.position) * Self.maximumSlope * 2)
+        {
+            return
+        }
         samples.append(Sample(position: position, drift: drift))
         if let newest = samples.last?.position { samples.removeAll { newest - $0.position > Self.window } }
         fit()
@@ -92,7 +96,8 @@ struct MediaClockDrift: Sendable, Equatable {
         let meanD = samples.reduce(0) { $0 + $1.drift } / n
         let span = (samples.last?.position ?? 0) - (samples.first?.position ?? 0)
         if span >= Self.minimumSpan {
-            var sxy = 0.0, sxx = 0.0
+            var sxy = 0.0
+            var sxx = 0.0
             for s in samples {
                 sxy += (s.position - meanP) * (s.drift - meanD)
                 sxx += (s.position - meanP) * (s.position - meanP)

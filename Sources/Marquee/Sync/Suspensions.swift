@@ -33,7 +33,9 @@ struct Suspensions: Sendable, Equatable {
 
     init() {}
 
-    static func == (a: Self, b: Self) -> Bool { a.windows == b.windows && a.last?.at == b.last?.at && a.last?.every == b.last?.every }
+    static func == (a: Self, b: Self) -> Bool {
+        a.windows == b.windows && a.last?.at == b.last?.at && a.last?.every == b.last?.every
+    }
 
     /// The loop beat at monotonic `now` and beats again in `every` seconds. Returns the window
     /// it closed, when it came more than ``threshold`` late.

@@ -39,7 +39,9 @@ struct AssetLoader {
             out.append(LoopAdaptationSet(adaptationSet: set, kind: kind, representations: reps))
         }
         guard let loop, loop > 0 else { throw OriginError(.badAsset, "asset \"\(name)\": the loop duration is 0") }
-        var asset = LoopAsset(name: name, directory: directory, manifestName: manifestName, mpd: mpd, loopDuration: loop, adaptationSets: out)
+        var asset = LoopAsset(
+            name: name, directory: directory, manifestName: manifestName, mpd: mpd, loopDuration: loop,
+            adaptationSets: out)
         asset.transportStream = try transportStream(video: out.first { $0.kind == .video }?.representations.first)
         return asset
     }
@@ -47,10 +49,13 @@ struct AssetLoader {
     /// `ts/seg-1.ts` … `ts/seg-<n>.ts`, one per segment of `video`, when the asset has them.
     private func transportStream(video: LoopRepresentation?) throws(OriginError) -> LoopTransportStream? {
         let dir = (directory as NSString).appendingPathComponent("ts")
-        guard let video, FileManager.default.fileExists(atPath: (dir as NSString).appendingPathComponent("seg-1.ts")) else { return nil }
+        guard let video, FileManager.default.fileExists(atPath: (dir as NSString).appendingPathComponent("seg-1.ts"))
+        else { return nil }
         let files = (1...video.segments.count).map { (dir as NSString).appendingPathComponent("seg-\($0).ts") }
         guard files.allSatisfy({ FileManager.default.fileExists(atPath: $0) }) else {
-            throw OriginError(.badAsset, "asset \"\(name)\": ts/ needs seg-1.ts … seg-\(video.segments.count).ts (one per video segment)")
+            throw OriginError(
+                .badAsset,
+                "asset \"\(name)\": ts/ needs seg-1.ts … seg-\(video.segments.count).ts (one per video segment)")
         }
         guard let first = TransportStreamTimestamps.firstPTS(try Self.read(files[0])) else {
             throw OriginError(.badAsset, "asset \"\(name)\": \(files[0]) has no PES timestamp")
@@ -69,7 +74,9 @@ struct AssetLoader {
         }
         let mpds = files.filter { $0.lowercased().hasSuffix(".mpd") }.sorted()
         if let main = mpds.first(where: { $0.lowercased() == "manifest.mpd" }) { return main }
-        guard let first = mpds.first else { throw OriginError(.assetNotFound, "asset \"\(name)\": no .mpd file in \(directory)") }
+        guard let first = mpds.first else {
+            throw OriginError(.assetNotFound, "asset \"\(name)\": no .mpd file in \(directory)")
+        }
         return first
     }
 
@@ -84,11 +91,16 @@ struct AssetLoader {
     // MARK: representations
 
     private func index(_ rep: Representation, loopDuration: Double?) throws(OriginError) -> LoopRepresentation {
-        let where_ = "asset \"\(name)\", representation \"\(rep.id)\""
-        guard let template = rep.segmentTemplate, let media = template.media, let initialization = template.initialization else {
-            throw OriginError(.badAsset, "\(where_): only SegmentTemplate with @media and @initialization is supported")
+        let location = "asset \"\(name)\", representation \"\(rep.id)\""
+        guard let template = rep.segmentTemplate, let media = template.media,
+            let initialization = template.initialization
+        else {
+            throw OriginError(
+                .badAsset, "\(location): only SegmentTemplate with @media and @initialization is supported")
         }
-        let initFile = path(SegmentTemplateExpander.expand(initialization, representationID: rep.id, bandwidth: rep.bandwidth, number: nil, time: nil))
+        let initFile = path(
+            SegmentTemplateExpander.expand(
+                initialization, representationID: rep.id, bandwidth: rep.bandwidth, number: nil, time: nil))
         let initReader = MP4Reader(bytes: try Self.bytes(initFile), name: initFile)
         let track = try InitSegmentInfo.parse(initReader)
 
@@ -102,7 +114,10 @@ struct AssetLoader {
                 var repeats = entry.r
                 while true {
                     if let vodEnd, Double(t) >= vodEnd { break outer }
-                    files.append(path(SegmentTemplateExpander.expand(media, representationID: rep.id, bandwidth: rep.bandwidth, number: number, time: t)))
+                    files.append(
+                        path(
+                            SegmentTemplateExpander.expand(
+                                media, representationID: rep.id, bandwidth: rep.bandwidth, number: number, time: t)))
                     t += entry.d
                     number += 1
                     if repeats == 0 { break }
@@ -120,25 +135,30 @@ struct AssetLoader {
             }
             var number = template.startNumber
             while count == 0 ? number - template.startNumber < 100_000 : number - template.startNumber < count {
-                let file = path(SegmentTemplateExpander.expand(media, representationID: rep.id, bandwidth: rep.bandwidth, number: number, time: nil))
+                let file = path(
+                    SegmentTemplateExpander.expand(
+                        media, representationID: rep.id, bandwidth: rep.bandwidth, number: number, time: nil))
                 if count == 0 && !FileManager.default.fileExists(atPath: file) { break }
                 files.append(file)
                 number += 1
             }
         } else {
-            throw OriginError(.badAsset, "\(where_): the SegmentTemplate has neither @duration nor a SegmentTimeline")
+            throw OriginError(.badAsset, "\(location): the SegmentTemplate has neither @duration nor a SegmentTimeline")
         }
-        guard !files.isEmpty else { throw OriginError(.badAsset, "\(where_): no segments") }
+        guard !files.isEmpty else { throw OriginError(.badAsset, "\(location): no segments") }
 
         var segments: [LoopSegment] = []
         for file in files {
             let timing = try MediaSegmentTiming.parse(MP4Reader(bytes: try Self.bytes(file), name: file), track: track)
-            segments.append(LoopSegment(file: file, baseMediaDecodeTime: timing.baseMediaDecodeTime, offset: 0, duration: timing.duration))
+            segments.append(
+                LoopSegment(
+                    file: file, baseMediaDecodeTime: timing.baseMediaDecodeTime, offset: 0, duration: timing.duration))
         }
         segments.sort { $0.baseMediaDecodeTime < $1.baseMediaDecodeTime }
         let first = segments[0].baseMediaDecodeTime
         for i in segments.indices { segments[i].offset = segments[i].baseMediaDecodeTime - first }
-        return LoopRepresentation(representation: rep, initFile: initFile, track: track, segments: segments, loopTicks: 0, nominalDuration: 0)
+        return LoopRepresentation(
+            representation: rep, initFile: initFile, track: track, segments: segments, loopTicks: 0, nominalDuration: 0)
     }
 
     /// Keeps the segments that start inside the loop and sets the loop and nominal durations.
@@ -147,11 +167,16 @@ struct AssetLoader {
         rep.loopTicks = UInt64((loopDuration * Double(rep.timescale)).rounded())
         rep.segments = rep.segments.filter { $0.offset < rep.loopTicks }
         guard rep.loopTicks > 0, !rep.segments.isEmpty else {
-            throw OriginError(.badAsset, "asset \"\(name)\", representation \"\(rep.id)\": no segment starts inside the \(loopDuration) s loop")
+            throw OriginError(
+                .badAsset,
+                "asset \"\(name)\", representation \"\(rep.id)\": no segment starts inside the \(loopDuration) s loop")
         }
         let covered = rep.segments.last.map { $0.offset + $0.duration } ?? 0
         guard covered >= rep.loopTicks else {
-            throw OriginError(.badAsset, "asset \"\(name)\", representation \"\(rep.id)\": segments end at \(covered) of \(rep.loopTicks) ticks, a gap at the loop point")
+            throw OriginError(
+                .badAsset,
+                "asset \"\(name)\", representation \"\(rep.id)\": segments end at \(covered) of \(rep.loopTicks) ticks, a gap at the loop point"
+            )
         }
         rep.nominalDuration = max(1, (rep.loopTicks + UInt64(rep.segments.count) / 2) / UInt64(rep.segments.count))
         return rep

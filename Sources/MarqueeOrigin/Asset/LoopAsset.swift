@@ -32,7 +32,8 @@ struct LoopRepresentation: Sendable {
 
     /// The segment whose loop offset is `offset`, if any.
     func segmentIndex(atOffset offset: UInt64) -> Int? {
-        var low = 0, high = segments.count - 1
+        var low = 0
+        var high = segments.count - 1
         while low <= high {
             let mid = (low + high) / 2
             if segments[mid].offset == offset { return mid }
@@ -79,6 +80,7 @@ struct LoopAsset: Sendable {
     }
 
     var maxSegmentDuration: Double {
-        adaptationSets.flatMap(\.representations).map { Double($0.maxSegmentDuration) / Double($0.timescale) }.max() ?? 0
+        adaptationSets.flatMap(\.representations).map { Double($0.maxSegmentDuration) / Double($0.timescale) }.max()
+            ?? 0
     }
 }

@@ -1,5 +1,5 @@
-import MarqueeStreaming
 import Foundation
+import MarqueeStreaming
 
 /// The fault options of a live URL (`seed_`, `status_`, `reset_`, ..., see ``LiveOptions``):
 /// which requests a fault strikes.
@@ -12,7 +12,8 @@ import Foundation
 struct Faults: Sendable, Equatable {
     /// The faults that strike a share (percent) of requests, named by their option key.
     enum Kind: String, CaseIterable, Sendable {
-        case status, reset, trickle, truncate, badlength, corrupt, hugebox, flip, endless, redirect, stall, silent, empty, garbage
+        case status, reset, trickle, truncate, badlength, corrupt, hugebox, flip, endless, redirect, stall, silent,
+            empty, garbage
     }
 
     /// `mstatus_<code>-<n>`: the first `count` requests of each manifest path are answered `code`.
@@ -37,7 +38,9 @@ struct Faults: Sendable, Equatable {
     /// long without faults.
     var rotation: Double?
 
-    static let keys: Set<String> = Set(Kind.allCases.map(\.rawValue)).union(["seed", "mstatus", "badinit", "nest", "rotate"])
+    static let keys: Set<String> = Set(Kind.allCases.map(\.rawValue)).union([
+        "seed", "mstatus", "badinit", "nest", "rotate",
+    ])
 
     /// The faults striking at origin-clock time `now`: all of them, or with `rotate_` the share
     /// of the kind whose turn it is (none between turns). Turns follow the order of
@@ -87,26 +90,33 @@ struct Faults: Sendable, Equatable {
     }
 
     private func mixed(_ what: String, _ key: String) -> UInt64 {
-        let hash = "\(seed)/\(what)/\(key)".utf8.reduce(UInt64(0xcbf2_9ce4_8422_2325)) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
+        let hash = "\(seed)/\(what)/\(key)".utf8.reduce(UInt64(0xcbf2_9ce4_8422_2325)) {
+            ($0 ^ UInt64($1)) &* 0x100_0000_01b3
+        }
         return SplitMix64.finalised(hash)
     }
 }
-
 
 extension Faults {
     /// Applies one fault option; false when `key` is not one. The error text is the 400 body.
     mutating func apply(key: String, value: String) throws(OptionError) -> Bool {
         switch key {
         case "seed":
-            guard let n = UInt64(value) else { throw OptionError("option seed_: \"\(value)\" is not a non-negative integer") }
+            guard let n = UInt64(value) else {
+                throw OptionError("option seed_: \"\(value)\" is not a non-negative integer")
+            }
             seed = n
         case "status", "mstatus", "trickle":
             try applyPair(key, value)
         case "badinit":
-            guard value == "0" || value == "1" else { throw OptionError("option badinit_ takes 0 or 1, not \"\(value)\"") }
+            guard value == "0" || value == "1" else {
+                throw OptionError("option badinit_ takes 0 or 1, not \"\(value)\"")
+            }
             badInit = value == "1"
         case "nest":
-            guard let depth = Int(value), (1...1_000_000).contains(depth) else { throw OptionError("option nest_: \"\(value)\" is not a depth in 1...1000000") }
+            guard let depth = Int(value), (1...1_000_000).contains(depth) else {
+                throw OptionError("option nest_: \"\(value)\" is not a depth in 1...1000000")
+            }
             nestDepth = depth
         case "rotate":
             guard let seconds = Double(value), seconds >= 1, seconds <= 86_400 else {
@@ -115,7 +125,9 @@ extension Faults {
             rotation = seconds
         default:
             guard let kind = Kind(rawValue: key) else { return false }
-            guard let percent = Double(value), (0...100).contains(percent) else { throw OptionError("option \(key)_: \"\(value)\" is not a percentage in 0...100") }
+            guard let percent = Double(value), (0...100).contains(percent) else {
+                throw OptionError("option \(key)_: \"\(value)\" is not a percentage in 0...100")
+            }
             shares[kind] = percent
         }
         return true
@@ -124,11 +136,15 @@ extension Faults {
     /// `status_<code>-<pct>`, `mstatus_<code>-<n>`, `trickle_<kbps>-<pct>`.
     private mutating func applyPair(_ key: String, _ value: String) throws(OptionError) {
         let parts = value.split(separator: "-", omittingEmptySubsequences: false).compactMap { Double($0) }
-        let forms = ["status": "<code 400-599>-<pct 0-100>", "mstatus": "<code 400-599>-<count>", "trickle": "<kbps ≥ 1>-<pct 0-100>"]
+        let forms = [
+            "status": "<code 400-599>-<pct 0-100>", "mstatus": "<code 400-599>-<count>",
+            "trickle": "<kbps ≥ 1>-<pct 0-100>",
+        ]
         let usage = OptionError("option \(key)_: \"\(value)\" is not \(forms[key] ?? "")")
         guard parts.count == 2 else { throw usage }
         let (a, b) = (parts[0], parts[1])
-        let isCode = (400...599).contains(a) && a == a.rounded(), isPercent = (0...100).contains(b)
+        let isCode = (400...599).contains(a) && a == a.rounded()
+        let isPercent = (0...100).contains(b)
         switch key {
         case "status":
             guard isCode, isPercent else { throw usage }

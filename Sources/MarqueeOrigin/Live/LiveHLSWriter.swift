@@ -21,12 +21,15 @@ struct LiveHLSWriter {
         let audio = asset.adaptationSets.filter { $0.kind == .audio }.flatMap(\.representations)
         for (i, rep) in audio.enumerated() {
             out.append(
-                "#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"\(rep.id)\",DEFAULT=\(i == 0 ? "YES" : "NO"),AUTOSELECT=YES,URI=\"\(rep.id).m3u8\"")
+                "#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"\(rep.id)\",DEFAULT=\(i == 0 ? "YES" : "NO"),AUTOSELECT=YES,URI=\"\(rep.id).m3u8\""
+            )
         }
         let video = asset.adaptationSets.filter { $0.kind == .video }.flatMap(\.representations)
         for rep in video.isEmpty ? audio : video {
             let r = rep.representation
-            var attributes = ["BANDWIDTH=\(r.bandwidth + (video.isEmpty ? 0 : audio.first?.representation.bandwidth ?? 0))"]
+            var attributes = [
+                "BANDWIDTH=\(r.bandwidth + (video.isEmpty ? 0 : audio.first?.representation.bandwidth ?? 0))"
+            ]
             let codecs = ([r.codecs] + (video.isEmpty ? [] : [audio.first?.representation.codecs])).compactMap { $0 }
             if !codecs.isEmpty { attributes.append("CODECS=\"\(codecs.joined(separator: ","))\"") }
             if let w = r.width, let h = r.height { attributes.append("RESOLUTION=\(w)x\(h)") }
@@ -44,8 +47,11 @@ struct LiveHLSWriter {
         let codecs = [r.codecs, audio?.codecs].compactMap { $0 }
         if !codecs.isEmpty { attributes.append("CODECS=\"\(codecs.joined(separator: ","))\"") }
         if let w = r.width, let h = r.height { attributes.append("RESOLUTION=\(w)x\(h)") }
-        return ["#EXTM3U", "#EXT-X-VERSION:3", "#EXT-X-STREAM-INF:" + attributes.joined(separator: ","), Self.transportStreamMediaName]
-            .joined(separator: "\n") + "\n"
+        return [
+            "#EXTM3U", "#EXT-X-VERSION:3", "#EXT-X-STREAM-INF:" + attributes.joined(separator: ","),
+            Self.transportStreamMediaName,
+        ]
+        .joined(separator: "\n") + "\n"
     }
 
     /// The TS media playlist: the video representation's window, `ts/<number>.ts`, no map.
@@ -57,21 +63,30 @@ struct LiveHLSWriter {
         media(rep, now: now, map: "\(rep.id)/init.mp4", version: 7) { "\(rep.id)/\($0).m4s" }
     }
 
-    private func media(_ rep: LoopRepresentation, now: Double, map: String?, version: Int, uri: (UInt64) -> String) -> String {
+    private func media(_ rep: LoopRepresentation, now: Double, map: String?, version: Int, uri: (UInt64) -> String)
+        -> String
+    {
         let timeline = LiveTimeline(representation: rep, options: options)
         let segments = timeline.listedSegments(now: now).filter { segment in
             // Complete segments only (HLS has no availabilityTimeOffset).
-            options.availabilityStartTime + Double(segment.mediaTime + segment.duration) / Double(rep.timescale) / options.mediaRate <= now
+            options.availabilityStartTime + Double(segment.mediaTime + segment.duration) / Double(rep.timescale)
+                / options.mediaRate <= now
         }
         let timescale = Double(rep.timescale)
         let target = Int((Double(rep.maxSegmentDuration) / timescale).rounded())  // RFC 8216: EXTINF rounded ≤ it
-        var out = ["#EXTM3U", "#EXT-X-VERSION:\(version)", "#EXT-X-TARGETDURATION:\(target)",
-                   "#EXT-X-MEDIA-SEQUENCE:\(options.startNumber + (segments.first?.index ?? 0))"]
+        var out = [
+            "#EXTM3U", "#EXT-X-VERSION:\(version)", "#EXT-X-TARGETDURATION:\(target)",
+            "#EXT-X-MEDIA-SEQUENCE:\(options.startNumber + (segments.first?.index ?? 0))",
+        ]
         if let map { out.append("#EXT-X-MAP:URI=\"\(map)\"") }
         for (i, segment) in segments.enumerated() {
-            if i == 0 || options.driftPPM != 0 || segment.mediaTime != segments[i - 1].mediaTime + segments[i - 1].duration {
+            if i == 0 || options.driftPPM != 0
+                || segment.mediaTime != segments[i - 1].mediaTime + segments[i - 1].duration
+            {
                 // A drifting media clock (`drift_`): the date is when the segment began on the wall clock.
-                let date = Date(timeIntervalSince1970: options.availabilityStartTime + Double(segment.mediaTime) / timescale / options.mediaRate)
+                let date = Date(
+                    timeIntervalSince1970: options.availabilityStartTime + Double(segment.mediaTime) / timescale
+                        / options.mediaRate)
                 out.append("#EXT-X-PROGRAM-DATE-TIME:" + XSDateTime.string(date))
             }
             out.append(String(format: "#EXTINF:%.5f,", Double(segment.duration) / timescale))

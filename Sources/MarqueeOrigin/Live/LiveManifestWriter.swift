@@ -25,18 +25,26 @@ struct LiveManifestWriter {
             ("xmlns", "urn:mpeg:dash:schema:mpd:2011"),
             ("profiles", "urn:mpeg:dash:profile:isoff-live:2011"),
             ("type", "dynamic"),
-            ("availabilityStartTime", XSDateTime.string(Date(timeIntervalSince1970: options.availabilityStartTime), milliseconds: false)),
+            (
+                "availabilityStartTime",
+                XSDateTime.string(Date(timeIntervalSince1970: options.availabilityStartTime), milliseconds: false)
+            ),
             ("publishTime", XSDateTime.string(Date(timeIntervalSince1970: (now * 1000).rounded(.down) / 1000))),
         ]
-        if let mup = options.effectiveMinimumUpdatePeriod { mpd.append(("minimumUpdatePeriod", ISO8601Duration.string(mup))) }
+        if let mup = options.effectiveMinimumUpdatePeriod {
+            mpd.append(("minimumUpdatePeriod", ISO8601Duration.string(mup)))
+        }
         mpd.append(("timeShiftBufferDepth", ISO8601Duration.string(options.timeShiftBufferDepth)))
-        if let spd = options.suggestedPresentationDelay { mpd.append(("suggestedPresentationDelay", ISO8601Duration.string(spd))) }
+        if let spd = options.suggestedPresentationDelay {
+            mpd.append(("suggestedPresentationDelay", ISO8601Duration.string(spd)))
+        }
         let maxSegment = asset.maxSegmentDuration
         mpd.append(("maxSegmentDuration", ISO8601Duration.string(maxSegment)))
         mpd.append(("minBufferTime", ISO8601Duration.string(asset.mpd.minBufferTime ?? maxSegment)))
         xml.open("MPD", mpd)
         xml.open("ProgramInformation", [])
-        xml.element("Title", [], text: "Marquee origin: \(asset.name) looped every \(LiveOptions.format(asset.loopDuration)) s")
+        xml.element(
+            "Title", [], text: "Marquee origin: \(asset.name) looped every \(LiveOptions.format(asset.loopDuration)) s")
         xml.close("ProgramInformation")
         if options.moved {  // the same stream at its new place: these options without location_1
             var there = options
@@ -57,18 +65,45 @@ struct LiveManifestWriter {
             xml.close("ServiceDescription")
         }
         for period in periods(now: now) { writePeriod(period, now: now, to: &xml) }
-        let timePath = (["time"] + (options.timeOffset != 0 ? ["timeoffset_\(LiveOptions.format(options.timeOffset))"] : [])).joined(separator: "/")
+        let timePath =
+            (["time"] + (options.timeOffset != 0 ? ["timeoffset_\(LiveOptions.format(options.timeOffset))"] : []))
+            .joined(separator: "/")
         for scheme in options.utcTimings {
             switch scheme {
-            case "xsdate": xml.element("UTCTiming", [("schemeIdUri", "urn:mpeg:dash:utc:http-xsdate:2014"), ("value", "http://\(authority)/\(timePath)/xsdate")])
-            case "iso": xml.element("UTCTiming", [("schemeIdUri", "urn:mpeg:dash:utc:http-iso:2014"), ("value", "http://\(authority)/\(timePath)/iso")])
-            case "head": xml.element("UTCTiming", [("schemeIdUri", "urn:mpeg:dash:utc:http-head:2014"), ("value", "http://\(authority)/\(timePath)/head")])
-            case "direct": xml.element("UTCTiming", [("schemeIdUri", "urn:mpeg:dash:utc:direct:2014"), ("value", OriginClock.xsDate(now))])
+            case "xsdate":
+                xml.element(
+                    "UTCTiming",
+                    [
+                        ("schemeIdUri", "urn:mpeg:dash:utc:http-xsdate:2014"),
+                        ("value", "http://\(authority)/\(timePath)/xsdate"),
+                    ])
+            case "iso":
+                xml.element(
+                    "UTCTiming",
+                    [
+                        ("schemeIdUri", "urn:mpeg:dash:utc:http-iso:2014"),
+                        ("value", "http://\(authority)/\(timePath)/iso"),
+                    ])
+            case "head":
+                xml.element(
+                    "UTCTiming",
+                    [
+                        ("schemeIdUri", "urn:mpeg:dash:utc:http-head:2014"),
+                        ("value", "http://\(authority)/\(timePath)/head"),
+                    ])
+            case "direct":
+                xml.element(
+                    "UTCTiming", [("schemeIdUri", "urn:mpeg:dash:utc:direct:2014"), ("value", OriginClock.xsDate(now))])
             case "ntp":
                 // The SNTP server runs on real time: with timeoffset_ it would contradict the rest.
                 if let port = sntpPort, options.timeOffset == 0 {
                     let host = authority.split(separator: ":").dropLast().joined(separator: ":")
-                    xml.element("UTCTiming", [("schemeIdUri", "urn:mpeg:dash:utc:ntp:2014"), ("value", "\(host.isEmpty ? "127.0.0.1" : host):\(port)")])
+                    xml.element(
+                        "UTCTiming",
+                        [
+                            ("schemeIdUri", "urn:mpeg:dash:utc:ntp:2014"),
+                            ("value", "\(host.isEmpty ? "127.0.0.1" : host):\(port)"),
+                        ])
                 }
             default: break
             }
@@ -89,7 +124,9 @@ struct LiveManifestWriter {
     /// The periods listed at `now`: one from 0 without `periods_`; with it, those that have
     /// begun and reach into the time-shift buffer (at most 16).
     func periods(now: Double) -> [LivePeriod] {
-        guard let length = options.periodDuration else { return [LivePeriod(index: 0, start: 0, end: nil, firstIndex: 0)] }
+        guard let length = options.periodDuration else {
+            return [LivePeriod(index: 0, start: 0, end: nil, firstIndex: 0)]
+        }
         // Whole `$Number$` segments (their nominal duration, the same in every representation).
         let first = asset.adaptationSets.first?.representations.first
         let segment = first.map { Double($0.nominalDuration) / Double($0.timescale) } ?? asset.maxSegmentDuration
@@ -99,7 +136,9 @@ struct LiveManifestWriter {
         let last = Int((edge / step).rounded(.down))
         let earliest = max(last - 15, Int((max(0, edge - options.timeShiftBufferDepth) / step).rounded(.down)))
         return (earliest...last).map { k in
-            LivePeriod(index: k, start: Double(k) * step, end: k == last ? nil : Double(k + 1) * step, firstIndex: UInt64(k) * UInt64(segments))
+            LivePeriod(
+                index: k, start: Double(k) * step, end: k == last ? nil : Double(k + 1) * step,
+                firstIndex: UInt64(k) * UInt64(segments))
         }
     }
 
@@ -111,12 +150,18 @@ struct LiveManifestWriter {
             let low = max(period.start, edge - options.timeShiftBufferDepth - mute.length)
             let high = min(period.end.map { $0 - 1e-6 } ?? .infinity, edge + 600)
             var attributes = [("schemeIdUri", EventScheme.broadcast), ("timescale", "1000")]
-            if period.start > 0 { attributes.append(("presentationTimeOffset", String(Int64((period.start * 1000).rounded())))) }
+            if period.start > 0 {
+                attributes.append(("presentationTimeOffset", String(Int64((period.start * 1000).rounded()))))
+            }
             xml.open("EventStream", attributes)
             if low <= high {
                 for (k, t) in mute.occurrences(in: low...high) {
                     xml.element(
-                        "Event", [("presentationTime", String(Int64((t * 1000).rounded()))), ("duration", String(Int64((mute.length * 1000).rounded()))), ("id", String(k))],
+                        "Event",
+                        [
+                            ("presentationTime", String(Int64((t * 1000).rounded()))),
+                            ("duration", String(Int64((mute.length * 1000).rounded()))), ("id", String(k)),
+                        ],
                         text: "mute")
                 }
             }
@@ -126,7 +171,8 @@ struct LiveManifestWriter {
         xml.close("Period")
     }
 
-    private func writeAdaptationSet(_ set: LoopAdaptationSet, period: LivePeriod, now: Double, to xml: inout XMLWriter) {
+    private func writeAdaptationSet(_ set: LoopAdaptationSet, period: LivePeriod, now: Double, to xml: inout XMLWriter)
+    {
         var attributes = Self.copied(set.adaptationSet.attributes)
         if set.adaptationSet.attributes["contentType"] == nil { attributes.append(("contentType", set.kind.rawValue)) }
         let repsHaveMime = set.representations.allSatisfy { $0.representation.attributes["mimeType"] != nil }
@@ -136,10 +182,14 @@ struct LiveManifestWriter {
         xml.open("AdaptationSet", attributes)
         if options.ad != nil { xml.element("InbandEventStream", [("schemeIdUri", EventScheme.scte35Binary)]) }
         for role in set.adaptationSet.roles { xml.element("Role", Self.descriptor(role)) }
-        for acc in set.adaptationSet.audioChannelConfigurations { xml.element("AudioChannelConfiguration", Self.descriptor(acc)) }
+        for acc in set.adaptationSet.audioChannelConfigurations {
+            xml.element("AudioChannelConfiguration", Self.descriptor(acc))
+        }
         for rep in set.representations {
             xml.open("Representation", Self.copied(rep.representation.attributes))
-            for acc in rep.representation.audioChannelConfigurations { xml.element("AudioChannelConfiguration", Self.descriptor(acc)) }
+            for acc in rep.representation.audioChannelConfigurations {
+                xml.element("AudioChannelConfiguration", Self.descriptor(acc))
+            }
             writeTemplate(rep, period: period, now: now, to: &xml)
             xml.close("Representation")
         }
@@ -153,7 +203,9 @@ struct LiveManifestWriter {
             attributes.append(("startNumber", String(options.startNumber + period.firstIndex)))
         }
         attributes.append(("presentationTimeOffset", String(UInt64((period.start * Double(rep.timescale)).rounded()))))
-        if options.availabilityTimeOffset > 0 { attributes.append(("availabilityTimeOffset", LiveOptions.format(options.availabilityTimeOffset))) }
+        if options.availabilityTimeOffset > 0 {
+            attributes.append(("availabilityTimeOffset", LiveOptions.format(options.availabilityTimeOffset)))
+        }
         attributes.append(("initialization", Self.initializationTemplate))
         attributes.append(("media", options.segmentTimeline ? Self.timeTemplate : Self.numberTemplate))
         guard options.segmentTimeline else {

@@ -116,10 +116,15 @@ struct LiveOptions: Sendable, Equatable {
             }
         }
 
-        var component: String { "\(LiveOptions.format(period))-\(LiveOptions.format(start))-\(LiveOptions.format(length))" }
+        var component: String {
+            "\(LiveOptions.format(period))-\(LiveOptions.format(start))-\(LiveOptions.format(length))"
+        }
     }
 
-    static let keys: Set<String> = Faults.keys.union(["ast", "tsbd", "mup", "snr", "spd", "segtimeline", "ato", "timeoffset", "ltgt", "utc", "outage", "hang", "bw", "bwlow", "mute", "ad", "baseurl", "late", "drift", "periods", "restart", "location"])
+    static let keys: Set<String> = Faults.keys.union([
+        "ast", "tsbd", "mup", "snr", "spd", "segtimeline", "ato", "timeoffset", "ltgt", "utc", "outage", "hang", "bw",
+        "bwlow", "mute", "ad", "baseurl", "late", "drift", "periods", "restart", "location",
+    ])
 
     /// The availabilityStartTime in force at origin time `now`: with `restart_`, the last restart.
     func availabilityStart(at now: Double) -> Double {
@@ -134,7 +139,9 @@ struct LiveOptions: Sendable, Equatable {
     }
 
     /// The minimumUpdatePeriod the MPD announces.
-    var effectiveMinimumUpdatePeriod: Double? { minimumUpdatePeriod ?? (segmentTimeline || periodDuration != nil || restartEvery != nil ? 2 : nil) }
+    var effectiveMinimumUpdatePeriod: Double? {
+        minimumUpdatePeriod ?? (segmentTimeline || periodDuration != nil || restartEvery != nil ? 2 : nil)
+    }
 
     /// The path components that reproduce these options (only those off their default), for
     /// building URLs.
@@ -157,11 +164,16 @@ struct LiveOptions: Sendable, Equatable {
         if let o = outage { out.append("outage_\(Self.format(o.lowerBound))-\(Self.format(o.upperBound))") }
         if let h = hang { out.append("hang_\(Self.format(h.lowerBound))-\(Self.format(h.upperBound))") }
         if let b = bandwidth { out.append("bw_\(Self.format(b))") }
-        if let l = lowBandwidth { out.append("bwlow_\(Self.format(l.kbps))-\(Self.format(l.during.lowerBound))-\(Self.format(l.during.upperBound))") }
+        if let l = lowBandwidth {
+            out.append(
+                "bwlow_\(Self.format(l.kbps))-\(Self.format(l.during.lowerBound))-\(Self.format(l.during.upperBound))")
+        }
         if let m = mute { out.append("mute_\(m.component)") }
         if let a = ad { out.append("ad_\(a.component)") }
         if !baseURLs.isEmpty { out.append("baseurl_\(baseURLs.joined(separator: "-"))") }
-        if utcTimings != ["xsdate", "iso"] { out.append("utc_\(utcTimings.isEmpty ? "none" : utcTimings.joined(separator: "-"))") }
+        if utcTimings != ["xsdate", "iso"] {
+            out.append("utc_\(utcTimings.isEmpty ? "none" : utcTimings.joined(separator: "-"))")
+        }
         return out + faults.pathComponents
     }
 
@@ -177,12 +189,16 @@ struct LiveOptions: Sendable, Equatable {
 
     /// Applies one `key_value` component; the error text is the 400 response body.
     mutating func apply(_ component: Substring) throws(OptionError) {
-        guard let underscore = component.firstIndex(of: "_") else { throw OptionError("\"\(component)\" is not a key_value option") }
+        guard let underscore = component.firstIndex(of: "_") else {
+            throw OptionError("\"\(component)\" is not a key_value option")
+        }
         let key = String(component[..<underscore])
         let value = String(component[component.index(after: underscore)...])
         func number(_ range: ClosedRange<Double>) throws(OptionError) -> Double {
             guard let v = Double(value), v.isFinite, range.contains(v) else {
-                throw OptionError("option \(key)_: \"\(value)\" is not a number in \(Self.format(range.lowerBound))...\(Self.format(range.upperBound))")
+                throw OptionError(
+                    "option \(key)_: \"\(value)\" is not a number in \(Self.format(range.lowerBound))...\(Self.format(range.upperBound))"
+                )
             }
             return v
         }
@@ -196,17 +212,23 @@ struct LiveOptions: Sendable, Equatable {
             guard v > 0 else { throw OptionError("option mup_ must be positive") }
             minimumUpdatePeriod = v
         case "snr":
-            guard let n = UInt64(value), n < 1 << 40 else { throw OptionError("option snr_: \"\(value)\" is not a non-negative integer") }
+            guard let n = UInt64(value), n < 1 << 40 else {
+                throw OptionError("option snr_: \"\(value)\" is not a non-negative integer")
+            }
             startNumber = n
         case "spd": suggestedPresentationDelay = try number(0...86_400)
         case "segtimeline":
-            guard value == "0" || value == "1" else { throw OptionError("option segtimeline_ takes 0 or 1, not \"\(value)\"") }
+            guard value == "0" || value == "1" else {
+                throw OptionError("option segtimeline_ takes 0 or 1, not \"\(value)\"")
+            }
             segmentTimeline = value == "1"
         case "ato": availabilityTimeOffset = try number(0...86_400)
         case "late": publishDelay = try number(0...60)
         case "drift": driftPPM = try number(-20_000...20_000)
         case "location":
-            guard value == "0" || value == "1" else { throw OptionError("option location_ takes 0 or 1, not \"\(value)\"") }
+            guard value == "0" || value == "1" else {
+                throw OptionError("option location_ takes 0 or 1, not \"\(value)\"")
+            }
             moved = value == "1"
         case "restart":
             let v = try number(0...86_400 * 365)
@@ -218,11 +240,15 @@ struct LiveOptions: Sendable, Equatable {
             periodDuration = v
         case "timeoffset": timeOffset = try number(-1e9...1e9)
         case "ltgt":
-            guard let ms = Int(value), ms >= 0, ms <= 86_400_000 else { throw OptionError("option ltgt_: \"\(value)\" is not a latency in ms") }
+            guard let ms = Int(value), ms >= 0, ms <= 86_400_000 else {
+                throw OptionError("option ltgt_: \"\(value)\" is not a latency in ms")
+            }
             latencyTarget = ms
         case "outage", "hang":
             let parts = value.split(separator: "-").compactMap { Double($0) }
-            guard parts.count == 2, parts[0] < parts[1] else { throw OptionError("option \(key)_: \"\(value)\" is not <from>-<to> in Unix seconds") }
+            guard parts.count == 2, parts[0] < parts[1] else {
+                throw OptionError("option \(key)_: \"\(value)\" is not <from>-<to> in Unix seconds")
+            }
             if key == "outage" { outage = parts[0]..<parts[1] } else { hang = parts[0]..<parts[1] }
         case "bw":
             let kbps = try number(1...10_000_000)
@@ -235,8 +261,11 @@ struct LiveOptions: Sendable, Equatable {
             lowBandwidth = LowBandwidth(kbps: parts[0], during: parts[1]..<parts[2])
         case "mute", "ad":
             let parts = value.split(separator: "-").compactMap { Double($0) }
-            guard parts.count == 3, parts[0] > 0, parts[1] >= 0, parts[2] > 0, parts[2] < parts[0], parts.allSatisfy(\.isFinite) else {
-                throw OptionError("option \(key)_: \"\(value)\" is not <period>-<start>-<length> in seconds with 0 < length < period")
+            guard parts.count == 3, parts[0] > 0, parts[1] >= 0, parts[2] > 0, parts[2] < parts[0],
+                parts.allSatisfy(\.isFinite)
+            else {
+                throw OptionError(
+                    "option \(key)_: \"\(value)\" is not <period>-<start>-<length> in seconds with 0 < length < period")
             }
             let r = Recurring(period: parts[0], start: parts[1], length: parts[2])
             if key == "mute" { mute = r } else { ad = r }
@@ -244,7 +273,8 @@ struct LiveOptions: Sendable, Equatable {
             let schemes = value.split(separator: "-").map(String.init)
             let known: Set<String> = ["xsdate", "iso", "head", "direct", "ntp", "none"]
             guard !schemes.isEmpty, schemes.allSatisfy(known.contains) else {
-                throw OptionError("option utc_: \"\(value)\" is not a list of \(known.sorted().joined(separator: ", ")) joined by -")
+                throw OptionError(
+                    "option utc_: \"\(value)\" is not a list of \(known.sorted().joined(separator: ", ")) joined by -")
             }
             utcTimings = schemes.filter { $0 != "none" }
         case "baseurl":
@@ -255,7 +285,9 @@ struct LiveOptions: Sendable, Equatable {
             baseURLs = names
         default:
             guard try faults.apply(key: key, value: value) else {
-                throw OptionError("unknown option \"\(component)\" (known: \(Self.keys.sorted().map { $0 + "_" }.joined(separator: ", ")))")
+                throw OptionError(
+                    "unknown option \"\(component)\" (known: \(Self.keys.sorted().map { $0 + "_" }.joined(separator: ", ")))"
+                )
             }
         }
     }

@@ -60,7 +60,8 @@ struct LiveTimeline {
     func segment(time: UInt64) -> LiveSegment? {
         let (loop, offset) = time.quotientAndRemainder(dividingBy: rep.loopTicks)
         guard let k = rep.segmentIndex(atOffset: offset) else { return nil }
-        return LiveSegment(index: loop * count + UInt64(k), mediaTime: time, duration: rep.segments[k].duration, vodIndex: k)
+        return LiveSegment(
+            index: loop * count + UInt64(k), mediaTime: time, duration: rep.segments[k].duration, vodIndex: k)
     }
 
     /// `$Time$` addressing: available from AST + end − ato until AST + end + tsbd.
@@ -98,7 +99,8 @@ struct LiveTimeline {
         for loop in firstLoop...lastLoop {
             for k in 0..<rep.segments.count {
                 guard let seg = segment(index: loop * count + UInt64(k)) else { continue }
-                let start = Double(seg.mediaTime) / timescale, end = Double(seg.mediaTime + seg.duration) / timescale
+                let start = Double(seg.mediaTime) / timescale
+                let end = Double(seg.mediaTime + seg.duration) / timescale
                 if start > low && end <= high { out.append(seg) }
             }
         }

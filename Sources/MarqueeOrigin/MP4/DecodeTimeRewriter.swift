@@ -13,7 +13,7 @@ struct DecodeTimeRewriter {
     func rewrite(_ bytes: [UInt8], delta: Int64, name: String) throws(OriginError) -> [UInt8] {
         let reader = MP4Reader(bytes: bytes, name: name)
         let top = try reader.boxes(in: 0..<bytes.count)
-        var growth: [Int: Int] = [:]   // moof start -> bytes it grows by
+        var growth: [Int: Int] = [:]  // moof start -> bytes it grows by
         for moof in top where moof.type == .moof { growth[moof.start] = try moofGrowth(reader, moof, delta: delta) }
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count + 4 * growth.count + 8)
@@ -32,16 +32,22 @@ struct DecodeTimeRewriter {
 
     // MARK: moof
 
-    private func trackFragments(_ reader: MP4Reader, _ moof: MP4Box) throws(OriginError) -> [(traf: MP4Box, tfhd: TrackFragmentHeader)] {
+    private func trackFragments(_ reader: MP4Reader, _ moof: MP4Box) throws(OriginError) -> [(
+        traf: MP4Box, tfhd: TrackFragmentHeader
+    )] {
         var out: [(MP4Box, TrackFragmentHeader)] = []
         for traf in try reader.children(of: moof) where traf.type == .traf {
-            guard let box = try reader.child(.tfhd, of: traf) else { throw reader.malformed("traf at \(traf.start) has no tfhd") }
+            guard let box = try reader.child(.tfhd, of: traf) else {
+                throw reader.malformed("traf at \(traf.start) has no tfhd")
+            }
             out.append((traf, try TrackFragmentHeader.parse(reader, box)))
         }
         return out
     }
 
-    private func newDecodeTime(_ reader: MP4Reader, _ tfdt: MP4Box, delta: Int64) throws(OriginError) -> (value: UInt64, version: UInt8) {
+    private func newDecodeTime(_ reader: MP4Reader, _ tfdt: MP4Box, delta: Int64) throws(OriginError) -> (
+        value: UInt64, version: UInt8
+    ) {
         let (version, _) = try reader.fullBoxHeader(tfdt)
         let old = try MediaSegmentTiming.decodeTime(reader, tfdt)
         let (sum, overflow) = Int64(clamping: old).addingReportingOverflow(delta)
@@ -72,7 +78,9 @@ struct DecodeTimeRewriter {
         }
     }
 
-    private func appendMoof(_ reader: MP4Reader, _ moof: MP4Box, delta: Int64, grow: Int, shift: Int, to out: inout [UInt8]) throws(OriginError) {
+    private func appendMoof(
+        _ reader: MP4Reader, _ moof: MP4Box, delta: Int64, grow: Int, shift: Int, to out: inout [UInt8]
+    ) throws(OriginError) {
         appendHeader(moof, newSize: moof.size + grow, to: &out)
         var firstTraf = true
         for child in try reader.children(of: moof) {
@@ -87,10 +95,12 @@ struct DecodeTimeRewriter {
                 firstTraf = false
                 continue
             }
-            let relativeToMoof = tfhd.flags & TrackFragmentHeader.defaultBaseIsMoof != 0
+            let relativeToMoof =
+                tfhd.flags & TrackFragmentHeader.defaultBaseIsMoof != 0
                 || (tfhd.baseDataOffsetPosition == nil && firstTraf)
-            try appendTraf(reader, child, tfhd: tfhd, delta: delta, moofGrow: grow, shift: shift,
-                           dataOffsetFix: relativeToMoof ? grow : 0, to: &out)
+            try appendTraf(
+                reader, child, tfhd: tfhd, delta: delta, moofGrow: grow, shift: shift,
+                dataOffsetFix: relativeToMoof ? grow : 0, to: &out)
             firstTraf = false
         }
     }
@@ -108,7 +118,8 @@ struct DecodeTimeRewriter {
             case .tfhd:
                 if let position = tfhd.baseDataOffsetPosition {
                     let old = try reader.u64(position)
-                    out.putU64(UInt64(Int64(clamping: old) + Int64(shift + moofGrow)), at: at + (position - child.start))
+                    out.putU64(
+                        UInt64(Int64(clamping: old) + Int64(shift + moofGrow)), at: at + (position - child.start))
                 }
             case .trun where dataOffsetFix != 0:
                 if let position = try TrackRun.parse(reader, child).dataOffsetPosition {
@@ -128,12 +139,18 @@ struct DecodeTimeRewriter {
             }
         }
         let newSize = out.count - headerAt
-        if traf.headerSize == 16 { out.putU64(UInt64(newSize), at: headerAt + 8) } else { out.putU32(UInt32(newSize), at: headerAt) }
+        if traf.headerSize == 16 {
+            out.putU64(UInt64(newSize), at: headerAt + 8)
+        } else {
+            out.putU32(UInt32(newSize), at: headerAt)
+        }
     }
 
     // MARK: sidx
 
-    private func appendSidx(_ reader: MP4Reader, _ sidx: MP4Box, delta: Int64, growth: [Int: Int], to out: inout [UInt8]) throws(OriginError) {
+    private func appendSidx(
+        _ reader: MP4Reader, _ sidx: MP4Box, delta: Int64, growth: [Int: Int], to out: inout [UInt8]
+    ) throws(OriginError) {
         let (version, flags) = try reader.fullBoxHeader(sidx)
         var p = sidx.contentStart + 4
         let referenceID = try reader.u32(p)
@@ -144,19 +161,31 @@ struct DecodeTimeRewriter {
         p += version == 1 ? 16 : 8
         let referenceCount = Int(try reader.u32(p) & 0xFFFF)
         p += 4
-        guard p + 12 * referenceCount <= sidx.end else { throw reader.malformed("sidx at \(sidx.start) is shorter than its references") }
-        let scaled = timescale == trackTimescale || trackTimescale == 0
+        guard p + 12 * referenceCount <= sidx.end else {
+            throw reader.malformed("sidx at \(sidx.start) is shorter than its references")
+        }
+        let scaled =
+            timescale == trackTimescale || trackTimescale == 0
             ? delta : Int64((Double(delta) * Double(timescale) / Double(trackTimescale)).rounded())
         let (sum, overflow) = Int64(clamping: ept).addingReportingOverflow(scaled)
-        guard !overflow, sum >= 0 else { throw reader.malformed("sidx earliest_presentation_time \(ept) + \(scaled) is out of range") }
+        guard !overflow, sum >= 0 else {
+            throw reader.malformed("sidx earliest_presentation_time \(ept) + \(scaled) is out of range")
+        }
         let newEPT = UInt64(sum)
-        let newVersion: UInt8 = version == 0 && (newEPT > UInt64(UInt32.max) || firstOffset > UInt64(UInt32.max)) ? 1 : version
+        let newVersion: UInt8 =
+            version == 0 && (newEPT > UInt64(UInt32.max) || firstOffset > UInt64(UInt32.max)) ? 1 : version
         let headerAt = out.count
         appendHeader(sidx, newSize: 0, to: &out)
         out.appendU32(UInt32(newVersion) << 24 | flags)
         out.appendU32(referenceID)
         out.appendU32(UInt32(timescale))
-        if newVersion == 1 { out.appendU64(newEPT); out.appendU64(firstOffset) } else { out.appendU32(UInt32(newEPT)); out.appendU32(UInt32(firstOffset)) }
+        if newVersion == 1 {
+            out.appendU64(newEPT)
+            out.appendU64(firstOffset)
+        } else {
+            out.appendU32(UInt32(newEPT))
+            out.appendU32(UInt32(firstOffset))
+        }
         out.appendU32(try reader.u32(p - 4))
         var position = sidx.end + Int(firstOffset)
         for index in 0..<referenceCount {
@@ -169,6 +198,10 @@ struct DecodeTimeRewriter {
         }
         out += reader.bytes[(p + 12 * referenceCount)..<sidx.end]
         let newSize = out.count - headerAt
-        if sidx.headerSize == 16 { out.putU64(UInt64(newSize), at: headerAt + 8) } else { out.putU32(UInt32(newSize), at: headerAt) }
+        if sidx.headerSize == 16 {
+            out.putU64(UInt64(newSize), at: headerAt + 8)
+        } else {
+            out.putU32(UInt32(newSize), at: headerAt)
+        }
     }
 }

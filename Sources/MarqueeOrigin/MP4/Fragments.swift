@@ -40,7 +40,9 @@ struct MediaSegmentTiming: Sendable, Equatable {
             moofs += 1
             for traf in try reader.children(of: moof) where traf.type == .traf {
                 let children = try reader.children(of: traf)
-                guard let tfhdBox = children.first(where: { $0.type == .tfhd }) else { throw reader.malformed("traf without tfhd") }
+                guard let tfhdBox = children.first(where: { $0.type == .tfhd }) else {
+                    throw reader.malformed("traf without tfhd")
+                }
                 let tfhd = try TrackFragmentHeader.parse(reader, tfhdBox)
                 guard tfhd.trackID == track.trackID else { continue }
                 if first == nil, let tfdt = children.first(where: { $0.type == .tfdt }) {
@@ -59,9 +61,13 @@ struct MediaSegmentTiming: Sendable, Equatable {
 
     /// The CMAF chunks of a segment: for each `moof` (with the `styp` or anything before the
     /// first one, and its `mdat`), the byte range and the track duration up to its end.
-    static func chunks(_ reader: MP4Reader, track: InitSegmentInfo) throws(OriginError) -> [(bytes: Range<Int>, end: UInt64)] {
+    static func chunks(_ reader: MP4Reader, track: InitSegmentInfo) throws(OriginError) -> [(
+        bytes: Range<Int>, end: UInt64
+    )] {
         var out: [(bytes: Range<Int>, end: UInt64)] = []
-        var start = 0, total: UInt64 = 0, current: UInt64? = nil
+        var start = 0
+        var total: UInt64 = 0
+        var current: UInt64? = nil
         for box in try reader.boxes(in: 0..<reader.bytes.count) where box.type == .moof {
             if let duration = current {
                 total += duration
@@ -71,11 +77,14 @@ struct MediaSegmentTiming: Sendable, Equatable {
             var duration: UInt64 = 0
             for traf in try reader.children(of: box) where traf.type == .traf {
                 let children = try reader.children(of: traf)
-                guard let tfhdBox = children.first(where: { $0.type == .tfhd }) else { throw reader.malformed("traf without tfhd") }
+                guard let tfhdBox = children.first(where: { $0.type == .tfhd }) else {
+                    throw reader.malformed("traf without tfhd")
+                }
                 let tfhd = try TrackFragmentHeader.parse(reader, tfhdBox)
                 guard tfhd.trackID == track.trackID else { continue }
                 for trun in children where trun.type == .trun {
-                    duration += try runDuration(reader, trun, defaultDuration: tfhd.defaultSampleDuration ?? track.defaultSampleDuration)
+                    duration += try runDuration(
+                        reader, trun, defaultDuration: tfhd.defaultSampleDuration ?? track.defaultSampleDuration)
                 }
             }
             current = duration
@@ -87,16 +96,20 @@ struct MediaSegmentTiming: Sendable, Equatable {
 
     static func decodeTime(_ reader: MP4Reader, _ tfdt: MP4Box) throws(OriginError) -> UInt64 {
         let (version, _) = try reader.fullBoxHeader(tfdt)
-        guard tfdt.size - tfdt.headerSize >= (version == 1 ? 12 : 8) else { throw reader.malformed("tfdt at \(tfdt.start) is too short") }
+        guard tfdt.size - tfdt.headerSize >= (version == 1 ? 12 : 8) else {
+            throw reader.malformed("tfdt at \(tfdt.start) is too short")
+        }
         return version == 1 ? try reader.u64(tfdt.contentStart + 4) : UInt64(try reader.u32(tfdt.contentStart + 4))
     }
 
     /// Sum of a trun's sample durations (per-sample, else the tfhd/trex default).
-    static func runDuration(_ reader: MP4Reader, _ trun: MP4Box, defaultDuration: UInt32?) throws(OriginError) -> UInt64 {
+    static func runDuration(_ reader: MP4Reader, _ trun: MP4Box, defaultDuration: UInt32?) throws(OriginError) -> UInt64
+    {
         let run = try TrackRun.parse(reader, trun)
         guard run.flags & TrackRun.sampleDurationPresent != 0 else {
             guard let defaultDuration else {
-                throw reader.malformed("trun at \(trun.start) has no sample durations and there is no default (tfhd, trex)")
+                throw reader.malformed(
+                    "trun at \(trun.start) has no sample durations and there is no default (tfhd, trex)")
             }
             return UInt64(run.sampleCount) * UInt64(defaultDuration)
         }
@@ -127,9 +140,15 @@ struct TrackFragmentHeader {
         let trackID = try reader.u32(offset)
         offset += 4
         var header = TrackFragmentHeader(flags: flags, trackID: trackID)
-        if flags & 0x01 != 0 { header.baseDataOffsetPosition = offset; offset += 8 }
+        if flags & 0x01 != 0 {
+            header.baseDataOffsetPosition = offset
+            offset += 8
+        }
         if flags & 0x02 != 0 { offset += 4 }
-        if flags & 0x08 != 0 { header.defaultSampleDuration = try reader.u32(offset); offset += 4 }
+        if flags & 0x08 != 0 {
+            header.defaultSampleDuration = try reader.u32(offset)
+            offset += 4
+        }
         if flags & 0x10 != 0 { offset += 4 }
         if flags & 0x20 != 0 { offset += 4 }
         guard offset <= box.end else { throw reader.malformed("tfhd at \(box.start) is shorter than its flags say") }
@@ -154,13 +173,17 @@ struct TrackRun {
         let count = try reader.u32(box.contentStart + 4)
         var offset = box.contentStart + 8
         var dataOffsetPosition: Int?
-        if flags & 0x001 != 0 { dataOffsetPosition = offset; offset += 4 }
+        if flags & 0x001 != 0 {
+            dataOffsetPosition = offset
+            offset += 4
+        }
         if flags & 0x004 != 0 { offset += 4 }
         let perSample = [0x100, 0x200, 0x400, 0x800].reduce(0) { flags & UInt32($1) != 0 ? $0 + 4 : $0 }
         guard UInt64(offset) + UInt64(count) * UInt64(perSample) <= UInt64(box.end) else {
             throw reader.malformed("trun at \(box.start) declares \(count) samples, more than the box holds")
         }
-        return TrackRun(flags: flags, sampleCount: Int(count), dataOffsetPosition: dataOffsetPosition,
-                        firstSampleOffset: offset, bytesPerSample: perSample)
+        return TrackRun(
+            flags: flags, sampleCount: Int(count), dataOffsetPosition: dataOffsetPosition,
+            firstSampleOffset: offset, bytesPerSample: perSample)
     }
 }

@@ -45,11 +45,15 @@ struct MP4Reader {
 
     /// The boxes laid end to end in `range` (a file, or a container box's content).
     func boxes(in range: Range<Int>) throws(OriginError) -> [MP4Box] {
-        guard range.lowerBound >= 0, range.upperBound <= bytes.count else { throw malformed("box range \(range) is outside the data") }
+        guard range.lowerBound >= 0, range.upperBound <= bytes.count else {
+            throw malformed("box range \(range) is outside the data")
+        }
         var out: [MP4Box] = []
         var offset = range.lowerBound
         while offset < range.upperBound {
-            guard range.upperBound - offset >= 8 else { throw malformed("\(range.upperBound - offset) stray bytes at \(offset)") }
+            guard range.upperBound - offset >= 8 else {
+                throw malformed("\(range.upperBound - offset) stray bytes at \(offset)")
+            }
             let size32 = try u32(offset)
             let type = FourCC(try u32(offset + 4))
             var header = 8
@@ -61,7 +65,9 @@ struct MP4Reader {
                 size = UInt64(range.upperBound - offset)
             }
             guard size >= UInt64(header), size <= UInt64(range.upperBound - offset) else {
-                throw malformed("box '\(type)' at \(offset) has size \(size), which does not fit in its parent (\(range.upperBound - offset) bytes left)")
+                throw malformed(
+                    "box '\(type)' at \(offset) has size \(size), which does not fit in its parent (\(range.upperBound - offset) bytes left)"
+                )
             }
             out.append(MP4Box(type: type, start: offset, headerSize: header, size: Int(size)))
             offset += Int(size)
@@ -97,7 +103,8 @@ struct MP4Reader {
 
     func u32(_ at: Int) throws(OriginError) -> UInt32 {
         guard at >= 0, at <= bytes.count - 4 else { throw malformed("read past the end at \(at)") }
-        return (UInt32(bytes[at]) << 24) | (UInt32(bytes[at + 1]) << 16) | (UInt32(bytes[at + 2]) << 8) | UInt32(bytes[at + 3])
+        return (UInt32(bytes[at]) << 24) | (UInt32(bytes[at + 1]) << 16) | (UInt32(bytes[at + 2]) << 8)
+            | UInt32(bytes[at + 3])
     }
 
     func u64(_ at: Int) throws(OriginError) -> UInt64 {
@@ -106,7 +113,9 @@ struct MP4Reader {
 
     /// Version (high byte) and flags (low 24 bits) of a full box.
     func fullBoxHeader(_ box: MP4Box) throws(OriginError) -> (version: UInt8, flags: UInt32) {
-        guard box.size - box.headerSize >= 4 else { throw malformed("full box '\(box.type)' at \(box.start) is too short") }
+        guard box.size - box.headerSize >= 4 else {
+            throw malformed("full box '\(box.type)' at \(box.start) is too short")
+        }
         let word = try u32(box.contentStart)
         return (UInt8(word >> 24), word & 0xFF_FFFF)
     }
@@ -126,8 +135,10 @@ extension Array where Element == UInt8 {
     }
 
     mutating func appendU32(_ value: UInt32) {
-        append(contentsOf: [UInt8(truncatingIfNeeded: value >> 24), UInt8(truncatingIfNeeded: value >> 16),
-                            UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value)])
+        append(contentsOf: [
+            UInt8(truncatingIfNeeded: value >> 24), UInt8(truncatingIfNeeded: value >> 16),
+            UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value),
+        ])
     }
 
     mutating func appendU64(_ value: UInt64) {

@@ -96,7 +96,9 @@ extension OriginResponder {
             // Delivery faults are the network's: they strike a segment's first request only (a
             // retry, on a new connection, gets it whole), as status_ does. Damaged bytes are
             // the packager's: every request gets them.
-            if visits.visit("delivery " + target.path) == 0 { Self.impairDelivery(&reply, faults, target.key, now: now) }
+            if visits.visit("delivery " + target.path) == 0 {
+                Self.impairDelivery(&reply, faults, target.key, now: now)
+            }
         }
         return reply
     }
@@ -109,7 +111,9 @@ extension OriginResponder {
     private static func damaged(_ body: [UInt8], _ faults: Faults, _ key: String) -> [UInt8] {
         var body = body
         if faults.strikes(.corrupt, key) { body = faults.randomBytes(body.count, Faults.Kind.corrupt.rawValue, key) }
-        if faults.strikes(.hugebox, key), body.count >= 4 { body.replaceSubrange(0..<4, with: [0x7f, 0xff, 0xff, 0xff]) }
+        if faults.strikes(.hugebox, key), body.count >= 4 {
+            body.replaceSubrange(0..<4, with: [0x7f, 0xff, 0xff, 0xff])
+        }
         if faults.strikes(.flip, key) {
             var generator = faults.generator(Faults.Kind.flip.rawValue, key)
             let payload = payloadRanges(body, transportStream: key.hasSuffix(".ts"))
@@ -125,7 +129,9 @@ extension OriginResponder {
     /// segment, the bytes after each 4-byte TS packet header, else the whole body.
     private static func payloadRanges(_ body: [UInt8], transportStream: Bool) -> [Range<Int>] {
         if transportStream {
-            return stride(from: 0, to: body.count, by: 188).map { $0 + 4..<min($0 + 188, body.count) }.filter { !$0.isEmpty }
+            return stride(from: 0, to: body.count, by: 188).map { $0 + 4..<min($0 + 188, body.count) }.filter {
+                !$0.isEmpty
+            }
         }
         let boxes = (try? MP4Reader(bytes: body, name: "segment").boxes(in: 0..<body.count)) ?? []
         let mdats = boxes.filter { $0.type == .mdat && $0.size > $0.headerSize }.map { $0.contentStart..<$0.end }

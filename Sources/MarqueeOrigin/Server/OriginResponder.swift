@@ -1,10 +1,10 @@
 import Crypto
 import Foundation
 import HTTPTypes
-import MarqueeStreaming
 import Hummingbird
 import HummingbirdCore
 import Logging
+import MarqueeStreaming
 
 /// Turns one request into one response: `/live/...` (manifests, init and media segments),
 /// `/time/...` (clock endpoints), `/static/...` (plain files). Stateless but for the counted
@@ -90,8 +90,13 @@ struct OriginResponder: Sendable {
         let path = request.uri.path
         // CMCD (CTA-5004) is logged and otherwise ignored, as a CDN does: never an option.
         let (query, cmcdQuery) = Self.splitCMCD(request.uri.query)
-        let cmcdHeaders = request.headers.filter { $0.name.canonicalName.hasPrefix("cmcd-") }.map { ($0.name.canonicalName, $0.value) }
-        if path != "/origin/requests" { requests.add(method: "\(request.method)", path: path, query: query, cmcdQuery: cmcdQuery, cmcdHeaders: cmcdHeaders) }
+        let cmcdHeaders = request.headers.filter { $0.name.canonicalName.hasPrefix("cmcd-") }.map {
+            ($0.name.canonicalName, $0.value)
+        }
+        if path != "/origin/requests" {
+            requests.add(
+                method: "\(request.method)", path: path, query: query, cmcdQuery: cmcdQuery, cmcdHeaders: cmcdHeaders)
+        }
         var reply: Reply
         if request.method == .post, path == "/plays" {
             var request = request
@@ -100,7 +105,9 @@ struct OriginResponder: Sendable {
                 body, key: request.headers.first { $0.name.canonicalName == "idempotency-key" }?.value,
                 authorization: request.headers.first { $0.name.canonicalName == "authorization" }?.value)
         } else if request.method == .get, path == "/origin/stats" {
-            reply = Reply(bytes: Array(served.json(media: query == "media").utf8), contentType: "application/json", clock: OriginClock())
+            reply = Reply(
+                bytes: Array(served.json(media: query == "media").utf8), contentType: "application/json",
+                clock: OriginClock())
         } else if request.method == .get, path == "/origin/requests" {
             reply = Reply(bytes: requests.json(), contentType: "application/json", clock: OriginClock())
         } else if request.method != .get && request.method != .head {
@@ -110,25 +117,35 @@ struct OriginResponder: Sendable {
                 .map { String($0).removingPercentEncoding ?? String($0) }
             switch components.first {
             case "live":
-                reply = live(Array(components.dropFirst()), path: path, query: query, authority: request.head.authority ?? fallbackAuthority)
+                reply = live(
+                    Array(components.dropFirst()), path: path, query: query,
+                    authority: request.head.authority ?? fallbackAuthority)
             case "time": reply = time(Array(components.dropFirst()), query: query)
             case "static": reply = staticFile(Array(components.dropFirst()), ifNoneMatch: request.headers[.ifNoneMatch])
             case "moved" where path.hasSuffix(".mpd") || path.hasSuffix(".m3u8"):
                 // A manifest that redirects to /live/…: relative URLs in it resolve against /live/….
                 reply = Reply(.found, "moved to /live")
                 reply.location = "/live" + path.dropFirst("/moved".count) + (query.map { "?" + $0 } ?? "")
-            default: reply = Reply(.notFound, "no such resource: \(path) (try /live/<options>/<asset>/<manifest>, /moved/<options>/<asset>/<manifest>, /time/xsdate, /static/<file>)")
+            default:
+                reply = Reply(
+                    .notFound,
+                    "no such resource: \(path) (try /live/<options>/<asset>/<manifest>, /moved/<options>/<asset>/<manifest>, /time/xsdate, /static/<file>)"
+                )
             }
         }
         if let until = reply.hangUntil {  // the client gives up first (or gets a late 503)
             let wait = min(3600, until - reply.clock.now())
             if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(wait * 1000))) }
         }
-        if reply.media, reply.status == .ok, reply.ending == .complete, request.method == .get, let range = request.headers[.range] {
+        if reply.media, reply.status == .ok, reply.ending == .complete, request.method == .get,
+            let range = request.headers[.range]
+        {
             reply = Self.partial(reply, range: range)
         }
         if let kbps = reply.kbps {
-            reply.schedule = Self.limited(reply.body.count, kbps: kbps, schedule: reply.schedule, now: reply.clock.now(), pieceSeconds: reply.pieceSeconds)
+            reply.schedule = Self.limited(
+                reply.body.count, kbps: kbps, schedule: reply.schedule, now: reply.clock.now(),
+                pieceSeconds: reply.pieceSeconds)
         }
         var headers = HTTPFields()
         headers[.contentType] = reply.contentType
@@ -137,7 +154,8 @@ struct OriginResponder: Sendable {
         if reply.media, reply.status == .ok || reply.status == .partialContent {
             headers[.cacheControl] = "public, max-age=60"
             headers[.acceptRanges] = "bytes"
-            headers[HTTPField.Name("Repr-Digest")!] = "sha-256=:\(Data(SHA256.hash(data: reply.whole ?? reply.body)).base64EncodedString()):"
+            headers[HTTPField.Name("Repr-Digest")!] =
+                "sha-256=:\(Data(SHA256.hash(data: reply.whole ?? reply.body)).base64EncodedString()):"
         } else {
             headers[.cacheControl] = "no-store"
         }
@@ -149,16 +167,20 @@ struct OriginResponder: Sendable {
         if reply.schedule != nil || reply.ending != .complete, request.method == .get {
             let schedule = reply.schedule ?? [(0..<reply.body.count, 0)]
             response = Response(
-                status: reply.status, headers: headers, body: Self.paced(reply.body, schedule, ending: reply.ending, clock: reply.clock, served: served))
+                status: reply.status, headers: headers,
+                body: Self.paced(reply.body, schedule, ending: reply.ending, clock: reply.clock, served: served))
             served.add(0, mediaPath: reply.media ? path : nil)
         } else {
-            if request.method == .get, path != "/origin/stats" { served.add(reply.body.count, mediaPath: reply.media ? path : nil) }
+            if request.method == .get, path != "/origin/stats" {
+                served.add(reply.body.count, mediaPath: reply.media ? path : nil)
+            }
             var buffer = ByteBuffer()
             buffer.writeBytes(reply.body)
             response = Response(status: reply.status, headers: headers, body: ResponseBody(byteBuffer: buffer))
         }
         let elapsed = ContinuousClock.now - started
-        let line: Logger.Message = "\(request.method) \(path)\(request.uri.query.map { "?" + $0 } ?? "") -> \(reply.status.code) (\(reply.body.count) bytes, \(elapsed))"
+        let line: Logger.Message =
+            "\(request.method) \(path)\(request.uri.query.map { "?" + $0 } ?? "") -> \(reply.status.code) (\(reply.body.count) bytes, \(elapsed))"
         if reply.status.code >= 500 { logger.warning(line) } else { logger.debug(line) }
         return request.method == .head ? response.createHeadResponse() : response
     }
@@ -172,8 +194,10 @@ struct OriginResponder: Sendable {
         guard value.lowercased().hasPrefix("bytes="), !value.contains(",") else { return reply }
         let spec = value.dropFirst("bytes=".count).split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
         guard spec.count == 2 else { return reply }
-        let first = Int(spec[0].trimmingCharacters(in: .whitespaces)), last = Int(spec[1].trimmingCharacters(in: .whitespaces))
-        var lower: Int, upper: Int
+        let first = Int(spec[0].trimmingCharacters(in: .whitespaces))
+        let last = Int(spec[1].trimmingCharacters(in: .whitespaces))
+        var lower: Int
+        var upper: Int
         switch (first, last) {
         case (let a?, let b?) where a <= b: (lower, upper) = (a, min(b, total - 1))
         case (let a?, nil) where spec[1].isEmpty: (lower, upper) = (a, total - 1)
@@ -204,9 +228,11 @@ struct OriginResponder: Sendable {
     /// as `ending` says: finished; cut short (with the whole body's `Content-Length`) by a thrown
     /// ``ConnectionFault``; or followed by endless filler.
     static func paced(
-        _ body: [UInt8], _ schedule: [(bytes: Range<Int>, at: Double)], ending: Reply.Ending, clock: OriginClock, served: ServedBytes
+        _ body: [UInt8], _ schedule: [(bytes: Range<Int>, at: Double)], ending: Reply.Ending, clock: OriginClock,
+        served: ServedBytes
     ) -> ResponseBody {
-        var sent = 0..<body.count, length: Int?
+        var sent = 0..<body.count
+        var length: Int?
         if case .cut(let at, _) = ending { (sent, length) = (0..<at, body.count) }
         if case .stall(let at) = ending { (sent, length) = (0..<at, body.count) }
         return ResponseBody(contentLength: length) { [sent] writer in
@@ -258,7 +284,8 @@ struct OriginResponder: Sendable {
     /// `pieceSeconds` of the rate each, 256 bytes to 16 kB), never before the pieces of
     /// `schedule` (low-latency chunks) are produced.
     static func limited(
-        _ count: Int, kbps: Double, schedule: [(bytes: Range<Int>, at: Double)]?, now: Double, pieceSeconds: Double? = nil
+        _ count: Int, kbps: Double, schedule: [(bytes: Range<Int>, at: Double)]?, now: Double,
+        pieceSeconds: Double? = nil
     ) -> [(bytes: Range<Int>, at: Double)] {
         let bytesPerSecond = kbps * 1000 / 8
         let piece = pieceSeconds.map { min(16_384, max(256, Int(bytesPerSecond * $0))) } ?? 16_384
@@ -281,7 +308,8 @@ struct OriginResponder: Sendable {
         while index < components.count, assets[components[index]] == nil {
             let component = components[index]
             guard LiveOptions.looksLikeOption(Substring(component)) else {
-                return Reply(.notFound, "no asset \"\(component)\" (assets: \(assets.keys.sorted().joined(separator: ", ")))")
+                return Reply(
+                    .notFound, "no asset \"\(component)\" (assets: \(assets.keys.sorted().joined(separator: ", ")))")
             }
             do {
                 try options.apply(Substring(component))
@@ -293,15 +321,20 @@ struct OriginResponder: Sendable {
         let clock = OriginClock(offset: options.timeOffset)
         options.availabilityStartTime = options.availabilityStart(at: clock.now())  // restart_
         if let hang = options.hang, hang.contains(clock.now()) {
-            var reply = Reply(.serviceUnavailable, "hung until \(LiveOptions.format(hang.upperBound)) (hang_ option)", clock: clock)
+            var reply = Reply(
+                .serviceUnavailable, "hung until \(LiveOptions.format(hang.upperBound)) (hang_ option)", clock: clock)
             reply.hangUntil = hang.upperBound
             return reply
         }
         if let outage = options.outage, outage.contains(clock.now()) {
-            return Reply(.serviceUnavailable, "outage until \(LiveOptions.format(outage.upperBound)) (outage_ option)", clock: clock)
+            return Reply(
+                .serviceUnavailable, "outage until \(LiveOptions.format(outage.upperBound)) (outage_ option)",
+                clock: clock)
         }
         guard index < components.count, let asset = assets[components[index]] else {
-            return Reply(.notFound, "no asset in the URL (assets: \(assets.keys.sorted().joined(separator: ", ")))", clock: clock)
+            return Reply(
+                .notFound, "no asset in the URL (assets: \(assets.keys.sorted().joined(separator: ", ")))", clock: clock
+            )
         }
         let rest = Array(components[(index + 1)...])
         let target = FaultTarget(rest, path: path, query: query, now: clock.now())
@@ -315,36 +348,50 @@ struct OriginResponder: Sendable {
     }
 
     /// The manifest, playlist or segment that `rest` (the path after the asset) names.
-    private func resource(_ asset: LoopAsset, _ rest: [String], options: LiveOptions, clock: OriginClock, authority: String) -> Reply {
+    private func resource(
+        _ asset: LoopAsset, _ rest: [String], options: LiveOptions, clock: OriginClock, authority: String
+    ) -> Reply {
         if rest.count == 1, rest[0].hasSuffix(".m3u8") {  // the same live stream as HLS
             let writer = LiveHLSWriter(asset: asset, options: options)
             let text: String
             if rest[0] == LiveHLSWriter.masterName {
                 text = writer.master()
-            } else if rest[0] == LiveHLSWriter.transportStreamMasterName || rest[0] == LiveHLSWriter.transportStreamMediaName {
+            } else if rest[0] == LiveHLSWriter.transportStreamMasterName
+                || rest[0] == LiveHLSWriter.transportStreamMediaName
+            {
                 guard let ts = asset.transportStream else {
-                    return Reply(.notFound, "asset \"\(asset.name)\" has no MPEG-TS segments (ts/seg-<n>.ts)", clock: clock)
+                    return Reply(
+                        .notFound, "asset \"\(asset.name)\" has no MPEG-TS segments (ts/seg-<n>.ts)", clock: clock)
                 }
-                text = rest[0] == LiveHLSWriter.transportStreamMediaName ? writer.transportStreamMedia(ts, now: clock.now()) : writer.transportStreamMaster(ts)
+                text =
+                    rest[0] == LiveHLSWriter.transportStreamMediaName
+                    ? writer.transportStreamMedia(ts, now: clock.now()) : writer.transportStreamMaster(ts)
             } else if let rep = asset.representation(id: String(rest[0].dropLast(5))) {
                 text = writer.media(rep, now: clock.now())
             } else {
-                return Reply(.notFound, "no HLS playlist \"\(rest[0])\" in asset \"\(asset.name)\" (master.m3u8, <representation>.m3u8)", clock: clock)
+                return Reply(
+                    .notFound,
+                    "no HLS playlist \"\(rest[0])\" in asset \"\(asset.name)\" (master.m3u8, <representation>.m3u8)",
+                    clock: clock)
             }
             return Reply(bytes: Array(text.utf8), contentType: "application/vnd.apple.mpegurl", clock: clock)
         }
         if rest.count == 1 {
             guard rest[0] == asset.manifestName else {
-                return Reply(.notFound, "asset \"\(asset.name)\" has the manifest \"\(asset.manifestName)\", not \"\(rest[0])\"", clock: clock)
+                return Reply(
+                    .notFound, "asset \"\(asset.name)\" has the manifest \"\(asset.manifestName)\", not \"\(rest[0])\"",
+                    clock: clock)
             }
-            let text = LiveManifestWriter(asset: asset, options: options, sntpPort: sntpPort.port, authority: authority).write(now: clock.now())
+            let text = LiveManifestWriter(asset: asset, options: options, sntpPort: sntpPort.port, authority: authority)
+                .write(now: clock.now())
             return Reply(bytes: Array(text.utf8), contentType: "application/dash+xml", clock: clock)
         }
         if rest.count == 2, rest[0] == "ts", let ts = asset.transportStream {
             return transportStreamSegment(ts, name: rest[1], options: options, clock: clock)
         }
         guard rest.count == 2, let rep = asset.representation(id: rest[0]) else {
-            return Reply(.notFound, "no such resource in asset \"\(asset.name)\": \(rest.joined(separator: "/"))", clock: clock)
+            return Reply(
+                .notFound, "no such resource in asset \"\(asset.name)\": \(rest.joined(separator: "/"))", clock: clock)
         }
         return segment(asset, rep, name: rest[1], options: options, clock: clock)
     }
@@ -352,7 +399,9 @@ struct OriginResponder: Sendable {
     /// `ts/<number>.ts`: the loop's TS segment with every timestamp moved onto the live
     /// timeline: its PTS (90 kHz, modulo 2³³) is the media time the DASH video segment of that
     /// number has, plus the loop's own first PTS (so the stream keeps a realistic, nonzero start).
-    private func transportStreamSegment(_ ts: LoopTransportStream, name: String, options: LiveOptions, clock: OriginClock) -> Reply {
+    private func transportStreamSegment(
+        _ ts: LoopTransportStream, name: String, options: LiveOptions, clock: OriginClock
+    ) -> Reply {
         let mime = "video/mp2t"
         guard name.hasSuffix(".ts"), let number = UInt64(name.dropLast(3)) else {
             return Reply(.notFound, "no segment \"\(name)\" (ts/<number>.ts)", clock: clock)
@@ -362,16 +411,20 @@ struct OriginResponder: Sendable {
         guard let live = timeline.segment(number: number) else {
             return Reply(.notFound, "no segment \"\(name)\" (startNumber \(options.startNumber))", clock: clock)
         }
-        if let refusal = Self.refusal(timeline.availability(numberedIndex: live.index, now: clock.now()), "segment ts/\(name)", options, clock) {
+        if let refusal = Self.refusal(
+            timeline.availability(numberedIndex: live.index, now: clock.now()), "segment ts/\(name)", options, clock)
+        {
             return refusal
         }
         do {
             let bytes = try AssetLoader.bytes(ts.files[live.vodIndex])
             // Loop start on the live timeline (ticks of the video track) → 90 kHz.
             let loopStart = Int64(clamping: live.mediaTime) - Int64(clamping: rep.segments[live.vodIndex].offset)
-            let rate = Int64(TransportStreamTimestamps.clockRate), scale = Int64(rep.timescale)
+            let rate = Int64(TransportStreamTimestamps.clockRate)
+            let scale = Int64(rep.timescale)
             let loopStart90k = loopStart / scale * rate + loopStart % scale * rate / scale  // no overflow
-            var reply = Reply(bytes: TransportStreamTimestamps.shifted(bytes, by: loopStart90k), contentType: mime, clock: clock)
+            var reply = Reply(
+                bytes: TransportStreamTimestamps.shifted(bytes, by: loopStart90k), contentType: mime, clock: clock)
             reply.media = true
             if let kbps = options.bandwidth(at: clock.now()) { reply.limit(kbps) }
             return reply
@@ -381,18 +434,24 @@ struct OriginResponder: Sendable {
     }
 
     /// The answer for a segment not available now (404 before, 410 after the window), nil when it is.
-    private static func refusal(_ availability: Availability, _ what: String, _ options: LiveOptions, _ clock: OriginClock) -> Reply? {
+    private static func refusal(
+        _ availability: Availability, _ what: String, _ options: LiveOptions, _ clock: OriginClock
+    ) -> Reply? {
         switch availability {
         case .tooEarly(let wait):
             Reply(.notFound, "\(what) is available in \(String(format: "%.3f", wait)) s", clock: clock)
         case .expired:
-            Reply(.gone, "\(what) has left the \(LiveOptions.format(options.timeShiftBufferDepth)) s time-shift buffer", clock: clock)
+            Reply(
+                .gone, "\(what) has left the \(LiveOptions.format(options.timeShiftBufferDepth)) s time-shift buffer",
+                clock: clock)
         case .available:
             nil
         }
     }
 
-    private func segment(_ asset: LoopAsset, _ rep: LoopRepresentation, name: String, options: LiveOptions, clock: OriginClock) -> Reply {
+    private func segment(
+        _ asset: LoopAsset, _ rep: LoopRepresentation, name: String, options: LiveOptions, clock: OriginClock
+    ) -> Reply {
         let mime = rep.representation.kind == .audio ? "audio/mp4" : "video/mp4"
         if name == "init.mp4" {
             do {
@@ -419,24 +478,32 @@ struct OriginResponder: Sendable {
             live = found
             availability = timeline.availability(numberedIndex: found.index, now: now)
         } else {
-            return Reply(.notFound, "no segment \"\(name)\" in \"\(rep.id)\" (startNumber \(options.startNumber))", clock: clock)
+            return Reply(
+                .notFound, "no segment \"\(name)\" in \"\(rep.id)\" (startNumber \(options.startNumber))", clock: clock)
         }
-        if let refusal = Self.refusal(availability, "segment \(name) of \"\(rep.id)\"", options, clock) { return refusal }
+        if let refusal = Self.refusal(availability, "segment \(name) of \"\(rep.id)\"", options, clock) {
+            return refusal
+        }
         let vod = rep.segments[live.vodIndex]
         do {
             let bytes = try AssetLoader.bytes(vod.file)
             let rewriter = DecodeTimeRewriter(trackID: rep.track.trackID, trackTimescale: rep.timescale)
             let delta = Int64(clamping: live.mediaTime) - Int64(clamping: vod.baseMediaDecodeTime)
             var body = try rewriter.rewrite(bytes, delta: delta, name: vod.file)
-            if let ad = options.ad { body = Self.insertingCues(ad, into: body, segment: live, timescale: rep.timescale) }
+            if let ad = options.ad {
+                body = Self.insertingCues(ad, into: body, segment: live, timescale: rep.timescale)
+            }
             var reply = Reply(bytes: body, contentType: mime, clock: clock)
             reply.media = true
             // Still being "produced" (available early through availabilityTimeOffset): each CMAF
             // chunk goes out when its last sample exists, as a low-latency encoder would send it.
             // (Wall-clock times: media time over the media clock's rate, `drift_`.)
-            let wall = { (media: UInt64) in options.availabilityStartTime + Double(media) / Double(rep.timescale) / options.mediaRate }
+            let wall = { (media: UInt64) in
+                options.availabilityStartTime + Double(media) / Double(rep.timescale) / options.mediaRate
+            }
             if wall(live.mediaTime + live.duration) > now {
-                let chunks = try MediaSegmentTiming.chunks(MP4Reader(bytes: reply.body, name: vod.file), track: rep.track)
+                let chunks = try MediaSegmentTiming.chunks(
+                    MP4Reader(bytes: reply.body, name: vod.file), track: rep.track)
                 reply.schedule = chunks.map { ($0.bytes, wall(live.mediaTime + $0.end)) }
             }
             if let kbps = options.bandwidth(at: now) { reply.limit(kbps) }
@@ -448,8 +515,11 @@ struct OriginResponder: Sendable {
 
     /// `body` with an `emsg` SCTE-35 splice_insert for each ad break starting in this segment
     /// or the next one (same length assumed), placed before the first `moof` (after `styp`).
-    static func insertingCues(_ ad: LiveOptions.Recurring, into body: [UInt8], segment: LiveSegment, timescale: UInt64) -> [UInt8] {
-        let start = Double(segment.mediaTime) / Double(timescale), length = Double(segment.duration) / Double(timescale)
+    static func insertingCues(_ ad: LiveOptions.Recurring, into body: [UInt8], segment: LiveSegment, timescale: UInt64)
+        -> [UInt8]
+    {
+        let start = Double(segment.mediaTime) / Double(timescale)
+        let length = Double(segment.duration) / Double(timescale)
         let breaks = ad.occurrences(in: start...(start + 2 * length - 1e-9)).filter { $0.time < start + 2 * length }
         guard !breaks.isEmpty else { return body }
         var boxes: [UInt8] = []
@@ -457,7 +527,8 @@ struct OriginResponder: Sendable {
             let id = UInt32(truncatingIfNeeded: k)
             let cue = SpliceInfo.spliceInsertSection(eventID: id, outOfNetwork: true, duration: ad.length)
             boxes += EventMessageBox.version1(
-                scheme: EventScheme.scte35Binary, timescale: 1000, time: UInt64((t * 1000).rounded()), duration: UInt32((ad.length * 1000).rounded()),
+                scheme: EventScheme.scte35Binary, timescale: 1000, time: UInt64((t * 1000).rounded()),
+                duration: UInt32((ad.length * 1000).rounded()),
                 id: id, message: cue)
         }
         // After a leading styp (if any).
@@ -498,13 +569,15 @@ struct OriginResponder: Sendable {
 
     private func staticFile(_ components: [String], ifNoneMatch: String?) -> Reply {
         guard let root = staticRoot else { return Reply(.notFound, "no static directory is configured") }
-        guard !components.isEmpty, !components.contains(where: { $0 == ".." || $0 == "." || $0.contains("/") || $0.contains("\0") }) else {
+        guard !components.isEmpty,
+            !components.contains(where: { $0 == ".." || $0 == "." || $0.contains("/") || $0.contains("\0") })
+        else {
             return Reply(.notFound, "no such static file")
         }
         let path = ([root] + components).joined(separator: "/")
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
-              let data = FileManager.default.contents(atPath: path)
+            let data = FileManager.default.contents(atPath: path)
         else {
             return Reply(.notFound, "no static file \(components.joined(separator: "/"))")
         }
@@ -516,7 +589,9 @@ struct OriginResponder: Sendable {
         if let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date {
             reply.lastModified = OriginClock.httpDate(modified.timeIntervalSince1970)
         }
-        if let ifNoneMatch, ifNoneMatch.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == reply.etag }) {
+        if let ifNoneMatch,
+            ifNoneMatch.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == reply.etag })
+        {
             reply.status = .notModified
             reply.body = []
         }
@@ -553,14 +628,16 @@ extension OriginResponder.Reply {
 /// `CMCD` query argument and as `CMCD-*` headers (lower-cased names), as JSON.
 final class RequestLog: Sendable {
     struct Entry {
-        var method: String, path: String, query: String?, cmcdQuery: String?, cmcdHeaders: [(String, String)], time: Double
+        var method: String, path: String, query: String?, cmcdQuery: String?, cmcdHeaders: [(String, String)],
+            time: Double
     }
     private let state = Locked([Entry]())
     static let kept = 2048
 
     func add(method: String, path: String, query: String?, cmcdQuery: String?, cmcdHeaders: [(String, String)]) {
         let entry = Entry(
-            method: method, path: path, query: query, cmcdQuery: cmcdQuery, cmcdHeaders: cmcdHeaders, time: Date().timeIntervalSince1970)
+            method: method, path: path, query: query, cmcdQuery: cmcdQuery, cmcdHeaders: cmcdHeaders,
+            time: Date().timeIntervalSince1970)
         state.withLock {
             $0.append(entry)
             if $0.count > 2 * Self.kept { $0.removeFirst(Self.kept) }  // amortised
@@ -573,10 +650,14 @@ final class RequestLog: Sendable {
             var o: [String: Any] = ["method": e.method, "path": e.path, "time": e.time]
             if let q = e.query { o["query"] = q }
             if let c = e.cmcdQuery { o["cmcd"] = c }
-            if !e.cmcdHeaders.isEmpty { o["cmcdHeaders"] = Dictionary(e.cmcdHeaders, uniquingKeysWith: { a, b in a + "," + b }) }
+            if !e.cmcdHeaders.isEmpty {
+                o["cmcdHeaders"] = Dictionary(e.cmcdHeaders, uniquingKeysWith: { a, b in a + "," + b })
+            }
             return o
         }
-        return Array((try? JSONSerialization.data(withJSONObject: objects, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("[]".utf8))
+        return Array(
+            (try? JSONSerialization.data(withJSONObject: objects, options: [.sortedKeys, .withoutEscapingSlashes]))
+                ?? Data("[]".utf8))
     }
 }
 
@@ -584,7 +665,8 @@ extension OriginResponder {
     /// The query without its `CMCD` argument, and that argument's value (decoded).
     static func splitCMCD(_ query: String?) -> (query: String?, cmcd: String?) {
         guard let query else { return (nil, nil) }
-        var kept = [Substring](), cmcd: String?
+        var kept = [Substring]()
+        var cmcd: String?
         for part in query.split(separator: "&", omittingEmptySubsequences: false) {
             if part.hasPrefix("CMCD=") {
                 cmcd = String(part.dropFirst(5)).removingPercentEncoding ?? String(part.dropFirst(5))
@@ -627,7 +709,9 @@ final class ServedBytes: Sendable {
         state.withLock { s in
             var out = "{\"bytes\":\(s.bytes),\"requests\":\(s.requests)"
             if media {
-                let entries = s.media.sorted { $0.key < $1.key }.map { "\"\($0.key.replacingOccurrences(of: "\"", with: "\\\""))\":\($0.value)" }
+                let entries = s.media.sorted { $0.key < $1.key }.map {
+                    "\"\($0.key.replacingOccurrences(of: "\"", with: "\\\""))\":\($0.value)"
+                }
                 out += ",\"media\":{\(entries.joined(separator: ","))}"
             }
             return out + "}"

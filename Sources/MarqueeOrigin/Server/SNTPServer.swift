@@ -10,7 +10,9 @@ enum SNTPServer {
     static func start(host: String, port: Int, clock: OriginClock) async throws -> any Channel {
         try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(Responder(clock: clock)) }
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(Responder(clock: clock))
+                }
             }
             .bind(host: host, port: port).get()
     }
@@ -24,10 +26,16 @@ enum SNTPServer {
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             let received = clock.now()
             let request = unwrapInboundIn(data)
-            guard let reply = SNTP.reply(to: Array(request.data.readableBytesView), received: received, transmitted: clock.now()) else {
+            guard
+                let reply = SNTP.reply(
+                    to: Array(request.data.readableBytesView), received: received, transmitted: clock.now())
+            else {
                 return  // not a client request: ignored, as a server does
             }
-            context.writeAndFlush(wrapOutboundOut(AddressedEnvelope(remoteAddress: request.remoteAddress, data: ByteBuffer(bytes: reply))), promise: nil)
+            context.writeAndFlush(
+                wrapOutboundOut(
+                    AddressedEnvelope(remoteAddress: request.remoteAddress, data: ByteBuffer(bytes: reply))),
+                promise: nil)
         }
     }
 }

@@ -50,7 +50,8 @@ public struct ABRController: Sendable {
     public init(renditions: [Rendition], options: Options = Options()) {
         let sorted = renditions.sorted { $0.bandwidth < $1.bandwidth }
         let capped = sorted.filter { r in
-            (options.maxHeight.map { max in (r.height ?? 0) <= max } ?? true) && (options.maxFrameRate.map { max in (r.frameRate ?? 0) <= max + 0.01 } ?? true)
+            (options.maxHeight.map { max in (r.height ?? 0) <= max } ?? true)
+                && (options.maxFrameRate.map { max in (r.frameRate ?? 0) <= max + 0.01 } ?? true)
         }
         self.renditions = capped.isEmpty ? Array(sorted.prefix(1)) : capped
         self.options = options
@@ -92,12 +93,15 @@ public struct ABRController: Sendable {
         guard buffer > options.bufferSafe, renditions.count > 1 else { return fits }
         // BOLA-like: the buffer level maps linearly onto log-utility from bufferSafe (lowest) to
         // bufferTarget (highest); never more than the estimate sustains over the buffer held.
-        let low = log(Double(renditions[0].bandwidth)), high = log(Double(renditions.last!.bandwidth))
+        let low = log(Double(renditions[0].bandwidth))
+        let high = log(Double(renditions.last!.bandwidth))
         let x = min(1, (buffer - options.bufferSafe) / (options.bufferTarget - options.bufferSafe))
         let wanted = exp(low + x * (high - low))
         let byBuffer = renditions.last { Double($0.bandwidth) <= wanted * 1.0001 } ?? renditions[0]
         let sustainable = estimate * (1 + buffer / max(options.bufferTarget, 1))
-        let capped = renditions.last { Double($0.bandwidth) <= sustainable && $0.bandwidth <= byBuffer.bandwidth } ?? renditions[0]
+        let capped =
+            renditions.last { Double($0.bandwidth) <= sustainable && $0.bandwidth <= byBuffer.bandwidth }
+            ?? renditions[0]
         return capped.bandwidth > fits.bandwidth ? capped : fits
     }
 

@@ -73,7 +73,10 @@ public final class SharedServerClock: Sendable {
     /// The live edge's lead over the server's clock, and the availability start time (Unix
     /// seconds) its times count from; nil: none (the timeline is the server's clock).
     public func setLead(_ lead: Lead?, availabilityStart: Double) {
-        value.withLock { $0.lead = lead; $0.start = availabilityStart }
+        value.withLock {
+            $0.lead = lead
+            $0.start = availabilityStart
+        }
     }
 
     public var lead: Lead? { value.withLock { $0.lead } }
@@ -130,7 +133,9 @@ public struct ClockSync: Sendable {
     /// milliseconds, not ±0.5 s), and is returned instead; one that does not is off.
     public static func clock(answering result: FetchResult) -> ServerClock? {
         guard let date = result.date else { return nil }
-        let header = ServerClock(offset: date.timeIntervalSince1970 + 0.5 - result.answered, source: "Date header", roundTrip: result.headReceived - result.sent)
+        let header = ServerClock(
+            offset: date.timeIntervalSince1970 + 0.5 - result.answered, source: "Date header",
+            roundTrip: result.headReceived - result.sent)
         let local = ServerClock.local()
         return abs(header.offset - local.offset) <= 1.0 + (header.roundTrip ?? 0) / 2 ? local : header
     }
@@ -146,7 +151,8 @@ public struct ClockSync: Sendable {
             // `value`: one or more `host[:port]`, space-separated.
             for server in timing.value.split(separator: " ") {
                 let parts = server.split(separator: ":")
-                let host = String(parts.first ?? ""), port = parts.count > 1 ? Int(parts[1]) ?? 123 : 123
+                let host = String(parts.first ?? "")
+                let port = parts.count > 1 ? Int(parts[1]) ?? 123 : 123
                 guard !host.isEmpty else { continue }
                 if let clock = await sampled({ await SNTP.sample(host: host, port: port) }) { return clock }
             }
@@ -180,7 +186,9 @@ public struct ClockSync: Sendable {
     /// median of their offsets is taken, so one odd answer cannot move the clock.
     public static func combine(_ samples: [ServerClock]) -> ServerClock? {
         guard let shortest = samples.compactMap(\.roundTrip).min() else { return samples.first }
-        let kept = samples.filter { ($0.roundTrip ?? .infinity) <= 2 * shortest + 0.002 }.sorted { $0.offset < $1.offset }
+        let kept = samples.filter { ($0.roundTrip ?? .infinity) <= 2 * shortest + 0.002 }.sorted {
+            $0.offset < $1.offset
+        }
         guard !kept.isEmpty else { return nil }
         var best = kept[kept.count / 2]
         best.roundTrip = kept.compactMap(\.roundTrip).min()
@@ -189,14 +197,17 @@ public struct ClockSync: Sendable {
 
     /// One request: server time against the midpoint of send and response head.
     public func sampleOnce(_ url: URL, head: Bool = false) async -> ServerClock? {
-        guard let result = try? await fetcher.get(url, method: head ? .HEAD : .GET, timeout: .seconds(5), maxBytes: 4096) else {
+        guard
+            let result = try? await fetcher.get(url, method: head ? .HEAD : .GET, timeout: .seconds(5), maxBytes: 4096)
+        else {
             return nil
         }
         let mid = result.answered
         let rtt = result.headReceived - result.sent
         if head {
             guard let date = result.date else { return nil }
-            return ServerClock(offset: date.timeIntervalSince1970 + 0.5 - mid, source: "http-head \(url)", roundTrip: rtt)
+            return ServerClock(
+                offset: date.timeIntervalSince1970 + 0.5 - mid, source: "http-head \(url)", roundTrip: rtt)
         }
         let body = String(buffer: result.body).trimmingCharacters(in: .whitespacesAndNewlines)
         if let ms = Double(body), ms > 1e11 {
@@ -215,7 +226,9 @@ enum ISO8601Lenient {
             // basic format → extended
             let c = Array(t)
             guard c.count >= 15 else { return nil }
-            t = String(c[0..<4]) + "-" + String(c[4..<6]) + "-" + String(c[6..<8]) + "T" + String(c[9..<11]) + ":" + String(c[11..<13]) + ":" + String(c[13...])
+            t =
+                String(c[0..<4]) + "-" + String(c[4..<6]) + "-" + String(c[6..<8]) + "T" + String(c[9..<11]) + ":"
+                + String(c[11..<13]) + ":" + String(c[13...])
         }
         return XSDateTime.date(t)
     }

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// `CLOCK_MONOTONIC` in seconds — the same clock the C core's `mq_clock_now()` reads, so times

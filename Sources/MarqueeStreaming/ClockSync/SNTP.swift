@@ -35,11 +35,11 @@ public enum SNTP {
         guard request.count >= 48, request[0] & 0x07 == 3 else { return nil }
         var packet = [UInt8](repeating: 0, count: 48)
         packet[0] = 0b00_100_100  // LI 0, VN 4, mode 4 (server)
-        packet[1] = 1             // stratum 1: a reference clock
-        packet[3] = 0xEC          // precision 2^-20 s
+        packet[1] = 1  // stratum 1: a reference clock
+        packet[3] = 0xEC  // precision 2^-20 s
         packet[12...15] = [0x4D, 0x51, 0x52, 0x4B]  // reference id "MQRK"
         write(timestamp(received), into: &packet, at: 16)  // reference
-        packet[24..<32] = request[40..<48]                  // originate
+        packet[24..<32] = request[40..<48]  // originate
         write(timestamp(received), into: &packet, at: 32)
         write(timestamp(transmitted), into: &packet, at: 40)
         return packet
@@ -49,7 +49,8 @@ public enum SNTP {
     /// server answer (wrong mode, stratum 0 "kiss of death", no transmit time).
     public static func parseReply(_ packet: [UInt8]) -> (received: Double, transmitted: Double)? {
         guard packet.count >= 48, packet[0] & 0x07 == 4 || packet[0] & 0x07 == 5, packet[1] != 0 else { return nil }
-        let received = read(packet, at: 32), transmitted = read(packet, at: 40)
+        let received = read(packet, at: 32)
+        let transmitted = read(packet, at: 40)
         guard transmitted != 0 else { return nil }
         return (unix(received), unix(transmitted))
     }
@@ -72,23 +73,30 @@ public enum SNTP {
             let remote = try SocketAddress.makeAddressResolvingHost(host, port: port)
             let channel = try await DatagramBootstrap(group: loop)
                 .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(ReplyHandler(reply)) }
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(ReplyHandler(reply))
+                    }
                 }
                 .bind(host: remote.protocol == .inet6 ? "::" : "0.0.0.0", port: 0).get()
             defer { channel.close(promise: nil) }
-            let timer = loop.scheduleTask(in: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)) {
+            let timer = loop.scheduleTask(
+                in: .nanoseconds(
+                    Int64(timeout.components.seconds) * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)
+            ) {
                 reply.fail(ChannelError.connectTimeout(.seconds(2)))
             }
             defer { timer.cancel() }
             let sent = Monotonic.now()
             let request = request(transmit: timestamp(Monotonic.realtime()))
-            try await channel.writeAndFlush(AddressedEnvelope(remoteAddress: remote, data: ByteBuffer(bytes: request))).get()
+            try await channel.writeAndFlush(AddressedEnvelope(remoteAddress: remote, data: ByteBuffer(bytes: request)))
+                .get()
             let (packet, arrived) = try await reply.futureResult.get()
             guard packet.count >= 48, Array(packet[24..<32]) == Array(request[40..<48]),  // answers our request
-                  let (t2, t3) = parseReply(packet)
+                let (t2, t3) = parseReply(packet)
             else { return nil }
             let offset = ((t2 - sent) + (t3 - arrived)) / 2
-            return ServerClock(offset: offset, source: "sntp \(host):\(port)", roundTrip: max(0, (arrived - sent) - (t3 - t2)))
+            return ServerClock(
+                offset: offset, source: "sntp \(host):\(port)", roundTrip: max(0, (arrived - sent) - (t3 - t2)))
         } catch {
             reply.fail(error)
             return nil

@@ -18,7 +18,9 @@ public final class Locked<Value>: @unchecked Sendable {
     public init(_ value: Value) { self.value = value }
 
     /// Runs `body` with the value, the lock held.
-    public func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
+    public func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure)
+        -> Result
+    {
         lock.lock()
         defer { lock.unlock() }
         return try body(&value)

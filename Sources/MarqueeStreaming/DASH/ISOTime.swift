@@ -7,13 +7,21 @@ public enum ISO8601Duration {
     public static func seconds(_ text: String) -> Double? {
         var s = Substring(text.trimmingCharacters(in: .whitespaces))
         var sign = 1.0
-        if s.first == "-" { sign = -1; s = s.dropFirst() }
+        if s.first == "-" {
+            sign = -1
+            s = s.dropFirst()
+        }
         guard s.first == "P" else { return nil }
         s = s.dropFirst()
-        var total = 0.0, inTime = false, number = "", sawField = false
+        var total = 0.0
+        var inTime = false
+        var number = ""
+        var sawField = false
         for c in s {
             switch c {
-            case "T": guard number.isEmpty, !inTime else { return nil }; inTime = true
+            case "T":
+                guard number.isEmpty, !inTime else { return nil }
+                inTime = true
             case "0"..."9", ".", ",": number.append(c == "," ? "." : c)
             default:
                 guard let value = Double(number) else { return nil }
@@ -42,7 +50,8 @@ public enum ISO8601Duration {
         var ms = (seconds * 1000).rounded()
         let negative = ms < 0
         ms = abs(ms)
-        let whole = Int(ms / 1000), frac = Int(ms.truncatingRemainder(dividingBy: 1000))
+        let whole = Int(ms / 1000)
+        let frac = Int(ms.truncatingRemainder(dividingBy: 1000))
         var text = "PT\(whole)"
         if frac != 0 {
             var f = String(format: "%03d", frac)
@@ -76,7 +85,8 @@ public enum XSDateTime {
         }
         guard let year = digits(4), expect("-"), let month = digits(2), expect("-"), let day = digits(2),
             expect("T"), let hour = digits(2), expect(":"), let minute = digits(2), expect(":"),
-            let second = digits(2), (1...12).contains(month), (1...31).contains(day), hour < 25, minute < 60, second < 61
+            let second = digits(2), (1...12).contains(month), (1...31).contains(day), hour < 25, minute < 60,
+            second < 61
         else { return nil }
         var fraction = 0.0
         if i < t.count, t[i] == UInt8(ascii: ".") {
@@ -112,8 +122,12 @@ public enum XSDateTime {
         let totalMs = Int((date.timeIntervalSince1970 * 1000).rounded())
         let whole = Int((Double(totalMs) / 1000).rounded(.down))
         let ms = totalMs - whole * 1000
-        var days = whole / 86_400, rem = whole % 86_400
-        if rem < 0 { rem += 86_400; days -= 1 }
+        var days = whole / 86_400
+        var rem = whole % 86_400
+        if rem < 0 {
+            rem += 86_400
+            days -= 1
+        }
         let (y, m, d) = civilFromDays(days)
         let base = String(format: "%04d-%02d-%02dT%02d:%02d:%02d", y, m, d, rem / 3600, rem % 3600 / 60, rem % 60)
         return milliseconds ? base + String(format: ".%03dZ", ms) : base + "Z"

@@ -137,8 +137,10 @@ public enum LanguageTag {
 
     /// ISO 639-2/B codes and their /T equivalents (Foundation knows only the latter).
     static let bibliographic = [
-        "alb": "sqi", "arm": "hye", "baq": "eus", "bur": "mya", "chi": "zho", "cze": "ces", "dut": "nld", "fre": "fra", "geo": "kat",
-        "ger": "deu", "gre": "ell", "ice": "isl", "mac": "mkd", "mao": "mri", "may": "msa", "per": "fas", "rum": "ron", "slo": "slk",
+        "alb": "sqi", "arm": "hye", "baq": "eus", "bur": "mya", "chi": "zho", "cze": "ces", "dut": "nld", "fre": "fra",
+        "geo": "kat",
+        "ger": "deu", "gre": "ell", "ice": "isl", "mac": "mkd", "mao": "mri", "may": "msa", "per": "fas", "rum": "ron",
+        "slo": "slk",
         "tib": "bod", "wel": "cym",
     ]
 }

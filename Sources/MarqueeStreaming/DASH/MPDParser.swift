@@ -80,7 +80,9 @@ public struct MPDParser: Sendable {
     static func repairGluedAttributes(_ data: Data) -> Data? {
         var out = [UInt8]()
         out.reserveCapacity(data.count + 16)
-        var inTag = false, quote: UInt8? = nil, changed = false
+        var inTag = false
+        var quote: UInt8? = nil
+        var changed = false
         var i = data.startIndex
         while i < data.endIndex {
             let c = data[i]
@@ -176,7 +178,8 @@ private enum MPDBuilder {
         return period
     }
 
-    static func adaptationSet(_ node: XMLNode, parentTemplate: SegmentTemplate?) throws(ManifestError) -> AdaptationSet {
+    static func adaptationSet(_ node: XMLNode, parentTemplate: SegmentTemplate?) throws(ManifestError) -> AdaptationSet
+    {
         var set = AdaptationSet()
         set.id = node["id"]
         set.contentType = node["contentType"]
@@ -184,7 +187,9 @@ private enum MPDBuilder {
         set.codecs = node["codecs"]
         set.lang = node["lang"]
         set.baseURLs = baseURLs(node)
-        set.eventStreams = node.children("InbandEventStream").map { n in EventStream(schemeIdUri: n["schemeIdUri"] ?? "") }
+        set.eventStreams = node.children("InbandEventStream").map { n in
+            EventStream(schemeIdUri: n["schemeIdUri"] ?? "")
+        }
         set.roles = descriptors(node, "Role")
         set.audioChannelConfigurations = descriptors(node, "AudioChannelConfiguration")
         set.attributes = node.attributes
@@ -196,7 +201,9 @@ private enum MPDBuilder {
         return set
     }
 
-    static func representation(_ node: XMLNode, in set: XMLNode, setTemplate: SegmentTemplate?) throws(ManifestError) -> Representation {
+    static func representation(_ node: XMLNode, in set: XMLNode, setTemplate: SegmentTemplate?) throws(ManifestError)
+        -> Representation
+    {
         guard let id = node["id"] else { throw ManifestError(.invalidValue, "a Representation has no @id") }
         var rep = Representation(id: id, bandwidth: try int(node, "bandwidth") ?? 0)
         rep.codecs = node["codecs"] ?? set["codecs"]
@@ -209,7 +216,8 @@ private enum MPDBuilder {
         rep.segmentTemplate = setTemplate
         if let n = node.child("SegmentTemplate") { rep.segmentTemplate = try template(n, parent: setTemplate) }
         rep.hasSegmentBase = node.child("SegmentBase") != nil || set.child("SegmentBase") != nil
-        rep.kind = kind(contentType: node["contentType"] ?? set["contentType"], mimeType: rep.mimeType, codecs: rep.codecs)
+        rep.kind = kind(
+            contentType: node["contentType"] ?? set["contentType"], mimeType: rep.mimeType, codecs: rep.codecs)
         rep.audioChannelConfigurations = descriptors(node, "AudioChannelConfiguration")
         rep.attributes = node.attributes
         return rep
@@ -223,7 +231,9 @@ private enum MPDBuilder {
         }
         if let codecs {
             if codecs.hasPrefix("avc") || codecs.hasPrefix("hev") || codecs.hasPrefix("hvc") { return .video }
-            if codecs.hasPrefix("mp4a") || codecs.hasPrefix("ac-3") || codecs.hasPrefix("ec-3") || codecs == "opus" { return .audio }
+            if codecs.hasPrefix("mp4a") || codecs.hasPrefix("ac-3") || codecs.hasPrefix("ec-3") || codecs == "opus" {
+                return .audio
+            }
         }
         return .unknown
     }
@@ -244,9 +254,13 @@ private enum MPDBuilder {
         if let v = try uint(node, "endNumber") { t.endNumber = v }
         if let v = try uint(node, "presentationTimeOffset") { t.presentationTimeOffset = v }
         if let v = node["availabilityTimeOffset"] {
-            if v == "INF" || v == "inf" { t.availabilityTimeOffset = .infinity }
-            else if let d = Double(v), d >= 0 { t.availabilityTimeOffset = d }
-            else { throw ManifestError(.invalidValue, "SegmentTemplate@availabilityTimeOffset \"\(v)\" is not a number") }
+            if v == "INF" || v == "inf" {
+                t.availabilityTimeOffset = .infinity
+            } else if let d = Double(v), d >= 0 {
+                t.availabilityTimeOffset = d
+            } else {
+                throw ManifestError(.invalidValue, "SegmentTemplate@availabilityTimeOffset \"\(v)\" is not a number")
+            }
         }
         if let v = node["availabilityTimeComplete"] { t.availabilityTimeComplete = v != "false" }
         if let timeline = node.child("SegmentTimeline") {
@@ -255,7 +269,8 @@ private enum MPDBuilder {
                 guard let d = try uint(s, "d"), d > 0 else {
                     throw ManifestError(.invalidValue, "SegmentTimeline S needs a positive @d")
                 }
-                entries.append(SegmentTimelineEntry(t: try uint(s, "t"), n: try uint(s, "n"), d: d, r: try int(s, "r") ?? 0))
+                entries.append(
+                    SegmentTimelineEntry(t: try uint(s, "t"), n: try uint(s, "n"), d: d, r: try int(s, "r") ?? 0))
             }
             t.timeline = entries
         }
@@ -273,7 +288,9 @@ private enum MPDBuilder {
             event.duration = try uint(e, "duration")
             event.id = e["id"]
             // SCTE 214 / DASH-IF: an XML+bin SCTE-35 cue is `<scte35:Signal><scte35:Binary>base64…`.
-            let binary = e.children.first { $0.name.hasSuffix("Signal") }?.children.first { $0.name.hasSuffix("Binary") }
+            let binary = e.children.first { $0.name.hasSuffix("Signal") }?.children.first {
+                $0.name.hasSuffix("Binary")
+            }
             let body = e["messageData"] ?? (binary ?? e).text.trimmingCharacters(in: .whitespacesAndNewlines)
             event.messageData = body.isEmpty ? nil : body
             stream.events.append(event)

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(FoundationXML)
-import FoundationXML
+    import FoundationXML
 #endif
 
 /// A parsed XML element: the small DOM the manifest parser maps from.
@@ -83,8 +84,11 @@ enum XMLTree {
     /// is malformed.
     private static func withoutInstructions(_ data: Data) throws(XMLTreeError) -> Data {
         var bytes = [UInt8](data)
-        let comment = Array("<!--".utf8), commentEnd = Array("-->".utf8), cdata = Array("<![CDATA[".utf8)
-        let cdataEnd = Array("]]>".utf8), instructionEnd = Array("?>".utf8)
+        let comment = Array("<!--".utf8)
+        let commentEnd = Array("-->".utf8)
+        let cdata = Array("<![CDATA[".utf8)
+        let cdataEnd = Array("]]>".utf8)
+        let instructionEnd = Array("?>".utf8)
         func starts(_ p: [UInt8], at i: Int) -> Bool {
             i + p.count <= bytes.count && bytes[i..<i + p.count].elementsEqual(p)
         }
@@ -169,10 +173,13 @@ enum XMLTree {
         ) {
             guard failure == nil else { return }
             elements += 1
-            guard stack.count < limits.depth else { return refuse(parser, "elements nested deeper than \(limits.depth)") }
+            guard stack.count < limits.depth else {
+                return refuse(parser, "elements nested deeper than \(limits.depth)")
+            }
             guard elements <= limits.elements else { return refuse(parser, "more than \(limits.elements) elements") }
             if let long = attributeDict.first(where: { $0.value.utf8.count > limits.attributeBytes }) {
-                return refuse(parser, "attribute \(long.key) of <\(elementName)> is longer than \(limits.attributeBytes) bytes")
+                return refuse(
+                    parser, "attribute \(long.key) of <\(elementName)> is longer than \(limits.attributeBytes) bytes")
             }
             // Namespace prefixes (xsi:, cenc:, …) are kept verbatim; DASH elements are unprefixed.
             stack.append(XMLNode(name: elementName, attributes: attributeDict, children: [], text: ""))
@@ -193,14 +200,15 @@ enum XMLTree {
         func parser(_ parser: XMLParser, foundCharacters string: String) {
             guard failure == nil, !stack.isEmpty else { return }
             guard stack[stack.count - 1].text.utf8.count + string.utf8.count <= limits.attributeBytes else {
-                return refuse(parser, "text of <\(stack[stack.count - 1].name)> is longer than \(limits.attributeBytes) bytes")
+                return refuse(
+                    parser, "text of <\(stack[stack.count - 1].name)> is longer than \(limits.attributeBytes) bytes")
             }
             stack[stack.count - 1].text += string
         }
 
-        func parser(_ parser: XMLParser, foundCDATA CDATABlock: Data) {
+        func parser(_ parser: XMLParser, foundCDATA block: Data) {
             guard !stack.isEmpty else { return }
-            stack[stack.count - 1].text += String(decoding: CDATABlock, as: UTF8.self)
+            stack[stack.count - 1].text += String(decoding: block, as: UTF8.self)
         }
 
         func parser(

@@ -24,12 +24,17 @@ public struct EventMessageBox: Sendable, Hashable {
             guard let scheme = r.readNullTerminatedString(), let value = r.readNullTerminatedString(),
                 let (timescale, delta, duration, id) = r.readMultipleIntegers(as: (UInt32, UInt32, UInt32, UInt32).self)
             else { throw fail("truncated version 0 box") }
-            (schemeIdUri, self.value, self.timescale, time, self.duration, self.id) = (scheme, value, timescale, UInt64(delta), duration, id)
+            (schemeIdUri, self.value, self.timescale, time, self.duration, self.id) = (
+                scheme, value, timescale, UInt64(delta), duration, id
+            )
         case 1:
-            guard let (timescale, time, duration, id) = r.readMultipleIntegers(as: (UInt32, UInt64, UInt32, UInt32).self),
+            guard
+                let (timescale, time, duration, id) = r.readMultipleIntegers(as: (UInt32, UInt64, UInt32, UInt32).self),
                 let scheme = r.readNullTerminatedString(), let value = r.readNullTerminatedString()
             else { throw fail("truncated version 1 box") }
-            (schemeIdUri, self.value, self.timescale, self.time, self.duration, self.id) = (scheme, value, timescale, time, duration, id)
+            (schemeIdUri, self.value, self.timescale, self.time, self.duration, self.id) = (
+                scheme, value, timescale, time, duration, id
+            )
         default:
             throw fail("version \(version) is not 0 or 1")
         }
@@ -44,7 +49,8 @@ public struct EventMessageBox: Sendable, Hashable {
         let scale = Double(timescale)
         let t = version == 0 ? segmentStart + Double(time) / scale : Double(time) / scale + ptsOffset
         return try EventScheme.event(
-            scheme: schemeIdUri, value: value, time: t, duration: duration == 0xFFFF_FFFF ? nil : Double(duration) / scale, id: String(id),
+            scheme: schemeIdUri, value: value, time: t,
+            duration: duration == 0xFFFF_FFFF ? nil : Double(duration) / scale, id: String(id),
             message: messageData, origin: .inband)
     }
 }
@@ -88,8 +94,10 @@ public struct EventMessageScanner: Sendable {
                 header.append(bytes[i])
                 i += 1
                 guard header.count >= 8 else { continue }
-                let size32 = UInt64(header[0]) << 24 | UInt64(header[1]) << 16 | UInt64(header[2]) << 8 | UInt64(header[3])
-                var size = size32, headerLength = 8
+                let size32 =
+                    UInt64(header[0]) << 24 | UInt64(header[1]) << 16 | UInt64(header[2]) << 8 | UInt64(header[3])
+                var size = size32
+                var headerLength = 8
                 if size32 == 1 {  // 64-bit largesize follows
                     guard header.count >= 16 else { continue }
                     size = header[8..<16].reduce(0) { $0 << 8 | UInt64($1) }
@@ -120,7 +128,8 @@ extension EventMessageBox {
     /// A whole version-1 `emsg` box (size, type, body) for `time` in `timescale` ticks on the
     /// track's media timeline.
     public static func version1(
-        scheme: String, value: String = "", timescale: UInt32, time: UInt64, duration: UInt32, id: UInt32, message: [UInt8]
+        scheme: String, value: String = "", timescale: UInt32, time: UInt64, duration: UInt32, id: UInt32,
+        message: [UInt8]
     ) -> [UInt8] {
         var box = ByteBuffer()
         box.writeInteger(UInt32(0))  // size, set below

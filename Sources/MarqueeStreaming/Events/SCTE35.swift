@@ -32,9 +32,13 @@ public struct SpliceInfo: Sendable, Hashable {
         public var duration: Double?
 
         /// A break starts (ad, placement opportunity or break start).
-        public var startsBreak: Bool { [0x22, 0x30, 0x32, 0x34, 0x36, 0x38, 0x3A, 0x3C, 0x3E, 0x44, 0x46].contains(typeID) }
+        public var startsBreak: Bool {
+            [0x22, 0x30, 0x32, 0x34, 0x36, 0x38, 0x3A, 0x3C, 0x3E, 0x44, 0x46].contains(typeID)
+        }
         /// A break ends.
-        public var endsBreak: Bool { [0x23, 0x31, 0x33, 0x35, 0x37, 0x39, 0x3B, 0x3D, 0x3F, 0x45, 0x47].contains(typeID) }
+        public var endsBreak: Bool {
+            [0x23, 0x31, 0x33, 0x35, 0x37, 0x39, 0x3B, 0x3D, 0x3F, 0x45, 0x47].contains(typeID)
+        }
     }
 
     public var command: Command
@@ -47,7 +51,9 @@ public struct SpliceInfo: Sendable, Hashable {
         guard bytes.count >= 14, r.bits(8) == 0xFC else { throw fail("not a splice_info_section (table_id 0xFC)") }
         r.skip(4)  // section_syntax_indicator, private_indicator, sap_type
         let sectionLength = Int(r.bits(12))
-        guard sectionLength + 3 <= bytes.count else { throw fail("section_length \(sectionLength) beyond the \(bytes.count) bytes") }
+        guard sectionLength + 3 <= bytes.count else {
+            throw fail("section_length \(sectionLength) beyond the \(bytes.count) bytes")
+        }
         r.skip(8)  // protocol_version
         guard r.bits(1) == 0 else { throw fail("encrypted sections are not supported") }
         r.skip(6 + 33 + 8 + 12)  // encryption_algorithm, pts_adjustment, cw_index, tier
@@ -66,7 +72,8 @@ public struct SpliceInfo: Sendable, Hashable {
         let loopLength = Int(r.bits(16))
         let loopEnd = r.position / 8 + loopLength
         while r.position / 8 + 2 <= loopEnd, !r.overrun {
-            let tag = r.bits(8), length = Int(r.bits(8))
+            let tag = r.bits(8)
+            let length = Int(r.bits(8))
             let next = r.position / 8 + length
             if tag == 0x02, length >= 9, r.bits(32) == 0x4355_4549 {  // "CUEI"
                 if let s = Self.segmentation(&r) { segmentations.append(s) }
@@ -81,7 +88,9 @@ public struct SpliceInfo: Sendable, Hashable {
         r.skip(7)
         guard !s.cancelled else { return s }
         s.outOfNetwork = r.bits(1) == 1
-        let programSplice = r.bits(1) == 1, hasDuration = r.bits(1) == 1, immediate = r.bits(1) == 1
+        let programSplice = r.bits(1) == 1
+        let hasDuration = r.bits(1) == 1
+        let immediate = r.bits(1) == 1
         r.skip(4)
         if programSplice && !immediate { skipSpliceTime(&r) }
         if !programSplice {
@@ -106,7 +115,8 @@ public struct SpliceInfo: Sendable, Hashable {
         var s = Segmentation(eventID: UInt32(r.bits(32)), cancelled: r.bits(1) == 1, typeID: 0)
         r.skip(7)
         guard !s.cancelled else { return s }
-        let program = r.bits(1) == 1, hasDuration = r.bits(1) == 1
+        let program = r.bits(1) == 1
+        let hasDuration = r.bits(1) == 1
         r.skip(1)  // delivery_not_restricted_flag
         r.skip(5)  // web_delivery_allowed, no_regional_blackout, archive_allowed, device_restrictions (or reserved)
         if !program {
@@ -162,7 +172,9 @@ extension SpliceInfo {
     /// so the carrying event's time is the splice point), with `duration` as its
     /// `break_duration` (auto-return) when given. The CRC_32 is computed (MPEG-2, as the
     /// standard asks); parsers here do not check it.
-    public static func spliceInsertSection(eventID: UInt32, outOfNetwork: Bool, duration: Double? = nil, cancel: Bool = false) -> [UInt8] {
+    public static func spliceInsertSection(
+        eventID: UInt32, outOfNetwork: Bool, duration: Double? = nil, cancel: Bool = false
+    ) -> [UInt8] {
         var command = BitWriter()
         command.put(UInt64(eventID), 32)
         command.put(cancel ? 1 : 0, 1)

@@ -57,62 +57,87 @@ public enum EventScheme {
     /// payload (for SCTE-35: the binary section). `nil` for a cue that places nothing (a
     /// `splice_null`, a return to network without a break).
     public static func event(
-        scheme: String, value: String?, time: Double, duration: Double?, id: String?, message: [UInt8]?, origin: TimedEvent.Origin
+        scheme: String, value: String?, time: Double, duration: Double?, id: String?, message: [UInt8]?,
+        origin: TimedEvent.Origin
     ) throws(ManifestError) -> TimedEvent? {
         switch scheme {
         case broadcast:
             // The event's message ("mute"/"unmute") or else the stream's/box's value.
-            let text = message.flatMap { String(bytes: $0, encoding: .utf8) }?.trimmingCharacters(in: .whitespacesAndNewlines)
+            let text = message.flatMap { String(bytes: $0, encoding: .utf8) }?.trimmingCharacters(
+                in: .whitespacesAndNewlines)
             let value = text?.isEmpty == false ? text : value
             switch value?.lowercased() {
             case "mute": return TimedEvent(time: time, duration: duration, kind: .streamerMuted, id: id, origin: origin)
             case "unmute": return TimedEvent(time: time, kind: .streamerUnmuted, id: id, origin: origin)
-            default: throw ManifestError(.invalidValue, "\(broadcast) event value \"\(value ?? "")\" is neither mute nor unmute")
+            default:
+                throw ManifestError(
+                    .invalidValue, "\(broadcast) event value \"\(value ?? "")\" is neither mute nor unmute")
             }
         case ad:
-            let creative = message.flatMap { String(bytes: $0, encoding: .utf8) }?.trimmingCharacters(in: .whitespacesAndNewlines)
-            return TimedEvent(time: time, duration: duration, kind: .adBreakStart(creative: creative?.isEmpty == false ? creative : nil), id: id, origin: origin)
+            let creative = message.flatMap { String(bytes: $0, encoding: .utf8) }?.trimmingCharacters(
+                in: .whitespacesAndNewlines)
+            return TimedEvent(
+                time: time, duration: duration,
+                kind: .adBreakStart(creative: creative?.isEmpty == false ? creative : nil), id: id, origin: origin)
         case scte35Binary, scte35XMLBinary:
             guard let message else { throw ManifestError(.invalidValue, "SCTE-35 event without a cue") }
             return try scte35(SpliceInfo(bytes: message), time: time, duration: duration, origin: origin)
         default:
-            return TimedEvent(time: time, duration: duration, kind: .other(scheme: scheme, value: value), id: id, origin: origin)
+            return TimedEvent(
+                time: time, duration: duration, kind: .other(scheme: scheme, value: value), id: id, origin: origin)
         }
     }
 
-    private static func scte35(_ cue: SpliceInfo, time: Double, duration: Double?, origin: TimedEvent.Origin) -> TimedEvent? {
+    private static func scte35(_ cue: SpliceInfo, time: Double, duration: Double?, origin: TimedEvent.Origin)
+        -> TimedEvent?
+    {
         // A splice_insert and a time_signal's segmentation descriptor say the same three things.
-        let id: UInt32, cancelled: Bool, starts: Bool, cueDuration: Double?
+        let id: UInt32
+        let cancelled: Bool
+        let starts: Bool
+        let cueDuration: Double?
         switch cue.command {
         case .spliceInsert(let insert):
-            (id, cancelled, starts, cueDuration) = (insert.eventID, insert.cancelled, insert.outOfNetwork, insert.breakDuration)
+            (id, cancelled, starts, cueDuration) = (
+                insert.eventID, insert.cancelled, insert.outOfNetwork, insert.breakDuration
+            )
         case .timeSignal:
-            guard let s = cue.segmentations.first(where: { $0.cancelled || $0.startsBreak || $0.endsBreak }) else { return nil }
+            guard let s = cue.segmentations.first(where: { $0.cancelled || $0.startsBreak || $0.endsBreak }) else {
+                return nil
+            }
             (id, cancelled, starts, cueDuration) = (s.eventID, s.cancelled, s.startsBreak, s.duration)
         case .other:
             return nil
         }
         let kind: TimedEvent.Kind = cancelled ? .adBreakCancel : starts ? .adBreakStart(creative: nil) : .adBreakEnd
-        return TimedEvent(time: time, duration: starts && !cancelled ? cueDuration ?? duration : nil, kind: kind, id: "scte35:\(id)", origin: origin)
+        return TimedEvent(
+            time: time, duration: starts && !cancelled ? cueDuration ?? duration : nil, kind: kind, id: "scte35:\(id)",
+            origin: origin)
     }
 
     /// The events of a manifest `EventStream` of period starting at `periodStart`; events that
     /// cannot be read are returned as errors beside the rest.
-    public static func events(of stream: EventStream, periodStart: Double) -> (events: [TimedEvent], errors: [ManifestError]) {
-        var events: [TimedEvent] = [], errors: [ManifestError] = []
+    public static func events(of stream: EventStream, periodStart: Double) -> (
+        events: [TimedEvent], errors: [ManifestError]
+    ) {
+        var events: [TimedEvent] = []
+        var errors: [ManifestError] = []
         let scale = Double(stream.timescale)
         for e in stream.events {
             let time = periodStart + (Double(e.presentationTime) - Double(stream.presentationTimeOffset)) / scale
             let message: [UInt8]?
             switch stream.schemeIdUri {
             case scte35Binary, scte35XMLBinary:
-                message = e.messageData.flatMap { Data(base64Encoded: $0, options: .ignoreUnknownCharacters) }.map { [UInt8]($0) }
+                message = e.messageData.flatMap { Data(base64Encoded: $0, options: .ignoreUnknownCharacters) }.map {
+                    [UInt8]($0)
+                }
             default:
                 message = e.messageData.map { Array($0.utf8) }
             }
             do {
                 if let event = try event(
-                    scheme: stream.schemeIdUri, value: stream.value, time: time, duration: e.duration.map { Double($0) / scale }, id: e.id,
+                    scheme: stream.schemeIdUri, value: stream.value, time: time,
+                    duration: e.duration.map { Double($0) / scale }, id: e.id,
                     message: message, origin: .manifest)
                 {
                     events.append(event)

@@ -51,7 +51,9 @@ public struct HLSLiveAnchor: Sendable, Equatable {
     /// ``HLSMediaPlaylist/programDateTimeEstimated`` set. The anchor remembers the mapping.
     /// `sibling`: the anchor of another rendition of the presentation, whose starts are taken
     /// when this one has none for the listed segments and the two are segmented alike.
-    public mutating func place(_ playlist: HLSMediaPlaylist, answeredAt: Double, sibling: HLSLiveAnchor? = nil) -> HLSMediaPlaylist {
+    public mutating func place(_ playlist: HLSMediaPlaylist, answeredAt: Double, sibling: HLSLiveAnchor? = nil)
+        -> HLSMediaPlaylist
+    {
         guard !playlist.segments.isEmpty else { return playlist }
         if knownSegment(of: playlist) == nil, let sibling, Self.segmentedAlike(playlist, sibling.starts) {
             starts = sibling.starts
@@ -62,7 +64,9 @@ public struct HLSLiveAnchor: Sendable, Equatable {
         if let known = knownSegment(of: playlist) {
             placed = Self.extrapolated(playlist.segments, from: known, starts: starts)
             let firstNew = known + 1 < placed.count ? known + 1 : nil  // what follows the newest known
-            let step = nudge(residual: edge - Self.end(of: playlist.segments, placed), band: Self.band(playlist), canApply: firstNew != nil)
+            let step = nudge(
+                residual: edge - Self.end(of: playlist.segments, placed), band: Self.band(playlist),
+                canApply: firstNew != nil)
             if let firstNew { for i in firstNew..<placed.count { placed[i] += step } }
         } else {
             placed = Self.backwards(playlist.segments, endingAt: edge)
@@ -106,8 +110,12 @@ public struct HLSLiveAnchor: Sendable, Equatable {
     private static func extrapolated(_ segments: [HLSSegment], from known: Int, starts: [UInt64: Double]) -> [Double] {
         var out = [Double](repeating: 0, count: segments.count)
         out[known] = starts[segments[known].sequence]!
-        for i in stride(from: known - 1, through: 0, by: -1) { out[i] = starts[segments[i].sequence] ?? out[i + 1] - segments[i].duration }
-        for i in (known + 1)..<segments.count { out[i] = starts[segments[i].sequence] ?? out[i - 1] + segments[i - 1].duration }
+        for i in stride(from: known - 1, through: 0, by: -1) {
+            out[i] = starts[segments[i].sequence] ?? out[i + 1] - segments[i].duration
+        }
+        for i in (known + 1)..<segments.count {
+            out[i] = starts[segments[i].sequence] ?? out[i - 1] + segments[i - 1].duration
+        }
         return out
     }
 
@@ -135,7 +143,9 @@ public struct HLSLiveAnchor: Sendable, Equatable {
     /// are new segments to move. The residuals kept are updated by the shift.
     private mutating func nudge(residual: Double, band: Double, canApply: Bool) -> Double {
         residuals = Array((residuals + [residual]).suffix(Self.reloadsBeforeNudge))
-        guard canApply, residuals.count == Self.reloadsBeforeNudge, let low = residuals.min(), let high = residuals.max() else { return 0 }
+        guard canApply, residuals.count == Self.reloadsBeforeNudge, let low = residuals.min(),
+            let high = residuals.max()
+        else { return 0 }
         let limit = Self.maxNudge * (band - Self.tolerance)
         let step: Double
         if low > band {

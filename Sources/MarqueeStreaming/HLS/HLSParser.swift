@@ -35,9 +35,13 @@ struct HLSParser {
     }
 
     func parse() throws(ManifestError) -> HLSPlaylist {
-        guard text.utf8.count <= Self.maxBytes else { throw ManifestError(.tooLarge, "playlist over \(Self.maxBytes) bytes") }
+        guard text.utf8.count <= Self.maxBytes else {
+            throw ManifestError(.tooLarge, "playlist over \(Self.maxBytes) bytes")
+        }
         let lineCount = text.utf8.reduce(1) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }
-        guard lineCount <= Self.maxLines else { throw ManifestError(.tooLarge, "playlist of \(lineCount) lines, over \(Self.maxLines)") }
+        guard lineCount <= Self.maxLines else {
+            throw ManifestError(.tooLarge, "playlist of \(lineCount) lines, over \(Self.maxLines)")
+        }
         // Lines split on the bytes (CR LF and LF; a CR left at the end is trimmed).
         let raw = text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
         if let long = raw.firstIndex(where: { $0.count > Self.maxLineBytes }) {
@@ -45,8 +49,12 @@ struct HLSParser {
         }
         var lines = raw.map { Substring($0).trimmedBlanks() }
         if let first = lines.first, first.hasPrefix("\u{FEFF}") { lines[0] = String(first.dropFirst()) }
-        guard lines.first == "#EXTM3U" else { throw ManifestError(.notAManifest, "not an HLS playlist: the first line is not #EXTM3U") }
-        if lines.contains(where: { $0.hasPrefix("#EXT-X-STREAM-INF") }) { return .multivariant(try multivariant(lines)) }
+        guard lines.first == "#EXTM3U" else {
+            throw ManifestError(.notAManifest, "not an HLS playlist: the first line is not #EXTM3U")
+        }
+        if lines.contains(where: { $0.hasPrefix("#EXT-X-STREAM-INF") }) {
+            return .multivariant(try multivariant(lines))
+        }
         return .media(try media(lines))
     }
 
@@ -63,25 +71,33 @@ struct HLSParser {
                 pendingLine = n
             } else if line.hasPrefix("#EXT-X-MEDIA:") {
                 let a = try attributes(line, n)
-                guard let type = a["TYPE"].flatMap(HLSRendition.Kind.init(rawValue:)), let group = a["GROUP-ID"], let name = a["NAME"] else {
+                guard let type = a["TYPE"].flatMap(HLSRendition.Kind.init(rawValue:)), let group = a["GROUP-ID"],
+                    let name = a["NAME"]
+                else {
                     throw ManifestError(.invalidValue, "line \(n): EXT-X-MEDIA needs TYPE, GROUP-ID and NAME")
                 }
                 playlist.renditions.append(
                     HLSRendition(
-                        kind: type, groupID: group, name: name, language: a["LANGUAGE"], isDefault: a["DEFAULT"] == "YES",
-                        autoselect: a["AUTOSELECT"] == "YES", uri: try a["URI"].map { u throws(ManifestError) in try resolve(u, n) }))
+                        kind: type, groupID: group, name: name, language: a["LANGUAGE"],
+                        isDefault: a["DEFAULT"] == "YES",
+                        autoselect: a["AUTOSELECT"] == "YES",
+                        uri: try a["URI"].map { u throws(ManifestError) in try resolve(u, n) }))
             } else if line == "#EXT-X-INDEPENDENT-SEGMENTS" {
                 playlist.independentSegments = true
             } else if !line.isEmpty, !line.hasPrefix("#"), let a = pending {
                 guard let bandwidth = a["BANDWIDTH"].flatMap(Int.init) else {
-                    throw ManifestError(.invalidValue, "line \(pendingLine): EXT-X-STREAM-INF without a numeric BANDWIDTH")
+                    throw ManifestError(
+                        .invalidValue, "line \(pendingLine): EXT-X-STREAM-INF without a numeric BANDWIDTH")
                 }
                 var variant = HLSVariant(uri: try resolve(line, n), bandwidth: bandwidth)
                 variant.averageBandwidth = a["AVERAGE-BANDWIDTH"].flatMap(Int.init)
                 variant.codecs = a["CODECS"]
                 if let resolution = a["RESOLUTION"] {
                     let wh = resolution.lowercased().split(separator: "x").compactMap { Int($0) }
-                    guard wh.count == 2 else { throw ManifestError(.invalidValue, "line \(pendingLine): RESOLUTION \"\(resolution)\" is not <w>x<h>") }
+                    guard wh.count == 2 else {
+                        throw ManifestError(
+                            .invalidValue, "line \(pendingLine): RESOLUTION \"\(resolution)\" is not <w>x<h>")
+                    }
                     (variant.width, variant.height) = (wh[0], wh[1])
                 }
                 variant.frameRate = a["FRAME-RATE"].flatMap(Double.init)
@@ -90,7 +106,9 @@ struct HLSParser {
                 pending = nil
             }
         }
-        guard !playlist.variants.isEmpty else { throw ManifestError(.noPlayableContent, "multivariant playlist without a variant URI") }
+        guard !playlist.variants.isEmpty else {
+            throw ManifestError(.noPlayableContent, "multivariant playlist without a variant URI")
+        }
         return playlist
     }
 
@@ -109,21 +127,29 @@ struct HLSParser {
             let n = index + 1
             guard !line.isEmpty else { continue }
             if !line.hasPrefix("#") {  // a segment URI
-                guard let duration = next.duration else { throw ManifestError(.invalidValue, "line \(n): segment \"\(line)\" without #EXTINF") }
+                guard let duration = next.duration else {
+                    throw ManifestError(.invalidValue, "line \(n): segment \"\(line)\" without #EXTINF")
+                }
                 if sequence == nil { sequence = p.mediaSequence }
                 if next.discontinuity { discontinuities += 1 }
                 let (discontinuitySequence, pastLast) = p.discontinuitySequence.addingReportingOverflow(discontinuities)
-                guard !pastLast else { throw ManifestError(.invalidValue, "line \(n): discontinuity sequence number past 2^64 − 1") }
+                guard !pastLast else {
+                    throw ManifestError(.invalidValue, "line \(n): discontinuity sequence number past 2^64 − 1")
+                }
                 if var range = next.byteRange {
                     if range.offset < 0 {  // no @offset: continues the previous range of the same resource
                         guard let last = lastByteRangeEnd, last.uri == line else {
-                            throw ManifestError(.invalidValue, "line \(n): EXT-X-BYTERANGE without an offset and no previous range of \(line)")
+                            throw ManifestError(
+                                .invalidValue,
+                                "line \(n): EXT-X-BYTERANGE without an offset and no previous range of \(line)")
                         }
                         range.offset = last.end
                     }
                     next.byteRange = range
                     let (end, past) = range.offset.addingReportingOverflow(range.length)
-                    guard !past else { throw ManifestError(.invalidValue, "line \(n): EXT-X-BYTERANGE ends past any resource") }
+                    guard !past else {
+                        throw ManifestError(.invalidValue, "line \(n): EXT-X-BYTERANGE ends past any resource")
+                    }
                     lastByteRangeEnd = (line, end)
                 }
                 let date = next.programDateTime ?? clock
@@ -136,7 +162,9 @@ struct HLSParser {
                 clock = date.map { $0.addingTimeInterval(duration) }
                 // The number after it must exist too (HLSMediaPlaylist.nextSequence, reloads).
                 let (following, overflow) = sequence!.addingReportingOverflow(1)
-                guard !overflow else { throw ManifestError(.invalidValue, "line \(n): media sequence number past 2^64 − 1") }
+                guard !overflow else {
+                    throw ManifestError(.invalidValue, "line \(n): media sequence number past 2^64 − 1")
+                }
                 sequence = following
                 next = Pending()
                 continue
@@ -153,39 +181,56 @@ struct HLSParser {
                 next.title = title.isEmpty ? nil : title
             case "#EXT-X-VERSION": p.version = Int(value)
             case "#EXT-X-TARGETDURATION":
-                guard let d = Double(value), d > 0 else { throw ManifestError(.invalidValue, "line \(n): EXT-X-TARGETDURATION \"\(value)\"") }
+                guard let d = Double(value), d > 0 else {
+                    throw ManifestError(.invalidValue, "line \(n): EXT-X-TARGETDURATION \"\(value)\"")
+                }
                 p.targetDuration = d
             case "#EXT-X-MEDIA-SEQUENCE":
-                guard let s = UInt64(value) else { throw ManifestError(.invalidValue, "line \(n): EXT-X-MEDIA-SEQUENCE \"\(value)\"") }
+                guard let s = UInt64(value) else {
+                    throw ManifestError(.invalidValue, "line \(n): EXT-X-MEDIA-SEQUENCE \"\(value)\"")
+                }
                 p.mediaSequence = s
             case "#EXT-X-DISCONTINUITY-SEQUENCE":
-                guard let s = UInt64(value) else { throw ManifestError(.invalidValue, "line \(n): EXT-X-DISCONTINUITY-SEQUENCE \"\(value)\"") }
+                guard let s = UInt64(value) else {
+                    throw ManifestError(.invalidValue, "line \(n): EXT-X-DISCONTINUITY-SEQUENCE \"\(value)\"")
+                }
                 p.discontinuitySequence = s
             case "#EXT-X-DISCONTINUITY": next.discontinuity = true
             case "#EXT-X-ENDLIST": p.endList = true
             case "#EXT-X-PLAYLIST-TYPE":
                 guard let t = HLSMediaPlaylist.PlaylistType(rawValue: value) else {
-                    throw ManifestError(.invalidValue, "line \(n): EXT-X-PLAYLIST-TYPE \"\(value)\" is not EVENT or VOD")
+                    throw ManifestError(
+                        .invalidValue, "line \(n): EXT-X-PLAYLIST-TYPE \"\(value)\" is not EVENT or VOD")
                 }
                 p.playlistType = t
             case "#EXT-X-BYTERANGE": next.byteRange = try byteRange(value, n)
             case "#EXT-X-MAP":
                 let a = try attributes(line, n)
                 guard let uri = a["URI"] else { throw ManifestError(.invalidValue, "line \(n): EXT-X-MAP without URI") }
-                map = HLSMap(uri: try resolve(uri, n), byteRange: try a["BYTERANGE"].map { v throws(ManifestError) in try byteRange(v, n) })
+                map = HLSMap(
+                    uri: try resolve(uri, n),
+                    byteRange: try a["BYTERANGE"].map { v throws(ManifestError) in try byteRange(v, n) })
             case "#EXT-X-KEY":
                 let a = try attributes(line, n)
                 guard let method = a["METHOD"].flatMap(HLSKey.Method.init(rawValue:)) else {
-                    throw ManifestError(.invalidValue, "line \(n): EXT-X-KEY METHOD \"\(a["METHOD"] ?? "")\" is not NONE, AES-128 or SAMPLE-AES")
+                    throw ManifestError(
+                        .invalidValue,
+                        "line \(n): EXT-X-KEY METHOD \"\(a["METHOD"] ?? "")\" is not NONE, AES-128 or SAMPLE-AES")
                 }
                 if method == .none {
                     key = nil
                 } else {
-                    guard let uri = a["URI"] else { throw ManifestError(.invalidValue, "line \(n): EXT-X-KEY without URI") }
-                    key = HLSKey(method: method, uri: try resolve(uri, n), iv: try a["IV"].map { v throws(ManifestError) in try hex(v, n, bytes: 16) })
+                    guard let uri = a["URI"] else {
+                        throw ManifestError(.invalidValue, "line \(n): EXT-X-KEY without URI")
+                    }
+                    key = HLSKey(
+                        method: method, uri: try resolve(uri, n),
+                        iv: try a["IV"].map { v throws(ManifestError) in try hex(v, n, bytes: 16) })
                 }
             case "#EXT-X-PROGRAM-DATE-TIME":
-                guard let date = Self.date(value) else { throw ManifestError(.invalidValue, "line \(n): EXT-X-PROGRAM-DATE-TIME \"\(value)\"") }
+                guard let date = Self.date(value) else {
+                    throw ManifestError(.invalidValue, "line \(n): EXT-X-PROGRAM-DATE-TIME \"\(value)\"")
+                }
                 next.programDateTime = date
             case "#EXT-X-DATERANGE": p.dateRanges.append(try dateRange(line, n))
             case "#EXT-X-CUE-OUT", "#EXT-OATCLS-SCTE35":
@@ -252,13 +297,17 @@ struct HLSParser {
         var out: [String: String] = [:]
         var i = list.startIndex
         while i < list.endIndex {
-            guard let eq = list[i...].firstIndex(of: "=") else { throw ManifestError(.invalidValue, "line \(n): attribute without '=' in \"\(list)\"") }
+            guard let eq = list[i...].firstIndex(of: "=") else {
+                throw ManifestError(.invalidValue, "line \(n): attribute without '=' in \"\(list)\"")
+            }
             let name = list[i..<eq].trimmedBlanks()
             var j = list.index(after: eq)
             let value: String
             if j < list.endIndex, list[j] == "\"" {
                 let start = list.index(after: j)
-                guard let close = list[start...].firstIndex(of: "\"") else { throw ManifestError(.invalidValue, "line \(n): unterminated quoted string") }
+                guard let close = list[start...].firstIndex(of: "\"") else {
+                    throw ManifestError(.invalidValue, "line \(n): unterminated quoted string")
+                }
                 value = String(list[start..<close])
                 j = list.index(after: close)
             } else {
@@ -268,7 +317,9 @@ struct HLSParser {
             }
             guard !name.isEmpty else { throw ManifestError(.invalidValue, "line \(n): an attribute without a name") }
             out[name] = value
-            guard out.count <= Self.maxAttributes else { throw ManifestError(.tooLarge, "line \(n): over \(Self.maxAttributes) attributes") }
+            guard out.count <= Self.maxAttributes else {
+                throw ManifestError(.tooLarge, "line \(n): over \(Self.maxAttributes) attributes")
+            }
             if j < list.endIndex, list[j] == "," { j = list.index(after: j) }
             i = j
         }
@@ -282,9 +333,13 @@ struct HLSParser {
             throw ManifestError(.invalidValue, "line \(n): byte range \"\(value)\" is not <n>[@<o>]")
         }
         let offset = parts.count == 2 ? Int(parts[1]) : -1
-        guard let offset, parts.count == 1 || offset >= 0 else { throw ManifestError(.invalidValue, "line \(n): byte range \"\(value)\"") }
+        guard let offset, parts.count == 1 || offset >= 0 else {
+            throw ManifestError(.invalidValue, "line \(n): byte range \"\(value)\"")
+        }
         // No resource is a petabyte: bounded, an end (offset + length) is always a number.
-        guard length <= 1 << 50, offset <= 1 << 50 else { throw ManifestError(.invalidValue, "line \(n): byte range \"\(value)\" past any resource") }
+        guard length <= 1 << 50, offset <= 1 << 50 else {
+            throw ManifestError(.invalidValue, "line \(n): byte range \"\(value)\" past any resource")
+        }
         return HLSByteRange(length: length, offset: offset)
     }
 
@@ -299,7 +354,9 @@ struct HLSParser {
             }
             out.append(byte)
         }
-        if let bytes, out.count != bytes { throw ManifestError(.invalidValue, "line \(n): \"\(value)\" is not \(bytes) bytes") }
+        if let bytes, out.count != bytes {
+            throw ManifestError(.invalidValue, "line \(n): \"\(value)\" is not \(bytes) bytes")
+        }
         return out
     }
 
@@ -344,9 +401,12 @@ struct HLSParser {
         var inPath = true
         for b in uri.utf8 {
             switch b {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "/"), UInt8(ascii: "="),
-                UInt8(ascii: "&"), UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: ";"), UInt8(ascii: "@"), UInt8(ascii: "!"),
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "/"),
+                UInt8(ascii: "="),
+                UInt8(ascii: "&"), UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: ";"), UInt8(ascii: "@"),
+                UInt8(ascii: "!"),
                 UInt8(ascii: "$"), UInt8(ascii: "'"), UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "*"):
                 continue
             case UInt8(ascii: "?"): inPath = false
@@ -355,7 +415,9 @@ struct HLSParser {
             }
         }
         let path = uri.utf8.prefix { $0 != UInt8(ascii: "?") }
-        return !path.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).contains { $0.elementsEqual(".".utf8) || $0.elementsEqual("..".utf8) }
+        return !path.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).contains {
+            $0.elementsEqual(".".utf8) || $0.elementsEqual("..".utf8)
+        }
     }
 }
 
@@ -364,7 +426,9 @@ extension StringProtocol {
     /// bridges through NSString, which made it the costliest part of a playlist reload).
     fileprivate func trimmedBlanks() -> String {
         let blank: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r" }
-        guard let first = firstIndex(where: { !blank($0) }), let last = lastIndex(where: { !blank($0) }) else { return "" }
+        guard let first = firstIndex(where: { !blank($0) }), let last = lastIndex(where: { !blank($0) }) else {
+            return ""
+        }
         return String(self[first...last])
     }
 }

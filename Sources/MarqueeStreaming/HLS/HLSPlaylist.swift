@@ -34,7 +34,12 @@ public struct HLSVariant: Sendable, Equatable {
 
 /// `EXT-X-MEDIA`: an alternative rendition.
 public struct HLSRendition: Sendable, Equatable {
-    public enum Kind: String, Sendable { case audio = "AUDIO", video = "VIDEO", subtitles = "SUBTITLES", closedCaptions = "CLOSED-CAPTIONS" }
+    public enum Kind: String, Sendable {
+        case audio = "AUDIO"
+        case video = "VIDEO"
+        case subtitles = "SUBTITLES"
+        case closedCaptions = "CLOSED-CAPTIONS"
+    }
     public var kind: Kind
     public var groupID: String
     public var name: String
@@ -59,7 +64,11 @@ public struct HLSByteRange: Sendable, Equatable {
 
 /// `EXT-X-KEY`.
 public struct HLSKey: Sendable, Equatable {
-    public enum Method: String, Sendable { case none = "NONE", aes128 = "AES-128", sampleAES = "SAMPLE-AES" }
+    public enum Method: String, Sendable {
+        case none = "NONE"
+        case aes128 = "AES-128"
+        case sampleAES = "SAMPLE-AES"
+    }
     public var method: Method
     public var uri: URL?
     /// The 16-byte IV when given; else the segment's media sequence number is the IV.
@@ -124,7 +133,10 @@ public struct HLSPart: Sendable, Equatable {
 }
 
 public struct HLSMediaPlaylist: Sendable, Equatable {
-    public enum PlaylistType: String, Sendable { case event = "EVENT", vod = "VOD" }
+    public enum PlaylistType: String, Sendable {
+        case event = "EVENT"
+        case vod = "VOD"
+    }
     public var version: Int?
     public var targetDuration: Double = 0
     public var mediaSequence: UInt64 = 0

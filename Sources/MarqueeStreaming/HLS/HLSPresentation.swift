@@ -24,7 +24,9 @@ public enum HLSPresentation {
     /// The multivariant choice: the highest-bandwidth variant (ABR comes later) and the default
     /// audio rendition of its group, as media playlist URLs (audio nil: muxed in the variant).
     /// `language`: the audio rendition of that language is taken over the default one.
-    public static func choose(_ master: HLSMultivariantPlaylist, language: String? = nil) -> (video: HLSVariant, audio: URL?)? {
+    public static func choose(_ master: HLSMultivariantPlaylist, language: String? = nil) -> (
+        video: HLSVariant, audio: URL?
+    )? {
         guard let variant = master.variants.max(by: { $0.bandwidth < $1.bandwidth }) else { return nil }
         let group = master.renditions.filter { $0.kind == .audio && $0.groupID == variant.audioGroup }
         let wanted = language.flatMap { l in group.first { LanguageTag.matches($0.language, l) } }
@@ -35,7 +37,9 @@ public enum HLSPresentation {
     /// The ABR ladder of a multivariant playlist: the variants that share the highest one's
     /// audio group (every video rendition a player may switch among without changing the
     /// sound), highest first, and that group's default audio rendition.
-    public static func ladder(_ master: HLSMultivariantPlaylist, language: String? = nil) -> (variants: [HLSVariant], audio: URL?)? {
+    public static func ladder(_ master: HLSMultivariantPlaylist, language: String? = nil) -> (
+        variants: [HLSVariant], audio: URL?
+    )? {
         guard let (top, audio) = choose(master, language: language) else { return nil }
         let variants = master.variants.filter { $0.audioGroup == top.audioGroup }.sorted { $0.bandwidth > $1.bandwidth }
         return (variants, audio)
@@ -43,7 +47,9 @@ public enum HLSPresentation {
 
     /// The presentation of media playlists (video first). `variant` gives bandwidth, codecs and
     /// size when known.
-    public static func mpd(video: HLSMediaPlaylist?, audio: HLSMediaPlaylist?, variant: HLSVariant?) throws(ManifestError) -> MPD {
+    public static func mpd(video: HLSMediaPlaylist?, audio: HLSMediaPlaylist?, variant: HLSVariant?)
+        throws(ManifestError) -> MPD
+    {
         try mpd(videos: video.map { [($0, variant)] } ?? [], audio: audio)
     }
 
@@ -51,7 +57,9 @@ public enum HLSPresentation {
     /// adaptation set, a representation per variant, segments aligned on the program date-time)
     /// and an audio rendition's. Representation ids: the variant's playlist name
     /// (`1080.m3u8` → `1080`), `hls-video` for a lone variant.
-    public static func mpd(videos: [(HLSMediaPlaylist, HLSVariant?)], audio: HLSMediaPlaylist?) throws(ManifestError) -> MPD {
+    public static func mpd(videos: [(HLSMediaPlaylist, HLSVariant?)], audio: HLSMediaPlaylist?) throws(ManifestError)
+        -> MPD
+    {
         let playlists = videos.map(\.0) + [audio].compactMap { $0 }
         guard let first = playlists.first else { throw ManifestError(.noPlayableContent, "no media playlist") }
         var mpd = MPD()
@@ -77,10 +85,15 @@ public enum HLSPresentation {
         var ids = Set<String>()
         var main: AdaptationSet?
         for (index, (playlist, variant)) in videos.enumerated() {
-            let videoCodec = variant?.codecs.map { c in ["avc", "hvc", "hev", "av01", "vp09"].contains { c.contains($0) } } ?? true
+            let videoCodec =
+                variant?.codecs.map { c in ["avc", "hvc", "hev", "av01", "vp09"].contains { c.contains($0) } } ?? true
             let kind: MediaKind = variant?.height != nil || videoCodec ? .video : .audio
-            let audioCodec = variant?.codecs.map { c in ["mp4a", "ac-3", "ec-3", "opus", "mp3", "fLaC"].contains { c.contains($0) } } ?? true
-            var id = videos.count == 1 ? "hls-video" : variant?.uri.deletingPathExtension().lastPathComponent ?? "hls-video-\(index)"
+            let audioCodec =
+                variant?.codecs.map { c in ["mp4a", "ac-3", "ec-3", "opus", "mp3", "fLaC"].contains { c.contains($0) } }
+                ?? true
+            var id =
+                videos.count == 1
+                ? "hls-video" : variant?.uri.deletingPathExtension().lastPathComponent ?? "hls-video-\(index)"
             if !ids.insert(id).inserted { id = "hls-video-\(index)" }
             var set = try adaptationSet(playlist, kind: kind, id: id, variant: variant, live: live)
             if kind == .video, audio == nil, audioCodec { set.representations[0].muxesAudio = true }
@@ -95,7 +108,10 @@ public enum HLSPresentation {
             }
         }
         if let main { period.adaptationSets.insert(main, at: 0) }
-        if let audio { period.adaptationSets.append(try adaptationSet(audio, kind: .audio, id: "hls-audio", variant: nil, live: live)) }
+        if let audio {
+            period.adaptationSets.append(
+                try adaptationSet(audio, kind: .audio, id: "hls-audio", variant: nil, live: live))
+        }
         mpd.periods = [period]
         return mpd
     }
@@ -125,7 +141,8 @@ public enum HLSPresentation {
         var template = SegmentTemplate()
         template.timescale = 1000
         template.initialization = map?.uri.absoluteString  // none: MPEG-TS
-        template.initializationRange = map?.byteRange.map { ByteRange(offset: max(0, $0.offset), length: $0.length) }  // no offset: from the start
+        // no offset: from the start
+        template.initializationRange = map?.byteRange.map { ByteRange(offset: max(0, $0.offset), length: $0.length) }
         template.media = "$Number$"  // unused: every segment has its URL
         template.startNumber = playlist.segments.first?.sequence ?? playlist.mediaSequence
         var entries: [SegmentTimelineEntry] = []
@@ -138,28 +155,43 @@ public enum HLSPresentation {
             let start: Double
             if live {
                 guard let date = segment.programDateTime else {
-                    throw ManifestError(.noPlayableContent, "live HLS segment \(segment.sequence) has no EXT-X-PROGRAM-DATE-TIME (a playlist without any is placed by an HLSLiveAnchor first)")
+                    throw ManifestError(
+                        .noPlayableContent,
+                        "live HLS segment \(segment.sequence) has no EXT-X-PROGRAM-DATE-TIME (a playlist without any is placed by an HLSLiveAnchor first)"
+                    )
                 }
                 start = date.timeIntervalSince1970
             } else {
                 start = clock
             }
-            let next = i + 1 < playlist.segments.count && live ? playlist.segments[i + 1].programDateTime?.timeIntervalSince1970 : nil
+            let next =
+                i + 1 < playlist.segments.count && live
+                ? playlist.segments[i + 1].programDateTime?.timeIntervalSince1970 : nil
             guard let t = milliseconds(start), let own = milliseconds(start + segment.duration) else {
-                throw ManifestError(.invalidValue, "HLS segment \(segment.sequence) (\(start) s + \(segment.duration) s) is outside the timeline")
+                throw ManifestError(
+                    .invalidValue,
+                    "HLS segment \(segment.sequence) (\(start) s + \(segment.duration) s) is outside the timeline")
             }
             // Up to the next segment's date-time; by its own duration when that is not after it.
             let end = next.flatMap(milliseconds).flatMap { $0 > t ? $0 : nil } ?? own
             entries.append(SegmentTimelineEntry(t: t, n: segment.sequence, d: max(1, end - t)))
             urls[segment.sequence] = segment.uri
             // A range of a file (one growing file, `single_file`): fetched as that range alone.
-            if let range = segment.byteRange { ranges[segment.sequence] = ByteRange(offset: range.offset, length: range.length) }
+            if let range = segment.byteRange {
+                ranges[segment.sequence] = ByteRange(offset: range.offset, length: range.length)
+            }
             if segment.discontinuity { discontinuities.insert(segment.sequence) }
             switch segment.key?.method {
             case .aes128:
-                guard let uri = segment.key?.uri else { throw ManifestError(.invalidValue, "EXT-X-KEY METHOD=AES-128 without a URI") }
+                guard let uri = segment.key?.uri else {
+                    throw ManifestError(.invalidValue, "EXT-X-KEY METHOD=AES-128 without a URI")
+                }
                 // No IV: the media sequence number, big-endian in 16 bytes (RFC 8216 §5.2).
-                let iv = segment.key?.iv ?? (0..<16).map { i in i < 8 ? 0 : UInt8(truncatingIfNeeded: segment.sequence >> (8 * (15 - UInt64(i)))) }
+                let iv =
+                    segment.key?.iv
+                    ?? (0..<16).map { i in
+                        i < 8 ? 0 : UInt8(truncatingIfNeeded: segment.sequence >> (8 * (15 - UInt64(i))))
+                    }
                 keys[segment.sequence] = SegmentKey(url: uri, iv: iv)
             case .sampleAES:
                 throw ManifestError(.noPlayableContent, "SAMPLE-AES encryption is not supported (AES-128 is)")

@@ -38,7 +38,9 @@ public struct HLSRangeNumbering: Sendable, Equatable {
     /// ``applies(to:)``, or lists segments older than the last listing's, a stale answer).
     public mutating func renumber(_ playlist: HLSMediaPlaylist) -> HLSMediaPlaylist {
         guard Self.applies(to: playlist) else { return playlist }
-        let keys = playlist.segments.map { s in Key(uri: s.uri, offset: s.byteRange!.offset, length: s.byteRange!.length) }
+        let keys = playlist.segments.map { s in
+            Key(uri: s.uri, offset: s.byteRange!.offset, length: s.byteRange!.length)
+        }
         let first: UInt64
         if let known = keys.lastIndex(where: { numbers[$0] != nil }) {
             let number = numbers[keys[known]]!

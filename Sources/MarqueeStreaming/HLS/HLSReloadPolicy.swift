@@ -25,7 +25,8 @@ public struct HLSReloadPolicy: Sendable {
     /// Records the playlist loaded at time `now` (seconds, any monotonic clock).
     public mutating func loaded(_ playlist: HLSMediaPlaylist, now: Double) -> Outcome {
         let target = max(playlist.targetDuration, 0.1)
-        let next = playlist.nextSequence, parts = playlist.pendingParts.count
+        let next = playlist.nextSequence
+        let parts = playlist.pendingParts.count
         defer {
             lastNext = next
             lastParts = parts

@@ -86,7 +86,9 @@ public enum TransportStreamTimestamps {
     private static func shiftPCR(_ b: inout [UInt8], packet p: Int, by d: UInt64) {
         guard (b[p + 3] >> 4) & 0x2 != 0, b[p + 4] >= 7, b[p + 5] & 0x10 != 0 else { return }
         let i = p + 6
-        var base = UInt64(b[i]) << 25 | UInt64(b[i + 1]) << 17 | UInt64(b[i + 2]) << 9 | UInt64(b[i + 3]) << 1 | UInt64(b[i + 4] >> 7)
+        var base =
+            UInt64(b[i]) << 25 | UInt64(b[i + 1]) << 17 | UInt64(b[i + 2]) << 9 | UInt64(b[i + 3]) << 1
+            | UInt64(b[i + 4] >> 7)
         base = (base + d) % wrap
         b[i] = UInt8(base >> 25 & 0xFF)
         b[i + 1] = UInt8(base >> 17 & 0xFF)

@@ -30,7 +30,9 @@ public struct ByteRange: Sendable, Hashable, CustomStringConvertible {
     public var problem: String? {
         if offset < 0 || length <= 0 { return "byte range \(length)@\(offset) is empty or negative" }
         if length > Self.maxLength { return "byte range of \(length) bytes is over \(Self.maxLength)" }
-        if offset.addingReportingOverflow(length).overflow { return "byte range \(length)@\(offset) ends past any resource" }
+        if offset.addingReportingOverflow(length).overflow {
+            return "byte range \(length)@\(offset) ends past any resource"
+        }
         return nil
     }
 }
@@ -56,7 +58,9 @@ public struct ContentRange: Sendable, Equatable {
         let halves = spec.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         guard halves.count == 2 else { return nil }
         let ends = halves[0].split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
-        guard ends.count == 2, let first = digits(ends[0]), let last = digits(ends[1]), first <= last else { return nil }
+        guard ends.count == 2, let first = digits(ends[0]), let last = digits(ends[1]), first <= last else {
+            return nil
+        }
         let total: Int?
         if halves[1] == "*" {
             total = nil
@@ -93,25 +97,34 @@ public struct RangedBody: Sendable {
 
     /// Checks the answer's head (`status`, its `Content-Range` and `Content-Length` headers) for
     /// `range`; throws `.network` (tried again as a failed download) when it is not the range.
-    public init(range: ByteRange, status: Int, contentRange: String?, contentLength: String?, url: String) throws(FetchError) {
+    public init(range: ByteRange, status: Int, contentRange: String?, contentLength: String?, url: String)
+        throws(FetchError)
+    {
         self.range = range
         remaining = range.length
         switch status {
         case 206:
             guard let header = contentRange, let answered = ContentRange.parse(header) else {
-                throw FetchError(.network, url: url, message: "206 without a usable Content-Range for bytes \(range) (\(contentRange ?? "none"))")
+                throw FetchError(
+                    .network, url: url,
+                    message: "206 without a usable Content-Range for bytes \(range) (\(contentRange ?? "none"))")
             }
             guard answered.first == range.offset, answered.last == range.last else {
-                throw FetchError(.network, url: url, message: "asked for bytes \(range), the 206 holds \(answered.first)-\(answered.last)")
+                throw FetchError(
+                    .network, url: url,
+                    message: "asked for bytes \(range), the 206 holds \(answered.first)-\(answered.last)")
             }
             if let length = contentLength.flatMap({ Int($0) }), length != range.length {
-                throw FetchError(.network, url: url, message: "the 206 for bytes \(range) says Content-Length \(length)")
+                throw FetchError(
+                    .network, url: url, message: "the 206 for bytes \(range) says Content-Length \(length)")
             }
             skip = 0
         case 200:
             let (end, _) = range.offset.addingReportingOverflow(range.length)
             if let length = contentLength.flatMap({ Int($0) }), length < end {
-                throw FetchError(.network, url: url, message: "the whole resource (\(length) bytes, a 200) does not hold bytes \(range)")
+                throw FetchError(
+                    .network, url: url,
+                    message: "the whole resource (\(length) bytes, a 200) does not hold bytes \(range)")
             }
             skip = range.offset
         default:

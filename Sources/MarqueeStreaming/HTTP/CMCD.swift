@@ -79,7 +79,10 @@ public final class CMCDSession: Sendable {
         func quoted(_ text: String) -> String {
             "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
         }
-        var request = [String](), objectKeys = [String](), status = [String](), session = [String]()
+        var request = [String]()
+        var objectKeys = [String]()
+        var status = [String]()
+        var session = [String]()
         if let b = object.buffer { request.append("bl=\(Int((b * 10).rounded()) * 100)") }
         if let t = s.throughputSource?() { request.append("mtp=\(Int((t / 100_000).rounded()) * 100)") }
         if s.starting { request.append("su") }
@@ -93,8 +96,11 @@ public final class CMCDSession: Sendable {
         if let sf = s.streamingFormat { session.append("sf=\(sf)") }
         session.append("sid=\(quoted(sessionId))")
         if let st = s.streamType { session.append("st=\(st)") }
-        return [("CMCD-Request", request.sorted()), ("CMCD-Object", objectKeys.sorted()), ("CMCD-Status", status), ("CMCD-Session", session.sorted())]
-            .filter { !$0.1.isEmpty }
+        return [
+            ("CMCD-Request", request.sorted()), ("CMCD-Object", objectKeys.sorted()), ("CMCD-Status", status),
+            ("CMCD-Session", session.sorted()),
+        ]
+        .filter { !$0.1.isEmpty }
     }
 
     /// `url` with the `CMCD` query argument (query mode).

@@ -21,15 +21,19 @@ extension HTTPFetcher {
             do {
                 roots = try NIOSSLCertificate.fromPEMFile(caFile)
             } catch {
-                throw FetchError(.invalidURL, url: caFile, message: "CA file \(caFile): not a readable PEM file of certificates")
+                throw FetchError(
+                    .invalidURL, url: caFile, message: "CA file \(caFile): not a readable PEM file of certificates")
             }
-            guard !roots.isEmpty else { throw FetchError(.invalidURL, url: caFile, message: "CA file \(caFile): no certificate in it") }
+            guard !roots.isEmpty else {
+                throw FetchError(.invalidURL, url: caFile, message: "CA file \(caFile): no certificate in it")
+            }
         }
         return clients.withLockedValue { made in
             if let client = made[key] { return client }
             var configuration = HTTPClient.Configuration.singletonConfiguration
             configuration.timeout = .init(connect: .seconds(Int64(connectTimeout)), read: .seconds(Int64(idleTimeout)))
-            configuration.redirectConfiguration = followsRedirects ? .follow(max: maxRedirects, allowCycles: false) : .disallow
+            configuration.redirectConfiguration =
+                followsRedirects ? .follow(max: maxRedirects, allowCycles: false) : .disallow
             configuration.connectionPool.retryConnectionEstablishment = false
             if !roots.isEmpty {
                 var tls = TLSConfiguration.makeClientConfiguration()
@@ -53,8 +57,12 @@ extension HTTPFetcher {
     public static func redirectRefusal(from: URL, to: URL, allowHTTP: Bool) -> String? {
         let (old, new) = (from.scheme?.lowercased() ?? "", to.scheme?.lowercased() ?? "")
         guard new == "http" || new == "https" else { return "a redirect to \(to.absoluteString): not an http(s) URL" }
-        if old == "https" && new == "http" { return "a redirect from https down to http (\(to.absoluteString)) is not followed" }
-        if new == "http" && !allowHTTP { return "a redirect to plain http (\(to.absoluteString)) is not followed without the http allowance" }
+        if old == "https" && new == "http" {
+            return "a redirect from https down to http (\(to.absoluteString)) is not followed"
+        }
+        if new == "http" && !allowHTTP {
+            return "a redirect to plain http (\(to.absoluteString)) is not followed without the http allowance"
+        }
         return nil
     }
 
@@ -63,22 +71,28 @@ extension HTTPFetcher {
     /// ``redirectRefusal(from:to:allowHTTP:)``. A refused transport is
     /// ``FetchError/Code-swift.struct/insecure``. This fetcher's client should follow no redirect
     /// (``client(caFile:followsRedirects:)``); one that does still has its final URL checked.
-    public func getDocument(_ url: URL, allowHTTP: Bool, timeout: Duration = .seconds(10), maxBytes: Int) async throws(FetchError) -> FetchResult {
+    public func getDocument(_ url: URL, allowHTTP: Bool, timeout: Duration = .seconds(10), maxBytes: Int)
+        async throws(FetchError) -> FetchResult
+    {
         if url.scheme?.lowercased() == "http" && !allowHTTP {
-            throw FetchError(.insecure, url: url.absoluteString, message: "plain http is not allowed for documents (https, or the http allowance)")
+            throw FetchError(
+                .insecure, url: url.absoluteString,
+                message: "plain http is not allowed for documents (https, or the http allowance)")
         }
         var at = url
         for _ in 0...Self.maxRedirects {
             do throws(FetchError) {
                 let result = try await get(at, timeout: timeout, maxBytes: maxBytes)
-                if let final = result.url, let refusal = Self.redirectRefusal(from: at, to: final, allowHTTP: allowHTTP) {
+                if let final = result.url, let refusal = Self.redirectRefusal(from: at, to: final, allowHTTP: allowHTTP)
+                {
                     throw FetchError(.insecure, url: url.absoluteString, message: refusal)
                 }
                 var moved = result
                 if at != url { moved.url = at }
                 return moved
             } catch {
-                guard error.code == .status, (300..<400).contains(error.status), error.status != 304, let location = error.location,
+                guard error.code == .status, (300..<400).contains(error.status), error.status != 304,
+                    let location = error.location,
                     let next = URL(string: location, relativeTo: at)?.absoluteURL
                 else { throw error }
                 if let refusal = Self.redirectRefusal(from: at, to: next, allowHTTP: allowHTTP) {

@@ -7,7 +7,9 @@ import NIOSSL
 /// Why a request failed. `code` is the kind; `url` and `message` say which and how.
 public struct FetchError: Error, Hashable, Sendable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: String, Hashable, Sendable { case status, timeout, network, tooLarge, invalidURL, cancelled, insecure }
+        private enum Base: String, Hashable, Sendable {
+            case status, timeout, network, tooLarge, invalidURL, cancelled, insecure
+        }
         private let base: Base
         private init(_ base: Base) { self.base = base }
         /// The server answered with a non-2xx status (`FetchError.status` holds it).
@@ -114,7 +116,8 @@ public struct FetchPolicy: Sendable, Hashable {
         attempts: 4, retryDelay: 0.5, maxRetryDelay: 4, timeout: 10, firstByteTimeout: 6, retriesTimeouts: false)
     /// An init segment: 4 tries from 0.5 s, 10 s each, the head within 6 s (the caller retries
     /// on for good).
-    public static let initSegment = FetchPolicy(attempts: 4, retryDelay: 0.5, maxRetryDelay: 4, timeout: 10, firstByteTimeout: 6)
+    public static let initSegment = FetchPolicy(
+        attempts: 4, retryDelay: 0.5, maxRetryDelay: 4, timeout: 10, firstByteTimeout: 6)
     /// An AES-128 key: 3 tries from 0.5 s, 5 s each, the head within 4 s.
     public static let key = FetchPolicy(attempts: 3, retryDelay: 0.5, maxRetryDelay: 2, timeout: 5, firstByteTimeout: 4)
 
@@ -178,14 +181,17 @@ public struct HTTPFetcher: Sendable {
     /// Fetches `url` whole: the head within `firstByte` (default: `timeout`), all of it within
     /// `timeout`. `range`: only those bytes of it (``RangedBody``).
     public func get(
-        _ url: URL, method: HTTPMethod = .GET, timeout: Duration = .seconds(10), firstByte: Duration? = nil, maxBytes: Int = 64 << 20,
+        _ url: URL, method: HTTPMethod = .GET, timeout: Duration = .seconds(10), firstByte: Duration? = nil,
+        maxBytes: Int = 64 << 20,
         range: ByteRange? = nil
     ) async throws(FetchError) -> FetchResult {
         if let range, range.length > maxBytes {
-            throw FetchError(.tooLarge, url: url.absoluteString, message: "byte range of \(range.length) bytes is over \(maxBytes)")
+            throw FetchError(
+                .tooLarge, url: url.absoluteString, message: "byte range of \(range.length) bytes is over \(maxBytes)")
         }
         var chunks = ByteBuffer()
-        var result = try await stream(url, method: method, timeout: timeout, firstByte: firstByte, range: range) { (chunk) throws(FetchError) in
+        var result = try await stream(url, method: method, timeout: timeout, firstByte: firstByte, range: range) {
+            (chunk) throws(FetchError) in
             guard chunks.readableBytes + chunk.readableBytes <= maxBytes else {
                 throw FetchError(.tooLarge, url: url.absoluteString, message: "body over \(maxBytes) bytes")
             }
@@ -199,7 +205,8 @@ public struct HTTPFetcher: Sendable {
     /// POSTs `body` to `url` (with `headers`, after the fetcher's own); returns the status and
     /// the answer's body (up to 64 KiB). Throws on no answer within `timeout`.
     public func post(
-        _ url: URL, body: [UInt8], contentType: String = "application/json", headers extra: [(String, String)] = [], timeout: Duration = .seconds(30)
+        _ url: URL, body: [UInt8], contentType: String = "application/json", headers extra: [(String, String)] = [],
+        timeout: Duration = .seconds(30)
     ) async throws(FetchError) -> (status: Int, body: ByteBuffer) {
         var request = HTTPClientRequest(url: url.absoluteString)
         request.method = .POST
@@ -207,30 +214,36 @@ public struct HTTPFetcher: Sendable {
         request.headers.replaceOrAdd(name: "Content-Type", value: contentType)
         request.body = .bytes(ByteBuffer(bytes: body))
         do {
-            let response = try await client.execute(request, timeout: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000))
+            let response = try await client.execute(
+                request, timeout: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000))
             let answer = try await response.body.collect(upTo: 64 << 10)
             return (Int(response.status.code), answer)
         } catch let error as FetchError {
             throw error
         } catch {
-            throw FetchError(.network, url: url.absoluteString, message: "POST: " + Self.describe(error, host: url.host ?? url.absoluteString))
+            throw FetchError(
+                .network, url: url.absoluteString,
+                message: "POST: " + Self.describe(error, host: url.host ?? url.absoluteString))
         }
     }
 
     /// Fetches `url` whole under `policy`: transient failures are tried again (see
     /// ``FetchPolicy``); throws the last error. `onRetry` hears each failure that is retried.
     public func get(
-        _ url: URL, policy: FetchPolicy, maxBytes: Int = 64 << 20, range: ByteRange? = nil, onRetry: (FetchError) -> Void = { _ in }
+        _ url: URL, policy: FetchPolicy, maxBytes: Int = 64 << 20, range: ByteRange? = nil,
+        onRetry: (FetchError) -> Void = { _ in }
     ) async throws(FetchError) -> FetchResult {
         var attempt = 0
         while true {
             attempt += 1
             do {
                 return try await get(
-                    url, timeout: .milliseconds(Int(policy.timeout * 1000)), firstByte: .milliseconds(Int(policy.firstByteTimeout * 1000)),
+                    url, timeout: .milliseconds(Int(policy.timeout * 1000)),
+                    firstByte: .milliseconds(Int(policy.firstByteTimeout * 1000)),
                     maxBytes: maxBytes, range: range)
             } catch {
-                guard attempt < policy.attempts, FetchPolicy.isTransient(error), policy.retriesTimeouts || error.code != .timeout,
+                guard attempt < policy.attempts, FetchPolicy.isTransient(error),
+                    policy.retriesTimeouts || error.code != .timeout,
                     !Task.isCancelled
                 else { throw error }
                 onRetry(error)
@@ -264,8 +277,10 @@ public struct HTTPFetcher: Sendable {
     /// checked and cut to them (``RangedBody``); a range that cannot be asked for (empty, over
     /// ``ByteRange/maxLength``) is refused (`.tooLarge`) without a request.
     public func stream(
-        _ url: URL, method: HTTPMethod = .GET, timeout: Duration = .seconds(10), firstByte: Duration? = nil, idle: Duration? = nil,
-        range: ByteRange? = nil, onChunk: (ByteBuffer) async throws(FetchError) -> Void, onTick: (() throws(FetchError) -> Void)? = nil
+        _ url: URL, method: HTTPMethod = .GET, timeout: Duration = .seconds(10), firstByte: Duration? = nil,
+        idle: Duration? = nil,
+        range: ByteRange? = nil, onChunk: (ByteBuffer) async throws(FetchError) -> Void,
+        onTick: (() throws(FetchError) -> Void)? = nil
     ) async throws(FetchError) -> FetchResult {
         let text = url.absoluteString
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
@@ -324,15 +339,20 @@ public struct HTTPFetcher: Sendable {
                 case .head(let status, let reason, let headers, let at, let final):
                     guard (200..<300).contains(status) else {
                         var error = FetchError(.status, url: text, status: status, message: reason)
-                        if (300..<400).contains(status) { error.location = headers.first { $0.0.lowercased() == "location" }?.1 }
+                        if (300..<400).contains(status) {
+                            error.location = headers.first { $0.0.lowercased() == "location" }?.1
+                        }
                         throw error
                     }
                     head = (status, headers, at, final)
                     lastByte = at
                     if let range, method == .GET {
-                        let header = { (name: String) in headers.first { $0.0.caseInsensitiveCompare(name) == .orderedSame }?.1 }
+                        let header = { (name: String) in
+                            headers.first { $0.0.caseInsensitiveCompare(name) == .orderedSame }?.1
+                        }
                         ranged = try RangedBody(
-                            range: range, status: status, contentRange: header("Content-Range"), contentLength: header("Content-Length"), url: text)
+                            range: range, status: status, contentRange: header("Content-Range"),
+                            contentLength: header("Content-Length"), url: text)
                     }
                 case .chunk(let chunk):
                     lastByte = now
@@ -346,7 +366,8 @@ public struct HTTPFetcher: Sendable {
                 case .tick:
                     guard head != nil else { continue }  // the head's deadline is the client's
                     if let idleLimit, now - lastByte > idleLimit {
-                        throw FetchError(.timeout, url: text, message: String(format: "no byte for %.1f s", now - lastByte))
+                        throw FetchError(
+                            .timeout, url: text, message: String(format: "no byte for %.1f s", now - lastByte))
                     }
                     try onTick?()
                 }
@@ -357,13 +378,16 @@ public struct HTTPFetcher: Sendable {
             guard let head, !Task.isCancelled else { throw FetchError(.cancelled, url: text, message: "cancelled") }
             try ranged?.finish(url: text)
             return FetchResult(
-                status: head.status, headers: head.headers, body: ByteBuffer(), sent: sent, headReceived: head.at, finished: Monotonic.now(),
+                status: head.status, headers: head.headers, body: ByteBuffer(), sent: sent, headReceived: head.at,
+                finished: Monotonic.now(),
                 url: head.url.flatMap { $0.absoluteString == text ? nil : $0 })
         } catch let error as FetchError {
             throw error
         } catch is CancellationError {
             throw FetchError(.cancelled, url: text, message: "cancelled")
-        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {
+        } catch let error as HTTPClientError
+            where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout
+        {
             throw FetchError(.timeout, url: text, message: "\(error)")
         } catch {
             if Task.isCancelled { throw FetchError(.cancelled, url: text, message: "cancelled") }
@@ -376,10 +400,13 @@ public struct HTTPFetcher: Sendable {
     static func describe(_ error: any Error, host: String) -> String {
         switch error {
         case let error as NIOSSLError:
-            guard case .handshakeFailed(let inner) = error else { return "TLS with \(host) failed (\(Self.caseName(error)))" }
+            guard case .handshakeFailed(let inner) = error else {
+                return "TLS with \(host) failed (\(Self.caseName(error)))"
+            }
             let stack = "\(inner)"
             if stack.contains("CERTIFICATE_VERIFY_FAILED") {
-                return "the certificate of \(host) is not trusted (not signed by a trusted CA, or expired; a private CA: --ca-file)"
+                return
+                    "the certificate of \(host) is not trusted (not signed by a trusted CA, or expired; a private CA: --ca-file)"
             }
             if stack.contains("WRONG_VERSION_NUMBER") || stack.contains("PACKET_LENGTH_TOO_LONG") {
                 return "TLS handshake with \(host) failed: it does not speak TLS there"
@@ -407,13 +434,15 @@ public enum HTTPDate {
 
     public static func parse(_ text: String) -> Date? {
         let parts = text.split(separator: " ")
-        guard parts.count == 6, parts[5] == "GMT", let day = Int(parts[1]), let month = months.firstIndex(of: String(parts[2])),
+        guard parts.count == 6, parts[5] == "GMT", let day = Int(parts[1]),
+            let month = months.firstIndex(of: String(parts[2])),
             let year = Int(parts[3])
         else { return nil }
         let hms = parts[4].split(separator: ":").compactMap { Int($0) }
         // The grammar's 2DIGIT / 4DIGIT ranges: a server's Date header never reaches arithmetic
         // that overflows.
-        guard hms.count == 3, (1...31).contains(day), (0...9999).contains(year), (0...23).contains(hms[0]), (0...59).contains(hms[1]),
+        guard hms.count == 3, (1...31).contains(day), (0...9999).contains(year), (0...23).contains(hms[0]),
+            (0...59).contains(hms[1]),
             (0...60).contains(hms[2])
         else { return nil }
         let daysSinceEpoch = XSDateTime.daysFromCivil(year: year, month: month + 1, day: day)
@@ -422,11 +451,16 @@ public enum HTTPDate {
 
     public static func string(_ date: Date) -> String {
         let total = Int(date.timeIntervalSince1970.rounded(.down))
-        var d = total / 86_400, rem = total % 86_400
-        if rem < 0 { rem += 86_400; d -= 1 }
+        var d = total / 86_400
+        var rem = total % 86_400
+        if rem < 0 {
+            rem += 86_400
+            d -= 1
+        }
         let (y, m, day) = XSDateTime.civilFromDays(d)
         let weekday = days[((d % 7) + 7) % 7]
         func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
-        return "\(weekday), \(two(day)) \(months[m - 1]) \(y) \(two(rem / 3600)):\(two(rem % 3600 / 60)):\(two(rem % 60)) GMT"
+        return
+            "\(weekday), \(two(day)) \(months[m - 1]) \(y) \(two(rem / 3600)):\(two(rem % 3600 / 60)):\(two(rem % 60)) GMT"
     }
 }

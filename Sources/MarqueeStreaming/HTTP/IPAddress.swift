@@ -64,7 +64,9 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
     /// RFC 1918, RFC 6598 shared space (carrier NAT), IPv6 unique-local.
     public var isPrivate: Bool {
         switch self {
-        case .v4(let a, let b, _, _): a == 10 || (a == 172 && (16...31).contains(b)) || (a == 192 && b == 168) || (a == 100 && (64...127).contains(b))
+        case .v4(let a, let b, _, _):
+            a == 10 || (a == 172 && (16...31).contains(b)) || (a == 192 && b == 168)
+                || (a == 100 && (64...127).contains(b))
         case .v6(let b): b[0] & 0xfe == 0xfc
         }
     }

@@ -14,7 +14,8 @@ public enum Secrets {
     /// part of the secret.
     public static func read(file: String?, credential: String) throws(ReadError) -> String? {
         var path = file
-        if path == nil, let directory = ProcessInfo.processInfo.environment["CREDENTIALS_DIRECTORY"], !directory.isEmpty {
+        if path == nil, let directory = ProcessInfo.processInfo.environment["CREDENTIALS_DIRECTORY"], !directory.isEmpty
+        {
             let candidate = (directory as NSString).appendingPathComponent(credential)
             if FileManager.default.fileExists(atPath: candidate) { path = candidate }
         }
@@ -23,7 +24,9 @@ public enum Secrets {
         guard fd >= 0 else { throw ReadError(description: "\(path): cannot be opened (errno \(errno))") }
         defer { close(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { throw ReadError(description: "\(path): not a regular file") }
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            throw ReadError(description: "\(path): not a regular file")
+        }
         guard info.st_size <= 4096 else { throw ReadError(description: "\(path): over 4 KiB, not a secret") }
         var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
         let n = bytes.withUnsafeMutableBytes { Foundation.read(fd, $0.baseAddress, $0.count) }
@@ -36,7 +39,8 @@ public enum Secrets {
     /// Whether `a` and `b` are equal, in a time that depends on their lengths only (a token
     /// compared with `==` tells an attacker, by the time of a refusal, how much of it was right).
     public static func equal(_ a: some StringProtocol, _ b: some StringProtocol) -> Bool {
-        let x = Array(a.utf8), y = Array(b.utf8)
+        let x = Array(a.utf8)
+        let y = Array(b.utf8)
         var diff = UInt(bitPattern: x.count ^ y.count)
         for i in 0..<max(x.count, y.count) {
             diff |= UInt((i < x.count ? x[i] : 0) ^ (i < y.count ? y[i] : 0))

@@ -21,8 +21,12 @@ public enum LocalFileReader {
         }
         defer { close(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { throw Failure(message: "\(path): not a regular file") }
-        guard Int(info.st_size) <= maxBytes else { throw Failure(message: "\(path): \(info.st_size) bytes, over \(maxBytes)") }
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            throw Failure(message: "\(path): not a regular file")
+        }
+        guard Int(info.st_size) <= maxBytes else {
+            throw Failure(message: "\(path): \(info.st_size) bytes, over \(maxBytes)")
+        }
         var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
         var filled = 0
         while filled < bytes.count {

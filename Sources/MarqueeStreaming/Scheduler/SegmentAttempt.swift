@@ -105,8 +105,12 @@ public struct SegmentAttempt: Sendable {
         let boxType = start[4..<8].allSatisfy { (0x20...0x7e).contains($0) }
         let box = boxType && (size == 0 || size == 1 || size >= 8)
         let id3 = start[0] == 0x49 && start[1] == 0x44 && start[2] == 0x33
-        let audioFrame = start[0] == 0xff && start[1] & 0xe0 == 0xe0 || start[0] == 0x0b && start[1] == 0x77  // ADTS, MPEG audio, AC-3
-        let text = start.allSatisfy { (0x20...0x7e).contains($0) || $0 == 0x09 || $0 == 0x0a || $0 == 0x0d || $0 == 0xef || $0 == 0xbb || $0 == 0xbf }
+        // ADTS, MPEG audio, AC-3
+        let audioFrame = start[0] == 0xff && start[1] & 0xe0 == 0xe0 || start[0] == 0x0b && start[1] == 0x77
+        let text = start.allSatisfy {
+            (0x20...0x7e).contains($0) || $0 == 0x09 || $0 == 0x0a || $0 == 0x0d || $0 == 0xef || $0 == 0xbb
+                || $0 == 0xbf
+        }
         return box || id3 || audioFrame || text ? nil : "its first bytes are not the start of a media segment"
     }
 
@@ -141,7 +145,8 @@ public struct SegmentAttempt: Sendable {
         if shouldAbandon(received, total, elapsed, buffer) { return .abandon }
         if judgesPace,
             SegmentFetchPolicy.stuck(
-                bytes: received, of: total, elapsed: elapsed, receiving: firstChunk.map { now - $0 }, silent: now - lastChunk, duration: duration,
+                bytes: received, of: total, elapsed: elapsed, receiving: firstChunk.map { now - $0 },
+                silent: now - lastChunk, duration: duration,
                 buffer: buffer)
         {
             return .stuck

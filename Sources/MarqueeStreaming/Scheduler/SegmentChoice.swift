@@ -12,7 +12,9 @@ public enum SegmentChoice {
 
     /// When a live segment ended more than a segment before the `wanted` position (a stall, a
     /// slow fetch): the segment holding the wanted position instead; nil when on time.
-    public static func catchUp(from segment: SegmentReference, wanted: Double, on timeline: RepresentationTimeline) -> SegmentReference? {
+    public static func catchUp(from segment: SegmentReference, wanted: Double, on timeline: RepresentationTimeline)
+        -> SegmentReference?
+    {
         guard segment.end < wanted - (segment.end - segment.start) else { return nil }
         guard let jump = timeline.segment(containing: wanted), jump.start > segment.start else { return nil }
         return jump
@@ -21,7 +23,8 @@ public enum SegmentChoice {
     /// Nothing fetched yet and, after `misses` reloads that listed nothing new, the listing
     /// ends before the `wanted` position (a server later than the target, an encoder whose clock
     /// runs slow): its newest segment is the live edge to start at. Nil otherwise.
-    public static func edgeStart(on timeline: RepresentationTimeline, wanted: Double, misses: Int) -> SegmentReference? {
+    public static func edgeStart(on timeline: RepresentationTimeline, wanted: Double, misses: Int) -> SegmentReference?
+    {
         guard misses >= 2, let newest = timeline.lastListedSegment, newest.end <= wanted else { return nil }
         return newest
     }

@@ -40,7 +40,9 @@ public enum SegmentFetchPolicy {
     /// memory). A body past it that brought no whole segment followed by junk is no segment
     /// (an endless body, a misrouted file): a failed download, tried again.
     public static func largestBody(expected: Int) -> Int {
-        min(bodyCeiling, max(bodyFloor, expected.multipliedReportingOverflow(by: 4).overflow ? bodyCeiling : expected * 4))
+        min(
+            bodyCeiling,
+            max(bodyFloor, expected.multipliedReportingOverflow(by: 4).overflow ? bodyCeiling : expected * 4))
     }
 
     /// The least and the most ``largestBody(expected:)`` says: 8 MiB, 256 MiB.
@@ -61,7 +63,8 @@ public enum SegmentFetchPolicy {
     /// not the wait for its head (a proxy that answers once it has the whole segment, checked,
     /// sends it at once after a long wait).
     public static func stuck(
-        bytes: Int, of total: Int, elapsed: Double, receiving: Double? = nil, silent: Double = 0, duration: Double, buffer: Double
+        bytes: Int, of total: Int, elapsed: Double, receiving: Double? = nil, silent: Double = 0, duration: Double,
+        buffer: Double
     ) -> Bool {
         guard bytes < total, total > 0 else { return false }
         if bytes > 0, silent > max(stallAtLeast, buffer / 2) { return true }
@@ -95,9 +98,13 @@ public enum SegmentFetchPolicy {
     /// second between a segment's publication and its presentation: an edge's passing 503 must
     /// not use it up); a 404 after 150 ms × tries (at most 300 ms).
     public static func next(after error: FetchError, attempt: Int, live: Bool, late: Bool, slow: Bool) -> Next {
-        guard FetchPolicy.isTransient(error), !late, attempt < attempts(status: error.status, live: live) else { return .skip }
+        guard FetchPolicy.isTransient(error), !late, attempt < attempts(status: error.status, live: live) else {
+            return .skip
+        }
         if slow || error.code == .network || error.code == .timeout { return .retry(after: 0) }
-        return .retry(after: error.status == 404 ? min(0.3, 0.15 * Double(attempt)) : [0.1, 0.4, 1.6][min(max(attempt, 1), 3) - 1])
+        return .retry(
+            after: error.status == 404
+                ? min(0.3, 0.15 * Double(attempt)) : [0.1, 0.4, 1.6][min(max(attempt, 1), 3) - 1])
     }
 
     /// What follows the `attempt`th try of an encrypted segment (fetched whole, then decrypted)

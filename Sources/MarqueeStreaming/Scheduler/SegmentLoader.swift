@@ -36,10 +36,13 @@ public struct SegmentRequest: Sendable {
     public var paced: Bool
 
     public init(
-        url: URL, range: ByteRange? = nil, timeline: RepresentationTimeline?, duration: Double, expectedBytes: Int, transportStream: Bool, live: Bool,
+        url: URL, range: ByteRange? = nil, timeline: RepresentationTimeline?, duration: Double, expectedBytes: Int,
+        transportStream: Bool, live: Bool,
         paced: Bool
     ) {
-        (self.url, self.range, self.timeline, self.duration, self.expectedBytes) = (url, range, timeline, duration, expectedBytes)
+        (self.url, self.range, self.timeline, self.duration, self.expectedBytes) = (
+            url, range, timeline, duration, expectedBytes
+        )
         (self.transportStream, self.live, self.paced) = (transportStream, live, paced)
     }
 }
@@ -75,11 +78,14 @@ public struct SegmentLoadContext: Sendable {
     public var shouldAbandon: (@Sendable (Int, Int, Double, Double) -> Bool)?
 
     public init(
-        prepare: @escaping @Sendable () async -> Bool, buffer: @escaping @Sendable () -> (ahead: Double?, beforeSegment: Double),
+        prepare: @escaping @Sendable () async -> Bool,
+        buffer: @escaping @Sendable () -> (ahead: Double?, beforeSegment: Double),
         isLate: @escaping @Sendable () -> Bool, firstByte: @escaping @Sendable () -> Void,
         shouldAbandon: (@Sendable (Int, Int, Double, Double) -> Bool)?
     ) {
-        (self.prepare, self.buffer, self.isLate, self.firstByte, self.shouldAbandon) = (prepare, buffer, isLate, firstByte, shouldAbandon)
+        (self.prepare, self.buffer, self.isLate, self.firstByte, self.shouldAbandon) = (
+            prepare, buffer, isLate, firstByte, shouldAbandon
+        )
     }
 }
 
@@ -143,20 +149,24 @@ public struct SegmentLoader: Sendable {
     /// locations), tried until it comes: each failure is handed to `onError`, then the next
     /// location is tried at once, or the same again after 0.5 s, doubling to 8 s. Nil when
     /// cancelled.
-    public func initSegment(_ url: URL, range: ByteRange? = nil, timeline: RepresentationTimeline?, onError: (FetchError) -> Void) async -> ByteBuffer? {
+    public func initSegment(
+        _ url: URL, range: ByteRange? = nil, timeline: RepresentationTimeline?, onError: (FetchError) -> Void
+    ) async -> ByteBuffer? {
         var delay = 0.5
         while !Task.isCancelled {
             let location = locations.withLock { $0.current(now: Monotonic.now()) }
             do {
                 var policy = FetchPolicy.initSegment
                 if locations.withLock({ $0.count }) > 1 { policy.attempts = 2 }  // then the next location
-                let result = try await fetcher.get(timeline?.relocated(url, to: location) ?? url, policy: policy, maxBytes: 4 << 20, range: range)
+                let result = try await fetcher.get(
+                    timeline?.relocated(url, to: location) ?? url, policy: policy, maxBytes: 4 << 20, range: range)
                 noteHead(result)  // the server's first answer time
                 return result.body
             } catch {
                 if error.code == .cancelled { return nil }
                 onError(error)
-                if locations.withLock({ $0.failed(location, now: Monotonic.now()) }) { continue }  // another location at once
+                // another location at once
+                if locations.withLock({ $0.failed(location, now: Monotonic.now()) }) { continue }
             }
             try? await Task.sleep(for: .milliseconds(Int(delay * 1000)))
             delay = min(delay * 2, 8)
@@ -170,7 +180,8 @@ public struct SegmentLoader: Sendable {
         let result = try await fetcher.get(url, policy: .key, maxBytes: 1024)
         let bytes = Array(result.body.readableBytesView)
         guard bytes.count == 16 else {
-            throw FetchError(.tooLarge, url: url.absoluteString, message: "an AES-128 key is 16 bytes, this one \(bytes.count)")
+            throw FetchError(
+                .tooLarge, url: url.absoluteString, message: "an AES-128 key is 16 bytes, this one \(bytes.count)")
         }
         keys.withLock { k in
             if k.count >= Self.keyCacheLimit { k.removeAll() }
@@ -182,7 +193,9 @@ public struct SegmentLoader: Sendable {
     // MARK: media segments
 
     /// Loads `request` into `sink`, trying again as ``SegmentFetchPolicy`` says.
-    public func load(_ request: SegmentRequest, into sink: inout some SegmentDeliverySink, context: SegmentLoadContext) async -> SegmentLoadOutcome {
+    public func load(_ request: SegmentRequest, into sink: inout some SegmentDeliverySink, context: SegmentLoadContext)
+        async -> SegmentLoadOutcome
+    {
         var attempt = 0
         // A damaged body is fetched again once, whichever try brought it (a 503, then a body
         // cut short: both the edge's); a stuck try is given up once (then the link is slow).
@@ -205,9 +218,15 @@ public struct SegmentLoader: Sendable {
             do {
                 do {
                     let result = try await fetcher.stream(
-                        url, timeout: .milliseconds(Int(SegmentFetchPolicy.downloadDeadline(duration: duration) * 1000)),
-                        firstByte: .milliseconds(Int(SegmentFetchPolicy.firstByteDeadline(buffer: ahead, usualHead: usualHead, attempt: attempt) * 1000)),
-                        idle: .milliseconds(Int(SegmentFetchPolicy.idle(duration: duration, paced: request.paced) * 1000)), range: request.range
+                        url,
+                        timeout: .milliseconds(Int(SegmentFetchPolicy.downloadDeadline(duration: duration) * 1000)),
+                        firstByte: .milliseconds(
+                            Int(
+                                SegmentFetchPolicy.firstByteDeadline(
+                                    buffer: ahead, usualHead: usualHead, attempt: attempt) * 1000)),
+                        idle: .milliseconds(
+                            Int(SegmentFetchPolicy.idle(duration: duration, paced: request.paced) * 1000)),
+                        range: request.range
                     ) { (chunk) throws(FetchError) in
                         if state.received == 0 { context.firstByte() }
                         let streamed = state.take(chunk, at: Monotonic.now())
@@ -223,10 +242,12 @@ public struct SegmentLoader: Sendable {
                             // not a wait for the download's deadline with memory growing.
                             try Self.failed(url, "the body passed \(state.largest) bytes without ending: not a segment")
                         }
-                        verdict = judge(&state, request, bufferAtStart: bufferAtStart, judgesPace: judgesPace, context: context)
+                        verdict = judge(
+                            &state, request, bufferAtStart: bufferAtStart, judgesPace: judgesPace, context: context)
                         try Self.giveUp(verdict, state: state, url: url)
                     } onTick: { () throws(FetchError) in
-                        verdict = judge(&state, request, bufferAtStart: bufferAtStart, judgesPace: judgesPace, context: context)
+                        verdict = judge(
+                            &state, request, bufferAtStart: bufferAtStart, judgesPace: judgesPace, context: context)
                         try Self.giveUp(verdict, state: state, url: url)
                     }
                     noteHead(result)
@@ -235,15 +256,22 @@ public struct SegmentLoader: Sendable {
                     if state.received == 0 { try Self.failed(url, "an empty body") }
                     if let rest = state.rest() { try sink.deliver(rest) }
                 } catch let error where verdict == .wholeThenJunk && error.code == .cancelled {
-                    logger.info("segment whole, then junk: kept", metadata: ["url": "\(Redact.url(url))", "bytes": "\(state.wholeBeforeJunk ?? 0)"])
+                    logger.info(
+                        "segment whole, then junk: kept",
+                        metadata: ["url": "\(Redact.url(url))", "bytes": "\(state.wholeBeforeJunk ?? 0)"])
                 }
                 if let pending = state.keptBody() {
                     // Cut short or garbage: fetched again once (an edge's fault passes); the
                     // second time the receiver gets it (the core reports it and skips it).
-                    if !refetchedDamage, let problem = SegmentShape.problem(pending.readableBytesView, transportStream: request.transportStream) {
+                    if !refetchedDamage,
+                        let problem = SegmentShape.problem(
+                            pending.readableBytesView, transportStream: request.transportStream)
+                    {
                         refetchedDamage = true
                         countFailure()
-                        logger.info("segment damaged: fetched again", metadata: ["url": "\(Redact.url(url))", "problem": "\(problem)"])
+                        logger.info(
+                            "segment damaged: fetched again",
+                            metadata: ["url": "\(Redact.url(url))", "problem": "\(problem)"])
                         continue
                     }
                     try sink.deliver(pending)
@@ -253,7 +281,12 @@ public struct SegmentLoader: Sendable {
                 if verdict == .abandon {
                     // What came so far is the link's speed now.
                     let elapsed = Monotonic.now() - state.began
-                    logger.info("download abandoned", metadata: ["url": "\(Redact.url(url))", "bytes": "\(state.received)", "seconds": "\(String(format: "%.2f", elapsed))"])
+                    logger.info(
+                        "download abandoned",
+                        metadata: [
+                            "url": "\(Redact.url(url))", "bytes": "\(state.received)",
+                            "seconds": "\(String(format: "%.2f", elapsed))",
+                        ])
                     return .abandoned(bytes: state.received, seconds: elapsed)
                 }
                 if error.code == .cancelled { return .cancelled }
@@ -267,18 +300,26 @@ public struct SegmentLoader: Sendable {
                 if locations.withLock({ $0.failed(location, now: Monotonic.now()) }), !late,
                     attempt < SegmentFetchPolicy.attempts + locations.withLock({ $0.count })
                 {
-                    logger.warning("segment fetched from another location", metadata: ["url": "\(Redact.url(url))", "error": "\(error)"])
+                    logger.warning(
+                        "segment fetched from another location",
+                        metadata: ["url": "\(Redact.url(url))", "error": "\(error)"])
                     continue
                 }
-                switch SegmentFetchPolicy.next(after: error, attempt: attempt, live: request.live, late: late, slow: verdict == .stuck) {
+                switch SegmentFetchPolicy.next(
+                    after: error, attempt: attempt, live: request.live, late: late, slow: verdict == .stuck)
+                {
                 case .skip:
                     logger.warning("segment skipped", metadata: ["url": "\(Redact.url(url))", "error": "\(error)"])
                     // The last try brought bytes that are no segment (the packager's, every
                     // time): the media is bad, not the network, and is reported so.
-                    if let notASegment { return .unusable("segment \(Redact.url(url)) is not a media segment: \(notASegment)") }
+                    if let notASegment {
+                        return .unusable("segment \(Redact.url(url)) is not a media segment: \(notASegment)")
+                    }
                     return .skipped(error, partial: false)
                 case .retry(let after):
-                    logger.info("segment fetched again", metadata: ["url": "\(Redact.url(url))", "attempt": "\(attempt + 1)", "error": "\(error)"])
+                    logger.info(
+                        "segment fetched again",
+                        metadata: ["url": "\(Redact.url(url))", "attempt": "\(attempt + 1)", "error": "\(error)"])
                     if after > 0 { try? await Task.sleep(for: .milliseconds(Int(after * 1000))) }
                 }
             }
@@ -290,7 +331,8 @@ public struct SegmentLoader: Sendable {
     /// `decrypt(body, key)`: the clear bytes and the download's size and time. A key that
     /// cannot be fetched, or a body that does not decrypt, skips the segment.
     public func loadEncrypted(
-        _ request: SegmentRequest, key: SegmentKey, context: SegmentLoadContext, decrypt: ([UInt8], [UInt8]) throws -> [UInt8]
+        _ request: SegmentRequest, key: SegmentKey, context: SegmentLoadContext,
+        decrypt: ([UInt8], [UInt8]) throws -> [UInt8]
     ) async -> (outcome: SegmentLoadOutcome, clear: ByteBuffer?) {
         let url = request.url
         var attempt = 0
@@ -299,9 +341,11 @@ public struct SegmentLoader: Sendable {
             guard await context.prepare() else { return (.cancelled, nil) }
             let began = Monotonic.now()
             do {
-                let deadline = SegmentFetchPolicy.firstByteDeadline(buffer: context.buffer().ahead, usualHead: usualHead, attempt: attempt)
+                let deadline = SegmentFetchPolicy.firstByteDeadline(
+                    buffer: context.buffer().ahead, usualHead: usualHead, attempt: attempt)
                 let result = try await fetcher.get(
-                    url, timeout: .milliseconds(Int(SegmentFetchPolicy.downloadDeadline(duration: request.duration) * 1000)),
+                    url,
+                    timeout: .milliseconds(Int(SegmentFetchPolicy.downloadDeadline(duration: request.duration) * 1000)),
                     firstByte: .milliseconds(Int(deadline * 1000)), range: request.range)
                 noteHead(result)
                 let seconds = Monotonic.now() - began
@@ -310,12 +354,18 @@ public struct SegmentLoader: Sendable {
                     let clear = try decrypt(Array(result.body.readableBytesView), keyBytes)
                     return (.delivered(bytes: result.body.readableBytes, seconds: seconds), ByteBuffer(bytes: clear))
                 } catch {
-                    return (.unusable("segment \(Redact.url(url)) does not decrypt with the key at \(Redact.url(key.url)): \(error)"), nil)
+                    return (
+                        .unusable(
+                            "segment \(Redact.url(url)) does not decrypt with the key at \(Redact.url(key.url)): \(error)"
+                        ), nil
+                    )
                 }
             } catch {
                 if error.code == .cancelled { return (.cancelled, nil) }
                 countFailure()
-                switch SegmentFetchPolicy.nextEncrypted(after: error, attempt: attempt, late: request.live && context.isLate()) {
+                switch SegmentFetchPolicy.nextEncrypted(
+                    after: error, attempt: attempt, late: request.live && context.isLate())
+                {
                 case .skip:
                     logger.warning("segment skipped", metadata: ["url": "\(Redact.url(url))", "error": "\(error)"])
                     return (.skipped(error, partial: false), nil)
@@ -330,11 +380,15 @@ public struct SegmentLoader: Sendable {
     /// Judges a try kept until whole (``SegmentAttempt/verdict(now:expected:bufferAtStart:duration:judgesPace:shouldAbandon:)``)
     /// with ABR's abandonment rule, when there is one.
     private func judge(
-        _ state: inout SegmentAttempt, _ request: SegmentRequest, bufferAtStart: Double, judgesPace: Bool, context: SegmentLoadContext
+        _ state: inout SegmentAttempt, _ request: SegmentRequest, bufferAtStart: Double, judgesPace: Bool,
+        context: SegmentLoadContext
     ) -> SegmentAttempt.Verdict? {
         state.verdict(
-            now: Monotonic.now(), expected: request.expectedBytes, bufferAtStart: bufferAtStart, duration: request.duration, judgesPace: judgesPace,
-            shouldAbandon: { bytes, total, elapsed, buffer in context.shouldAbandon?(bytes, total, elapsed, buffer) ?? false })
+            now: Monotonic.now(), expected: request.expectedBytes, bufferAtStart: bufferAtStart,
+            duration: request.duration, judgesPace: judgesPace,
+            shouldAbandon: { bytes, total, elapsed, buffer in
+                context.shouldAbandon?(bytes, total, elapsed, buffer) ?? false
+            })
     }
 
     /// Fails the try with a network error: the policy tries again (or another location).
@@ -347,11 +401,14 @@ public struct SegmentLoader: Sendable {
         switch verdict {
         case nil: return
         case .wholeThenJunk: throw FetchError(.cancelled, url: url.absoluteString, message: "whole segment, then junk")
-        case .abandon: throw FetchError(.cancelled, url: url.absoluteString, message: "abandoned: too slow for the buffer")
+        case .abandon:
+            throw FetchError(.cancelled, url: url.absoluteString, message: "abandoned: too slow for the buffer")
         case .stuck:
             throw FetchError(
                 .timeout, url: url.absoluteString,
-                message: "\(state.received) bytes in \(String(format: "%.1f", Monotonic.now() - state.began)) s: too slow for the buffer")
+                message:
+                    "\(state.received) bytes in \(String(format: "%.1f", Monotonic.now() - state.began)) s: too slow for the buffer"
+            )
         }
     }
 }

@@ -5,9 +5,12 @@
 public enum FragmentTime {
     /// Seconds of the first `tfdt` in `segment` on the timeline of `initSegment`'s first track;
     /// nil when either box is missing.
-    public static func firstDecodeTime(segment: some Collection<UInt8>, initSegment: some Collection<UInt8>) -> Double? {
-        let s = Array(segment), i = Array(initSegment)
-        guard let mdhd = path(["moov", "trak", "mdia", "mdhd"], in: i, i.indices), let tfdt = path(["moof", "traf", "tfdt"], in: s, s.indices)
+    public static func firstDecodeTime(segment: some Collection<UInt8>, initSegment: some Collection<UInt8>) -> Double?
+    {
+        let s = Array(segment)
+        let i = Array(initSegment)
+        guard let mdhd = path(["moov", "trak", "mdia", "mdhd"], in: i, i.indices),
+            let tfdt = path(["moof", "traf", "tfdt"], in: s, s.indices)
         else { return nil }
         let mdhdV1 = i[mdhd.lowerBound] == 1
         let scaleAt = mdhd.lowerBound + 4 + (mdhdV1 ? 16 : 8)
@@ -18,7 +21,9 @@ public enum FragmentTime {
         return Double(read(s, tfdt.lowerBound + 4, tfdtV1 ? 8 : 4)) / Double(timescale)
     }
 
-    private static func path(_ types: [String], in b: [UInt8], _ range: Range<Int>) -> Range<Int>? { ISOBox.path(types, in: b, range) }
+    private static func path(_ types: [String], in b: [UInt8], _ range: Range<Int>) -> Range<Int>? {
+        ISOBox.path(types, in: b, range)
+    }
 
     private static func read(_ b: [UInt8], _ at: Int, _ count: Int) -> UInt64 { ISOBox.number(b, at, count) }
 }

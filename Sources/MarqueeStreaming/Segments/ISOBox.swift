@@ -21,7 +21,8 @@ public struct ISOBox: Sendable, Hashable {
         guard end - at >= 8 else { return .failure(.headerCut) }
         // The size stays UInt64 until checked against the bytes there are: a largesize may be
         // anything up to 2^64 − 1.
-        var size = number(b, at, 4), header = 8
+        var size = number(b, at, 4)
+        var header = 8
         if size == 1 {
             guard end - at >= 16 else { return .failure(.headerCut) }
             size = number(b, at + 8, 8)

@@ -18,9 +18,12 @@ public enum SegmentShape {
             switch ISOBox.read(b, at: at, end: b.count) {
             case .failure(.headerCut): return "cut short inside a box header at byte \(at)"
             case .failure(.implausibleSize(let size)): return "implausible box size \(size) at byte \(at)"
-            case .failure(.cutShort(let size, let left)): return "cut short: a box of \(size) bytes at byte \(at), \(left) left"
+            case .failure(.cutShort(let size, let left)):
+                return "cut short: a box of \(size) bytes at byte \(at), \(left) left"
             case .success(let box):
-                guard box.type.allSatisfy({ (0x20...0x7e).contains($0) }) else { return "not an ISO BMFF segment (box type at byte \(at))" }
+                guard box.type.allSatisfy({ (0x20...0x7e).contains($0) }) else {
+                    return "not an ISO BMFF segment (box type at byte \(at))"
+                }
                 at = box.end
             }
         }
@@ -89,7 +92,9 @@ public struct SegmentEnd: Sendable {
                 continue
             }
             var size = header[0..<4].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-            guard header[4..<8].allSatisfy({ (0x20...0x7e).contains($0) }), size == 0 || size == 1 || size >= 8 else { return found(at) }
+            guard header[4..<8].allSatisfy({ (0x20...0x7e).contains($0) }), size == 0 || size == 1 || size >= 8 else {
+                return found(at)
+            }
             if size == 1 {
                 size = header[8..<16].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
                 guard size >= 16 else { return found(at) }

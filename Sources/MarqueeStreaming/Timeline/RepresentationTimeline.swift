@@ -57,7 +57,8 @@ public struct RepresentationTimeline: Sendable {
     private let entries: [(number: UInt64, time: UInt64, duration: UInt64)]
 
     public init(
-        mpd: MPD, period periodIndex: Int, adaptationSet: AdaptationSet, representation: Representation, manifestURL: URL,
+        mpd: MPD, period periodIndex: Int, adaptationSet: AdaptationSet, representation: Representation,
+        manifestURL: URL,
         liveEdge: Double? = nil
     ) throws(ManifestError) {
         guard mpd.periods.indices.contains(periodIndex) else {
@@ -66,23 +67,29 @@ public struct RepresentationTimeline: Sendable {
         let period = mpd.periods[periodIndex]
         guard let template = representation.segmentTemplate, template.media != nil else {
             throw ManifestError(
-                .noPlayableContent, "representation \(representation.id) has no SegmentTemplate@media (SegmentBase/SegmentList are not supported)")
+                .noPlayableContent,
+                "representation \(representation.id) has no SegmentTemplate@media (SegmentBase/SegmentList are not supported)"
+            )
         }
         guard template.duration != nil || template.timeline != nil else {
-            throw ManifestError(.invalidValue, "representation \(representation.id): SegmentTemplate has neither @duration nor SegmentTimeline")
+            throw ManifestError(
+                .invalidValue,
+                "representation \(representation.id): SegmentTemplate has neither @duration nor SegmentTimeline")
         }
         self.representation = representation
         self.template = template
         let periodStart = Self.periodStart(mpd: mpd, index: periodIndex)
         self.periodStart = periodStart
-        self.periodDuration = period.duration
+        self.periodDuration =
+            period.duration
             ?? (periodIndex + 1 < mpd.periods.count ? mpd.periods[periodIndex + 1].start.map { $0 - periodStart } : nil)
             ?? mpd.mediaPresentationDuration.map { $0 - periodStart }
         self.availabilityStartTime = mpd.availabilityStartTime
         self.isLive = mpd.isLive
         self.timeShiftBufferDepth = mpd.timeShiftBufferDepth
         var bases = [mpd.documentURL ?? manifestURL]
-        for layer in [mpd.baseURLs, period.baseURLs, adaptationSet.baseURLs, representation.baseURLs] where !layer.isEmpty {
+        for layer in [mpd.baseURLs, period.baseURLs, adaptationSet.baseURLs, representation.baseURLs]
+        where !layer.isEmpty {
             let next = bases.flatMap { base in layer.compactMap { URL(string: $0, relativeTo: base)?.absoluteURL } }
             if !next.isEmpty { bases = Array(next.prefix(Self.maxLocations)) }
         }
@@ -186,7 +193,8 @@ public struct RepresentationTimeline: Sendable {
         if usesTimeline {
             guard !entries.isEmpty else { return nil }
             let ticks = (presentationTime - periodStart) * ts + Double(template.presentationTimeOffset)
-            var lo = 0, hi = entries.count - 1
+            var lo = 0
+            var hi = entries.count - 1
             if ticks < Double(entries[0].time) { return reference(entries[0]) }
             while lo < hi {  // last entry with time <= ticks
                 let mid = (lo + hi + 1) / 2
@@ -209,7 +217,9 @@ public struct RepresentationTimeline: Sendable {
         if usesTimeline {
             guard let first = entries.first, number >= first.number else { return nil }
             let offset = number - first.number
-            if offset < UInt64(entries.count), entries[Int(offset)].number == number { return reference(entries[Int(offset)]) }
+            if offset < UInt64(entries.count), entries[Int(offset)].number == number {
+                return reference(entries[Int(offset)])
+            }
             return entries.first { $0.number == number }.map(reference)
         }
         let d = template.duration ?? 1
@@ -251,7 +261,8 @@ public struct RepresentationTimeline: Sendable {
     /// When `segment` can first be fetched, on the server's clock (live only; on demand: always).
     public func availabilityStart(of segment: SegmentReference) -> Date? {
         guard isLive, let ast = availabilityStartTime else { return nil }
-        let ato = template.availabilityTimeOffset.isFinite ? template.availabilityTimeOffset : segment.end - segment.start
+        let ato =
+            template.availabilityTimeOffset.isFinite ? template.availabilityTimeOffset : segment.end - segment.start
         return ast.addingTimeInterval(segment.end - ato)
     }
 
@@ -268,7 +279,9 @@ public struct RepresentationTimeline: Sendable {
     }
 
     private func previousSegment(_ segment: SegmentReference) -> SegmentReference? {
-        if usesTimeline { return self.segment(containing: segment.start - 1e-9).flatMap { $0.start < segment.start ? $0 : nil } }
+        if usesTimeline {
+            return self.segment(containing: segment.start - 1e-9).flatMap { $0.start < segment.start ? $0 : nil }
+        }
         return segment.number > template.startNumber ? self.segment(number: segment.number - 1) : nil
     }
 
@@ -284,18 +297,22 @@ public struct RepresentationTimeline: Sendable {
         }
         return SegmentReference(
             number: e.number, time: e.time, duration: e.duration, timescale: template.timescale, start: start, url: url,
-            range: template.segmentRanges?[e.number], key: template.segmentKeys?[e.number], discontinuity: template.discontinuities?.contains(e.number) ?? false)
+            range: template.segmentRanges?[e.number], key: template.segmentKeys?[e.number],
+            discontinuity: template.discontinuities?.contains(e.number) ?? false)
     }
 
     func expand(_ pattern: String, number: UInt64?, time: UInt64?) -> String {
         SegmentTemplateExpander.expand(
-            pattern, representationID: representation.id, bandwidth: representation.bandwidth, number: number, time: time)
+            pattern, representationID: representation.id, bandwidth: representation.bandwidth, number: number,
+            time: time)
     }
 }
 
 /// `$Identifier$` / `$Identifier%0Nd$` substitution of ISO/IEC 23009-1 §5.3.9.4.4.
 public enum SegmentTemplateExpander {
-    public static func expand(_ pattern: String, representationID: String, bandwidth: Int, number: UInt64?, time: UInt64?) -> String {
+    public static func expand(
+        _ pattern: String, representationID: String, bandwidth: Int, number: UInt64?, time: UInt64?
+    ) -> String {
         var out = ""
         var rest = Substring(pattern)
         while let open = rest.firstIndex(of: "$") {
@@ -316,13 +333,20 @@ public enum SegmentTemplateExpander {
             let format = parts.count > 1 ? String(parts[1]) : nil
             let value: UInt64?
             switch name {
-            case "RepresentationID": out += representationID; continue
+            case "RepresentationID":
+                out += representationID
+                continue
             case "Number": value = number
             case "Time": value = time
             case "Bandwidth": value = UInt64(max(0, bandwidth))
-            default: out += "$\(token)$"; continue
+            default:
+                out += "$\(token)$"
+                continue
             }
-            guard let value else { out += "$\(token)$"; continue }
+            guard let value else {
+                out += "$\(token)$"
+                continue
+            }
             out += formatted(value, format)
         }
         out += rest

@@ -26,13 +26,19 @@ var video = VideoOutput.headless
 while let argument = arguments.popFirst() {
     switch argument {
     case "--seconds":
-        guard let text = arguments.popFirst(), let value = Double(text), value > 0 else { fail("--seconds needs a number > 0") }
+        guard let text = arguments.popFirst(), let value = Double(text), value > 0 else {
+            fail("--seconds needs a number > 0")
+        }
         seconds = value
     case "--audio":
-        guard let spec = arguments.popFirst(), let output = AudioOutput(spec: spec) else { fail("--audio needs alsa[:<pcm>], wav:<path> or null") }
+        guard let spec = arguments.popFirst(), let output = AudioOutput(spec: spec) else {
+            fail("--audio needs alsa[:<pcm>], wav:<path> or null")
+        }
         audio = output
     case "--video":
-        guard let spec = arguments.popFirst(), let output = VideoOutput(spec: spec) else { fail("--video needs drm[:<card>[,<connector>]], frames:<dir> or headless") }
+        guard let spec = arguments.popFirst(), let output = VideoOutput(spec: spec) else {
+            fail("--video needs drm[:<card>[,<connector>]], frames:<dir> or headless")
+        }
         video = output
     default:
         guard url == nil, let parsed = URL(string: argument), parsed.scheme != nil else {
