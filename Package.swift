@@ -60,6 +60,8 @@ let package = Package(
             publicHeadersPath: "include",
             cSettings: [
                 .define("_GNU_SOURCE"),
+                // private headers by their folder: #include "video/frame_queue.h"
+                .headerSearchPath("src"),
                 .unsafeFlags(["-std=c11", "-Wall", "-Wextra", "-O2"]),
             ],
             linkerSettings: [

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "mixer.h"
+#include "mixing/mixer.h"
 
 #define SR 48000
 #define CH 2

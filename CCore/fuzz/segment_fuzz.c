@@ -44,12 +44,12 @@
 #include <libavformat/avio.h>
 #include <libavutil/frame.h>
 
-#include "frame_queue.h"
+#include "audio/pcm_ring.h"
+#include "core/player_internal.h"
+#include "input/segment_io.h"
 #include "mq_err.h"
 #include "mq_player.h"
-#include "pcm_ring.h"
-#include "player_internal.h"
-#include "segment_io.h"
+#include "video/frame_queue.h"
 
 #define MQ_FUZZ_SEPARATOR "MQ-SEGMENT"
 #define MQ_FUZZ_STALL_S 20.0

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clip.h"
+#include "mixing/clip.h"
 #include "mq_err.h"
 #include "test_util.h"
 

@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "CCore.h"
-#include "decoder_open.h"
-#include "demux.h"
+#include "input/decoder_open.h"
+#include "input/demux.h"
 #include "test_util.h"
 
 typedef struct stream {

@@ -11,7 +11,7 @@
 #include <libavutil/imgutils.h>
 #include <libavutil/md5.h>
 
-#include "demux.h"
+#include "input/demux.h"
 #include "mq_err.h"
 #include "mq_player.h"
 #include "test_util.h"

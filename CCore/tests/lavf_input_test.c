@@ -23,14 +23,14 @@
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
 
-#include "demux.h"
-#include "lavf_input.h"
-#include "log.h"
+#include "core/log.h"
+#include "input/demux.h"
+#include "input/lavf_input.h"
+#include "input/segment_io.h"
 #include "mq_err.h"
 #include "mq_player.h"
-#include "segment_io.h"
 #include "test_util.h"
-#include "video_render.h"
+#include "video/video_render.h"
 
 static char media[512], dir[512];
 

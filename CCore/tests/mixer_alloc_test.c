@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mixer.h"
+#include "mixing/mixer.h"
 #include "mq_err.h"
 
 #include "alloc_watch.h"

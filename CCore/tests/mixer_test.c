@@ -12,7 +12,7 @@
 
 #include <stdbool.h>
 
-#include "mixer.h"
+#include "mixing/mixer.h"
 #include "mq_err.h"
 #include "test_util.h"
 

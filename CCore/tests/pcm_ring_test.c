@@ -8,8 +8,8 @@
 #include <sched.h>
 #include <stdatomic.h>
 
+#include "audio/pcm_ring.h"
 #include "mq_err.h"
-#include "pcm_ring.h"
 #include "test_util.h"
 
 static void fill(mq_pcm_ring *r, mq_pcm_block *b, float v, int32_t frames, double pts)

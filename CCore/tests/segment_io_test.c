@@ -13,8 +13,8 @@
 #include <libavformat/avio.h>
 #include <libavutil/error.h>
 
+#include "input/segment_io.h"
 #include "mq_err.h"
-#include "segment_io.h"
 #include "test_util.h"
 
 static const uint8_t *media;

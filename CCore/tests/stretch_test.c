@@ -7,8 +7,8 @@
 
 #include <math.h>
 
+#include "audio/stretch.h"
 #include "mq_err.h"
-#include "stretch.h"
 #include "test_util.h"
 
 #define SR 48000

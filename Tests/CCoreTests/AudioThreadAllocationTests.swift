@@ -11,8 +11,9 @@ import Testing
         let dir = try Fixtures.tempDir()
         defer { try? FileManager.default.removeItem(at: dir) }
         let root = Fixtures.packageRoot
-        let sources = try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("CCore/src").path)
-            .filter { $0.hasSuffix(".c") }.map { "CCore/src/\($0)" }
+        // every .c of CCore/src's folders (core, input, audio, mixing, video)
+        let sources = try FileManager.default.subpathsOfDirectory(atPath: root.appendingPathComponent("CCore/src").path)
+            .filter { $0.hasSuffix(".c") }.sorted().map { "CCore/src/\($0)" }
         let flags = try await Fixtures.runAsync(
             "pkg-config",
             [

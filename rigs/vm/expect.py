@@ -7,7 +7,7 @@
 Expected pictures come from ffmpeg's own decode + libswscale scale (bicubic, straight to
 BGR0 as the player does), cropped / transposed / padded per fit mode: an independent
 computation of the fit rectangle, same scaler library. Overlays are rendered here from the
-glyph rows parsed out of CCore/src/video_overlay.c, with the geometry documented there.
+glyph rows parsed out of CCore/src/video/video_overlay.c, with the geometry documented there.
 """
 import os
 import re
@@ -118,7 +118,7 @@ def expected_fit(src, sw, sh, W, H, fit, rotation=0):
 # ---- overlays ----
 
 def load_font():
-    text = open(os.path.join(REPO, "CCore/src/video_overlay.c")).read()
+    text = open(os.path.join(REPO, "CCore/src/video/video_overlay.c")).read()
     font = {}
     for m in re.finditer(r"\{'(\\'|.)', \{((?:\"[.#]{5}\",? ?){7})\}\}", text):
         ch = m.group(1).replace("\\'", "'")

@@ -28,10 +28,10 @@
 #include <libavutil/frame.h>
 #include <libavutil/mem.h>
 
-#include "drm_setup.h"
 #include "mq_err.h"
 #include "mq_player.h"
-#include "video_render.h"
+#include "video/drm_setup.h"
+#include "video/video_render.h"
 
 static double cpu_now(void)
 {

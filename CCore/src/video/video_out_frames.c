@@ -1,0 +1,114 @@
+#include "video/video_out.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <libavutil/imgutils.h>
+#include <libavutil/md5.h>
+#include <libavutil/mem.h>
+
+#include "core/log.h"
+#include "mq_err.h"
+
+/// `frames:<dir>`: appends one row per presented picture to <dir>/frames.tsv:
+///   wall_time \t pts \t md5 \t width \t height \t item \t still
+/// wall_time: server-corrected Unix seconds; pts: the stream's own pts_time (no pts_offset);
+/// md5: of the planes packed without padding, as `ffmpeg -f framemd5` prints. Rows are
+/// flushed at once (tests read the file while playing). item: the label set when the picture was
+/// presented (mq_player_set_label: a playlist item's id), empty without one. still: 1 for a
+/// join's keyframe shown before its time (mq_player_config.hide_join_still), else 0.
+
+typedef struct frames_priv {
+    FILE *tsv;         // immutable after open
+    struct AVMD5 *md5; // immutable after open
+    uint8_t *buf;      // video thread only: packed picture, sized at configure
+    int buf_size;
+} frames_priv;
+
+static int frames_open(mq_video_out *vo, const char *arg)
+{
+    frames_priv *f = vo->priv;
+    if (!arg || !*arg)
+        return MQ_ERR_INVALID_ARGUMENT;
+    if (mkdir(arg, 0755) < 0 && errno != EEXIST) {
+        mq_log(MQ_LOG_ERROR, "frames: cannot create %s: %s", arg, strerror(errno));
+        return MQ_ERR_IO;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/frames.tsv", arg);
+    f->tsv = fopen(path, "w");
+    f->md5 = av_md5_alloc();
+    if (!f->tsv || !f->md5)
+        return f->tsv ? MQ_ERR_NO_MEMORY : MQ_ERR_IO;
+    fputs("wall_time\tpts\tmd5\twidth\theight\titem\tstill\n", f->tsv);
+    return fflush(f->tsv) == 0 ? MQ_OK : MQ_ERR_IO;
+}
+
+static int frames_configure(mq_video_out *vo, const mq_video_format *fmt, mq_video_format *accepted)
+{
+    frames_priv *f = vo->priv;
+    int size = av_image_get_buffer_size(fmt->pix_fmt, fmt->width, fmt->height, 1);
+    *accepted = *fmt;
+    if (size < 0) // a hardware format: read back at each picture, the buffer sized then
+        return MQ_OK;
+    if (size > f->buf_size) {
+        av_freep(&f->buf);
+        f->buf_size = 0;
+        f->buf = av_malloc((size_t)size);
+        if (!f->buf)
+            return MQ_ERR_NO_MEMORY;
+        f->buf_size = size;
+    }
+    return MQ_OK;
+}
+
+static int frames_present(mq_video_out *vo, const mq_vframe *v, double wall_time)
+{
+    frames_priv *f = vo->priv;
+    AVFrame *tmp;
+    const AVFrame *fr = mq_vo_in_memory(v->frame, &tmp); // a hardware decoder's: its planes read back
+    int size = fr ? av_image_get_buffer_size(fr->format, fr->width, fr->height, 1) : -1;
+    if (size > 0 && size > f->buf_size) { // (configure sized it for the decoder's format, not this one)
+        av_freep(&f->buf);
+        f->buf_size = 0;
+        if ((f->buf = av_malloc((size_t)size)))
+            f->buf_size = size;
+    }
+    if (fr && f->buf)
+        size = av_image_copy_to_buffer(f->buf, f->buf_size, (const uint8_t *const *)fr->data, fr->linesize, fr->format,
+                                       fr->width, fr->height, 1);
+    av_frame_free(&tmp);
+    if (!fr || !f->buf || size < 0)
+        return MQ_ERR_VIDEO_DEVICE;
+    uint8_t digest[16];
+    av_md5_init(f->md5);
+    av_md5_update(f->md5, f->buf, size);
+    av_md5_final(f->md5, digest);
+    char hex[33];
+    for (int i = 0; i < 16; i++)
+        snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+    fprintf(f->tsv, "%.6f\t%.6f\t%s\t%d\t%d\t%s\t%d\n", wall_time, v->media_pts, hex, v->frame->width, v->frame->height,
+            vo->label, v->still);
+    return fflush(f->tsv) == 0 ? MQ_OK : MQ_ERR_IO;
+}
+
+static void frames_close(mq_video_out *vo)
+{
+    frames_priv *f = vo->priv;
+    if (f->tsv)
+        fclose(f->tsv);
+    f->tsv = NULL;
+    av_freep(&f->md5);
+    av_freep(&f->buf);
+}
+
+const mq_video_out_driver mq_video_out_frames = {
+    .name = "frames",
+    .priv_size = sizeof(frames_priv),
+    .open = frames_open,
+    .configure = frames_configure,
+    .present = frames_present,
+    .close = frames_close,
+};
