@@ -102,7 +102,8 @@ public final class Player: Sendable {
 
     /// Makes `source` ready to play at monotonic time `startAt` (a playlist's next item, while
     /// the current one plays): its manifest and the server clock (live). The next
-    /// ``load(sources:)`` of it starts without loading them again. Throws what its manifest's load throws (the item would fail).
+    /// ``load(sources:)`` of it starts without loading them again. Throws what its manifest's load
+    /// throws (the item would fail).
     ///
     /// Once the outputs play, the source's session is made too and decodes ahead on staged core
     /// tracks (``PlaybackSession/startFeeding()``): its first picture and sound wait, decoded, for

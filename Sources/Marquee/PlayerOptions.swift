@@ -207,14 +207,15 @@ public struct PlayerOptions: Sendable {
     public var joinStill = true
     /// Every this many seconds while a stream plays (and as ``Player/play()`` begins, at the
     /// first picture, and as ``Player/stop()`` begins its teardown), the process gives back
-    /// what it holds but playing does not use (``MemoryUsage/trim()``: the heap's free pages, the code and read-only data that loading,
-    /// initialising and opening the stream touched), 1…3600; nil (the default): never. It acts
-    /// on the whole process, so it is the process owner's choice: the `marquee` command, a
-    /// player process of its own, sets 10. With it set, heap blocks of 128 KiB or more (segment
-    /// bodies, demuxer buffers) are also mapped on their own and given back as they are freed
-    /// (``MemoryUsage/mapLargeBlocks()``). (720p30 headless: resident 81 → 57–61 MiB. A page
-    /// used again comes back with a minor fault; a trim costs about 3 ms of CPU, most of it
-    /// those faults. Several players in one process trim at most once per interval.)
+    /// what it holds but playing does not use (``MemoryUsage/trim()``: the heap's free pages, the
+    /// code and read-only data that loading, initialising and opening the stream touched),
+    /// 1…3600; nil (the default): never. It acts on the whole process, so it is the process
+    /// owner's choice: the `marquee` command, a player process of its own, sets 10. With it set,
+    /// heap blocks of 128 KiB or more (segment bodies, demuxer buffers) are also mapped on their
+    /// own and given back as they are freed (``MemoryUsage/mapLargeBlocks()``). (720p30 headless:
+    /// resident 81 → 57–61 MiB. A page used again comes back with a minor fault; a trim costs
+    /// about 3 ms of CPU, most of it those faults. Several players in one process trim at most once
+    /// per interval.)
     public var memoryTrimInterval: Double?
 
     /// Play through a venue proxy in this process (nil: straight from the sources). The
@@ -292,7 +293,11 @@ public struct PlayerOptions: Sendable {
         }
         guard minRecoveryDelay > 0, minRecoveryDelay <= maxRecoveryDelay, maxRecoveryDelay <= 86_400 else {
             throw PlayerError(
-                .invalidOptions, "recovery delays \(minRecoveryDelay)…\(maxRecoveryDelay) s: need 0 < min ≤ max ≤ 86400"
+                .invalidOptions,
+                """
+                recovery delays \(minRecoveryDelay)…\(maxRecoveryDelay) s: \
+                need 0 < min ≤ max ≤ 86400
+                """
             )
         }
         guard mainSourceRetryInterval >= 0.5, mainSourceRetryInterval <= 86_400 else {
@@ -303,7 +308,9 @@ public struct PlayerOptions: Sendable {
             throw PlayerError(.invalidOptions, "rotation \(rotation) is not 0, 90, 180 or 270")
         }
         guard videoQueueFrames == 0 || (2...240).contains(videoQueueFrames) else {
-            throw PlayerError(.invalidOptions, "videoQueueFrames \(videoQueueFrames) is outside 2…240 (0: the default)")
+            throw PlayerError(
+                .invalidOptions, "videoQueueFrames \(videoQueueFrames) is outside 2…240 (0: the default)"
+            )
         }
         if let language = audioLanguage {
             guard (1...35).contains(language.count),

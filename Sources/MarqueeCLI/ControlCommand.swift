@@ -8,12 +8,14 @@ struct ControlCommand: ParsableCommand {
         commandName: "ctl",
         abstract: "Control a playing box through its control socket (marquee play --control PATH).",
         discussion: """
-            get PROPERTY | set PROPERTY VALUE | observe PROPERTY|events | pause | play | next | display-off | display-on |
+            get PROPERTY | set PROPERTY VALUE | observe PROPERTY|events | pause | play | next | \
+            display-off | display-on |
             screenshot FILE.png [MAX-WIDTH]
             Properties: state latency targetLatency buffer position rate volume muted framesPresented framesDropped
             width height timeOffset delay source displayOff fit qoe venue status. Set: volume muted targetLatency delay
             displayOff fit paused. VALUE is JSON (0.5, true, "cover") or a bare word. Prints each answer as a JSON line.
-            screenshot: the picture presented last, written to FILE.png here (scaled down to MAX-WIDTH pixels when wider).
+            screenshot: the picture presented last, written to FILE.png here (scaled down to \
+            MAX-WIDTH pixels when wider).
             """)
 
     @Option(

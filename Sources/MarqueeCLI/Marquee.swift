@@ -58,15 +58,19 @@ struct OutputOptions: ParsableArguments {
 
     @Flag(
         name: .long,
-        help:
-            "Show nothing until the first picture that is due (default: a live start shows its keyframe at once, as a still, while the decoder catches up to the live position)."
+        help: """
+            Show nothing until the first picture that is due (default: a live start shows its keyframe at once, as a \
+            still, while the decoder catches up to the live position).
+            """
     )
     var noJoinStill = false
 
     @Option(
         name: .long,
-        help:
-            "Board profile (see `marquee boards`): its ALSA PCM, display, rotation and decoders; explicit --audio/--video/--rotation win."
+        help: """
+            Board profile (see `marquee boards`): its ALSA PCM, display, rotation and decoders; explicit \
+            --audio/--video/--rotation win.
+            """
     )
     var board: String?
 
@@ -75,8 +79,10 @@ struct OutputOptions: ParsableArguments {
 
     @Option(
         name: .long,
-        help:
-            "Mute music: a file or URL (any format libavformat reads), looped while the broadcaster mutes; cached on disk."
+        help: """
+            Mute music: a file or URL (any format libavformat reads), looped while the broadcaster mutes; cached on \
+            disk.
+            """
     )
     var muteMusic: String?
 
@@ -87,15 +93,19 @@ struct OutputOptions: ParsableArguments {
 
     @Option(
         name: .long,
-        help:
-            "Live: play this many seconds later than the latency target (user delay; applied once that much has been collected, up to 300 s)."
+        help: """
+            Live: play this many seconds later than the latency target (user delay; applied once that much has been \
+            collected, up to 300 s).
+            """
     )
     var delay: Double?
 
     @Option(
         name: .long,
-        help:
-            "Audio language wanted (e.g. fr, en-GB, fra): that DASH adaptation set or HLS rendition over the stream's default."
+        help: """
+            Audio language wanted (e.g. fr, en-GB, fra): that DASH adaptation set or HLS rendition over the stream's \
+            default.
+            """
     )
     var audioLanguage: String?
 
@@ -104,8 +114,10 @@ struct OutputOptions: ParsableArguments {
 
     @Flag(
         name: .long,
-        help:
-            "Exit 1 when no source plays at start (default: keep trying under the recovery delays, as an unattended box must)."
+        help: """
+            Exit 1 when no source plays at start (default: keep trying under the recovery delays, as an unattended box \
+            must).
+            """
     )
     var failFast = false
 
@@ -114,15 +126,18 @@ struct OutputOptions: ParsableArguments {
 
     @Option(
         name: .long,
-        help:
-            "Write every player event to this file as one JSON line: {\"wall_time\": unix seconds, \"type\": …, fields}."
+        help: """
+            Write every player event to this file as one JSON line: {"wall_time": unix seconds, "type": …, fields}.
+            """
     )
     var events: String?
 
     @Option(
         name: .long,
-        help:
-            "Play through a venue proxy in this process, sharing segments with the venue's other boxes: never, onlyOnLAN or always."
+        help: """
+            Play through a venue proxy in this process, sharing segments with the venue's other boxes: never, \
+            onlyOnLAN or always.
+            """
     )
     var venue: String?
 
@@ -150,8 +165,10 @@ struct OutputOptions: ParsableArguments {
 
     @Option(
         name: .long,
-        help:
-            "With --venue: a file holding the venue's key (at least 16 bytes), which every box of the venue holds: peers prove it and vouch for their bytes with it (default: the venue-key credential)."
+        help: """
+            With --venue: a file holding the venue's key (at least 16 bytes), which every box of the venue holds: \
+            peers prove it and vouch for their bytes with it (default: the venue-key credential).
+            """
     )
     var venueKeyFile: String?
 
@@ -162,22 +179,28 @@ struct OutputOptions: ParsableArguments {
 
     @Option(
         name: .long,
-        help:
-            "With --metrics: a file holding TOKEN; scrapes must send \"Authorization: Bearer TOKEN\" (needed for an address other than loopback). Default: the systemd credential metrics-token, when there is one."
+        help: """
+            With --metrics: a file holding TOKEN; scrapes must send "Authorization: Bearer TOKEN" (needed for an \
+            address other than loopback). Default: the systemd credential metrics-token, when there is one.
+            """
     )
     var metricsTokenFile: String?
 
     @Option(
         name: .long,
-        help:
-            "Push the metrics as OTLP/HTTP (protobuf) to this collector URL, used as given (e.g. http://collector:4318/v1/metrics), through a queue on disk."
+        help: """
+            Push the metrics as OTLP/HTTP (protobuf) to this collector URL, used as given (e.g. \
+            http://collector:4318/v1/metrics), through a queue on disk.
+            """
     )
     var otlp: String?
 
     @Option(
         name: .long,
-        help:
-            "With --otlp: the queue's directory (default: $STATE_DIRECTORY/otlp under systemd, else $XDG_STATE_HOME/marquee/otlp or ~/.local/state/marquee/otlp)."
+        help: """
+            With --otlp: the queue's directory (default: $STATE_DIRECTORY/otlp under systemd, else \
+            $XDG_STATE_HOME/marquee/otlp or ~/.local/state/marquee/otlp).
+            """
     )
     var otlpQueue: String?
 
@@ -186,15 +209,19 @@ struct OutputOptions: ParsableArguments {
 
     @Option(
         name: .long,
-        help:
-            "With --otlp: a header sent with every export, \"Name: value\" (repeatable). Not for credentials (argv is readable by every user of the box): --otlp-headers-file."
+        help: """
+            With --otlp: a header sent with every export, "Name: value" (repeatable). Not for credentials (argv is \
+            readable by every user of the box): --otlp-headers-file.
+            """
     )
     var otlpHeader: [String] = []
 
     @Option(
         name: .long,
-        help:
-            "With --otlp: a file of headers sent with every export, one \"Name: value\" a line, e.g. the collector's Authorization (default: the otlp-headers credential)."
+        help: """
+            With --otlp: a file of headers sent with every export, one "Name: value" a line, e.g. the collector's \
+            Authorization (default: the otlp-headers credential).
+            """
     )
     var otlpHeadersFile: String?
 
@@ -210,8 +237,10 @@ struct OutputOptions: ParsableArguments {
 
     @Option(
         name: .long,
-        help:
-            "Every this many seconds while playing (and as it starts, and at the first picture) the player gives back what it holds but does not use (free heap, code and read-only data touched once), or off (default: 10)."
+        help: """
+            Every this many seconds while playing (and as it starts, and at the first picture) the player gives back \
+            what it holds but does not use (free heap, code and read-only data touched once), or off (default: 10).
+            """
     )
     var memoryTrim: String?
 
@@ -314,8 +343,12 @@ struct BoardsCommand: ParsableCommand {
         for name in names {
             do {
                 let board = try BoardProfile.load(named: name, searchPaths: paths)
+                let decoders = board.decode.decoders.joined(separator: ",")
                 say(
-                    "\(name)\t\(board.arch)\taudio \(board.audio.outputSpec)\tvideo \(board.video.outputSpec)\tdecoders \(board.decode.decoders.joined(separator: ",").isEmpty ? "software" : board.decode.decoders.joined(separator: ","))"
+                    """
+                    \(name)\t\(board.arch)\taudio \(board.audio.outputSpec)\tvideo \(board.video.outputSpec)\t\
+                    decoders \(decoders.isEmpty ? "software" : decoders)
+                    """
                 )
             } catch {
                 say("\(name)\tINVALID: \(error)")

@@ -15,15 +15,19 @@ struct PlayCommand: AsyncParsableCommand {
 
     @Option(
         name: .long,
-        help:
-            "Play a playlist: a JSON document (file or URL; a URL is refreshed every minute) of {\"items\": [{\"url\": …, \"id\": …, \"tags\": […], \"duration\": …}], \"repeat\": …}."
+        help: """
+            Play a playlist: a JSON document (file or URL; a URL is refreshed every minute) of {"items": [{"url": …, \
+            "id": …, "tags": […], "duration": …}], "repeat": …}.
+            """
     )
     var playlist: String?
 
     @Option(
         name: .long,
-        help:
-            "Play a schedule: a JSON document (file or URL; a URL is refreshed every minute; see `marquee schedule`), followed by the server's clock."
+        help: """
+            Play a schedule: a JSON document (file or URL; a URL is refreshed every minute; see `marquee schedule`), \
+            followed by the server's clock.
+            """
     )
     var schedule: String?
 
@@ -35,8 +39,10 @@ struct PlayCommand: AsyncParsableCommand {
 
     @Option(
         name: .long,
-        help:
-            "With --schedule: record each completed play in this journal (append-only, fsync'd JSON lines, hash-chained)."
+        help: """
+            With --schedule: record each completed play in this journal (append-only, fsync'd JSON lines, \
+            hash-chained).
+            """
     )
     var proofOfPlay: String?
 
@@ -47,15 +53,19 @@ struct PlayCommand: AsyncParsableCommand {
 
     @Option(
         name: .long,
-        help:
-            "With --proof-of-play-url: a file holding the bearer token the receiver expects (default: the proof-of-play-token credential)."
+        help: """
+            With --proof-of-play-url: a file holding the bearer token the receiver expects (default: the \
+            proof-of-play-token credential).
+            """
     )
     var proofOfPlayTokenFile: String?
 
     @Option(
         name: .long,
-        help:
-            "With --proof-of-play: a file holding the box's key; records are chained with HMAC-SHA256 under it (default: the proof-of-play-key credential; without one, SHA-256)."
+        help: """
+            With --proof-of-play: a file holding the box's key; records are chained with HMAC-SHA256 under it \
+            (default: the proof-of-play-key credential; without one, SHA-256).
+            """
     )
     var proofOfPlayKeyFile: String?
 
@@ -66,8 +76,10 @@ struct PlayCommand: AsyncParsableCommand {
 
     @Option(
         name: .long,
-        help:
-            "With --schedule: keep the images and files of the next 24 h in this directory (fetched ahead; played from there offline)."
+        help: """
+            With --schedule: keep the images and files of the next 24 h in this directory (fetched ahead; played from \
+            there offline).
+            """
     )
     var cache: String?
 
@@ -93,16 +105,18 @@ struct PlayCommand: AsyncParsableCommand {
 
     @Option(
         name: .long,
-        help:
-            "Config URL template for --stream-id; {streamId} is replaced (default: \(MarqueeSDK.defaultConfigURLTemplate))."
+        help: """
+            Config URL template for --stream-id; {streamId} is replaced (default: \
+            \(MarqueeSDK.defaultConfigURLTemplate)).
+            """
     )
     var configUrl: String = MarqueeSDK.defaultConfigURLTemplate
 
     @Option(
         name: .long,
         help: """
-            Documents fetched by URL (--stream-id's config, --playlist, --schedule) must be signed with this Ed25519 key (a file: base64 \
-            of 32 bytes, or PEM; default: $CREDENTIALS_DIRECTORY/trust-key when present).
+            Documents fetched by URL (--stream-id's config, --playlist, --schedule) must be signed with this \
+            Ed25519 key (a file: base64 of 32 bytes, or PEM; default: $CREDENTIALS_DIRECTORY/trust-key when present).
             """)
     var trustKey: String?
 
@@ -206,8 +220,11 @@ struct PlayCommand: AsyncParsableCommand {
                     if key == nil {
                         FileHandle.standardError.write(
                             Data(
-                                "marquee: proof of play: no box key (--proof-of-play-key-file or the proof-of-play-key credential): records are hashed, not keyed\n"
-                                    .utf8))
+                                """
+                                marquee: proof of play: no box key (--proof-of-play-key-file or the proof-of-play-key \
+                                credential): records are hashed, not keyed\n
+                                """
+                                .utf8))
                     }
                     journal = try ProofOfPlayJournal(
                         url: URL(fileURLWithPath: proofOfPlay), box: box ?? BoxIdentity.stable(), key: key)

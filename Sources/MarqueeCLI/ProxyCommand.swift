@@ -6,8 +6,10 @@ import MarqueeVenue
 struct ProxyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "proxy",
-        abstract:
-            "Run a venue proxy: any HTTP player (Marquee, ffmpeg, ...) plays /u/<scheme>/<host[:port]>/<path> of it instead of the upstream URL.",
+        abstract: """
+            Run a venue proxy: any HTTP player (Marquee, ffmpeg, ...) plays /u/<scheme>/<host[:port]>/<path> of it \
+            instead of the upstream URL.
+            """,
         discussion: """
             Manifests are rewritten to lead back through the proxy; segments are stored (bounded) and \
             concurrent requests for one are fetched once. Only the --upstream hosts are served (403 \
@@ -44,8 +46,10 @@ struct ProxyCommand: AsyncParsableCommand {
 
     @Option(
         name: .long,
-        help:
-            "A file holding the venue's key (at least 16 bytes), which every box of the venue holds: peers prove it and vouch for their bytes with it (default: the venue-key credential)."
+        help: """
+            A file holding the venue's key (at least 16 bytes), which every box of the venue holds: peers prove it and \
+            vouch for their bytes with it (default: the venue-key credential).
+            """
     )
     var venueKeyFile: String?
 

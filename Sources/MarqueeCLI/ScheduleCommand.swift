@@ -40,11 +40,17 @@ struct ScheduleCommand: ParsableCommand {
         time.timeZone = schedule.timeZone
         time.dateFormat = "HH:mm:ss"
         print(
-            "schedule \(file) in \(schedule.timeZone.identifier), \(day.string(from: from)) → \(day.string(from: to))")
+            """
+            schedule \(file) in \(schedule.timeZone.identifier), \(day.string(from: from)) → \(day.string(from: to))
+            """)
         if entries {
             for entry in schedule.timeline(from: from, to: to) {
                 print(
-                    "\(day.string(from: entry.start))  \(Self.length(entry.end.timeIntervalSince(entry.start)))  \(entry.source) (playlist \(entry.playlist))"
+                    """
+                    \(day.string(from: entry.start))  \
+                    \(Self.length(entry.end.timeIntervalSince(entry.start)))  \
+                    \(entry.source) (playlist \(entry.playlist))
+                    """
                 )
             }
             return
@@ -54,7 +60,10 @@ struct ScheduleCommand: ParsableCommand {
         for play in plays {
             if play.entry != last {
                 print(
-                    "\(day.string(from: play.entry.start))  \(play.entry.source) (playlist \(play.entry.playlist)) until \(day.string(from: play.entry.end))"
+                    """
+                    \(day.string(from: play.entry.start))  \(play.entry.source) (playlist \(play.entry.playlist)) \
+                    until \(day.string(from: play.entry.end))
+                    """
                 )
                 last = play.entry
             }

@@ -8,16 +8,18 @@ struct SignCommand: ParsableCommand {
         commandName: "sign",
         abstract: "Sign a config, playlist or schedule (writes DOC.sig), or make a signing key.",
         discussion: """
-            marquee sign --generate-key FILE   writes a new Ed25519 private key (mode 0600) and prints its public key, to pin \
-            with `marquee play --trust-key`.
+            marquee sign --generate-key FILE   writes a new Ed25519 private key (mode 0600) and prints its \
+            public key, to pin with `marquee play --trust-key`.
             marquee sign --key FILE --kind config|playlist|schedule --version N --expires 2026-12-31T00:00:00Z DOC
             The private key is read from a file, never from the command line.
             """)
 
     @Option(
         name: .long,
-        help:
-            "Write a new private key to this file (mode 0600; an existing file is not replaced) and print its public key."
+        help: """
+            Write a new private key to this file (mode 0600; an existing file is not replaced) and print its public \
+            key.
+            """
     )
     var generateKey: String?
 

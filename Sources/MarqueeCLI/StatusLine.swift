@@ -20,7 +20,10 @@ final class StatusLine: Sendable {
         var numbers = String(format: "buffer %.1f s  %.1f fps", s.buffer, s.framesPerSecond)
         if let av = s.avOffset { numbers += String(format: "  av %+.0f ms", av * 1000) }
         return
-            "\(s.state.rawValue)  latency \(latency)  \(numbers)\(size)  presented \(s.framesPresented)  dropped \(s.framesDropped)"
+            """
+            \(s.state.rawValue)  latency \(latency)  \(numbers)\(size)  presented \(s.framesPresented)  dropped \
+            \(s.framesDropped)
+            """
     }
 
     static func format(_ m: MemoryUsage) -> String {

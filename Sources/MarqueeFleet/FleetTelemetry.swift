@@ -26,8 +26,9 @@ import Synchronization
 /// played because stream audio ran dry), counters `marquee_audio_underruns_total` (times it ran
 /// dry) and `marquee_audio_xruns_total` (device xruns recovered), `marquee_audio_device_ok` (0
 /// after the audio device failed), `marquee_cpu_temperature_celsius` (where the board has
-/// a thermal zone), a counter `marquee_output_changes_total` (display hot-plug and mode changes); a histogram `marquee_latency_distance_seconds` (|latency − the app's target|); with a venue
-/// proxy `marquee_venue_bytes_total{from=cdn|peers}`, `marquee_venue_store_hits_total`,
+/// a thermal zone), a counter `marquee_output_changes_total` (display hot-plug and mode changes); a histogram
+/// `marquee_latency_distance_seconds` (|latency − the app's target|); with a venue proxy
+/// `marquee_venue_bytes_total{from=cdn|peers}`, `marquee_venue_store_hits_total`,
 /// `marquee_venue_bytes_served_to_peers_total`, `marquee_venue_peers_connected`,
 /// `marquee_venue_verification_failures_total`.
 public final class FleetTelemetry: Sendable {

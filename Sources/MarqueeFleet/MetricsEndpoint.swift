@@ -84,7 +84,10 @@ public enum MetricsEndpointError: Error, CustomStringConvertible {
     public var description: String {
         switch self {
         case .tokenNeeded(let host):
-            "metrics on \(host): an address other than loopback needs a token (--metrics-token-file, or the metrics-token credential)"
+            """
+            metrics on \(host): an address other than loopback needs a token (--metrics-token-file, or the \
+            metrics-token credential)
+            """
         }
     }
 }

@@ -57,7 +57,10 @@ public final class Origin: Sendable {
             }
             let asset = try AssetLoader(name: name, directory: directory).load()
             logger.debug(
-                "origin: asset \(name) loops \(asset.loopDuration) s, \(asset.adaptationSets.flatMap(\.representations).map { "\($0.id): \($0.segments.count) segments" })"
+                """
+                origin: asset \(name) loops \(asset.loopDuration) s, \
+                \(asset.adaptationSets.flatMap(\.representations).map { "\($0.id): \($0.segments.count) segments" })
+                """
             )
             assets[name] = asset
         }

@@ -378,8 +378,10 @@ final class PeerNetwork: Sendable {
             }
             ban(
                 peer,
-                why:
-                    "\(url.lastPathComponent): \(why) (known \(String(format: "%.3f", Monotonic.now() - started)) s after asking)"
+                why: """
+                    \(url.lastPathComponent): \(why) (known \(String(format: "%.3f", Monotonic.now() - started)) s \
+                    after asking)
+                    """
             )
             return .gone  // every box that asked it now asks the same next owner: the CDN once
         }
@@ -395,7 +397,10 @@ final class PeerNetwork: Sendable {
         transfer.receive(chunk: got.body)
         transfer.finish(.success(()))
         logger.debug(
-            "venue: \(url.lastPathComponent) from \(peer), \(got.body.readableBytes) bytes in \(String(format: "%.3f", Monotonic.now() - started)) s"
+            """
+            venue: \(url.lastPathComponent) from \(peer), \(got.body.readableBytes) bytes in \
+            \(String(format: "%.3f", Monotonic.now() - started)) s
+            """
         )
         return .delivered
     }
@@ -442,7 +447,10 @@ final class PeerNetwork: Sendable {
         var rest = answer.body
         body.writeBuffer(&rest)
         logger.info(
-            "venue: \(url.lastPathComponent): \(have) bytes from the peer, the other \(answer.body.readableBytes) from the CDN"
+            """
+            venue: \(url.lastPathComponent): \(have) bytes from the peer, the other \(answer.body.readableBytes) from \
+            the CDN
+            """
         )
         return (answer.headers, body, answer.body.readableBytes)
     }

@@ -112,11 +112,17 @@ public final class VenueProxy: Sendable {
         peers.start()
         if configuration.sharing != .never, configuration.venueKey == nil {
             logger.warning(
-                "venue: no venue key: peers are not authenticated, and their bytes are used only under the CDN's SHA-256 digest"
+                """
+                venue: no venue key: peers are not authenticated, and their bytes are used only under the CDN's \
+                SHA-256 digest
+                """
             )
         }
         logger.info(
-            "venue: proxy on http://\(configuration.host):\(port), upstreams \(configuration.upstreams), sharing \(configuration.sharing.rawValue)"
+            """
+            venue: proxy on http://\(configuration.host):\(port), upstreams \(configuration.upstreams), sharing \
+            \(configuration.sharing.rawValue)
+            """
         )
         return port
     }
@@ -433,7 +439,11 @@ public final class VenueProxy: Sendable {
             await runUpstream(url, method: .GET, headers: [], into: transfer)
             if !manifest {
                 logger.debug(
-                    "venue: \(url.lastPathComponent) from the CDN in \(String(format: "%.3f", Monotonic.now() - fromCDN)) s, \(String(format: "%.3f", fromCDN - began)) s after the request (\(asked) peers asked, deadline \(String(format: "%.2f", peerDeadline)) s)"
+                    """
+                    venue: \(url.lastPathComponent) from the CDN in \
+                    \(String(format: "%.3f", Monotonic.now() - fromCDN)) s, \(String(format: "%.3f", fromCDN - began)) \
+                    s after the request (\(asked) peers asked, deadline \(String(format: "%.2f", peerDeadline)) s)
+                    """
                 )
             }
             finishTransfer(transfer, url: url, key: key, manifest: manifest)

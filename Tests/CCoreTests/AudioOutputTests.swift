@@ -47,7 +47,10 @@ import Testing
         // Early by the device buffer (60 ms, the delay not accounted for) fails too.
         #expect(onset - due < 0.002 && due - onset < 0.030, "\(label): tone began \(onset) s in, due at \(due) s")
         print(
-            "\(label): \(String(format: "%.2f", freq)) Hz for \(String(format: "%.3f", length)) s, onset \(String(format: "%.4f", onset)) s (due \(String(format: "%.4f", due))), longest quiet run \(gap) samples"
+            """
+            \(label): \(String(format: "%.2f", freq)) Hz for \(String(format: "%.3f", length)) s, onset \
+            \(String(format: "%.4f", onset)) s (due \(String(format: "%.4f", due))), longest quiet run \(gap) samples
+            """
         )
     }
 

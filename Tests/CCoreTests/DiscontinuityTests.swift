@@ -80,7 +80,11 @@ import Testing
             second > 4 - 0.001 && second < (192_512 + 64) / 48_000 + 0.001,
             "the second stream's sound began \(second) s after the first's")
         print(
-            "discontinuity: \(rows.count) pictures in order, worst \(String(format: "%.1f", worst * 1000)) ms, longest gap \(String(format: "%.1f", longest * 1000)) ms; sound \(String(format: "%.3f", seconds)) s, the second at \(String(format: "%.4f", second)) s after a quiet run of \(quiet) samples"
+            """
+            discontinuity: \(rows.count) pictures in order, worst \(String(format: "%.1f", worst * 1000)) ms, longest \
+            gap \(String(format: "%.1f", longest * 1000)) ms; sound \(String(format: "%.3f", seconds)) s, the second \
+            at \(String(format: "%.4f", second)) s after a quiet run of \(quiet) samples
+            """
         )
     }
 }

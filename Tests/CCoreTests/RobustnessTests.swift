@@ -32,7 +32,10 @@ import Testing
         let e2 = try await player.waitFor(MQ_EVENT_ERROR, track: v, timeout: 3) { $0.text.contains("truncated") }
         #expect(
             e2 != nil,
-            "truncated: no such error event among \(player.events.filter { $0.type == Int32(MQ_EVENT_ERROR.rawValue) }.map(\.text))"
+            """
+            truncated: no such error event among \
+            \(player.events.filter { $0.type == Int32(MQ_EVENT_ERROR.rawValue) }.map(\.text))
+            """
         )
         #expect(player.status().state != Int32(MQ_STATE_ERROR.rawValue))
 
@@ -52,7 +55,10 @@ import Testing
         #expect(rows.count == 60)
         #expect(rows.map(\.md5) == ref)
         print(
-            "robustness: garbage → \(e1?.text ?? "-"); truncated → \(e2?.text ?? "-"); after reset \(rows.count) pictures bit-exact"
+            """
+            robustness: garbage → \(e1?.text ?? "-"); truncated → \(e2?.text ?? "-"); after reset \(rows.count) \
+            pictures bit-exact
+            """
         )
     }
 

@@ -62,7 +62,10 @@ import Testing
         let mine = try rgb(png, "format=rgb24")
         let reference = try rgb(
             stream,
-            "select=eq(n\\,\(rows.count - 1)),scale=in_color_matrix=bt601:in_range=tv:out_range=pc:flags=bicubic+accurate_rnd+full_chroma_int,format=rgb24"
+            """
+            select=eq(n\\,\(rows.count - 1)),\
+            scale=in_color_matrix=bt601:in_range=tv:out_range=pc:flags=bicubic+accurate_rnd+full_chroma_int,format=rgb24
+            """
         )
         #expect(mine.count == 640 * 360 * 3 && mine.count == reference.count)
         var sum = 0.0

@@ -59,7 +59,10 @@ import Testing
         // The picture due at the entry, then every one after it: ffmpeg's, in order.
         #expect(
             bRows.map(\.md5) == Array(bMD5[entry...]),
-            "\(bRows.count) pictures from the staged track; the first is ffmpeg's #\(bMD5.firstIndex(of: bRows[0].md5) ?? -1), want #\(entry)"
+            """
+            \(bRows.count) pictures from the staged track; the first is ffmpeg's \
+            #\(bMD5.firstIndex(of: bRows[0].md5) ?? -1), want #\(entry)
+            """
         )
         let shown = bRows[0].wall - offset - switched
         #expect(shown >= -0.001 && shown < interval, "the staged picture shown \(shown * 1000) ms after the switch")
@@ -69,8 +72,10 @@ import Testing
             "\(gap * 1000) ms between the last picture of the replaced track and the first of the staged one")
         print(
             String(
-                format:
-                    "staged: entered at picture #%d, shown %.1f ms after the switch, %.1f ms after the last replaced picture",
+                format: """
+                    staged: entered at picture #%d, shown %.1f ms after the switch, %.1f ms after the last replaced \
+                    picture
+                    """,
                 entry, shown * 1000, gap * 1000))
     }
 

@@ -101,7 +101,10 @@ import Testing
         let slope = (Double(f[n - 1].pts)! - Double(f[0].pts)!) / (f[n - 1].wall - f[0].wall)
         #expect(abs(slope - 1.03) < 0.005, "pictures advance \(slope) media s per s")
         print(
-            "rate 1.03: media seconds heard as \(steps.map { String(format: "%.4f", $0) }) s, pictures at \(String(format: "%.4f", slope))×"
+            """
+            rate 1.03: media seconds heard as \(steps.map { String(format: "%.4f", $0) }) s, pictures at \
+            \(String(format: "%.4f", slope))×
+            """
         )
     }
 
@@ -129,7 +132,10 @@ import Testing
         #expect(abs(second2 - 1 / 1.03) < 0.010, "media [2,3) lasted \(second2) s")
         #expect(abs(second4 - 1 / 0.97) < 0.010, "media [4,5) lasted \(second4) s")
         print(
-            "rate changes: media [2,3) heard in \(String(format: "%.4f", second2)) s, [4,5) in \(String(format: "%.4f", second4)) s"
+            """
+            rate changes: media [2,3) heard in \(String(format: "%.4f", second2)) s, [4,5) in \
+            \(String(format: "%.4f", second4)) s
+            """
         )
     }
 }

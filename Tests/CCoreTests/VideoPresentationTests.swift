@@ -111,7 +111,10 @@ import Testing
         let m0 = 3.0 - Double(k1 - k0) / wav.rate
         #expect(m0 > 1.97 && m0 < 2.15, "audio started at media \(m0)")
         print(
-            "late start: first picture pts \(first.pts) (due \(String(format: "%.3f", due))), audio onset at media \(String(format: "%.3f", m0))"
+            """
+            late start: first picture pts \(first.pts) (due \(String(format: "%.3f", due))), audio onset at media \
+            \(String(format: "%.3f", m0))
+            """
         )
     }
 

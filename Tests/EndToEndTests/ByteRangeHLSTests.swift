@@ -60,7 +60,10 @@ extension LivePlaybackTests {
         let unshown = counts.framesDecoded - counts.framesPresented - counts.framesDropped
         #expect(
             counts.framesDropped == 0 && unshown <= 10,
-            "\(name): \(counts.framesDecoded) decoded, \(counts.framesPresented) presented, \(counts.framesDropped) dropped"
+            """
+            \(name): \(counts.framesDecoded) decoded, \(counts.framesPresented) presented, \(counts.framesDropped) \
+            dropped
+            """
         )
 
         // Sound from its start to the end, without a silent 10 ms.
@@ -74,8 +77,10 @@ extension LivePlaybackTests {
         #expect(!run.events.contains(.stateChanged(.ended)), "a live stream never ends")
         print(
             String(
-                format:
-                    "ffmpeg byte-range HLS %@: A %.1f %% of the pictures due, longest gap %.0f ms, latency %.3f s (%.1f ms spread), %d decoded / %d presented / %d dropped; B %.1f %%, longest gap %.0f ms, latency %.3f s",
+                format: """
+                    ffmpeg byte-range HLS %@: A %.1f %% of the pictures due, longest gap %.0f ms, latency %.3f s (%.1f \
+                    ms spread), %d decoded / %d presented / %d dropped; B %.1f %%, longest gap %.0f ms, latency %.3f s
+                    """,
                 name, a.presented * 100, a.gap * 1000, Stats.median(a.latency),
                 (a.latency.max()! - a.latency.min()!) * 1000,
                 counts.framesDecoded, counts.framesPresented, counts.framesDropped, b.presented * 100, b.gap * 1000,

@@ -121,7 +121,10 @@ import Testing
             buffers.first == 0 && !later.isEmpty && later.allSatisfy { (100...3000).contains($0) },
             "bl over the run: \(buffers)")
         print(
-            "cmcd \(transmission.rawValue): \(requests.count) requests, bl \(buffers), e.g. \(keys(segments.last ?? [:]))"
+            """
+            cmcd \(transmission.rawValue): \(requests.count) requests, bl \(buffers), e.g. \
+            \(keys(segments.last ?? [:]))
+            """
         )
     }
 }
@@ -148,8 +151,11 @@ extension LivePlaybackTests {
             events { worker_connections 64; }
             http {
                 types { application/dash+xml mpd; video/mp4 m4s; }
-                client_body_temp_path \(dir.path)/body; proxy_temp_path \(dir.path)/proxy; fastcgi_temp_path \(dir.path)/fastcgi;
-                log_format cmcd escape=none '$msec\t$uri\t$status\t$arg_CMCD\t$http_cmcd_session\t$http_cmcd_object\t$http_cmcd_request\t$http_cmcd_status';
+                client_body_temp_path \(dir.path)/body; proxy_temp_path \(dir.path)/proxy; fastcgi_temp_path \
+            \(dir.path)/fastcgi;
+                log_format cmcd escape=none \
+            '$msec\t$uri\t$status\t$arg_CMCD\t$http_cmcd_session\t$http_cmcd_object\t$http_cmcd_request\t\
+            $http_cmcd_status';
                 access_log \(log.path) cmcd;
                 server { listen 127.0.0.1:\(port); root \(dash.path); }
             }
@@ -241,7 +247,10 @@ extension LivePlaybackTests {
         }
         #expect(segments >= 6, "\(segments) segment requests")
         print(
-            "cmcd nginx \(transmission.rawValue): \(lines.count) requests, \(segments) segments, e.g. \(lines.last.map(keys) ?? [:])"
+            """
+            cmcd nginx \(transmission.rawValue): \(lines.count) requests, \(segments) segments, e.g. \
+            \(lines.last.map(keys) ?? [:])
+            """
         )
     }
 }

@@ -40,7 +40,10 @@ import Testing
         func item(_ i: Int, _ seconds: Double) -> String {
             let sha = badHash && i == 1 ? String(repeating: "0", count: 64) : media[i].sha256
             return
-                #"{"id": "\#(media[i].name)", "url": "\#(base.appendingPathComponent(media[i].name).absoluteString)", "duration": \#(seconds), "sha256": "\#(sha)"}"#
+                #"""
+                {"id": "\#(media[i].name)", "url": "\#(base.appendingPathComponent(media[i].name).absoluteString)", \#
+                "duration": \#(seconds), "sha256": "\#(sha)"}
+                """#
         }
         let clock = DateFormatter()
         clock.timeZone = TimeZone(identifier: "UTC")
@@ -49,8 +52,11 @@ import Testing
             {"timeZone": "UTC", "default": "loop",
              "playlists": {"loop": {"repeat": "all", "items": [\(item(0, 1.5)), \(item(1, 1.5)), \(item(2, 1.5))]},
                            "slot": {"repeat": "all", "items": [\(item(3, 2))]},
-                           "ads": {"items": [{"id": "ad", "url": "\(base.appendingPathComponent("ad.mp4").absoluteString)", "sha256": "\(media[4].sha256)", "duration": 2}]}},
-             "slots": [{"id": "s", "playlist": "slot", "from": "\(clock.string(from: start.addingTimeInterval(600)))", "to": "\(clock.string(from: start.addingTimeInterval(720)))"}],
+                           "ads": {"items": [{"id": "ad", "url": \
+            "\(base.appendingPathComponent("ad.mp4").absoluteString)", \
+            "sha256": "\(media[4].sha256)", "duration": 2}]}},
+             "slots": [{"id": "s", "playlist": "slot", "from": "\(clock.string(from: start.addingTimeInterval(600)))", \
+            "to": "\(clock.string(from: start.addingTimeInterval(720)))"}],
              "interrupts": [{"id": "ads", "playlist": "ads", "secondsPerHour": 60}]}
             """
         return try Schedule(json: Data(json.utf8))
@@ -180,14 +186,20 @@ import Testing
             let now = Date()
             let slots =
                 slot
-                ? #", "slots": [{"id": "news", "playlist": "green", "from": "\#(clock.string(from: now.addingTimeInterval(-60)))", "to": "\#(clock.string(from: now.addingTimeInterval(120)))"}]"#
+                ? #"""
+                , "slots": [{"id": "news", "playlist": "green", "from": \#
+                "\#(clock.string(from: now.addingTimeInterval(-60)))", "to": \#
+                "\#(clock.string(from: now.addingTimeInterval(120)))"}]
+                """#
                 : ""
             return try Schedule(
                 json: Data(
                     """
                     {"timeZone": "UTC", "default": "red",
-                     "playlists": {"red": {"repeat": "all", "items": [{"id": "red", "url": "\(dir.appendingPathComponent("red.png").absoluteString)", "duration": 60}]},
-                                   "green": {"repeat": "all", "items": [{"id": "green", "url": "\(dir.appendingPathComponent("green.png").absoluteString)", "duration": 60}]}}\(slots)}
+                     "playlists": {"red": {"repeat": "all", "items": [{"id": "red", "url": \
+                    "\(dir.appendingPathComponent("red.png").absoluteString)", "duration": 60}]},
+                                   "green": {"repeat": "all", "items": [{"id": "green", "url": \
+                    "\(dir.appendingPathComponent("green.png").absoluteString)", "duration": 60}]}}\(slots)}
                     """.utf8))
         }
         let out = try Tools.tempDirectory("schedule-replace-out")
@@ -229,7 +241,8 @@ import Testing
         func write(_ slotPlaylist: String) throws {
             try Data(
                 """
-                {"default": "a", "playlists": {"a": {"items": [{"url": "a.png", "duration": 5}]}, "b": {"items": [{"url": "b.png", "duration": 5}]}},
+                {"default": "a", "playlists": {"a": {"items": [{"url": "a.png", "duration": 5}]}, "b": {"items": \
+                [{"url": "b.png", "duration": 5}]}},
                  "slots": [{"id": "s", "playlist": "\(slotPlaylist)", "from": "00:00", "to": "00:01"}]}
                 """.utf8
             ).write(to: file)

@@ -55,7 +55,10 @@ extension LivePlaybackTests {
         let reference = try await Tools.offPool { try ReferenceDecode.frames(of: source) }.map(\.md5)
         #expect(
             run.frames.map(\.md5) == reference,
-            "\(run.frames.count) pictures presented of \(reference.count); \(zip(run.frames, reference).filter { $0.md5 != $1 }.count) differ"
+            """
+            \(run.frames.count) pictures presented of \(reference.count); \
+            \(zip(run.frames, reference).filter { $0.md5 != $1 }.count) differ
+            """
         )
         #expect(run.events.contains(.ended))
         let pcm = try PCM.wav(run.dir.appendingPathComponent("out.wav"))

@@ -94,7 +94,8 @@ extension LivePlaybackTests {
             {"repeat": "all", "items": [
               {"id": "first", "url": "\(vod)", "duration": 2, "tags": ["Lobby"]},
               {"id": "hidden", "url": "\(vod)", "duration": 2, "tags": ["office"]},
-              {"id": "second", "url": "\(origin.manifestURL(asset: "generated").absoluteString)", "duration": 2, "tags": ["lobby", "live"]}
+              {"id": "second", "url": "\(origin.manifestURL(asset: "generated").absoluteString)", "duration": 2, \
+            "tags": ["lobby", "live"]}
             ]}
             """
         let file = dir.appendingPathComponent("playlist.json")
@@ -152,7 +153,8 @@ extension LivePlaybackTests {
         let out = try Tools.run(
             marquee.path, ["schedule", file.path, "--at", "2026-12-01T12:00:00Z", "--for", "1h", "--entries"])
         let lines = out.split(separator: "\n").map(String.init)
-        // Two 30-s chunks an hour, 1770 s apart, the first 885 s in (07:14:45, 07:44:45); New York is UTC−5 in December.
+        // Two 30-s chunks an hour, 1770 s apart, the first 885 s in (07:14:45, 07:44:45); New York
+        // is UTC−5 in December.
         #expect(lines.count == 6 && lines[0].contains("America/New_York"), "\(out)")
         #expect(
             lines[1].hasPrefix("2026-12-01 07:00:00") && lines[2].hasPrefix("2026-12-01 07:14:45")

@@ -33,7 +33,8 @@ import Testing
         let config = dir.appendingPathComponent("prometheus.yml")
         try """
         global: {scrape_interval: 1s, scrape_timeout: 900ms}
-        scrape_configs: [{job_name: box, authorization: {credentials: s3cret}, static_configs: [{targets: ["127.0.0.1:\(metricsPort)"]}]}]
+        scrape_configs: [{job_name: box, authorization: {credentials: s3cret}, static_configs: [{targets: \
+        ["127.0.0.1:\(metricsPort)"]}]}]
         """.write(to: config, atomically: true, encoding: .utf8)
         let server = try Tools.spawn(
             prometheus,
@@ -182,8 +183,10 @@ import Testing
             reference.firstIndex { $0.md5 == frames[shotRow].md5 }, "the picture's md5 is the asset's")
         @Sendable func rgb(_ input: URL, select: Int? = nil) throws -> [UInt8] {
             let out = dir.appendingPathComponent("rgb-\(select ?? -1).raw")
-            var filter =
-                "scale=in_color_matrix=bt709:in_range=tv:out_range=pc:flags=bicubic+accurate_rnd+full_chroma_int,format=rgb24"
+            var filter = """
+                scale=in_color_matrix=bt709:in_range=tv:out_range=pc:flags=bicubic+accurate_rnd+full_chroma_int,\
+                format=rgb24
+                """
             if let select { filter = "select=eq(n\\,\(select))," + filter }
             _ = try Tools.run(
                 "ffmpeg",
@@ -254,8 +257,10 @@ import Testing
             "playing \(record.playingSeconds) s")
         print(
             String(
-                format:
-                    "fleet: %d scrapes, counter off by ≤ %.0f frames; get latency p50 %.2f ms, p90 %.2f ms; volume ×%.3f; startup %.3f s; screenshot %.1f dB (next picture %.1f dB), answered in %.0f ms",
+                format: """
+                    fleet: %d scrapes, counter off by ≤ %.0f frames; get latency p50 %.2f ms, p90 %.2f ms; volume \
+                    ×%.3f; startup %.3f s; screenshot %.1f dB (next picture %.1f dB), answered in %.0f ms
+                    """,
                 samples.count, worst, Stats.median(times) * 1000, Stats.percentile(times, 90) * 1000, ratio, startup,
                 same, neighbour,
                 (shotAnswered - shotAsked) * 1000))
@@ -343,7 +348,10 @@ import Testing
         #expect(
             buffering - stopped > 0.4 && buffering - stopped < 1.0 && playing - resumed > -0.25
                 && playing - resumed < 0.4,
-            "pictures stopped at +\(stopped - frames[0].wallTime) s for \(gap) s; state changes \(changes.map { ($0.at - frames[0].wallTime, $0.state) })"
+            """
+            pictures stopped at +\(stopped - frames[0].wallTime) s for \(gap) s; state changes \
+            \(changes.map { ($0.at - frames[0].wallTime, $0.state) })
+            """
         )
         // CMCD: the requests made while it was buffering say so (`bs`), none before.
         let log = try await Tools.offPool {
@@ -364,7 +372,10 @@ import Testing
         }
         #expect(
             !flagged.isEmpty && flagged.allSatisfy { t in spells.contains { t > $0.from - 0.05 && t <= $0.to } },
-            "bs at \(flagged.map { $0 - stopped }) s after the pictures stopped; buffering spells \(spells.map { ($0.from - stopped, $0.to - stopped) }) (to the first request after each)"
+            """
+            bs at \(flagged.map { $0 - stopped }) s after the pictures stopped; buffering spells \
+            \(spells.map { ($0.from - stopped, $0.to - stopped) }) (to the first request after each)
+            """
         )
         #expect(record.stalls == 1, "stalls: \(record.stalls)")
         #expect(
@@ -410,8 +421,10 @@ import Testing
             "\(scrape)")
         print(
             String(
-                format:
-                    "stall: pictures stopped %.2f s, recorded %.2f s (ratio %.3f); silence %.2f s in the WAV (%d runs), metric %.2f s",
+                format: """
+                    stall: pictures stopped %.2f s, recorded %.2f s (ratio %.3f); silence %.2f s in the WAV (%d runs), \
+                    metric %.2f s
+                    """,
                 gap, record.stalledSeconds, record.rebufferRatio, heard, runs, metric))
     }
 }

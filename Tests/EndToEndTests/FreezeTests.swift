@@ -65,7 +65,10 @@ extension LivePlaybackTests {
         let p95 = Stats.percentile(errors, 95)
         #expect(
             p95 < 0.020 && Stats.median(errors) < 0.010,
-            "\(freeze) s freeze \(stream): |latency − 3 s| after the resume + 5 s: median \(Stats.median(errors)), p95 \(p95)"
+            """
+            \(freeze) s freeze \(stream): |latency − 3 s| after the resume + 5 s: median \(Stats.median(errors)), \
+            p95 \(p95)
+            """
         )
         let (share, inOrder) = Self.presentedShare(rest)
         #expect(
@@ -87,13 +90,18 @@ extension LivePlaybackTests {
         }.map { after[$0].wallTime - resumedAt }
         #expect(
             back.map { $0 <= 5 } ?? false,
-            "\(freeze) s freeze \(stream): back at the target \(back.map { String(format: "%.2f s", $0) } ?? "never") after the resume"
+            """
+            \(freeze) s freeze \(stream): back at the target \(back.map { String(format: "%.2f s", $0) } ?? "never") \
+            after the resume
+            """
         )
         let worstAfter = after.map { error($0) }
         print(
             String(
-                format:
-                    "frozen %.0f s%@: back within 20 ms of the target %@ after the resume; from +5 s |latency − 3 s| median %.1f ms, p95 %.1f ms, %.1f %% of the pictures; first picture after the resume off by %+.3f s",
+                format: """
+                    frozen %.0f s%@: back within 20 ms of the target %@ after the resume; from +5 s |latency − 3 s| \
+                    median %.1f ms, p95 %.1f ms, %.1f %% of the pictures; first picture after the resume off by %+.3f s
+                    """,
                 freeze, stream.isEmpty ? "" : " (\(stream.joined(separator: "/")))",
                 back.map { String(format: "%.2f s", $0) } ?? "never", Stats.median(errors) * 1000, p95 * 1000,
                 share * 100,

@@ -61,8 +61,10 @@ extension LivePlaybackTests {
         #expect(abs(Stats.median(skew)) < 2 + 0.1, "boxes \(Stats.median(skew)) s apart")
         print(
             String(
-                format:
-                    "ffmpeg HLS without PDT: box A latency %.3f s (median; %.1f ms spread), box B %.3f s (%.1f ms spread), B − A %.1f ms over %d pictures",
+                format: """
+                    ffmpeg HLS without PDT: box A latency %.3f s (median; %.1f ms spread), box B %.3f s (%.1f ms \
+                    spread), B − A %.1f ms over %d pictures
+                    """,
                 Stats.median(a), (a.max()! - a.min()!) * 1000, Stats.median(b), (b.max()! - b.min()!) * 1000,
                 Stats.median(skew) * 1000, skew.count))
     }
@@ -75,9 +77,11 @@ extension LivePlaybackTests {
         let origin = try await Self.origin(staticRoot: dir.path)
         defer { Task { await origin.stop() } }
         let pipeline = """
-            videotestsrc is-live=true ! video/x-raw,format=I420,width=640,height=360,framerate=30/1 ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=30 \
-            ! h264parse ! hls.video audiotestsrc is-live=true freq=440 ! audioconvert ! audioresample ! audio/x-raw,rate=48000,channels=2 \
-            ! voaacenc ! aacparse ! hls.audio hlssink2 name=hls target-duration=1 playlist-length=6 max-files=0 location=seg%05d.ts playlist-location=out.m3u8
+            videotestsrc is-live=true ! video/x-raw,format=I420,width=640,height=360,framerate=30/1 \
+            ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=30 ! h264parse ! hls.video \
+            audiotestsrc is-live=true freq=440 ! audioconvert ! audioresample ! audio/x-raw,rate=48000,channels=2 \
+            ! voaacenc ! aacparse ! hls.audio hlssink2 name=hls target-duration=1 playlist-length=6 max-files=0 \
+            location=seg%05d.ts playlist-location=out.m3u8
             """
         try #require(
             FileManager.default.isExecutableFile(atPath: "/usr/bin/gst-launch-1.0"), "run scripts/setup (GStreamer)")
@@ -135,8 +139,9 @@ extension LivePlaybackTests {
         #expect(!run.events.contains(.stateChanged(.ended)), "a live stream never ends")
         print(
             String(
-                format:
-                    "ffmpeg fMP4 HLS %@ PDT: latency %.3f s after the encoder made the picture (median; %.1f ms spread)",
+                format: """
+                    ffmpeg fMP4 HLS %@ PDT: latency %.3f s after the encoder made the picture (median; %.1f ms spread)
+                    """,
                 dated ? "with" : "without", Stats.median(latency), (latency.max()! - latency.min()!) * 1000))
     }
 

@@ -26,9 +26,10 @@ extension LivePlaybackTests {
                 FileManager.default.isExecutableFile(atPath: "/usr/bin/gst-launch-1.0"), "run scripts/setup (GStreamer)"
             )
             let pipeline = """
-                videotestsrc is-live=true pattern=ball ! video/x-raw,format=I420,width=640,height=360,framerate=30/1 ! x264enc tune=zerolatency \
-                speed-preset=ultrafast key-int-max=60 ! h264parse ! hls.video audiotestsrc is-live=true freq=440 ! audioconvert ! audioresample \
-                ! audio/x-raw,rate=48000,channels=2 ! voaacenc ! aacparse ! hls.audio hlssink2 name=hls target-duration=2 playlist-length=6 \
+                videotestsrc is-live=true pattern=ball ! video/x-raw,format=I420,width=640,height=360,framerate=30/1 \
+                ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=60 ! h264parse ! hls.video \
+                audiotestsrc is-live=true freq=440 ! audioconvert ! audioresample ! audio/x-raw,rate=48000,channels=2 \
+                ! voaacenc ! aacparse ! hls.audio hlssink2 name=hls target-duration=2 playlist-length=6 \
                 max-files=0 location=seg%05d.ts playlist-location=out.m3u8
                 """
             encoder = try Tools.spawn(

@@ -53,7 +53,10 @@ extension LivePlaybackTests {
         let shown = try #require(
             try FramesFile.read(dir.appendingPathComponent("frames.tsv"), includingStill: true).first?.wallTime)
         print(
-            "first frame: shown at \(shown), the app heard of it \(String(format: "%.1f", (heard - shown) * 1000)) ms later"
+            """
+            first frame: shown at \(shown), the app heard of it \(String(format: "%.1f", (heard - shown) * 1000)) ms \
+            later
+            """
         )
         #expect(
             heard - shown > -0.005 && heard - shown < 0.030,
@@ -111,8 +114,10 @@ extension LivePlaybackTests {
             "a dip to \(rms.min()! / Stats.median(rms)) of the level while steering")
         print(
             String(
-                format:
-                    "sync: settled %.4f s; steered 3 → 2.85 s, lowest %.4f, last second %.4f…%.4f; jump to 4 s: %.4f…%.4f; %.2f Hz",
+                format: """
+                    sync: settled %.4f s; steered 3 → 2.85 s, lowest %.4f, last second %.4f…%.4f; jump to 4 s: \
+                    %.4f…%.4f; %.2f Hz
+                    """,
                 Stats.median(settled), lowest, end.min()!, end.max()!, after.min()!, after.max()!, hz))
     }
 }
@@ -335,12 +340,17 @@ extension LivePlaybackTests {
                 return e.isEmpty ? "-" : String(format: "%.0f", Stats.median(e) * 1000)
             }
             print(
-                "encoder drift \(ppm) ppm: median latency error (ms) per 5 s: \(buckets.joined(separator: " ")); last rate \(rates.last ?? 1)"
+                """
+                encoder drift \(ppm) ppm: median latency error (ms) per 5 s: \(buckets.joined(separator: " ")); last \
+                rate \(rates.last ?? 1)
+                """
             )
             print(
                 String(
-                    format:
-                        "encoder drift %+d ppm: |latency − 3 s| median %.1f ms, p95 %.1f ms over the last 20 s; last rate %.4f",
+                    format: """
+                        encoder drift %+d ppm: |latency − 3 s| median %.1f ms, p95 %.1f ms over the last 20 s; last \
+                        rate %.4f
+                        """,
                     ppm, Stats.median(errors) * 1000, p95 * 1000, rates.last ?? 1))
         }
     }
@@ -398,8 +408,10 @@ extension LivePlaybackTests {
             print("DASH edge drift \(ppm) ppm: median latency error (ms) per 5 s: \(buckets.joined(separator: " "))")
             print(
                 String(
-                    format:
-                        "DASH edge drift %+d ppm: |latency − 3 s| median %.1f ms, p95 %.1f ms over the last 20 s, %d jumps",
+                    format: """
+                        DASH edge drift %+d ppm: |latency − 3 s| median %.1f ms, p95 %.1f ms over the last 20 s, %d \
+                        jumps
+                        """,
                     ppm, Stats.median(errors) * 1000, p95 * 1000, jumps.count))
         }
     }
@@ -471,12 +483,17 @@ extension LivePlaybackTests {
             "latency trend \(trend * 1000) ms/s over the last 20 s, 90 % band \(band * 1000) ms")
         let buckets = medians.map { $0.map { String(format: "%.0f", ($0 - ml) * 1000) } ?? "-" }
         print(
-            "ffmpeg DASH, encoder 0.5 % fast: latency per 5 s against the last 20 s (ms): \(buckets.joined(separator: " "))"
+            """
+            ffmpeg DASH, encoder 0.5 % fast: latency per 5 s against the last 20 s (ms): \
+            \(buckets.joined(separator: " "))
+            """
         )
         print(
             String(
-                format:
-                    "ffmpeg DASH, encoder 0.5 %% fast: latency trend %.2f ms/s over the last 20 s (held by the MPD's clock: 5), 90 %% band %.1f ms, %.1f %% of the pictures",
+                format: """
+                    ffmpeg DASH, encoder 0.5 %% fast: latency trend %.2f ms/s over the last 20 s (held by the MPD's \
+                    clock: 5), 90 %% band %.1f ms, %.1f %% of the pictures
+                    """,
                 trend * 1000, band * 1000, share * 100))
     }
 }

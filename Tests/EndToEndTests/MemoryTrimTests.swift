@@ -44,7 +44,10 @@ import Testing
         for run in runs { for await _ in run.exited {} }
         #expect(runs.allSatisfy { $0.process.terminationStatus == 0 })
         print(
-            "memory trim: resident \(String(format: "%.1f", untrimmed)) MiB untrimmed, \(String(format: "%.1f", trimmed)) MiB trimmed"
+            """
+            memory trim: resident \(String(format: "%.1f", untrimmed)) MiB untrimmed, \
+            \(String(format: "%.1f", trimmed)) MiB trimmed
+            """
         )
         // The debug build's start-up leaves tens of MiB of code and read-only data resident.
         #expect(trimmed < untrimmed - 10, "resident \(trimmed) MiB trimmed vs \(untrimmed) MiB untrimmed")

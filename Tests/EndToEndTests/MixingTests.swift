@@ -247,7 +247,9 @@ extension LivePlaybackTests {
         let resumed = latencies(resumedAt + 1, .infinity)
         try #require(resumed.count > 20)
         #expect(
-            resumed.allSatisfy { abs($0 - 5) < 0.1 }, "after a 2 s pause: latency \(resumed.min()!)…\(resumed.max()!)")
+            resumed.allSatisfy { abs($0 - 5) < 0.1 },
+            "after a 2 s pause: latency \(resumed.min()!)…\(resumed.max()!)"
+        )
 
         func names(_ events: ArraySlice<PlayerEvent>) -> [String] {
             events.compactMap { e in

@@ -154,7 +154,12 @@ extension LivePlaybackTests {
             }
         }
         print(
-            "OTLP: \(all.count) exports; first box \(all.filter { session($0) == aSession }.count), second \(all.filter { session($0) == bSession }.count); drained \(String(format: "%.1f", (all.map { $0["received"] as? Double ?? 0 }.max() ?? back) - back)) s after the return"
+            """
+            OTLP: \(all.count) exports; first box \(all.filter { session($0) == aSession }.count), second \
+            \(all.filter { session($0) == bSession }.count); drained \
+            \(String(format: "%.1f", (all.map { $0["received"] as? Double ?? 0 }.max() ?? back) - back)) s after the \
+            return
+            """
         )
     }
 }

@@ -47,8 +47,10 @@ extension LivePlaybackTests {
                 && !run.events.contains { if case .error(_, true) = $0 { true } else { false } })
         print(
             String(
-                format:
-                    "periods_6 %@: %d pictures, %.1f %% of those due, %d boundaries, latency spread %.1f ms, longest quiet %d samples",
+                format: """
+                    periods_6 %@: %d pictures, %.1f %% of those due, %d boundaries, latency spread %.1f ms, longest \
+                    quiet %d samples
+                    """,
                 addressing.isEmpty ? "$Number$" : addressing, frames.count, share * 100, crossed, spread * 1000, quiet))
     }
 }

@@ -151,8 +151,11 @@ extension LivePlaybackTests {
         defer { Task { await origin.stop() } }
         let feedFile = dir.appendingPathComponent("lobby.json")
         try Data(
-            #"{"repeat": "all", "items": [{"id": "a", "url": "generated/manifest.mpd", "duration": 3}, {"id": "b", "url": "generated/manifest.mpd", "duration": 2}]}"#
-                .utf8
+            #"""
+            {"repeat": "all", "items": [{"id": "a", "url": "generated/manifest.mpd", "duration": 3}, \#
+            {"id": "b", "url": "generated/manifest.mpd", "duration": 2}]}
+            """#
+            .utf8
         )
         .write(to: feedFile)
         let feed = try await ContentFeed(
@@ -169,8 +172,11 @@ extension LivePlaybackTests {
         try await player.play()
         try await Task.sleep(for: .seconds(1.5))
         try Data(
-            #"{"repeat": "all", "items": [{"id": "b", "url": "generated/manifest.mpd", "duration": 2}, {"id": "menu", "url": "menu.png", "duration": 1}]}"#
-                .utf8
+            #"""
+            {"repeat": "all", "items": [{"id": "b", "url": "generated/manifest.mpd", "duration": 2}, \#
+            {"id": "menu", "url": "menu.png", "duration": 1}]}
+            """#
+            .utf8
         )
         .write(to: feedFile)
         #expect(await feed.refresh())

@@ -91,8 +91,10 @@ extension LivePlaybackTests {
             "latency \(Stats.median(latencies)) s, target 6")
         print(
             String(
-                format:
-                    "staged ffmpeg HLS (no PDT): latency %.3f s (spread %.1f ms), gaps image→live %.3f s, live→image %.3f s",
+                format: """
+                    staged ffmpeg HLS (no PDT): latency %.3f s (spread %.1f ms), gaps image→live %.3f s, \
+                    live→image %.3f s
+                    """,
                 Stats.median(latencies), spread * 1000, gaps.first ?? .nan, gaps.last ?? .nan))
     }
 
@@ -166,7 +168,10 @@ extension LivePlaybackTests {
         #expect(
             second[0] > raised - 0.005 && second[0] < raised + 1.0 / 30 + 0.005
                 && second.dropFirst().allSatisfy { abs($0 - raised) < 0.020 },
-            "second turn: entered at \(second[0]) s, then \(second.dropFirst().min()!)…\(second.dropFirst().max()!); the first settled at \(raised) s"
+            """
+            second turn: entered at \(second[0]) s, then \(second.dropFirst().min()!)…\(second.dropFirst().max()!); \
+            the first settled at \(raised) s
+            """
         )
         // (On the instant is gapless too: a CI run's −17 µs is the wall offset's own reading.)
         let gap = runs[3].first.wallTime - runs[2].first.wallTime - 3
@@ -177,8 +182,10 @@ extension LivePlaybackTests {
         let hold = zip(first.dropFirst(), first).map { $0 - $1 }.max() ?? 0
         print(
             String(
-                format:
-                    "late server (1.5 s): first turn: image→live %.3f s, live picture held %.2f s, settled at %.3f s; second turn entered at %.3f s (%.1f ms spread), gap %.3f s",
+                format: """
+                    late server (1.5 s): first turn: image→live %.3f s, live picture held %.2f s, settled at %.3f s; \
+                    second turn entered at %.3f s (%.1f ms spread), gap %.3f s
+                    """,
                 firstGap, hold, raised, second[0], (second.max()! - second.min()!) * 1000, gap))
     }
 }

@@ -63,8 +63,11 @@ import Testing
         }
         let schedule = dir.appendingPathComponent("schedule.json")
         try Data(
-            #"{"default": "loop", "playlists": {"loop": {"repeat": "all", "items": [\#(items.joined(separator: ", "))]}}}"#
-                .utf8
+            #"""
+            {"default": "loop", "playlists": {"loop": {"repeat": "all", "items": \#
+            [\#(items.joined(separator: ", "))]}}}
+            """#
+            .utf8
         ).write(to: schedule)
         let journalURL = dir.appendingPathComponent("pop/plays.jsonl")
         let process = Process()
@@ -94,7 +97,10 @@ import Testing
                 $0.end >= $0.start && $0.contentHash?.count == 64 && $0.entry == "default" && $0.framesPresented >= 1
             })
         print(
-            "kill -9 after \(String(format: "%.2f", killedAt - runs[0].first.wallTime)) s: \(ended.count) plays ended, \(records.count) recorded, chain of \(verdict.records) verified"
+            """
+            kill -9 after \(String(format: "%.2f", killedAt - runs[0].first.wallTime)) s: \(ended.count) plays ended, \
+            \(records.count) recorded, chain of \(verdict.records) verified
+            """
         )
     }
 }

@@ -76,7 +76,10 @@ import Testing
             ),
             ("{\"sources\": [\"http://a/x.mpd\"], \"fit\": \"zoom\"}", "fit:"),
             (
-                "{\"sources\": [\"http://a/x.mpd\"], \"advanced\": {\"stall\": {\"minRecoveryDelay\": 50, \"maxRecoveryDelay\": 10}}}",
+                """
+                {"sources": ["http://a/x.mpd"], "advanced": {"stall": \
+                {"minRecoveryDelay": 50, "maxRecoveryDelay": 10}}}
+                """,
                 "advanced.stall: minRecoveryDelay"
             ),
             ("{\"sources\": [\"http://a/x.mpd\"], \"muted\": 1}", "muted: expected a boolean"),
@@ -196,10 +199,10 @@ extension LivePlaybackTests {
 
 extension LivePlaybackTests {
     /// Stall recovery, measured from frames.tsv: the origin answers 503 to everything of the
-    /// stream's URL for 7 s (longer than the feeders' own retries bridge). The player holds the last picture, reloads after 1 s of stall
-    /// (recovery delay 1 s doubling to 2 s, retried while the origin is down), and presents
-    /// again, at its target latency, soon after the origin is back. With a backup source, the
-    /// reload switches to it instead.
+    /// stream's URL for 7 s (longer than the feeders' own retries bridge). The player holds the
+    /// last picture, reloads after 1 s of stall (recovery delay 1 s doubling to 2 s, retried while
+    /// the origin is down), and presents again, at its target latency, soon after the origin is
+    /// back. With a backup source, the reload switches to it instead.
     @Test(arguments: [false, true])
     func stallRecoveryReloads(withBackup: Bool) async throws {
         let origin = try await Self.origin()
@@ -236,7 +239,10 @@ extension LivePlaybackTests {
         let deadline = withBackup ? stall.at + 1.5 + 2.0 : to + 2 + 2.0
         #expect(
             resumed < deadline,
-            "resumed \(resumed - (withBackup ? stall.at : to)) s after \(withBackup ? "the stall" : "the origin returned")"
+            """
+            resumed \(resumed - (withBackup ? stall.at : to)) s after \
+            \(withBackup ? "the stall" : "the origin returned")
+            """
         )
         // (With a backup: until the main source is back; the switch back is a reload of its own.)
         let after = frames.filter { $0.wallTime > resumed + 0.5 && (!withBackup || $0.wallTime < to) }.map {

@@ -39,9 +39,11 @@ extension LivePlaybackTests {
              "playlists": {"main": {"items": [{"id": "live", "url": "\(live.absoluteString)", "targetLatency": 3}]},
                            "slot": {"items": [{"id": "img", "url": "\(png.absoluteString)", "duration": 30}]},
                            "launch": {"items": [{"id": "clip", "url": "\(clip.absoluteString)"}]}},
-             "slots": [{"id": "slot", "playlist": "slot", "from": "\(clock.string(from: Date(timeIntervalSince1970: t0)))",
+             "slots": [{"id": "slot", "playlist": "slot", "from": \
+            "\(clock.string(from: Date(timeIntervalSince1970: t0)))",
                         "to": "\(clock.string(from: Date(timeIntervalSince1970: t0 + 4)))"}],
-             "events": [{"id": "launch", "playlist": "launch", "start": "\(iso.string(from: Date(timeIntervalSince1970: t0 + 7)))", "duration": 3}]}
+             "events": [{"id": "launch", "playlist": "launch", "start": \
+            "\(iso.string(from: Date(timeIntervalSince1970: t0 + 7)))", "duration": 3}]}
             """
         let schedule = try Schedule(json: Data(document.utf8))
         var boxes: [SchedulePlayer] = []

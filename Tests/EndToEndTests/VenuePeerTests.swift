@@ -203,7 +203,10 @@ import Testing
             "sh",
             [
                 "-c",
-                "exec python3 -u -m http.server \(port) --bind 127.0.0.1 --directory '\(dir.path)' 2>'\(dir.path)/requests.log'",
+                """
+                exec python3 -u -m http.server \(port) --bind 127.0.0.1 --directory '\(dir.path)' \
+                2>'\(dir.path)/requests.log'
+                """,
             ])
         for _ in 0..<50 {
             if (try? await HTTPFetcher().get(URL(string: "http://127.0.0.1:\(port)/out.m3u8")!)) != nil { break }

@@ -97,12 +97,17 @@ extension LivePlaybackTests {
         #expect(segments.count >= 14, "\(segments.count) segments")
         #expect(
             ratio <= 1.05,
-            "\(requests) origin requests for \(segments.count) segments: sent more than once \(segments.filter { $0.value > 1 })"
+            """
+            \(requests) origin requests for \(segments.count) segments: sent more than once \
+            \(segments.filter { $0.value > 1 })
+            """
         )
         print(
             String(
-                format:
-                    "venue: four players started within %.0f ms behind one proxy: %d origin requests for %d segments, %.3f×",
+                format: """
+                    venue: four players started within %.0f ms behind one proxy: %d origin requests for %d segments, \
+                    %.3f×
+                    """,
                 spread * 1000, requests, segments.count, ratio))
     }
 

@@ -80,7 +80,8 @@ import Testing
 
         let mpd = """
             <?xml version="1.0"?><MPD type="dynamic"><BaseURL>http://cdn.example:8080/dash/</BaseURL><Period id="1">
-            <AdaptationSet><SegmentTemplate media="http://cdn.example:8080/x/$Number$.m4s" initialization="init.mp4"/></AdaptationSet></Period>
+            <AdaptationSet><SegmentTemplate media="http://cdn.example:8080/x/$Number$.m4s" \
+            initialization="init.mp4"/></AdaptationSet></Period>
             <UTCTiming schemeIdUri="urn:mpeg:dash:utc:http-iso:2014" value="http://cdn.example:8080/time"/></MPD>
             """
         let dash = ManifestRewriter(requested: requested, answered: requested, allows: allowed).rewrite(

@@ -110,8 +110,10 @@ import Testing
         let out = "http://127.0.0.1:\(secret.port)/secret.html"
         let away = RawHTTP.get(
             port: port,
-            target:
-                "/u/http/127.0.0.1:\(cdn.port)/302?to=\(out.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)"
+            target: """
+                /u/http/127.0.0.1:\(cdn.port)/302?\
+                to=\(out.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)
+                """
         )
         #expect(away.status == 302)
         #expect(away.header("Location") == out, "a target not served is left to the player: \(away.head)")

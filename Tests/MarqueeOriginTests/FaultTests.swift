@@ -339,7 +339,8 @@ struct FaultTests {
             try options.apply(Substring(component))
         }
         let faults = options.faults
-        // Slots of 10 s from Unix second 0: even ones clean, odd ones a kind each in Kind order (Unix seconds 5, 15, ...).
+        // Slots of 10 s from Unix second 0: even ones clean, odd ones a kind each in Kind order
+        // (Unix seconds 5, 15, ...).
         #expect(faults.live(at: 5).shares.isEmpty)
         #expect(faults.live(at: 15).shares == [.status: 20])
         #expect(faults.live(at: 35).shares == [.reset: 30])

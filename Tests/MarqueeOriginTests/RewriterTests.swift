@@ -124,7 +124,10 @@ struct RewriterTests {
     }
 
     @Test(
-        "every timeline entry is served for at least its own duration after it is listed (WAVE's audio overlaps its loop point)"
+        """
+        every timeline entry is served for at least its own duration after it is listed (WAVE's audio overlaps its \
+        loop point)
+        """
     )
     func listedEntriesOutliveTheirListing() {
         // WAVE's AAC: 93184 ticks, then 4 × 95232 at 48 kHz in an 8 s loop: the last segment

@@ -125,15 +125,21 @@ import Testing
 
     @Test func manifestEventStreams() throws {
         let xml = """
-            <MPD xmlns="urn:mpeg:dash:schema:mpd:2011" type="static" mediaPresentationDuration="PT60S" minBufferTime="PT2S">
+            <MPD xmlns="urn:mpeg:dash:schema:mpd:2011" type="static" mediaPresentationDuration="PT60S" \
+            minBufferTime="PT2S">
               <Period start="PT10S">
                 <EventStream schemeIdUri="urn:marquee:broadcast:2026" timescale="1000">
                   <Event presentationTime="5000" duration="3000" id="1">mute</Event>
                 </EventStream>
-                <EventStream schemeIdUri="urn:scte:scte35:2014:xml+bin" timescale="90000" presentationTimeOffset="90000">
-                  <Event presentationTime="1890000" id="7"><scte35:Signal xmlns:scte35="http://www.scte.org/schemas/35/2016"><scte35:Binary>\(Data(SpliceInfo.spliceInsertSection(eventID: 7, outOfNetwork: true, duration: 6)).base64EncodedString())</scte35:Binary></scte35:Signal></Event>
+                <EventStream schemeIdUri="urn:scte:scte35:2014:xml+bin" timescale="90000" \
+            presentationTimeOffset="90000">
+                  <Event presentationTime="1890000" id="7"><scte35:Signal \
+            xmlns:scte35="http://www.scte.org/schemas/35/2016"><scte35:Binary>\
+            \(Data(SpliceInfo.spliceInsertSection(eventID: 7, outOfNetwork: true, duration: 6)).base64EncodedString())\
+            </scte35:Binary></scte35:Signal></Event>
                 </EventStream>
-                <AdaptationSet mimeType="audio/mp4"><Representation id="a" bandwidth="1" codecs="mp4a.40.2"><SegmentTemplate media="a$Number$.m4s" duration="2" /></Representation></AdaptationSet>
+                <AdaptationSet mimeType="audio/mp4"><Representation id="a" bandwidth="1" \
+            codecs="mp4a.40.2"><SegmentTemplate media="a$Number$.m4s" duration="2" /></Representation></AdaptationSet>
               </Period>
             </MPD>
             """

@@ -69,8 +69,10 @@ import Testing
     }
 
     @Test func mpdInstructionsInCommentsAndCDATA() throws {
-        let text =
-            "<?xml version=\"1.0\"?><MPD type=\"static\"><!-- <?a?b --><?pi data?><Period><EventStream schemeIdUri=\"x\"><Event><![CDATA[<?c?d]]></Event></EventStream></Period></MPD>"
+        let text = """
+            <?xml version="1.0"?><MPD type="static"><!-- <?a?b --><?pi data?><Period><EventStream \
+            schemeIdUri="x"><Event><![CDATA[<?c?d]]></Event></EventStream></Period></MPD>
+            """
         let mpd = try MPDParser().parse(Data(text.utf8))
         #expect(mpd.periods.count == 1)
     }
@@ -83,14 +85,19 @@ import Testing
     @Test(arguments: [
         #"<S t="0" d="2" r="9223372036854775807"/>"#,
         #"<S t="18446744073709551610" d="4" r="5"/>"#,
-        #"<S t="0" d="18446744073709551615"/><S t="5" d="18446744073709551615" r="-1"/><S t="18446744073709551615" d="1"/>"#,
+        #"""
+        <S t="0" d="18446744073709551615"/><S t="5" d="18446744073709551615" r="-1"/>\#
+        <S t="18446744073709551615" d="1"/>
+        """#,
         #"<S t="0" d="1" r="-1"/>"#,
     ])
     func mpdTimelineAtTheEdgeOfItsNumbers(timeline: String) throws {
         let text = """
             <MPD type="dynamic" availabilityStartTime="1970-01-01T00:00:00Z"><Period start="PT0S"><AdaptationSet>
-            <Representation id="v" bandwidth="-5"><SegmentTemplate timescale="4294967295" startNumber="18446744073709551613"
-             media="$Bandwidth$/$Number$/$Time$.m4s"><SegmentTimeline>\(timeline)</SegmentTimeline></SegmentTemplate></Representation>
+            <Representation id="v" bandwidth="-5"><SegmentTemplate timescale="4294967295" \
+            startNumber="18446744073709551613"
+             media="$Bandwidth$/$Number$/$Time$.m4s"><SegmentTimeline>\(timeline)</SegmentTimeline></SegmentTemplate>\
+            </Representation>
             </AdaptationSet></Period></MPD>
             """
         let mpd = try MPDParser().parse(Data(text.utf8))
@@ -113,7 +120,8 @@ import Testing
         let text = """
             <MPD type="static" mediaPresentationDuration="PT1000000000S"><Period><AdaptationSet>
             <Representation id="v" bandwidth="1"><SegmentTemplate timescale="1" duration="18446744073709551615"
-             startNumber="18446744073709551614" presentationTimeOffset="18446744073709551615" media="$Time$"/></Representation>
+             startNumber="18446744073709551614" presentationTimeOffset="18446744073709551615" \
+            media="$Time$"/></Representation>
             </AdaptationSet></Period></MPD>
             """
         let mpd = try MPDParser().parse(Data(text.utf8))
@@ -141,7 +149,10 @@ import Testing
     func hlsByteRangePastAnyResource(range: String) {
         #expect(throws: ManifestError.self) {
             try media(
-                "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\n\(range)\nbig.m4s\n#EXT-X-BYTERANGE:500\n#EXTINF:2,\nbig.m4s\n"
+                """
+                #EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\n\(range)\nbig.m4s\n#EXT-X-BYTERANGE:500\n#EXTINF:2,\n\
+                big.m4s\n
+                """
             )
         }
     }
@@ -177,8 +188,10 @@ import Testing
     @Test func hlsSequenceNumbersPastUInt64() throws {
         let last = "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:18446744073709551615\n#EXTINF:2\na.ts\n"
         #expect(throws: ManifestError.self) { try media(last) }
-        let discontinuity =
-            "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-DISCONTINUITY-SEQUENCE:18446744073709551615\n#EXT-X-DISCONTINUITY\n#EXTINF:2\na.ts\n"
+        let discontinuity = """
+            #EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-DISCONTINUITY-SEQUENCE:18446744073709551615\n\
+            #EXT-X-DISCONTINUITY\n#EXTINF:2\na.ts\n
+            """
         #expect(throws: ManifestError.self) { try media(discontinuity) }
         // EXT-X-MEDIA-SEQUENCE after the segments no longer overflows the next number.
         let late = try media(

@@ -17,8 +17,10 @@ import Testing
         let text = """
             #EXTM3U
             #EXT-X-INDEPENDENT-SEGMENTS
-            #EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID="aac",NAME="English, main",LANGUAGE="en",DEFAULT=YES,AUTOSELECT=YES,URI="audio/en.m3u8"
-            #EXT-X-STREAM-INF:BANDWIDTH=2800000,AVERAGE-BANDWIDTH=2500000,CODECS="avc1.64001f,mp4a.40.2",RESOLUTION=1280x720,FRAME-RATE=30.000,AUDIO="aac"
+            #EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID="aac",NAME="English, main",LANGUAGE="en",\
+            DEFAULT=YES,AUTOSELECT=YES,URI="audio/en.m3u8"
+            #EXT-X-STREAM-INF:BANDWIDTH=2800000,AVERAGE-BANDWIDTH=2500000,CODECS="avc1.64001f,mp4a.40.2",\
+            RESOLUTION=1280x720,FRAME-RATE=30.000,AUDIO="aac"
             v720/index.m3u8
             #EXT-X-STREAM-INF:BANDWIDTH=800000,RESOLUTION=640x360,AUDIO="aac"
             http://cdn.test/v360/index.m3u8
@@ -61,7 +63,8 @@ import Testing
             #EXT-X-PROGRAM-DATE-TIME:2026-11-22T10:00:00.000Z
             #EXTINF:2.000,first
             s100.m4s
-            #EXT-X-DATERANGE:ID="ad-7",CLASS="com.example.ad",START-DATE="2026-11-22T10:00:02Z",PLANNED-DURATION=30,SCTE35-OUT=\(hex),X-AD-ID="abc"
+            #EXT-X-DATERANGE:ID="ad-7",CLASS="com.example.ad",START-DATE="2026-11-22T10:00:02Z",PLANNED-DURATION=30,\
+            SCTE35-OUT=\(hex),X-AD-ID="abc"
             #EXT-X-CUE-OUT:30
             #EXT-X-BYTERANGE:1000@0
             #EXTINF:2.0,
@@ -105,7 +108,10 @@ import Testing
 
     @Test func vodAndEventPlaylists() throws {
         let vod = try media(
-            "#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXT-X-PLAYLIST-TYPE:VOD\n#EXTINF:4,\na.ts\n#EXTINF:3.2,\nb.ts\n#EXT-X-ENDLIST\n"
+            """
+            #EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXT-X-PLAYLIST-TYPE:VOD\n#EXTINF:4,\na.ts\n#EXTINF:3.2,\nb.ts\n\
+            #EXT-X-ENDLIST\n
+            """
         )
         #expect(vod.playlistType == .vod && vod.endList && !vod.isLive && vod.segments.count == 2)
         let event = try media(
@@ -140,17 +146,26 @@ import Testing
         let cases: [(String, String, Int, [Double?])] = [
             (
                 "+0000 offset",
-                "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-PROGRAM-DATE-TIME:2026-11-23T10:00:00.000+0000\n#EXTINF:2,\na.ts\n",
+                """
+                #EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-PROGRAM-DATE-TIME:2026-11-23T10:00:00.000+0000\n#EXTINF:2,\n\
+                a.ts\n
+                """,
                 1, [pdt]
             ),
             (
                 "+00:00 offset",
-                "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-PROGRAM-DATE-TIME:2026-11-23T10:00:00+00:00\n#EXTINF:2,\na.ts\n",
+                """
+                #EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-PROGRAM-DATE-TIME:2026-11-23T10:00:00+00:00\n#EXTINF:2,\n\
+                a.ts\n
+                """,
                 1, [pdt]
             ),
             (
                 "PDT after EXTINF",
-                "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\n#EXT-X-PROGRAM-DATE-TIME:2026-11-23T10:00:00Z\na.ts\n#EXTINF:2,\nb.ts\n",
+                """
+                #EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\n#EXT-X-PROGRAM-DATE-TIME:2026-11-23T10:00:00Z\na.ts\n\
+                #EXTINF:2,\nb.ts\n
+                """,
                 2, [pdt, pdt + 2]
             ),
             (
@@ -160,18 +175,27 @@ import Testing
             ("integer EXTINF without comma", "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2\na.ts\n", 1, [nil]),
             (
                 "byte ranges",
-                "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-MAP:URI=\"m.mp4\",BYTERANGE=\"700@0\"\n#EXTINF:2,\n#EXT-X-BYTERANGE:1000@700\nm.mp4\n#EXTINF:2,\n#EXT-X-BYTERANGE:1000\nm.mp4\n",
+                """
+                #EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-MAP:URI="m.mp4",BYTERANGE="700@0"\n#EXTINF:2,\n\
+                #EXT-X-BYTERANGE:1000@700\nm.mp4\n#EXTINF:2,\n#EXT-X-BYTERANGE:1000\nm.mp4\n
+                """,
                 2, [nil, nil]
             ),
             (
                 "EXT-X-MAP change",
-                "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-MAP:URI=\"i1.mp4\"\n#EXTINF:2,\na.m4s\n#EXT-X-DISCONTINUITY\n#EXT-X-MAP:URI=\"i2.mp4\"\n#EXTINF:2,\nb.m4s\n",
+                """
+                #EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-MAP:URI="i1.mp4"\n#EXTINF:2,\na.m4s\n#EXT-X-DISCONTINUITY\n\
+                #EXT-X-MAP:URI="i2.mp4"\n#EXTINF:2,\nb.m4s\n
+                """,
                 2, [nil, nil]
             ),
             ("byte order mark", "\u{FEFF}#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\na.ts\n", 1, [nil]),
             (
                 "unknown tags, title with commas",
-                "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-FOO:bar\n#EXT-X-ALLOW-CACHE:NO\n#EXTINF:2.000,title, with comma\na.ts\n",
+                """
+                #EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-FOO:bar\n#EXT-X-ALLOW-CACHE:NO\n\
+                #EXTINF:2.000,title, with comma\na.ts\n
+                """,
                 1, [nil]
             ),
             ("blanks around values", "#EXTM3U\n#EXT-X-TARGETDURATION: 2\n#EXTINF: 2.0 ,\n a.ts \n", 1, [nil]),
@@ -185,7 +209,10 @@ import Testing
         }
         guard
             case .multivariant(let m) = try HLSPlaylist.parse(
-                "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1000000\nlow.m3u8\n#EXT-X-STREAM-INF:BANDWIDTH=3000000,RESOLUTION=1280X720\nhi.m3u8\n",
+                """
+                #EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1000000\nlow.m3u8\n\
+                #EXT-X-STREAM-INF:BANDWIDTH=3000000,RESOLUTION=1280X720\nhi.m3u8\n
+                """,
                 url: base)
         else {
             Issue.record("not a multivariant playlist")

@@ -29,7 +29,8 @@ import Testing
         #expect(policy.loaded(playlist(sequence: 11, count: 5), now: 4) == .unchanged(after: 1))  // half the target
         #expect(policy.loaded(playlist(sequence: 11, count: 5), now: 5) == .unchanged(after: 1))
         #expect(policy.loaded(playlist(sequence: 11, count: 5), now: 8) == .unchanged(after: 1))  // 6 s < 3.5 × 2
-        #expect(policy.loaded(playlist(sequence: 11, count: 5), now: 9) == .stuck(after: 1, for: 7))  // reported once…
+        // reported once…
+        #expect(policy.loaded(playlist(sequence: 11, count: 5), now: 9) == .stuck(after: 1, for: 7))
         // …and reloading goes on
         #expect(policy.loaded(playlist(sequence: 11, count: 5), now: 10) == .unchanged(after: 1))
         #expect(policy.loaded(playlist(sequence: 12, count: 5), now: 30) == .changed(after: 2))  // back: a new episode

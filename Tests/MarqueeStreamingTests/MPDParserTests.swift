@@ -80,8 +80,11 @@ func manifest(_ path: String) throws -> Data {
             ($0 as? ManifestError)?.code == .malformed
         }
         let badNumber = Data(
-            #"<MPD type="static"><Period><AdaptationSet><SegmentTemplate timescale="abc"/></AdaptationSet></Period></MPD>"#
-                .utf8)
+            #"""
+            <MPD type="static"><Period><AdaptationSet><SegmentTemplate \#
+            timescale="abc"/></AdaptationSet></Period></MPD>
+            """#
+            .utf8)
         #expect { try MPDParser().parse(badNumber) } throws: { error in
             guard let e = error as? ManifestError else { return false }
             return e.code == .invalidValue && e.message.contains("timescale")
@@ -113,7 +116,10 @@ func manifest(_ path: String) throws -> Data {
         let fine =
             #"<MPD type="static" mediaPresentationDuration="PT10S"><Period>"# + String(repeating: "<X>", count: 16)
             + String(repeating: "</X>", count: 16)
-            + #"<AdaptationSet mimeType="audio/mp4"><Representation id="a" bandwidth="1"><SegmentTemplate media="a$Number$.m4s" duration="2" timescale="1"/></Representation></AdaptationSet></Period></MPD>"#
+                + #"""
+                <AdaptationSet mimeType="audio/mp4"><Representation id="a" bandwidth="1"><SegmentTemplate \#
+                media="a$Number$.m4s" duration="2" timescale="1"/></Representation></AdaptationSet></Period></MPD>
+                """#
         #expect(throws: Never.self) { try MPDParser().parse(Data(fine.utf8)) }
     }
 
@@ -122,16 +128,22 @@ func manifest(_ path: String) throws -> Data {
         <?xml version="1.0" encoding="utf-8"?>
         <MPD xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
         \txmlns="urn:mpeg:dash:schema:mpd:2011" xmlns:xlink="http://www.w3.org/1999/xlink"
-        \txsi:schemaLocation="urn:mpeg:DASH:schema:MPD:2011 http://standards.iso.org/ittf/PubliclyAvailableStandards/MPEG-DASH_schema_files/DASH-MPD.xsd"
+        \txsi:schemaLocation="urn:mpeg:DASH:schema:MPD:2011 \
+        http://standards.iso.org/ittf/PubliclyAvailableStandards/MPEG-DASH_schema_files/DASH-MPD.xsd"
         \tprofiles="urn:mpeg:dash:profile:isoff-live:2011" type="dynamic" minimumUpdatePeriod="PT500S"
         \tsuggestedPresentationDelay="PT4S" availabilityStartTime="2026-11-22T03:20:00.250Z"
-        \tpublishTime="2026-11-22T03:21:00Z" timeShiftBufferDepth="PT30.0S" maxSegmentDuration="PT2.0S" minBufferTime="PT4.0S">
+        \tpublishTime="2026-11-22T03:21:00Z" timeShiftBufferDepth="PT30.0S" maxSegmentDuration="PT2.0S" \
+        minBufferTime="PT4.0S">
         \t<ProgramInformation></ProgramInformation>
-        \t<ServiceDescription id="0"><Latency target="3000" min="2000" max="6000"/><PlaybackRate min="0.97" max="1.03"/></ServiceDescription>
+        \t<ServiceDescription id="0"><Latency target="3000" min="2000" max="6000"/><PlaybackRate min="0.97" \
+        max="1.03"/></ServiceDescription>
         \t<Period id="0" start="PT0.0S">
-        \t\t<AdaptationSet id="0" contentType="video" startWithSAP="1" segmentAlignment="true" bitstreamSwitching="true" frameRate="30/1" maxWidth="1280" maxHeight="720" par="16:9">
-        \t\t\t<Representation id="0" mimeType="video/mp4" codecs="avc1.64001f" bandwidth="3000000" width="1280" height="720" sar="1:1">
-        \t\t\t\t<SegmentTemplate timescale="15360" initialization="init-stream$RepresentationID$.m4s" media="chunk-stream$RepresentationID$-$Number%05d$.m4s" startNumber="1">
+        \t\t<AdaptationSet id="0" contentType="video" startWithSAP="1" segmentAlignment="true" \
+        bitstreamSwitching="true" frameRate="30/1" maxWidth="1280" maxHeight="720" par="16:9">
+        \t\t\t<Representation id="0" mimeType="video/mp4" codecs="avc1.64001f" bandwidth="3000000" width="1280" \
+        height="720" sar="1:1">
+        \t\t\t\t<SegmentTemplate timescale="15360" initialization="init-stream$RepresentationID$.m4s" \
+        media="chunk-stream$RepresentationID$-$Number%05d$.m4s" startNumber="1">
         \t\t\t\t\t<SegmentTimeline>
         \t\t\t\t\t\t<S t="0" d="30720" r="2" />
         \t\t\t\t\t\t<S d="29696" />
@@ -170,7 +182,8 @@ func manifest(_ path: String) throws -> Data {
         let text = """
             <MPD type="dynamic" availabilityStartTime="1970-01-01T00:00:00Z"><Period start="PT0S">
             <AdaptationSet contentType="audio"><SegmentTemplate timescale="48000" duration="96000" startNumber="0"
-              presentationTimeOffset="0" media="$RepresentationID$/$Number$.m4s" initialization="$RepresentationID$/init.mp4"/>
+              presentationTimeOffset="0" media="$RepresentationID$/$Number$.m4s" \
+            initialization="$RepresentationID$/init.mp4"/>
             <Representation id="a" bandwidth="1"/></AdaptationSet></Period></MPD>
             """
         let mpd = try MPDParser().parse(Data(text.utf8))

@@ -217,7 +217,8 @@ import Testing
 @Suite struct SegmentChoiceTests {
     private func timeline() throws -> RepresentationTimeline {
         let text = """
-            <MPD type="dynamic" availabilityStartTime="2026-01-01T00:00:00Z" minimumUpdatePeriod="PT2S"><Period id="p0" start="PT0S">
+            <MPD type="dynamic" availabilityStartTime="2026-01-01T00:00:00Z" minimumUpdatePeriod="PT2S"><Period \
+            id="p0" start="PT0S">
             <AdaptationSet contentType="video" mimeType="video/mp4"><Representation id="v" bandwidth="1000000">
             <SegmentTemplate timescale="1000" initialization="init.mp4" media="$Time$.m4s">
             <SegmentTimeline><S t="100000" d="2000" r="9"/></SegmentTimeline></SegmentTemplate>

@@ -83,7 +83,10 @@ import Testing
         let current = FileManager.default.temporaryDirectory.appendingPathComponent(
             "marquee-fuzz-smoke-\(target.rawValue)-\(getpid()).input")
         print(
-            "fuzz smoke \(target): \(corpus.count) seeds, generator seed \(seed); a trap's input is left in \(current.path)"
+            """
+            fuzz smoke \(target): \(corpus.count) seeds, generator seed \(seed); a trap's input is left in \
+            \(current.path)
+            """
         )
         _ = FileManager.default.createFile(atPath: current.path, contents: nil)
         let handle = try FileHandle(forWritingTo: current)

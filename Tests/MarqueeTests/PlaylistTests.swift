@@ -64,7 +64,8 @@ import Testing
     @Test func theDocumentedFormatReads() throws {
         let json = """
             {"items": [
-              {"url": "https://cdn.example/live/main.mpd", "id": "live", "tags": ["news"], "duration": 600, "targetLatency": 4},
+              {"url": "https://cdn.example/live/main.mpd", "id": "live", "tags": ["news"], "duration": 600, \
+            "targetLatency": 4},
               {"url": "promo.mp4", "title": "Promo", "tags": ["ads"], "start": 2.5, "muted": true},
               {"url": "/srv/menu.PNG", "id": "menu", "fit": "cover", "future": {"ignored": true}},
               {"url": "https://cdn.example/vod/show.m3u8", "kind": "stream"}

@@ -16,7 +16,8 @@ import Testing
     static func schedule(_ body: String, zone: String = "Europe/Amsterdam") throws -> Schedule {
         let json = """
             {"timeZone": "\(zone)", "default": "main",
-             "playlists": {"main": \(playlist([10])), "night": \(playlist([60])), "lunch": \(playlist([20])), "ads": \(playlist([15, 15])),
+             "playlists": {"main": \(playlist([10])), "night": \(playlist([60])), "lunch": \(playlist([20])), \
+            "ads": \(playlist([15, 15])),
                            "promo": \(playlist([36])), "launch": \(playlist([5]))},
              \(body)}
             """
@@ -55,10 +56,14 @@ import Testing
         let s = try Self.schedule(
             """
             "slots": [{"id": "early", "playlist": "night", "from": "01:30", "to": "03:30"},
-                      {"id": "work", "playlist": "lunch", "from": "09:00", "to": "17:00", "startDate": "2026-03-28", "endDate": "2026-03-29"}]
+                      {"id": "work", "playlist": "lunch", "from": "09:00", "to": "17:00", "startDate": "2026-03-28", \
+            "endDate": "2026-03-29"}]
             """)
         let overnight = try Self.schedule(
-            #""slots": [{"id": "over", "playlist": "ads", "days": ["sat"], "from": "22:00", "to": "06:00", "startDate": "2026-10-24", "endDate": "2026-10-24"}]"#
+            #"""
+            "slots": [{"id": "over", "playlist": "ads", "days": ["sat"], "from": "22:00", "to": "06:00", \#
+            "startDate": "2026-10-24", "endDate": "2026-10-24"}]
+            """#
         )
         // Spring forward (2026-03-29 02:00 CET → 03:00 CEST): 01:30 CET to 03:30 CEST is one hour.
         #expect(
@@ -162,7 +167,8 @@ import Testing
     @Test func anInterruptOfTinyItemsTakesBoundedChunks() throws {
         let json = """
             {"default": "main", "playlists": {"main": {"items": [{"url": "m.png", "duration": 60}]},
-                                              "tiny": {"items": [{"url": "t.png", "duration": 0.001}], "repeat": "all"}},
+                                              "tiny": {"items": [{"url": "t.png", "duration": 0.001}], \
+            "repeat": "all"}},
              "interrupts": [{"id": "tiny", "playlist": "tiny", "secondsPerHour": 360}]}
             """
         let s = try Schedule(json: Data(json.utf8))
@@ -174,8 +180,10 @@ import Testing
     }
 
     @Test func aScheduleIsTheSameFunctionOfTimeOnEveryBox() throws {
-        let body =
-            #""slots": [{"id": "lunch", "playlist": "lunch", "from": "12:00", "to": "13:00"}], "interrupts": [{"id": "ads", "playlist": "ads", "secondsPerHour": 120}]"#
+        let body = #"""
+            "slots": [{"id": "lunch", "playlist": "lunch", "from": "12:00", "to": "13:00"}], \#
+            "interrupts": [{"id": "ads", "playlist": "ads", "secondsPerHour": 120}]
+            """#
         let (a, b) = (try Self.schedule(body), try Self.schedule(body))
         for t in stride(from: 0.0, to: 86_400, by: 397.3) {
             let time = Self.at("2026-12-01T00:00:00Z").addingTimeInterval(t)
@@ -194,7 +202,9 @@ import Testing
             "endDate is before startDate"
         ),
         (
-            #""interrupts": [{"playlist": "ads", "secondsPerHour": 3000}, {"playlist": "promo", "secondsPerHour": 1000}]"#,
+            #"""
+            "interrupts": [{"playlist": "ads", "secondsPerHour": 3000}, {"playlist": "promo", "secondsPerHour": 1000}]
+            """#,
             "more than an hour"
         ),
         (#""events": [{"playlist": "launch", "start": "tomorrow", "duration": 5}]"#, "events[0].start"),
@@ -220,7 +230,8 @@ import Testing
         let json = """
             {"timeZone": "UTC", "default": "main",
              "playlists": {"main": {"items": [{"url": "http://cdn/live.mpd", "id": "live"}]},
-                           "lunch": {"items": [{"url": "menu.png", "id": "menu", "duration": 20}, {"url": "dish.mp4", "id": "dish", "duration": 40}], "repeat": "all"},
+                           "lunch": {"items": [{"url": "menu.png", "id": "menu", "duration": 20}, {"url": "dish.mp4", \
+            "id": "dish", "duration": 40}], "repeat": "all"},
                            "once": {"items": [{"url": "hello.png", "id": "hello", "duration": 10}]}},
              "slots": [{"id": "lunch", "playlist": "lunch", "from": "12:00", "to": "12:01:30"}],
              "events": [{"id": "hi", "playlist": "once", "start": "2026-12-01T12:05:00Z", "duration": 30}]}

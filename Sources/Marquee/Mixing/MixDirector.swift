@@ -215,7 +215,10 @@ final class MixDirector: Sendable {
             let which = ad.id ?? "at \(ad.start) s"
             let error = PlayerError(
                 .invalidArgument,
-                "ad break \(which): the event names the creative \"\(named)\", a local file that is not a configured creative: not played"
+                """
+                ad break \(which): the event names the creative "\(named)", \
+                a local file that is not a configured creative: not played
+                """
             )
             logger.warning("ad creative refused", metadata: ["creative": "\(named)", "break": "\(which)"])
             events.send(.error(error, fatal: false))

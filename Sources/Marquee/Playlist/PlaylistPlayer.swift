@@ -113,7 +113,8 @@ public final class PlaylistPlayer: Sendable {
 
     /// An item made ready ahead of its turn.
     enum Prepared: Sendable {
-        /// A stream made ready: its manifest and clock, and (once something plays) its session decoding ahead (``Player/prepare(_:targetLatency:startAt:)``).
+        /// A stream made ready: its manifest and clock, and (once something plays) its session
+        /// decoding ahead (``Player/prepare(_:targetLatency:startAt:)``).
         case stream
         /// An image's or a file's bytes.
         case bytes([UInt8])

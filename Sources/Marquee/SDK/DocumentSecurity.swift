@@ -159,7 +159,12 @@ enum KeyText {
     }
 
     static func pem(_ label: String, _ der: Data) -> String {
-        "-----BEGIN \(label)-----\n\(der.base64EncodedString(options: .lineLength64Characters))\n-----END \(label)-----\n"
+        """
+        -----BEGIN \(label)-----
+        \(der.base64EncodedString(options: .lineLength64Characters))
+        -----END \(label)-----
+
+        """
     }
 }
 

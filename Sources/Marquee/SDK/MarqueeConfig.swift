@@ -1,8 +1,8 @@
 public import Foundation
 import MarqueeStreaming
 
-/// A stream's remote configuration: the JSON document ``MarqueeSDK/initialize(streamId:configURL:httpHeaders:security:)``
-/// fetches.
+/// A stream's remote configuration: the JSON document
+/// ``MarqueeSDK/initialize(streamId:configURL:httpHeaders:security:)`` fetches.
 ///
 /// ```json
 /// { "sources": ["https://cdn.example/live/manifest.mpd"], "autoplay": true, "fit": "cover",

@@ -58,8 +58,8 @@ public struct MarqueeSDKError: Error, Sendable, Hashable, CustomStringConvertibl
 }
 
 /// The entry point for firmware that configures players remotely: a stream id names a JSON
-/// config (``MarqueeConfig``) on the config server, fetched once by ``initialize(streamId:configURL:httpHeaders:security:)``
-/// and kept fresh by a ``RemoteConfig``.
+/// config (``MarqueeConfig``) on the config server, fetched once by
+/// ``initialize(streamId:configURL:httpHeaders:security:)`` and kept fresh by a ``RemoteConfig``.
 public enum MarqueeSDK {
     /// Creates a player: the SDK's spelling of ``Player/init(options:logger:)``. Throws
     /// ``PlayerError/Code-swift.struct/invalidPlayerOptions`` or

@@ -107,7 +107,8 @@ public struct ScheduleEvent: Sendable, Hashable {
 ///     "night": {"items": [{"url": "closed.png", "duration": 60}], "repeat": "all"}
 ///   },
 ///   "slots": [
-///     {"id": "lunch", "playlist": "lunch", "days": ["mon", "tue", "wed", "thu", "fri"], "from": "11:30", "to": "14:00", "priority": 1},
+///     {"id": "lunch", "playlist": "lunch", "days": ["mon", "tue", "wed", "thu", "fri"],
+///      "from": "11:30", "to": "14:00", "priority": 1},
 ///     {"id": "night", "playlist": "night", "from": "22:00", "to": "06:00", "startDate": "2026-12-01"}
 ///   ],
 ///   "interrupts": [{"id": "ads", "playlist": "ads", "secondsPerHour": 360, "from": "08:00", "to": "20:00"}],

@@ -4,8 +4,8 @@ import MarqueeBridge
 import MarqueeStreaming
 
 /// The live edge's own rate (``LiveEdgeRate``), watched for manifests that list their segments
-/// (a DASH SegmentTimeline, HLS with the packager's program date-times): when a drifting encoder's edge runs off the server's clock,
-/// the presentation timeline follows the edge instead.
+/// (a DASH SegmentTimeline, HLS with the packager's program date-times): when a drifting encoder's
+/// edge runs off the server's clock, the presentation timeline follows the edge instead.
 extension PlaybackSession {
     /// How often the edge is sampled once its rate is known well: every this many segments
     /// (every segment for the first ``edgeLearning`` seconds).

@@ -183,7 +183,8 @@ struct TrackFeeder: Sendable {
         var awaited = false
         var marked: SegmentReference? = nil  // the discontinuity the core's tracks were told of
         var loadedAt = Monotonic.now()
-        // Seconds after a segment's end the server lists it (``SegmentChoice/listingLateness(observed:segmentDuration:)``).
+        // Seconds after a segment's end the server lists it
+        // (``SegmentChoice/listingLateness(observed:segmentDuration:)``).
         var listingLate = 0.0
         var missedAt: Double? = nil  // server second of the last reload after a wait that listed nothing new
         // The next segment was listed between the reload that missed it and the one that found
@@ -840,8 +841,10 @@ struct TrackFeeder: Sendable {
     /// An error event when `scanner` skipped `emsg` boxes (too many or too big in one segment).
     fileprivate func reportRefused(_ scanner: EventMessageScanner) {
         guard scanner.refused > 0 else { return }
-        let why =
-            "\(scanner.refused) emsg boxes skipped in one segment (over \(EventMessageScanner.maxEvents), or over \(EventMessageScanner.maxEventBytes) bytes)"
+        let why = """
+            \(scanner.refused) emsg boxes skipped in one segment (over \(EventMessageScanner.maxEvents), \
+            or over \(EventMessageScanner.maxEventBytes) bytes)
+            """
         events.send(.error(PlayerError(ManifestError(.tooLarge, why)), fatal: false))
     }
 

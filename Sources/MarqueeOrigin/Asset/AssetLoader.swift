@@ -175,7 +175,10 @@ struct AssetLoader {
         guard covered >= rep.loopTicks else {
             throw OriginError(
                 .badAsset,
-                "asset \"\(name)\", representation \"\(rep.id)\": segments end at \(covered) of \(rep.loopTicks) ticks, a gap at the loop point"
+                """
+                asset "\(name)", representation "\(rep.id)": segments end at \(covered) of \(rep.loopTicks) ticks, a \
+                gap at the loop point
+                """
             )
         }
         rep.nominalDuration = max(1, (rep.loopTicks + UInt64(rep.segments.count) / 2) / UInt64(rep.segments.count))

@@ -21,7 +21,10 @@ struct LiveHLSWriter {
         let audio = asset.adaptationSets.filter { $0.kind == .audio }.flatMap(\.representations)
         for (i, rep) in audio.enumerated() {
             out.append(
-                "#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"\(rep.id)\",DEFAULT=\(i == 0 ? "YES" : "NO"),AUTOSELECT=YES,URI=\"\(rep.id).m3u8\""
+                """
+                #EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID="audio",NAME="\(rep.id)",DEFAULT=\(i == 0 ? "YES" : "NO"),\
+                AUTOSELECT=YES,URI="\(rep.id).m3u8"
+                """
             )
         }
         let video = asset.adaptationSets.filter { $0.kind == .video }.flatMap(\.representations)

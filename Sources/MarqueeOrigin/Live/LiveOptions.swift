@@ -4,36 +4,63 @@ import Foundation
 /// live simulator (livesim2). Options are path components, so relative segment URLs in the MPD
 /// repeat them and the origin stays stateless.
 ///
-/// | option | meaning | default |
-/// | --- | --- | --- |
-/// | `ast_<s>` | availabilityStartTime, Unix seconds | 0 (1970-01-01: numbers follow the wall clock) |
-/// | `tsbd_<s>` | timeShiftBufferDepth (0 < s ≤ 48 h) | 60 |
-/// | `mup_<s>` | minimumUpdatePeriod (> 0) | 2 with SegmentTimeline, omitted with `$Number$` (the MPD never changes) |
-/// | `snr_<n>` | startNumber; `$Number$` of live segment i is n + i | 0 |
-/// | `spd_<s>` | suggestedPresentationDelay | omitted |
-/// | `segtimeline_1` | SegmentTimeline + `$Time$` instead of `$Number$` + `@duration` | 0 |
-/// | `ato_<s>` | availabilityTimeOffset: segments available that much earlier; a segment requested before its end is sent chunk by chunk (CMAF chunks, chunked transfer), each chunk when its last sample's time comes | 0 (omitted) |
-/// | `late_<s>` | segments are published `s` seconds after their end (404 before, listed in a SegmentTimeline only then), and the MPD does not say so: a packager that writes a segment when the next keyframe comes, an AST rounded down | 0 |
-/// | `drift_<ppm>` | the encoder's media clock runs `ppm` parts per million fast (negative: slow) against the wall clock (−20000…20000): each segment holds its media duration but is produced in `duration / (1 + ppm·10⁻⁶)` wall seconds; availability follows the wall clock, HLS program date-times are wall-clock times (a capture card's clock under an encoder that dates segments by the system clock), media timestamps and the DASH MPD stay in media time | 0 |
-/// | `timeoffset_<s>` | the origin's clock runs that far off real time (availability, MPD times, time endpoints, Date headers) | 0 |
-/// | `ltgt_<ms>` | `ServiceDescription/Latency@target` | omitted |
-/// | `outage_<from>-<to>` | every request of this URL (manifest, segments) is a 503 from Unix second `from` until `to` (origin clock) | none |
-/// | `hang_<from>-<to>` | every request of this URL arriving between Unix seconds `from` and `to` (origin clock) gets no answer until `to` (then a 503): a hung server | none |
-/// | `bw_<kbps>` | every segment is sent at no more than this many kbit/s (each response paced on its own: a per-connection limit, for ABR tests) | unlimited |
-/// | `bwlow_<kbps>-<from>-<to>` | segments requested between Unix seconds `from` and `to` (origin clock) are sent at no more than `kbps` (a link that degrades, then recovers) | none |
-/// | `mute_<period>-<start>-<len>` | the broadcaster mutes for `len` s from `k·period + start` (presentation time, every `period` s): an MPD `EventStream` of scheme `urn:marquee:broadcast:2026` listing the mutes from the time-shift buffer's start to 10 min ahead | none |
-/// | `ad_<period>-<start>-<len>` | an ad break of `len` s at `k·period + start`: a SCTE-35 `splice_insert` (out of network, break_duration) in an `emsg` v1 box (`urn:scte:scte35:2013:bin`) at the start of the segment holding the splice point and of the one before it, in every representation, announced by `InbandEventStream` | none |
-/// | `baseurl_<a-b-…>` | the MPD lists these `BaseURL`s in order (alternative locations of the segments): `self` (`./`, this origin), `dead` (`http://127.0.0.1:9/dead/`: nothing listens), `gone` (`/gone/` on this origin: every request a 404) | none (no `BaseURL`) |
-/// | `periods_<s>` | a new `Period` every `s` seconds of presentation time (rounded to whole segments of the asset; at least one): `@id` `p<k>`, `@start` its time, each representation's `presentationTimeOffset` the period's start (so the segments' own `tfdt` go on) and, with `$Number$`, `startNumber` its first segment's number; a period is listed once it has begun (an encoder restart, a splice), at most 16, and the MPD changes then (`minimumUpdatePeriod` 2 unless `mup_` says otherwise). Segment URLs are unchanged | one period |
-/// | `restart_<s>` | the packager restarts every `s` seconds of origin time (from `ast_`) and republishes the MPD with a new `availabilityStartTime` (the restart): segment numbers and times start again there, and `minimumUpdatePeriod` is 2 unless `mup_` says otherwise | none |
-/// | `location_1` | the manifest has moved: the MPD carries a `Location` (absolute: this stream's URL without `location_1`), and a manifest request with `location_1` is answered only once per origin process, then 410 Gone | 0 |
-/// | `utc_<a-b-…>` | the UTCTiming elements, in order: `xsdate`, `iso`, `head`, `direct`, `ntp` (the origin's SNTP server; not with `timeoffset_`), `none` | `xsdate-iso` |
+/// - `ast_<s>`: availabilityStartTime, Unix seconds. Default: 0 (1970-01-01: numbers follow the wall clock).
+/// - `tsbd_<s>`: timeShiftBufferDepth (0 < s ≤ 48 h). Default: 60.
+/// - `mup_<s>`: minimumUpdatePeriod (> 0). Default: 2 with SegmentTimeline, omitted with `$Number$` (the MPD never
+///   changes).
+/// - `snr_<n>`: startNumber; `$Number$` of live segment i is n + i. Default: 0.
+/// - `spd_<s>`: suggestedPresentationDelay. Default: omitted.
+/// - `segtimeline_1`: SegmentTimeline + `$Time$` instead of `$Number$` + `@duration`. Default: 0.
+/// - `ato_<s>`: availabilityTimeOffset: segments available that much earlier; a segment requested before its end is
+///   sent chunk by chunk (CMAF chunks, chunked transfer), each chunk when its last sample's time comes. Default: 0
+///   (omitted).
+/// - `late_<s>`: segments are published `s` seconds after their end (404 before, listed in a SegmentTimeline only
+///   then), and the MPD does not say so: a packager that writes a segment when the next keyframe comes, an AST rounded
+///   down. Default: 0.
+/// - `drift_<ppm>`: the encoder's media clock runs `ppm` parts per million fast (negative: slow) against the wall clock
+///   (−20000…20000): each segment holds its media duration but is produced in `duration / (1 + ppm·10⁻⁶)` wall
+///   seconds; availability follows the wall clock, HLS program date-times are wall-clock times (a capture card's clock
+///   under an encoder that dates segments by the system clock), media timestamps and the DASH MPD stay in media time.
+///   Default: 0.
+/// - `timeoffset_<s>`: the origin's clock runs that far off real time (availability, MPD times, time endpoints, Date
+///   headers). Default: 0.
+/// - `ltgt_<ms>`: `ServiceDescription/Latency@target`. Default: omitted.
+/// - `outage_<from>-<to>`: every request of this URL (manifest, segments) is a 503 from Unix second `from` until `to`
+///   (origin clock). Default: none.
+/// - `hang_<from>-<to>`: every request of this URL arriving between Unix seconds `from` and `to` (origin clock) gets no
+///   answer until `to` (then a 503): a hung server. Default: none.
+/// - `bw_<kbps>`: every segment is sent at no more than this many kbit/s (each response paced on its own: a
+///   per-connection limit, for ABR tests). Default: unlimited.
+/// - `bwlow_<kbps>-<from>-<to>`: segments requested between Unix seconds `from` and `to` (origin clock) are sent at no
+///   more than `kbps` (a link that degrades, then recovers). Default: none.
+/// - `mute_<period>-<start>-<len>`: the broadcaster mutes for `len` s from `k·period + start` (presentation time,
+///   every `period` s): an MPD `EventStream` of scheme `urn:marquee:broadcast:2026` listing the mutes from the
+///   time-shift buffer's start to 10 min ahead. Default: none.
+/// - `ad_<period>-<start>-<len>`: an ad break of `len` s at `k·period + start`: a SCTE-35 `splice_insert` (out of
+///   network, break_duration) in an `emsg` v1 box (`urn:scte:scte35:2013:bin`) at the start of the segment holding the
+///   splice point and of the one before it, in every representation, announced by `InbandEventStream`. Default: none.
+/// - `baseurl_<a-b-…>`: the MPD lists these `BaseURL`s in order (alternative locations of the segments): `self`
+///   (`./`, this origin), `dead` (`http://127.0.0.1:9/dead/`: nothing listens), `gone` (`/gone/` on this origin: every
+///   request a 404). Default: none (no `BaseURL`).
+/// - `periods_<s>`: a new `Period` every `s` seconds of presentation time (rounded to whole segments of the asset; at
+///   least one): `@id` `p<k>`, `@start` its time, each representation's `presentationTimeOffset` the period's start (so
+///   the segments' own `tfdt` go on) and, with `$Number$`, `startNumber` its first segment's number; a period is listed
+///   once it has begun (an encoder restart, a splice), at most 16, and the MPD changes then (`minimumUpdatePeriod` 2
+///   unless `mup_` says otherwise). Segment URLs are unchanged. Default: one period.
+/// - `restart_<s>`: the packager restarts every `s` seconds of origin time (from `ast_`) and republishes the MPD with a
+///   new `availabilityStartTime` (the restart): segment numbers and times start again there, and `minimumUpdatePeriod`
+///   is 2 unless `mup_` says otherwise. Default: none.
+/// - `location_1`: the manifest has moved: the MPD carries a `Location` (absolute: this stream's URL without
+///   `location_1`), and a manifest request with `location_1` is answered only once per origin process, then 410 Gone.
+///   Default: 0.
+/// - `utc_<a-b-…>`: the UTCTiming elements, in order: `xsdate`, `iso`, `head`, `direct`, `ntp` (the origin's SNTP
+///   server; not with `timeoffset_`), `none`. Default: `xsdate-iso`.
 ///
 /// Faults (``Faults``). A share-based fault strikes a request when a hash of (`seed_`, the option,
 /// the request's fate key) falls below the share, so the same URL meets the same fate every time.
 /// The fate key of a segment is its path after the asset (`0/123.m4s`, `0/t4567.m4s`,
 /// `ts/123.ts`); of a manifest, its name and the whole origin-clock second of the request. Unless
-/// a row says otherwise a fault strikes only media segments the origin would serve (200); a HEAD
+/// an entry says otherwise a fault strikes only media segments the origin would serve (200); a HEAD
 /// gets the status and headers its GET would.
 /// When several strike one segment: `status_`, then the content faults (`corrupt_`, `hugebox_`,
 /// `flip_`), then one delivery fault (`reset_`, `badlength_`, `truncate_`, `endless_`, `trickle_`,
@@ -41,25 +68,38 @@ import Foundation
 /// segment's first request in this origin process only (a retry gets it whole); content faults
 /// are the packager's and strike every request.
 ///
-/// | option | meaning | default |
-/// | --- | --- | --- |
-/// | `seed_<n>` | the seed of every choice below | 1 |
-/// | `status_<code>-<pct>` | that share of segments is answered `<code>` (400–599) the first time this origin process serves that URL path; a retry succeeds (the origin remembers up to 65,536 such paths, then forgets the older half) | none |
-/// | `mstatus_<code>-<n>` | the first `n` requests of each manifest URL path (MPD or playlist) in this origin process are answered `<code>` (400–599) | none |
-/// | `reset_<pct>` | the headers (full `Content-Length`) and the first half of the body, then a TCP reset (`SO_LINGER` 0) | none |
-/// | `trickle_<kbps>-<pct>` | the body sent at no more than `<kbps>`, a piece every 50 ms from its first byte (a stuck CDN edge: 320 is 2 kB every 50 ms; with `bw_` the slower wins) | none |
-/// | `truncate_<pct>` | a well-formed 200 carrying only the first half of the segment (`Content-Length` says so) | none |
-/// | `badlength_<pct>` | the full `Content-Length`, the first half of the body, then the connection closed (FIN) | none |
-/// | `corrupt_<pct>` | the segment replaced by seeded random bytes of the same length | none |
-/// | `hugebox_<pct>` | the first 4 bytes set to 0x7fffffff: in fMP4 the first box's size field | none |
-/// | `flip_<pct>` | 8 seeded bits flipped inside the `mdat` payload (fMP4) or the TS packet payloads: a stream should play through | none |
-/// | `endless_<pct>` | the segment, then zero bytes without end (1 KiB every 100 ms, chunked), until the client closes | none |
-/// | `stall_<pct>` | the headers (full `Content-Length`) and the first half of the body, then nothing for 120 s with the connection open (a stalled edge), then a close | none |
-/// | `silent_<pct>` | the request accepted, then no answer at all (not even the head) for 120 s with the connection open (a server or edge that hangs on one request) | none |
-/// | `redirect_<pct>` | that share of all `/live` requests (manifests, init and media segments) is a 302 loop: `<path>` → `<path>?hop=1` → `<path>` … | none |
-/// | `badinit_1` | every init segment replaced by seeded random bytes of the same length | 0 |
-/// | `nest_<depth>` | the MPD carries `<depth>` nested `Nest` elements before its `Period` (a hostile manifest) | none |
-/// | `rotate_<s>` | the share-based faults above take turns: each strikes alone for `s` seconds, then `s` seconds without faults, then the next (in this table's order, from Unix second 0 of the origin clock); for soaks | all at once |
+/// - `seed_<n>`: the seed of every choice below. Default: 1.
+/// - `status_<code>-<pct>`: that share of segments is answered `<code>` (400–599) the first time this origin process
+///   serves that URL path; a retry succeeds (the origin remembers up to 65,536 such paths, then forgets the older
+///   half). Default: none.
+/// - `mstatus_<code>-<n>`: the first `n` requests of each manifest URL path (MPD or playlist) in this origin process
+///   are answered `<code>` (400–599). Default: none.
+/// - `reset_<pct>`: the headers (full `Content-Length`) and the first half of the body, then a TCP reset (`SO_LINGER`
+///   0). Default: none.
+/// - `trickle_<kbps>-<pct>`: the body sent at no more than `<kbps>`, a piece every 50 ms from its first byte (a stuck
+///   CDN edge: 320 is 2 kB every 50 ms; with `bw_` the slower wins). Default: none.
+/// - `truncate_<pct>`: a well-formed 200 carrying only the first half of the segment (`Content-Length` says so).
+///   Default: none.
+/// - `badlength_<pct>`: the full `Content-Length`, the first half of the body, then the connection closed (FIN).
+///   Default: none.
+/// - `corrupt_<pct>`: the segment replaced by seeded random bytes of the same length. Default: none.
+/// - `hugebox_<pct>`: the first 4 bytes set to 0x7fffffff: in fMP4 the first box's size field. Default: none.
+/// - `flip_<pct>`: 8 seeded bits flipped inside the `mdat` payload (fMP4) or the TS packet payloads: a stream should
+///   play through. Default: none.
+/// - `endless_<pct>`: the segment, then zero bytes without end (1 KiB every 100 ms, chunked), until the client closes.
+///   Default: none.
+/// - `stall_<pct>`: the headers (full `Content-Length`) and the first half of the body, then nothing for 120 s with the
+///   connection open (a stalled edge), then a close. Default: none.
+/// - `silent_<pct>`: the request accepted, then no answer at all (not even the head) for 120 s with the connection open
+///   (a server or edge that hangs on one request). Default: none.
+/// - `redirect_<pct>`: that share of all `/live` requests (manifests, init and media segments) is a 302 loop: `<path>`
+///   → `<path>?hop=1` → `<path>` …. Default: none.
+/// - `badinit_1`: every init segment replaced by seeded random bytes of the same length. Default: 0.
+/// - `nest_<depth>`: the MPD carries `<depth>` nested `Nest` elements before its `Period` (a hostile manifest).
+///   Default: none.
+/// - `rotate_<s>`: the share-based faults above take turns: each strikes alone for `s` seconds, then `s` seconds
+///   without faults, then the next (in this list's order, from Unix second 0 of the origin clock); for soaks. Default:
+///   all at once.
 struct LiveOptions: Sendable, Equatable {
     var availabilityStartTime: Double = 0
     var timeShiftBufferDepth: Double = 60
@@ -197,7 +237,10 @@ struct LiveOptions: Sendable, Equatable {
         func number(_ range: ClosedRange<Double>) throws(OptionError) -> Double {
             guard let v = Double(value), v.isFinite, range.contains(v) else {
                 throw OptionError(
-                    "option \(key)_: \"\(value)\" is not a number in \(Self.format(range.lowerBound))...\(Self.format(range.upperBound))"
+                    """
+                    option \(key)_: "\(value)" is not a number in \
+                    \(Self.format(range.lowerBound))...\(Self.format(range.upperBound))
+                    """
                 )
             }
             return v
@@ -286,7 +329,10 @@ struct LiveOptions: Sendable, Equatable {
         default:
             guard try faults.apply(key: key, value: value) else {
                 throw OptionError(
-                    "unknown option \"\(component)\" (known: \(Self.keys.sorted().map { $0 + "_" }.joined(separator: ", ")))"
+                    """
+                    unknown option "\(component)" \
+                    (known: \(Self.keys.sorted().map { $0 + "_" }.joined(separator: ", ")))
+                    """
                 )
             }
         }

@@ -66,7 +66,10 @@ struct MP4Reader {
             }
             guard size >= UInt64(header), size <= UInt64(range.upperBound - offset) else {
                 throw malformed(
-                    "box '\(type)' at \(offset) has size \(size), which does not fit in its parent (\(range.upperBound - offset) bytes left)"
+                    """
+                    box '\(type)' at \(offset) has size \(size), which does not fit in its parent \
+                    (\(range.upperBound - offset) bytes left)
+                    """
                 )
             }
             out.append(MP4Box(type: type, start: offset, headerSize: header, size: Int(size)))

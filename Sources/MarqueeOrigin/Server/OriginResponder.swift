@@ -129,7 +129,10 @@ struct OriginResponder: Sendable {
             default:
                 reply = Reply(
                     .notFound,
-                    "no such resource: \(path) (try /live/<options>/<asset>/<manifest>, /moved/<options>/<asset>/<manifest>, /time/xsdate, /static/<file>)"
+                    """
+                    no such resource: \(path) (try /live/<options>/<asset>/<manifest>, \
+                    /moved/<options>/<asset>/<manifest>, /time/xsdate, /static/<file>)
+                    """
                 )
             }
         }
@@ -179,8 +182,10 @@ struct OriginResponder: Sendable {
             response = Response(status: reply.status, headers: headers, body: ResponseBody(byteBuffer: buffer))
         }
         let elapsed = ContinuousClock.now - started
-        let line: Logger.Message =
-            "\(request.method) \(path)\(request.uri.query.map { "?" + $0 } ?? "") -> \(reply.status.code) (\(reply.body.count) bytes, \(elapsed))"
+        let line: Logger.Message = """
+            \(request.method) \(path)\(request.uri.query.map { "?" + $0 } ?? "") -> \(reply.status.code) \
+            (\(reply.body.count) bytes, \(elapsed))
+            """
         if reply.status.code >= 500 { logger.warning(line) } else { logger.debug(line) }
         return request.method == .head ? response.createHeadResponse() : response
     }

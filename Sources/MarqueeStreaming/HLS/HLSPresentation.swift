@@ -157,7 +157,10 @@ public enum HLSPresentation {
                 guard let date = segment.programDateTime else {
                     throw ManifestError(
                         .noPlayableContent,
-                        "live HLS segment \(segment.sequence) has no EXT-X-PROGRAM-DATE-TIME (a playlist without any is placed by an HLSLiveAnchor first)"
+                        """
+                        live HLS segment \(segment.sequence) has no EXT-X-PROGRAM-DATE-TIME (a playlist without any is \
+                        placed by an HLSLiveAnchor first)
+                        """
                     )
                 }
                 start = date.timeIntervalSince1970

@@ -406,7 +406,10 @@ public struct HTTPFetcher: Sendable {
             let stack = "\(inner)"
             if stack.contains("CERTIFICATE_VERIFY_FAILED") {
                 return
-                    "the certificate of \(host) is not trusted (not signed by a trusted CA, or expired; a private CA: --ca-file)"
+                    """
+                    the certificate of \(host) is not trusted (not signed by a trusted CA, or expired; a private CA: \
+                    --ca-file)
+                    """
             }
             if stack.contains("WRONG_VERSION_NUMBER") || stack.contains("PACKET_LENGTH_TOO_LONG") {
                 return "TLS handshake with \(host) failed: it does not speak TLS there"
@@ -461,6 +464,9 @@ public enum HTTPDate {
         let weekday = days[((d % 7) + 7) % 7]
         func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
         return
-            "\(weekday), \(two(day)) \(months[m - 1]) \(y) \(two(rem / 3600)):\(two(rem % 3600 / 60)):\(two(rem % 60)) GMT"
+            """
+            \(weekday), \(two(day)) \(months[m - 1]) \(y) \
+            \(two(rem / 3600)):\(two(rem % 3600 / 60)):\(two(rem % 60)) GMT
+            """
     }
 }

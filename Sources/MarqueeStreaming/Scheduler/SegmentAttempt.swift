@@ -92,9 +92,9 @@ public struct SegmentAttempt: Sendable {
 
     /// Why the body's first bytes cannot start a media segment (nil: they can, or too few came
     /// to tell): an MPEG-TS segment starts with a sync byte; anything else with an ISO BMFF box
-    /// header, an ID3 tag or an audio frame (packed audio: ADTS, MPEG audio, AC-3), or text (WebVTT). Random bytes (a broken
-    /// edge, a misrouted answer) are told from the first 8: the try is given up at once instead
-    /// of waiting out its deadline.
+    /// header, an ID3 tag or an audio frame (packed audio: ADTS, MPEG audio, AC-3), or text
+    /// (WebVTT). Random bytes (a broken edge, a misrouted answer) are told from the first 8: the
+    /// try is given up at once instead of waiting out its deadline.
     public var startProblem: String? {
         if transportStream {
             guard let first = start.first else { return nil }

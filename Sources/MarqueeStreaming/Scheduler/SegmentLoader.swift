@@ -356,7 +356,10 @@ public struct SegmentLoader: Sendable {
                 } catch {
                     return (
                         .unusable(
-                            "segment \(Redact.url(url)) does not decrypt with the key at \(Redact.url(key.url)): \(error)"
+                            """
+                            segment \(Redact.url(url)) does not decrypt with the key at \(Redact.url(key.url)): \
+                            \(error)
+                            """
                         ), nil
                     )
                 }
@@ -377,7 +380,8 @@ public struct SegmentLoader: Sendable {
         return (.cancelled, nil)
     }
 
-    /// Judges a try kept until whole (``SegmentAttempt/verdict(now:expected:bufferAtStart:duration:judgesPace:shouldAbandon:)``)
+    /// Judges a try kept until whole
+    /// (``SegmentAttempt/verdict(now:expected:bufferAtStart:duration:judgesPace:shouldAbandon:)``)
     /// with ABR's abandonment rule, when there is one.
     private func judge(
         _ state: inout SegmentAttempt, _ request: SegmentRequest, bufferAtStart: Double, judgesPace: Bool,
@@ -406,8 +410,10 @@ public struct SegmentLoader: Sendable {
         case .stuck:
             throw FetchError(
                 .timeout, url: url.absoluteString,
-                message:
-                    "\(state.received) bytes in \(String(format: "%.1f", Monotonic.now() - state.began)) s: too slow for the buffer"
+                message: """
+                    \(state.received) bytes in \(String(format: "%.1f", Monotonic.now() - state.began)) s: too slow \
+                    for the buffer
+                    """
             )
         }
     }

@@ -68,7 +68,10 @@ public struct RepresentationTimeline: Sendable {
         guard let template = representation.segmentTemplate, template.media != nil else {
             throw ManifestError(
                 .noPlayableContent,
-                "representation \(representation.id) has no SegmentTemplate@media (SegmentBase/SegmentList are not supported)"
+                """
+                representation \(representation.id) has no SegmentTemplate@media (SegmentBase/SegmentList are not \
+                supported)
+                """
             )
         }
         guard template.duration != nil || template.timeline != nil else {
