@@ -6,7 +6,8 @@
 #include "core/thread.h"
 #include "mq_err.h"
 
-/// The audio thread: the master clock. It plays the tempo stage's ring (`out`, see tempo_thread.c). Every period it works out when the next sample written
+/// The audio thread: the master clock. It plays the tempo stage's ring (`out`, see tempo_thread.c).
+/// Every period it works out when the next sample written
 /// will be heard (device delay, or a virtual device for outputs that do not pace), asks the
 /// schedule which presentation time is due then, and writes the PCM ring's samples so they
 /// are heard on time (to the sample): late samples are skipped, early ones wait behind silence, and once

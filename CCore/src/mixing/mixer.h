@@ -77,7 +77,8 @@ int mq_mixer_set_master(mq_mixer *m, float volume, bool muted);
 int mq_mixer_cancel_timed(mq_mixer *m);
 
 /// Audio thread. Mixes `frames` (≤ max_frames) frames: `in[i]` is input i's frames × channels
-/// floats, or NULL (silent; `in` itself may be NULL: all silent). Ramps advance either way. Writes `frames` × channels samples of `fmt` to `out`.
+/// floats, or NULL (silent; `in` itself may be NULL: all silent). Ramps advance either way.
+/// Writes `frames` × channels samples of `fmt` to `out`.
 /// `t0`: timeline position of frame 0, `dt`: timeline step per frame (see timed commands).
 /// With a NULL `m` or `out`, `frames` outside 0…max_frames or an unknown `fmt` it does nothing.
 /// s16: ×32768, s32: ×2147483648, rounded to nearest (ties to even, as lrintf), saturated.

@@ -12,8 +12,8 @@ typedef struct mq_vframe {
     double pts;       ///< Presentation time (stream pts_time + the track's pts_offset).
     double media_pts; ///< The stream's own pts_time (what ffprobe prints).
     double duration;  ///< Seconds this picture lasts.
-    bool
-        still; ///< A join's keyframe, late, shown at once until a due picture follows (mq_player_config.hide_join_still).
+    /// A join's keyframe, late, shown at once until a due picture follows (mq_player_config.hide_join_still).
+    bool still;
 } mq_vframe;
 
 /// Bounded FIFO of decoded pictures between one decode thread (push, flush) and the video
