@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import MarqueeStreaming
 
 /// SIGINT / SIGTERM as an awaitable event (so `stop()` runs and outputs are finalised).
 enum Signals {
@@ -20,9 +21,11 @@ enum Signals {
 }
 
 private final class SignalBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var continuation: CheckedContinuation<Void, Never>?
-    private var fired = false
+    private struct State {
+        var continuation: CheckedContinuation<Void, Never>?
+        var fired = false
+    }
+    private let state = Locked(State())
     private let sources: [DispatchSourceSignal]
 
     init(sources: [DispatchSourceSignal]) {
@@ -30,14 +33,14 @@ private final class SignalBox: @unchecked Sendable {
     }
 
     func arm(_ c: CheckedContinuation<Void, Never>) {
-        lock.lock()
-        if fired {
-            lock.unlock()
+        let firedAlready = state.withLock { s in
+            if !s.fired { s.continuation = c }
+            return s.fired
+        }
+        if firedAlready {
             c.resume()
             return
         }
-        continuation = c
-        lock.unlock()
         for source in sources {
             source.setEventHandler { [self] in fire() }
             source.resume()
@@ -45,11 +48,11 @@ private final class SignalBox: @unchecked Sendable {
     }
 
     func fire() {
-        lock.lock()
-        fired = true
-        let c = continuation
-        continuation = nil
-        lock.unlock()
+        let c = state.withLock { s in
+            s.fired = true
+            defer { s.continuation = nil }
+            return s.continuation
+        }
         c?.resume()
     }
 }

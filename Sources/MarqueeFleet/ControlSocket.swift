@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Marquee
+import MarqueeStreaming
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOExtras
@@ -44,9 +45,9 @@ public final class ControlSocket: Sendable {
     /// The socket file's path.
     public let path: String
     private let channel: any Channel
-    private let connections: NIOLockedValueBox<[ObjectIdentifier: any Channel]>
+    private let connections: Locked<[ObjectIdentifier: any Channel]>
 
-    private init(path: String, channel: any Channel, connections: NIOLockedValueBox<[ObjectIdentifier: any Channel]>) {
+    private init(path: String, channel: any Channel, connections: Locked<[ObjectIdentifier: any Channel]>) {
         self.path = path
         self.channel = channel
         self.connections = connections
@@ -69,7 +70,7 @@ public final class ControlSocket: Sendable {
         logger: Logger = Logger(label: "marquee.control")
     ) async throws -> ControlSocket {
         telemetry.player.keepLastPicture(true)
-        let connections = NIOLockedValueBox<[ObjectIdentifier: any Channel]>([:])
+        let connections = Locked<[ObjectIdentifier: any Channel]>([:])
         let ownUid = getuid()
         // Made 0600 once bound (the process' umask is left alone: other threads create files);
         // a connection in between is still held to the uid check.
@@ -83,9 +84,9 @@ public final class ControlSocket: Sendable {
                     try child.pipeline.syncOperations.addHandler(
                         ByteToMessageHandler(LineBasedFrameDecoder(), maximumBufferSize: 65_536))
                     try child.pipeline.syncOperations.addHandler(handler)
-                    connections.withLockedValue { $0[ObjectIdentifier(child)] = child }
+                    connections.withLock { $0[ObjectIdentifier(child)] = child }
                     child.closeFuture.whenComplete { _ in
-                        _ = connections.withLockedValue { $0.removeValue(forKey: ObjectIdentifier(child)) }
+                        _ = connections.withLock { $0.removeValue(forKey: ObjectIdentifier(child)) }
                     }
                 }
             }
@@ -103,7 +104,7 @@ public final class ControlSocket: Sendable {
     /// Stops listening, closes the connections and removes the socket file.
     public func stop() async {
         try? await channel.close()
-        for c in connections.withLockedValue({ Array($0.values) }) { try? await c.close() }
+        for c in connections.withLock({ Array($0.values) }) { try? await c.close() }
         unlink(path)
     }
 

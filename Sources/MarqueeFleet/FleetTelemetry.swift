@@ -1,8 +1,8 @@
 public import CoreMetrics
 import Foundation
 public import Marquee
+import MarqueeStreaming
 import MarqueeVenue
-import Synchronization
 
 /// What a box reports about its player: the play's ``QoERecord``, the same figures as
 /// swift-metrics counters and gauges (for any metrics backend; ``MetricsEndpoint`` serves them
@@ -34,7 +34,7 @@ import Synchronization
 public final class FleetTelemetry: Sendable {
     /// The player reported on.
     public let player: Player
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let metrics: Instruments
 
     struct State {
@@ -64,7 +64,7 @@ public final class FleetTelemetry: Sendable {
     /// (default: the process's bootstrapped `MetricsSystem.factory`).
     public init(player: Player, customerId: String? = nil, factory: (any MetricsFactory)? = nil) {
         self.player = player
-        self.state = Mutex(State(record: QoERecord(sessionId: player.sessionId, customerId: customerId)))
+        self.state = Locked(State(record: QoERecord(sessionId: player.sessionId, customerId: customerId)))
         self.metrics = Instruments(
             factory: factory ?? MetricsSystem.factory, venue: player.venueStatistics != nil,
             thermal: DeviceHealth.cpuTemperature() != nil,

@@ -4,11 +4,11 @@ import Foundation
 import Hummingbird
 import Logging
 import MarqueeServing
+import MarqueeStreaming
 import NIOCore
 import NIOHTTP1
 import OTel
 import ServiceLifecycle
-import Synchronization
 
 /// Where and how a box pushes its metrics as OTLP (OpenTelemetry's protocol, over HTTP with
 /// protobuf bodies).
@@ -194,7 +194,7 @@ public final class OTLPQueue: Sendable {
     public let directory: URL
     private let maxBytes: Int
     private let logger: Logger
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     private struct State {
         var files: [(sequence: UInt64, bytes: Int)] = []  // oldest first
@@ -225,7 +225,7 @@ public final class OTLPQueue: Sendable {
         }
         state.files.sort { $0.sequence < $1.sequence }
         state.next = (state.files.last?.sequence ?? 0) + 1
-        self.state = Mutex(state)
+        self.state = Locked(state)
         if !state.files.isEmpty { logger.info("OTLP queue: \(state.files.count) exports waiting from before") }
     }
 

@@ -13,41 +13,41 @@ import Foundation
 ///   never above what the estimate could sustain for the buffer ahead.
 /// - Abandonment: a download that will not finish before the buffer runs out is dropped and
 ///   retried lower (``shouldAbandon(bytes:of:elapsed:buffer:)``).
-public struct ABRController: Sendable {
-    public struct Options: Sendable, Hashable {
+package struct ABRController: Sendable {
+    package struct Options: Sendable, Hashable {
         /// Fraction of the estimate a rendition may use.
-        public var safety = 0.85
+        package var safety = 0.85
         /// Buffer (s) under which only throughput decides.
-        public var bufferSafe = 6.0
+        package var bufferSafe = 6.0
         /// Buffer (s) at which the buffer rule reaches the top rendition.
-        public var bufferTarget = 18.0
+        package var bufferTarget = 18.0
         /// Caps (a board profile's limits): renditions above them are never chosen.
-        public var maxHeight: Int?
-        public var maxFrameRate: Double?
-        public init() {}
+        package var maxHeight: Int?
+        package var maxFrameRate: Double?
+        package init() {}
     }
 
-    public struct Rendition: Sendable, Equatable {
-        public var id: String
-        public var bandwidth: Int
-        public var height: Int?
-        public var frameRate: Double?
-        public init(id: String, bandwidth: Int, height: Int? = nil, frameRate: Double? = nil) {
+    package struct Rendition: Sendable, Equatable {
+        package var id: String
+        package var bandwidth: Int
+        package var height: Int?
+        package var frameRate: Double?
+        package init(id: String, bandwidth: Int, height: Int? = nil, frameRate: Double? = nil) {
             (self.id, self.bandwidth, self.height, self.frameRate) = (id, bandwidth, height, frameRate)
         }
     }
 
-    public let options: Options
+    package let options: Options
     /// Usable renditions, lowest bandwidth first (caps applied; never empty).
-    public let renditions: [Rendition]
+    package let renditions: [Rendition]
     /// A rendition pinned by the user (`selectedQuality`), nil: automatic.
-    public var pinned: String?
+    package var pinned: String?
     private var fast = EWMA(halfLife: 2), slow = EWMA(halfLife: 8)
     private var last: Double?
 
     /// `renditions` in any order; those above the caps are dropped (all but the lowest when
     /// every one is).
-    public init(renditions: [Rendition], options: Options = Options()) {
+    package init(renditions: [Rendition], options: Options = Options()) {
         let sorted = renditions.sorted { $0.bandwidth < $1.bandwidth }
         let capped = sorted.filter { r in
             (options.maxHeight.map { max in (r.height ?? 0) <= max } ?? true)
@@ -58,7 +58,7 @@ public struct ABRController: Sendable {
     }
 
     /// Bits per second the link is believed to carry, nil before any sample.
-    public var estimate: Double? {
+    package var estimate: Double? {
         guard let f = fast.value, let s = slow.value, let l = last else { return nil }
         return min(f, s, l)
     }
@@ -68,7 +68,7 @@ public struct ABRController: Sendable {
     /// much the sample counts in the averages (default: its download time); a player passes the
     /// segment's media duration, so each segment counts alike however fast it came (as dash.js's
     /// per-segment window does) and a link that recovers is believed within a few segments.
-    public mutating func downloaded(bytes: Int, seconds: Double, paced: Bool = false, weight: Double? = nil) {
+    package mutating func downloaded(bytes: Int, seconds: Double, paced: Bool = false, weight: Double? = nil) {
         guard bytes > 0, seconds > 0 else { return }
         let bps = Double(bytes) * 8 / max(seconds, 0.0005)
         if paced, let e = estimate, bps <= e { return }  // says nothing new about the link
@@ -82,7 +82,7 @@ public struct ABRController: Sendable {
     /// (live, a small buffer): the segment must also arrive before the buffer runs out (less
     /// 0.25 s), not only on average, e.g. with 1 s buffered a 2 s segment may use 3/8 of the
     /// link.
-    public func choose(buffer: Double, segmentDuration: Double? = nil) -> Rendition {
+    package func choose(buffer: Double, segmentDuration: Double? = nil) -> Rendition {
         if let pinned, let r = renditions.first(where: { $0.id == pinned }) { return r }
         guard let estimate else { return renditions[0] }
         var budget = options.safety * estimate
@@ -109,7 +109,7 @@ public struct ABRController: Sendable {
     /// `elapsed` seconds will not complete before the `buffer` runs dry (with a margin), and a
     /// lower rendition exists. Not judged in the first 0.5 s (dash.js's grace time): the first
     /// chunk's time says more about a busy box than about the link.
-    public func shouldAbandon(bytes: Int, of total: Int, elapsed: Double, buffer: Double) -> Bool {
+    package func shouldAbandon(bytes: Int, of total: Int, elapsed: Double, buffer: Double) -> Bool {
         guard elapsed > 0.5, bytes < total, renditions.count > 1 else { return false }
         let rate = Double(max(bytes, 1)) / elapsed
         let remaining = Double(total - bytes) / rate

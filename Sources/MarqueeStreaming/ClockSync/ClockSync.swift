@@ -5,37 +5,37 @@ import NIOCore
 /// The server's wall clock as seen from this box: server Unix time = monotonic seconds + ``offset``.
 ///
 /// Built on the monotonic clock, so a step of the local wall clock changes nothing.
-public struct ServerClock: Sendable, Equatable {
+package struct ServerClock: Sendable, Equatable {
     /// Server Unix seconds minus monotonic seconds.
-    public var offset: Double
+    package var offset: Double
     /// Where the time came from (`http-xsdate http://…`, `Date header`, `local clock`).
-    public var source: String
+    package var source: String
     /// Round trip of the sample used, seconds (`nil` for the local clock).
-    public var roundTrip: Double?
+    package var roundTrip: Double?
 
-    public init(offset: Double, source: String, roundTrip: Double? = nil) {
+    package init(offset: Double, source: String, roundTrip: Double? = nil) {
         self.offset = offset
         self.source = source
         self.roundTrip = roundTrip
     }
 
     /// Whether this is the local wall clock, not a measurement of the server's.
-    public var isLocal: Bool { roundTrip == nil && source == Self.localSource }
+    package var isLocal: Bool { roundTrip == nil && source == Self.localSource }
     static let localSource = "local clock"
 
     /// The local wall clock taken as the server's.
-    public static func local() -> ServerClock {
+    package static func local() -> ServerClock {
         ServerClock(offset: Monotonic.realtime() - Monotonic.now(), source: localSource)
     }
 
     /// Server time now.
-    public func now() -> Date { Date(timeIntervalSince1970: Monotonic.now() + offset) }
+    package func now() -> Date { Date(timeIntervalSince1970: Monotonic.now() + offset) }
 
     /// The monotonic time at which the server's clock reads `date`.
-    public func monotonic(at date: Date) -> Double { date.timeIntervalSince1970 - offset }
+    package func monotonic(at date: Date) -> Double { date.timeIntervalSince1970 - offset }
 
     /// Server clock minus local wall clock, in milliseconds (`timeOffset` of the player API).
-    public var localClockDifferenceMs: Double {
+    package var localClockDifferenceMs: Double {
         (offset - (Monotonic.realtime() - Monotonic.now())) * 1000
     }
 }
@@ -43,60 +43,60 @@ public struct ServerClock: Sendable, Equatable {
 /// A ``ServerClock`` that re-synchronisation may replace while tasks read it, and the clock of
 /// the presentation timeline: the server's clock plus the live edge's ``Lead`` when the edge
 /// runs off it (an encoder's drifting clock, `LiveEdgeRate` in Marquee).
-public final class SharedServerClock: Sendable {
+package final class SharedServerClock: Sendable {
     /// How far a live edge runs ahead of the server's clock (negative: behind), as a line:
     /// `lead + slope × (t − reference)` seconds at `t` (server seconds since the availability
     /// start).
-    public struct Lead: Sendable, Equatable {
-        public var reference: Double
-        public var lead: Double
-        public var slope: Double
+    package struct Lead: Sendable, Equatable {
+        package var reference: Double
+        package var lead: Double
+        package var slope: Double
 
-        public init(reference: Double, lead: Double, slope: Double) {
+        package init(reference: Double, lead: Double, slope: Double) {
             self.reference = reference
             self.lead = lead
             self.slope = slope
         }
 
-        public func at(_ t: Double) -> Double { lead + slope * (t - reference) }
+        package func at(_ t: Double) -> Double { lead + slope * (t - reference) }
     }
 
     private let value: Locked<(clock: ServerClock, lead: Lead?, start: Double)>
-    public init(_ clock: ServerClock) { value = Locked((clock, nil, 0)) }
+    package init(_ clock: ServerClock) { value = Locked((clock, nil, 0)) }
 
     /// The current estimate of the server's clock.
-    public var current: ServerClock {
+    package var current: ServerClock {
         get { value.withLock { $0.clock } }
         set { value.withLock { $0.clock = newValue } }
     }
 
     /// The live edge's lead over the server's clock, and the availability start time (Unix
     /// seconds) its times count from; nil: none (the timeline is the server's clock).
-    public func setLead(_ lead: Lead?, availabilityStart: Double) {
+    package func setLead(_ lead: Lead?, availabilityStart: Double) {
         value.withLock {
             $0.lead = lead
             $0.start = availabilityStart
         }
     }
 
-    public var lead: Lead? { value.withLock { $0.lead } }
+    package var lead: Lead? { value.withLock { $0.lead } }
 
     /// The server's clock, without the edge's lead (HTTP dates, the core's wall clock).
-    public var offset: Double { current.offset }
+    package var offset: Double { current.offset }
     /// Timeline time now: the server's clock plus the edge's lead.
-    public func now() -> Date {
+    package func now() -> Date {
         let mono = Monotonic.now()
         return Date(timeIntervalSince1970: mono + timelineOffset(atMonotonic: mono))
     }
     /// Timeline Unix seconds minus monotonic seconds at monotonic time `mono`: ``offset`` plus
     /// the edge's lead then.
-    public func timelineOffset(atMonotonic mono: Double) -> Double {
+    package func timelineOffset(atMonotonic mono: Double) -> Double {
         value.withLock { v in
             guard let lead = v.lead else { return v.clock.offset }
             return v.clock.offset + lead.at(mono + v.clock.offset - v.start)
         }
     }
-    public var localClockDifferenceMs: Double { current.localClockDifferenceMs }
+    package var localClockDifferenceMs: Double { current.localClockDifferenceMs }
 }
 
 /// Measures the server's clock with the manifest's `UTCTiming` schemes (http-xsdate, http-iso,
@@ -106,18 +106,18 @@ public final class SharedServerClock: Sendable {
 /// Each HTTP scheme is sampled a few times (5 by default); each sample takes the server time at
 /// the midpoint of its round trip (NTP-style correction) and ``combine(_:)`` rejects the slow,
 /// unreliable ones. Everything is on the monotonic clock: a step of the local clock changes nothing.
-public struct ClockSync: Sendable {
-    public var fetcher: HTTPFetcher
-    public var samples: Int
-    public var logger: Logger
+package struct ClockSync: Sendable {
+    package var fetcher: HTTPFetcher
+    package var samples: Int
+    package var logger: Logger
 
-    public init(fetcher: HTTPFetcher, samples: Int = 5, logger: Logger) {
+    package init(fetcher: HTTPFetcher, samples: Int = 5, logger: Logger) {
         self.fetcher = fetcher
         self.samples = samples
         self.logger = logger
     }
 
-    public func synchronize(timings: [UTCTiming], fallback: FetchResult? = nil) async -> ServerClock {
+    package func synchronize(timings: [UTCTiming], fallback: FetchResult? = nil) async -> ServerClock {
         for timing in timings {
             if let clock = await measure(timing) {
                 logger.debug("server clock", metadata: ["source": "\(clock.source)", "rtt": "\(clock.roundTrip ?? 0)"])
@@ -131,7 +131,7 @@ public struct ClockSync: Sendable {
     /// resolution: the server's second started somewhere in the round trip. A local clock that
     /// agrees with the header to within that is the better measure (NTP-synced boxes:
     /// milliseconds, not ±0.5 s), and is returned instead; one that does not is off.
-    public static func clock(answering result: FetchResult) -> ServerClock? {
+    package static func clock(answering result: FetchResult) -> ServerClock? {
         guard let date = result.date else { return nil }
         let header = ServerClock(
             offset: date.timeIntervalSince1970 + 0.5 - result.answered, source: "Date header",
@@ -184,7 +184,7 @@ public struct ClockSync: Sendable {
     /// The estimate from several samples: those whose round trip is within twice the shortest
     /// (+ 2 ms) are kept — a slow answer's midpoint can be off by half its round trip — and the
     /// median of their offsets is taken, so one odd answer cannot move the clock.
-    public static func combine(_ samples: [ServerClock]) -> ServerClock? {
+    package static func combine(_ samples: [ServerClock]) -> ServerClock? {
         guard let shortest = samples.compactMap(\.roundTrip).min() else { return samples.first }
         let kept = samples.filter { ($0.roundTrip ?? .infinity) <= 2 * shortest + 0.002 }.sorted {
             $0.offset < $1.offset
@@ -196,7 +196,7 @@ public struct ClockSync: Sendable {
     }
 
     /// One request: server time against the midpoint of send and response head.
-    public func sampleOnce(_ url: URL, head: Bool = false) async -> ServerClock? {
+    package func sampleOnce(_ url: URL, head: Bool = false) async -> ServerClock? {
         guard
             let result = try? await fetcher.get(url, method: head ? .HEAD : .GET, timeout: .seconds(5), maxBytes: 4096)
         else {

@@ -6,15 +6,15 @@
 
 /// `CLOCK_MONOTONIC` in seconds — the same clock the C core's `mq_clock_now()` reads, so times
 /// measured here and there compare directly. Steps of the local wall clock do not move it.
-public enum Monotonic {
-    public static func now() -> Double {
+package enum Monotonic {
+    package static func now() -> Double {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 
     /// Local wall clock (`CLOCK_REALTIME`), Unix seconds.
-    public static func realtime() -> Double {
+    package static func realtime() -> Double {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9

@@ -4,12 +4,12 @@ import NIOPosix
 
 /// SNTP (RFC 4330) packets and a one-shot client over SwiftNIO UDP, for the DASH UTCTiming
 /// schemes `urn:mpeg:dash:utc:ntp:2014` / `sntp:2014` (value `host[:port]`).
-public enum SNTP {
+package enum SNTP {
     /// Seconds from 1900-01-01 (NTP era 0) to 1970-01-01.
     static let unixEpoch: Double = 2_208_988_800
 
     /// A 64-bit NTP timestamp for Unix seconds.
-    public static func timestamp(_ unix: Double) -> UInt64 {
+    package static func timestamp(_ unix: Double) -> UInt64 {
         let ntp = unix + unixEpoch
         let seconds = UInt64(ntp.rounded(.down))
         let fraction = UInt64(((ntp - Double(seconds)) * 4_294_967_296).rounded(.down))
@@ -17,12 +17,12 @@ public enum SNTP {
     }
 
     /// Unix seconds of a 64-bit NTP timestamp (era 0).
-    public static func unix(_ timestamp: UInt64) -> Double {
+    package static func unix(_ timestamp: UInt64) -> Double {
         Double(timestamp >> 32) - unixEpoch + Double(timestamp & 0xFFFF_FFFF) / 4_294_967_296
     }
 
     /// A client request (version 4, mode 3) carrying `transmit` as its transmit timestamp.
-    public static func request(transmit: UInt64) -> [UInt8] {
+    package static func request(transmit: UInt64) -> [UInt8] {
         var packet = [UInt8](repeating: 0, count: 48)
         packet[0] = 0b00_100_011  // LI 0, VN 4, mode 3 (client)
         write(transmit, into: &packet, at: 40)
@@ -31,7 +31,7 @@ public enum SNTP {
 
     /// A server reply (mode 4, stratum 1) to `request`: its transmit timestamp echoed as the
     /// originate timestamp; `received` and `transmitted` in Unix seconds on the server's clock.
-    public static func reply(to request: [UInt8], received: Double, transmitted: Double) -> [UInt8]? {
+    package static func reply(to request: [UInt8], received: Double, transmitted: Double) -> [UInt8]? {
         guard request.count >= 48, request[0] & 0x07 == 3 else { return nil }
         var packet = [UInt8](repeating: 0, count: 48)
         packet[0] = 0b00_100_100  // LI 0, VN 4, mode 4 (server)
@@ -47,7 +47,7 @@ public enum SNTP {
 
     /// Reads a server reply: (receive, transmit) in Unix seconds; nil when it is not a usable
     /// server answer (wrong mode, stratum 0 "kiss of death", no transmit time).
-    public static func parseReply(_ packet: [UInt8]) -> (received: Double, transmitted: Double)? {
+    package static func parseReply(_ packet: [UInt8]) -> (received: Double, transmitted: Double)? {
         guard packet.count >= 48, packet[0] & 0x07 == 4 || packet[0] & 0x07 == 5, packet[1] != 0 else { return nil }
         let received = read(packet, at: 32)
         let transmitted = read(packet, at: 40)
@@ -66,7 +66,7 @@ public enum SNTP {
     /// One exchange with `host:port`. The offset (server Unix seconds − monotonic seconds) is
     /// NTP's `((T2 − t1) + (T3 − t4)) / 2` with t1, t4 on the monotonic clock; the round trip
     /// excludes the server's own processing time.
-    public static func sample(host: String, port: Int = 123, timeout: Duration = .seconds(2)) async -> ServerClock? {
+    package static func sample(host: String, port: Int = 123, timeout: Duration = .seconds(2)) async -> ServerClock? {
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         let reply = loop.makePromise(of: ([UInt8], Double).self)
         do {

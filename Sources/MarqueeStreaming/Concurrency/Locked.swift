@@ -11,14 +11,14 @@ import NIOConcurrencyHelpers
 /// then, for `PlaybackSession`'s monitor under `scripts/tsan`). ThreadSanitizer intercepts
 /// `pthread_mutex_lock`, so races it reports are real ones. The cost is the same order: an
 /// uncontended lock and unlock is an atomic each way.
-public final class Locked<Value>: @unchecked Sendable {
+package final class Locked<Value>: @unchecked Sendable {
     private let lock = NIOLock()
     private var value: Value
 
-    public init(_ value: Value) { self.value = value }
+    package init(_ value: Value) { self.value = value }
 
     /// Runs `body` with the value, the lock held.
-    public func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure)
+    package func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure)
         -> Result
     {
         lock.lock()

@@ -1,10 +1,10 @@
 import Foundation
 
 /// ISO 8601 durations as used by DASH (`PT2S`, `PT0H0M8.000S`, `P1DT2H`).
-public enum ISO8601Duration {
+package enum ISO8601Duration {
     /// Seconds in `text`, or `nil` when it is not a duration. Years and months count as 365 and
     /// 30 days (DASH manifests use them only for very long values).
-    public static func seconds(_ text: String) -> Double? {
+    package static func seconds(_ text: String) -> Double? {
         var s = Substring(text.trimmingCharacters(in: .whitespaces))
         var sign = 1.0
         if s.first == "-" {
@@ -46,7 +46,7 @@ public enum ISO8601Duration {
     }
 
     /// `PT…S` text for `seconds` (millisecond precision, trailing zeros dropped).
-    public static func string(_ seconds: Double) -> String {
+    package static func string(_ seconds: Double) -> String {
         var ms = (seconds * 1000).rounded()
         let negative = ms < 0
         ms = abs(ms)
@@ -63,8 +63,8 @@ public enum ISO8601Duration {
 }
 
 /// `xs:dateTime` values (`2026-11-22T03:20:00Z`, with optional fraction and offset; no zone = UTC).
-public enum XSDateTime {
-    public static func date(_ text: String) -> Date? {
+package enum XSDateTime {
+    package static func date(_ text: String) -> Date? {
         let t = Array(text.trimmingCharacters(in: .whitespaces).utf8)
         var i = 0
         func digits(_ n: Int) -> Int? {
@@ -118,7 +118,7 @@ public enum XSDateTime {
     }
 
     /// `YYYY-MM-DDTHH:MM:SS[.mmm]Z` in UTC.
-    public static func string(_ date: Date, milliseconds: Bool = true) -> String {
+    package static func string(_ date: Date, milliseconds: Bool = true) -> String {
         let totalMs = Int((date.timeIntervalSince1970 * 1000).rounded())
         let whole = Int((Double(totalMs) / 1000).rounded(.down))
         let ms = totalMs - whole * 1000

@@ -1,8 +1,8 @@
 import Foundation
 
 /// Why a manifest could not be used. `code` says what kind of problem; `message` says where.
-public struct ManifestError: Error, Hashable, Sendable, CustomStringConvertible {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+package struct ManifestError: Error, Hashable, Sendable, CustomStringConvertible {
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
             case tooLarge, doctypeRefused, malformed, notAManifest, invalidValue, noPlayableContent
         }
@@ -10,30 +10,30 @@ public struct ManifestError: Error, Hashable, Sendable, CustomStringConvertible 
         private init(_ base: Base) { self.base = base }
 
         /// The document is bigger than the parser's limit.
-        public static let tooLarge = Code(.tooLarge)
+        package static let tooLarge = Code(.tooLarge)
         /// The document declares a DTD (refused: entity expansion and external fetches).
-        public static let doctypeRefused = Code(.doctypeRefused)
+        package static let doctypeRefused = Code(.doctypeRefused)
         /// The document is not XML (or not a playlist) even after the usual repairs.
-        public static let malformed = Code(.malformed)
+        package static let malformed = Code(.malformed)
         /// Well-formed, but not a DASH MPD / HLS playlist.
-        public static let notAManifest = Code(.notAManifest)
+        package static let notAManifest = Code(.notAManifest)
         /// A required attribute is missing or has a value that cannot be used.
-        public static let invalidValue = Code(.invalidValue)
+        package static let invalidValue = Code(.invalidValue)
         /// Nothing in the manifest can be played.
-        public static let noPlayableContent = Code(.noPlayableContent)
+        package static let noPlayableContent = Code(.noPlayableContent)
 
-        public var description: String { base.rawValue }
+        package var description: String { base.rawValue }
     }
 
-    public var code: Code
-    public var message: String
+    package var code: Code
+    package var message: String
 
-    public init(_ code: Code, _ message: String) {
+    package init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
 
-    public var description: String { "manifest \(code): \(message)" }
+    package var description: String { "manifest \(code): \(message)" }
 }
 
 /// Parses DASH MPDs with FoundationXML's `XMLParser`.
@@ -41,15 +41,15 @@ public struct ManifestError: Error, Hashable, Sendable, CustomStringConvertible 
 /// Refuses DTDs and documents over ``maxBytes``. Copes with a known real-world defect — an
 /// attribute glued to the previous attribute's closing quote (`…xsd"profiles=…`) — by
 /// re-parsing once with the missing space inserted.
-public struct MPDParser: Sendable {
+package struct MPDParser: Sendable {
     /// Largest manifest accepted, in bytes (default 4 MiB).
-    public var maxBytes: Int
+    package var maxBytes: Int
 
-    public init(maxBytes: Int = 4 << 20) {
+    package init(maxBytes: Int = 4 << 20) {
         self.maxBytes = maxBytes
     }
 
-    public func parse(_ data: Data) throws(ManifestError) -> MPD {
+    package func parse(_ data: Data) throws(ManifestError) -> MPD {
         let root: XMLNode
         do {
             root = try XMLTree.parse(data, maxBytes: maxBytes)

@@ -1,20 +1,20 @@
 import NIOCore
 
 /// An ISO BMFF `emsg` box (ISO/IEC 23009-1 §5.10.3.3): an event carried in the media.
-public struct EventMessageBox: Sendable, Hashable {
-    public var schemeIdUri: String
-    public var value: String
-    public var timescale: UInt32
+package struct EventMessageBox: Sendable, Hashable {
+    package var schemeIdUri: String
+    package var value: String
+    package var timescale: UInt32
     /// Version 0: `presentation_time_delta` from the segment's earliest presentation time.
     /// Version 1: `presentation_time` on the track's media timeline.
-    public var version: UInt8
-    public var time: UInt64
-    public var duration: UInt32
-    public var id: UInt32
-    public var messageData: [UInt8]
+    package var version: UInt8
+    package var time: UInt64
+    package var duration: UInt32
+    package var id: UInt32
+    package var messageData: [UInt8]
 
     /// Parses the body of an `emsg` box (after its 8-byte size/type header).
-    public init(body: [UInt8]) throws(ManifestError) {
+    package init(body: [UInt8]) throws(ManifestError) {
         var r = ByteBuffer(bytes: body)
         func fail(_ why: String) -> ManifestError { ManifestError(.invalidValue, "emsg: \(why)") }
         guard let fullBox = r.readInteger(as: UInt32.self) else { throw fail("truncated") }
@@ -45,7 +45,7 @@ public struct EventMessageBox: Sendable, Hashable {
     /// The timed event this box announces. `segmentStart`: presentation time of the segment
     /// that carried it (version 0); `ptsOffset`: presentation time minus media time of the track
     /// (version 1). `nil` for a cue that places nothing.
-    public func timedEvent(segmentStart: Double, ptsOffset: Double) throws(ManifestError) -> TimedEvent? {
+    package func timedEvent(segmentStart: Double, ptsOffset: Double) throws(ManifestError) -> TimedEvent? {
         let scale = Double(timescale)
         let t = version == 0 ? segmentStart + Double(time) / scale : Double(time) / scale + ptsOffset
         return try EventScheme.event(
@@ -58,23 +58,23 @@ public struct EventMessageBox: Sendable, Hashable {
 /// Finds the `emsg` boxes among a segment's top-level boxes as its bytes stream in, chunk by
 /// chunk, without holding anything but the box headers and the `emsg` bodies (an `mdat` is
 /// skipped as it passes).
-public struct EventMessageScanner: Sendable {
+package struct EventMessageScanner: Sendable {
     private var header: [UInt8] = []
     private var skipping: UInt64 = 0
     private var collecting: [UInt8]? = nil
     private var wanted = 0
     /// Refuse to buffer an implausible emsg.
-    public static let maxEventBytes = 1 << 20
+    package static let maxEventBytes = 1 << 20
     /// `emsg` boxes kept from one segment; the ones after are skipped (and counted).
-    public static let maxEvents = 256
+    package static let maxEvents = 256
     private var kept = 0
     /// `emsg` boxes skipped: over ``maxEvents`` or ``maxEventBytes``.
-    public private(set) var refused = 0
+    package private(set) var refused = 0
 
-    public init() {}
+    package init() {}
 
     /// Feeds the next bytes of the segment; returns the bodies of the `emsg` boxes completed.
-    public mutating func feed(_ bytes: UnsafeRawBufferPointer) -> [[UInt8]] {
+    package mutating func feed(_ bytes: UnsafeRawBufferPointer) -> [[UInt8]] {
         var found: [[UInt8]] = []
         var i = 0
         while i < bytes.count {
@@ -127,7 +127,7 @@ public struct EventMessageScanner: Sendable {
 extension EventMessageBox {
     /// A whole version-1 `emsg` box (size, type, body) for `time` in `timescale` ticks on the
     /// track's media timeline.
-    public static func version1(
+    package static func version1(
         scheme: String, value: String = "", timescale: UInt32, time: UInt64, duration: UInt32, id: UInt32,
         message: [UInt8]
     ) -> [UInt8] {

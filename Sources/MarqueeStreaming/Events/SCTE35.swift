@@ -2,8 +2,8 @@
 /// break. Only what placing a break on the timeline needs is kept; the PTS inside the cue is in
 /// the MPEG-2 TS clock and not used (in DASH the carrying event's presentation time is the splice
 /// point, DASH-IF IOP §10).
-public struct SpliceInfo: Sendable, Hashable {
-    public enum Command: Sendable, Hashable {
+package struct SpliceInfo: Sendable, Hashable {
+    package enum Command: Sendable, Hashable {
         /// `splice_insert` (type 5).
         case spliceInsert(SpliceInsert)
         /// `time_signal` (type 6): its meaning is in the segmentation descriptors.
@@ -12,40 +12,40 @@ public struct SpliceInfo: Sendable, Hashable {
         case other(type: UInt8)
     }
 
-    public struct SpliceInsert: Sendable, Hashable {
-        public var eventID: UInt32
+    package struct SpliceInsert: Sendable, Hashable {
+        package var eventID: UInt32
         /// `splice_event_cancel_indicator`: an earlier insert with this id is withdrawn.
-        public var cancelled: Bool
+        package var cancelled: Bool
         /// `out_of_network_indicator`: true leaves the network (a break starts), false returns.
-        public var outOfNetwork: Bool
+        package var outOfNetwork: Bool
         /// `break_duration` in seconds, when given.
-        public var breakDuration: Double?
+        package var breakDuration: Double?
     }
 
-    public struct Segmentation: Sendable, Hashable {
-        public var eventID: UInt32
-        public var cancelled: Bool
+    package struct Segmentation: Sendable, Hashable {
+        package var eventID: UInt32
+        package var cancelled: Bool
         /// `segmentation_type_id` (0x30 provider ad start, 0x31 its end, 0x34 placement
         /// opportunity start, 0x35 its end, 0x22 break start, 0x23 break end, ...).
-        public var typeID: UInt8
+        package var typeID: UInt8
         /// `segmentation_duration` in seconds, when given.
-        public var duration: Double?
+        package var duration: Double?
 
         /// A break starts (ad, placement opportunity or break start).
-        public var startsBreak: Bool {
+        package var startsBreak: Bool {
             [0x22, 0x30, 0x32, 0x34, 0x36, 0x38, 0x3A, 0x3C, 0x3E, 0x44, 0x46].contains(typeID)
         }
         /// A break ends.
-        public var endsBreak: Bool {
+        package var endsBreak: Bool {
             [0x23, 0x31, 0x33, 0x35, 0x37, 0x39, 0x3B, 0x3D, 0x3F, 0x45, 0x47].contains(typeID)
         }
     }
 
-    public var command: Command
-    public var segmentations: [Segmentation]
+    package var command: Command
+    package var segmentations: [Segmentation]
 
     /// Parses a binary `splice_info_section` (table_id 0xFC). Encrypted sections are rejected.
-    public init(bytes: [UInt8]) throws(ManifestError) {
+    package init(bytes: [UInt8]) throws(ManifestError) {
         var r = BitReader(bytes)
         func fail(_ why: String) -> ManifestError { ManifestError(.invalidValue, "SCTE-35: \(why)") }
         guard bytes.count >= 14, r.bits(8) == 0xFC else { throw fail("not a splice_info_section (table_id 0xFC)") }
@@ -172,7 +172,7 @@ extension SpliceInfo {
     /// so the carrying event's time is the splice point), with `duration` as its
     /// `break_duration` (auto-return) when given. The CRC_32 is computed (MPEG-2, as the
     /// standard asks); parsers here do not check it.
-    public static func spliceInsertSection(
+    package static func spliceInsertSection(
         eventID: UInt32, outOfNetwork: Bool, duration: Double? = nil, cancel: Bool = false
     ) -> [UInt8] {
         var command = BitWriter()

@@ -4,8 +4,8 @@ import Foundation
 /// media (`emsg` boxes) or from the API. What the player does at presented time `t` follows from
 /// the events up to `t` (see ``MixTimeline`` in Marquee), so a delay, a jump or a seek over an
 /// event applies or undoes it.
-public struct TimedEvent: Sendable, Hashable {
-    public enum Kind: Sendable, Hashable {
+package struct TimedEvent: Sendable, Hashable {
+    package enum Kind: Sendable, Hashable {
         /// The broadcaster muted the stream (for `duration` seconds when given, else until
         /// ``streamerUnmuted``).
         case streamerMuted
@@ -21,19 +21,19 @@ public struct TimedEvent: Sendable, Hashable {
     }
 
     /// Where an event came from.
-    public enum Origin: String, Sendable, Hashable {
+    package enum Origin: String, Sendable, Hashable {
         case manifest, inband, api
     }
 
     /// Presentation time, seconds.
-    public var time: Double
-    public var duration: Double?
-    public var kind: Kind
+    package var time: Double
+    package var duration: Double?
+    package var kind: Kind
     /// Identifies the event within its scheme (the DASH `@id`, the emsg `id`, the splice event id).
-    public var id: String?
-    public var origin: Origin
+    package var id: String?
+    package var origin: Origin
 
-    public init(time: Double, duration: Double? = nil, kind: Kind, id: String? = nil, origin: Origin = .api) {
+    package init(time: Double, duration: Double? = nil, kind: Kind, id: String? = nil, origin: Origin = .api) {
         self.time = time
         self.duration = duration
         self.kind = kind
@@ -43,20 +43,20 @@ public struct TimedEvent: Sendable, Hashable {
 }
 
 /// Event schemes the player understands.
-public enum EventScheme {
+package enum EventScheme {
     /// Marquee's broadcaster mute: `value` "mute" (with a duration, or until "unmute") or "unmute".
-    public static let broadcast = "urn:marquee:broadcast:2026"
+    package static let broadcast = "urn:marquee:broadcast:2026"
     /// Marquee's ad break: a duration; message data, when present, is the creative's URL.
-    public static let ad = "urn:marquee:ad:2026"
+    package static let ad = "urn:marquee:ad:2026"
     /// SCTE-35 binary cue, base64 in an `EventStream` event or raw in an `emsg` (SCTE 214-1).
-    public static let scte35Binary = "urn:scte:scte35:2013:bin"
+    package static let scte35Binary = "urn:scte:scte35:2013:bin"
     /// SCTE-35 as XML with the binary cue in `<Signal><Binary>` (SCTE 214-1, DASH-IF IOP §10).
-    public static let scte35XMLBinary = "urn:scte:scte35:2014:xml+bin"
+    package static let scte35XMLBinary = "urn:scte:scte35:2014:xml+bin"
 
     /// The timed event for one event of `scheme`: `time`/`duration` in seconds, `message` the
     /// payload (for SCTE-35: the binary section). `nil` for a cue that places nothing (a
     /// `splice_null`, a return to network without a break).
-    public static func event(
+    package static func event(
         scheme: String, value: String?, time: Double, duration: Double?, id: String?, message: [UInt8]?,
         origin: TimedEvent.Origin
     ) throws(ManifestError) -> TimedEvent? {
@@ -117,7 +117,7 @@ public enum EventScheme {
 
     /// The events of a manifest `EventStream` of period starting at `periodStart`; events that
     /// cannot be read are returned as errors beside the rest.
-    public static func events(of stream: EventStream, periodStart: Double) -> (
+    package static func events(of stream: EventStream, periodStart: Double) -> (
         events: [TimedEvent], errors: [ManifestError]
     ) {
         var events: [TimedEvent] = []

@@ -23,26 +23,26 @@ import Foundation
 /// segmented alike (the same media sequence numbers, the same durations between them).
 ///
 /// A pure value: answer times are server Unix seconds, given by the caller.
-public struct HLSLiveAnchor: Sendable, Equatable {
+package struct HLSLiveAnchor: Sendable, Equatable {
     /// The start given to each segment of the last playlist placed (server Unix seconds), by
     /// media sequence number.
-    public private(set) var starts: [UInt64: Double] = [:]
+    package private(set) var starts: [UInt64: Double] = [:]
     /// The residuals of the last reloads (newest last), as the extrapolation now stands.
-    public private(set) var residuals: [Double] = []
+    package private(set) var residuals: [Double] = []
 
     /// Reloads in a row outside the band before the new segments are nudged.
-    public static let reloadsBeforeNudge = 4
+    package static let reloadsBeforeNudge = 4
     /// Slack added to the band (answer jitter, the packager's publishing delay), seconds.
-    public static let tolerance = 0.25
+    package static let tolerance = 0.25
     /// The largest nudge per reload, as a fraction of the target duration.
-    public static let maxNudge = 0.02
+    package static let maxNudge = 0.02
 
-    public init() {}
+    package init() {}
 
     /// Whether `playlist` is to be placed by an anchor: live, with segments, none of them
     /// dated. Its media is then placed by its own first timestamp (MPEG-TS: the first PTS;
     /// fMP4: the first `tfdt`) at the start the anchor gives its segment.
-    public static func isNeeded(for playlist: HLSMediaPlaylist) throws(ManifestError) -> Bool {
+    package static func isNeeded(for playlist: HLSMediaPlaylist) throws(ManifestError) -> Bool {
         playlist.isLive && !playlist.segments.isEmpty && playlist.segments.allSatisfy { $0.programDateTime == nil }
     }
 
@@ -51,7 +51,7 @@ public struct HLSLiveAnchor: Sendable, Equatable {
     /// ``HLSMediaPlaylist/programDateTimeEstimated`` set. The anchor remembers the mapping.
     /// `sibling`: the anchor of another rendition of the presentation, whose starts are taken
     /// when this one has none for the listed segments and the two are segmented alike.
-    public mutating func place(_ playlist: HLSMediaPlaylist, answeredAt: Double, sibling: HLSLiveAnchor? = nil)
+    package mutating func place(_ playlist: HLSMediaPlaylist, answeredAt: Double, sibling: HLSLiveAnchor? = nil)
         -> HLSMediaPlaylist
     {
         guard !playlist.segments.isEmpty else { return playlist }

@@ -20,11 +20,11 @@ import Foundation
 /// name none. The media time in the segments need not be the program date-time: the player
 /// measures a transport stream's offset from its first PTS (fMP4 `tfdt` is taken as the
 /// program date-time, as our origin and UTC-stamping encoders write it).
-public enum HLSPresentation {
+package enum HLSPresentation {
     /// The multivariant choice: the highest-bandwidth variant (ABR comes later) and the default
     /// audio rendition of its group, as media playlist URLs (audio nil: muxed in the variant).
     /// `language`: the audio rendition of that language is taken over the default one.
-    public static func choose(_ master: HLSMultivariantPlaylist, language: String? = nil) -> (
+    package static func choose(_ master: HLSMultivariantPlaylist, language: String? = nil) -> (
         video: HLSVariant, audio: URL?
     )? {
         guard let variant = master.variants.max(by: { $0.bandwidth < $1.bandwidth }) else { return nil }
@@ -37,7 +37,7 @@ public enum HLSPresentation {
     /// The ABR ladder of a multivariant playlist: the variants that share the highest one's
     /// audio group (every video rendition a player may switch among without changing the
     /// sound), highest first, and that group's default audio rendition.
-    public static func ladder(_ master: HLSMultivariantPlaylist, language: String? = nil) -> (
+    package static func ladder(_ master: HLSMultivariantPlaylist, language: String? = nil) -> (
         variants: [HLSVariant], audio: URL?
     )? {
         guard let (top, audio) = choose(master, language: language) else { return nil }
@@ -47,7 +47,7 @@ public enum HLSPresentation {
 
     /// The presentation of media playlists (video first). `variant` gives bandwidth, codecs and
     /// size when known.
-    public static func mpd(video: HLSMediaPlaylist?, audio: HLSMediaPlaylist?, variant: HLSVariant?)
+    package static func mpd(video: HLSMediaPlaylist?, audio: HLSMediaPlaylist?, variant: HLSVariant?)
         throws(ManifestError) -> MPD
     {
         try mpd(videos: video.map { [($0, variant)] } ?? [], audio: audio)
@@ -57,7 +57,7 @@ public enum HLSPresentation {
     /// adaptation set, a representation per variant, segments aligned on the program date-time)
     /// and an audio rendition's. Representation ids: the variant's playlist name
     /// (`1080.m3u8` → `1080`), `hls-video` for a lone variant.
-    public static func mpd(videos: [(HLSMediaPlaylist, HLSVariant?)], audio: HLSMediaPlaylist?) throws(ManifestError)
+    package static func mpd(videos: [(HLSMediaPlaylist, HLSVariant?)], audio: HLSMediaPlaylist?) throws(ManifestError)
         -> MPD
     {
         let playlists = videos.map(\.0) + [audio].compactMap { $0 }

@@ -16,7 +16,7 @@ import Foundation
 /// right (the numbering then agrees with its own).
 ///
 /// A pure value, one per media playlist URL.
-public struct HLSRangeNumbering: Sendable, Equatable {
+package struct HLSRangeNumbering: Sendable, Equatable {
     private struct Key: Hashable, Sendable {
         var uri: URL
         var offset: Int
@@ -27,16 +27,16 @@ public struct HLSRangeNumbering: Sendable, Equatable {
     private var numbers: [Key: UInt64] = [:]
     private var highest: UInt64?
 
-    public init() {}
+    package init() {}
 
     /// Whether `playlist` is numbered by its ranges: live, with segments, every one a byte range.
-    public static func applies(to playlist: HLSMediaPlaylist) -> Bool {
+    package static func applies(to playlist: HLSMediaPlaylist) -> Bool {
         playlist.isLive && !playlist.segments.isEmpty && playlist.segments.allSatisfy { $0.byteRange != nil }
     }
 
     /// `playlist` with its segments numbered by their ranges (unchanged when it is not
     /// ``applies(to:)``, or lists segments older than the last listing's, a stale answer).
-    public mutating func renumber(_ playlist: HLSMediaPlaylist) -> HLSMediaPlaylist {
+    package mutating func renumber(_ playlist: HLSMediaPlaylist) -> HLSMediaPlaylist {
         guard Self.applies(to: playlist) else { return playlist }
         let keys = playlist.segments.map { s in
             Key(uri: s.uri, offset: s.byteRange!.offset, length: s.byteRange!.length)

@@ -3,8 +3,8 @@
 /// brought nothing new, half a target duration. A playlist that has not changed for 3.5 target
 /// durations is *stuck*: reported once per episode, and reloading goes on (a live stream is
 /// never given up). A playlist whose media sequence goes backwards is reported as reset.
-public struct HLSReloadPolicy: Sendable {
-    public enum Outcome: Sendable, Equatable {
+package struct HLSReloadPolicy: Sendable {
+    package enum Outcome: Sendable, Equatable {
         /// New segments (or parts): reload after `after` seconds.
         case changed(after: Double)
         /// Nothing new: reload after `after` seconds.
@@ -20,10 +20,10 @@ public struct HLSReloadPolicy: Sendable {
     private var lastChange: Double?
     private var stuckReported = false
 
-    public init() {}
+    package init() {}
 
     /// Records the playlist loaded at time `now` (seconds, any monotonic clock).
-    public mutating func loaded(_ playlist: HLSMediaPlaylist, now: Double) -> Outcome {
+    package mutating func loaded(_ playlist: HLSMediaPlaylist, now: Double) -> Outcome {
         let target = max(playlist.targetDuration, 0.1)
         let next = playlist.nextSequence
         let parts = playlist.pendingParts.count

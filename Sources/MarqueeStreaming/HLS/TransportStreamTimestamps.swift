@@ -2,17 +2,17 @@
 /// the 33-bit 90 kHz PTS/DTS of PES headers and the PCR of adaptation fields. Enough to place an
 /// HLS `.ts` segment on the presentation timeline (its first PTS against its program date-time)
 /// and for the origin to loop `.ts` segments on a live timeline. Demuxing is libavformat's.
-public enum TransportStreamTimestamps {
-    public static let packetSize = 188
+package enum TransportStreamTimestamps {
+    package static let packetSize = 188
     /// PTS/DTS/PCR-base ticks per second.
-    public static let clockRate: UInt64 = 90_000
+    package static let clockRate: UInt64 = 90_000
     /// Timestamps wrap at 2³³ ticks (about 26.5 hours).
-    public static let wrap: UInt64 = 1 << 33
+    package static let wrap: UInt64 = 1 << 33
 
     /// The PTS of the first PES packet in `bytes` that starts a video stream's PES (stream ids
     /// 0xE0–0xEF), else of the first PES packet with a PTS; `nil` when none starts within them.
     /// `bytes` must begin at a packet boundary (as a segment does).
-    public static func firstPTS(_ bytes: some Collection<UInt8>) -> UInt64? {
+    package static func firstPTS(_ bytes: some Collection<UInt8>) -> UInt64? {
         let bytes = Array(bytes)
         var any: UInt64?
         var offset = 0
@@ -28,7 +28,7 @@ public enum TransportStreamTimestamps {
 
     /// `bytes` with every PTS, DTS and PCR moved by `delta` ticks (modulo 2³³). Packets are left
     /// as they are when they are not well formed.
-    public static func shifted(_ bytes: [UInt8], by delta: Int64) -> [UInt8] {
+    package static func shifted(_ bytes: [UInt8], by delta: Int64) -> [UInt8] {
         var out = bytes
         let d = UInt64(bitPattern: delta % Int64(wrap) + Int64(wrap)) % wrap
         var offset = 0

@@ -5,29 +5,29 @@ import NIOCore
 /// segments that are ranges of one file). Asked for with `Range: bytes=a-b`
 /// (``HTTPFetcher/stream(_:method:timeout:firstByte:idle:range:onChunk:onTick:)``), the answer
 /// checked and cut to it by ``RangedBody``.
-public struct ByteRange: Sendable, Hashable, CustomStringConvertible {
-    public var offset: Int
-    public var length: Int
+package struct ByteRange: Sendable, Hashable, CustomStringConvertible {
+    package var offset: Int
+    package var length: Int
 
-    public init(offset: Int, length: Int) {
+    package init(offset: Int, length: Int) {
         (self.offset, self.length) = (offset, length)
     }
 
     /// The most bytes a range may ask for: a media segment's body is never more (the same
     /// ceiling a segment's body has), an init section far less.
-    public static let maxLength = 256 << 20
+    package static let maxLength = 256 << 20
 
     /// The offset of its last byte.
-    public var last: Int { offset + length - 1 }
+    package var last: Int { offset + length - 1 }
 
     /// The `Range` header's value: `bytes=a-b` (both ends included).
-    public var header: String { "bytes=\(offset)-\(last)" }
+    package var header: String { "bytes=\(offset)-\(last)" }
 
-    public var description: String { "\(offset)-\(last)" }
+    package var description: String { "\(offset)-\(last)" }
 
     /// Why it cannot be asked for (nil: it can): empty, before the resource's start, over
     /// ``maxLength``, or ending past what an offset can say.
-    public var problem: String? {
+    package var problem: String? {
         if offset < 0 || length <= 0 { return "byte range \(length)@\(offset) is empty or negative" }
         if length > Self.maxLength { return "byte range of \(length) bytes is over \(Self.maxLength)" }
         if offset.addingReportingOverflow(length).overflow {
@@ -39,19 +39,19 @@ public struct ByteRange: Sendable, Hashable, CustomStringConvertible {
 
 /// `Content-Range: bytes a-b/total` (`total` `*`: unknown), RFC 9110 §14.4, of a 206 answering
 /// one range.
-public struct ContentRange: Sendable, Equatable {
-    public var first: Int
-    public var last: Int
+package struct ContentRange: Sendable, Equatable {
+    package var first: Int
+    package var last: Int
     /// The resource's length, nil when the server wrote `*`.
-    public var total: Int?
+    package var total: Int?
 
-    public init(first: Int, last: Int, total: Int?) {
+    package init(first: Int, last: Int, total: Int?) {
         (self.first, self.last, self.total) = (first, last, total)
     }
 
     /// Parses a `Content-Range` value; nil for anything but `bytes a-b/n` or `bytes a-b/*` with
     /// a ≤ b (< n): `bytes */n` (a 416's), another unit, junk, numbers past Int.
-    public static func parse(_ text: String) -> ContentRange? {
+    package static func parse(_ text: String) -> ContentRange? {
         let value = text.trimmingCharacters(in: .whitespaces)
         guard value.count <= 80, value.lowercased().hasPrefix("bytes ") else { return nil }
         let spec = value.dropFirst("bytes ".count).trimmingCharacters(in: .whitespaces)
@@ -88,16 +88,16 @@ public struct ContentRange: Sendable, Equatable {
 /// failed download. The body then gives the range's bytes and no more: ``isComplete`` once
 /// they are all in (the rest of a 200 need not be read); a body that ends before is cut short
 /// (``finish(url:)`` throws).
-public struct RangedBody: Sendable {
-    public let range: ByteRange
+package struct RangedBody: Sendable {
+    package let range: ByteRange
     /// Body bytes still to drop before the range begins (a 200's).
     private var skip: Int
     /// Bytes of the range still to come.
-    public private(set) var remaining: Int
+    package private(set) var remaining: Int
 
     /// Checks the answer's head (`status`, its `Content-Range` and `Content-Length` headers) for
     /// `range`; throws `.network` (tried again as a failed download) when it is not the range.
-    public init(range: ByteRange, status: Int, contentRange: String?, contentLength: String?, url: String)
+    package init(range: ByteRange, status: Int, contentRange: String?, contentLength: String?, url: String)
         throws(FetchError)
     {
         self.range = range
@@ -133,11 +133,11 @@ public struct RangedBody: Sendable {
     }
 
     /// All of the range is in.
-    public var isComplete: Bool { remaining == 0 }
+    package var isComplete: Bool { remaining == 0 }
 
     /// The part of `chunk` (the body's next bytes) that is in the range: empty before it starts,
     /// and once it is whole (what follows is dropped).
-    public mutating func take(_ chunk: ByteBuffer) -> ByteBuffer {
+    package mutating func take(_ chunk: ByteBuffer) -> ByteBuffer {
         var chunk = chunk
         if skip > 0 {
             let dropped = min(skip, chunk.readableBytes)
@@ -151,7 +151,7 @@ public struct RangedBody: Sendable {
 
     /// The body ended: throws `.network` when the range is not whole (cut short, or a 200
     /// whose resource ends before the range does).
-    public func finish(url: String) throws(FetchError) {
+    package func finish(url: String) throws(FetchError) {
         guard remaining > 0 else { return }
         throw FetchError(.network, url: url, message: "the body ended \(remaining) bytes short of bytes \(range)")
     }

@@ -1,5 +1,4 @@
 import Foundation
-import NIOConcurrencyHelpers
 
 /// Common Media Client Data (CTA-5004, version 1): what a player tells the CDN with each request
 /// — which session, what object, how full its buffer is — so the CDN's logs can be joined to
@@ -12,9 +11,9 @@ import NIOConcurrencyHelpers
 /// (kbps), `d` (ms), `bl` (ms, rounded to 100), `mtp` (kbps, rounded to 100), `pr` (when not 1),
 /// `su` (while starting) and `bs` (after a stall, on the next request). Keys are sorted, as
 /// the specification asks; `v` is left out (version 1).
-public final class CMCDSession: Sendable {
+package final class CMCDSession: Sendable {
     /// How the data travel.
-    public enum Mode: String, Sendable, CaseIterable {
+    package enum Mode: String, Sendable, CaseIterable {
         /// The `CMCD` query argument.
         case query
         /// The `CMCD-*` request headers.
@@ -22,55 +21,55 @@ public final class CMCDSession: Sendable {
     }
 
     /// The figures of the player that change while it plays.
-    public struct State: Sendable {
-        public var streamingFormat: String?  // "d" or "h"
-        public var streamType: String?  // "l" or "v"
-        public var playbackRate = 1.0
-        public var starting = true
-        public var starved = false  // a stall since the last request
+    package struct State: Sendable {
+        package var streamingFormat: String?  // "d" or "h"
+        package var streamType: String?  // "l" or "v"
+        package var playbackRate = 1.0
+        package var starting = true
+        package var starved = false  // a stall since the last request
         /// The measured throughput (bits per second), read when each request is made: the
         /// session's estimate, which a download's end updates. (Copied on the supervisor's
         /// tick, it lagged: under load a segment asked right after the first ones finished
         /// went out without `mtp`.)
-        public var throughputSource: (@Sendable () -> Double?)?
-        public var topBitrate: Int?  // bits per second
-        public init() {}
+        package var throughputSource: (@Sendable () -> Double?)?
+        package var topBitrate: Int?  // bits per second
+        package init() {}
     }
 
-    public let mode: Mode
-    public let sessionId: String
-    public let contentId: String?
-    private let state: NIOLockedValueBox<State>
+    package let mode: Mode
+    package let sessionId: String
+    package let contentId: String?
+    private let state: Locked<State>
 
-    public init(mode: Mode, sessionId: String = UUID().uuidString, contentId: String? = nil) {
+    package init(mode: Mode, sessionId: String = UUID().uuidString, contentId: String? = nil) {
         self.mode = mode
         self.sessionId = sessionId
         self.contentId = contentId
-        self.state = NIOLockedValueBox(State())
+        self.state = Locked(State())
     }
 
     /// Changes the session's figures.
-    public func update(_ body: (inout State) -> Void) { state.withLockedValue(body) }
+    package func update(_ body: (inout State) -> Void) { state.withLock(body) }
 
     /// What one request is for: set as ``CMCDSession/object`` around the fetch.
-    public struct Object: Sendable {
-        public var type: String
-        public var bitrate: Int?  // bits per second
-        public var duration: Double?  // seconds
-        public var buffer: Double?  // seconds
-        public init(type: String, bitrate: Int? = nil, duration: Double? = nil, buffer: Double? = nil) {
+    package struct Object: Sendable {
+        package var type: String
+        package var bitrate: Int?  // bits per second
+        package var duration: Double?  // seconds
+        package var buffer: Double?  // seconds
+        package init(type: String, bitrate: Int? = nil, duration: Double? = nil, buffer: Double? = nil) {
             (self.type, self.bitrate, self.duration, self.buffer) = (type, bitrate, duration, buffer)
         }
     }
 
     /// The object being fetched by the current task (the fetch of a segment, an init segment,
     /// a key); without one a request is a manifest (`.mpd`, `.m3u8`) or "other".
-    @TaskLocal public static var object: Object?
+    @TaskLocal package static var object: Object?
 
     /// The keys for a request of `url` by the current task, by header (`CMCD-Request`,
     /// `CMCD-Object`, `CMCD-Status`, `CMCD-Session`), each a sorted `key=value` list.
     func keys(for url: URL) -> [(header: String, pairs: [String])] {
-        let s = state.withLockedValue { s in
+        let s = state.withLock { s in
             let copy = s
             s.starved = false
             return copy

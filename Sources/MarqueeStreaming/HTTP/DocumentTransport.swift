@@ -1,19 +1,18 @@
 import AsyncHTTPClient
 import Foundation
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOSSL
 
 extension HTTPFetcher {
     /// Clients made for a CA file or for documents, by (CA file, whether redirects are
     /// followed): made once and kept for the process, as ``defaultClient`` is.
-    private static let clients = NIOLockedValueBox<[String: HTTPClient]>([:])
+    private static let clients = Locked<[String: HTTPClient]>([:])
 
     /// A client like ``defaultClient`` that also trusts the certificates of the PEM file
     /// `caFile` (a venue's private CA; the system's roots still count), and follows redirects
     /// or, for documents (`followsRedirects` false), none: ``getDocument(_:allowHTTP:timeout:maxBytes:)``
     /// follows them by hand, checking each. An unreadable CA file is ``FetchError/Code-swift.struct/invalidURL``.
-    public static func client(caFile: String?, followsRedirects: Bool) throws(FetchError) -> HTTPClient {
+    package static func client(caFile: String?, followsRedirects: Bool) throws(FetchError) -> HTTPClient {
         if caFile == nil, followsRedirects { return defaultClient }
         let key = "\(followsRedirects ? "follow" : "manual")\u{0}\(caFile ?? "")"
         var roots: [NIOSSLCertificate] = []
@@ -28,7 +27,7 @@ extension HTTPFetcher {
                 throw FetchError(.invalidURL, url: caFile, message: "CA file \(caFile): no certificate in it")
             }
         }
-        return clients.withLockedValue { made in
+        return clients.withLock { made in
             if let client = made[key] { return client }
             var configuration = HTTPClient.Configuration.singletonConfiguration
             configuration.timeout = .init(connect: .seconds(Int64(connectTimeout)), read: .seconds(Int64(idleTimeout)))
@@ -47,14 +46,14 @@ extension HTTPFetcher {
     }
 
     /// A fetcher on ``client(caFile:followsRedirects:)``'s client.
-    public init(caFile: String?, followsRedirects: Bool, headers: [(String, String)] = []) throws(FetchError) {
+    package init(caFile: String?, followsRedirects: Bool, headers: [(String, String)] = []) throws(FetchError) {
         self.init(client: try Self.client(caFile: caFile, followsRedirects: followsRedirects), headers: headers)
     }
 
     /// Why a document may not follow a redirect from `from` to `to` (nil: it may): never from
     /// https down to http (AsyncHTTPClient's own following allows it), and to http only with
     /// `allowHTTP`; only to http(s).
-    public static func redirectRefusal(from: URL, to: URL, allowHTTP: Bool) -> String? {
+    package static func redirectRefusal(from: URL, to: URL, allowHTTP: Bool) -> String? {
         let (old, new) = (from.scheme?.lowercased() ?? "", to.scheme?.lowercased() ?? "")
         guard new == "http" || new == "https" else { return "a redirect to \(to.absoluteString): not an http(s) URL" }
         if old == "https" && new == "http" {
@@ -71,7 +70,7 @@ extension HTTPFetcher {
     /// ``redirectRefusal(from:to:allowHTTP:)``. A refused transport is
     /// ``FetchError/Code-swift.struct/insecure``. This fetcher's client should follow no redirect
     /// (``client(caFile:followsRedirects:)``); one that does still has its final URL checked.
-    public func getDocument(_ url: URL, allowHTTP: Bool, timeout: Duration = .seconds(10), maxBytes: Int)
+    package func getDocument(_ url: URL, allowHTTP: Bool, timeout: Duration = .seconds(10), maxBytes: Int)
         async throws(FetchError) -> FetchResult
     {
         if url.scheme?.lowercased() == "http" && !allowHTTP {

@@ -5,75 +5,75 @@ import NIOHTTP1
 import NIOSSL
 
 /// Why a request failed. `code` is the kind; `url` and `message` say which and how.
-public struct FetchError: Error, Hashable, Sendable, CustomStringConvertible {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+package struct FetchError: Error, Hashable, Sendable, CustomStringConvertible {
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
             case status, timeout, network, tooLarge, invalidURL, cancelled, insecure
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
         /// The server answered with a non-2xx status (`FetchError.status` holds it).
-        public static let status = Code(.status)
+        package static let status = Code(.status)
         /// No complete answer within the deadline.
-        public static let timeout = Code(.timeout)
+        package static let timeout = Code(.timeout)
         /// Connection refused/reset, DNS, TLS.
-        public static let network = Code(.network)
+        package static let network = Code(.network)
         /// The body is larger than allowed.
-        public static let tooLarge = Code(.tooLarge)
+        package static let tooLarge = Code(.tooLarge)
         /// Not an http(s) URL.
-        public static let invalidURL = Code(.invalidURL)
-        public static let cancelled = Code(.cancelled)
+        package static let invalidURL = Code(.invalidURL)
+        package static let cancelled = Code(.cancelled)
         /// A transport a document may not come over: plain http without the allowance, or a
         /// redirect from https to http (``HTTPFetcher/getDocument(_:allowHTTP:timeout:maxBytes:)``).
-        public static let insecure = Code(.insecure)
-        public var description: String { base.rawValue }
+        package static let insecure = Code(.insecure)
+        package var description: String { base.rawValue }
     }
 
-    public var code: Code
+    package var code: Code
     /// The URL asked for, without its query or user-info.
-    public var url: String
+    package var url: String
     /// HTTP status for `.status`, else 0.
-    public var status: Int
-    public var message: String
+    package var status: Int
+    package var message: String
     /// For a 3xx `.status`: its `Location` header (a client that follows no redirect).
-    public var location: String?
+    package var location: String?
 
     /// `url` is kept redacted (``Redact``): an error's text goes to logs and events.
-    public init(_ code: Code, url: String, status: Int = 0, message: String) {
+    package init(_ code: Code, url: String, status: Int = 0, message: String) {
         self.code = code
         self.url = Redact.url(url)
         self.status = status
         self.message = message
     }
 
-    public var description: String {
+    package var description: String {
         code == .status ? "HTTP \(status) for \(url)" : "\(code) fetching \(url): \(message)"
     }
 }
 
 /// What a completed request returned, with the monotonic times around it (for clock sync
 /// and throughput).
-public struct FetchResult: Sendable {
-    public var status: Int
-    public var headers: [(String, String)]
-    public var body: ByteBuffer
+package struct FetchResult: Sendable {
+    package var status: Int
+    package var headers: [(String, String)]
+    package var body: ByteBuffer
     /// Monotonic seconds when the request was sent / the response head arrived / the body ended.
-    public var sent: Double
-    public var headReceived: Double
-    public var finished: Double
+    package var sent: Double
+    package var headReceived: Double
+    package var finished: Double
     /// Where the response finally came from, after redirects (nil: the URL asked for).
-    public var url: URL? = nil
+    package var url: URL? = nil
 
     /// When the server answered, best estimated (monotonic seconds): the middle of the round
     /// trip from sending to the response head.
-    public var answered: Double { (sent + headReceived) / 2 }
+    package var answered: Double { (sent + headReceived) / 2 }
 
-    public func header(_ name: String) -> String? {
+    package func header(_ name: String) -> String? {
         headers.first { $0.0.caseInsensitiveCompare(name) == .orderedSame }?.1
     }
 
     /// The `Date` response header as a date (one-second resolution).
-    public var date: Date? { header("Date").flatMap(HTTPDate.parse) }
+    package var date: Date? { header("Date").flatMap(HTTPDate.parse) }
 }
 
 /// How one kind of request (manifest, init segment, media segment, key) is fetched: how long
@@ -82,22 +82,22 @@ public struct FetchResult: Sendable {
 /// up to `maxRetryDelay`, ±25 % jitter, at once after a reset; not a 4xx that says the
 /// request itself is wrong, a body too large, an invalid URL. Anchors: dash.js retries a
 /// manifest 3× at 500 ms and segments 3× at 1 s; Shaka 2 attempts doubling from 1 s.
-public struct FetchPolicy: Sendable, Hashable {
+package struct FetchPolicy: Sendable, Hashable {
     /// Tries in all (≥ 1).
-    public var attempts: Int
+    package var attempts: Int
     /// Seconds before the first retry (doubling).
-    public var retryDelay: Double
-    public var maxRetryDelay: Double
+    package var retryDelay: Double
+    package var maxRetryDelay: Double
     /// Seconds one try may take in all (head and body).
-    public var timeout: Double
+    package var timeout: Double
     /// Seconds until the response head (≤ `timeout`): a server that accepted the request but
     /// does not answer is given up sooner than a slow body. A body that stops arriving is given up
     /// after ``HTTPFetcher/idleTimeout``.
-    public var firstByteTimeout: Double
+    package var firstByteTimeout: Double
     /// Whether a try that timed out is made again (a hung server: better the backup source).
-    public var retriesTimeouts: Bool
+    package var retriesTimeouts: Bool
 
-    public init(
+    package init(
         attempts: Int, retryDelay: Double, maxRetryDelay: Double, timeout: Double, firstByteTimeout: Double? = nil,
         retriesTimeouts: Bool = true
     ) {
@@ -112,17 +112,17 @@ public struct FetchPolicy: Sendable, Hashable {
     /// A manifest or playlist: 4 tries from 0.5 s, 10 s each, the head within 6 s; a timeout is
     /// not tried again (the source has hung: the session moves on to a backup, recovery comes
     /// back later).
-    public static let manifest = FetchPolicy(
+    package static let manifest = FetchPolicy(
         attempts: 4, retryDelay: 0.5, maxRetryDelay: 4, timeout: 10, firstByteTimeout: 6, retriesTimeouts: false)
     /// An init segment: 4 tries from 0.5 s, 10 s each, the head within 6 s (the caller retries
     /// on for good).
-    public static let initSegment = FetchPolicy(
+    package static let initSegment = FetchPolicy(
         attempts: 4, retryDelay: 0.5, maxRetryDelay: 4, timeout: 10, firstByteTimeout: 6)
     /// An AES-128 key: 3 tries from 0.5 s, 5 s each, the head within 4 s.
-    public static let key = FetchPolicy(attempts: 3, retryDelay: 0.5, maxRetryDelay: 2, timeout: 5, firstByteTimeout: 4)
+    package static let key = FetchPolicy(attempts: 3, retryDelay: 0.5, maxRetryDelay: 2, timeout: 5, firstByteTimeout: 4)
 
     /// Whether `error` may pass on a retry.
-    public static func isTransient(_ error: FetchError) -> Bool {
+    package static func isTransient(_ error: FetchError) -> Bool {
         switch error.code {
         case .network, .timeout: true
         case .status: error.status >= 500 || [404, 408, 425, 429].contains(error.status)
@@ -131,7 +131,7 @@ public struct FetchPolicy: Sendable, Hashable {
     }
 
     /// Seconds to wait before try `attempt + 1` after `error` (jittered ±25 %).
-    public func delay(after attempt: Int, error: FetchError) -> Double {
+    package func delay(after attempt: Int, error: FetchError) -> Double {
         if error.code == .network && attempt == 1 { return 0 }  // a reset: again at once
         let base = min(maxRetryDelay, retryDelay * Double(1 << min(attempt - 1, 16)))
         return base * Double.random(in: 0.75...1.25)
@@ -145,24 +145,24 @@ public struct FetchPolicy: Sendable, Hashable {
 /// (`timeout`); with the default client a connection is given up after ``connectTimeout`` and a
 /// response whose bytes stop arriving after ``idleTimeout`` (ExoPlayer's `DefaultHttpDataSource`
 /// waits 8 s for each). Redirects: at most ``maxRedirects``, no cycle.
-public struct HTTPFetcher: Sendable {
-    public let client: HTTPClient
+package struct HTTPFetcher: Sendable {
+    package let client: HTTPClient
     /// Headers added to every request (per-source headers, cookies).
-    public var headers: [(String, String)]
+    package var headers: [(String, String)]
     /// Common Media Client Data sent with every GET and HEAD (off when nil).
-    public var cmcd: CMCDSession?
+    package var cmcd: CMCDSession?
 
     /// Seconds a connection may take to open (default client); a refused one fails at once.
-    public static let connectTimeout = 5
+    package static let connectTimeout = 5
     /// Seconds without a byte of an answer (head or body) before it is given up (default client).
-    public static let idleTimeout = 5
+    package static let idleTimeout = 5
     /// Redirects followed for one request (default client); a cycle is an error at once.
-    public static let maxRedirects = 10
+    package static let maxRedirects = 10
 
     /// The client of every fetcher that is not given one: AsyncHTTPClient's shared settings
     /// (browser-like, decompression limited) with the timeouts and redirect limit above. Never
     /// shut down (it lives as long as the process, as `HTTPClient.shared` does).
-    public static let defaultClient: HTTPClient = {
+    package static let defaultClient: HTTPClient = {
         var configuration = HTTPClient.Configuration.singletonConfiguration
         configuration.timeout = .init(connect: .seconds(Int64(connectTimeout)), read: .seconds(Int64(idleTimeout)))
         configuration.redirectConfiguration = .follow(max: maxRedirects, allowCycles: false)
@@ -173,14 +173,14 @@ public struct HTTPFetcher: Sendable {
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }()
 
-    public init(client: HTTPClient = HTTPFetcher.defaultClient, headers: [(String, String)] = []) {
+    package init(client: HTTPClient = HTTPFetcher.defaultClient, headers: [(String, String)] = []) {
         self.client = client
         self.headers = headers
     }
 
     /// Fetches `url` whole: the head within `firstByte` (default: `timeout`), all of it within
     /// `timeout`. `range`: only those bytes of it (``RangedBody``).
-    public func get(
+    package func get(
         _ url: URL, method: HTTPMethod = .GET, timeout: Duration = .seconds(10), firstByte: Duration? = nil,
         maxBytes: Int = 64 << 20,
         range: ByteRange? = nil
@@ -204,7 +204,7 @@ public struct HTTPFetcher: Sendable {
 
     /// POSTs `body` to `url` (with `headers`, after the fetcher's own); returns the status and
     /// the answer's body (up to 64 KiB). Throws on no answer within `timeout`.
-    public func post(
+    package func post(
         _ url: URL, body: [UInt8], contentType: String = "application/json", headers extra: [(String, String)] = [],
         timeout: Duration = .seconds(30)
     ) async throws(FetchError) -> (status: Int, body: ByteBuffer) {
@@ -229,7 +229,7 @@ public struct HTTPFetcher: Sendable {
 
     /// Fetches `url` whole under `policy`: transient failures are tried again (see
     /// ``FetchPolicy``); throws the last error. `onRetry` hears each failure that is retried.
-    public func get(
+    package func get(
         _ url: URL, policy: FetchPolicy, maxBytes: Int = 64 << 20, range: ByteRange? = nil,
         onRetry: (FetchError) -> Void = { _ in }
     ) async throws(FetchError) -> FetchResult {
@@ -266,7 +266,7 @@ public struct HTTPFetcher: Sendable {
     }
 
     /// How often a waiting ``stream(_:method:timeout:firstByte:idle:onChunk:onTick:)`` wakes.
-    public static let tick = Duration.milliseconds(100)
+    package static let tick = Duration.milliseconds(100)
 
     /// Fetches `url`, handing each body chunk to `onChunk` as it arrives: the head within
     /// `firstByte` (default: `timeout`), the whole body within `timeout`, and with `idle` no
@@ -276,7 +276,7 @@ public struct HTTPFetcher: Sendable {
     /// `range`: only those bytes are asked for (`Range: bytes=a-b`) and handed on, the answer
     /// checked and cut to them (``RangedBody``); a range that cannot be asked for (empty, over
     /// ``ByteRange/maxLength``) is refused (`.tooLarge`) without a request.
-    public func stream(
+    package func stream(
         _ url: URL, method: HTTPMethod = .GET, timeout: Duration = .seconds(10), firstByte: Duration? = nil,
         idle: Duration? = nil,
         range: ByteRange? = nil, onChunk: (ByteBuffer) async throws(FetchError) -> Void,
@@ -431,11 +431,11 @@ public struct HTTPFetcher: Sendable {
 }
 
 /// RFC 9110 IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`).
-public enum HTTPDate {
+package enum HTTPDate {
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
     private static let days = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
 
-    public static func parse(_ text: String) -> Date? {
+    package static func parse(_ text: String) -> Date? {
         let parts = text.split(separator: " ")
         guard parts.count == 6, parts[5] == "GMT", let day = Int(parts[1]),
             let month = months.firstIndex(of: String(parts[2])),
@@ -452,7 +452,7 @@ public enum HTTPDate {
         return Date(timeIntervalSince1970: Double(daysSinceEpoch * 86_400 + hms[0] * 3600 + hms[1] * 60 + hms[2]))
     }
 
-    public static func string(_ date: Date) -> String {
+    package static func string(_ date: Date) -> String {
         let total = Int(date.timeIntervalSince1970.rounded(.down))
         var d = total / 86_400
         var rem = total % 86_400

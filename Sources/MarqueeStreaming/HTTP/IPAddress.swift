@@ -13,11 +13,11 @@ import Foundation
 /// short forms, which `inet_aton` and so `getaddrinfo` would read as addresses), or an IPv6
 /// address as `inet_pton` reads it, with or without brackets. An IPv4-mapped IPv6 address is
 /// its IPv4 address.
-public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
+package enum IPAddress: Hashable, Sendable, CustomStringConvertible {
     case v4(UInt8, UInt8, UInt8, UInt8)
     case v6([UInt8])
 
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         var t = Substring(text)
         if t.hasPrefix("["), t.hasSuffix("]") { t = t.dropFirst().dropLast() }
         guard !t.isEmpty, t.count <= 64, !t.contains("%") else { return nil }  // no zone ids
@@ -48,13 +48,13 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
     /// Whether the system's resolver would read `text` as an address although it is not in a
     /// canonical form (`127.1`, `0x7f000001`, `017700000001`, `2130706433`): such a "name" must
     /// never be looked up.
-    public static func isAmbiguous(_ text: String) -> Bool {
+    package static func isAmbiguous(_ text: String) -> Bool {
         guard IPAddress(text) == nil else { return false }
         var addr = in_addr()
         return text.withCString { inet_aton($0, &addr) } != 0
     }
 
-    public var isLoopback: Bool {
+    package var isLoopback: Bool {
         switch self {
         case .v4(let a, _, _, _): a == 127
         case .v6(let b): b[0..<15].allSatisfy { $0 == 0 } && b[15] == 1
@@ -62,7 +62,7 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// RFC 1918, RFC 6598 shared space (carrier NAT), IPv6 unique-local.
-    public var isPrivate: Bool {
+    package var isPrivate: Bool {
         switch self {
         case .v4(let a, let b, _, _):
             a == 10 || (a == 172 && (16...31).contains(b)) || (a == 192 && b == 168)
@@ -72,7 +72,7 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// 169.254/16 (where cloud metadata services answer) and fe80::/10.
-    public var isLinkLocal: Bool {
+    package var isLinkLocal: Bool {
         switch self {
         case .v4(let a, let b, _, _): a == 169 && b == 254
         case .v6(let b): b[0] == 0xfe && b[1] & 0xc0 == 0x80
@@ -80,7 +80,7 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// 0.0.0.0/8 ("this host"), ::, multicast, 240/4 and broadcast.
-    public var isSpecial: Bool {
+    package var isSpecial: Bool {
         switch self {
         case .v4(let a, _, _, _): a == 0 || a >= 224
         case .v6(let b): b.allSatisfy { $0 == 0 } || b[0] == 0xff
@@ -88,9 +88,9 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// An address anybody on the internet could also be sent to: none of the above.
-    public var isPublic: Bool { !isLoopback && !isPrivate && !isLinkLocal && !isSpecial }
+    package var isPublic: Bool { !isLoopback && !isPrivate && !isLinkLocal && !isSpecial }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .v4(let a, let b, let c, let d): return "\(a).\(b).\(c).\(d)"
         case .v6(let bytes):
@@ -102,7 +102,7 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
 
     /// The addresses `name` resolves to (TCP), on a thread of its own: `getaddrinfo` blocks.
     /// Empty when it does not resolve.
-    public static func resolve(_ name: String) async -> [IPAddress] {
+    package static func resolve(_ name: String) async -> [IPAddress] {
         await withCheckedContinuation { (continuation: CheckedContinuation<[IPAddress], Never>) in
             let thread = Thread { continuation.resume(returning: resolveBlocking(name)) }
             thread.start()

@@ -2,20 +2,20 @@
 /// first one not excluded, where a location that failed is excluded for ``exclusion`` seconds
 /// (ExoPlayer's `BaseUrlExclusionList` excludes one for 5 minutes). When all are excluded, the
 /// one whose exclusion ends first.
-public struct LocationChoice: Sendable, Equatable {
+package struct LocationChoice: Sendable, Equatable {
     /// Seconds a failed location is avoided.
-    public static let exclusion = 300.0
+    package static let exclusion = 300.0
     /// Monotonic second until which each location is avoided (0: not).
-    public private(set) var excludedUntil: [Double]
+    package private(set) var excludedUntil: [Double]
 
-    public init(count: Int) {
+    package init(count: Int) {
         excludedUntil = Array(repeating: 0, count: max(1, count))
     }
 
-    public var count: Int { excludedUntil.count }
+    package var count: Int { excludedUntil.count }
 
     /// The location to use at monotonic time `now`.
-    public func current(now: Double) -> Int {
+    package func current(now: Double) -> Int {
         if let free = excludedUntil.firstIndex(where: { $0 <= now }) { return free }
         return excludedUntil.indices.min { excludedUntil[$0] < excludedUntil[$1] } ?? 0
     }
@@ -23,7 +23,7 @@ public struct LocationChoice: Sendable, Equatable {
     /// Location `index` failed at `now`: avoided for ``exclusion`` seconds. Returns whether
     /// another location is now current (a retry there makes sense at once).
     @discardableResult
-    public mutating func failed(_ index: Int, now: Double) -> Bool {
+    package mutating func failed(_ index: Int, now: Double) -> Bool {
         guard excludedUntil.indices.contains(index), count > 1 else { return false }
         excludedUntil[index] = now + Self.exclusion
         return current(now: now) != index

@@ -2,9 +2,9 @@ import Foundation
 
 /// URLs as logs and messages may show them: a query string often carries a token (a CDN's
 /// signed URL, `?token=`), and user-info a password, so neither is ever written out.
-public enum Redact {
+package enum Redact {
     /// `url` without user-info, its query replaced by `?…`, its fragment dropped.
-    public static func url(_ url: URL) -> String {
+    package static func url(_ url: URL) -> String {
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return "(a URL)" }
         components.user = nil
         components.password = nil
@@ -16,7 +16,7 @@ public enum Redact {
 
     /// `text` read as a URL, redacted as ``url(_:)``; text that is not a URL is kept only up to
     /// its first `?`.
-    public static func url(_ text: String) -> String {
+    package static func url(_ text: String) -> String {
         if let parsed = URL(string: text), parsed.scheme != nil { return url(parsed) }
         guard let q = text.firstIndex(of: "?") else { return text }
         return String(text[..<q]) + "?…"

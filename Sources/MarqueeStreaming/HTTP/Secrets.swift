@@ -2,17 +2,17 @@ import Foundation
 
 /// Secrets (tokens, keys) as a box holds them: read from a file or a systemd credential, never
 /// from argv (every user of the box can read a process's arguments), compared in constant time.
-public enum Secrets {
+package enum Secrets {
     /// Why a secret could not be read.
-    public struct ReadError: Error, CustomStringConvertible, Sendable {
-        public var description: String
+    package struct ReadError: Error, CustomStringConvertible, Sendable {
+        package var description: String
     }
 
     /// The secret in `file` when given, else systemd's credential `credential`
     /// (`$CREDENTIALS_DIRECTORY/<credential>`, what `LoadCredential=` provides) when there is one,
     /// else nil. The file must be a regular file of at most 4 KiB; surrounding whitespace is not
     /// part of the secret.
-    public static func read(file: String?, credential: String) throws(ReadError) -> String? {
+    package static func read(file: String?, credential: String) throws(ReadError) -> String? {
         var path = file
         if path == nil, let directory = ProcessInfo.processInfo.environment["CREDENTIALS_DIRECTORY"], !directory.isEmpty
         {
@@ -38,7 +38,7 @@ public enum Secrets {
 
     /// Whether `a` and `b` are equal, in a time that depends on their lengths only (a token
     /// compared with `==` tells an attacker, by the time of a refusal, how much of it was right).
-    public static func equal(_ a: some StringProtocol, _ b: some StringProtocol) -> Bool {
+    package static func equal(_ a: some StringProtocol, _ b: some StringProtocol) -> Bool {
         let x = Array(a.utf8)
         let y = Array(b.utf8)
         var diff = UInt(bitPattern: x.count ^ y.count)

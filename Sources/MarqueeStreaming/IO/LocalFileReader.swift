@@ -5,15 +5,15 @@
 /// Reads a local file the way a player should: the last component not a symbolic link
 /// (`O_NOFOLLOW`), no wait on a FIFO or a device (`O_NONBLOCK`), a regular file only (`fstat`),
 /// and at most `maxBytes` of it.
-public enum LocalFileReader {
+package enum LocalFileReader {
     /// Why a file was not read, in words.
-    public struct Failure: Error, Sendable {
-        public let message: String
+    package struct Failure: Error, Sendable {
+        package let message: String
     }
 
     /// The file's bytes; a link, a non-regular file, one over `maxBytes` or one that cannot be
     /// opened or read fails.
-    public static func read(_ path: String, maxBytes: Int) throws(Failure) -> [UInt8] {
+    package static func read(_ path: String, maxBytes: Int) throws(Failure) -> [UInt8] {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
             let reason = errno == ELOOP ? "a symbolic link (not followed)" : String(cString: strerror(errno))

@@ -7,11 +7,11 @@ import NIOCore
 /// fetched again while time allows; one still being produced (low latency) is handed on chunk
 /// by chunk as it comes. Each chunk, and each tick while none comes, the try is judged
 /// (``verdict(now:expected:bufferAtStart:duration:judgesPace:shouldAbandon:)``).
-public struct SegmentAttempt: Sendable {
+package struct SegmentAttempt: Sendable {
     /// Monotonic seconds when the request was sent.
-    public let began: Double
+    package let began: Double
     /// Bytes of the body received so far.
-    public private(set) var received = 0
+    package private(set) var received = 0
     /// The body so far, while it is kept until whole; nil when streamed.
     private var kept: ByteBuffer?
     private var tail: SegmentEnd
@@ -19,16 +19,16 @@ public struct SegmentAttempt: Sendable {
     /// The body's first bytes (up to 8): enough to tell whether it can start a segment.
     private var start: [UInt8] = []
     /// Where a whole segment ended before junk began (the rest is dropped).
-    public private(set) var wholeBeforeJunk: Int?
+    package private(set) var wholeBeforeJunk: Int?
     /// The most bytes the body may bring (``SegmentFetchPolicy/largestBody(expected:)``).
-    public let largest: Int
+    package let largest: Int
     /// A streamed body's last bytes not handed on yet: part of a box header still to be judged.
     private var held = ByteBuffer()
 
     /// A try begun at `began`; `keepWhole`: the segment is complete on the server (not sent as
     /// it is produced); `transportStream`: MPEG-TS (else fMP4); `largest`: the most bytes its
     /// body may bring before it is no segment's.
-    public init(began: Double, keepWhole: Bool, transportStream: Bool, largest: Int = .max) {
+    package init(began: Double, keepWhole: Bool, transportStream: Bool, largest: Int = .max) {
         self.began = began
         lastChunk = began
         kept = keepWhole ? ByteBuffer() : nil
@@ -39,18 +39,18 @@ public struct SegmentAttempt: Sendable {
 
     /// The body brought more than ``largest`` bytes without a whole segment followed by junk
     /// in them: a body that never ends (or a misrouted file), a failed download.
-    public var overflowed: Bool { wholeBeforeJunk == nil && received > largest }
+    package var overflowed: Bool { wholeBeforeJunk == nil && received > largest }
 
     /// Monotonic seconds when the last chunk came (the request's, before any).
-    public private(set) var lastChunk: Double
+    package private(set) var lastChunk: Double
     /// Monotonic seconds when the first chunk came (nil: none yet, or not noted).
-    public private(set) var firstChunk: Double?
+    package private(set) var firstChunk: Double?
 
     /// Takes a chunk of the body that came at monotonic `now` (nil: not noted): returns what to
     /// hand on now (streamed: the chunk, without any byte past the segment's end, and without
     /// the start of a box header still to be judged), or nil when it is kept. Once a whole
     /// segment followed by junk came (``wholeBeforeJunk``), nothing more is taken.
-    public mutating func take(_ chunk: ByteBuffer, at now: Double? = nil) -> ByteBuffer? {
+    package mutating func take(_ chunk: ByteBuffer, at now: Double? = nil) -> ByteBuffer? {
         guard wholeBeforeJunk == nil else { return kept == nil ? ByteBuffer() : nil }
         let before = received
         received += chunk.readableBytes
@@ -84,7 +84,7 @@ public struct SegmentAttempt: Sendable {
 
     /// A streamed body's last bytes held back (part of a box header never completed), handed on
     /// when the body ends: the receiver judges a segment that ends inside a header.
-    public mutating func rest() -> ByteBuffer? {
+    package mutating func rest() -> ByteBuffer? {
         guard kept == nil, wholeBeforeJunk == nil, held.readableBytes > 0 else { return nil }
         defer { held = ByteBuffer() }
         return held
@@ -95,7 +95,7 @@ public struct SegmentAttempt: Sendable {
     /// header, an ID3 tag or an audio frame (packed audio: ADTS, MPEG audio, AC-3), or text
     /// (WebVTT). Random bytes (a broken edge, a misrouted answer) are told from the first 8: the
     /// try is given up at once instead of waiting out its deadline.
-    public var startProblem: String? {
+    package var startProblem: String? {
         if transportStream {
             guard let first = start.first else { return nil }
             return first == 0x47 ? nil : "its first byte is not an MPEG-TS sync byte"
@@ -115,7 +115,7 @@ public struct SegmentAttempt: Sendable {
     }
 
     /// Why a try is given up before its body ends.
-    public enum Verdict: Sendable, Equatable {
+    package enum Verdict: Sendable, Equatable {
         /// A whole segment came, then bytes that cannot continue it (an endless body's filler,
         /// junk): the segment is kept (or, streamed, was handed on), the rest dropped.
         case wholeThenJunk
@@ -133,7 +133,7 @@ public struct SegmentAttempt: Sendable {
     /// is a slow link, left to ABR); `shouldAbandon(received,
     /// expected, elapsed, buffer)`: ABR's rule (false without a lower rendition). Only a body
     /// kept until whole is judged on its pace: a streamed one is paced by its encoder.
-    public mutating func verdict(
+    package mutating func verdict(
         now: Double, expected: Int, bufferAtStart: Double, duration: Double, judgesPace: Bool,
         shouldAbandon: (Int, Int, Double, Double) -> Bool
     ) -> Verdict? {
@@ -156,7 +156,7 @@ public struct SegmentAttempt: Sendable {
 
     /// The kept body once the download is over: cut where junk began when it did; nil when
     /// streamed or empty.
-    public mutating func keptBody() -> ByteBuffer? {
+    package mutating func keptBody() -> ByteBuffer? {
         guard var body = kept, body.readableBytes > 0 else { return nil }
         if let cut = wholeBeforeJunk {
             body.moveWriterIndex(to: body.readerIndex + cut)

@@ -2,9 +2,9 @@ import Foundation
 
 /// What to fetch next on a live timeline, and when to look again: pure decisions from the
 /// timeline, the positions and the server clock's reading, taken by the feeder each time round.
-public enum SegmentChoice {
+package enum SegmentChoice {
     /// A segment's duration on `timeline`: the template's, else the last listed segment's, else 2 s.
-    public static func segmentDuration(_ timeline: RepresentationTimeline) -> Double {
+    package static func segmentDuration(_ timeline: RepresentationTimeline) -> Double {
         let t = timeline.template
         if let d = t.duration { return Double(d) / Double(t.timescale) }
         return timeline.lastListedSegment.map { $0.end - $0.start } ?? 2
@@ -12,7 +12,7 @@ public enum SegmentChoice {
 
     /// When a live segment ended more than a segment before the `wanted` position (a stall, a
     /// slow fetch): the segment holding the wanted position instead; nil when on time.
-    public static func catchUp(from segment: SegmentReference, wanted: Double, on timeline: RepresentationTimeline)
+    package static func catchUp(from segment: SegmentReference, wanted: Double, on timeline: RepresentationTimeline)
         -> SegmentReference?
     {
         guard segment.end < wanted - (segment.end - segment.start) else { return nil }
@@ -23,7 +23,7 @@ public enum SegmentChoice {
     /// Nothing fetched yet and, after `misses` reloads that listed nothing new, the listing
     /// ends before the `wanted` position (a server later than the target, an encoder whose clock
     /// runs slow): its newest segment is the live edge to start at. Nil otherwise.
-    public static func edgeStart(on timeline: RepresentationTimeline, wanted: Double, misses: Int) -> SegmentReference?
+    package static func edgeStart(on timeline: RepresentationTimeline, wanted: Double, misses: Int) -> SegmentReference?
     {
         guard misses >= 2, let newest = timeline.lastListedSegment, newest.end <= wanted else { return nil }
         return newest
@@ -32,7 +32,7 @@ public enum SegmentChoice {
     /// Whether the segment after one ending at `lastEnd` is overdue at server second `now`
     /// (since the availability start): a segment and a second past its expected listing. Without
     /// either reading it is taken as overdue.
-    public static func isOverdue(after lastEnd: Double?, now: Double?, segmentDuration: Double) -> Bool {
+    package static func isOverdue(after lastEnd: Double?, now: Double?, segmentDuration: Double) -> Bool {
         guard let lastEnd, let now else { return true }
         return now >= lastEnd + segmentDuration + 1
     }
@@ -43,7 +43,7 @@ public enum SegmentChoice {
     /// fixed cadence that would eat the margin the latency target leaves; when it is not there
     /// yet, again after 50 ms (four times), then 100, 200, ... (doubling with `misses`) up to half a segment.
     /// `expectedIn`: seconds from now until that listing (nil without a last segment or a clock).
-    public static func listingWait(expectedIn: Double?, segmentDuration duration: Double, misses: Int) -> Double {
+    package static func listingWait(expectedIn: Double?, segmentDuration duration: Double, misses: Int) -> Double {
         guard let expected = expectedIn else { return min(2, max(0.2, duration / 2)) }
         if expected > 0.05 { return min(2, expected + 0.03) }
         return min(max(0.05, duration / 2), 0.05 * Double(1 << min(max(0, misses - 3), 6)))
@@ -59,7 +59,7 @@ public enum SegmentChoice {
     /// hundredths of a second, not to the last doubling of a backoff (up to half a segment),
     /// and a server that lists late raises the latency target once, to what it needs, not by
     /// the phase of the reloads. Never below zero, at most a segment and a half.
-    public static func listingLateness(observed: Double, missed: Double?, segmentDuration: Double) -> Double {
+    package static func listingLateness(observed: Double, missed: Double?, segmentDuration: Double) -> Double {
         let estimate = missed.map { min($0, observed) } ?? observed - listingProbeAhead
         guard estimate.isFinite else { return 0 }
         return min(1.5 * segmentDuration, max(0, estimate))
@@ -67,9 +67,9 @@ public enum SegmentChoice {
 
     /// Seconds before the last listing time the reload for a segment is made when no reload
     /// missed it (``listingLateness(observed:missed:segmentDuration:)``).
-    public static let listingProbeAhead = 0.1
+    package static let listingProbeAhead = 0.1
 
     /// A delayed presentation is fed from the store no further ahead of the wanted position than
     /// a live edge would be: this many seconds for a segment of `duration` seconds.
-    public static func storeLead(segmentDuration duration: Double) -> Double { max(3, 2 * duration) }
+    package static func storeLead(segmentDuration duration: Double) -> Double { max(3, 2 * duration) }
 }

@@ -5,19 +5,19 @@
 /// A box on a wall must ride out servers that reset, answer 5xx, say nothing, trickle or send
 /// junk, without giving up a segment it could still have had in time, and without waiting on
 /// one it can no longer show.
-public enum SegmentFetchPolicy {
+package enum SegmentFetchPolicy {
     /// How long a media segment's response head may take at most: a server that accepted the
     /// request and says nothing is given up sooner than the whole download's deadline. While
     /// pictures are shown, the buffer sets it (``firstByteDeadline(buffer:usualHead:attempt:)``).
-    public static let firstByte = 3.0
+    package static let firstByte = 3.0
 
     /// Seconds a media segment's body may go without a byte before the connection is given up
     /// (a stalled edge); a segment still being produced waits up to its duration + 1 s (its
     /// chunks come as they are made): ``idle(duration:paced:)``.
-    public static let idle = 3.0
+    package static let idle = 3.0
 
     /// The most tries of one segment (a 404 at a live edge: ``attempts(status:live:)``).
-    public static let attempts = 4
+    package static let attempts = 4
 
     /// The head's deadline, seconds, of a media segment's `attempt`th request made with `buffer`
     /// seconds of media ahead of the presented position (nil: not known) from a server whose
@@ -25,13 +25,13 @@ public enum SegmentFetchPolicy {
     /// server silent on this connection leaves the other half to a new try at once; never under
     /// 0.5 s nor three times the usual head (a deadline a healthy server cannot meet would fail
     /// every try), never over ``firstByte``, which a third try and an unknown server get.
-    public static func firstByteDeadline(buffer: Double?, usualHead: Double?, attempt: Int) -> Double {
+    package static func firstByteDeadline(buffer: Double?, usualHead: Double?, attempt: Int) -> Double {
         guard let buffer, let usualHead, attempt <= 2 else { return firstByte }
         return min(firstByte, max(0.5, 3 * usualHead, buffer / 2))
     }
 
     /// The whole download's deadline, seconds, of a segment of `duration` seconds.
-    public static func downloadDeadline(duration: Double) -> Double { max(4, duration * 3) }
+    package static func downloadDeadline(duration: Double) -> Double { max(4, duration * 3) }
 
     /// The most bytes a media segment's body may bring, `expected` bytes by its rendition's
     /// bandwidth: four times that (a segment's size varies with its pictures; a declared
@@ -39,19 +39,19 @@ public enum SegmentFetchPolicy {
     /// nor over ``bodyCeiling`` (one declared absurdly high must not let a body fill the
     /// memory). A body past it that brought no whole segment followed by junk is no segment
     /// (an endless body, a misrouted file): a failed download, tried again.
-    public static func largestBody(expected: Int) -> Int {
+    package static func largestBody(expected: Int) -> Int {
         min(
             bodyCeiling,
             max(bodyFloor, expected.multipliedReportingOverflow(by: 4).overflow ? bodyCeiling : expected * 4))
     }
 
     /// The least and the most ``largestBody(expected:)`` says: 8 MiB, 256 MiB.
-    public static let bodyFloor = 8 << 20
-    public static let bodyCeiling = 256 << 20
+    package static let bodyFloor = 8 << 20
+    package static let bodyCeiling = 256 << 20
 
     /// How long the body may pause, seconds: ``idle``, or (a segment still being produced, sent
     /// as it is made) its duration + 1 s.
-    public static func idle(duration: Double, paced: Bool) -> Double { paced ? max(idle, duration + 1) : idle }
+    package static func idle(duration: Double, paced: Bool) -> Double { paced ? max(idle, duration + 1) : idle }
 
     /// A download slower than the media it carries plays (`bytes` of `total` expected after
     /// `elapsed` s of a `duration` s segment) that will not be whole before the `buffer` runs
@@ -62,7 +62,7 @@ public enum SegmentFetchPolicy {
     /// `receiving`: seconds since the first byte came (nil: `elapsed`): the pace is the body's,
     /// not the wait for its head (a proxy that answers once it has the whole segment, checked,
     /// sends it at once after a long wait).
-    public static func stuck(
+    package static func stuck(
         bytes: Int, of total: Int, elapsed: Double, receiving: Double? = nil, silent: Double = 0, duration: Double,
         buffer: Double
     ) -> Bool {
@@ -76,15 +76,15 @@ public enum SegmentFetchPolicy {
 
     /// The shortest pause of a body judged a stall (``stuck(bytes:of:elapsed:silent:duration:buffer:)``):
     /// a healthy link's TCP recovers a lost packet well within it.
-    public static let stallAtLeast = 0.4
+    package static let stallAtLeast = 0.4
 
     /// How many tries a segment gets: a 404 at a live edge (a server that publishes late) is
     /// asked again while it can still be on time (40 tries at 150–300 ms), other failures
     /// ``attempts``.
-    public static func attempts(status: Int, live: Bool) -> Int { status == 404 && live ? 40 : attempts }
+    package static func attempts(status: Int, live: Bool) -> Int { status == 404 && live ? 40 : attempts }
 
     /// What follows a failed try.
-    public enum Next: Sendable, Equatable {
+    package enum Next: Sendable, Equatable {
         /// Try again after this many seconds (0: at once).
         case retry(after: Double)
         /// Give the segment up (report it; the next one is fetched).
@@ -97,7 +97,7 @@ public enum SegmentFetchPolicy {
     /// again at once; a 5xx after 0.1 s, then 0.4 s, then 1.6 s (a live edge leaves about a
     /// second between a segment's publication and its presentation: an edge's passing 503 must
     /// not use it up); a 404 after 150 ms × tries (at most 300 ms).
-    public static func next(after error: FetchError, attempt: Int, live: Bool, late: Bool, slow: Bool) -> Next {
+    package static func next(after error: FetchError, attempt: Int, live: Bool, late: Bool, slow: Bool) -> Next {
         guard FetchPolicy.isTransient(error), !late, attempt < attempts(status: error.status, live: live) else {
             return .skip
         }
@@ -110,7 +110,7 @@ public enum SegmentFetchPolicy {
     /// What follows the `attempt`th try of an encrypted segment (fetched whole, then decrypted)
     /// failing with `error`: any answer but a client error is tried again, 4 times, after 0.4 s ×
     /// the tries so far, while it is not late.
-    public static func nextEncrypted(after error: FetchError, attempt: Int, late: Bool) -> Next {
+    package static func nextEncrypted(after error: FetchError, attempt: Int, late: Bool) -> Next {
         let retryable = error.code != .status || error.status == 404 || error.status >= 500
         guard retryable, attempt < attempts, !late else { return .skip }
         return .retry(after: 0.4 * Double(attempt))
@@ -119,19 +119,19 @@ public enum SegmentFetchPolicy {
 
 /// A server's usual answer time: the median of its last 16 response heads (media and init
 /// segments), seconds from request to head.
-public struct HeadTimes: Sendable, Equatable {
+package struct HeadTimes: Sendable, Equatable {
     private var recent: [Double] = []
     /// How many heads are remembered.
-    public static let count = 16
+    package static let count = 16
 
-    public init() {}
+    package init() {}
 
     /// Notes one answer: its head came `seconds` after the request.
-    public mutating func note(_ seconds: Double) {
+    package mutating func note(_ seconds: Double) {
         recent.append(max(0, seconds))
         if recent.count > Self.count { recent.removeFirst() }
     }
 
     /// The median head time; nil before the first answer.
-    public var usual: Double? { recent.isEmpty ? nil : recent.sorted()[recent.count / 2] }
+    package var usual: Double? { recent.isEmpty ? nil : recent.sorted()[recent.count / 2] }
 }

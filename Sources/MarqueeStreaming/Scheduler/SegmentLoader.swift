@@ -4,7 +4,7 @@ import NIOCore
 
 /// Receives a segment's bytes, in order, as a ``SegmentLoader`` hands them on (the player's
 /// feeder: into the core's tracks).
-public protocol SegmentDeliverySink {
+package protocol SegmentDeliverySink {
     /// The next bytes of the segment. Throws (`.cancelled`) when the receiver is closed: the
     /// load ends ``SegmentLoadOutcome/cancelled``.
     mutating func deliver(_ bytes: ByteBuffer) throws(FetchError)
@@ -16,26 +16,26 @@ public protocol SegmentDeliverySink {
 }
 
 /// One media segment to load, in the rendition chosen for it.
-public struct SegmentRequest: Sendable {
+package struct SegmentRequest: Sendable {
     /// The rendition's segment at the stream's first location.
-    public var url: URL
+    package var url: URL
     /// The bytes of `url` that are the segment (HLS `EXT-X-BYTERANGE`), nil: all of it.
-    public var range: ByteRange?
+    package var range: ByteRange?
     /// The rendition's timeline: moves `url` to the stream's alternative locations (BaseURLs).
-    public var timeline: RepresentationTimeline?
+    package var timeline: RepresentationTimeline?
     /// Seconds of media.
-    public var duration: Double
+    package var duration: Double
     /// Bytes the rendition's bandwidth says the segment holds (for ABR's abandonment).
-    public var expectedBytes: Int
+    package var expectedBytes: Int
     /// MPEG-TS (else fMP4): how its end is recognised, how a damaged body looks.
-    public var transportStream: Bool
+    package var transportStream: Bool
     /// A live stream's segment.
-    public var live: Bool
+    package var live: Bool
     /// Still being produced on the server (low latency): its bytes are handed on as they come
     /// and its pace is the encoder's, not the link's.
-    public var paced: Bool
+    package var paced: Bool
 
-    public init(
+    package init(
         url: URL, range: ByteRange? = nil, timeline: RepresentationTimeline?, duration: Double, expectedBytes: Int,
         transportStream: Bool, live: Bool,
         paced: Bool
@@ -48,7 +48,7 @@ public struct SegmentRequest: Sendable {
 }
 
 /// How a segment load ended.
-public enum SegmentLoadOutcome: Sendable, Equatable {
+package enum SegmentLoadOutcome: Sendable, Equatable {
     /// Handed on whole: `bytes` of body in `seconds` (the download, for the bandwidth estimate).
     case delivered(bytes: Int, seconds: Double)
     /// Given up with `error` (to report); `partial`: some of its bytes were handed on (a
@@ -63,21 +63,21 @@ public enum SegmentLoadOutcome: Sendable, Equatable {
 }
 
 /// What a load asks of the player while it runs (each try).
-public struct SegmentLoadContext: Sendable {
+package struct SegmentLoadContext: Sendable {
     /// Before each try: the rendition's init segment is given to the receiver (false: cancelled).
-    public var prepare: @Sendable () async -> Bool
+    package var prepare: @Sendable () async -> Bool
     /// Seconds of media ahead of what is presented now (nil before the first picture of an
     /// on-demand stream), and ahead of the position the segment is wanted at.
-    public var buffer: @Sendable () -> (ahead: Double?, beforeSegment: Double)
+    package var buffer: @Sendable () -> (ahead: Double?, beforeSegment: Double)
     /// Whether a live segment is behind the wanted position already (it is not tried again).
-    public var isLate: @Sendable () -> Bool
+    package var isLate: @Sendable () -> Bool
     /// The first byte of the body arrived (the server had the segment then).
-    public var firstByte: @Sendable () -> Void
+    package var firstByte: @Sendable () -> Void
     /// ABR's abandonment rule (`received`, `expected`, `elapsed`, `buffer`), nil without a
     /// lower rendition.
-    public var shouldAbandon: (@Sendable (Int, Int, Double, Double) -> Bool)?
+    package var shouldAbandon: (@Sendable (Int, Int, Double, Double) -> Bool)?
 
-    public init(
+    package init(
         prepare: @escaping @Sendable () async -> Bool,
         buffer: @escaping @Sendable () -> (ahead: Double?, beforeSegment: Double),
         isLate: @escaping @Sendable () -> Bool, firstByte: @escaping @Sendable () -> Void,
@@ -99,7 +99,7 @@ public struct SegmentLoadContext: Sendable {
 /// buffer is abandoned for ABR. Init segments and HLS AES-128 keys are fetched with their own
 /// policies (``FetchPolicy``), keys once. What it learns of the server (its usual answer time,
 /// the locations that failed) is kept across segments.
-public struct SegmentLoader: Sendable {
+package struct SegmentLoader: Sendable {
     private let fetcher: HTTPFetcher
     private let logger: Logger
     /// Which of the stream's alternative locations (BaseURLs) segments are fetched from.
@@ -115,14 +115,14 @@ public struct SegmentLoader: Sendable {
     static let keyCacheLimit = 64
 
     /// A loader over `locations` alternative locations of the stream.
-    public init(fetcher: HTTPFetcher, locations: Int, logger: Logger) {
+    package init(fetcher: HTTPFetcher, locations: Int, logger: Logger) {
         self.fetcher = fetcher
         self.logger = logger
         self.locations = Locked(LocationChoice(count: locations))
     }
 
     /// A new period: its own alternative locations.
-    public func resetLocations(count: Int) {
+    package func resetLocations(count: Int) {
         locations.withLock { $0 = LocationChoice(count: count) }
     }
 
@@ -132,12 +132,12 @@ public struct SegmentLoader: Sendable {
     /// again), whether the segment then came on another try or was skipped. Not counted: a
     /// download ABR abandoned for a lower rendition, a cancelled one, a live segment's 404 (not
     /// published yet: asked for again).
-    public var failedDownloads: Int { failures.withLock { $0 } }
+    package var failedDownloads: Int { failures.withLock { $0 } }
 
     private func countFailure() { failures.withLock { $0 += 1 } }
 
     /// The server's usual answer time (seconds from request to head), nil before its first answer.
-    public var usualHead: Double? { heads.withLock { $0.usual } }
+    package var usualHead: Double? { heads.withLock { $0.usual } }
 
     private func noteHead(_ result: FetchResult) {
         heads.withLock { $0.note(result.headReceived - result.sent) }
@@ -149,7 +149,7 @@ public struct SegmentLoader: Sendable {
     /// locations), tried until it comes: each failure is handed to `onError`, then the next
     /// location is tried at once, or the same again after 0.5 s, doubling to 8 s. Nil when
     /// cancelled.
-    public func initSegment(
+    package func initSegment(
         _ url: URL, range: ByteRange? = nil, timeline: RepresentationTimeline?, onError: (FetchError) -> Void
     ) async -> ByteBuffer? {
         var delay = 0.5
@@ -175,7 +175,7 @@ public struct SegmentLoader: Sendable {
     }
 
     /// The 16-byte AES-128 key at `url`, fetched once.
-    public func key(_ url: URL) async throws(FetchError) -> [UInt8] {
+    package func key(_ url: URL) async throws(FetchError) -> [UInt8] {
         if let cached = keys.withLock({ $0[url] }) { return cached }
         let result = try await fetcher.get(url, policy: .key, maxBytes: 1024)
         let bytes = Array(result.body.readableBytesView)
@@ -193,7 +193,7 @@ public struct SegmentLoader: Sendable {
     // MARK: media segments
 
     /// Loads `request` into `sink`, trying again as ``SegmentFetchPolicy`` says.
-    public func load(_ request: SegmentRequest, into sink: inout some SegmentDeliverySink, context: SegmentLoadContext)
+    package func load(_ request: SegmentRequest, into sink: inout some SegmentDeliverySink, context: SegmentLoadContext)
         async -> SegmentLoadOutcome
     {
         var attempt = 0
@@ -330,7 +330,7 @@ public struct SegmentLoader: Sendable {
     /// An encrypted segment (HLS AES-128) fetched whole and decrypted with its key by
     /// `decrypt(body, key)`: the clear bytes and the download's size and time. A key that
     /// cannot be fetched, or a body that does not decrypt, skips the segment.
-    public func loadEncrypted(
+    package func loadEncrypted(
         _ request: SegmentRequest, key: SegmentKey, context: SegmentLoadContext,
         decrypt: ([UInt8], [UInt8]) throws -> [UInt8]
     ) async -> (outcome: SegmentLoadOutcome, clear: ByteBuffer?) {

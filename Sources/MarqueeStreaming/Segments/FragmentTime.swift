@@ -2,10 +2,10 @@
 /// `tfdt` base media decode time, in the timescale of the init segment's first track (`mdhd`).
 /// HLS places segments by program date-time, which a packager need not tie to `tfdt`
 /// (ffmpeg's fMP4 HLS starts `tfdt` at 0): the player maps one onto the other by measuring.
-public enum FragmentTime {
+package enum FragmentTime {
     /// Seconds of the first `tfdt` in `segment` on the timeline of `initSegment`'s first track;
     /// nil when either box is missing.
-    public static func firstDecodeTime(segment: some Collection<UInt8>, initSegment: some Collection<UInt8>) -> Double?
+    package static func firstDecodeTime(segment: some Collection<UInt8>, initSegment: some Collection<UInt8>) -> Double?
     {
         let s = Array(segment)
         let i = Array(initSegment)

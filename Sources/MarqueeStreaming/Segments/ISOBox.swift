@@ -1,13 +1,13 @@
 /// One ISO BMFF box header read from bytes: the walk every box reader here shares (a segment's
 /// shape, a fragment's decode time, a file's length).
-public struct ISOBox: Sendable, Hashable {
+package struct ISOBox: Sendable, Hashable {
     /// The four type bytes.
-    public let type: [UInt8]
+    package let type: [UInt8]
     /// Where the box starts, its body starts and it ends (indices into the bytes read).
-    public let start: Int, body: Int, end: Int
+    package let start: Int, body: Int, end: Int
 
     /// Why no box could be read at a place.
-    public enum Problem: Error, Sendable, Hashable {
+    package enum Problem: Error, Sendable, Hashable {
         /// Fewer bytes than a box header (8, or 16 with a 64-bit size).
         case headerCut
         /// A size smaller than the header.
@@ -17,7 +17,7 @@ public struct ISOBox: Sendable, Hashable {
     }
 
     /// The box at `at`, within bytes that end at `end` (a size of 0 reaches `end`).
-    public static func read(_ b: [UInt8], at: Int, end: Int) -> Result<ISOBox, Problem> {
+    package static func read(_ b: [UInt8], at: Int, end: Int) -> Result<ISOBox, Problem> {
         guard end - at >= 8 else { return .failure(.headerCut) }
         // The size stays UInt64 until checked against the bytes there are: a largesize may be
         // anything up to 2^64 − 1.
@@ -37,7 +37,7 @@ public struct ISOBox: Sendable, Hashable {
 
     /// The body of the box reached by `types` (each a child of the one before) within `range`;
     /// nil when one is missing or the walk meets bytes that are not a box.
-    public static func path(_ types: [String], in b: [UInt8], _ range: Range<Int>) -> Range<Int>? {
+    package static func path(_ types: [String], in b: [UInt8], _ range: Range<Int>) -> Range<Int>? {
         guard let first = types.first else { return range }
         let want = Array(first.utf8)
         var at = range.lowerBound
@@ -49,7 +49,7 @@ public struct ISOBox: Sendable, Hashable {
     }
 
     /// The big-endian unsigned number of `count` bytes at `at`.
-    public static func number(_ b: [UInt8], _ at: Int, _ count: Int) -> UInt64 {
+    package static func number(_ b: [UInt8], _ at: Int, _ count: Int) -> UInt64 {
         b[at..<at + count].reduce(0) { $0 << 8 | UInt64($1) }
     }
 }

@@ -4,9 +4,9 @@
 /// starting with the sync byte 0x47. A body a proxy or an edge cut short (a well-formed 200
 /// of half the segment) or replaced by garbage fails it; bit errors inside the payload do not
 /// (the decoder plays through those).
-public enum SegmentShape {
+package enum SegmentShape {
     /// Why `bytes` is not a whole segment, nil when it is.
-    public static func problem(_ bytes: some Collection<UInt8>, transportStream: Bool) -> String? {
+    package static func problem(_ bytes: some Collection<UInt8>, transportStream: Bool) -> String? {
         let b = Array(bytes)
         guard !b.isEmpty else { return "empty segment" }
         return transportStream ? transportStreamProblem(b) : boxProblem(b)
@@ -45,8 +45,8 @@ public enum SegmentShape {
 /// (a type that is not four printable characters, a size under 8); MPEG-TS: whole packets, then
 /// a byte where a sync byte should be. Takes the body chunk by chunk (``next(_:)``), kept or
 /// handed on as it comes: walks each byte once and holds at most one box header (16 bytes).
-public struct SegmentEnd: Sendable {
-    public let transportStream: Bool
+package struct SegmentEnd: Sendable {
+    package let transportStream: Bool
     /// Where the next box or packet starts, from the body's first byte.
     private var at = 0
     /// Bytes of the body taken so far.
@@ -58,20 +58,20 @@ public struct SegmentEnd: Sendable {
     /// which is the start check's to judge).
     private var done = false
     /// Where junk began after a whole segment, once found.
-    public private(set) var junkAt: Int?
+    package private(set) var junkAt: Int?
 
-    public init(transportStream: Bool) {
+    package init(transportStream: Bool) {
         self.transportStream = transportStream
     }
 
     /// Bytes at the end of what was taken that are part of a box header still incomplete: a
     /// body handed on as it comes holds them back until the header is judged (so no byte of
     /// junk is handed on).
-    public var undecided: Int { junkAt == nil && !done && at < seen ? seen - at : 0 }
+    package var undecided: Int { junkAt == nil && !done && at < seen ? seen - at : 0 }
 
     /// Takes the body's next bytes, in order: the length of the segment when what came so far
     /// holds a whole segment followed by junk; nil while it may still be going on.
-    public mutating func next(_ bytes: UnsafeRawBufferPointer) -> Int? {
+    package mutating func next(_ bytes: UnsafeRawBufferPointer) -> Int? {
         if let junkAt { return junkAt }
         let base = seen
         seen += bytes.count
@@ -124,7 +124,7 @@ public struct SegmentEnd: Sendable {
     /// The length of the segment when `body` (everything received so far, from its first byte;
     /// each call with the same body grown) holds a whole segment followed by junk; nil while
     /// it may still be going on.
-    public mutating func wholeBeforeJunk(in body: UnsafeRawBufferPointer) -> Int? {
+    package mutating func wholeBeforeJunk(in body: UnsafeRawBufferPointer) -> Int? {
         guard body.count > seen else { return junkAt }
         return next(UnsafeRawBufferPointer(rebasing: body[seen...]))
     }

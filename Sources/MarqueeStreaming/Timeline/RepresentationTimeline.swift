@@ -1,33 +1,33 @@
 import Foundation
 
 /// One media segment of a representation, located on the presentation timeline.
-public struct SegmentReference: Sendable, Equatable {
+package struct SegmentReference: Sendable, Equatable {
     /// `$Number$` of the segment.
-    public var number: UInt64
+    package var number: UInt64
     /// Media time (`$Time$`, the segment's expected `tfdt`) in `timescale` ticks.
-    public var time: UInt64
+    package var time: UInt64
     /// Duration in `timescale` ticks.
-    public var duration: UInt64
-    public var timescale: UInt64
+    package var duration: UInt64
+    package var timescale: UInt64
     /// Presentation time of the first sample, in seconds (period start included).
-    public var start: Double
-    public var url: URL
+    package var start: Double
+    package var url: URL
     /// The bytes of `url` that are the segment (HLS `EXT-X-BYTERANGE`), nil: all of it.
-    public var range: ByteRange? = nil
+    package var range: ByteRange? = nil
     /// The key the segment is encrypted with (HLS AES-128), nil when it is in the clear.
-    public var key: SegmentKey? = nil
+    package var key: SegmentKey? = nil
     /// HLS: an `EXT-X-DISCONTINUITY` comes before it (its timestamps start afresh).
-    public var discontinuity = false
+    package var discontinuity = false
 
     /// Presentation time just after the last sample, in seconds.
-    public var end: Double { start + Double(duration) / Double(timescale) }
+    package var end: Double { start + Double(duration) / Double(timescale) }
 }
 
 /// How a segment is encrypted: AES-128-CBC (PKCS#7) under the 16-byte key at `url`, from `iv`.
-public struct SegmentKey: Sendable, Equatable {
-    public var url: URL
-    public var iv: [UInt8]
-    public init(url: URL, iv: [UInt8]) {
+package struct SegmentKey: Sendable, Equatable {
+    package var url: URL
+    package var iv: [UInt8]
+    package init(url: URL, iv: [UInt8]) {
         self.url = url
         self.iv = iv
     }
@@ -38,25 +38,25 @@ public struct SegmentKey: Sendable, Equatable {
 ///
 /// Presentation time `p` of media time `m` is `periodStart + (m − presentationTimeOffset) / timescale`.
 /// In a live presentation `p` is announced at wall-clock `availabilityStartTime + p`.
-public struct RepresentationTimeline: Sendable {
-    public let representation: Representation
-    public let template: SegmentTemplate
-    public let periodStart: Double
-    public let periodDuration: Double?
-    public let availabilityStartTime: Date?
-    public let isLive: Bool
-    public let timeShiftBufferDepth: Double?
+package struct RepresentationTimeline: Sendable {
+    package let representation: Representation
+    package let template: SegmentTemplate
+    package let periodStart: Double
+    package let periodDuration: Double?
+    package let availabilityStartTime: Date?
+    package let isLive: Bool
+    package let timeShiftBufferDepth: Double?
     /// The URL segment templates are resolved against (manifest URL and BaseURLs applied).
-    public let baseURL: URL
+    package let baseURL: URL
     /// Every location the segments are served from, ``baseURL`` first: several `BaseURL`
     /// elements at one level are alternatives (CDNs), combined level by level in the manifest's
     /// order, at most ``maxLocations``.
-    public let baseURLs: [URL]
-    public static let maxLocations = 8
+    package let baseURLs: [URL]
+    package static let maxLocations = 8
     /// Timeline entries expanded (SegmentTimeline addressing only).
     private let entries: [(number: UInt64, time: UInt64, duration: UInt64)]
 
-    public init(
+    package init(
         mpd: MPD, period periodIndex: Int, adaptationSet: AdaptationSet, representation: Representation,
         manifestURL: URL,
         liveEdge: Double? = nil
@@ -109,7 +109,7 @@ public struct RepresentationTimeline: Sendable {
 
     /// Where period `index` of `mpd` starts (presentation seconds): its `@start`, else the end
     /// of the one before (its start + `@duration`), the first at 0.
-    public static func periodStart(mpd: MPD, index: Int) -> Double {
+    package static func periodStart(mpd: MPD, index: Int) -> Double {
         if let start = mpd.periods[index].start { return start }
         var start = 0.0
         for i in 0..<index {
@@ -162,7 +162,7 @@ public struct RepresentationTimeline: Sendable {
     /// `url` (a segment of this timeline, resolved against ``baseURL``) served from location
     /// `index` of ``baseURLs``; unchanged when it is not under ``baseURL`` (an absolute URL)
     /// or there is no such location.
-    public func relocated(_ url: URL, to index: Int) -> URL {
+    package func relocated(_ url: URL, to index: Int) -> URL {
         guard index > 0, index < baseURLs.count, let from = URL(string: "./", relativeTo: baseURL)?.absoluteString,
             let to = URL(string: "./", relativeTo: baseURLs[index])?.absoluteString
         else { return url }
@@ -173,25 +173,25 @@ public struct RepresentationTimeline: Sendable {
 
     /// Seconds to add to a sample's media time in seconds (`tfdt / timescale`, what a demuxer
     /// reports as `pts_time`) to get its presentation time.
-    public var ptsOffset: Double {
+    package var ptsOffset: Double {
         periodStart - Double(template.presentationTimeOffset) / Double(template.timescale)
     }
 
-    public var usesTimeline: Bool { template.timeline != nil }
+    package var usesTimeline: Bool { template.timeline != nil }
 
     /// The initialization segment's URL, if the template names one.
-    public var initializationURL: URL? {
+    package var initializationURL: URL? {
         guard let pattern = template.initialization else { return nil }
         return URL(string: expand(pattern, number: nil, time: nil), relativeTo: baseURL)?.absoluteURL
     }
 
     /// The bytes of ``initializationURL`` that are the init segment (HLS `EXT-X-MAP:BYTERANGE`),
     /// nil: all of it.
-    public var initializationRange: ByteRange? { template.initializationRange }
+    package var initializationRange: ByteRange? { template.initializationRange }
 
     /// The segment whose presentation interval contains `presentationTime` (the first one
     /// when it is earlier than the first segment), or `nil` past the end.
-    public func segment(containing presentationTime: Double) -> SegmentReference? {
+    package func segment(containing presentationTime: Double) -> SegmentReference? {
         let ts = Double(template.timescale)
         if usesTimeline {
             guard !entries.isEmpty else { return nil }
@@ -214,7 +214,7 @@ public struct RepresentationTimeline: Sendable {
     }
 
     /// The segment with `$Number$` `number`, or `nil` outside the period.
-    public func segment(number: UInt64) -> SegmentReference? {
+    package func segment(number: UInt64) -> SegmentReference? {
         guard number >= template.startNumber else { return nil }
         if let endNumber = template.endNumber, number > endNumber { return nil }
         if usesTimeline {
@@ -237,7 +237,7 @@ public struct RepresentationTimeline: Sendable {
     }
 
     /// The segment after `segment`, or `nil` when the period (or the known timeline) ends.
-    public func segment(after segment: SegmentReference) -> SegmentReference? {
+    package func segment(after segment: SegmentReference) -> SegmentReference? {
         if usesTimeline {
             return self.segment(containing: segment.end + 1e-9).flatMap { $0.start > segment.start ? $0 : nil }
         }
@@ -248,7 +248,7 @@ public struct RepresentationTimeline: Sendable {
     /// first listed segment starting at `end`, allowing for the start being rounded differently
     /// in the new listing (HLS program date-times have millisecond precision) by up to 0.1 s or
     /// a quarter of its duration; `nil` when the listing does not reach it yet.
-    public func segment(following end: Double) -> SegmentReference? {
+    package func segment(following end: Double) -> SegmentReference? {
         guard usesTimeline else { return segment(containing: end + 1e-6) }
         let ts = Double(template.timescale)
         let ticks = (end - periodStart) * ts + Double(template.presentationTimeOffset)
@@ -259,10 +259,10 @@ public struct RepresentationTimeline: Sendable {
     }
 
     /// The last segment the timeline lists (SegmentTimeline), or `nil` with number addressing.
-    public var lastListedSegment: SegmentReference? { entries.last.map(reference) }
+    package var lastListedSegment: SegmentReference? { entries.last.map(reference) }
 
     /// When `segment` can first be fetched, on the server's clock (live only; on demand: always).
-    public func availabilityStart(of segment: SegmentReference) -> Date? {
+    package func availabilityStart(of segment: SegmentReference) -> Date? {
         guard isLive, let ast = availabilityStartTime else { return nil }
         let ato =
             template.availabilityTimeOffset.isFinite ? template.availabilityTimeOffset : segment.end - segment.start
@@ -270,7 +270,7 @@ public struct RepresentationTimeline: Sendable {
     }
 
     /// The newest segment available at server time `now` (live), i.e. the live edge.
-    public func liveEdgeSegment(at now: Date) -> SegmentReference? {
+    package func liveEdgeSegment(at now: Date) -> SegmentReference? {
         guard isLive, let ast = availabilityStartTime else { return nil }
         let present = now.timeIntervalSince(ast)
         guard var candidate = segment(containing: present) ?? lastListedSegment else { return nil }
@@ -312,8 +312,8 @@ public struct RepresentationTimeline: Sendable {
 }
 
 /// `$Identifier$` / `$Identifier%0Nd$` substitution of ISO/IEC 23009-1 §5.3.9.4.4.
-public enum SegmentTemplateExpander {
-    public static func expand(
+package enum SegmentTemplateExpander {
+    package static func expand(
         _ pattern: String, representationID: String, bandwidth: Int, number: UInt64?, time: UInt64?
     ) -> String {
         var out = ""
