@@ -119,7 +119,8 @@ package struct FetchPolicy: Sendable, Hashable {
     package static let initSegment = FetchPolicy(
         attempts: 4, retryDelay: 0.5, maxRetryDelay: 4, timeout: 10, firstByteTimeout: 6)
     /// An AES-128 key: 3 tries from 0.5 s, 5 s each, the head within 4 s.
-    package static let key = FetchPolicy(attempts: 3, retryDelay: 0.5, maxRetryDelay: 2, timeout: 5, firstByteTimeout: 4)
+    package static let key = FetchPolicy(
+        attempts: 3, retryDelay: 0.5, maxRetryDelay: 2, timeout: 5, firstByteTimeout: 4)
 
     /// Whether `error` may pass on a retry.
     package static func isTransient(_ error: FetchError) -> Bool {
