@@ -64,5 +64,10 @@ extension LivePlaybackTests {
         }
         #expect(switches.suffix(3) == ["1080", "360", "1080"], "\(switches)")
         #expect(run.events.contains { if case .bandwidthTest = $0 { true } else { false } })
+        // The shares the 50 % bounds above judge, printed so they can be re-derived from runs (issue 37).
+        print(
+            String(
+                format: "abr (%@): 1080p before the drop %.0f %%, after the return %.0f %%", format,
+                share(1080, before) * 100, share(1080, after) * 100))
     }
 }
