@@ -53,7 +53,7 @@
 
 #define MQ_FUZZ_SEPARATOR "MQ-SEGMENT"
 #define MQ_FUZZ_STALL_S 20.0
-#define MQ_FUZZ_MAX_INIT ((size_t)4 << 20) // segment_io.c's MQ_MAX_INIT: a larger one is not kept
+#define MQ_FUZZ_MAX_INIT ((size_t)4 << 20) // byte_queue.c's MQ_MAX_INIT: a larger one is not kept
 #define MQ_FUZZ_HUGE_INITS 3               // per input (each is 4 MiB queued)
 
 typedef struct fuzz_input {
