@@ -193,6 +193,8 @@ struct mq_player {
     mq_monitor monitor;   // monitor thread
 };
 
+/// player_tracks.c: stops a track's decode thread (aborting its input) and frees the track.
+void mq_track_destroy(mq_track **pt);
 /// decode.c: the body of a track's decode thread.
 void *mq_decode_thread_main(void *track);
 /// audio_thread.c
