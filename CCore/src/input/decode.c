@@ -3,82 +3,28 @@
 #include <string.h>
 
 #include <libavcodec/avcodec.h>
-#include <libavutil/pixdesc.h>
 #include <libswresample/swresample.h>
 
-#include "audio/resample.h"
 #include "core/log.h"
 #include "core/player_internal.h"
-#include "core/thread.h"
+#include "input/decode_internal.h"
 #include "input/decoder_open.h"
 #include "input/demux.h"
 #include "mq_err.h"
 
 /// The decode thread of one track: waits for bytes, opens a demuxer session on them (init
-/// segment to the next init segment or the end), decodes, and hands the results on: pictures
-/// to the video frame queue, audio resampled to float interleaved at the output rate into the
-/// PCM ring `pcm` (the tempo thread passes it on to the audio thread). Errors become ERROR
-/// events; a broken stream waits for mq_player_reset_track.
+/// segment to the next init segment or the end), decodes, and hands the results on
+/// (decode_deliver.c): pictures to the video frame queue, audio resampled to float interleaved
+/// at the output rate into the PCM ring `pcm` (the tempo thread passes it on to the audio
+/// thread). Errors become ERROR events; a broken stream waits for mq_player_reset_track.
 
-#define MQ_HELD_AUDIO 12 // frames a staged audio track decodes ahead (AAC at 48 kHz: 256 ms)
-
-typedef struct mq_decoder {
-    // decode thread only (lives on its stack)
-    mq_track *t;
-    mq_player *p;
-    mq_demux *dmx;
-    AVCodecContext *codec;
-    AVPacket *pkt;
-    AVFrame *frame;
-    SwrContext *swr;
-    int swr_rate, swr_format, swr_channels; // input the resampler was set up for
-    double next_pts;                        // expected pts of the next picture (no pts)
-    double late_until;                      // late pictures ending by here are counted dropped
-    bool decode_error_reported;             // once per session
-    bool format_reported;                   // TRACK_FORMAT sent for this session
-    bool fallback_reported;                 // DECODER_FALLBACK sent (once per track)
-    bool rolled;                            // the last session ended at a rollover: keep the codec
-    double session_start;                   // media time of the session's first packet (NAN: none yet)
-    bool rollover_asked;                    // for this session
-    // Auto threads (decode_threads 0): a video decoder opened with one thread measures how much
-    // of real time its decoding takes; over MQ_BUSY_WINDOW of media it must stay under
-    // decode_busy_limit, else it is reopened with frame threads at the next keyframe (a slow
-    // board, a heavy stream), or opened so at the next session, and stays so for the track's life.
-    double busy, busy_media; // wall seconds decoding, media seconds decoded (window)
-    bool want_threads;       // reopen with frame threads at the next keyframe
-    bool threaded;           // auto threads escalated for good
-    // A staged audio track's first sound, decoded ahead (mq_player_add_staged_track): handed on
-    // at activation, so the ring starts with more than one frame (a busy machine's decode thread
-    // may come late for the second: an underrun right after the cut).
-    AVFrame *held[MQ_HELD_AUDIO];
-    double held_pts[MQ_HELD_AUDIO]; // each one's media time (s), as deliver_audio takes it
-    int nheld;
-} mq_decoder;
-
-static void post_error(mq_decoder *d, int code, const char *what)
+void mq_decode_post_error(mq_decoder *d, int code, const char *what)
 {
     mq_log(MQ_LOG_WARN, "track %d: %s", d->t->id, what);
     mq_event_queue_push(d->p->events, MQ_EVENT_ERROR, d->t->id, code, NAN, "%s", what);
 }
 
 /* ---- codec ---- */
-
-static void describe(mq_decoder *d, const AVFrame *f, char *buf, size_t n)
-{
-    const AVCodecContext *c = d->codec;
-    const char *profile = av_get_profile_name(c->codec, c->profile);
-    if (c->codec_type == AVMEDIA_TYPE_VIDEO) {
-        AVRational fr = d->dmx->st->avg_frame_rate;
-        const char *pix = av_get_pix_fmt_name(f->format);
-        snprintf(buf, n, "video %s%s%s%s %dx%d %s %.3g fps", c->codec->name, profile ? " (" : "",
-                 profile ? profile : "", profile ? ")" : "", f->width, f->height, pix ? pix : "?",
-                 fr.den ? av_q2d(fr) : 0.0);
-    } else {
-        const char *fmt = av_get_sample_fmt_name(f->format);
-        snprintf(buf, n, "audio %s%s%s%s %d Hz %d ch %s", c->codec->name, profile ? " (" : "", profile ? profile : "",
-                 profile ? ")" : "", f->sample_rate, f->ch_layout.nb_channels, fmt ? fmt : "?");
-    }
-}
 
 #define MQ_BUSY_WINDOW 2.0 // media seconds a single-threaded decoder is judged over
 
@@ -109,7 +55,7 @@ static int open_codec(mq_decoder *d)
         snprintf(msg, sizeof msg,
                  ret == MQ_ERR_UNSUPPORTED ? "no decoder for codec '%s'%s%s" : "cannot open a %s decoder%s%s", cname,
                  failed[0] ? "; " : "", failed);
-        post_error(d, ret, msg);
+        mq_decode_post_error(d, ret, msg);
         return ret;
     }
     if (failed[0] && !d->fallback_reported) {
@@ -125,215 +71,6 @@ static int open_codec(mq_decoder *d)
     return MQ_OK;
 }
 
-/// TRACK_FORMAT once per session, from the first decoded frame (the real format).
-static void report_format(mq_decoder *d, const AVFrame *f)
-{
-    if (d->format_reported)
-        return;
-    d->format_reported = true;
-    char msg[256];
-    describe(d, f, msg, sizeof msg);
-    mq_log(MQ_LOG_INFO, "track %d: %s", d->t->id, msg);
-    double pts = f->pts != AV_NOPTS_VALUE ? f->pts * av_q2d(d->dmx->st->time_base) : NAN;
-    mq_event_queue_push(d->p->events, MQ_EVENT_TRACK_FORMAT, d->t->id, 0, pts + atomic_load(&d->t->pts_offset), "%s",
-                        msg);
-}
-
-/* ---- staged (decoded ahead) ---- */
-
-/// The position a picture or sound is judged late against: a staged track's start (what ends
-/// before it is not the next item's), else the schedule now. False: nothing is late (no
-/// timeline yet).
-static bool late_mark(mq_decoder *d, double *clock)
-{
-    if (atomic_load(&d->t->staged)) {
-        *clock = atomic_load(&d->t->stage_start);
-        return true;
-    }
-    // Judged on the schedule, not the master clock: right after a reset (a new item, a seek)
-    // the audio clock still tells the old stream's time until the audio thread's next period,
-    // and a first picture decoded within it would be thrown away as late (the video thread
-    // drops what is late when it is due, on the master clock).
-    return mq_clock_schedule(&d->p->clock, mq_clock_now(), clock);
-}
-
-/// A staged track holds its first picture or sound here until mq_player_activate_tracks
-/// (which first removes the tracks it replaces and empties the queues). False when its input
-/// was reset or aborted meanwhile (the held frame is dropped).
-static bool wait_activation(mq_decoder *d)
-{
-    _Atomic bool *cancel = mq_byte_queue_cancel_flag(d->t->input);
-    while (atomic_load(&d->t->staged) && !atomic_load(cancel))
-        mq_sleep_until(mq_clock_now() + 0.002);
-    return !atomic_load(cancel);
-}
-
-/* ---- video ---- */
-
-/// Seconds a picture of `duration` (stream time base, 0: unknown) lasts: else one frame at the
-/// stream's average rate, else 1/25.
-static double picture_seconds(const mq_decoder *d, int64_t duration)
-{
-    AVRational tb = d->dmx->st->time_base, fr = d->dmx->st->avg_frame_rate;
-    if (duration > 0)
-        return (double)duration * av_q2d(tb);
-    return fr.num > 0 && fr.den > 0 ? 1.0 / av_q2d(fr) : 1.0 / 25;
-}
-
-/// Whether a late picture is the join's still (mq_player_config.hide_join_still): the first one
-/// decoded before any due picture was presented (the keyframe a join's catch-up starts at).
-static bool join_still(mq_player *p)
-{
-    return !p->hide_join_still && atomic_load(&p->frames_presented) == 0 && !atomic_exchange(&p->still_offered, true);
-}
-
-static int deliver_video(mq_decoder *d, AVFrame *f)
-{
-    mq_player *p = d->p;
-    int64_t ts = f->pts != AV_NOPTS_VALUE ? f->pts : f->best_effort_timestamp;
-    mq_vframe v = {.duration = picture_seconds(d, f->pkt_duration)};
-    v.media_pts = ts != AV_NOPTS_VALUE ? (double)ts * av_q2d(d->dmx->st->time_base) : d->next_pts;
-    v.pts = v.media_pts + atomic_load(&d->t->pts_offset);
-    d->next_pts = v.media_pts + v.duration;
-    atomic_fetch_add(&p->frames_decoded, 1);
-
-    double clock;
-    bool staged = atomic_load(&d->t->staged);
-    if (late_mark(d, &clock) && v.pts + v.duration < clock) {
-        v.still = !staged && join_still(p);
-        if (!v.still) {
-            if (!staged && v.pts + v.duration > d->late_until + 1e-6) // not counted when it was sent late
-                mq_player_count_dropped(d->p);                        // already late: never queue it
-            av_frame_unref(f);
-            return MQ_OK;
-        }
-    }
-    v.frame = av_frame_alloc();
-    if (!v.frame)
-        return MQ_ERR_NO_MEMORY;
-    av_frame_move_ref(v.frame, f);
-    if (staged && !wait_activation(d)) {
-        av_frame_free(&v.frame);
-        return MQ_OK;
-    }
-    return mq_frame_queue_push(p->vq, &v, mq_byte_queue_cancel_flag(d->t->input));
-}
-
-/* ---- audio ---- */
-
-static int setup_swr(mq_decoder *d, AVFrame *f)
-{
-    if (d->swr && d->swr_rate == f->sample_rate && d->swr_format == f->format &&
-        d->swr_channels == f->ch_layout.nb_channels)
-        return MQ_OK;
-    if (mq_resampler_open(&d->swr, f, d->p->sample_rate, d->p->channels) < 0) {
-        post_error(d, MQ_ERR_DECODE, "cannot set up the audio resampler");
-        return MQ_ERR_DECODE;
-    }
-    d->swr_rate = f->sample_rate;
-    d->swr_format = f->format;
-    d->swr_channels = f->ch_layout.nb_channels;
-    return MQ_OK;
-}
-
-/// Waits (polling: the audio thread never signals) for a free block of the ring.
-static mq_pcm_block *wait_block(mq_decoder *d)
-{
-    _Atomic bool *cancel = mq_byte_queue_cancel_flag(d->t->input);
-    for (;;) {
-        mq_pcm_block *b = mq_pcm_ring_acquire(d->p->pcm);
-        if (b || atomic_load(cancel))
-            return b;
-        mq_sleep_until(mq_clock_now() + 0.005);
-    }
-}
-
-/// Resamples `f` (NULL: drains the resampler) into ring blocks starting at presentation `pts`.
-static int push_audio(mq_decoder *d, const AVFrame *f, double pts)
-{
-    mq_player *p = d->p;
-    const uint8_t **in = f ? (const uint8_t **)f->extended_data : NULL;
-    int in_count = f ? f->nb_samples : 0;
-    for (;;) {
-        mq_pcm_block *b = wait_block(d);
-        if (!b)
-            return MQ_ERR_CLOSED;
-        uint8_t *out = (uint8_t *)b->data;
-        int n = swr_convert(d->swr, &out, p->pcm->block_frames, in, in_count);
-        if (n <= 0)
-            return n < 0 ? MQ_ERR_DECODE : MQ_OK;
-        b->pts = pts;
-        b->rate = 1.0;
-        b->frames = n;
-        pts += (double)n / p->sample_rate;
-        mq_pcm_ring_commit(p->pcm, pts);
-        in = NULL;
-        in_count = 0;
-        if (n < p->pcm->block_frames)
-            return MQ_OK;
-    }
-}
-
-/// Resamples `f` (media time `media`, seconds) into the ring; consumes it.
-static int deliver_audio_at(mq_decoder *d, AVFrame *f, double media)
-{
-    int ret = setup_swr(d, f);
-    if (ret < 0) {
-        av_frame_unref(f);
-        return ret;
-    }
-    // What comes out first is what the resampler still holds from before this frame.
-    double pts = media + atomic_load(&d->t->pts_offset) - (double)swr_get_delay(d->swr, 1000000) / 1e6;
-    ret = push_audio(d, f, pts);
-    av_frame_unref(f);
-    return ret;
-}
-
-static void free_held(mq_decoder *d)
-{
-    for (int i = 0; i < d->nheld; i++)
-        av_frame_free(&d->held[i]);
-    d->nheld = 0;
-}
-
-/// The held sound, once the track is activated: handed on in order (dropped if its input was
-/// reset meanwhile).
-static int settle_held(mq_decoder *d)
-{
-    if (d->nheld == 0)
-        return MQ_OK;
-    if (!wait_activation(d)) {
-        free_held(d);
-        return MQ_OK;
-    }
-    int ret = MQ_OK;
-    for (int i = 0; i < d->nheld && ret >= 0; i++)
-        ret = deliver_audio_at(d, d->held[i], d->held_pts[i]);
-    free_held(d);
-    return ret;
-}
-
-static int deliver_audio(mq_decoder *d, AVFrame *f)
-{
-    int64_t ts = f->pts != AV_NOPTS_VALUE ? f->pts : f->best_effort_timestamp;
-    double media = ts != AV_NOPTS_VALUE ? (double)ts * av_q2d(d->dmx->st->time_base) : d->next_pts;
-    d->next_pts = media + (double)f->nb_samples / f->sample_rate;
-    if (atomic_load(&d->t->staged)) { // decoded ahead: from its start on, held until activated
-        double end = media + atomic_load(&d->t->pts_offset) + (double)f->nb_samples / f->sample_rate;
-        AVFrame *kept = end > atomic_load(&d->t->stage_start) ? av_frame_alloc() : NULL;
-        if (!kept) {
-            av_frame_unref(f);
-            return MQ_OK;
-        }
-        av_frame_move_ref(kept, f);
-        d->held[d->nheld] = kept;
-        d->held_pts[d->nheld++] = media;
-        return d->nheld == MQ_HELD_AUDIO ? settle_held(d) : MQ_OK;
-    }
-    int ret = settle_held(d); // activated while they were held
-    return ret < 0 ? ret : deliver_audio_at(d, f, media);
-}
-
 /* ---- session ---- */
 
 /// Whether the picture in `pkt` ends before the clock's position now: it would be dropped as
@@ -342,17 +79,11 @@ static int deliver_audio(mq_decoder *d, AVFrame *f)
 static bool already_late(mq_decoder *d, const AVPacket *pkt, double *end)
 {
     double clock;
-    if (pkt->pts == AV_NOPTS_VALUE || !late_mark(d, &clock))
+    if (pkt->pts == AV_NOPTS_VALUE || !mq_decode_late_mark(d, &clock))
         return false;
     double tb = av_q2d(d->dmx->st->time_base);
     *end = (double)(pkt->pts + (pkt->duration > 0 ? pkt->duration : 0)) * tb + atomic_load(&d->t->pts_offset);
     return *end < clock;
-}
-
-static int deliver(mq_decoder *d, AVFrame *f)
-{
-    report_format(d, f);
-    return d->t->kind == MQ_TRACK_VIDEO ? deliver_video(d, f) : deliver_audio(d, f);
 }
 
 static int decode_packet(mq_decoder *d, const AVPacket *pkt);
@@ -364,9 +95,9 @@ static void judge_busy(mq_decoder *d, const AVPacket *pkt, double took)
 {
     if (d->codec->skip_frame != AVDISCARD_DEFAULT)
         return;
-    double dur = picture_seconds(d, pkt->duration);
+    double dur = mq_decode_picture_seconds(d, pkt->duration);
     if (!(dur < 1)) // a packet's duration that is no frame's (a damaged box): one frame instead
-        dur = picture_seconds(d, 0);
+        dur = mq_decode_picture_seconds(d, 0);
     d->busy += took;
     d->busy_media += dur;
     if (d->busy_media < MQ_BUSY_WINDOW)
@@ -415,7 +146,7 @@ static int decode_packet(mq_decoder *d, const AVPacket *pkt)
     if (ret < 0 && ret != AVERROR(EAGAIN) && ret != AVERROR_EOF && !d->decode_error_reported) {
         char msg[128];
         snprintf(msg, sizeof msg, "decoder rejected the stream: %s", av_err2str(ret));
-        post_error(d, MQ_ERR_DECODE, msg);
+        mq_decode_post_error(d, MQ_ERR_DECODE, msg);
         d->decode_error_reported = true;
     }
     for (;;) {
@@ -427,7 +158,7 @@ static int decode_packet(mq_decoder *d, const AVPacket *pkt)
                 judge_busy(d, pkt, took);
             return MQ_OK;
         }
-        ret = deliver(d, d->frame);
+        ret = mq_decode_deliver(d, d->frame);
         if (ret < 0)
             return ret;
         if (judged)
@@ -479,7 +210,7 @@ static void run_session(mq_decoder *d)
     int ret = mq_demux_open(t->input, type, &d->dmx, why, sizeof why);
     mq_input_state st = mq_byte_queue_state(t->input);
     if (ret < 0 && (st == MQ_INPUT_DATA || st == MQ_INPUT_ENDED || st == MQ_INPUT_BOUNDARY)) {
-        post_error(d, ret, why);
+        mq_decode_post_error(d, ret, why);
         mq_byte_queue_skip_segment(t->input); // the next segment may open (after the init segment)
     }
     bool rolled = d->rolled;
@@ -519,12 +250,12 @@ static void run_session(mq_decoder *d)
     if (ret >= 0 && st == MQ_INPUT_BOUNDARY && d->swr) { // and the sound still in the resampler
         double end = atomic_load(&d->p->pcm->queued_until);
         if (isfinite(end))
-            push_audio(d, NULL, end);
+            mq_decode_push_audio(d, NULL, end);
         swr_free(&d->swr); // the next stream's may differ
     }
     if (ret >= 0 && st == MQ_INPUT_DATA && rd != AVERROR_EOF) {
         snprintf(why, sizeof why, "demuxer failed: %s", av_err2str(rd));
-        post_error(d, MQ_ERR_DEMUX, why);
+        mq_decode_post_error(d, MQ_ERR_DEMUX, why);
         mq_byte_queue_skip_segment(t->input);
     }
     close_session(d);
@@ -535,7 +266,7 @@ static void run_session(mq_decoder *d)
 static void on_reset(mq_decoder *d)
 {
     mq_player *p = d->p;
-    free_held(d);
+    mq_decode_free_held(d);
     atomic_store(&d->t->input_done, false);
     if (d->t->kind == MQ_TRACK_VIDEO)
         mq_frame_queue_flush(p->vq);
@@ -553,10 +284,10 @@ static void on_reset(mq_decoder *d)
 
 static void on_ended(mq_decoder *d)
 {
-    settle_held(d); // a staged track's whole input decoded: its sound waits for the activation
+    mq_decode_settle_held(d); // a staged track's whole input decoded: its sound waits for the activation
     if (d->t->kind == MQ_TRACK_AUDIO) {
         if (d->swr)
-            push_audio(d, NULL, atomic_load(&d->p->pcm->queued_until));
+            mq_decode_push_audio(d, NULL, atomic_load(&d->p->pcm->queued_until));
         atomic_store(&d->p->pcm->eof, true);
     }
     atomic_store(&d->t->input_done, true);
@@ -568,7 +299,7 @@ static void on_corrupt(mq_decoder *d)
 {
     char msg[256];
     snprintf(msg, sizeof msg, "bad input: %s", mq_byte_queue_corrupt_reason(d->t->input));
-    post_error(d, MQ_ERR_DEMUX, msg);
+    mq_decode_post_error(d, MQ_ERR_DEMUX, msg);
     mq_byte_queue_skip_segment(d->t->input);
 }
 
@@ -601,7 +332,7 @@ static void decode_loop(mq_decoder *d)
             break;
         }
         if (d->nheld > 0 && st != MQ_INPUT_RESET)
-            settle_held(d); // a session ended while sound was held: it waits for the activation
+            mq_decode_settle_held(d); // a session ended while sound was held: it waits for the activation
         st = mq_byte_queue_wait(d->t->input);
     }
 }
@@ -612,12 +343,12 @@ void *mq_decode_thread_main(void *arg)
     d.pkt = av_packet_alloc();
     d.frame = av_frame_alloc();
     if (!d.pkt || !d.frame) {
-        post_error(&d, MQ_ERR_NO_MEMORY, "out of memory");
+        mq_decode_post_error(&d, MQ_ERR_NO_MEMORY, "out of memory");
         mq_byte_queue_wait_reset(d.t->input); // nothing to do but wait for the stop
     } else {
         decode_loop(&d);
     }
-    free_held(&d);
+    mq_decode_free_held(&d);
     close_session(&d);
     swr_free(&d.swr);
     av_packet_free(&d.pkt);
