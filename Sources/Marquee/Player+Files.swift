@@ -1,0 +1,123 @@
+import Foundation
+import Logging
+import MarqueeBridge
+import MarqueeStreaming
+import MarqueeVenue
+
+/// Files and still pictures played in place of a source (a playlist's image and file items).
+extension Player {
+    /// Plays `file` (the bytes of any file libavformat reads: a PNG or JPEG, an MP4, …) in place
+    /// of the source, until the next load (a playlist's image or file item): the source stops
+    /// as with ``cut()``, the tracks read the file whole (`MQ_CONTAINER_PROBED`), and its first
+    /// picture is shown as soon as it is decoded (the timeline is held until then, then
+    /// anchored on that picture's time: no fixed start lead). A `still` (an image) is one
+    /// picture held, without sound (its audio track is not fed: no buffering band, no end).
+    /// Opens the outputs when nothing played yet. `label` names it in `frames:`. Its end and
+    /// later errors are the core's events (``fileEvent()``): no session follows it. Throws
+    /// ``PlayerError/Code-swift.struct/media`` when nothing of it decodes.
+    /// Returns when (monotonic seconds) its first picture is due.
+    @discardableResult
+    /// `from`: seconds into the file its presentation starts at (what comes before is decoded,
+    /// not shown).
+    func playFile(_ file: [UInt8], label: String?, still: Bool, from offset: Double = 0) async throws(PlayerError)
+        -> Double
+    {
+        await discardStaged()
+        await cut()
+        var core = inner.withLock { $0.core }
+        let fresh = core == nil
+        if fresh { core = try openOutputs(options) }
+        guard let core else { return Monotonic.now() }
+        // Before any source measured the server clock: the local one (frames:' wall times).
+        if fresh { try? core.setWallOffset(ServerClock.local().offset) }
+        core.dropEvents()  // the cut source's
+        let kinds: [CoreTrackKind] = still ? [.video] : [.video, .audio]
+        var tracks: [Int32] = []
+        do throws(CoreError) {
+            for kind in kinds {
+                let known = inner.withLock { inner in
+                    inner.session?.plans.flatMap(\.coreTracksByKind).first { $0.0 == kind }?.1 ?? inner.ownTracks[kind]
+                }
+                let track: Int32
+                if let known { track = known } else { track = try core.addTrack(kind, ptsOffset: 0) }
+                inner.withLock {
+                    $0.core = core
+                    if known == nil { $0.ownTracks[kind] = track }
+                }
+                try core.resetTrack(track)
+                try core.setTrackContainerProbed(track)
+                try core.setTrackOffset(track, ptsOffset: 0)
+                tracks.append(track)
+            }
+            try core.setLabel(label)
+            // Held (nothing due, nothing late) until its first picture or sound is decoded.
+            try core.setTimeline(monoAnchor: Monotonic.now() + Self.fileHold, mediaAnchor: 0)
+            for track in tracks {
+                let pushed = file.withUnsafeBytes { bytes -> CoreError? in
+                    do throws(CoreError) { try core.push(track: track, bytes: bytes) } catch { return error }
+                    return nil
+                }
+                if let pushed { throw pushed }
+                try core.endTrack(track)
+            }
+        } catch {
+            throw PlayerError(.output, error.message, coreCode: error.code)
+        }
+        try startOnce(core)
+        // (video first)
+        return try await anchorOnFirstFrame(core, video: tracks.first, offset: still ? 0 : max(0, offset))
+    }
+
+    /// How far ahead a file's timeline is held while its first frame decodes, seconds.
+    static let fileHold = 3600.0
+
+    /// Anchors the timeline on the first decoded frame of a file (its video's, or its sound's
+    /// when it has no picture): that time plus `offset` is due 5 ms from then (what comes before
+    /// is decoded and dropped as late). Waits at most 2 s (then from 0). Returns when it is due.
+    private func anchorOnFirstFrame(_ core: CoreHandle, video: Int32?, offset: Double) async throws(PlayerError)
+        -> Double
+    {
+        var first: Double?
+        var videoDone = video == nil
+        let deadline = Monotonic.now() + 2
+        while !videoDone, Monotonic.now() < deadline, !Task.isCancelled {
+            while let event = core.pollEvent() {
+                switch event.kind {
+                case .trackFormat:
+                    if let t = event.mediaTime, t.isFinite { first = min(first ?? t, t) }
+                    if event.track == video { videoDone = true }
+                case .error where event.error?.isMissingStream == true:
+                    // a sound file: no picture; a file without sound: its pictures
+                    if event.track == video { videoDone = true }
+                case .error where event.track == video && first != nil:
+                    videoDone = true  // a sound file: no picture
+                case .error:
+                    if event.track == video { continue }  // (its sound may still come)
+                    throw PlayerError(.media, event.message)
+                case .ended:
+                    throw PlayerError(.media, "nothing in the file decodes")
+                default:
+                    continue
+                }
+            }
+            if !videoDone { try? await Task.sleep(for: .milliseconds(2)) }
+        }
+        do {
+            let due = Monotonic.now() + 0.005
+            try core.setTimeline(monoAnchor: due, mediaAnchor: (first ?? 0) + offset)
+            return due
+        } catch {
+            throw PlayerError(.output, error.message, coreCode: error.code)
+        }
+    }
+
+    /// The next core event while a file plays (``playFile(_:label:still:)``): its end, a
+    /// decode error.
+    func fileEvent() -> CoreEvent? { inner.withLock { $0.core }?.pollEvent() }
+
+    /// Names what is presented from now on: the `frames:` output's `item` column (a playlist
+    /// item's id; nil: none).
+    func setLabel(_ label: String?) {
+        try? inner.withLock { $0.core }?.setLabel(label)
+    }
+}

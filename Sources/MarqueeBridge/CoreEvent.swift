@@ -1,0 +1,12 @@
+/// Something the core reported (`mq_event`).
+package struct CoreEvent: Sendable {
+    package enum Kind: Sendable {
+        case firstFrame, trackFormat, error, ended, underrun, outputChanged, decoderFallback, clipEnded
+        case other(Int32)
+    }
+    package var kind: Kind
+    package var track: Int32?
+    package var error: CoreError?
+    package var mediaTime: Double?
+    package var message: String
+}

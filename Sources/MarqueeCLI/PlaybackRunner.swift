@@ -1,0 +1,408 @@
+import Foundation
+import Logging
+import Marquee
+import MarqueeFleet
+
+/// Plays sources through the public API with a status line; shared by `play` and `demo`.
+struct PlaybackRunner {
+    let output: OutputOptions
+    /// How fetched documents are trusted; its CA file is the player's too.
+    var security = DocumentSecurity()
+    /// The outcome of a SIGTERM/SIGINT (exit status 0).
+    static let interrupted: Int32 = -2
+
+    func makeLogger() -> Logger {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = Logger.Level(rawValue: output.logLevel) ?? .notice
+            return handler
+        }
+        return Logger(label: "marquee")
+    }
+
+    /// Plays `sources`; with `remote`, its config gives the defaults and every refreshed config
+    /// is applied to the playing player.
+    func play(sources: [URL], remote: RemoteConfig? = nil) async -> Int32 {
+        let logger = makeLogger()
+        let (options, eventLog): (PlayerOptions, EventLog?)
+        switch setUp(sources: sources, remote: remote) {
+        case .success(let made): (options, eventLog) = made
+        case .failure(let message): return fail(message.text)
+        }
+        let player: Player
+        do {
+            player = try Player(options: options, logger: logger)
+            try await player.play()
+        } catch {
+            return fail("\(error)")
+        }
+        let status = StatusLine(interactive: isatty(STDOUT_FILENO) != 0)
+        let outcome = await run(
+            player, events: player.events, eventLog: eventLog, status: status, what: sources[0].absoluteString
+        ) { group in
+            if let remote {
+                group.addTask {
+                    for await config in remote.changes.dropFirst() {  // the first is the one playing
+                        do { try player.apply(config) } catch { status.log("warning: remote config: \(error)") }
+                    }
+                    return nil
+                }
+                group.addTask {
+                    for await failure in remote.failures { status.log("warning: remote config refresh: \(failure)") }
+                    return nil
+                }
+            }
+        }
+        let final = player.status
+        let venue = player.venueStatistics
+        // SIGTERM/SIGINT: the sound fades out rather than stopping mid-waveform.
+        await player.stop(fadeOut: outcome == Self.interrupted ? Player.shutdownFade : 0)
+        status.finish(final)
+        if let venue, let json = try? JSONEncoder().encode(venue) {
+            say("venue: " + String(decoding: json, as: UTF8.self))
+        }
+        return outcome == Self.interrupted ? 0 : outcome
+    }
+
+    /// Plays `playlist` (a ``PlaylistPlayer``); with `feed`, each refresh (after `adjust`)
+    /// replaces the playlist.
+    func play(playlist: Playlist, feed: ContentFeed?, adjust: @escaping @Sendable (Playlist) -> Playlist) async -> Int32
+    {
+        let logger = makeLogger()
+        let placeholder = playlist.items.first { $0.kind == .stream }?.url ?? URL(string: "http://127.0.0.1/")!
+        let (options, eventLog): (PlayerOptions, EventLog?)
+        switch setUp(sources: [placeholder], remote: nil) {
+        case .success(let made): (options, eventLog) = made
+        case .failure(let message): return fail(message.text)
+        }
+        let playlistPlayer: PlaylistPlayer
+        do {
+            playlistPlayer = try PlaylistPlayer(playlist: playlist, options: options, logger: logger)
+            try await playlistPlayer.play()
+        } catch {
+            return fail("\(error)")
+        }
+        let status = StatusLine(interactive: isatty(STDOUT_FILENO) != 0)
+        let outcome = await run(
+            playlistPlayer.player, events: playlistPlayer.events, eventLog: eventLog, status: status,
+            what: "a playlist of \(playlist.items.count) items",
+            next: { playlistPlayer.next() }
+        ) { group in
+            if let feed {
+                group.addTask {
+                    for await fresh in feed.changes.dropFirst() {  // the first is the one playing
+                        playlistPlayer.replace(with: adjust(fresh))
+                        status.log("playlist refreshed: \(fresh.items.count) items")
+                    }
+                    return nil
+                }
+                group.addTask {
+                    for await failure in feed.failures { status.log("warning: playlist refresh: \(failure)") }
+                    return nil
+                }
+            }
+        }
+        let final = playlistPlayer.player.status
+        await playlistPlayer.stop()
+        status.finish(final)
+        return outcome == Self.interrupted ? 0 : outcome
+    }
+
+    /// Plays `schedule` (a ``SchedulePlayer``), its clock read from `timeSource`.
+    func play(
+        schedule: Schedule, feed: ScheduleFeed?, timeSource: URL?, journal: ProofOfPlayJournal?, cache: ContentCache?
+    ) async -> Int32 {
+        let logger = makeLogger()
+        let streams = schedule.playlists.values.flatMap(\.items).filter { $0.kind == .stream }
+        let placeholder = streams.first?.url ?? URL(string: "http://127.0.0.1/")!
+        let (options, eventLog): (PlayerOptions, EventLog?)
+        switch setUp(sources: [placeholder], remote: nil) {
+        case .success(let made): (options, eventLog) = made
+        case .failure(let message): return fail(message.text)
+        }
+        let schedulePlayer: SchedulePlayer
+        do {
+            schedulePlayer = try SchedulePlayer(
+                schedule: schedule, options: options, timeSource: timeSource, logger: logger, journal: journal,
+                cache: cache)
+            try await schedulePlayer.play()
+        } catch {
+            return fail("\(error)")
+        }
+        let status = StatusLine(interactive: isatty(STDOUT_FILENO) != 0)
+        let outcome = await run(
+            schedulePlayer.playlistPlayer.player, events: schedulePlayer.events, eventLog: eventLog, status: status,
+            what: "a schedule of \(schedule.playlists.count) playlists", next: { schedulePlayer.playlistPlayer.next() }
+        ) { group in
+            if let feed {
+                group.addTask {
+                    for await fresh in feed.changes.dropFirst() {  // the first is the one playing
+                        schedulePlayer.replace(with: fresh)
+                        status.log("schedule refreshed: \(fresh.playlists.count) playlists, \(fresh.slots.count) slots")
+                    }
+                    return nil
+                }
+                group.addTask {
+                    for await failure in feed.failures { status.log("warning: schedule refresh: \(failure)") }
+                    return nil
+                }
+            }
+        }
+        let final = schedulePlayer.playlistPlayer.player.status
+        await schedulePlayer.stop()
+        status.finish(final)
+        return outcome == Self.interrupted ? 0 : outcome
+    }
+
+    struct OptionsFailure: Error { let text: String }
+
+    /// The player's options from the command line (and `remote`'s config), and `--events`' log.
+    private func setUp(sources: [URL], remote: RemoteConfig?) -> Result<(PlayerOptions, EventLog?), OptionsFailure> {
+        func fail(_ text: String) -> Result<(PlayerOptions, EventLog?), OptionsFailure> {
+            .failure(OptionsFailure(text: text))
+        }
+        var options = remote.map { PlayerOptions(config: $0.current) } ?? PlayerOptions(sources: sources)
+        options.sources = sources
+        options.autoplay = true
+        let configCA = options.documentSecurity.caFile  // the remote config's, checked against --allow-local
+        options.documentSecurity = security
+        if security.caFile == nil { options.documentSecurity.caFile = configCA }
+        if let name = output.fit {
+            guard let fit = VideoFit(name: name) else {
+                return fail("--fit \(name): expected contain, cover, fill or scaledown")
+            }
+            options.fit = fit
+        }
+        if let target = output.targetLatency { options.targetLatency = target }
+        if let language = output.audioLanguage { options.audioLanguage = language }
+        // A player process of its own: it trims itself (PlayerOptions.memoryTrimInterval).
+        options.memoryTrimInterval = 10
+        if let trim = output.memoryTrim {
+            if trim == "off" {
+                options.memoryTrimInterval = nil
+            } else if let interval = Double(trim) {
+                options.memoryTrimInterval = interval
+            } else {
+                return fail("--memory-trim \(trim): expected seconds or off")
+            }
+        }
+        if let poster = output.poster { options.poster = poster }
+        if output.noJoinStill { options.joinStill = false }
+        if let name = output.board {
+            do {
+                options = options.applying(
+                    try BoardProfile.load(named: name, searchPaths: BoardProfile.searchPaths(repoRoot: repoRoot())))
+            } catch {
+                return fail("--board \(name): \(error)")
+            }
+        } else {
+            options.audioOutput = AudioOutput(spec: Self.defaultAudio()) ?? .null
+        }
+        if let spec = output.audio {
+            guard let audio = AudioOutput(spec: spec) else {
+                return fail("--audio \(spec): expected alsa[:<pcm>], wav:<path> or null")
+            }
+            options.audioOutput = audio
+        }
+        if let spec = output.video {
+            guard let video = VideoOutput(spec: spec) else {
+                return fail("--video \(spec): expected headless, frames:<dir> or drm[:<card>[,<connector>]]")
+            }
+            options.videoOutput = video
+        }
+        if let rotation = output.rotation { options.rotation = rotation }
+        func mediaURL(_ text: String) -> URL {
+            if let url = URL(string: text), url.scheme != nil { return url }
+            return URL(fileURLWithPath: text)
+        }
+        options.failFast = output.failFast
+        if let mode = output.cmcd {
+            guard let transmission = CMCDOptions.Transmission(rawValue: mode) else {
+                return fail("--cmcd \(mode): expected query or headers")
+            }
+            options.cmcd = CMCDOptions(transmission: transmission, contentId: output.contentId)
+        } else if output.contentId != nil {
+            return fail("--content-id needs --cmcd")
+        }
+        do { options.venue = try output.venueConfiguration() } catch { return fail(error.message) }
+        // kept for the delay
+        if let delay = output.delay, delay > 0 { options.maxDelay = max(options.maxDelay, min(3600, delay + 5)) }
+        if let music = output.muteMusic { options.mixing.muteMusic = mediaURL(music) }
+        options.mixing.adCreatives += output.adCreative.map(mediaURL)
+        guard let path = output.events else { return .success((options, nil)) }
+        do { return .success((options, try EventLog(path: path))) } catch {
+            return fail("--events \(path): cannot be written: \(error)")
+        }
+    }
+
+    /// Shows the status line and the events of `player` (its `events`, or a playlist's) until
+    /// the stream ends, a fatal error, `--duration`, or SIGTERM/SIGINT; `more` adds tasks.
+    /// Returns the exit code (``interrupted`` for a signal).
+    private func run(
+        _ player: Player, events: PlayerEvents, eventLog: EventLog?, status: StatusLine, what: String,
+        next: (@Sendable () -> Void)? = nil,
+        more: (inout TaskGroup<Int32?>) -> Void
+    ) async -> Int32 {
+        let fleet: Fleet
+        do {
+            fleet = try await Fleet.start(
+                player: player, customerId: output.customerId, metrics: try output.metricsAddress(),
+                metricsToken: try output.metricsToken(),
+                otlp: try output.otlpOptions(), controlPath: output.control, next: next)
+        } catch {
+            return fail("\(error)")
+        }
+        let systemd = SystemdNotifier()
+        systemd.ready(status: "playing \(what)")
+        let outcome = await withTaskGroup(of: Int32?.self) { group -> Int32 in
+            group.addTask { await watchEvents(events, status: status, log: eventLog, telemetry: fleet.telemetry) }
+            more(&group)
+            group.addTask {
+                await showStatus(player, status: status, systemd: systemd)
+                return nil
+            }
+            if let wanted = output.delay, wanted > 0 {
+                // The delay reaches back only as far as what has been collected: once that is
+                // enough (after about `wanted` seconds of playback), one jump.
+                group.addTask {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: .milliseconds(500))
+                        guard player.status.availableDelay >= wanted else { continue }
+                        _ = try? player.setDelay(wanted)
+                        return nil
+                    }
+                    return nil
+                }
+            }
+            if let duration = output.duration {
+                group.addTask {
+                    try? await Task.sleep(for: .milliseconds(Int(duration * 1000)))
+                    return Task.isCancelled ? nil : 0
+                }
+            }
+            group.addTask {
+                await Signals.waitForInterrupt()
+                return Task.isCancelled ? nil : Self.interrupted
+            }
+            var code: Int32 = 0
+            for await result in group {
+                if let result {
+                    code = result
+                    break
+                }
+            }
+            // The way out (cancelling, the fleet's last export, the fade, the teardown) runs
+            // code that never ran while playing: what playing kept resident goes first, so
+            // the process's peak stays the one it had while playing.
+            if player.options.memoryTrimInterval != nil { _ = MemoryUsage.trim() }
+            group.cancelAll()
+            return code
+        }
+        systemd.stopping()
+        let qoe = await fleet.stop()
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        if let json = try? encoder.encode(qoe) { say("qoe: " + String(decoding: json, as: UTF8.self)) }
+        return outcome
+    }
+
+    /// The status line 4 times a second; under systemd also `STATUS=` and, only while pictures
+    /// (or, audio-only, the media position) keep advancing, `WATCHDOG=1`.
+    private func showStatus(_ player: Player, status: StatusLine, systemd: SystemdNotifier) async {
+        var lastProgress: (frames: Int, position: Double?) = (-1, nil)
+        var lastPing = ContinuousClock.now
+        var lastStatus = ContinuousClock.now
+        while !Task.isCancelled {
+            let now = player.status
+            status.show(now)
+            let advancing =
+                now.framesPresented > lastProgress.frames || (now.position ?? 0) > (lastProgress.position ?? .infinity)
+            lastProgress = (now.framesPresented, now.position)
+            if let interval = systemd.watchdogInterval, advancing,
+                ContinuousClock.now - lastPing >= .seconds(interval / 2)
+            {
+                systemd.watchdog()
+                lastPing = .now
+            }
+            if systemd.socketPath != nil, ContinuousClock.now - lastStatus >= .seconds(5) {
+                systemd.status(StatusLine.format(now))
+                lastStatus = .now
+            }
+            try? await Task.sleep(for: .milliseconds(250))
+        }
+    }
+
+    private func watchEvents(_ events: PlayerEvents, status: StatusLine, log: EventLog?, telemetry: FleetTelemetry)
+        async -> Int32?
+    {
+        for await event in events {
+            log?.write(event)
+            telemetry.observe(event)
+            switch event {
+            case .error(let error, let fatal):
+                status.log(fatal ? "error: \(error)" : "warning: \(error)")
+                if fatal { return 1 }
+            case .ended:
+                status.log("stream ended")
+                return 0
+            case .scheduleEntry(let e):
+                status.log("schedule: \(e.source) (playlist \(e.playlist)) until \(e.end)")
+            case .item(let e):
+                var line = "item \(e.index) \"\(e.id)\": \(e.kind.name)"
+                if case .quartile(let q) = e.kind { line += " \(q) %" }
+                if case .failed(let error) = e.kind { line += ": \(error)" }
+                status.log(line)
+            case .firstFrame(let seconds):
+                status.log(String(format: "first frame after %.3f s", seconds))
+            case .sourceLoaded(let url, let type):
+                status.log("playing \(url) (\(type.rawValue))")
+            case .activeQualityChanged(let q):
+                let size = q.width.map { w in " \(w)x\(q.height ?? 0)" } ?? ""
+                status.log("\(q.kind) \(q.id) \(q.codecs ?? "")\(size) \(q.bandwidth / 1000) kb/s")
+            case .bandwidthTest(let bps, let q):
+                status.log(String(format: "link estimate %.0f kb/s: trying %@", bps / 1000, q.id))
+            case .timeOffsetChanged(let seconds):
+                status.log(String(format: "server clock offset %+.1f ms", seconds * 1000))
+            case .outputChanged(let detail), .decoderFallback(let detail):
+                status.log(detail)
+            case .latencyJump(let error):
+                status.log(String(format: "latency %+.3f s off target: jumped", error))
+            case .targetLatencyChanged(let seconds, let requested):
+                status.log(
+                    seconds > requested
+                        ? String(
+                            format: "segments arrive too late for %.2f s: latency target %.2f s", requested, seconds)
+                        : String(format: "latency target back to %.2f s", seconds))
+            case .recovering(let next):
+                status.log(String(format: "stalled: reloading (next reload after %.0f s)", next))
+            case .recovered:
+                status.log("recovered")
+            case .configApplied(let target):
+                status.log(
+                    "remote config applied" + (target.map { String(format: " (target latency %.1f s)", $0) } ?? ""))
+            case .streamerMuted: status.log("broadcaster muted")
+            case .streamerUnmuted: status.log("broadcaster unmuted")
+            case .muteMusicStarted: status.log("mute music playing")
+            case .muteMusicStopped: status.log("mute music stopped")
+            case .adStarted(let ad): status.log(String(format: "ad break %.1f s", ad.end - ad.start))
+            case .adFinished: status.log("ad break over")
+            case .delayChanged(let seconds): status.log(String(format: "delay %.1f s", seconds))
+            case .stateChanged, .playbackRateChanged, .volumeChanged, .timeUpdate, .seeked, .seekClamped:
+                break
+            }
+        }
+        return nil
+    }
+
+    private func fail(_ message: String) -> Int32 {
+        FileHandle.standardError.write(Data("marquee: \(message)\n".utf8))
+        return 1
+    }
+
+    /// ALSA's default device when the machine has a playback PCM, else the null output.
+    static func defaultAudio() -> String {
+        let devices = (try? FileManager.default.contentsOfDirectory(atPath: "/dev/snd")) ?? []
+        return devices.contains { $0.hasPrefix("pcmC") && $0.hasSuffix("p") } ? "alsa:default" : "null"
+    }
+}
