@@ -50,8 +50,7 @@ private final class SignalBox: @unchecked Sendable {
     func fire() {
         let c = state.withLock { s in
             s.fired = true
-            defer { s.continuation = nil }
-            return s.continuation
+            return s.continuation.take()
         }
         c?.resume()
     }

@@ -2,7 +2,6 @@ import Foundation
 import Logging
 import Marquee
 import MarqueeStreaming
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOExtras
 import NIOPosix
