@@ -19,6 +19,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "Marquee", targets: ["Marquee"]),
+        .library(name: "MarqueeSignage", targets: ["MarqueeSignage"]),
         .library(name: "MarqueeOrigin", targets: ["MarqueeOrigin"]),
         .library(name: "MarqueeVenue", targets: ["MarqueeVenue"]),
         .executable(name: "marquee", targets: ["MarqueeCLI"]),
@@ -89,7 +90,7 @@ let package = Package(
         .target(
             name: "Marquee",
             dependencies: [
-                "MarqueeBridge", "MarqueeStreaming", "MarqueeVenue",
+                "MarqueeBridge", "MarqueeStreaming",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -97,6 +98,20 @@ let package = Package(
             ],
             // The public API is sealed: an import is internal unless written `public import`, so
             // a public declaration that shows a dependency's type is a compile error.
+            swiftSettings: [
+                .enableUpcomingFeature("InternalImportsByDefault"), .enableUpcomingFeature("MemberImportVisibility"),
+            ]
+        ),
+        // Signage above the player: playlists and feeds, schedules, the content cache, proof of
+        // play. A client of Marquee's package API and events.
+        .target(
+            name: "MarqueeSignage",
+            dependencies: [
+                "Marquee", "MarqueeStreaming",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: [
                 .enableUpcomingFeature("InternalImportsByDefault"), .enableUpcomingFeature("MemberImportVisibility"),
             ]
@@ -130,7 +145,8 @@ let package = Package(
         .target(
             name: "MarqueeVenue",
             dependencies: [
-                "MarqueeStreaming", "MarqueeServing",
+                // Marquee: the SourceRouter a player plays through (VenueProxy+Routing).
+                "Marquee", "MarqueeStreaming", "MarqueeServing",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -147,7 +163,7 @@ let package = Package(
         .target(
             name: "MarqueeFleet",
             dependencies: [
-                "Marquee", "MarqueeServing", "MarqueeVenue",
+                "Marquee", "MarqueeSignage", "MarqueeServing", "MarqueeVenue",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "OTel", package: "swift-otel"),
@@ -165,7 +181,7 @@ let package = Package(
         .executableTarget(
             name: "MarqueeCLI",
             dependencies: [
-                "Marquee", "MarqueeOrigin", "MarqueeVenue", "MarqueeFleet", "MarqueeStreaming",
+                "Marquee", "MarqueeSignage", "MarqueeOrigin", "MarqueeVenue", "MarqueeFleet", "MarqueeStreaming",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -178,12 +194,16 @@ let package = Package(
         ),
         // The parsers' fuzz targets: run by libFuzzer (MarqueeFuzz, below) and by the test
         // suite's fuzz smoke.
-        .target(name: "MarqueeFuzzTargets", dependencies: ["Marquee", "MarqueeStreaming", "MarqueeVenue"]),
+        .target(
+            name: "MarqueeFuzzTargets",
+            dependencies: ["Marquee", "MarqueeSignage", "MarqueeStreaming", "MarqueeVenue"]),
         // Helpers shared by the test targets (external tools, WAV/frames.tsv readers, tone analysis).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "CCoreTests", dependencies: ["CCore", "TestSupport"]),
         .testTarget(name: "MarqueeStreamingTests", dependencies: ["MarqueeStreaming"]),
-        .testTarget(name: "MarqueeTests", dependencies: ["Marquee", "MarqueeStreaming", "MarqueeFuzzTargets"]),
+        .testTarget(
+            name: "MarqueeTests",
+            dependencies: ["Marquee", "MarqueeSignage", "MarqueeStreaming", "MarqueeFuzzTargets"]),
         .testTarget(
             name: "MarqueeOriginTests",
             dependencies: [
@@ -197,7 +217,8 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "Marquee", "MarqueeOrigin", "MarqueeStreaming", "MarqueeVenue", "MarqueeFleet", "TestSupport",
+                "Marquee", "MarqueeSignage", "MarqueeOrigin", "MarqueeStreaming", "MarqueeVenue", "MarqueeFleet",
+                "TestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),

@@ -2,7 +2,6 @@ import Foundation
 import Logging
 import MarqueeBridge
 import MarqueeStreaming
-import MarqueeVenue
 
 /// Files and still pictures played in place of a source (a playlist's image and file items).
 extension Player {
@@ -19,7 +18,8 @@ extension Player {
     @discardableResult
     /// `from`: seconds into the file its presentation starts at (what comes before is decoded,
     /// not shown).
-    func playFile(_ file: [UInt8], label: String?, still: Bool, from offset: Double = 0) async throws(PlayerError)
+    package func playFile(_ file: [UInt8], label: String?, still: Bool, from offset: Double = 0)
+        async throws(PlayerError)
         -> Double
     {
         await discardStaged()
@@ -111,13 +111,32 @@ extension Player {
         }
     }
 
-    /// The next core event while a file plays (``playFile(_:label:still:)``): its end, a
-    /// decode error.
-    func fileEvent() -> CoreEvent? { inner.withLock { $0.core }?.pollEvent() }
+    /// The next event of the file playing (``playFile(_:label:still:from:)``): its end, a
+    /// decode error; nil when none is waiting.
+    package func fileEvent() -> FileEvent? {
+        guard let core = inner.withLock({ $0.core }) else { return nil }
+        while let event = core.pollEvent() {
+            switch event.kind {
+            case .ended: return .ended
+            case .error: return .failed(event.message, missingStream: event.error?.isMissingStream == true)
+            default: continue
+            }
+        }
+        return nil
+    }
 
     /// Names what is presented from now on: the `frames:` output's `item` column (a playlist
     /// item's id; nil: none).
-    func setLabel(_ label: String?) {
+    package func setLabel(_ label: String?) {
         try? inner.withLock { $0.core }?.setLabel(label)
     }
+}
+
+/// What a file or a still played in place of a source reports (``Player/fileEvent()``).
+package enum FileEvent: Sendable, Equatable {
+    /// It played to its end (every track ended and was presented).
+    case ended
+    /// A track of it failed; `missingStream`: it has no such stream (a file without sound, an
+    /// image), which is no failure of the file.
+    case failed(String, missingStream: Bool)
 }

@@ -2,7 +2,6 @@ import Foundation
 import Logging
 import MarqueeBridge
 import MarqueeStreaming
-import MarqueeVenue
 
 /// Playing and stopping: the outputs opened, the first source that plays, the stall supervisor,
 /// the sources tried again while none plays, and the teardown.
@@ -156,7 +155,7 @@ extension Player {
             defer { inner.prepared = nil }
             return (inner.mixer, inner.reports?.input, inner.prepared)
         }
-        try await startVenue()
+        try await startRouter()
         for (index, upstream) in options.sources.enumerated() {
             let source = routed(upstream)
             // With a backup behind it, a source is tried once (the backup waits); the last one
@@ -221,7 +220,7 @@ extension Player {
     /// Stops playback and closes the outputs (the WAV file and frames.tsv are complete after it).
     public func stop() async {
         await discardStaged()
-        await venue?.stop()
+        await router?.stopRouting()
         let (task, core, supervisor) = inner.withLock {
             inner -> (Task<Void, Never>?, CoreHandle?, Task<Void, Never>?) in
             defer {

@@ -2,7 +2,6 @@ public import Foundation
 import Logging
 import MarqueeBridge
 import MarqueeStreaming
-import MarqueeVenue
 
 /// Sources after the first: reloads, a switch to other sources, the next source made ready
 /// (decoded ahead) and the latency targets learned from earlier sessions.
@@ -43,8 +42,8 @@ extension Player {
     /// at `startAt`). Before that (nothing has played yet), only the manifest and clock are ready.
     /// `startAt` nil: not known yet (a file item playing to its end): a live source is only
     /// loaded ahead, not decoded (its entry depends on when it starts).
-    func prepare(_ upstream: URL, targetLatency: Double?, startAt: Double?) async throws(PlayerError) {
-        try await startVenue()
+    package func prepare(_ upstream: URL, targetLatency: Double?, startAt: Double?) async throws(PlayerError) {
+        try await startRouter()
         let source = routed(upstream)
         var options = self.options
         options.sources = [source]
@@ -194,12 +193,20 @@ extension Player {
     /// Stops presenting the playing source, file or still now (a playlist item's end): its
     /// feeders stop and what its tracks hold is dropped; the last picture stays on screen, the
     /// sound stops.
-    func cut() async {
+    package func cut() async {
         let (session, task, core, own) = inner.withLock { ($0.session, $0.task, $0.core, $0.ownTracks) }
         task?.cancel()
         await task?.value
         learn(from: session)
         let tracks = Set((session?.plans.flatMap(\.coreTracks) ?? []) + own.values)
         for track in tracks { try? core?.resetTrack(track) }
+    }
+}
+
+extension Player {
+    /// Tries the last source's manifest at most `attempts` times at a start (nil: the manifest
+    /// policy's): a playlist's item that does not answer is skipped soon, its picture held.
+    package func limitStartAttempts(_ attempts: Int?) {
+        inner.withLock { $0.startAttempts = attempts }
     }
 }

@@ -32,10 +32,10 @@ extension Player {
     /// Changes the options. What can change while playing does at once: the latency target,
     /// mute, the recovery delays and the main-source retry interval; the sources take effect at
     /// the next (re)load; outputs, fit, rotation, poster, decoders, headers, mixing and the
-    /// delay store at the next ``play()`` after ``stop()``. Throws what ``init(options:logger:)``
+    /// delay store at the next ``play()`` after ``stop()``. Throws what ``init(options:router:logger:)``
     /// throws for invalid options (nothing changes then).
     public func updateOptions(_ new: PlayerOptions) throws(PlayerError) {
-        let validated = try new.validated()
+        let validated = try new.validated(requiringSources: inner.withLock { $0.requiresSources })
         let old = inner.withLock { inner in
             defer { inner.options = validated }
             return inner.options

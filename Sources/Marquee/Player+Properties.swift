@@ -1,41 +1,31 @@
 public import Foundation
 import MarqueeBridge
 import MarqueeStreaming
-public import MarqueeVenue
 
-/// What plays: the source (and the venue proxy it plays through), its type, length and renditions.
+/// What plays: the source (and the router it plays through), its type, length and renditions.
 extension Player {
     /// The source playing: the first of ``PlayerOptions/sources`` that played, or a backup;
     /// nil before one loaded.
     public var source: URL? {
-        inner.withLock { $0.session?.source }.map { local in venue?.upstreamURL(for: local) ?? local }
+        inner.withLock { $0.session?.source }.map { local in router?.source(routedAs: local) ?? local }
     }
 
-    /// What the player plays when it plays through a venue proxy (``PlayerOptions/venue``):
-    /// the proxy's URL of the playing source, which any other player on this box may play too.
-    /// Nil without a venue or before a source plays.
+    /// What the player plays when it plays through a ``router`` (a venue proxy): the routed URL
+    /// of the playing source, which any other player on this box may play too. Nil without a
+    /// router or before a source plays.
     public var localManifestUrl: URL? {
-        guard venue != nil else { return nil }
+        guard router != nil else { return nil }
         return inner.withLock { $0.session?.source }
     }
 
-    /// The venue proxy's figures (bytes from the CDN and from peers, peers, fallbacks, bans);
-    /// nil without a venue.
-    public var venueStatistics: VenueStatistics? { venue?.statistics }
+    /// `url` as the player fetches it: through the ``router`` when there is one.
+    func routed(_ url: URL) -> URL { router?.route(url) ?? url }
 
-    /// `url` as the player fetches it: through the venue proxy when there is one and it serves
-    /// `url`'s host.
-    func routed(_ url: URL) -> URL {
-        guard let venue, venue.port != nil else { return url }
-        venue.addUpstream(url)
-        return (try? venue.localURL(for: url)) ?? url
-    }
-
-    /// Starts the venue proxy if there is one and it is not running.
-    func startVenue() async throws(PlayerError) {
-        guard let venue, venue.port == nil else { return }
-        do { _ = try await venue.start() } catch {
-            throw PlayerError(.network, "venue proxy: \(error)")
+    /// Starts the ``router`` if there is one.
+    func startRouter() async throws(PlayerError) {
+        guard let router else { return }
+        do { try await router.startRouting() } catch {
+            throw PlayerError(.network, "source router: \(error)")
         }
     }
     /// Live or on demand, by the manifest (unknown before one loaded).

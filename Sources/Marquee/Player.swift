@@ -1,8 +1,7 @@
 import Foundation
 public import Logging
 import MarqueeBridge
-import MarqueeStreaming
-import MarqueeVenue
+package import MarqueeStreaming
 
 /// Plays one live (or on-demand) DASH or HLS stream from a list of sources.
 ///
@@ -21,17 +20,19 @@ public final class Player: Sendable {
     public let events: PlayerEvents
     let sink: PlayerEvents.Sink
     let logger: Logger
-    let fetcher: HTTPFetcher
+    package let fetcher: HTTPFetcher
     /// This player's session id: CMCD's `sid` (``CMCDOptions/sessionId``, else a new UUID),
     /// and the QoE record's (MarqueeFleet).
     public let sessionId: String
     let inner: Locked<Inner>
-    /// The venue proxy the sources play through (``PlayerOptions/venue``), started by the first
-    /// ``play()``, stopped by ``stop()``.
-    let venue: VenueProxy?
+    /// What the sources are fetched through (a venue proxy), started by the first ``play()``,
+    /// stopped by ``stop()``; nil: straight from the sources.
+    public let router: (any SourceRouter)?
 
     struct Inner {
         var options: PlayerOptions
+        /// Whether the options must name a source (not a playlist's player).
+        var requiresSources = true
         var disposed = false
         var session: PlaybackSession?
         var task: Task<Void, Never>?
@@ -77,18 +78,21 @@ public final class Player: Sendable {
 
     /// Validates `options`; throws ``PlayerError/Code-swift.struct/invalidOptions`` or
     /// ``PlayerError/Code-swift.struct/invalidOptionsSources`` when they cannot be used.
-    public init(options: PlayerOptions, logger: Logger = Logger(label: "marquee.player")) throws(PlayerError) {
-        inner = Locked(Inner(options: try options.validated()))
-        if var configuration = options.venue {
-            configuration.upstreams += options.sources.compactMap { url in
-                url.host.map { $0 + (url.port.map { ":\($0)" } ?? "") }
-            }
-            do { venue = try VenueProxy(configuration: configuration, logger: logger) } catch {
-                throw PlayerError(.invalidOptions, "venue: \(error.message)")
-            }
-        } else {
-            venue = nil
-        }
+    /// `router`: what the sources are fetched through (``SourceRouter``; nil: straight).
+    public convenience init(
+        options: PlayerOptions, router: (any SourceRouter)? = nil, logger: Logger = Logger(label: "marquee.player")
+    ) throws(PlayerError) {
+        try self.init(options: options, router: router, logger: logger, requiresSources: true)
+    }
+
+    /// `requiresSources` false: the options may name no source (a playlist's player, whose
+    /// items' sources are loaded in turn, ``load(sources:)``).
+    package init(
+        options: PlayerOptions, router: (any SourceRouter)?, logger: Logger, requiresSources: Bool
+    ) throws(PlayerError) {
+        inner = Locked(Inner(options: try options.validated(requiringSources: requiresSources)))
+        inner.withLock { $0.requiresSources = requiresSources }
+        self.router = router
         self.logger = logger
         (events, sink) = PlayerEvents.make()
         sessionId = options.cmcd?.sessionId ?? UUID().uuidString

@@ -121,36 +121,33 @@ public enum PlayerEvent: Sendable, Hashable {
     case adStarted(AdBreak)
     /// The break ended, or a jump left it (forward past its end, or back before its start).
     case adFinished(AdBreak)
-    /// An on-demand stream played to its end (the state becomes ``PlaybackState/ended``); of a
-    /// ``PlaylistPlayer``, the playlist did (repeat off, after its last item).
+    /// An on-demand stream played to its end (the state becomes ``PlaybackState/ended``).
     case ended
-    /// A playlist item's analytics (``PlaylistPlayer``): started, shown, a quartile, finished,
-    /// skipped, failed.
-    case item(PlaylistItemEvent)
-    /// A schedule's entry came into force (``SchedulePlayer``): at its switch, and the first
-    /// one at ``SchedulePlayer/play()``.
-    case scheduleEntry(ScheduleEntry)
 }
 
-/// The events of one player, oldest first. Bounded: when a consumer falls behind, the oldest
-/// undelivered events are dropped and counted in ``droppedCount``. One consumer at a time.
-public struct PlayerEvents: AsyncSequence, Sendable {
-    /// Each element is one ``PlayerEvent``.
-    public typealias Element = PlayerEvent
+/// The events of one player: ``EventStream`` of ``PlayerEvent``.
+public typealias PlayerEvents = EventStream<PlayerEvent>
 
-    let stream: AsyncStream<PlayerEvent>
+/// Events, oldest first (a ``Player``'s, a playlist's). Bounded: when a consumer falls behind,
+/// the oldest undelivered events are dropped and counted in ``droppedCount``. One consumer at a
+/// time.
+public struct EventStream<Event: Sendable>: AsyncSequence, Sendable {
+    /// Each element is one event.
+    public typealias Element = Event
+
+    let stream: AsyncStream<Event>
     let dropped: DroppedCounter
 
     final class DroppedCounter: Sendable {
         let value = Atomic<Int>(0)
     }
 
-    /// Iterates the events; returned by ``PlayerEvents/makeAsyncIterator()``.
+    /// Iterates the events; returned by ``EventStream/makeAsyncIterator()``.
     public struct AsyncIterator: AsyncIteratorProtocol {
-        var base: AsyncStream<PlayerEvent>.AsyncIterator
-        /// The next event, waiting for one; nil once the player is closed (``Player/close()``)
+        var base: AsyncStream<Event>.AsyncIterator
+        /// The next event, waiting for one; nil once its producer is closed (``Player/close()``)
         /// or the iterating task is cancelled.
-        public mutating func next() async -> PlayerEvent? { await base.next() }
+        public mutating func next() async -> Event? { await base.next() }
     }
 
     /// An iterator over the events not yet delivered. Only one task should iterate at a time:
@@ -160,23 +157,24 @@ public struct PlayerEvents: AsyncSequence, Sendable {
     /// Events dropped because the consumer fell more than the buffer behind.
     public var droppedCount: Int { dropped.value.load(ordering: .relaxed) }
 
-    static func make(capacity: Int = 512) -> (PlayerEvents, Sink) {
-        let (stream, continuation) = AsyncStream.makeStream(
-            of: PlayerEvent.self, bufferingPolicy: .bufferingNewest(capacity))
+    /// A stream and the sink its producer sends into.
+    package static func make(capacity: Int = 512) -> (EventStream, Sink) {
+        let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(capacity))
         let counter = DroppedCounter()
-        return (PlayerEvents(stream: stream, dropped: counter), Sink(continuation: continuation, dropped: counter))
+        return (EventStream(stream: stream, dropped: counter), Sink(continuation: continuation, dropped: counter))
     }
 
-    struct Sink: Sendable {
-        let continuation: AsyncStream<PlayerEvent>.Continuation
+    /// What a producer sends events into.
+    package struct Sink: Sendable {
+        let continuation: AsyncStream<Event>.Continuation
         let dropped: DroppedCounter
 
-        func send(_ event: PlayerEvent) {
+        package func send(_ event: Event) {
             if case .dropped = continuation.yield(event) {
                 dropped.value.add(1, ordering: .relaxed)
             }
         }
 
-        func finish() { continuation.finish() }
+        package func finish() { continuation.finish() }
     }
 }

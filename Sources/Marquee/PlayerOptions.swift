@@ -1,6 +1,5 @@
 public import Foundation
 import MarqueeStreaming
-public import MarqueeVenue
 
 /// Where audio goes. The C spelling is the output spec string (`alsa:default`, `wav:/tmp/x.wav`, `null`).
 public struct AudioOutput: Sendable, Hashable, CustomStringConvertible {
@@ -218,15 +217,8 @@ public struct PlayerOptions: Sendable {
     /// per interval.)
     public var memoryTrimInterval: Double?
 
-    /// Play through a venue proxy in this process (nil: straight from the sources). The
-    /// player plays ``Player/localManifestUrl``; the proxy serves the configured upstreams and
-    /// the sources' hosts, and shares segments with the venue's other boxes as its `sharing`
-    /// allows. Statistics: ``Player/venueStatistics``. Read when the player is made:
-    /// ``Player/updateOptions(_:)`` does not change it.
-    public var venue: VenueConfiguration?
-
     /// How documents fetched from the network are trusted (a pinned key, local directories,
-    /// http, a CA file): give it to ``RemoteConfig``, ``ContentFeed`` and ``ScheduleFeed``. The
+    /// http, a CA file): give it to ``RemoteConfig``, `ContentFeed` (MarqueeSignage) and `ScheduleFeed`. The
     /// player itself uses its ``DocumentSecurity/caFile``: its media requests trust that CA
     /// too (a venue's private origin).
     public var documentSecurity = DocumentSecurity()
@@ -241,7 +233,7 @@ public struct PlayerOptions: Sendable {
     /// Options for playing `sources` (main first, then backups); `targetLatency` in seconds
     /// behind live (0…300, 0 disables sync); `rotation` in degrees clockwise (0, 90, 180,
     /// 270). The other fields start at their documented defaults. Nothing is checked here:
-    /// ``Player/init(options:logger:)`` validates.
+    /// ``Player/init(options:router:logger:)`` validates.
     public init(
         sources: [URL], autoplay: Bool = false, muted: Bool = false,
         targetLatency: Double = PlayerOptions.defaultTargetLatency,
@@ -275,8 +267,12 @@ public struct PlayerOptions: Sendable {
         return options
     }
 
-    func validated() throws(PlayerError) -> PlayerOptions {
-        guard !sources.isEmpty else { throw PlayerError(.invalidOptionsSources, "at least one source URL is required") }
+    /// The options, checked; `requiringSources` false: an empty source list is allowed (a
+    /// playlist's player, given each item's source as it plays).
+    func validated(requiringSources: Bool = true) throws(PlayerError) -> PlayerOptions {
+        guard !sources.isEmpty || !requiringSources else {
+            throw PlayerError(.invalidOptionsSources, "at least one source URL is required")
+        }
         for url in sources where !["http", "https"].contains(url.scheme?.lowercased() ?? "") {
             throw PlayerError(.invalidOptionsSources, "source \(Redact.url(url)) is not an http(s) URL")
         }
@@ -320,10 +316,6 @@ public struct PlayerOptions: Sendable {
                     .invalidOptions,
                     "audioLanguage \"\(language)\" is not a language tag (letters, digits and -, at most 35)")
             }
-        }
-        if var venue {
-            venue.upstreams += sources.compactMap { url in url.host.map { $0 + (url.port.map { ":\($0)" } ?? "") } }
-            do { _ = try venue.validated() } catch { throw PlayerError(.invalidOptions, "venue: \(error.message)") }
         }
         if let interval = memoryTrimInterval, !(interval.isFinite && interval >= 1 && interval <= 3600) {
             throw PlayerError(.invalidOptions, "memoryTrimInterval \(interval) is outside 1…3600 s (nil: never)")

@@ -1,6 +1,7 @@
 import Foundation
 import Marquee
 import MarqueeFleet
+import MarqueeSignage
 
 /// `--events PATH`: every player event as one JSON line, `{"wall_time": …, "type": …, fields}`,
 /// written as it is heard (flushed per line: a box that dies keeps what it logged).
@@ -19,7 +20,7 @@ final class EventLog: @unchecked Sendable {  // used by one task (the event watc
 
     deinit { try? handle.close() }
 
-    func write(_ event: PlayerEvent, at wallTime: Double = Date().timeIntervalSince1970) {
+    func write(_ event: SignageEvent, at wallTime: Double = Date().timeIntervalSince1970) {
         var object = EventJSON.fields(of: event)
         object["wall_time"] = wallTime
         guard

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import Marquee
 import MarqueeFleet
+import MarqueeSignage
 import MarqueeStreaming
 import MarqueeVenue
 

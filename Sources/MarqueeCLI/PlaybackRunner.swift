@@ -2,6 +2,8 @@ import Foundation
 import Logging
 import Marquee
 import MarqueeFleet
+import MarqueeSignage
+import MarqueeVenue
 
 /// Plays sources through the public API with a status line; shared by `play` and `demo`.
 struct PlaybackRunner {
@@ -31,14 +33,15 @@ struct PlaybackRunner {
         }
         let player: Player
         do {
-            player = try Player(options: options, logger: logger)
+            player = try Player(options: options, router: try router(logger, sources: sources), logger: logger)
             try await player.play()
         } catch {
             return fail("\(error)")
         }
         let status = StatusLine(interactive: isatty(STDOUT_FILENO) != 0)
         let outcome = await run(
-            player, events: player.events, eventLog: eventLog, status: status, what: sources[0].absoluteString
+            player, events: Self.signage(player.events), eventLog: eventLog, status: status,
+            what: sources[0].absoluteString
         ) { group in
             if let remote {
                 group.addTask {
@@ -69,15 +72,18 @@ struct PlaybackRunner {
     func play(playlist: Playlist, feed: ContentFeed?, adjust: @escaping @Sendable (Playlist) -> Playlist) async -> Int32
     {
         let logger = makeLogger()
-        let placeholder = playlist.items.first { $0.kind == .stream }?.url ?? URL(string: "http://127.0.0.1/")!
+        let streams = playlist.items.filter { $0.kind == .stream }.map(\.url).prefix(1)
         let (options, eventLog): (PlayerOptions, EventLog?)
-        switch setUp(sources: [placeholder], remote: nil) {
+        switch setUp(sources: Array(streams), remote: nil) {
         case .success(let made): (options, eventLog) = made
         case .failure(let message): return fail(message.text)
         }
         let playlistPlayer: PlaylistPlayer
         do {
-            playlistPlayer = try PlaylistPlayer(playlist: playlist, options: options, logger: logger)
+            playlistPlayer = try PlaylistPlayer(
+                playlist: playlist, options: options, router: try router(logger, sources: Array(streams)),
+                logger: logger
+            )
             try await playlistPlayer.play()
         } catch {
             return fail("\(error)")
@@ -113,18 +119,18 @@ struct PlaybackRunner {
         schedule: Schedule, feed: ScheduleFeed?, timeSource: URL?, journal: ProofOfPlayJournal?, cache: ContentCache?
     ) async -> Int32 {
         let logger = makeLogger()
-        let streams = schedule.playlists.values.flatMap(\.items).filter { $0.kind == .stream }
-        let placeholder = streams.first?.url ?? URL(string: "http://127.0.0.1/")!
+        let streams = schedule.playlists.values.flatMap(\.items).filter { $0.kind == .stream }.map(\.url).prefix(1)
         let (options, eventLog): (PlayerOptions, EventLog?)
-        switch setUp(sources: [placeholder], remote: nil) {
+        switch setUp(sources: Array(streams), remote: nil) {
         case .success(let made): (options, eventLog) = made
         case .failure(let message): return fail(message.text)
         }
         let schedulePlayer: SchedulePlayer
         do {
             schedulePlayer = try SchedulePlayer(
-                schedule: schedule, options: options, timeSource: timeSource, logger: logger, journal: journal,
-                cache: cache)
+                schedule: schedule, options: options, router: try router(logger, sources: Array(streams)),
+                timeSource: timeSource,
+                logger: logger, journal: journal, cache: cache)
             try await schedulePlayer.play()
         } catch {
             return fail("\(error)")
@@ -157,6 +163,18 @@ struct PlaybackRunner {
     struct OptionsFailure: Error { let text: String }
 
     /// The player's options from the command line (and `remote`'s config), and `--events`' log.
+    /// The venue proxy the player plays through (`--venue`), serving the hosts of `sources`
+    /// (and of each source played later, as it is routed); nil without one.
+    private func router(_ logger: Logger, sources: [URL]) throws -> VenueProxy? {
+        guard var configuration = try output.venueConfiguration() else { return nil }
+        configuration.upstreams += sources.compactMap { url in
+            url.host.map { $0 + (url.port.map { ":\($0)" } ?? "") }
+        }
+        do { return try VenueProxy(configuration: configuration, logger: logger) } catch {
+            throw PlayerError(.invalidOptions, "venue: \(error.message)")
+        }
+    }
+
     private func setUp(sources: [URL], remote: RemoteConfig?) -> Result<(PlayerOptions, EventLog?), OptionsFailure> {
         func fail(_ text: String) -> Result<(PlayerOptions, EventLog?), OptionsFailure> {
             .failure(OptionsFailure(text: text))
@@ -224,7 +242,7 @@ struct PlaybackRunner {
         } else if output.contentId != nil {
             return fail("--content-id needs --cmcd")
         }
-        do { options.venue = try output.venueConfiguration() } catch { return fail(error.message) }
+        do { _ = try output.venueConfiguration() } catch { return fail(error.message) }
         // kept for the delay
         if let delay = output.delay, delay > 0 { options.maxDelay = max(options.maxDelay, min(3600, delay + 5)) }
         if let music = output.muteMusic { options.mixing.muteMusic = mediaURL(music) }
@@ -239,7 +257,7 @@ struct PlaybackRunner {
     /// the stream ends, a fatal error, `--duration`, or SIGTERM/SIGINT; `more` adds tasks.
     /// Returns the exit code (``interrupted`` for a signal).
     private func run(
-        _ player: Player, events: PlayerEvents, eventLog: EventLog?, status: StatusLine, what: String,
+        _ player: Player, events: SignageEvents, eventLog: EventLog?, status: StatusLine, what: String,
         next: (@Sendable () -> Void)? = nil,
         more: (inout TaskGroup<Int32?>) -> Void
     ) async -> Int32 {
@@ -333,18 +351,17 @@ struct PlaybackRunner {
         }
     }
 
-    private func watchEvents(_ events: PlayerEvents, status: StatusLine, log: EventLog?, telemetry: FleetTelemetry)
+    private func watchEvents(_ events: SignageEvents, status: StatusLine, log: EventLog?, telemetry: FleetTelemetry)
         async -> Int32?
     {
         for await event in events {
             log?.write(event)
             telemetry.observe(event)
             switch event {
-            case .error(let error, let fatal):
-                status.log(fatal ? "error: \(error)" : "warning: \(error)")
-                if fatal { return 1 }
+            case .player(let event):
+                if let code = Self.show(event, status: status) { return code }
             case .ended:
-                status.log("stream ended")
+                status.log("playlist ended")
                 return 0
             case .scheduleEntry(let e):
                 status.log("schedule: \(e.source) (playlist \(e.playlist)) until \(e.end)")
@@ -353,46 +370,70 @@ struct PlaybackRunner {
                 if case .quartile(let q) = e.kind { line += " \(q) %" }
                 if case .failed(let error) = e.kind { line += ": \(error)" }
                 status.log(line)
-            case .firstFrame(let seconds):
-                status.log(String(format: "first frame after %.3f s", seconds))
-            case .sourceLoaded(let url, let type):
-                status.log("playing \(url) (\(type.rawValue))")
-            case .activeQualityChanged(let q):
-                let size = q.width.map { w in " \(w)x\(q.height ?? 0)" } ?? ""
-                status.log("\(q.kind) \(q.id) \(q.codecs ?? "")\(size) \(q.bandwidth / 1000) kb/s")
-            case .bandwidthTest(let bps, let q):
-                status.log(String(format: "link estimate %.0f kb/s: trying %@", bps / 1000, q.id))
-            case .timeOffsetChanged(let seconds):
-                status.log(String(format: "server clock offset %+.1f ms", seconds * 1000))
-            case .outputChanged(let detail), .decoderFallback(let detail):
-                status.log(detail)
-            case .latencyJump(let error):
-                status.log(String(format: "latency %+.3f s off target: jumped", error))
-            case .targetLatencyChanged(let seconds, let requested):
-                status.log(
-                    seconds > requested
-                        ? String(
-                            format: "segments arrive too late for %.2f s: latency target %.2f s", requested, seconds)
-                        : String(format: "latency target back to %.2f s", seconds))
-            case .recovering(let next):
-                status.log(String(format: "stalled: reloading (next reload after %.0f s)", next))
-            case .recovered:
-                status.log("recovered")
-            case .configApplied(let target):
-                status.log(
-                    "remote config applied" + (target.map { String(format: " (target latency %.1f s)", $0) } ?? ""))
-            case .streamerMuted: status.log("broadcaster muted")
-            case .streamerUnmuted: status.log("broadcaster unmuted")
-            case .muteMusicStarted: status.log("mute music playing")
-            case .muteMusicStopped: status.log("mute music stopped")
-            case .adStarted(let ad): status.log(String(format: "ad break %.1f s", ad.end - ad.start))
-            case .adFinished: status.log("ad break over")
-            case .delayChanged(let seconds): status.log(String(format: "delay %.1f s", seconds))
-            case .stateChanged, .playbackRateChanged, .volumeChanged, .timeUpdate, .seeked, .seekClamped:
-                break
             }
         }
         return nil
+    }
+
+    /// Shows a player's event on the status line; returns the exit code when it ends the run
+    /// (a fatal error, the stream's end).
+    private static func show(_ event: PlayerEvent, status: StatusLine) -> Int32? {
+        switch event {
+        case .error(let error, let fatal):
+            status.log(fatal ? "error: \(error)" : "warning: \(error)")
+            if fatal { return 1 }
+        case .ended:
+            status.log("stream ended")
+            return 0
+        case .firstFrame(let seconds):
+            status.log(String(format: "first frame after %.3f s", seconds))
+        case .sourceLoaded(let url, let type):
+            status.log("playing \(url) (\(type.rawValue))")
+        case .activeQualityChanged(let q):
+            let size = q.width.map { w in " \(w)x\(q.height ?? 0)" } ?? ""
+            status.log("\(q.kind) \(q.id) \(q.codecs ?? "")\(size) \(q.bandwidth / 1000) kb/s")
+        case .bandwidthTest(let bps, let q):
+            status.log(String(format: "link estimate %.0f kb/s: trying %@", bps / 1000, q.id))
+        case .timeOffsetChanged(let seconds):
+            status.log(String(format: "server clock offset %+.1f ms", seconds * 1000))
+        case .outputChanged(let detail), .decoderFallback(let detail):
+            status.log(detail)
+        case .latencyJump(let error):
+            status.log(String(format: "latency %+.3f s off target: jumped", error))
+        case .targetLatencyChanged(let seconds, let requested):
+            status.log(
+                seconds > requested
+                    ? String(
+                        format: "segments arrive too late for %.2f s: latency target %.2f s", requested, seconds)
+                    : String(format: "latency target back to %.2f s", seconds))
+        case .recovering(let next):
+            status.log(String(format: "stalled: reloading (next reload after %.0f s)", next))
+        case .recovered:
+            status.log("recovered")
+        case .configApplied(let target):
+            status.log(
+                "remote config applied" + (target.map { String(format: " (target latency %.1f s)", $0) } ?? ""))
+        case .streamerMuted: status.log("broadcaster muted")
+        case .streamerUnmuted: status.log("broadcaster unmuted")
+        case .muteMusicStarted: status.log("mute music playing")
+        case .muteMusicStopped: status.log("mute music stopped")
+        case .adStarted(let ad): status.log(String(format: "ad break %.1f s", ad.end - ad.start))
+        case .adFinished: status.log("ad break over")
+        case .delayChanged(let seconds): status.log(String(format: "delay %.1f s", seconds))
+        case .stateChanged, .playbackRateChanged, .volumeChanged, .timeUpdate, .seeked, .seekClamped:
+            break
+        }
+        return nil
+    }
+
+    /// A player's events as a playlist's (each one `.player`), for the one event loop.
+    private static func signage(_ events: PlayerEvents) -> SignageEvents {
+        let (stream, sink) = SignageEvents.make()
+        Task {
+            for await event in events { sink.send(.player(event)) }
+            sink.finish()
+        }
+        return stream
     }
 
     private func fail(_ message: String) -> Int32 {

@@ -2,6 +2,7 @@ import ArgumentParser
 import Crypto
 import Foundation
 import Marquee
+import MarqueeSignage
 import MarqueeStreaming
 
 struct ProofOfPlayCommand: ParsableCommand {

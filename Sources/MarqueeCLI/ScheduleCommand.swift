@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Marquee
+import MarqueeSignage
 
 struct ScheduleCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

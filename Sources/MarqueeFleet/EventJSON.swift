@@ -1,9 +1,35 @@
 import Foundation
 public import Marquee
+public import MarqueeSignage
 
-/// A player event as a JSON object, `{"type": <the case name>, <its values by name>}`: the
-/// lines of `marquee play --events` and of the control socket's `observe events`.
+/// A player's or a playlist's event as a JSON object, `{"type": <the case name>, <its values by
+/// name>}`: the lines of `marquee play --events` and of the control socket's `observe events`.
 public enum EventJSON {
+    /// A playlist's or a schedule's event: its player's as ``fields(of:)-(PlayerEvent)``, its
+    /// own (`item`, `scheduleEntry`, `ended`) likewise.
+    public static func fields(of event: SignageEvent) -> [String: Any] {
+        switch event {
+        case .player(let event): return fields(of: event)
+        case .ended: return ["type": "ended"]
+        case .scheduleEntry(let e):
+            return [
+                "type": "scheduleEntry", "source": e.source.description, "playlist": e.playlist,
+                "start": e.start.timeIntervalSince1970, "end": e.end.timeIntervalSince1970,
+            ]
+        case .item(let e):
+            var out: [String: Any] = [
+                "type": "item", "event": e.kind.name, "id": e.id, "index": e.index, "serverTime": e.serverTime,
+            ]
+            if let t = e.mediaTime { out["mediaTime"] = t }
+            if case .quartile(let q) = e.kind { out["quartile"] = q }
+            if case .failed(let error) = e.kind {
+                out["code"] = error.code.description
+                out["message"] = error.message
+            }
+            return out
+        }
+    }
+
     /// The event's `type` and its fields by name, in seconds where they are times.
     public static func fields(of event: PlayerEvent) -> [String: Any] {
         func quality(_ q: Quality) -> [String: Any] {
@@ -49,22 +75,6 @@ public enum EventJSON {
         case .adStarted(let a): return ["type": "adStarted", "ad": ad(a)]
         case .adFinished(let a): return ["type": "adFinished", "ad": ad(a)]
         case .ended: return ["type": "ended"]
-        case .scheduleEntry(let e):
-            return [
-                "type": "scheduleEntry", "source": e.source.description, "playlist": e.playlist,
-                "start": e.start.timeIntervalSince1970, "end": e.end.timeIntervalSince1970,
-            ]
-        case .item(let e):
-            var out: [String: Any] = [
-                "type": "item", "event": e.kind.name, "id": e.id, "index": e.index, "serverTime": e.serverTime,
-            ]
-            if let t = e.mediaTime { out["mediaTime"] = t }
-            if case .quartile(let q) = e.kind { out["quartile"] = q }
-            if case .failed(let error) = e.kind {
-                out["code"] = error.code.description
-                out["message"] = error.message
-            }
-            return out
         }
     }
 }

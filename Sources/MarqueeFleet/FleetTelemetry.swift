@@ -1,6 +1,7 @@
 public import CoreMetrics
 import Foundation
 public import Marquee
+public import MarqueeSignage
 import MarqueeStreaming
 import MarqueeVenue
 
@@ -50,7 +51,7 @@ public final class FleetTelemetry: Sendable {
         var bitrateWeighted = 0.0
         var bitrateSeconds = 0.0
         var counted = Counted()
-        var observers: [Int: AsyncStream<PlayerEvent>.Continuation] = [:]
+        var observers: [Int: AsyncStream<SignageEvent>.Continuation] = [:]
         var nextObserver = 0
     }
 
@@ -79,8 +80,13 @@ public final class FleetTelemetry: Sendable {
     public var output: String? { state.withLock { $0.output } }
 
     /// Takes in one of the player's events (call it for every event, in order).
-    public func observe(_ event: PlayerEvent) {
-        let observers = state.withLock { s -> [AsyncStream<PlayerEvent>.Continuation] in
+    public func observe(_ event: PlayerEvent) { observe(.player(event)) }
+
+    /// Takes in one of a playlist's or a schedule's events (call it for every event, in order):
+    /// its player's count in the record, and every one reaches the observers.
+    public func observe(_ event: SignageEvent) {
+        let observers = state.withLock { s -> [AsyncStream<SignageEvent>.Continuation] in
+            guard case .player(let event) = event else { return Array(s.observers.values) }
             switch event {
             case .sourceLoaded(let url, _):
                 s.record.attempts += 1
@@ -249,9 +255,9 @@ public final class FleetTelemetry: Sendable {
 
     /// The player's events from now on, for one observer (the control socket's `observe
     /// events`); at most 256 waiting, the oldest dropped beyond.
-    func events() -> (AsyncStream<PlayerEvent>, cancel: @Sendable () -> Void) {
+    func events() -> (AsyncStream<SignageEvent>, cancel: @Sendable () -> Void) {
         let (stream, continuation) = AsyncStream.makeStream(
-            of: PlayerEvent.self, bufferingPolicy: .bufferingNewest(256))
+            of: SignageEvent.self, bufferingPolicy: .bufferingNewest(256))
         let id = state.withLock { s in
             s.nextObserver += 1
             s.observers[s.nextObserver] = continuation

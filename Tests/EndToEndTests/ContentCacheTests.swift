@@ -1,6 +1,7 @@
 import Foundation
 import Marquee
 import MarqueeOrigin
+import MarqueeSignage
 import TestSupport
 import Testing
 
@@ -139,7 +140,7 @@ import Testing
             options: PlayerOptions(sources: [base], audioOutput: .null, videoOutput: .frames(out.path)),
             journal: journal,
             cache: cache)
-        let collected = EventLog()
+        let collected = SignageLog()
         let listener = Task { for await e in player.events { collected.append(e) } }
         try await player.play()
         try await Task.sleep(for: .seconds(12))
@@ -206,7 +207,7 @@ import Testing
         let player = try SchedulePlayer(
             schedule: try schedule(slot: false),
             options: PlayerOptions(sources: [dir], audioOutput: .null, videoOutput: .frames(out.path)))
-        let collected = EventLog()
+        let collected = SignageLog()
         let listener = Task { for await e in player.events { collected.append(e) } }
         defer { listener.cancel() }
         try await player.play()

@@ -1,5 +1,6 @@
 import Foundation
 import Marquee
+import MarqueeSignage
 import MarqueeStreaming
 import TestSupport
 import Testing

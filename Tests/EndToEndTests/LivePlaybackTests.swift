@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Marquee
 import MarqueeOrigin
+import MarqueeSignage
 import MarqueeStreaming
 import TestSupport
 import Testing
@@ -27,6 +28,7 @@ import Testing
     /// Plays `url` for `seconds` and returns what the outputs hold.
     static func play(
         _ url: URL, seconds: Double, audio: (URL) -> AudioOutput, target: Double = 3,
+        router: (any SourceRouter)? = nil,
         configure: (inout PlayerOptions) -> Void = { _ in },
         during: (Player) -> Void = { _ in }
     ) async throws -> (
@@ -36,7 +38,7 @@ import Testing
         var options = PlayerOptions(
             sources: [url], targetLatency: target, audioOutput: audio(dir), videoOutput: .frames(dir.path))
         configure(&options)
-        let player = try Player(options: options)
+        let player = try Player(options: options, router: router)
         let collected = EventLog()
         let listener = Task { for await e in player.events { collected.append(e) } }
         try await player.play()
@@ -298,18 +300,22 @@ final class SharedFlag: @unchecked Sendable {
     var value: Bool { lock.withLock { stored } }
 }
 
-final class EventLog: @unchecked Sendable {
+/// A player's events as they came (``EventLog``), or a playlist's (``SignageLog``).
+typealias EventLog = EventRecorder<PlayerEvent>
+typealias SignageLog = EventRecorder<SignageEvent>
+
+final class EventRecorder<Event: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
-    private var stored: [PlayerEvent] = []
+    private var stored: [Event] = []
     private var times: [Double] = []
-    func append(_ e: PlayerEvent) {
+    func append(_ e: Event) {
         let now = Date().timeIntervalSince1970
         lock.withLock {
             stored.append(e)
             times.append(now)
         }
     }
-    var events: [PlayerEvent] { lock.withLock { stored } }
+    var events: [Event] { lock.withLock { stored } }
     /// Each event with the local Unix time it was received at.
-    var timed: [(time: Double, event: PlayerEvent)] { lock.withLock { Array(zip(times, stored)) } }
+    var timed: [(time: Double, event: Event)] { lock.withLock { Array(zip(times, stored)) } }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Marquee
+import MarqueeSignage
 import MarqueeStreaming
 import TestSupport
 import Testing
@@ -40,7 +41,7 @@ extension LivePlaybackTests {
         let playlist = try Playlist(json: Data(document.utf8))
         let options = PlayerOptions(sources: [vod], audioOutput: .null, videoOutput: .frames(dir.path))
         let player = try PlaylistPlayer(playlist: playlist, options: options)
-        let collected = EventLog()
+        let collected = SignageLog()
         let pauseRefused = Locked<PlayerError?>(nil)
         let listener = Task {
             for await e in player.events {
@@ -167,7 +168,7 @@ extension LivePlaybackTests {
             playlist: feed.current,
             options: PlayerOptions(
                 sources: [feed.current.items[0].url], audioOutput: .null, videoOutput: .frames(frames.path)))
-        let collected = EventLog()
+        let collected = SignageLog()
         let listener = Task { for await e in player.events { collected.append(e) } }
         try await player.play()
         try await Task.sleep(for: .seconds(1.5))
@@ -232,7 +233,7 @@ extension LivePlaybackTests {
             playlist: try Playlist(json: Data(document.utf8)),
             options: PlayerOptions(
                 sources: [live], targetLatency: 3, audioOutput: .null, videoOutput: .frames(dir.path)))
-        let collected = EventLog()
+        let collected = SignageLog()
         let listener = Task { for await e in player.events { collected.append(e) } }
         let began = Date().timeIntervalSince1970
         try await player.play()

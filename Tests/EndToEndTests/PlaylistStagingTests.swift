@@ -1,5 +1,6 @@
 import Foundation
 import Marquee
+import MarqueeSignage
 import MarqueeStreaming
 import TestSupport
 import Testing
@@ -25,7 +26,7 @@ extension LivePlaybackTests {
         let player = try PlaylistPlayer(
             playlist: try Playlist(json: Data(document.utf8)),
             options: PlayerOptions(sources: [live], audioOutput: .null, videoOutput: .frames(dir.path)))
-        let collected = EventLog()
+        let collected = SignageLog()
         let listener = Task { for await e in player.events { collected.append(e) } }
         try await player.play()
         for _ in 0..<150 where !collected.events.contains(.ended) { try await Task.sleep(for: .milliseconds(100)) }

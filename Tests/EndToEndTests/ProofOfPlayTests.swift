@@ -1,6 +1,7 @@
 import Foundation
 import Marquee
 import MarqueeOrigin
+import MarqueeSignage
 import TestSupport
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import Marquee
+import MarqueeSignage
 import MarqueeStreaming
 import TestSupport
 import Testing
@@ -38,7 +39,7 @@ extension LivePlaybackTests {
             {"timeZone": "UTC", "default": "main",
              "playlists": {"main": {"items": [{"id": "live", "url": "\(live.absoluteString)", "targetLatency": 3}]},
                            "slot": {"items": [{"id": "img", "url": "\(png.absoluteString)", "duration": 30}]},
-                           "launch": {"items": [{"id": "clip", "url": "\(clip.absoluteString)"}]}},
+                           "launch": {"items": [{"id": "clip", "url": "\(clip.absoluteString)"}], "repeat": "off"}},
              "slots": [{"id": "slot", "playlist": "slot", "from": \
             "\(clock.string(from: Date(timeIntervalSince1970: t0)))",
                         "to": "\(clock.string(from: Date(timeIntervalSince1970: t0 + 4)))"}],

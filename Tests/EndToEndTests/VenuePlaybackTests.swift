@@ -31,8 +31,12 @@ extension LivePlaybackTests {
         _ = try await Self.waitForSegments(dir.appendingPathComponent("out.m3u8"), count: 2)
         let upstream = origin.baseURL.appendingPathComponent("static/out.m3u8")
         let local = Locked<URL?>(nil)
-        let run = try await Self.play(upstream, seconds: 16, audio: { .wav("\($0.path)/out.wav") }) { options in
-            options.venue = VenueConfiguration(upstreams: [])
+        let run = try await Self.play(
+            upstream, seconds: 16, audio: { .wav("\($0.path)/out.wav") },
+            router: try VenueProxy(
+                configuration: VenueConfiguration(upstreams: ["127.0.0.1:\(origin.baseURL.port!)"]),
+                logger: Logger(label: "test.venue"))
+        ) { _ in
         } during: { player in
             local.withLock { $0 = player.localManifestUrl }
         }
@@ -119,15 +123,17 @@ extension LivePlaybackTests {
         defer { Task { await origin.stop() } }
         let url = origin.manifestURL(asset: "generated")
         let ports = (Int.random(in: 20_000..<40_000), Int.random(in: 40_000..<60_000))
-        func venue(_ box: String, _ port: Int, _ peer: Int) -> VenueConfiguration {
+        func venue(_ box: String, _ port: Int, _ peer: Int) throws -> VenueProxy {
             var configuration = VenueConfiguration(
-                port: port, upstreams: [], sharing: .onlyOnLAN, peers: ["127.0.0.1:\(peer)"], boxId: box)
+                port: port, upstreams: ["127.0.0.1:\(origin.baseURL.port!)"], sharing: .onlyOnLAN,
+                peers: ["127.0.0.1:\(peer)"], boxId: box)
             configuration.discovery = false  // each other only (rigs/venue/run tests DNS-SD)
-            return configuration
+            return try VenueProxy(configuration: configuration, logger: Logger(label: "test.venue.\(box)"))
         }
         let started = Date().timeIntervalSince1970
-        async let a = Self.play(url, seconds: 16, audio: { _ in .null }) { $0.venue = venue("a", ports.0, ports.1) }
-        async let b = Self.play(url, seconds: 16, audio: { _ in .null }) { $0.venue = venue("b", ports.1, ports.0) }
+        let (routerA, routerB) = (try venue("a", ports.0, ports.1), try venue("b", ports.1, ports.0))
+        async let a = Self.play(url, seconds: 16, audio: { _ in .null }, router: routerA)
+        async let b = Self.play(url, seconds: 16, audio: { _ in .null }, router: routerB)
         let (runA, runB) = try await (a, b)
         let counts = try await Self.originMediaCounts(origin)
         let segments = counts.filter { $0.key.hasSuffix(".m4s") }

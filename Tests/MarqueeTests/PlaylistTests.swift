@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Marquee
+@testable import MarqueeSignage
 
 @Suite struct TagFilterTests {
     @Test func expressionsSelectTheTaggedItems() throws {

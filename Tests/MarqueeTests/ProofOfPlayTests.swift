@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import Marquee
+@testable import MarqueeSignage
 
 /// The proof-of-play journal: durable appends chained by hash, a torn last line dropped at
 /// reopening, tampering found by ``ProofOfPlayJournal/verify(_:)``, the upload position kept.

@@ -1,5 +1,6 @@
 import Foundation
 import Marquee
+import MarqueeSignage
 import Testing
 
 /// Schedules as a pure function of time: slots by day, time and date in a named zone (overnight,
@@ -225,14 +226,14 @@ import Testing
 
 @Suite struct SchedulePreviewTests {
     /// What plays when: each entry's playlist from its first item, each item for its length,
-    /// cut at the entry's end; a live item to the entry's end; a playlist without repeat held.
+    /// cut at the entry's end; a live item to the entry's end; a playlist with repeat off held.
     @Test func thePreviewListsEachItemInItsEntry() throws {
         let json = """
             {"timeZone": "UTC", "default": "main",
              "playlists": {"main": {"items": [{"url": "http://cdn/live.mpd", "id": "live"}]},
                            "lunch": {"items": [{"url": "menu.png", "id": "menu", "duration": 20}, {"url": "dish.mp4", \
             "id": "dish", "duration": 40}], "repeat": "all"},
-                           "once": {"items": [{"url": "hello.png", "id": "hello", "duration": 10}]}},
+                           "once": {"items": [{"url": "hello.png", "id": "hello", "duration": 10}], "repeat": "off"}},
              "slots": [{"id": "lunch", "playlist": "lunch", "from": "12:00", "to": "12:01:30"}],
              "events": [{"id": "hi", "playlist": "once", "start": "2026-12-01T12:05:00Z", "duration": 30}]}
             """
@@ -253,5 +254,25 @@ import Testing
                 "2026-12-01T12:05:30Z live 30",
             ], "\(text)")
         #expect(plays[1].item?.url.path == "/signage/menu.png", "relative to the schedule")
+    }
+
+    /// A schedule's playlist that names no repeat mode loops for its slot (a signage user's
+    /// default): a 25 s event of one 10 s picture shows it three times, the last cut at the end.
+    @Test func aSlotsPlaylistLoopsUnlessItSaysOtherwise() throws {
+        let json = """
+            {"timeZone": "UTC", "default": "main",
+             "playlists": {"main": {"items": [{"url": "http://cdn/live.mpd", "id": "live"}]},
+                           "once": {"items": [{"url": "hello.png", "id": "hello", "duration": 10}]}},
+             "events": [{"id": "hi", "playlist": "once", "start": "2026-12-01T12:05:00Z", "duration": 25}]}
+            """
+        let s = try Schedule(json: Data(json.utf8))
+        #expect(s.playlists["once"]?.repeatMode == .all)
+        let plays = s.plays(
+            from: ScheduleTests.at("2026-12-01T12:05:00Z"), to: ScheduleTests.at("2026-12-01T12:05:25Z"))
+        let text = plays.map { "\($0.item?.id ?? "-") \(Int($0.end.timeIntervalSince($0.start)))" }
+        #expect(text == ["hello 10", "hello 10", "hello 5"], "\(text)")
+        // A playlist on its own still ends after its last item.
+        let alone = try Playlist(json: Data(#"{"items": [{"url": "hello.png", "duration": 10}]}"#.utf8))
+        #expect(alone.repeatMode == .off)
     }
 }

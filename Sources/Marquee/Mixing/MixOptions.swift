@@ -41,7 +41,7 @@ public struct MixOptions: Sendable, Hashable {
     public var cacheDirectory: URL?
 
     /// Mixing with `muteMusic` and `adCreatives` (file paths or file/http(s) URLs), the ramps
-    /// at their defaults. ``Player/init(options:logger:)`` checks the values.
+    /// at their defaults. ``Player/init(options:router:logger:)`` checks the values.
     public init(muteMusic: URL? = nil, adCreatives: [URL] = []) {
         self.muteMusic = muteMusic
         self.adCreatives = adCreatives

@@ -2,7 +2,6 @@ import Foundation
 import Logging
 import MarqueeBridge
 import MarqueeStreaming
-import MarqueeVenue
 
 extension Player {
     /// Stall recovery for as long as the outputs are open: reacts to the sessions' reports as
@@ -71,7 +70,7 @@ extension Player {
             watch.policy = RecoveryPolicy(minDelay: options.minRecoveryDelay, maxDelay: options.maxRecoveryDelay)
         }
         guard let (session, core, displayOff) = supervised() else { return nil }
-        venue?.reportBuffer(seconds: session.status().buffer)
+        router?.reportBuffer(seconds: session.status().buffer)
         if let cmcd = fetcher.cmcd {
             let status = session.status()
             let top = qualities.filter { $0.kind == "video" }.map(\.bandwidth).max()

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 import MarqueeStreaming
 import NIOCore
 
@@ -37,14 +37,14 @@ struct DocumentValidators: Sendable, Equatable {
 /// A document kept fresh (the remote config, a content feed): fetched again every `interval`
 /// seconds by `fetch` with the last validators; a changed value is published on ``changes``, a
 /// failed fetch on ``failures`` while the last good value stays.
-final class DocumentRefresher<Value: Sendable & Equatable, Failure: Error & Sendable>: Sendable {
+package final class DocumentRefresher<Value: Sendable & Equatable, Failure: Error & Sendable>: Sendable {
     /// Fetches with the last validators: the value and its validators, or nil when not modified.
     typealias Fetch = @Sendable (DocumentValidators?) async throws(Failure) -> (Value, DocumentValidators)?
 
     /// Every new value, in order (the first is the initial one).
-    let changes: AsyncStream<Value>
+    package let changes: AsyncStream<Value>
     /// Every refresh that failed.
-    let failures: AsyncStream<Failure>
+    package let failures: AsyncStream<Failure>
     private let changesSink: AsyncStream<Value>.Continuation
     private let failuresSink: AsyncStream<Failure>.Continuation
     private let fetch: Fetch
@@ -76,11 +76,11 @@ final class DocumentRefresher<Value: Sendable & Equatable, Failure: Error & Send
     deinit { stop() }
 
     /// The last good value.
-    var current: Value { state.withLock { $0.value } }
+    package var current: Value { state.withLock { $0.value } }
 
     /// Fetches now (conditionally); returns whether the value changed.
     @discardableResult
-    func refresh() async -> Bool {
+    package func refresh() async -> Bool {
         let validators = state.withLock { $0.validators }
         do {
             guard let (value, newValidators) = try await fetch(validators) else { return false }
@@ -97,7 +97,7 @@ final class DocumentRefresher<Value: Sendable & Equatable, Failure: Error & Send
     }
 
     /// Stops refreshing; the streams end.
-    func stop() {
+    package func stop() {
         state.withLock { $0.task?.cancel() }
         changesSink.finish()
         failuresSink.finish()
@@ -113,7 +113,7 @@ extension DocumentRefresher where Failure == PlayerError {
     /// ``PlayerError/Code-swift.struct/network``, a refused document
     /// ``PlayerError/Code-swift.struct/untrustedDocument``, a bad interval or URL
     /// ``PlayerError/Code-swift.struct/invalidArgument``.
-    static func following(
+    package static func following(
         _ url: URL, what: String, kind: DocumentKind, interval: Double, httpHeaders: [String: String],
         security: DocumentSecurity, maxBytes: Int,
         parse: @escaping @Sendable (Data) throws(PlayerError) -> Value,

@@ -13,9 +13,9 @@ import NIOCore
 public enum DocumentKind: String, Sendable, Hashable, CaseIterable {
     /// A remote config (``MarqueeConfig``).
     case config
-    /// A playlist (a ``ContentFeed``'s document).
+    /// A playlist (a `ContentFeed` (MarqueeSignage)'s document).
     case playlist
-    /// A schedule (a ``ScheduleFeed``'s document).
+    /// A schedule (a `ScheduleFeed`'s document).
     case schedule
 }
 
@@ -228,7 +228,7 @@ public struct DocumentSignature: Sendable, Hashable, Codable {
             throw DocumentCheckFailure(
                 .badSignature, "the signature is not the pinned key's (for a \(kind.rawValue) of version \(version))")
         }
-        guard let until = Schedule.instant(expires) else {
+        guard let until = isoInstant(expires) else {
             throw DocumentCheckFailure(.badSignature, "expires \"\(expires)\" is no ISO 8601 time")
         }
         guard until > now else { throw DocumentCheckFailure(.expired, "the signature expired at \(expires)") }
@@ -278,14 +278,14 @@ public struct DocumentSecurity: Sendable, Hashable {
 
     /// Refuses `url` (a fetched document's `field`) when it is a local file outside the allowed
     /// directories; http(s) passes.
-    func checkLocal(_ url: URL, field: String, document: URL) throws(DocumentRefusal) {
+    package func checkLocal(_ url: URL, field: String, document: URL) throws(DocumentRefusal) {
         guard url.isFileURL || url.scheme == nil else { return }
         try checkLocal(path: url.path, field: field, document: document)
     }
 
     /// Refuses the local `path` (a fetched document's `field`) unless it resolves inside an
     /// allowed directory.
-    func checkLocal(path: String, field: String, document: URL) throws(DocumentRefusal) {
+    package func checkLocal(path: String, field: String, document: URL) throws(DocumentRefusal) {
         let resolved = Self.resolve(path)
         for directory in allowedLocalDirectories {
             let root = Self.resolve(directory)

@@ -188,7 +188,7 @@ public struct MarqueeConfig: Sendable, Equatable, Decodable {
     }
 
     /// `path: what was wrong`, from a decoding error's coding path (the config's, a playlist's).
-    static func describe(_ error: DecodingError) -> String {
+    package static func describe(_ error: DecodingError) -> String {
         func path(_ keys: [any CodingKey]) -> String {
             keys.reduce("") { text, key in
                 if let i = key.intValue { return text + "[\(i)]" }

@@ -61,7 +61,7 @@ public struct MarqueeSDKError: Error, Sendable, Hashable, CustomStringConvertibl
 /// config (``MarqueeConfig``) on the config server, fetched once by
 /// ``initialize(streamId:configURL:httpHeaders:security:)`` and kept fresh by a ``RemoteConfig``.
 public enum MarqueeSDK {
-    /// Creates a player: the SDK's spelling of ``Player/init(options:logger:)``. Throws
+    /// Creates a player: the SDK's spelling of ``Player/init(options:router:logger:)``. Throws
     /// ``PlayerError/Code-swift.struct/invalidPlayerOptions`` or
     /// ``PlayerError/Code-swift.struct/invalidPlayerOptionsSources`` for options that cannot be used.
     public static func createPlayer(options: PlayerOptions, logger: Logger = Logger(label: "marquee.player"))

@@ -19,7 +19,7 @@ public struct SyncOptions: Sendable, Equatable {
     public var resyncInterval: Double = 30
 
     /// Options with the given values; rates are playback-rate factors, `deadBand`,
-    /// `jumpThreshold` and `resyncInterval` are seconds. ``Player/init(options:logger:)``
+    /// `jumpThreshold` and `resyncInterval` are seconds. ``Player/init(options:router:logger:)``
     /// checks them: rates within 0.5…1 and 1…2, gain 0 < g ≤ 10, dead band 0.001…1 s, jump
     /// threshold above the dead band and ≤ 300 s, resync interval 1…86400 s.
     public init(

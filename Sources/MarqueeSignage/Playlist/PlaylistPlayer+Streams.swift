@@ -1,0 +1,123 @@
+import Foundation
+import Logging
+import Marquee
+import MarqueeBridge
+import MarqueeStreaming
+import NIOCore
+
+/// Stream items: loaded on the player, then followed to their first picture, quartiles and end.
+extension PlaylistPlayer {
+    /// Seconds a stream item may take from its load to its first picture before it is given up
+    /// (reported failed, the playlist goes on).
+    public static let startTimeout = 10.0
+
+    /// Plays a stream item until it ends, fails or is left.
+    func playStream(_ item: PlaylistItem, index: Int) async -> Outcome {
+        let target = item.targetLatency ?? base.targetLatency
+        if target > 0 { try? player.setTargetLatency(target) }
+        try? player.setVolume(muted: item.muted || base.muted)
+        let before = player.status.framesPresented
+        // Named before the load, as a stream made ready ahead shows its first picture when the
+        // load switches to it (the item before has shown its last: it was cut or ended), and
+        // again after it, as the first load opens the outputs.
+        player.setLabel(item.id)
+        do {
+            // (The first opens the outputs; they stay open through failures until stop().)
+            try await player.load(sources: [item.url])
+        } catch {
+            return .failed(error)
+        }
+        player.setLabel(item.id)
+        send(.started, item, index, mediaTime: nil)
+        let outcome = await follow(Task { await self.watch(item, index: index, framesBefore: before) })
+        if case .failed = outcome {} else { await player.cut() }  // on its last picture
+        return outcome
+    }
+
+    /// Follows the playing item: its first picture, its quartiles, its end.
+    ///
+    /// An on-demand item's progress is its media position from its start (its
+    /// ``PlaylistItem/startOffset``), so each quartile fires when the picture at its media time
+    /// is presented (the wait is slept to that time, not polled); a live item's is the time it
+    /// has been playing since its first picture.
+    private func watch(_ item: PlaylistItem, index: Int, framesBefore: Int) async -> Outcome {
+        let began = Monotonic.now()
+        var shown = false
+        var played = 0.0  // seconds playing since the first picture
+        var lastTick = Monotonic.now()
+        var quartiles = Quartiles()
+        var seeked = item.startOffset <= 0
+        let audioOnly = { [player] in
+            !player.activeQualities.isEmpty && !player.activeQualities.contains { $0.kind == "video" }
+        }
+        while !Task.isCancelled {
+            let status = player.status
+            let now = Monotonic.now()
+            if status.state == .error {
+                return .failed(player.error ?? PlayerError(.media, "item \"\(item.id)\" failed"))
+            }
+            let onDemand = player.duration
+            if !seeked, onDemand != nil {
+                seeked = true
+                try? player.seek(to: item.startOffset)
+            }
+            if !shown, status.framesPresented > framesBefore || (status.state == .playing && audioOnly()),
+                let position = status.position
+            {
+                shown = true
+                lastTick = now
+                inner.withLock {
+                    $0.playing?.mediaTime = position
+                    $0.tracking?.shownMono = now
+                }
+                send(.impression, item, index, mediaTime: position)
+            }
+            // An item's time runs from its first picture on, but for pauses (a stall does not
+            // stretch a signage slot).
+            if shown, status.state != .paused { played += now - lastTick }
+            lastTick = now
+            if let cut = cutAt, now >= cut { return .cut }
+            guard shown else {
+                if now - began > Self.startTimeout {
+                    return .failed(
+                        PlayerError(.media, "item \"\(item.id)\": no picture within \(Int(Self.startTimeout)) s"))
+                }
+                try? await Task.sleep(for: .milliseconds(10))
+                continue
+            }
+            if let position = status.position { inner.withLock { $0.playing?.mediaTime = position } }
+            let cut = cutAt
+            let start = onDemand != nil ? item.startOffset : 0
+            let progress = onDemand != nil ? (status.position ?? start) - start : played
+            let length = onDemand.map { min(item.playingTime ?? .infinity, $0 - start) } ?? item.playingTime
+            if let length, length > 0 {
+                for q in quartiles.take(progress: progress, length: length) {
+                    send(
+                        .quartile(q.percent), item, index,
+                        mediaTime: onDemand != nil ? start + q.share : status.position)
+                }
+                if let cap = item.playingTime, progress >= cap { return .finished }
+                let left = (length - progress) / max(status.playbackRate, 0.1)
+                if status.state == .playing, left <= Self.prepareAhead, now + left < (cut ?? .infinity) {
+                    prepareNext(startAt: now + left)
+                }
+            }
+            if let cut, cut - now <= Self.prepareAhead { prepareNext(startAt: cut) }
+            if status.state == .ended {
+                if onDemand != nil {
+                    for q in quartiles.rest() { send(.quartile(q), item, index, mediaTime: status.position) }
+                }
+                return .finished
+            }
+            // Slept to the next quartile or the cap (a frame's precision), at most 20 ms.
+            var wait = 0.02
+            if let length, length > 0, status.state == .playing {
+                let next = min(quartiles.nextDue(length: length) ?? .infinity, item.playingTime ?? .infinity)
+                wait = min(wait, (next - progress) / max(status.playbackRate, 0.1))
+            }
+            if let cut { wait = min(wait, max(0.001, cut - Monotonic.now())) }
+            try? await Task.sleep(for: .milliseconds(max(1, Int(wait * 1000))))
+        }
+        return .left
+    }
+}
