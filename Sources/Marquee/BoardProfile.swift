@@ -7,36 +7,36 @@ public import Foundation
 /// out-of-range values are refused, so a typo never silently becomes a default.
 public struct BoardProfile: Sendable, Hashable, Codable {
     /// Display output settings (`video` in the file).
-    public struct Video: Sendable, Hashable, Codable {
+    package struct Video: Sendable, Hashable, Codable {
         /// `drm` or `headless`.
-        public var output: String = "drm"
+        package var output: String = "drm"
         /// DRM device path (`/dev/dri/card1`); `nil`: the first card with a connected connector.
-        public var card: String?
+        package var card: String?
         /// Connector name as the kernel spells it (`HDMI-A-1`); `nil`: the first connected.
-        public var connector: String?
+        package var connector: String?
         /// Scan-out plane. Checked, not yet read by the output: it draws converted pictures on
         /// the primary plane and sends 4:2:0 and hardware pictures to the first overlay plane
         /// that takes YCbCr, when there is one (`boards/README.md`).
-        public var plane: Plane = .primary
+        package var plane: Plane = .primary
         /// `preferred`, `highest`, `WxH` or `WxH@R`.
-        public var mode: String = "preferred"
+        package var mode: String = "preferred"
         /// Clockwise picture rotation in degrees: 0, 90, 180 or 270.
-        public var rotation: Int = 0
+        package var rotation: Int = 0
         /// Rotations the plane does in hardware (always holds 0).
-        public var hardwareRotations: [Int] = [0]
+        package var hardwareRotations: [Int] = [0]
         /// DRM fourcc of the scan-out buffers (`XRGB8888`). Checked, not yet read by the output:
         /// the primary plane scans XRGB8888, the video plane the layout of the decoder's pictures.
-        public var format: String = "XRGB8888"
+        package var format: String = "XRGB8888"
         /// Decoded pictures queued ahead of presentation, 2…240 (C: `video_queue_frames`); 0
         /// (auto): as many of up to 6 as fit in 4.5 MiB, at least 3 (``PlayerOptions/videoQueueFrames``).
-        public var queueFrames: Int = 0
+        package var queueFrames: Int = 0
 
         /// The defaults: DRM on the first connected connector of the first card, primary plane,
         /// preferred mode, no rotation, XRGB8888, the queue sized by the pictures' bytes.
-        public init() {}
+        package init() {}
 
         /// The C core's video output spec: `headless`, or `drm[:<card>[,<connector>[,<WxH>]]]`.
-        public var outputSpec: String {
+        package var outputSpec: String {
             guard output == "drm" else { return output }
             var parts = [card ?? "", connector ?? ""]
             if let size = mode.split(separator: "@").first, size.contains("x") { parts.append(String(size)) }
@@ -52,7 +52,7 @@ public struct BoardProfile: Sendable, Hashable, Codable {
     }
 
     /// A scan-out plane: the first primary, the first overlay, or an index among the CRTC's.
-    public enum Plane: Sendable, Hashable, Codable {
+    package enum Plane: Sendable, Hashable, Codable {
         /// The CRTC's first primary plane (`"primary"` in the file).
         case primary
         /// The CRTC's first overlay plane (`"overlay"` in the file).
@@ -61,7 +61,7 @@ public struct BoardProfile: Sendable, Hashable, Codable {
         case index(Int)
 
         /// Decodes `"primary"`, `"overlay"` or a plane index.
-        public init(from decoder: any Decoder) throws {
+        package init(from decoder: any Decoder) throws {
             let c = try decoder.singleValueContainer()
             if let i = try? c.decode(Int.self) {
                 self = .index(i)
@@ -77,7 +77,7 @@ public struct BoardProfile: Sendable, Hashable, Codable {
         }
 
         /// Encodes as the file spells it: `"primary"`, `"overlay"` or the index.
-        public func encode(to encoder: any Encoder) throws {
+        package func encode(to encoder: any Encoder) throws {
             var c = encoder.singleValueContainer()
             switch self {
             case .primary: try c.encode("primary")
@@ -88,23 +88,23 @@ public struct BoardProfile: Sendable, Hashable, Codable {
     }
 
     /// ALSA output settings (`audio` in the file).
-    public struct Audio: Sendable, Hashable, Codable {
+    package struct Audio: Sendable, Hashable, Codable {
         /// ALSA PCM name (`default`, `sysdefault:CARD=vc4hdmi0`, `hw:0,0`, `null`).
-        public var pcm: String = "default"
+        package var pcm: String = "default"
         /// Output rate in Hz: 44100, 48000 or 96000.
-        public var sampleRate: Int = 48000
+        package var sampleRate: Int = 48000
         /// Output channels, 1...8.
-        public var channels: Int = 2
+        package var channels: Int = 2
         /// Audio kept queued in the device, ms (C: `audio_buffer_ms`).
-        public var bufferTimeMs: Int = 60
+        package var bufferTimeMs: Int = 60
         /// ALSA period, ms; at most half the buffer.
-        public var periodTimeMs: Int = 10
+        package var periodTimeMs: Int = 10
 
         /// The defaults: PCM `default`, 48000 Hz, 2 channels, 60 ms buffer, 10 ms period.
-        public init() {}
+        package init() {}
 
         /// The C core's audio output spec: `alsa:<pcm>`.
-        public var outputSpec: String { "alsa:\(pcm)" }
+        package var outputSpec: String { "alsa:\(pcm)" }
 
         enum CodingKeys: String, CodingKey, CaseIterable {
             case pcm, channels
@@ -115,25 +115,25 @@ public struct BoardProfile: Sendable, Hashable, Codable {
     }
 
     /// Decoding settings (`decode` in the file).
-    public struct Decode: Sendable, Hashable, Codable {
+    package struct Decode: Sendable, Hashable, Codable {
         /// libavcodec decoder names tried first, in order (C: `mq_player_config.decoders`).
-        public var decoders: [String] = []
+        package var decoders: [String] = []
         /// Software decoder threads per track; 0: auto (one up to 1080p30 while it keeps well
         /// ahead of real time, frame threads above; ``PlayerOptions/decodeThreads``).
-        public var threads: Int = 0
+        package var threads: Int = 0
         /// The widest representation ABR may pick, pixels. Default 1920.
-        public var maxWidth: Int = 1920
+        package var maxWidth: Int = 1920
         /// The tallest representation ABR may pick, pixels (``ABROptions/maxHeight``). Default 1080.
-        public var maxHeight: Int = 1080
+        package var maxHeight: Int = 1080
         /// The highest frame rate ABR may pick, frames per second (``ABROptions/maxFrameRate``).
         /// Default 60.
-        public var maxFps: Int = 60
+        package var maxFps: Int = 60
 
         /// The defaults: software decoding, automatic threads, up to 1920×1080 at 60 fps.
-        public init() {}
+        package init() {}
 
         /// `decoders` as the C core takes them (comma-separated), `nil` when empty.
-        public var decoderList: String? { decoders.isEmpty ? nil : decoders.joined(separator: ",") }
+        package var decoderList: String? { decoders.isEmpty ? nil : decoders.joined(separator: ",") }
 
         enum CodingKeys: String, CodingKey, CaseIterable {
             case decoders, threads
@@ -144,7 +144,7 @@ public struct BoardProfile: Sendable, Hashable, Codable {
     }
 
     /// Schema version of the file (1).
-    public var schema: Int
+    package var schema: Int
     /// The profile's name: its file name without `.json`.
     public var name: String
     /// One line saying which device the profile is for.
@@ -152,16 +152,16 @@ public struct BoardProfile: Sendable, Hashable, Codable {
     /// `x86_64`, `aarch64` or `armhf`.
     public var arch: String
     /// Display output settings.
-    public var video: Video
+    package var video: Video
     /// ALSA output settings.
-    public var audio: Audio
+    package var audio: Audio
     /// Decoding settings.
-    public var decode: Decode
+    package var decode: Decode
     /// RSS the player may use, MiB.
-    public var memoryBudgetMiB: Int
+    package var memoryBudgetMiB: Int
 
     /// A schema-1 profile with every section at its defaults and a 64 MiB memory budget.
-    public init(name: String, description: String, arch: String) {
+    package init(name: String, description: String, arch: String) {
         self.schema = 1
         self.name = name
         self.description = description
@@ -209,7 +209,7 @@ public struct BoardProfileError: Error, Hashable, Sendable, CustomStringConverti
     public var message: String
 
     /// An error of kind `code` about the profile `board` and, when one, its `field`.
-    public init(_ code: Code, board: String, field: String? = nil, _ message: String) {
+    package init(_ code: Code, board: String, field: String? = nil, _ message: String) {
         self.code = code
         self.board = board
         self.field = field
@@ -244,7 +244,7 @@ where K: RawRepresentable, K.RawValue == String {
 extension BoardProfile.Video {
     /// Decodes the `video` object: absent fields take the defaults; an unknown field throws
     /// ``BoardProfileError`` (``BoardProfileError/Code-swift.struct/invalid``).
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         try refuseUnknownKeys(decoder, CodingKeys.self, section: "video")
         let c = try decoder.container(keyedBy: CodingKeys.self)
         output = try c.decodeIfPresent(String.self, forKey: .output) ?? output
@@ -262,7 +262,7 @@ extension BoardProfile.Video {
 extension BoardProfile.Audio {
     /// Decodes the `audio` object: absent fields take the defaults; an unknown field throws
     /// ``BoardProfileError`` (``BoardProfileError/Code-swift.struct/invalid``).
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         try refuseUnknownKeys(decoder, CodingKeys.self, section: "audio")
         let c = try decoder.container(keyedBy: CodingKeys.self)
         pcm = try c.decodeIfPresent(String.self, forKey: .pcm) ?? pcm
@@ -276,7 +276,7 @@ extension BoardProfile.Audio {
 extension BoardProfile.Decode {
     /// Decodes the `decode` object: absent fields take the defaults; an unknown field throws
     /// ``BoardProfileError`` (``BoardProfileError/Code-swift.struct/invalid``).
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         try refuseUnknownKeys(decoder, CodingKeys.self, section: "decode")
         let c = try decoder.container(keyedBy: CodingKeys.self)
         decoders = try c.decodeIfPresent([String].self, forKey: .decoders) ?? decoders
@@ -291,7 +291,7 @@ extension BoardProfile {
     /// Decodes a profile file: `schema`, `name`, `description` and `arch` are required, the
     /// sections and `memory_budget_mib` take their defaults when absent; an unknown field
     /// throws ``BoardProfileError`` (``BoardProfileError/Code-swift.struct/invalid``). Values
-    /// are range-checked by ``validate()``, not here.
+    /// are range-checked by `validate()`, not here.
     public init(from decoder: any Decoder) throws {
         try refuseUnknownKeys(decoder, CodingKeys.self, section: nil)
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -311,7 +311,7 @@ extension BoardProfile {
 extension BoardProfile {
     /// Checks every value's range and the rules between fields (the same as
     /// `boards/check_boards.py`); throws `BoardProfileError` with code `.invalid`.
-    public func validate() throws {
+    package func validate() throws {
         func fail(_ field: String, _ why: String) -> BoardProfileError {
             BoardProfileError(.invalid, board: name, field: field, why)
         }

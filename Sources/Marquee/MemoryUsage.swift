@@ -20,7 +20,7 @@ public struct MemoryUsage: Sendable, Hashable {
     public var heapFreeBytes: Int
 
     /// Figures given by the caller, bytes (tests, reports); ``current()`` measures them.
-    public init(residentBytes: Int, heapInUseBytes: Int, heapFreeBytes: Int) {
+    package init(residentBytes: Int, heapInUseBytes: Int, heapFreeBytes: Int) {
         self.residentBytes = residentBytes
         self.heapInUseBytes = heapInUseBytes
         self.heapFreeBytes = heapFreeBytes
@@ -39,8 +39,8 @@ public struct MemoryUsage: Sendable, Hashable {
     /// dynamic loader, initialisers, the kernel mapping 64 KiB around every first touch). Those
     /// pages stay in the page cache: a page used again comes back with a minor fault, no disk
     /// read; writable data is never touched. A player trims the process as it starts playing, at
-    /// its first picture, as it stops and periodically when ``PlayerOptions/memoryTrimInterval`` says so;
-    /// call it after other one-off work (a report, a big parse). Takes a few milliseconds, and
+    /// its first picture, as it stops and periodically when its process asks it to (the `marquee`
+    /// command: every 10 s); call it after other one-off work (a report, a big parse). Takes a few milliseconds, and
     /// every thread then faults back in the pages it uses: call it seldom. glibc only (0
     /// elsewhere).
     @discardableResult
@@ -53,10 +53,9 @@ public struct MemoryUsage: Sendable, Hashable {
     /// and given back to the system as they are freed, for the whole process (glibc's
     /// `M_MMAP_THRESHOLD`; its default rises to the largest block freed, up to 32 MiB, and the
     /// arenas then keep such blocks' pages resident until a trim). A player does it as it begins
-    /// to play when ``PlayerOptions/memoryTrimInterval`` is set. Measured at 720p30 over 10
-    /// minutes: peak RSS 61.8 → 58.2 MiB, CPU unchanged. False where unsupported (not glibc).
+    /// to play when its process trims (`memoryTrimInterval`). Measured at 720p30 over 10 minutes: peak RSS 61.8 → 58.2 MiB, CPU unchanged. False where unsupported (not glibc).
     @discardableResult
-    public static func mapLargeBlocks() -> Bool { CoreHandle.mapLargeBlocks() }
+    package static func mapLargeBlocks() -> Bool { CoreHandle.mapLargeBlocks() }
 
     /// A player's trim at a moment of its life (`play`, `first frame`, `stop`), logged at debug.
     /// (Trimmed before logging: a log message's metadata is built only at its level.)

@@ -70,7 +70,7 @@ public struct PlaybackStatus: Sendable, Hashable {
 
     /// A status in `state` with nothing measured yet: no latency or position, every count 0,
     /// rate 1.
-    public init(state: PlaybackState) {
+    package init(state: PlaybackState) {
         self.state = state
     }
 }

@@ -39,11 +39,6 @@ public struct PlayerError: Error, Hashable, Sendable, CustomStringConvertible {
         /// naming a local file, or over plain http (``PlayerError/refusal`` says which).
         public static let untrustedDocument = Code(.untrustedDocument)
 
-        /// The SDK's name for ``invalidOptions`` (`createPlayer(options:)`).
-        public static let invalidPlayerOptions = invalidOptions
-        /// The SDK's name for ``invalidOptionsSources``.
-        public static let invalidPlayerOptionsSources = invalidOptionsSources
-
         /// The code's name, as spelled above (`invalidOptions`, `network`).
         public var description: String { base.rawValue }
     }
@@ -54,13 +49,17 @@ public struct PlayerError: Error, Hashable, Sendable, CustomStringConvertible {
     /// URL or output concerned).
     public var message: String
     /// The C core's `mq_err` value when the core reported it, else `nil`.
-    public var coreCode: Int32?
+    package var coreCode: Int32?
     /// For ``Code-swift.struct/untrustedDocument``: why the document was refused.
     public var refusal: DocumentRefusal?
 
-    /// An error of kind `code` with `message`; `coreCode` is the C core's `mq_err` value when
-    /// the core reported the failure.
-    public init(_ code: Code, _ message: String, coreCode: Int32? = nil) {
+    /// An error of kind `code` with `message`.
+    public init(_ code: Code, _ message: String) {
+        self.init(code, message, coreCode: nil)
+    }
+
+    /// `coreCode`: the C core's `mq_err` value when the core reported the failure.
+    package init(_ code: Code, _ message: String, coreCode: Int32?) {
         self.code = code
         self.message = message
         self.coreCode = coreCode

@@ -73,7 +73,7 @@ public struct VideoOutput: Sendable, Hashable, CustomStringConvertible {
 /// How a picture fits the screen of a display output. The C spelling is `mq_fit`.
 public struct VideoFit: Sendable, Hashable, CustomStringConvertible {
     /// The `mq_fit` value.
-    public let rawValue: Int32
+    package let rawValue: Int32
     private init(_ rawValue: Int32) { self.rawValue = rawValue }
 
     /// The whole picture, aspect kept, black bars (`MQ_FIT_CONTAIN`).
@@ -107,9 +107,6 @@ public struct PlayerOptions: Sendable {
     /// The default ``targetLatency``.
     public static let defaultTargetLatency = 3.0
 
-    /// Whether playback should start without a `play()` call. Recorded for the remote-config SDK
-    /// (issue 6); a ``Player`` itself starts only on ``Player/play()``.
-    public var autoplay: Bool
     /// Start muted (``Player/setVolume(_:muted:)`` changes it).
     public var muted: Bool
     /// Mute music, ad breaks and their ramps.
@@ -122,7 +119,7 @@ public struct PlayerOptions: Sendable {
     public var maxDelay: Double = 0
     /// The most bytes the delay's segment store holds (the oldest segments leave first; a high
     /// bitrate then reaches back less than ``maxDelay``). Default 64 MiB.
-    public var maxDelayBytes: Int = 64 << 20
+    package var maxDelayBytes: Int = 64 << 20
     /// Seconds behind the live edge (server time) at which media is presented, held there by
     /// the latency controller (see ``sync``). Default 3. A manifest's `ServiceDescription`
     /// latency target replaces the default 3 (an explicit other value wins), clamped to its
@@ -170,14 +167,14 @@ public struct PlayerOptions: Sendable {
     /// fallback, reported by ``PlayerEvent/decoderFallback(_:)``. Empty: software only. With
     /// `video` `drm`, 4:2:0 and hardware pictures go to a YCbCr overlay plane where the driver
     /// takes them (`boards/README.md`, "Hardware decode and scan-out").
-    public var decoders: [String] = []
+    package var decoders: [String] = []
     /// Software decoder threads per track, 0…64. 0 (auto): one for video up to 1920×1080 at
     /// 30 fps, for as long as it keeps well ahead of real time (decoding in under half of the
     /// media time, judged every 2 s; else the track takes libavcodec's frame threads, one per
     /// core and one more, from the next keyframe on), frame threads above 1080p30. Frame
     /// threads cost CPU and pictures held per thread (at 1080p: ~7 % more CPU and ~23 MiB
     /// measured), so one thread is the cheapest while it keeps up.
-    public var decodeThreads: Int = 0
+    package var decodeThreads: Int = 0
     /// Adaptive bitrate: safety margin, buffer levels and caps (a board profile sets the caps:
     /// `decode.max_height`, `decode.max_fps`).
     public var abr = ABROptions()
@@ -193,7 +190,7 @@ public struct PlayerOptions: Sendable {
     /// Decoded pictures queued ahead of presentation, 2…240; 0 (auto): as many of up to 6 as
     /// fit in 4.5 MiB, at least 3 (720p: 3 of 1.4 MB; 1080p: 3 of 3.1 MB; SD: 6). More rides out
     /// longer decoder stalls, at a picture's memory each.
-    public var videoQueueFrames: Int = 0
+    package var videoQueueFrames: Int = 0
     /// A live start lands inside a group of pictures: the decoder starts at the
     /// keyframe before the position and catches up to it, unseen (up to a GOP's decoding: ~60 ms
     /// on average for 1 s GOPs at 720p on a PC, far longer on a small board). `true` (default)
@@ -215,7 +212,7 @@ public struct PlayerOptions: Sendable {
     /// resident 81 → 57–61 MiB. A page used again comes back with a minor fault; a trim costs
     /// about 3 ms of CPU, most of it those faults. Several players in one process trim at most once
     /// per interval.)
-    public var memoryTrimInterval: Double?
+    package var memoryTrimInterval: Double?
 
     /// How documents fetched from the network are trusted (a pinned key, local directories,
     /// http, a CA file): give it to ``RemoteConfig``, `ContentFeed` (MarqueeSignage) and `ScheduleFeed`. The
@@ -223,19 +220,12 @@ public struct PlayerOptions: Sendable {
     /// too (a venue's private origin).
     public var documentSecurity = DocumentSecurity()
 
-    /// The key documents must be signed with (``DocumentSecurity/trustKey`` of
-    /// ``documentSecurity``); nil: documents are not authenticated.
-    public var trustKey: TrustKey? {
-        get { documentSecurity.trustKey }
-        set { documentSecurity.trustKey = newValue }
-    }
-
     /// Options for playing `sources` (main first, then backups); `targetLatency` in seconds
     /// behind live (0…300, 0 disables sync); `rotation` in degrees clockwise (0, 90, 180,
     /// 270). The other fields start at their documented defaults. Nothing is checked here:
     /// ``Player/init(options:router:logger:)`` validates.
     public init(
-        sources: [URL], autoplay: Bool = false, muted: Bool = false,
+        sources: [URL], muted: Bool = false,
         targetLatency: Double = PlayerOptions.defaultTargetLatency,
         audioOutput: AudioOutput = .null, videoOutput: VideoOutput = .headless, httpHeaders: [String: String] = [:],
         fit: VideoFit = .contain, rotation: Int = 0, poster: String? = nil
@@ -244,7 +234,6 @@ public struct PlayerOptions: Sendable {
         self.rotation = rotation
         self.poster = poster
         self.sources = sources
-        self.autoplay = autoplay
         self.muted = muted
         self.targetLatency = targetLatency
         self.audioOutput = audioOutput
@@ -328,25 +317,25 @@ public struct PlayerOptions: Sendable {
 }
 
 /// Adaptive bitrate settings (``PlayerOptions/abr``): the next video rendition is the highest
-/// whose bitrate fits in ``safety`` × the measured throughput while the buffer is under
-/// ``bufferSafe`` seconds; above it a buffer rule may go higher, reaching the top rendition at
-/// ``bufferTarget`` seconds, never above what the throughput sustains for the buffer ahead.
+/// whose bitrate fits in a safety factor × the measured throughput while the buffer is under
+/// a safe buffer (10 s by default) seconds; above it a buffer rule may go higher, reaching the top rendition at
+/// a target buffer (20 s by default) seconds, never above what the throughput sustains for the buffer ahead.
 public struct ABROptions: Sendable, Hashable {
     /// The controller's own options: the defaults are its, stated once.
     private(set) var controller = ABRController.Options()
 
     /// Fraction of the measured throughput a rendition may use, 0…1. Default 0.85.
-    public var safety: Double {
+    package var safety: Double {
         get { controller.safety }
         set { controller.safety = newValue }
     }
     /// Seconds of buffer under which only throughput decides. Default 6.
-    public var bufferSafe: Double {
+    package var bufferSafe: Double {
         get { controller.bufferSafe }
         set { controller.bufferSafe = newValue }
     }
     /// Seconds of buffer at which the buffer rule reaches the top rendition. Default 18.
-    public var bufferTarget: Double {
+    package var bufferTarget: Double {
         get { controller.bufferTarget }
         set { controller.bufferTarget = newValue }
     }

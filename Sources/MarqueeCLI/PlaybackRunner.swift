@@ -181,7 +181,6 @@ struct PlaybackRunner {
         }
         var options = remote.map { PlayerOptions(config: $0.current) } ?? PlayerOptions(sources: sources)
         options.sources = sources
-        options.autoplay = true
         let configCA = options.documentSecurity.caFile  // the remote config's, checked against --allow-local
         options.documentSecurity = security
         if security.caFile == nil { options.documentSecurity.caFile = configCA }

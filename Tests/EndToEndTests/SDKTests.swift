@@ -44,7 +44,7 @@ import Testing
         #expect(config.advanced?.stall?.minRecoveryDelay == 5 && config.advanced?.stall?.maxRecoveryDelay == 60)
         #expect(config.advanced?.analytics?.customerId == "c1")
         let options = PlayerOptions(config: config)
-        #expect(options.targetLatency == 2.5 && options.fit == .cover && options.autoplay && options.muted)
+        #expect(options.targetLatency == 2.5 && options.fit == .cover && options.muted)
     }
 
     @Test func everyInitFailureIsTyped() async throws {
@@ -288,7 +288,7 @@ extension LivePlaybackTests {
         let listener = Task { for await e in player.events { log.append(e) } }
         try await player.play()
         try await Task.sleep(for: .seconds(21))
-        let source = player.currentSrc
+        let source = player.source
         await player.stop()
         listener.cancel()
         #expect(source == backup, "playing \(source?.absoluteString ?? "nothing")")

@@ -47,11 +47,11 @@ import Testing
         #expect(refused { $0.sync.minRate = 1.5 } == .invalidOptions)
         #expect(refused { _ in } == nil)
         #expect(
-            code { _ = try MarqueeSDK.createPlayer(options: PlayerOptions(sources: [])) }
-                == .invalidPlayerOptionsSources)
+            code { _ = try Player(options: PlayerOptions(sources: [])) }
+                == .invalidOptionsSources)
         #expect(
-            code { _ = try MarqueeSDK.createPlayer(options: PlayerOptions(sources: [url], targetLatency: .nan)) }
-                == .invalidPlayerOptions)
+            code { _ = try Player(options: PlayerOptions(sources: [url], targetLatency: .nan)) }
+                == .invalidOptions)
     }
 
     @Test func callsThatNeedPlaybackOrValidArguments() throws {
@@ -68,12 +68,12 @@ import Testing
         #expect(code { try player.schedule(.adBreakStart(creative: nil), at: 10, duration: 0) } == .invalidOptions)
         #expect(code { try player.schedule(.adBreakStart(creative: nil), at: .nan) } == .invalidOptions)
         // Nothing above changed the player.
-        #expect(player.volume == 1 && !player.muted && player.state == .idle)
+        #expect(player.volume == 1 && !player.isMuted && player.state == .idle)
         #expect(code { try player.setVolume(0.5, muted: true) } == nil)
-        #expect(player.volume == 0.5 && player.muted)
+        #expect(player.volume == 0.5 && player.isMuted)
         #expect(code { try player.schedule(.streamerMuted, at: 5, duration: 2) } == nil)
         player.resume()  // not paused: nothing
-        #expect(player.streamType == .unknown && player.currentSrc == nil && player.qualities.isEmpty)
+        #expect(player.streamType == .unknown && player.source == nil && player.qualities.isEmpty)
     }
 
     @Test func updateOptionsAndDispose() async throws {
@@ -87,8 +87,8 @@ import Testing
         good.muted = true
         good.minRecoveryDelay = 2
         #expect(code { try player.updateOptions(good) } == nil)
-        #expect(player.options.targetLatency == 5 && player.options.minRecoveryDelay == 2 && player.muted)
-        await player.dispose()
+        #expect(player.options.targetLatency == 5 && player.options.minRecoveryDelay == 2 && player.isMuted)
+        await player.close()
         await #expect(throws: PlayerError.self) { try await player.play() }
         // The event sequence is finished: draining it ends (within a second, or the test fails).
         let drained = await withTaskGroup(of: Bool.self) { group in

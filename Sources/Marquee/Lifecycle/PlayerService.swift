@@ -3,7 +3,7 @@ public import ServiceLifecycle
 extension Player: Service {
     /// Runs the player as a swift-service-lifecycle `Service`: plays, and on graceful shutdown
     /// (a `ServiceGroup` turns SIGTERM/SIGINT into one) or cancellation fades the sound out over
-    /// ``shutdownFade`` and stops, so the outputs are closed cleanly (WAV finalised, display
+    /// 0.3 s and stops, so the outputs are closed cleanly (WAV finalised, display
     /// released). Returns early when playback ends by itself (on-demand end, fatal error).
     ///
     /// ```swift
@@ -18,5 +18,5 @@ extension Player: Service {
     }
 
     /// How long the sound fades out on a graceful shutdown, seconds.
-    public static let shutdownFade = 0.3
+    package static let shutdownFade = 0.3
 }

@@ -44,7 +44,7 @@ public struct SystemdNotifier: Sendable {
 
     /// Sends `lines` as one datagram; returns whether it was delivered (false without a socket).
     @discardableResult
-    public func send(_ lines: [String]) -> Bool {
+    package func send(_ lines: [String]) -> Bool {
         guard let socketPath, !lines.isEmpty else { return false }
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return false }

@@ -2,7 +2,7 @@ public import Foundation
 import MarqueeStreaming
 
 /// How a gain ramp moves.
-public enum RampShape: String, Sendable, Hashable {
+package enum RampShape: String, Sendable, Hashable {
     /// Linear in amplitude.
     case linear
     /// Sine/cosine: a fade-in and a fade-out of the same length cross-fade at constant power.
@@ -22,10 +22,10 @@ public struct MixOptions: Sendable, Hashable {
     /// Cross-fade between the stream and the mute music, seconds. Default 1.
     public var muteCrossfade: Double = 1.0
     /// The shape of the stream/mute-music cross-fade. Default equal power.
-    public var muteCrossfadeShape: RampShape = .equalPower
+    package var muteCrossfadeShape: RampShape = .equalPower
     /// The loop point of the mute music is cross-faded over this long (linear), seconds, so it
     /// never clicks. Default 0.03.
-    public var loopCrossfade: Double = 0.03
+    package var loopCrossfade: Double = 0.03
     /// Ad creatives, played in turn for breaks whose event names none (file paths or URLs,
     /// cached like the music).
     public var adCreatives: [URL] = []
@@ -33,7 +33,7 @@ public struct MixOptions: Sendable, Hashable {
     /// seconds. Default 0.25.
     public var adFade: Double = 0.25
     /// The shape of the ``adFade`` ramps. Default linear.
-    public var adFadeShape: RampShape = .linear
+    package var adFadeShape: RampShape = .linear
     /// How long a break lasts when its cue gives no duration and no end cue comes, seconds.
     public var defaultAdDuration: Double = 30
     /// Where music and creatives are kept; default `$XDG_CACHE_HOME/marquee` (else

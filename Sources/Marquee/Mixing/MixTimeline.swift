@@ -15,16 +15,16 @@ public struct AdBreak: Sendable, Hashable {
 }
 
 /// What the mix is at one presented time: derived from the events up to that time only.
-public struct MixState: Sendable, Hashable {
+package struct MixState: Sendable, Hashable {
     /// The broadcaster has muted the stream.
-    public var streamerMuted = false
+    package var streamerMuted = false
     /// When the current mute began (the mute music plays from there).
-    public var muteStart: Double?
+    package var muteStart: Double?
     /// The ad break in progress.
-    public var adBreak: AdBreak?
+    package var adBreak: AdBreak?
 
     /// The mix with nothing happening: the stream heard, no mute, no break.
-    public init() {}
+    package init() {}
 
     /// Input gains: the stream unless muted or in a break; the mute music while muted (outside
     /// breaks) when there is music; the ad during a break.

@@ -53,7 +53,7 @@ public struct DocumentRefusal: Error, Sendable, Hashable, CustomStringConvertibl
     public var message: String
 
     /// A refusal of the document at `url` for `reason`.
-    public init(_ reason: Reason, url: String, _ message: String) {
+    package init(_ reason: Reason, url: String, _ message: String) {
         (self.reason, self.url, self.message) = (reason, Redact.url(url), message)  // its text reaches logs and events
     }
 
@@ -100,14 +100,14 @@ public struct TrustKey: Sendable, Hashable {
 
 /// An Ed25519 private key that signs documents (`marquee sign`), kept in a file as PEM
 /// (`PRIVATE KEY`, PKCS #8, as OpenSSL writes it) or as its 32 bytes in base64.
-public struct SigningKey: Sendable {
+package struct SigningKey: Sendable {
     private let key: Curve25519.Signing.PrivateKey
 
     /// A new random key.
-    public init() { key = Curve25519.Signing.PrivateKey() }
+    package init() { key = Curve25519.Signing.PrivateKey() }
 
     /// A key written as text (PEM or base64 of 32 bytes).
-    public init(text: String) throws(PlayerError) {
+    package init(text: String) throws(PlayerError) {
         guard let raw = KeyText.decode(text, derPrefix: KeyText.privatePrefix),
             let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: raw)
         else {
@@ -117,7 +117,7 @@ public struct SigningKey: Sendable {
     }
 
     /// The key in the file at `path` (at most 4 KiB read).
-    public init(contentsOfFile path: String) throws(PlayerError) {
+    package init(contentsOfFile path: String) throws(PlayerError) {
         let bytes = try LocalFile.read(path, maxBytes: 4096, what: "signing key")
         do { try self.init(text: String(decoding: bytes, as: UTF8.self)) } catch {
             throw PlayerError(.invalidOptions, "\(path): \(error.message)")
@@ -125,13 +125,13 @@ public struct SigningKey: Sendable {
     }
 
     /// The key as PEM (PKCS #8).
-    public var pem: String { KeyText.pem("PRIVATE KEY", KeyText.privatePrefix + key.rawRepresentation) }
+    package var pem: String { KeyText.pem("PRIVATE KEY", KeyText.privatePrefix + key.rawRepresentation) }
 
     /// Its public key, to pin (``DocumentSecurity/trustKey``).
-    public var trustKey: TrustKey { try! TrustKey(rawRepresentation: key.publicKey.rawRepresentation) }
+    package var trustKey: TrustKey { try! TrustKey(rawRepresentation: key.publicKey.rawRepresentation) }
 
     /// The public key as PEM (`PUBLIC KEY`, SubjectPublicKeyInfo).
-    public var publicPEM: String { KeyText.pem("PUBLIC KEY", KeyText.publicPrefix + key.publicKey.rawRepresentation) }
+    package var publicPEM: String { KeyText.pem("PUBLIC KEY", KeyText.publicPrefix + key.publicKey.rawRepresentation) }
 
     func signature(for text: Data) -> Data { (try? key.signature(for: text)) ?? Data() }
 }
@@ -171,29 +171,29 @@ enum KeyText {
 /// A document's detached signature: the JSON of its `.sig` file,
 /// `{"v":1,"version":N,"expires":"2026-12-01T00:00:00Z","sha256":"<hex>","sig":"<base64>"}`,
 /// `sig` an Ed25519 signature over ``canonicalText(version:expires:sha256:kind:)``.
-public struct DocumentSignature: Sendable, Hashable, Codable {
+package struct DocumentSignature: Sendable, Hashable, Codable {
     /// The format, 1.
-    public var v: Int
+    package var v: Int
     /// The document's version: a key's documents at one URL only go up.
-    public var version: Int
+    package var version: Int
     /// When the signature stops being accepted: ISO 8601 with an offset, as signed.
-    public var expires: String
+    package var expires: String
     /// The SHA-256 of the document's bytes, lowercase hex.
-    public var sha256: String
+    package var sha256: String
     /// The signature, base64.
-    public var sig: String
+    package var sig: String
 
     /// The largest `.sig` read.
-    public static let maxBytes = 4096
+    package static let maxBytes = 4096
 
     /// The text signed: `marquee-doc-v1`, the version, the expiry, the digest and the kind, one
     /// a line (no newline after the last).
-    public static func canonicalText(version: Int, expires: String, sha256: String, kind: DocumentKind) -> String {
+    package static func canonicalText(version: Int, expires: String, sha256: String, kind: DocumentKind) -> String {
         "marquee-doc-v1\n\(version)\n\(expires)\n\(sha256)\n\(kind.rawValue)"
     }
 
     /// `document` signed with `key` as a `kind` of `version`, valid until `expires`.
-    public init(signing document: Data, kind: DocumentKind, version: Int, expires: Date, key: SigningKey) {
+    package init(signing document: Data, kind: DocumentKind, version: Int, expires: Date, key: SigningKey) {
         let formatter = ISO8601DateFormatter()
         let (v, until, digest) = (1, formatter.string(from: expires), sha256Hex([UInt8](document)))
         let text = Self.canonicalText(version: version, expires: until, sha256: digest, kind: kind)
@@ -207,7 +207,7 @@ public struct DocumentSignature: Sendable, Hashable, Codable {
     }
 
     /// The `.sig` file's bytes (one JSON line).
-    public var json: Data {
+    package var json: Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return ((try? encoder.encode(self)) ?? Data()) + Data("\n".utf8)

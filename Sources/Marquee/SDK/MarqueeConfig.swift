@@ -20,8 +20,8 @@ import MarqueeStreaming
 public struct MarqueeConfig: Sendable, Equatable, Decodable {
     /// Manifest URLs, main first, then backups.
     public var sources: [URL]
-    /// Whether playback should start without a user action (``PlayerOptions/autoplay``); nil:
-    /// not given (false).
+    /// Whether the app should start playback without a user action (call ``Player/play()`` once
+    /// the player is made); nil: not given (false).
     public var autoplay: Bool?
     /// How pictures fit the screen (`"contain"`, `"cover"`, `"fill"`, `"scaledown"`); nil: not
     /// given (contain).
@@ -31,71 +31,71 @@ public struct MarqueeConfig: Sendable, Equatable, Decodable {
     /// A PNG or JPEG path shown until the first picture (``PlayerOptions/poster``).
     public var poster: String?
     /// The `advanced` object: stall recovery, sync, analytics and interactive settings.
-    public var advanced: Advanced?
+    package var advanced: Advanced?
 
     /// The config's `advanced` object; every section is optional.
-    public struct Advanced: Sendable, Equatable, Decodable {
+    package struct Advanced: Sendable, Equatable, Decodable {
         /// `advanced.stall`: stall recovery delays.
-        public var stall: Stall?
+        package var stall: Stall?
         /// `advanced.sync`: the latency target.
-        public var sync: Sync?
+        package var sync: Sync?
         /// `advanced.analytics`: where the app reports to. Carried for the app; the player
         /// sends nothing.
-        public var analytics: Analytics?
+        package var analytics: Analytics?
         /// `advanced.interactive`: an overlay for the app to show. Carried for the app; the
         /// player shows nothing.
-        public var interactive: Interactive?
+        package var interactive: Interactive?
         /// `advanced.tls`: a CA file for the streams' private origins.
-        public var tls: TLS?
+        package var tls: TLS?
     }
 
     /// TLS settings (`advanced.tls`).
-    public struct TLS: Sendable, Equatable, Decodable {
+    package struct TLS: Sendable, Equatable, Decodable {
         /// A PEM file of CA certificates the player trusts besides the system's for its media
         /// (``DocumentSecurity/caFile``); a local path, so one the operator allowed
         /// (``DocumentSecurity/allowedLocalDirectories``) when the config is fetched.
-        public var caFile: String?
+        package var caFile: String?
     }
 
     /// Stall recovery: the reload timeout backs off from `minRecoveryDelay` to `maxRecoveryDelay` (s).
-    public struct Stall: Sendable, Equatable, Decodable {
+    package struct Stall: Sendable, Equatable, Decodable {
         /// The first stall timeout before a reload, seconds, 0 < value ≤ 86400
         /// (``PlayerOptions/minRecoveryDelay``).
-        public var minRecoveryDelay: Double?
+        package var minRecoveryDelay: Double?
         /// The longest stall timeout, seconds, at least `minRecoveryDelay` and ≤ 86400
         /// (``PlayerOptions/maxRecoveryDelay``).
-        public var maxRecoveryDelay: Double?
+        package var maxRecoveryDelay: Double?
     }
 
     /// Sync between boxes (`advanced.sync`).
-    public struct Sync: Sendable, Equatable, Decodable {
+    package struct Sync: Sendable, Equatable, Decodable {
         /// Seconds behind live (``PlayerOptions/targetLatency``).
-        public var targetLatency: Double?
+        package var targetLatency: Double?
     }
 
     /// Analytics settings (`advanced.analytics`), passed through to the app.
-    public struct Analytics: Sendable, Equatable, Decodable {
+    package struct Analytics: Sendable, Equatable, Decodable {
         /// The customer the box's reports are filed under.
-        public var customerId: String?
+        package var customerId: String?
         /// Where reports are sent.
-        public var endpoint: URL?
+        package var endpoint: URL?
     }
 
     /// Interactive overlay settings (`advanced.interactive`), passed through to the app.
-    public struct Interactive: Sendable, Equatable, Decodable {
+    package struct Interactive: Sendable, Equatable, Decodable {
         /// The overlay's address.
-        public var url: URL?
+        package var url: URL?
     }
 
     /// A bigger document is refused.
-    public static let maxBytes = 1 << 20
+    package static let maxBytes = 1 << 20
     /// Arrays and objects nested deeper are refused (the schema is 3 deep; unknown keys may add
     /// some).
-    public static let maxDepth = 32
+    package static let maxDepth = 32
     /// More sources are refused.
-    public static let maxSources = 32
+    package static let maxSources = 32
 
-    /// Decodes and validates a config document (at most ``maxBytes``, ``maxDepth`` deep).
+    /// Decodes and validates a config document (at most 1 MiB, 32 levels deep).
     public static func parse(_ data: Data) throws(MarqueeSDKError) -> MarqueeConfig {
         guard data.count <= maxBytes else {
             throw MarqueeSDKError(.invalidConfig, "document of \(data.count) bytes, over \(maxBytes)")
@@ -235,11 +235,12 @@ extension VideoFit: Decodable {
 }
 
 extension PlayerOptions {
-    /// Options from a remote config: its sources, autoplay, muted, fit, poster, latency target,
-    /// recovery delays and CA file, the rest at their defaults. Set outputs, headers and board afterwards.
+    /// Options from a remote config (its `autoplay` is the app's to act on): its sources, muted,
+    /// fit, poster, latency target, recovery delays and CA file, the rest at their defaults. Set
+    /// outputs, headers and board afterwards.
     public init(config: MarqueeConfig) {
         self.init(
-            sources: config.sources, autoplay: config.autoplay ?? false, muted: config.muted ?? false,
+            sources: config.sources, muted: config.muted ?? false,
             targetLatency: config.advanced?.sync?.targetLatency ?? PlayerOptions.defaultTargetLatency,
             fit: config.fit ?? .contain, poster: config.poster)
         if let low = config.advanced?.stall?.minRecoveryDelay { minRecoveryDelay = low }

@@ -1,5 +1,5 @@
 public import Foundation
-public import Logging
+import Logging
 import MarqueeStreaming
 import NIOCore
 
@@ -40,14 +40,14 @@ public struct MarqueeSDKError: Error, Sendable, Hashable, CustomStringConvertibl
     public var refusal: DocumentRefusal?
 
     /// A ``Code-swift.struct/untrustedDocument`` error for `refusal`.
-    public init(_ refusal: DocumentRefusal) {
+    package init(_ refusal: DocumentRefusal) {
         self.init(.untrustedDocument, refusal.description)
         self.refusal = refusal
     }
 
     /// An error of kind `code` with `message`; `httpStatus` is the config server's answer
     /// for a ``Code-swift.struct/downloadError``.
-    public init(_ code: Code, _ message: String, httpStatus: Int? = nil) {
+    package init(_ code: Code, _ message: String, httpStatus: Int? = nil) {
         self.code = code
         self.message = message
         self.httpStatus = httpStatus
@@ -61,15 +61,6 @@ public struct MarqueeSDKError: Error, Sendable, Hashable, CustomStringConvertibl
 /// config (``MarqueeConfig``) on the config server, fetched once by
 /// ``initialize(streamId:configURL:httpHeaders:security:)`` and kept fresh by a ``RemoteConfig``.
 public enum MarqueeSDK {
-    /// Creates a player: the SDK's spelling of ``Player/init(options:router:logger:)``. Throws
-    /// ``PlayerError/Code-swift.struct/invalidPlayerOptions`` or
-    /// ``PlayerError/Code-swift.struct/invalidPlayerOptionsSources`` for options that cannot be used.
-    public static func createPlayer(options: PlayerOptions, logger: Logger = Logger(label: "marquee.player"))
-        throws(PlayerError) -> Player
-    {
-        try Player(options: options, logger: logger)
-    }
-
     /// Where configs live unless told otherwise; `{streamId}` is replaced by the
     /// percent-encoded stream id.
     public static let defaultConfigURLTemplate = "https://config.marquee.live/streams/{streamId}.json"

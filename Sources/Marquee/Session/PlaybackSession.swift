@@ -34,7 +34,7 @@ final class PlaybackSession: Sendable {
     /// Presentation time the session starts at.
     let startPosition: Double
     let startMono: Double
-    /// ``PlayerOptions/memoryTrimInterval``.
+    /// `PlayerOptions.memoryTrimInterval` (package: the `marquee` command sets 10 s).
     let memoryTrimInterval: Double?
     let logger: Logger
     let events: PlayerEvents.Sink

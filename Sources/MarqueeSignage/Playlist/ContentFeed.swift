@@ -4,7 +4,7 @@ import MarqueeStreaming
 
 /// A content source: a feed URL that answers a playlist (the JSON document of
 /// ``Playlist/init(json:relativeTo:defaultRepeat:)``), kept fresh like the remote config — refetched every
-/// ``interval`` seconds with conditional requests (`ETag` / `Last-Modified`, a `304` costs no
+/// `interval` seconds with conditional requests (`ETag` / `Last-Modified`, a `304` costs no
 /// parse), a changed playlist published on ``changes`` after ``filter``, and a refresh that
 /// fails (network, status, a malformed document) published on ``failures`` while the last good
 /// playlist stays. Relative item URLs are resolved against the feed's URL.

@@ -117,9 +117,9 @@ public struct Playlist: Sendable, Hashable {
     public var shuffle: Bool
 
     /// The most items a playlist holds.
-    public static let maxItems = 10_000
+    package static let maxItems = 10_000
     /// The largest JSON document read (bytes).
-    public static let maxDocumentBytes = 4 << 20
+    package static let maxDocumentBytes = 4 << 20
 
     /// A playlist of `items`; ids must be unique (else `PlayerError.Code.playlist`).
     public init(items: [PlaylistItem], repeatMode: RepeatMode = .off, shuffle: Bool = false) throws(PlayerError) {

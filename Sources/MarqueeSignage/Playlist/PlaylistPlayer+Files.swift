@@ -10,7 +10,7 @@ import NIOCore
 extension PlaylistPlayer {
     /// The largest image or file item read, bytes: read whole and handed to the core (a file
     /// plays from memory; its cost is its size, twice with sound, until it has played).
-    public static let maxFileBytes = 64 << 20
+    package static let maxFileBytes = 64 << 20
 
     /// Shows an image item for its ``PlaylistItem/playingTime`` (5 s by default) from its
     /// picture on; plays a file item to its end, or for its duration.

@@ -20,7 +20,7 @@ extension PlaylistPlayer {
     /// first segments (a live one's at its target latency, once the server has them), or its
     /// bytes. An item that cannot be made ready is reported failed at its turn, skipped at once,
     /// and the one after it made ready instead.
-    public static let prepareAhead = 2.5
+    package static let prepareAhead = 2.5
 
     /// Makes the upcoming items ready (once a turn) to start at monotonic time `startAt`: the
     /// next one, or, when it cannot be, the first after it that can. When a pending switch

@@ -9,7 +9,7 @@ import NIOCore
 extension PlaylistPlayer {
     /// Seconds a stream item may take from its load to its first picture before it is given up
     /// (reported failed, the playlist goes on).
-    public static let startTimeout = 10.0
+    package static let startTimeout = 10.0
 
     /// Plays a stream item until it ends, fails or is left.
     func playStream(_ item: PlaylistItem, index: Int) async -> Outcome {

@@ -11,7 +11,7 @@ import NIOCore
 /// - Stream items (live or on-demand DASH/HLS) play through `Player.load(sources:)`: the
 ///   outputs stay open, so the last picture of an item stays on screen until the first of the
 ///   next (no black frame). Each item gets its own target latency, mute and fit.
-/// - Gapless: ``prepareAhead`` seconds before an item ends, the next is made ready (a stream's
+/// - Gapless: `prepareAhead` seconds before an item ends, the next is made ready (a stream's
 ///   session decoding ahead, its first picture held; an image's or a file's bytes read) and the
 ///   cut shows its first picture on the next frame. An item that cannot be made ready is found
 ///   out then: skipped at once at its turn, the one after it made ready instead.
@@ -19,14 +19,14 @@ import NIOCore
 ///   (counted from its first picture, except while paused: a stall does not stretch a slot;
 ///   on demand, by media time); a live item without a duration plays until it is left. Then
 ///   the ``PlaylistQueue`` (repeat, shuffle) chooses the next. A stream item without a picture
-///   within ``startTimeout`` fails.
+///   within `startTimeout` fails.
 /// - An item that cannot be played is reported (``PlaylistItemEvent/Kind/failed(_:)``) and
 ///   skipped; when every item failed in turn, the next round waits
 ///   `PlayerOptions.minRecoveryDelay`.
 /// - Image items (PNG, JPEG; a local file or a URL) are shown as a still picture for their
 ///   ``PlaylistItem/playingTime`` (5 s by default), without sound.
 /// - File items (a local path or a URL of anything libavformat reads with its index first: an
-///   MP4 with `+faststart`, MKV, TS, …; up to ``maxFileBytes``) play from memory to their end
+///   MP4 with `+faststart`, MKV, TS, …; up to `maxFileBytes`) play from memory to their end
 ///   or for their duration; quartiles only with a duration.
 ///
 /// Events: ``events`` carries the player's events (an item's own end, `ended`, is not passed

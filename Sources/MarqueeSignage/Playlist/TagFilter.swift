@@ -37,9 +37,9 @@ public struct TagFilter: Sendable, Hashable, CustomStringConvertible {
     public let expression: String
 
     /// The longest expression read, in characters.
-    public static let maxLength = 4096
+    package static let maxLength = 4096
     /// The deepest nesting of parentheses read.
-    public static let maxDepth = 32
+    package static let maxDepth = 32
 
     /// Parses `expression`.
     public init(_ expression: String) throws(SyntaxError) {

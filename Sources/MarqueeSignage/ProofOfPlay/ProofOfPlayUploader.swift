@@ -25,10 +25,10 @@ public final class ProofOfPlayUploader: Sendable {
     private let nudged: AsyncStream<Void>
 
     /// Seconds between looks at the journal while nothing fails, and the longest wait after
-    /// failures (doubling from ``retryDelay``).
-    public static let interval = 30.0
-    public static let retryDelay = 2.0
-    public static let maxRetryDelay = 300.0
+    /// failures (doubling from `retryDelay`).
+    package static let interval = 30.0
+    package static let retryDelay = 2.0
+    package static let maxRetryDelay = 300.0
 
     public init(
         journal: ProofOfPlayJournal, endpoint: URL, batch: Int = 500, headers: [String: String] = [:],
@@ -75,8 +75,8 @@ public final class ProofOfPlayUploader: Sendable {
         }
     }
 
-    /// Uploads every ``interval`` (and at once after ``nudge()``), retrying failures after
-    /// ``retryDelay`` doubling to ``maxRetryDelay``, until ``stop()``.
+    /// Uploads every `interval` (and at once after ``nudge()``), retrying failures after
+    /// `retryDelay` doubling to `maxRetryDelay`, until ``stop()``.
     public func start() {
         runner.withLock { task in
             guard task == nil else { return }

@@ -32,7 +32,7 @@ public final class ContentCache: Sendable {
     }
 
     /// The largest object fetched (bytes): a playlist's file limit.
-    public static let maxObjectBytes = PlaylistPlayer.maxFileBytes
+    package static let maxObjectBytes = PlaylistPlayer.maxFileBytes
 
     /// A cache in `directory` (created when missing) of at most `maxBytes`; what an earlier run
     /// kept is found again (an object whose bytes no longer match its name is dropped).

@@ -56,7 +56,7 @@ public struct ScheduleSlot: Sendable, Hashable {
 /// A playlist that takes ``secondsPerHour`` of every hour (its share of voice) from whatever
 /// else is in force (the default or a slot; never an event), while ``when`` allows. Its time
 /// is cut into ``Schedule/hourChunks`` spread evenly over the hour, each about one pass of its
-/// playlist (at most ``Schedule/maxChunks``).
+/// playlist (at most `maxChunks`).
 public struct ScheduleInterrupt: Sendable, Hashable {
     public var id: String
     public var playlist: String

@@ -3,7 +3,7 @@ public import Marquee
 
 extension Schedule {
     /// The largest JSON document read (bytes).
-    public static let maxDocumentBytes = 8 << 20
+    package static let maxDocumentBytes = 8 << 20
 
     /// Reads the JSON document described in ``Schedule``; relative item URLs are resolved
     /// against `base`. Every problem is a `PlayerError.Code.schedule` error

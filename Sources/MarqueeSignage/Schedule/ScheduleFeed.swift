@@ -3,7 +3,7 @@ public import Marquee
 import MarqueeStreaming
 
 /// A schedule kept fresh from a URL, like ``ContentFeed`` for playlists: refetched every
-/// ``interval`` seconds with conditional requests (`ETag` / `Last-Modified`; a `304` costs no
+/// `interval` seconds with conditional requests (`ETag` / `Last-Modified`; a `304` costs no
 /// parse), a changed schedule published on ``changes`` (give it to
 /// ``SchedulePlayer/replace(with:)``), a refresh that fails (network, status, a document that
 /// cannot be used) published on ``failures`` while the last good schedule stays. Relative item

@@ -10,7 +10,7 @@ import MarqueeStreaming
 /// together.
 ///
 /// - The clock: the ``timeSource`` (an endpoint answering an ISO 8601 time, as DASH's
-///   `urn:mpeg:dash:utc:http-iso:2014`, measured at ``play()`` and every ``clockInterval``), else
+///   `urn:mpeg:dash:utc:http-iso:2014`, measured at ``play()`` and every `clockInterval`), else
 ///   the local clock (an NTP-synced box's is good to milliseconds).
 /// - An entry's playlist starts from its first item at the entry's start (a box started
 ///   mid-entry starts it then). A playlist that ends before its entry holds its last picture.
@@ -28,9 +28,9 @@ public final class SchedulePlayer: Sendable {
     private let inner: Locked<Inner>
 
     /// Seconds between measurements of the ``timeSource``.
-    public static let clockInterval = 600.0
+    package static let clockInterval = 600.0
     /// How long before an entry's end its switch is set (its first item is made ready
-    /// ``PlaylistPlayer/prepareAhead`` before it).
+    /// `prepareAhead` before it).
     static let switchLead = PlaylistPlayer.prepareAhead + 2
 
     private struct Inner {
@@ -43,15 +43,15 @@ public final class SchedulePlayer: Sendable {
     }
 
     /// Seconds of the schedule ahead whose images and files the cache keeps.
-    public static let cacheHorizon = 86_400.0
+    package static let cacheHorizon = 86_400.0
     /// Seconds between looks ahead (a failed fetch is tried again then).
-    public static let cacheInterval = 300.0
+    package static let cacheInterval = 300.0
 
     /// A player for `schedule` with `options` for the outputs and defaults; `timeSource` nil:
     /// the local clock; `journal`: where each completed play is recorded (proof of play, with
     /// its schedule entry and playlist, timed on the schedule's clock); `cache`: where the
-    /// images and files the next ``cacheHorizon`` plays are fetched ahead, every
-    /// ``cacheInterval`` (offline play). Throws what
+    /// images and files the next `cacheHorizon` plays are fetched ahead, every
+    /// `cacheInterval` (offline play). Throws what
     /// ``PlaylistPlayer/init(playlist:options:router:seed:logger:journal:cache:)`` throws.
     public init(
         schedule: Schedule, options: PlayerOptions, router: (any SourceRouter)? = nil, timeSource: URL? = nil,
@@ -112,7 +112,7 @@ public final class SchedulePlayer: Sendable {
         }
     }
 
-    /// Fetches into `cache` what the next ``cacheHorizon`` of the schedule plays; returns the
+    /// Fetches into `cache` what the next `cacheHorizon` of the schedule plays; returns the
     /// items fetched.
     @discardableResult
     public func prefetch(into cache: ContentCache) async -> Int {
@@ -192,7 +192,7 @@ public final class SchedulePlayer: Sendable {
     }
 
     /// Seconds after a replacement of the schedule that changes what is in force its switch comes.
-    public static let replaceLead = 0.5
+    package static let replaceLead = 0.5
 
     /// Switches the playlist player to `entry`'s playlist at monotonic `at`, and waits for it.
     private func switchTo(_ entry: ScheduleEntry, at: Double, schedule: Schedule) async {

@@ -74,7 +74,7 @@ extension Schedule {
 
     /// The most chunks an interrupt takes in an hour (one every 30 s): a playlist of very short
     /// items gets longer chunks rather than thousands of switches.
-    public static let maxChunks = 120
+    package static let maxChunks = 120
 
     /// What is in force at `time` (the server's clock), with when it began (looked for up to
     /// a day back) and when it ends (up to two days ahead).
@@ -234,7 +234,7 @@ public struct ScheduledPlay: Sendable, Hashable {
 
 extension Schedule {
     /// The most plays ``plays(from:to:)`` lists.
-    public static let maxPlays = 100_000
+    package static let maxPlays = 100_000
 
     /// What plays when from `from` to `to`: each entry's playlist from its first item, in its
     /// listed order (a shuffled one's order is drawn as it plays), each item for its
