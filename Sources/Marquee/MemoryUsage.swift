@@ -53,7 +53,8 @@ public struct MemoryUsage: Sendable, Hashable {
     /// and given back to the system as they are freed, for the whole process (glibc's
     /// `M_MMAP_THRESHOLD`; its default rises to the largest block freed, up to 32 MiB, and the
     /// arenas then keep such blocks' pages resident until a trim). A player does it as it begins
-    /// to play when its process trims (`memoryTrimInterval`). Measured at 720p30 over 10 minutes: peak RSS 61.8 → 58.2 MiB, CPU unchanged. False where unsupported (not glibc).
+    /// to play when its process trims (`memoryTrimInterval`). Measured at 720p30 over 10 minutes:
+    /// peak RSS 61.8 → 58.2 MiB, CPU unchanged. False where unsupported (not glibc).
     @discardableResult
     package static func mapLargeBlocks() -> Bool { CoreHandle.mapLargeBlocks() }
 
