@@ -2,9 +2,9 @@
 import Foundation
 import PackageDescription
 
-// A signage app in miniature: follows a schedule through the public API of Marquee and MarqueeSignage only. It depends on
-// the Marquee package in this repository by path; an app elsewhere names its Marquee checkout
-// or repository instead.
+// A signage app in miniature: follows a schedule through the public API of Marquee and
+// MarqueeSignage only. It depends on the Marquee package in this repository by path; an app
+// elsewhere names its Marquee checkout or repository instead.
 //
 // A path dependency's identity is its folder's name (`marquee`, `main`, a worktree's name),
 // not the package's name, and `.product(…, package:)` takes the identity: it is read from the
