@@ -73,35 +73,47 @@ extension Player {
 
     /// Anchors the timeline on the first decoded frame of a file (its video's, or its sound's
     /// when it has no picture): that time plus `offset` is due 5 ms from then (what comes before
-    /// is decoded and dropped as late). Waits at most 2 s (then from 0). Returns when it is due.
+    /// is decoded and dropped as late). Follows the core's events as they come (``CoreEvents``);
+    /// waits at most 2 s (then from 0). Returns when it is due.
     private func anchorOnFirstFrame(_ core: CoreHandle, video: Int32?, offset: Double) async throws(PlayerError)
         -> Double
     {
-        var first: Double?
-        var videoDone = video == nil
-        let deadline = Monotonic.now() + 2
-        while !videoDone, Monotonic.now() < deadline, !Task.isCancelled {
-            while let event = core.pollEvent() {
-                switch event.kind {
-                case .trackFormat:
-                    if let t = event.mediaTime, t.isFinite { first = min(first ?? t, t) }
-                    if event.track == video { videoDone = true }
-                case .error where event.error?.isMissingStream == true:
-                    // a sound file: no picture; a file without sound: its pictures
-                    if event.track == video { videoDone = true }
-                case .error where event.track == video && first != nil:
-                    videoDone = true  // a sound file: no picture
-                case .error:
-                    if event.track == video { continue }  // (its sound may still come)
-                    throw PlayerError(.media, event.message)
-                case .ended:
-                    throw PlayerError(.media, "nothing in the file decodes")
-                default:
-                    continue
+        // The earliest decoded time seen, and a failure that ends the wait.
+        let found = Locked<(first: Double?, failure: PlayerError?)>((nil, nil))
+        if let video {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for await event in core.events() {
+                        switch event.kind {
+                        case .trackFormat:
+                            if let t = event.mediaTime, t.isFinite {
+                                found.withLock { $0.first = min($0.first ?? t, t) }
+                            }
+                            if event.track == video { return }
+                        case .error where event.error?.isMissingStream == true:
+                            // a sound file: no picture; a file without sound: its pictures
+                            if event.track == video { return }
+                        case .error where event.track == video && found.withLock({ $0.first }) != nil:
+                            return  // a sound file: no picture
+                        case .error:
+                            if event.track == video { continue }  // (its sound may still come)
+                            found.withLock { $0.failure = PlayerError(.media, event.message) }
+                            return
+                        case .ended:
+                            found.withLock { $0.failure = PlayerError(.media, "nothing in the file decodes") }
+                            return
+                        default:
+                            continue
+                        }
+                    }
                 }
+                group.addTask { try? await Task.sleep(for: .seconds(2)) }
+                await group.next()
+                group.cancelAll()
             }
-            if !videoDone { try? await Task.sleep(for: .milliseconds(2)) }
         }
+        let (first, failure) = found.withLock { $0 }
+        if let failure { throw failure }
         do {
             let due = Monotonic.now() + 0.005
             try core.setTimeline(monoAnchor: due, mediaAnchor: (first ?? 0) + offset)
@@ -111,18 +123,26 @@ extension Player {
         }
     }
 
-    /// The next event of the file playing (``playFile(_:label:still:from:)``): its end, a
-    /// decode error; nil when none is waiting.
-    package func fileEvent() -> FileEvent? {
-        guard let core = inner.withLock({ $0.core }) else { return nil }
-        while let event = core.pollEvent() {
-            switch event.kind {
-            case .ended: return .ended
-            case .error: return .failed(event.message, missingStream: event.error?.isMissingStream == true)
-            default: continue
+    /// The events of the file playing (``playFile(_:label:still:from:)``) as the core queues
+    /// them (``CoreEvents``, no timer): its end, a decode error. The sequence ends when the next
+    /// source's session takes the core's events over, the outputs close, or its consumer stops.
+    package func fileEvents() -> AsyncStream<FileEvent> {
+        guard let core = inner.withLock({ $0.core }) else { return AsyncStream { $0.finish() } }
+        let events = core.events()
+        return AsyncStream(bufferingPolicy: .bufferingNewest(64)) { continuation in
+            let forwarder = Task {
+                for await event in events {
+                    switch event.kind {
+                    case .ended: continuation.yield(.ended)
+                    case .error:
+                        continuation.yield(.failed(event.message, missingStream: event.error?.isMissingStream == true))
+                    default: continue
+                    }
+                }
+                continuation.finish()
             }
+            continuation.onTermination = { _ in forwarder.cancel() }
         }
-        return nil
     }
 
     /// Names what is presented from now on: the `frames:` output's `item` column (a playlist
@@ -132,7 +152,7 @@ extension Player {
     }
 }
 
-/// What a file or a still played in place of a source reports (``Player/fileEvent()``).
+/// What a file or a still played in place of a source reports (``Player/fileEvents()``).
 package enum FileEvent: Sendable, Equatable {
     /// It played to its end (every track ended and was presented).
     case ended

@@ -164,9 +164,10 @@ public final class OTLPExport: Sendable {
         await reader.value
         await receiver.stop()
         wake.yield()
-        let deadline = ContinuousClock.now + grace
-        while queue.count > 0, ContinuousClock.now < deadline, !sender.isCancelled {
-            try? await Task.sleep(for: .milliseconds(50))
+        let (seconds, attoseconds) = grace.components
+        let deadline = Monotonic.now() + Double(seconds) + Double(attoseconds) * 1e-18
+        while queue.count > 0, Monotonic.now() < deadline, !sender.isCancelled {
+            await queue.removed.wait(until: deadline)  // each export sent (or dropped) wakes it
         }
         sender.cancel()
         await sender.value
@@ -195,6 +196,8 @@ public final class OTLPQueue: Sendable {
     private let maxBytes: Int
     private let logger: Logger
     private let state: Locked<State>
+    /// Signalled as each export leaves the queue (``OTLPExport/stop(grace:)`` waits on it).
+    let removed = Wakeup()
 
     private struct State {
         var files: [(sequence: UInt64, bytes: Int)] = []  // oldest first
@@ -288,6 +291,7 @@ public final class OTLPQueue: Sendable {
             if dropped { s.dropped += 1 }
         }
         try? FileManager.default.removeItem(at: file(sequence))
+        removed.signal()
     }
 }
 

@@ -48,6 +48,10 @@ final class PeerNetwork: Sendable {
         var unkeyed = false
     }
 
+    /// Signalled when discovery or a peer's answer changes what ``settle()`` waits for. Several
+    /// segments may settle at once: each waits on its own turn of the loop (a wake may be another's).
+    let changed = Wakeup()
+
     struct State {
         var peers: [PeerAddress: Peer] = [:]
         /// Peers that answered without the venue key's proof (each counted once).
@@ -64,7 +68,10 @@ final class PeerNetwork: Sendable {
 
     /// Discovery has begun its first look (``settle()`` waits for it) / has ended it and this
     /// box's own service is announced (``PeerDiscovery/start(box:port:found:lost:settled:)``).
-    func discovering(_ on: Bool) { state.withLock { $0.discovering = on } }
+    func discovering(_ on: Bool) {
+        state.withLock { $0.discovering = on }
+        changed.signal()
+    }
 
     /// Right after the start, until discovery has settled and every peer known then answered
     /// once, or ``settling`` passed: boxes of a
@@ -72,12 +79,15 @@ final class PeerNetwork: Sendable {
     /// first segments from the CDN itself, all at once.
     func settle() async {
         while true {
-            let waiting = state.withLock { s -> Bool in
-                guard let started = s.startedAt, Monotonic.now() - started < Self.settling else { return false }
-                return s.discovering || s.peers.values.contains { $0.box == nil && accepts(remote: $0.address.host) }
+            let until = state.withLock { s -> Double? in
+                guard let started = s.startedAt, Monotonic.now() - started < Self.settling else { return nil }
+                let waiting =
+                    s.discovering || s.peers.values.contains { $0.box == nil && accepts(remote: $0.address.host) }
+                return waiting ? started + Self.settling : nil
             }
-            guard waiting else { return }
-            try? await Task.sleep(for: .milliseconds(50))
+            guard let until else { return }
+            // Woken by each discovery change and hello answer (``changed``), else at the end.
+            await changed.wait(until: until)
         }
     }
 
@@ -141,6 +151,7 @@ final class PeerNetwork: Sendable {
                 s.peers[address] = Peer(address: address, discovered: true)
             }
         }
+        changed.signal()
     }
 
     /// Boxes that answered a hello without the venue key's proof.
@@ -151,6 +162,7 @@ final class PeerNetwork: Sendable {
         state.withLock { s in
             if s.peers[address]?.discovered == true { s.peers[address] = nil }
         }
+        changed.signal()
     }
 
     /// Whether a peer at `remote` may ask this box or be asked.
@@ -209,6 +221,7 @@ final class PeerNetwork: Sendable {
             s.unkeyed += 1
             return true
         }
+        changed.signal()  // an answer: ``settle()`` looks again
         if newlyUnkeyed { logger.warning("venue: \(address) answers without the venue key's proof: never asked") }
     }
 

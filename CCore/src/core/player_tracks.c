@@ -137,8 +137,10 @@ int mq_player_activate_tracks(mq_player *p)
     // The staged tracks hold what they decoded: the queues are the cut stream's alone.
     mq_frame_queue_flush(p->vq);
     mq_pcm_ring_flush(p->pcm);
-    for (int i = 0; i < p->ntracks; i++)
+    for (int i = 0; i < p->ntracks; i++) {
         atomic_store(&p->tracks[i]->staged, false);
+        mq_byte_queue_wake(p->tracks[i]->input); // its decode thread holds its first frame
+    }
     return MQ_OK;
 }
 

@@ -69,14 +69,12 @@ bool mq_decode_late_mark(mq_decoder *d, double *clock)
 }
 
 /// A staged track holds its first picture or sound here until mq_player_activate_tracks
-/// (which first removes the tracks it replaces and empties the queues). False when its input
-/// was reset or aborted meanwhile (the held frame is dropped).
+/// (which first removes the tracks it replaces and empties the queues), asleep on its input's
+/// condition (the activation wakes it). False when its input was reset or aborted meanwhile
+/// (the held frame is dropped).
 static bool wait_activation(mq_decoder *d)
 {
-    _Atomic bool *cancel = mq_byte_queue_cancel_flag(d->t->input);
-    while (atomic_load(&d->t->staged) && !atomic_load(cancel))
-        mq_sleep_until(mq_clock_now() + 0.002);
-    return !atomic_load(cancel);
+    return mq_byte_queue_wait_while(d->t->input, &d->t->staged);
 }
 
 /* ---- video ---- */

@@ -270,6 +270,25 @@ _Atomic bool *mq_byte_queue_cancel_flag(mq_byte_queue *q)
     return &q->cancel;
 }
 
+bool mq_byte_queue_wait_while(mq_byte_queue *q, _Atomic bool *flag)
+{
+    pthread_mutex_lock(&q->lock);
+    // Reset and abort set `cancel` and broadcast under the lock; mq_byte_queue_wake broadcasts
+    // under it after `flag` is cleared: neither is missed between the test and the wait.
+    while (atomic_load(flag) && !atomic_load(&q->cancel))
+        pthread_cond_wait(&q->cond, &q->lock);
+    bool cancelled = atomic_load(&q->cancel);
+    pthread_mutex_unlock(&q->lock);
+    return !cancelled;
+}
+
+void mq_byte_queue_wake(mq_byte_queue *q)
+{
+    pthread_mutex_lock(&q->lock);
+    pthread_cond_broadcast(&q->cond);
+    pthread_mutex_unlock(&q->lock);
+}
+
 const char *mq_byte_queue_corrupt_reason(mq_byte_queue *q)
 {
     pthread_mutex_lock(&q->lock);

@@ -90,6 +90,12 @@ bool mq_byte_queue_request_rollover(mq_byte_queue *q);
 void mq_byte_queue_pass_rollover(mq_byte_queue *q);
 /// True while a reset or abort is pending: blocking producers give up.
 _Atomic bool *mq_byte_queue_cancel_flag(mq_byte_queue *q);
+/// Decode thread: sleeps on the queue's condition while `*flag` stays true and no reset or abort
+/// is pending (a staged track's hold until its activation). False when a reset or abort ended
+/// the wait. Whoever clears `flag` calls mq_byte_queue_wake.
+bool mq_byte_queue_wait_while(mq_byte_queue *q, _Atomic bool *flag);
+/// Wakes the threads sleeping on the queue (its condition) to look again at what they wait for.
+void mq_byte_queue_wake(mq_byte_queue *q);
 /// A short description of what made the input corrupt ("" if not).
 const char *mq_byte_queue_corrupt_reason(mq_byte_queue *q);
 

@@ -44,8 +44,17 @@ extension PlaylistPlayer {
         // end (not after its sound drained), with quartiles; else it plays to its end.
         let duration = still ? nil : MP4Duration.seconds(of: bytes).map { max(0, $0 - item.startOffset) }
         let length = item.playingTime ?? duration
+        // Its events (its end, a decode error) as the core queues them; they wake the watcher.
+        let pending = Locked<[FileEvent]>([])
+        let listener = Task { [player, changes] in
+            for await event in player.fileEvents() {
+                pending.withLock { $0.append(event) }
+                changes.signal()
+            }
+        }
         let outcome = await follow(
             Task { () -> Outcome in
+                defer { listener.cancel() }
                 // Its first picture (due 0.25 s after), then its time or its end.
                 var shown: Double?
                 var quartiles = Quartiles()
@@ -55,7 +64,10 @@ extension PlaylistPlayer {
                 var progress = (frames: before, position: Double?.none, at: Monotonic.now())
                 while !Task.isCancelled {
                     let now = Monotonic.now()
-                    while let event = player.fileEvent() {
+                    for event in pending.withLock({ events in
+                        defer { events.removeAll() }
+                        return events
+                    }) {
                         switch event {
                         case .ended where !still:
                             if length != nil {
@@ -97,6 +109,10 @@ extension PlaylistPlayer {
                     }
                     let cut = cutAt
                     if let cut, now >= cut { return .cut }
+                    // The next deadline: a quartile, its end or the switch (a frame's precision),
+                    // the time to make the next item ready; its events and a new switch wake it
+                    // before (``changes``).
+                    var next = Double.infinity
                     if let shown, let length {
                         let played = now - shown
                         inner.withLock { $0.playing?.mediaTime = played }
@@ -105,7 +121,12 @@ extension PlaylistPlayer {
                         }
                         if played >= length { return .finished }
                         let end = min(now + length - played, cut ?? .infinity)
-                        if end - now <= Self.prepareAhead { prepareNext(startAt: end) }
+                        if end - now <= Self.prepareAhead {
+                            prepareNext(startAt: end)
+                        } else {
+                            next = end - Self.prepareAhead
+                        }
+                        next = min(next, shown + min(quartiles.nextDue(length: length) ?? .infinity, length))
                     } else if let cut, cut - now <= Self.prepareAhead {
                         prepareNext(startAt: cut)
                     } else if shown != nil, !still {
@@ -113,15 +134,13 @@ extension PlaylistPlayer {
                         // start (a live one loaded, not decoded: its entry depends on when).
                         prepareNext(startAt: nil)
                     }
-                    // Slept to the next quartile, the end or the switch (a frame's precision), at most 10 ms.
-                    var wait = 0.01
-                    if let shown, let length {
-                        let played = Monotonic.now() - shown
-                        wait = min(
-                            wait, max(0.001, min(quartiles.nextDue(length: length) ?? .infinity, length) - played))
-                    }
-                    if let cut { wait = min(wait, max(0.001, cut - Monotonic.now())) }
-                    try? await Task.sleep(for: .milliseconds(max(1, Int((wait * 1000).rounded(.up)))))
+                    if let cut { next = min(next, cut - Self.prepareAhead > now ? cut - Self.prepareAhead : cut) }
+                    // Sampled: no event tells that its first picture was presented (looked at
+                    // 20 ms after it is due, then every 100 ms up to 5 s), nor that it stopped
+                    // moving (the 10 s stall watch, looked at once a second).
+                    if shown == nil { next = min(next, now < due + 0.02 ? due + 0.02 : now + 0.1) }
+                    if !still, shown != nil { next = min(next, now + 1) }
+                    await changes.wait(until: next.isFinite ? next : nil)
                 }
                 return .left
             })

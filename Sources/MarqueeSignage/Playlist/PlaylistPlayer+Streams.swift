@@ -82,7 +82,10 @@ extension PlaylistPlayer {
                     return .failed(
                         PlayerError(.media, "item \"\(item.id)\": no picture within \(Int(Self.startTimeout)) s"))
                 }
-                try? await Task.sleep(for: .milliseconds(10))
+                // Sampled until its first picture (no event tells a new source's first picture
+                // presented; the player's first-frame event comes once): every 10 ms, at most
+                // the 10 s start timeout. A switch or a player event wakes it sooner.
+                await changes.wait(until: now + 0.01)
                 continue
             }
             if let position = status.position { inner.withLock { $0.playing?.mediaTime = position } }
@@ -109,14 +112,23 @@ extension PlaylistPlayer {
                 }
                 return .finished
             }
-            // Slept to the next quartile or the cap (a frame's precision), at most 20 ms.
-            var wait = 0.02
+            // Asleep to the next quartile, the cap or the switch (a frame's precision), the time
+            // to make the next item ready, or at most 0.25 s (its progress and state sampled 4×/s,
+            // so a change of the playback rate moves a deadline by a few ms at most); the player's
+            // events (a pause, its end, an error) and a new switch wake it sooner (``changes``).
+            var wait = 0.25
             if let length, length > 0, status.state == .playing {
                 let next = min(quartiles.nextDue(length: length) ?? .infinity, item.playingTime ?? .infinity)
-                wait = min(wait, (next - progress) / max(status.playbackRate, 0.1))
+                let rate = max(status.playbackRate, 0.1)
+                wait = min(wait, (next - progress) / rate)
+                let prepare = (length - progress) / rate - Self.prepareAhead
+                if prepare > 0 { wait = min(wait, prepare) }
             }
-            if let cut { wait = min(wait, max(0.001, cut - Monotonic.now())) }
-            try? await Task.sleep(for: .milliseconds(max(1, Int(wait * 1000))))
+            if let cut {
+                let prepare = cut - Self.prepareAhead - Monotonic.now()
+                wait = min(wait, max(0, prepare > 0 ? prepare : cut - Monotonic.now()))
+            }
+            await changes.wait(until: Monotonic.now() + max(0.001, wait))
         }
         return .left
     }

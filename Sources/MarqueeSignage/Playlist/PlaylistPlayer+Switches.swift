@@ -23,6 +23,7 @@ extension PlaylistPlayer {
                 inner.prepareStarted = false
             }
         }
+        changes.signal()  // the watcher or the hold takes its time from now on
     }
 
     /// Before ``play()``: plays `playlist` from its first item instead, holding its end (a
@@ -45,7 +46,7 @@ extension PlaylistPlayer {
     /// picture is due at the switch anyway.
     static let switchEarly = 0.05
 
-    /// Sleeps until monotonic time `at` (to the millisecond; nothing when it is past).
+    /// Sleeps until monotonic time `at` (to the microsecond; nothing when it is past).
     static func sleep(until at: Double) async {
         let wait = at - Monotonic.now()
         if wait > 0 { try? await Task.sleep(for: .microseconds(Int(wait * 1e6))) }
@@ -62,19 +63,19 @@ extension PlaylistPlayer {
         inner.withLock { $0.playing = nil }
         while !Task.isCancelled {
             let now = Monotonic.now()
-            if let at = cutAt {
-                if at - now <= Self.prepareAhead { prepareNext(startAt: at) }
-                if now >= at - Self.switchEarly {
-                    let first = inner.withLock { inner -> PlaylistItem? in inner.takeSwitch(now: Monotonic.now())?.first
-                    }
-                    await Self.sleep(until: at)
-                    return first
-                }
-                try? await Task.sleep(
-                    for: .milliseconds(max(1, min(10, Int(((at - Self.switchEarly - now) * 1000).rounded(.up))))))
-            } else {
-                try? await Task.sleep(for: .milliseconds(10))
+            guard let at = cutAt else {
+                await changes.wait(until: nil)  // a switch set (``switchPlaylist(to:at:entry:name:)``) wakes it
+                continue
             }
+            if at - now <= Self.prepareAhead { prepareNext(startAt: at) }
+            if now >= at - Self.switchEarly {
+                let first = inner.withLock { inner -> PlaylistItem? in inner.takeSwitch(now: Monotonic.now())?.first }
+                await Self.sleep(until: at)
+                return first
+            }
+            // Asleep to the preparation's time or the switch's, or until the switch changes.
+            let prepareAt = at - Self.prepareAhead
+            await changes.wait(until: prepareAt > now ? prepareAt : at - Self.switchEarly)
         }
         return nil
     }

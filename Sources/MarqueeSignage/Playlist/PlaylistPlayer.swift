@@ -50,6 +50,11 @@ public final class PlaylistPlayer: Sendable {
     private let recorder: Task<Void, Never>
     /// Records queued, not appended yet.
     let unrecorded = Locked(0)
+    /// Signalled when the last queued record is appended (``stop()`` waits for it).
+    let recorded = Wakeup()
+    /// What wakes the watcher of the item playing (or the hold before a switch) before its next
+    /// deadline: a file item's events, a switch set, the player's events.
+    let changes = Wakeup()
 
     struct Inner {
         var queue: PlaylistQueue
@@ -132,7 +137,7 @@ public final class PlaylistPlayer: Sendable {
         self.cache = cache
         let (stream, input) = AsyncStream<(PlayRecord, Task<String, Never>?)>.makeStream()
         records = input
-        let unrecorded = self.unrecorded
+        let (unrecorded, recorded) = (self.unrecorded, self.recorded)
         recorder = Task { [journal, logger] in
             for await (draft, hashing) in stream {
                 var draft = draft
@@ -141,7 +146,12 @@ public final class PlaylistPlayer: Sendable {
                     logger.error(
                         "proof of play not recorded", metadata: ["item": "\(draft.item)", "error": "\(error)"])
                 }
-                unrecorded.withLock { $0 -= 1 }
+                if unrecorded.withLock({ n -> Int in
+                    n -= 1
+                    return n
+                }) == 0 {
+                    recorded.signal()
+                }
             }
         }
     }
@@ -165,8 +175,9 @@ public final class PlaylistPlayer: Sendable {
     public func play() async throws(PlayerError) {
         inner.withLock { inner in
             guard inner.runner == nil else { return }
-            let forwarder = Task { [player, sink, inner = self.inner] in
+            let forwarder = Task { [player, sink, inner = self.inner, changes] in
                 for await event in player.events {
+                    defer { changes.signal() }  // the item's watcher looks again
                     switch event {
                     case .ended, .stateChanged(.ended): continue  // an item's end: the playlist goes on
                     case .error(let error, true):  // the item is skipped
@@ -252,8 +263,9 @@ public final class PlaylistPlayer: Sendable {
         watch?.cancel()
         runner?.cancel()
         await runner?.value
-        // Every completed play in the journal before stop() returns.
-        for _ in 0..<500 where unrecorded.withLock({ $0 }) > 0 { try? await Task.sleep(for: .milliseconds(2)) }
+        // Every completed play in the journal before stop() returns (at most 1 s).
+        let giveUp = Monotonic.now() + 1
+        while unrecorded.withLock({ $0 }) > 0, Monotonic.now() < giveUp { await recorded.wait(until: giveUp) }
         await player.stop()
         let forwarder = inner.withLock { inner -> Task<Void, Never>? in
             defer { inner.runner = nil }

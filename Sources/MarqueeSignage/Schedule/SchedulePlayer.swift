@@ -25,6 +25,8 @@ public final class SchedulePlayer: Sendable {
     /// Where the server's clock is read (nil: the local clock).
     public let timeSource: URL?
     private let logger: Logger
+    /// Signalled by ``replace(with:)``: the runner looks again at what is in force.
+    private let replaced = Wakeup()
     private let inner: Locked<Inner>
 
     /// Seconds between measurements of the ``timeSource``.
@@ -132,6 +134,7 @@ public final class SchedulePlayer: Sendable {
     /// the next entry.
     public func replace(with schedule: Schedule) {
         inner.withLock { $0.schedule = schedule }
+        replaced.signal()  // the runner looks at what is in force now
     }
 
     /// Stops following the schedule and the playlist player.
@@ -180,10 +183,11 @@ public final class SchedulePlayer: Sendable {
                 playing.end = inForce.end
                 inner.withLock { $0.entry = playing }
             }
-            let wait = clock.monotonic(at: playing.end) - Self.switchLead - Monotonic.now()
-            if wait > 0 {
-                // Slept in steps, to see a replacement of the schedule.
-                try? await Task.sleep(for: .milliseconds(Int(min(wait, 0.5) * 1000) + 1))
+            let setAt = clock.monotonic(at: playing.end) - Self.switchLead
+            if setAt > Monotonic.now() {
+                // Asleep to the time the switch is set, the clock's next measure, or a
+                // replacement of the schedule (``replace(with:)`` wakes it).
+                await replaced.wait(until: min(setAt, measured + Self.clockInterval))
                 continue
             }
             let next = schedule.entry(at: playing.end)
