@@ -294,6 +294,8 @@ private final class Connection: ChannelInboundHandler, @unchecked Sendable {  //
                         Self.write(data, on: channel)
                     }
                 }
+                // Sampled 4×/s on purpose: most properties (latency, buffer, position) change
+                // continuously and have no event; a change is sent once, when it is seen.
                 try? await Task.sleep(for: .milliseconds(250))
             }
         }
