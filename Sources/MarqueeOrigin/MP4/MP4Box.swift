@@ -1,3 +1,5 @@
+import MarqueeStreaming
+
 /// One ISO-BMFF box header found in a byte array: where it starts, how long its header is and
 /// how long the whole box is. Content is `bytes[contentStart..<end]`.
 struct MP4Box: Sendable, Equatable {
@@ -48,23 +50,21 @@ struct MP4Reader {
         guard range.lowerBound >= 0, range.upperBound <= bytes.count else {
             throw malformed("box range \(range) is outside the data")
         }
+        // The header walk is MarqueeStreaming's (``ISOBox``), the one every box reader shares;
+        // what it cannot read is this file's malformed-MP4 error.
         var out: [MP4Box] = []
         var offset = range.lowerBound
         while offset < range.upperBound {
-            guard range.upperBound - offset >= 8 else {
+            switch ISOBox.read(bytes, at: offset, end: range.upperBound) {
+            case .success(let box):
+                let type = FourCC(UInt32(ISOBox.number(bytes, box.start + 4, 4)))
+                out.append(
+                    MP4Box(type: type, start: box.start, headerSize: box.body - box.start, size: box.end - box.start))
+                offset = box.end
+            case .failure(.headerCut):
                 throw malformed("\(range.upperBound - offset) stray bytes at \(offset)")
-            }
-            let size32 = try u32(offset)
-            let type = FourCC(try u32(offset + 4))
-            var header = 8
-            var size: UInt64 = UInt64(size32)
-            if size32 == 1 {
-                size = try u64(offset + 8)
-                header = 16
-            } else if size32 == 0 {
-                size = UInt64(range.upperBound - offset)
-            }
-            guard size >= UInt64(header), size <= UInt64(range.upperBound - offset) else {
+            case .failure(.implausibleSize(let size)), .failure(.cutShort(let size, _)):
+                let type = range.upperBound - offset >= 8 ? FourCC(UInt32(ISOBox.number(bytes, offset + 4, 4))) : "????"
                 throw malformed(
                     """
                     box '\(type)' at \(offset) has size \(size), which does not fit in its parent \
@@ -72,8 +72,6 @@ struct MP4Reader {
                     """
                 )
             }
-            out.append(MP4Box(type: type, start: offset, headerSize: header, size: Int(size)))
-            offset += Int(size)
         }
         return out
     }

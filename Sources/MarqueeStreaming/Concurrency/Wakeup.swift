@@ -16,6 +16,9 @@ package final class Wakeup: Sendable {
 
     package init() {}
 
+    /// How many tasks are asleep in ``wait(until:)`` now.
+    package var sleepers: Int { state.withLock { $0.waiters.count } }
+
     /// Wakes every task asleep in ``wait(until:)``, or the next one to call it.
     package func signal() {
         let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
