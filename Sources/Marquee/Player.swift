@@ -32,7 +32,7 @@ public final class Player: Sendable {
     struct Inner {
         var options: PlayerOptions
         /// Whether the options must name a source (not a playlist's player).
-        var requiresSources = true
+        let requiresSources: Bool
         var disposed = false
         var session: PlaybackSession?
         var task: Task<Void, Never>?
@@ -90,8 +90,8 @@ public final class Player: Sendable {
     package init(
         options: PlayerOptions, router: (any SourceRouter)?, logger: Logger, requiresSources: Bool
     ) throws(PlayerError) {
-        inner = Locked(Inner(options: try options.validated(requiringSources: requiresSources)))
-        inner.withLock { $0.requiresSources = requiresSources }
+        inner = Locked(
+            Inner(options: try options.validated(requiringSources: requiresSources), requiresSources: requiresSources))
         self.router = router
         self.logger = logger
         (events, sink) = PlayerEvents.make()
