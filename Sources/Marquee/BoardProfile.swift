@@ -180,33 +180,34 @@ public struct BoardProfile: Sendable, Hashable, Codable {
 
 // MARK: - Errors
 
-/// Why a board profile could not be used.
-public struct BoardProfileError: Error, Hashable, Sendable, CustomStringConvertible {
+/// Why a board profile could not be used: what the loaders throw inside, and what
+/// ``BoardProfile/load(from:)`` turns into a ``PlayerError``.
+package struct BoardProfileError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The kind of failure: one of the constants below, compared with `==`.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable { case notFound, unreadable, invalid }
         private let base: Base
         private init(_ base: Base) { self.base = base }
 
         /// No profile of that name in the search paths (or the name is not a profile name).
-        public static let notFound = Code(.notFound)
+        package static let notFound = Code(.notFound)
         /// The file could not be read or is not JSON.
-        public static let unreadable = Code(.unreadable)
+        package static let unreadable = Code(.unreadable)
         /// A field is unknown, missing, of the wrong type or out of range.
-        public static let invalid = Code(.invalid)
+        package static let invalid = Code(.invalid)
 
         /// The code's name, as spelled above (`notFound`, `invalid`).
-        public var description: String { base.rawValue }
+        package var description: String { base.rawValue }
     }
 
     /// What kind of failure.
-    public var code: Code
+    package var code: Code
     /// The profile's name (or path).
-    public var board: String
+    package var board: String
     /// The offending field (`audio.buffer_time_ms`), when one is.
-    public var field: String?
+    package var field: String?
     /// What was wrong, in English.
-    public var message: String
+    package var message: String
 
     /// An error of kind `code` about the profile `board` and, when one, its `field`.
     package init(_ code: Code, board: String, field: String? = nil, _ message: String) {
@@ -217,7 +218,7 @@ public struct BoardProfileError: Error, Hashable, Sendable, CustomStringConverti
     }
 
     /// `board <name>: <code> <field>: <message>`.
-    public var description: String {
+    package var description: String {
         "board \(board): \(code)\(field.map { " \($0)" } ?? ""): \(message)"
     }
 }
@@ -243,7 +244,7 @@ where K: RawRepresentable, K.RawValue == String {
 
 extension BoardProfile.Video {
     /// Decodes the `video` object: absent fields take the defaults; an unknown field throws
-    /// ``BoardProfileError`` (``BoardProfileError/Code-swift.struct/invalid``).
+    /// `BoardProfileError` (`.invalid`).
     package init(from decoder: any Decoder) throws {
         try refuseUnknownKeys(decoder, CodingKeys.self, section: "video")
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -261,7 +262,7 @@ extension BoardProfile.Video {
 
 extension BoardProfile.Audio {
     /// Decodes the `audio` object: absent fields take the defaults; an unknown field throws
-    /// ``BoardProfileError`` (``BoardProfileError/Code-swift.struct/invalid``).
+    /// `BoardProfileError` (`.invalid`).
     package init(from decoder: any Decoder) throws {
         try refuseUnknownKeys(decoder, CodingKeys.self, section: "audio")
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -275,7 +276,7 @@ extension BoardProfile.Audio {
 
 extension BoardProfile.Decode {
     /// Decodes the `decode` object: absent fields take the defaults; an unknown field throws
-    /// ``BoardProfileError`` (``BoardProfileError/Code-swift.struct/invalid``).
+    /// `BoardProfileError` (`.invalid`).
     package init(from decoder: any Decoder) throws {
         try refuseUnknownKeys(decoder, CodingKeys.self, section: "decode")
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -290,7 +291,7 @@ extension BoardProfile.Decode {
 extension BoardProfile {
     /// Decodes a profile file: `schema`, `name`, `description` and `arch` are required, the
     /// sections and `memory_budget_mib` take their defaults when absent; an unknown field
-    /// throws ``BoardProfileError`` (``BoardProfileError/Code-swift.struct/invalid``). Values
+    /// throws `BoardProfileError` (`.invalid`). Values
     /// are range-checked by `validate()`, not here.
     public init(from decoder: any Decoder) throws {
         try refuseUnknownKeys(decoder, CodingKeys.self, section: nil)
@@ -311,11 +312,11 @@ extension BoardProfile {
 extension BoardProfile {
     /// Checks every value's range and the rules between fields (the same as
     /// `boards/check_boards.py`); throws `BoardProfileError` with code `.invalid`.
-    package func validate() throws {
+    package func validate() throws(BoardProfileError) {
         func fail(_ field: String, _ why: String) -> BoardProfileError {
             BoardProfileError(.invalid, board: name, field: field, why)
         }
-        func range(_ field: String, _ v: Int, _ r: ClosedRange<Int>) throws {
+        func range(_ field: String, _ v: Int, _ r: ClosedRange<Int>) throws(BoardProfileError) {
             guard r.contains(v) else { throw fail(field, "\(v) is not in \(r.lowerBound)...\(r.upperBound)") }
         }
         guard schema == 1 else { throw fail("schema", "\(schema) is not 1") }
@@ -387,6 +388,11 @@ extension BoardProfile {
 
 // MARK: - Loading
 
+extension PlayerError {
+    /// An ``Code-swift.struct/invalidOptions`` error for a board profile that cannot be used.
+    init(board error: BoardProfileError) { self.init(.invalidOptions, error.description) }
+}
+
 extension BoardProfile {
     /// Where `load(named:)` and `available()` look, in order: `$MARQUEE_BOARDS_DIR`,
     /// `/etc/marquee/boards`, `/usr/local/share/marquee/boards`, `/usr/share/marquee/boards`.
@@ -401,8 +407,22 @@ extension BoardProfile {
         return paths
     }
 
-    /// Reads, decodes and validates one profile file; its `name` must be the file's name.
-    public static func load(from url: URL) throws -> BoardProfile {
+    /// Reads, decodes and validates one profile file; its `name` must be the file's name. A
+    /// profile that cannot be used is ``PlayerError/Code-swift.struct/invalidOptions`` naming the
+    /// board and the field (`board pi: invalid audio.buffer_time_ms: …`).
+    public static func load(from url: URL) throws(PlayerError) -> BoardProfile {
+        do { return try read(from: url) } catch { throw PlayerError(board: error) }
+    }
+
+    /// The first profile called `name` in `searchPaths` (as ``load(from:)``).
+    public static func load(named name: String, searchPaths: [URL] = defaultSearchPaths) throws(PlayerError)
+        -> BoardProfile
+    {
+        do { return try read(named: name, searchPaths: searchPaths) } catch { throw PlayerError(board: error) }
+    }
+
+    /// ``load(from:)``, failing with the board's own error (its code and field).
+    package static func read(from url: URL) throws(BoardProfileError) -> BoardProfile {
         let fileName = url.deletingPathExtension().lastPathComponent
         let data: Data
         do {
@@ -427,6 +447,8 @@ extension BoardProfile {
             let field = context.codingPath.isEmpty ? nil : path(context)
             throw BoardProfileError(
                 field == nil ? .unreadable : .invalid, board: fileName, field: field, context.debugDescription)
+        } catch {
+            throw BoardProfileError(.unreadable, board: fileName, "\(error)")
         }
         try profile.validate()
         guard profile.name == fileName else {
@@ -436,14 +458,14 @@ extension BoardProfile {
         return profile
     }
 
-    /// The first profile called `name` in `searchPaths`.
-    public static func load(named name: String, searchPaths: [URL] = defaultSearchPaths) throws -> BoardProfile {
+    /// ``load(named:searchPaths:)``, failing with the board's own error.
+    package static func read(named name: String, searchPaths: [URL]) throws(BoardProfileError) -> BoardProfile {
         guard name.wholeMatch(of: /[a-z0-9][a-z0-9_-]*/) != nil else {
             throw BoardProfileError(.notFound, board: name, "not a board profile name")
         }
         for dir in searchPaths {
             let url = dir.appendingPathComponent("\(name).json")
-            if FileManager.default.fileExists(atPath: url.path) { return try load(from: url) }
+            if FileManager.default.fileExists(atPath: url.path) { return try read(from: url) }
         }
         throw BoardProfileError(
             .notFound, board: name, "no \(name).json in \(searchPaths.map(\.path).joined(separator: ", "))")

@@ -44,7 +44,7 @@ public struct MemoryUsage: Sendable, Hashable {
     /// every thread then faults back in the pages it uses: call it seldom. glibc only (0
     /// elsewhere).
     @discardableResult
-    public static func trim() -> Int {
+    package static func trim() -> Int {
         lastTrim.withLock { $0 = Monotonic.now() }
         return CoreHandle.trimMemory()
     }

@@ -4,7 +4,7 @@ import MarqueeStreaming
 extension Player {
     /// Changes the latency target (seconds behind live, 0 < seconds ≤ 300) while playing: the
     /// controller steers to it by rate, or jumps when it is more than
-    /// ``SyncOptions/jumpThreshold`` away. When the stream's segments arrive too late for it,
+    /// a second (the jump threshold) away. When the stream's segments arrive too late for it,
     /// the target in use stays raised (``PlayerEvent/targetLatencyChanged(seconds:requested:)``).
     /// Before ``play()`` it replaces the options' target.
     /// Throws ``PlayerError/Code-swift.struct/invalidOptions`` for a value out of range.

@@ -7,7 +7,7 @@ public struct PlayerError: Error, Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
             case invalidOptions, invalidOptionsSources, manifest, network, noPlayableContent, media, output, state,
                 playlist, invalidArgument, schedule
-            case untrustedDocument
+            case untrustedDocument, invalidConfig
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -18,7 +18,8 @@ public struct PlayerError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let invalidOptionsSources = Code(.invalidOptionsSources)
         /// A manifest could not be parsed or used.
         public static let manifest = Code(.manifest)
-        /// A request failed (status, timeout, connection).
+        /// A request failed (status, timeout, connection, an empty answer, no usable `Date`
+        /// from a config server); ``PlayerError/httpStatus`` holds the status when one came.
         public static let network = Code(.network)
         /// Nothing in the manifest is decodable.
         public static let noPlayableContent = Code(.noPlayableContent)
@@ -34,7 +35,10 @@ public struct PlayerError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let schedule = Code(.schedule)
         /// A method's argument cannot be used (an item index out of range, an unknown id).
         public static let invalidArgument = Code(.invalidArgument)
-        /// A document fetched from the network (a feed's playlist, a schedule) was refused by
+        /// A remote config (``MarqueeConfig``) is not valid; the message starts with the bad
+        /// field's path (`advanced.sync.targetLatency: …`).
+        public static let invalidConfig = Code(.invalidConfig)
+        /// A document fetched from the network (a config, a feed's playlist, a schedule) was refused by
         /// its ``DocumentSecurity``: unsigned, wrongly signed, tampered with, older, expired,
         /// naming a local file, or over plain http (``PlayerError/refusal`` says which).
         public static let untrustedDocument = Code(.untrustedDocument)
@@ -52,6 +56,9 @@ public struct PlayerError: Error, Hashable, Sendable, CustomStringConvertible {
     package var coreCode: Int32?
     /// For ``Code-swift.struct/untrustedDocument``: why the document was refused.
     public var refusal: DocumentRefusal?
+    /// For ``Code-swift.struct/network``: the HTTP status the server answered with; nil when
+    /// it did not answer (timeout, connection refused or reset) or the failure was not HTTP's.
+    public var httpStatus: Int?
 
     /// An error of kind `code` with `message`.
     public init(_ code: Code, _ message: String) {
@@ -59,10 +66,11 @@ public struct PlayerError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     /// `coreCode`: the C core's `mq_err` value when the core reported the failure.
-    package init(_ code: Code, _ message: String, coreCode: Int32?) {
+    package init(_ code: Code, _ message: String, coreCode: Int32? = nil, httpStatus: Int? = nil) {
         self.code = code
         self.message = message
         self.coreCode = coreCode
+        self.httpStatus = httpStatus
     }
 
     /// `code: message`, e.g. `network: … answered 404`.

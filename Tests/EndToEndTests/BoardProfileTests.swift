@@ -15,7 +15,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         let url = dir.appendingPathComponent("\(name).json")
         try json.write(to: url, atomically: true, encoding: .utf8)
-        return try BoardProfile.load(from: url)
+        return try BoardProfile.read(from: url)
     }
 
     private func refused(_ json: String, field: String?, code: BoardProfileError.Code = .invalid) {
@@ -93,7 +93,7 @@ import Testing
     @Test func unknownNamesAreNotFound() {
         for name in ["nosuch", "../etc/passwd", ""] {
             #expect {
-                _ = try BoardProfile.load(named: name, searchPaths: [Self.boards])
+                _ = try BoardProfile.read(named: name, searchPaths: [Self.boards])
             } throws: { error in
                 (error as? BoardProfileError)?.code == .notFound
             }

@@ -127,7 +127,7 @@ import Testing
 
         // The first fetch too: an unsigned config is no config.
         try server.write("bare.json", Self.config("https://e.example/live.mpd"))
-        await #expect(throws: MarqueeSDKError.self) {
+        await #expect(throws: PlayerError.self) {
             _ = try await MarqueeSDK.initialize(streamId: "bare", configURL: template, security: Self.signed(key))
         }
         do {

@@ -49,21 +49,22 @@ import Testing
 
     @Test func everyInitFailureIsTyped() async throws {
         defer { Task { await origin.stop() } }
-        func code(_ id: String, template: String? = nil) async -> (MarqueeSDKError.Code?, String) {
+        func code(_ id: String, template: String? = nil) async -> (PlayerError.Code?, String, Int?) {
             do {
                 _ = try await MarqueeSDK.initialize(
                     streamId: id, configURL: template ?? self.template, security: Self.loopback)
-                return (nil, "")
+                return (nil, "", nil)
             } catch {
-                return (error.code, error.message)
+                return (error.code, error.message, error.httpStatus)
             }
         }
-        #expect(await code("", template: nil).0 == .invalidURL)
-        #expect(await code("x", template: "ftp://h/{streamId}").0 == .invalidURL)
+        #expect(await code("", template: nil).0 == .invalidArgument)
+        #expect(await code("x", template: "ftp://h/{streamId}").0 == .invalidArgument)
         let missing = await code("nobody")
-        #expect(missing.0 == .downloadError && missing.1.contains("404"), "\(missing)")
+        #expect(missing.0 == .network && missing.1.contains("404") && missing.2 == 404, "\(missing)")
         try write("empty", "")
-        #expect(await code("empty").0 == .missingData)
+        let empty = await code("empty")
+        #expect(empty.0 == .network && empty.1.contains("empty body"), "\(empty)")
         try write("notjson", "<html>")
         #expect(await code("notjson").0 == .invalidConfig)
         let bad: [(String, String)] = [
@@ -86,7 +87,7 @@ import Testing
         ]
         for (json, says) in bad {
             try write("bad", json)
-            let (c, message) = await code("bad")
+            let (c, message, _) = await code("bad")
             #expect(c == .invalidConfig && message.contains(says), "\(json) → \(String(describing: c)): \(message)")
         }
     }
@@ -112,7 +113,7 @@ import Testing
         #expect(remote.current.advanced?.sync?.targetLatency == 4, "the last good config stays")
         try FileManager.default.removeItem(at: dir.appendingPathComponent("wall.json"))
         #expect(await remote.refresh() == false)
-        #expect(await failures.next()?.code == .downloadError)
+        #expect(await failures.next()?.code == .network)
         remote.stop()
     }
 }

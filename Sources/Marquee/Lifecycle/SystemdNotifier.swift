@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 #if canImport(Glibc)
     import Glibc
@@ -8,17 +8,17 @@ public import Foundation
 /// `WATCHDOG=1` and `STATUS=…` sent to the unix socket named by `$NOTIFY_SOCKET`
 /// (a leading `@` names an abstract socket). Without the variable every call does nothing,
 /// so the same binary runs under systemd (`Type=notify`, `WatchdogSec=`) and elsewhere.
-public struct SystemdNotifier: Sendable {
+package struct SystemdNotifier: Sendable {
     /// The socket path, or `nil` when not started by systemd with `NotifyAccess`.
-    public let socketPath: String?
+    package let socketPath: String?
     /// Half of `$WATCHDOG_USEC`, seconds: how often ``watchdog()`` should be sent; `nil`
     /// without a watchdog.
-    public let watchdogInterval: Double?
+    package let watchdogInterval: Double?
 
     /// Reads `NOTIFY_SOCKET`, `WATCHDOG_USEC` and `WATCHDOG_PID` from `environment` (the
     /// process's by default). The watchdog counts only when `WATCHDOG_PID` is absent or is this
     /// process.
-    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+    package init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         let path = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
         socketPath = path
         if path != nil, let usec = environment["WATCHDOG_USEC"].flatMap(UInt64.init), usec > 0,
@@ -31,16 +31,16 @@ public struct SystemdNotifier: Sendable {
     }
 
     /// `READY=1`: startup finished (playback started).
-    public func ready(status: String? = nil) { send(["READY=1"] + (status.map { ["STATUS=\($0)"] } ?? [])) }
+    package func ready(status: String? = nil) { send(["READY=1"] + (status.map { ["STATUS=\($0)"] } ?? [])) }
 
     /// `WATCHDOG=1`: send only while the service is healthy (frames are being presented).
-    public func watchdog() { send(["WATCHDOG=1"]) }
+    package func watchdog() { send(["WATCHDOG=1"]) }
 
     /// `STATUS=…`: a one-line status shown by `systemctl status`.
-    public func status(_ text: String) { send(["STATUS=\(text)"]) }
+    package func status(_ text: String) { send(["STATUS=\(text)"]) }
 
     /// `STOPPING=1`: shutdown has begun.
-    public func stopping() { send(["STOPPING=1"]) }
+    package func stopping() { send(["STOPPING=1"]) }
 
     /// Sends `lines` as one datagram; returns whether it was delivered (false without a socket).
     @discardableResult

@@ -1,5 +1,5 @@
 import Crypto
-public import Foundation
+package import Foundation
 import Logging
 import MarqueeStreaming
 import NIOCore
@@ -10,7 +10,7 @@ import NIOCore
 
 /// What a document is: the last line of the text its signature covers, so a signed playlist
 /// cannot be served as a config.
-public enum DocumentKind: String, Sendable, Hashable, CaseIterable {
+package enum DocumentKind: String, Sendable, Hashable, CaseIterable {
     /// A remote config (``MarqueeConfig``).
     case config
     /// A playlist (a `ContentFeed` (MarqueeSignage)'s document).
@@ -64,10 +64,10 @@ public struct DocumentRefusal: Error, Sendable, Hashable, CustomStringConvertibl
 /// An Ed25519 public key pinned for documents (``DocumentSecurity/trustKey``): 32 bytes.
 public struct TrustKey: Sendable, Hashable {
     /// The key's 32 bytes.
-    public let rawRepresentation: Data
+    package let rawRepresentation: Data
 
     /// The key of 32 raw bytes; another length is ``PlayerError/Code-swift.struct/invalidOptions``.
-    public init(rawRepresentation: Data) throws(PlayerError) {
+    package init(rawRepresentation: Data) throws(PlayerError) {
         guard (try? Curve25519.Signing.PublicKey(rawRepresentation: rawRepresentation)) != nil else {
             throw PlayerError(
                 .invalidOptions, "trust key: \(rawRepresentation.count) bytes, not an Ed25519 public key's 32")
@@ -93,7 +93,7 @@ public struct TrustKey: Sendable, Hashable {
     }
 
     /// The key in base64 (``init(text:)`` reads it back).
-    public var base64: String { rawRepresentation.base64EncodedString() }
+    package var base64: String { rawRepresentation.base64EncodedString() }
 
     var key: Curve25519.Signing.PublicKey { try! Curve25519.Signing.PublicKey(rawRepresentation: rawRepresentation) }
 }

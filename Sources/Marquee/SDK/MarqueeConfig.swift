@@ -15,7 +15,7 @@ import MarqueeStreaming
 /// ```
 ///
 /// Only `sources` is required. Unknown keys are ignored (newer servers, older boxes); a known
-/// key with the wrong type or an unusable value is an ``MarqueeSDKError/Code-swift.struct/invalidConfig``
+/// key with the wrong type or an unusable value is an ``PlayerError/Code-swift.struct/invalidConfig``
 /// naming the field's path (`advanced.sync.targetLatency`).
 public struct MarqueeConfig: Sendable, Equatable, Decodable {
     /// Manifest URLs, main first, then backups.
@@ -96,20 +96,20 @@ public struct MarqueeConfig: Sendable, Equatable, Decodable {
     package static let maxSources = 32
 
     /// Decodes and validates a config document (at most 1 MiB, 32 levels deep).
-    public static func parse(_ data: Data) throws(MarqueeSDKError) -> MarqueeConfig {
+    public static func parse(_ data: Data) throws(PlayerError) -> MarqueeConfig {
         guard data.count <= maxBytes else {
-            throw MarqueeSDKError(.invalidConfig, "document of \(data.count) bytes, over \(maxBytes)")
+            throw PlayerError(.invalidConfig, "document of \(data.count) bytes, over \(maxBytes)")
         }
         if let depth = nesting(data, over: maxDepth) {
-            throw MarqueeSDKError(.invalidConfig, "arrays and objects nested \(depth) deep, over \(maxDepth)")
+            throw PlayerError(.invalidConfig, "arrays and objects nested \(depth) deep, over \(maxDepth)")
         }
         let config: MarqueeConfig
         do {
             config = try JSONDecoder().decode(MarqueeConfig.self, from: data)
         } catch let error as DecodingError {
-            throw MarqueeSDKError(.invalidConfig, Self.describe(error))
+            throw PlayerError(.invalidConfig, Self.describe(error))
         } catch {
-            throw MarqueeSDKError(.invalidConfig, "\(error)")
+            throw PlayerError(.invalidConfig, "\(error)")
         }
         try config.validate()
         return config
@@ -144,27 +144,27 @@ public struct MarqueeConfig: Sendable, Equatable, Decodable {
         return nil
     }
 
-    func validate() throws(MarqueeSDKError) {
-        guard !sources.isEmpty else { throw MarqueeSDKError(.invalidConfig, "sources: at least one URL is required") }
+    func validate() throws(PlayerError) {
+        guard !sources.isEmpty else { throw PlayerError(.invalidConfig, "sources: at least one URL is required") }
         guard sources.count <= Self.maxSources else {
-            throw MarqueeSDKError(.invalidConfig, "sources: \(sources.count) URLs, over \(Self.maxSources)")
+            throw PlayerError(.invalidConfig, "sources: \(sources.count) URLs, over \(Self.maxSources)")
         }
         for (i, url) in sources.enumerated() where !["http", "https"].contains(url.scheme?.lowercased() ?? "") {
-            throw MarqueeSDKError(.invalidConfig, "sources[\(i)]: \"\(Redact.url(url))\" is not an http(s) URL")
+            throw PlayerError(.invalidConfig, "sources[\(i)]: \"\(Redact.url(url))\" is not an http(s) URL")
         }
         if let t = advanced?.sync?.targetLatency, !(t >= 0 && t <= 300) {
-            throw MarqueeSDKError(.invalidConfig, "advanced.sync.targetLatency: \(t) s is outside 0…300")
+            throw PlayerError(.invalidConfig, "advanced.sync.targetLatency: \(t) s is outside 0…300")
         }
         let stall = advanced?.stall
         for (name, value) in [
             ("minRecoveryDelay", stall?.minRecoveryDelay), ("maxRecoveryDelay", stall?.maxRecoveryDelay),
         ] {
             if let v = value, !(v > 0 && v <= 86_400) {
-                throw MarqueeSDKError(.invalidConfig, "advanced.stall.\(name): \(v) s is outside 0…86400")
+                throw PlayerError(.invalidConfig, "advanced.stall.\(name): \(v) s is outside 0…86400")
             }
         }
         if let low = stall?.minRecoveryDelay, let high = stall?.maxRecoveryDelay, low > high {
-            throw MarqueeSDKError(
+            throw PlayerError(
                 .invalidConfig, "advanced.stall: minRecoveryDelay \(low) s is above maxRecoveryDelay \(high) s")
         }
     }

@@ -6,23 +6,24 @@ public struct SyncOptions: Sendable, Equatable {
     public var maxRate: Double = 1.03
     /// Rate per second of latency error: `rate = 1 + gain × (latency − target)` (ExoPlayer's
     /// 0.1). Default 0.1.
-    public var gain: Double = 0.1
+    package var gain: Double = 0.1
     /// Steering starts when the error exceeds this (seconds) and stops once it is under a
     /// quarter of it. Default 0.020.
-    public var deadBand: Double = 0.020
+    package var deadBand: Double = 0.020
     /// Errors larger than this (seconds) are corrected at once by a jump instead of by rate:
     /// forward by dropping late media, back by holding the picture. Default 1.
-    public var jumpThreshold: Double = 1.0
+    package var jumpThreshold: Double = 1.0
     /// Seconds between server-clock measurements while playing live. After a measurement that
     /// moved the clock less than 2 ms the next waits twice as long (up to 10 × this); a larger
     /// move brings it back to this. Default 30.
-    public var resyncInterval: Double = 30
+    package var resyncInterval: Double = 30
 
-    /// Options with the given values; rates are playback-rate factors, `deadBand`,
+    /// Options with the given values (an app changes ``PlayerOptions/sync``'s rates in place);
+    /// rates are playback-rate factors, `deadBand`,
     /// `jumpThreshold` and `resyncInterval` are seconds. ``Player/init(options:router:logger:)``
     /// checks them: rates within 0.5…1 and 1…2, gain 0 < g ≤ 10, dead band 0.001…1 s, jump
     /// threshold above the dead band and ≤ 300 s, resync interval 1…86400 s.
-    public init(
+    package init(
         minRate: Double = 0.97, maxRate: Double = 1.03, gain: Double = 0.1, deadBand: Double = 0.020,
         jumpThreshold: Double = 1.0,
         resyncInterval: Double = 30
