@@ -23,10 +23,11 @@ extension Player {
     /// (the latency target); the rest (sources, fit, poster, muted) takes effect at the next
     /// load. Reported as ``PlayerEvent/configApplied(targetLatency:)``.
     public func apply(_ config: MarqueeConfig) throws(PlayerError) {
-        if let target = config.advanced?.sync?.targetLatency, target > 0 {
-            try setTargetLatency(target)
+        let target = config.settings["advanced.sync.targetLatency"].map { _ in
+            PlayerOptions(config: config).targetLatency
         }
-        sink.send(.configApplied(targetLatency: config.advanced?.sync?.targetLatency))
+        if let target, target > 0 { try setTargetLatency(target) }
+        sink.send(.configApplied(targetLatency: target))
     }
 
     /// Changes the options. What can change while playing does at once: the latency target,

@@ -242,31 +242,30 @@ public struct PlayerOptions: Sendable {
     }
 
     /// These options with a board profile's device settings applied: its ALSA PCM, display
-    /// output, rotation and decoder preference.
+    /// output, rotation, decoders, decoder threads, picture queue and the largest stream it
+    /// decodes (each option whose row in the option table names a board key).
     public func applying(_ board: BoardProfile) -> PlayerOptions {
         var options = self
-        options.audioOutput = AudioOutput(spec: board.audio.outputSpec) ?? audioOutput
-        options.videoOutput = VideoOutput(spec: board.video.outputSpec) ?? videoOutput
-        options.rotation = board.video.rotation
-        options.decoders = board.decode.decoders
-        options.decodeThreads = board.decode.threads
-        options.abr.maxHeight = board.decode.maxHeight
-        options.abr.maxFrameRate = Double(board.decode.maxFps)
-        options.videoQueueFrames = board.video.queueFrames
+        for spec in OptionTable.all {
+            guard let value = spec.fromBoard?(board) else { continue }
+            // A loaded profile was validated; a value its row refuses leaves the option as it was.
+            try? spec.apply(value, to: &options, as: spec.name)
+        }
         return options
     }
 
     /// The options, checked; `requiringSources` false: an empty source list is allowed (a
-    /// playlist's player, given each item's source as it plays).
-    func validated(requiringSources: Bool = true) throws(PlayerError) -> PlayerOptions {
+    /// playlist's player, given each item's source as it plays). Each field in the option table
+    /// is checked by its row (``OptionTable``), as the command line, a remote config and the
+    /// control socket are; the rest, and the rules between fields, here.
+    package func validated(requiringSources: Bool = true) throws(PlayerError) -> PlayerOptions {
         guard !sources.isEmpty || !requiringSources else {
             throw PlayerError(.invalidOptionsSources, "at least one source URL is required")
         }
-        for url in sources where !["http", "https"].contains(url.scheme?.lowercased() ?? "") {
-            throw PlayerError(.invalidOptionsSources, "source \(Redact.url(url)) is not an http(s) URL")
-        }
-        guard targetLatency.isFinite, targetLatency >= 0, targetLatency <= 300 else {
-            throw PlayerError(.invalidOptions, "targetLatency \(targetLatency) s is outside 0…300")
+        var scratch = self
+        for spec in OptionTable.all {
+            guard let value = spec.read(self), !(spec.name == "sources" && sources.isEmpty) else { continue }
+            try spec.apply(value, to: &scratch, as: spec.name)
         }
         _ = try sync.validated()
         _ = try mixing.validated()
@@ -276,41 +275,10 @@ public struct PlayerOptions: Sendable {
         guard maxDelayBytes >= 0 else {
             throw PlayerError(.invalidOptions, "maxDelayBytes \(maxDelayBytes) is negative")
         }
-        guard minRecoveryDelay > 0, minRecoveryDelay <= maxRecoveryDelay, maxRecoveryDelay <= 86_400 else {
+        guard minRecoveryDelay <= maxRecoveryDelay else {
             throw PlayerError(
                 .invalidOptions,
-                """
-                recovery delays \(minRecoveryDelay)…\(maxRecoveryDelay) s: \
-                need 0 < min ≤ max ≤ 86400
-                """
-            )
-        }
-        guard mainSourceRetryInterval >= 0.5, mainSourceRetryInterval <= 86_400 else {
-            throw PlayerError(
-                .invalidOptions, "mainSourceRetryInterval \(mainSourceRetryInterval) s is outside 0.5…86400")
-        }
-        guard [0, 90, 180, 270].contains(rotation) else {
-            throw PlayerError(.invalidOptions, "rotation \(rotation) is not 0, 90, 180 or 270")
-        }
-        guard videoQueueFrames == 0 || (2...240).contains(videoQueueFrames) else {
-            throw PlayerError(
-                .invalidOptions, "videoQueueFrames \(videoQueueFrames) is outside 2…240 (0: the default)"
-            )
-        }
-        if let language = audioLanguage {
-            guard (1...35).contains(language.count),
-                language.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") })
-            else {
-                throw PlayerError(
-                    .invalidOptions,
-                    "audioLanguage \"\(language)\" is not a language tag (letters, digits and -, at most 35)")
-            }
-        }
-        if let interval = memoryTrimInterval, !(interval.isFinite && interval >= 1 && interval <= 3600) {
-            throw PlayerError(.invalidOptions, "memoryTrimInterval \(interval) is outside 1…3600 s (nil: never)")
-        }
-        guard (0...64).contains(decodeThreads) else {
-            throw PlayerError(.invalidOptions, "decodeThreads \(decodeThreads) is outside 0…64")
+                "recovery delays \(minRecoveryDelay)…\(maxRecoveryDelay) s: the first is above the second")
         }
         return self
     }

@@ -12,8 +12,9 @@ struct ControlCommand: ParsableCommand {
             display-off | display-on |
             screenshot FILE.png [MAX-WIDTH]
             Properties: state latency targetLatency buffer position rate volume muted framesPresented framesDropped
-            width height timeOffset delay source displayOff fit qoe venue status. Set: volume muted targetLatency delay
-            displayOff fit paused. VALUE is JSON (0.5, true, "cover") or a bare word. Prints each answer as a JSON line.
+            width height timeOffset delay source displayOff fit selectedQuality qoe venue status. Set: volume delay
+            displayOff paused, and the options that change while playing: targetLatency selectedQuality fit muted.
+            VALUE is JSON (0.5, true, "cover") or a bare word. Prints each answer as a JSON line.
             screenshot: the picture presented last, written to FILE.png here (scaled down to \
             MAX-WIDTH pixels when wider).
             """)

@@ -14,7 +14,7 @@ struct MarqueeCommand: AsyncParsableCommand {
         subcommands: [
             PlayCommand.self, DemoCommand.self, OriginCommand.self, BoardsCommand.self, ScheduleCommand.self,
             ProofOfPlayCommand.self,
-            ProxyCommand.self, ControlCommand.self, SignCommand.self,
+            ProxyCommand.self, ControlCommand.self, SignCommand.self, OptionsCommand.self,
         ]
     )
 
@@ -36,34 +36,26 @@ struct MarqueeCommand: AsyncParsableCommand {
 
 /// Options shared by `play` and `demo`.
 struct OutputOptions: ParsableArguments {
-    @Option(
-        name: .long,
-        help: "Audio output: alsa[:<pcm>], wav:<path>, null (default: alsa when a sound card exists, else null).")
+    @Option(name: .long, help: ArgumentHelp(OptionTable.help("audioOutput")))
     var audio: String?
 
-    @Option(
-        name: .long,
-        help: "Video output: headless, frames:<dir>, drm[:<card>[,<connector>[,<WxH>]]] (default: headless).")
+    @Option(name: .long, help: ArgumentHelp(OptionTable.help("videoOutput")))
     var video: String?
 
-    @Option(
-        name: .long, help: "Display fit: contain, cover, fill, scaledown (default: contain, or the remote config's).")
+    @Option(name: .long, help: ArgumentHelp(OptionTable.help("fit")))
     var fit: String?
 
-    @Option(name: .long, help: "Display rotation in degrees clockwise: 0, 90, 180, 270.")
-    var rotation: Int?
+    @Option(name: .long, help: ArgumentHelp(OptionTable.help("rotation")))
+    var rotation: String?
 
-    @Option(name: .long, help: "PNG or JPEG shown on the display until the first frame.")
+    @Option(name: .long, help: ArgumentHelp(OptionTable.help("poster")))
     var poster: String?
 
-    @Flag(
-        name: .long,
-        help: """
-            Show nothing until the first picture that is due (default: a live start shows its keyframe at once, as a \
-            still, while the decoder catches up to the live position).
-            """
-    )
-    var noJoinStill = false
+    @Flag(inversion: .prefixedNo, help: ArgumentHelp(OptionTable.help("joinStill")))
+    var joinStill: Bool?
+
+    @Flag(inversion: .prefixedNo, help: ArgumentHelp(OptionTable.help("muted")))
+    var muted: Bool?
 
     @Option(
         name: .long,
@@ -74,21 +66,25 @@ struct OutputOptions: ParsableArguments {
     )
     var board: String?
 
-    @Option(name: .long, help: "Seconds behind live to present at (default: 3, or the remote config's).")
-    var targetLatency: Double?
+    @Option(name: .long, help: ArgumentHelp(OptionTable.help("targetLatency")))
+    var targetLatency: String?
 
-    @Option(
-        name: .long,
-        help: """
-            Mute music: a file or URL (any format libavformat reads), looped while the broadcaster mutes; cached on \
-            disk.
-            """
-    )
+    @Option(name: .long, help: ArgumentHelp(OptionTable.help("minRecoveryDelay")))
+    var minRecoveryDelay: String?
+
+    @Option(name: .long, help: ArgumentHelp(OptionTable.help("maxRecoveryDelay")))
+    var maxRecoveryDelay: String?
+
+    @Option(name: .long, help: ArgumentHelp(OptionTable.help("mainSourceRetryInterval")))
+    var mainSourceRetryInterval: String?
+
+    @Option(name: .long, help: ArgumentHelp(OptionTable.help("selectedQuality")))
+    var quality: String?
+
+    @Option(name: .long, help: ArgumentHelp(OptionTable.help("mixing.muteMusic")))
     var muteMusic: String?
 
-    @Option(
-        name: .long,
-        help: "Ad creative (file or URL) played in ad breaks (SCTE-35 cues); repeat for several, used in turn.")
+    @Option(name: .long, help: ArgumentHelp(OptionTable.help("mixing.adCreatives") + "; repeat for several"))
     var adCreative: [String] = []
 
     @Option(
@@ -100,25 +96,13 @@ struct OutputOptions: ParsableArguments {
     )
     var delay: Double?
 
-    @Option(
-        name: .long,
-        help: """
-            Audio language wanted (e.g. fr, en-GB, fra): that DASH adaptation set or HLS rendition over the stream's \
-            default.
-            """
-    )
+    @Option(name: .long, help: ArgumentHelp(OptionTable.help("audioLanguage")))
     var audioLanguage: String?
 
     @Option(name: .long, help: "Play this many seconds, then exit 0 (default: until interrupted or the stream ends).")
     var duration: Double?
 
-    @Flag(
-        name: .long,
-        help: """
-            Exit 1 when no source plays at start (default: keep trying under the recovery delays, as an unattended box \
-            must).
-            """
-    )
+    @Flag(name: .long, help: ArgumentHelp(OptionTable.help("failFast")))
     var failFast = false
 
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error.")
@@ -232,23 +216,48 @@ struct OutputOptions: ParsableArguments {
         name: .long, help: "The operator's customer id, carried in the QoE record (printed as `qoe: {json}` at exit).")
     var customerId: String?
 
-    @Option(name: .long, help: "Send Common Media Client Data (CTA-5004) with every request: query or headers.")
+    @Option(name: .long, help: ArgumentHelp(OptionTable.help("cmcd")))
     var cmcd: String?
 
-    @Option(
-        name: .long,
-        help: """
-            Every this many seconds while playing (and as it starts, and at the first picture) the player gives back \
-            what it holds but does not use (free heap, code and read-only data touched once), or off (default: 10).
-            """
-    )
+    @Option(name: .long, help: ArgumentHelp(OptionTable.help("memoryTrimInterval")))
     var memoryTrim: String?
 
-    @Option(name: .long, help: "With --cmcd: the content id (cid) sent.")
+    @Option(name: .long, help: ArgumentHelp(OptionTable.help("cmcd.contentId")))
     var contentId: String?
+
+    @Flag(name: .long, help: "Print the options the player would be made with, one `name = value` a line, and exit.")
+    var showOptions = false
 }
 
 extension OutputOptions {
+    /// The player options given on the command line: each one's row in the option table, the
+    /// flag that spelled it and its value, in the order they apply (`--cmcd` before its
+    /// `--content-id`).
+    var playerOptions: [(spec: OptionSpec, flag: String, value: OptionValue)] {
+        let given: [(String, String, OptionValue?)] = [
+            ("targetLatency", "--target-latency", targetLatency.map(OptionValue.text)),
+            ("minRecoveryDelay", "--min-recovery-delay", minRecoveryDelay.map(OptionValue.text)),
+            ("maxRecoveryDelay", "--max-recovery-delay", maxRecoveryDelay.map(OptionValue.text)),
+            ("mainSourceRetryInterval", "--main-source-retry-interval", mainSourceRetryInterval.map(OptionValue.text)),
+            ("failFast", "--fail-fast", failFast ? .flag(true) : nil),
+            ("audioLanguage", "--audio-language", audioLanguage.map(OptionValue.text)),
+            ("selectedQuality", "--quality", quality.map(OptionValue.text)),
+            ("cmcd", "--cmcd", cmcd.map(OptionValue.text)),
+            ("cmcd.contentId", "--content-id", contentId.map(OptionValue.text)),
+            ("memoryTrimInterval", "--memory-trim", memoryTrim.map(OptionValue.text)),
+            ("audioOutput", "--audio", audio.map(OptionValue.text)),
+            ("videoOutput", "--video", video.map(OptionValue.text)),
+            ("fit", "--fit", fit.map(OptionValue.text)),
+            ("rotation", "--rotation", rotation.map(OptionValue.text)),
+            ("poster", "--poster", poster.map(OptionValue.text)),
+            ("joinStill", joinStill == false ? "--no-join-still" : "--join-still", joinStill.map(OptionValue.flag)),
+            ("muted", muted == false ? "--no-muted" : "--muted", muted.map(OptionValue.flag)),
+            ("mixing.muteMusic", "--mute-music", muteMusic.map(OptionValue.text)),
+            ("mixing.adCreatives", "--ad-creative", adCreative.isEmpty ? nil : .list(adCreative)),
+        ]
+        return given.compactMap { name, flag, value in value.map { (OptionTable.spec(name), flag, $0) } }
+    }
+
     /// The scrape token: from --metrics-token-file, else the `metrics-token` credential.
     func metricsToken() throws(ValidationError) -> String? {
         do { return try Secrets.read(file: metricsTokenFile, credential: "metrics-token") } catch {
@@ -331,6 +340,14 @@ extension OutputOptions {
         configuration.discovery = !noDiscovery
         return configuration
     }
+}
+
+struct OptionsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "options",
+        abstract: "Print the player's options: each one's flag, remote-config key, control property and board key.")
+
+    func run() throws { print(OptionTable.markdown, terminator: "") }
 }
 
 struct BoardsCommand: ParsableCommand {

@@ -131,7 +131,7 @@ struct PlayCommand: AsyncParsableCommand {
 
     @Option(
         name: .long,
-        help: "Trust the CA certificates of this PEM file too (a venue's private origin), for documents and media.")
+        help: ArgumentHelp(OptionTable.help("documentSecurity.caFile") + "; for documents fetched by URL too"))
     var caFile: String?
 
     @OptionGroup var output: OutputOptions

@@ -31,6 +31,14 @@ struct PlaybackRunner {
         case .success(let made): (options, eventLog) = made
         case .failure(let message): return fail(message.text)
         }
+        if output.showOptions {
+            do { _ = try options.validated() } catch { return fail("\(error)") }
+            for spec in OptionTable.all {
+                let shown = spec.read(options)?.description ?? ""
+                print("\(spec.name) = \(shown.isEmpty ? "(none)" : shown)")
+            }
+            return 0
+        }
         let player: Player
         do {
             player = try Player(options: options, router: try router(logger, sources: sources), logger: logger)
@@ -184,68 +192,26 @@ struct PlaybackRunner {
         let configCA = options.documentSecurity.caFile  // the remote config's, checked against --allow-local
         options.documentSecurity = security
         if security.caFile == nil { options.documentSecurity.caFile = configCA }
-        if let name = output.fit {
-            guard let fit = VideoFit(name: name) else {
-                return fail("--fit \(name): expected contain, cover, fill or scaledown")
-            }
-            options.fit = fit
-        }
-        if let target = output.targetLatency { options.targetLatency = target }
-        if let language = output.audioLanguage { options.audioLanguage = language }
         // A player process of its own: it trims itself (PlayerOptions.memoryTrimInterval).
         options.memoryTrimInterval = 10
-        if let trim = output.memoryTrim {
-            if trim == "off" {
-                options.memoryTrimInterval = nil
-            } else if let interval = Double(trim) {
-                options.memoryTrimInterval = interval
-            } else {
-                return fail("--memory-trim \(trim): expected seconds or off")
-            }
-        }
-        if let poster = output.poster { options.poster = poster }
-        if output.noJoinStill { options.joinStill = false }
         if let name = output.board {
             do {
                 options = options.applying(
                     try BoardProfile.load(named: name, searchPaths: BoardProfile.searchPaths(repoRoot: repoRoot())))
             } catch {
-                return fail("--board \(name): \(error)")
+                return fail("--board \(name): \(error.message)")
             }
         } else {
             options.audioOutput = AudioOutput(spec: Self.defaultAudio()) ?? .null
         }
-        if let spec = output.audio {
-            guard let audio = AudioOutput(spec: spec) else {
-                return fail("--audio \(spec): expected alsa[:<pcm>], wav:<path> or null")
-            }
-            options.audioOutput = audio
-        }
-        if let spec = output.video {
-            guard let video = VideoOutput(spec: spec) else {
-                return fail("--video \(spec): expected headless, frames:<dir> or drm[:<card>[,<connector>]]")
-            }
-            options.videoOutput = video
-        }
-        if let rotation = output.rotation { options.rotation = rotation }
-        func mediaURL(_ text: String) -> URL {
-            if let url = URL(string: text), url.scheme != nil { return url }
-            return URL(fileURLWithPath: text)
-        }
-        options.failFast = output.failFast
-        if let mode = output.cmcd {
-            guard let transmission = CMCDOptions.Transmission(rawValue: mode) else {
-                return fail("--cmcd \(mode): expected query or headers")
-            }
-            options.cmcd = CMCDOptions(transmission: transmission, contentId: output.contentId)
-        } else if output.contentId != nil {
-            return fail("--content-id needs --cmcd")
+        // The flags, parsed and checked by their rows of the option table; they win over the
+        // board and the remote config.
+        for (spec, flag, value) in output.playerOptions {
+            do { try spec.apply(value, to: &options, as: flag) } catch { return fail(error.message) }
         }
         do { _ = try output.venueConfiguration() } catch { return fail(error.message) }
         // kept for the delay
         if let delay = output.delay, delay > 0 { options.maxDelay = max(options.maxDelay, min(3600, delay + 5)) }
-        if let music = output.muteMusic { options.mixing.muteMusic = mediaURL(music) }
-        options.mixing.adCreatives += output.adCreative.map(mediaURL)
         guard let path = output.events else { return .success((options, nil)) }
         do { return .success((options, try EventLog(path: path))) } catch {
             return fail("--events \(path): cannot be written: \(error)")

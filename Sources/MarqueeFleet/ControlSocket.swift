@@ -22,11 +22,13 @@ import NIOPosix
 ///   `latency`, `targetLatency`, `buffer`, `position`, `rate`, `volume`, `muted`,
 ///   `framesPresented`, `framesDropped`, `width`, `height`, `timeOffset`, `delay`, `source`,
 ///   `displayOff`, `output` (what the display output last reported: connected, mode, lost),
-///   `audioUnderrun` (seconds of silence played for want of stream audio), `fit`, `qoe`,
+///   `audioUnderrun` (seconds of silence played for want of stream audio), `fit`,
+///   `selectedQuality`, `qoe`,
 ///   `venue`, `status` (all the status' figures);
-/// - `{"command": "set", "property": P, "value": V}` for `volume` (0…1), `muted`,
-///   `targetLatency` (seconds), `delay` (seconds), `displayOff`, `fit`
-///   (`contain|cover|fill|scaledown`), `paused`;
+/// - `{"command": "set", "property": P, "value": V}` for `volume` (0…1), `delay` (seconds),
+///   `displayOff`, `paused`, and the player options that change while playing (the option
+///   table's `set` column: `targetLatency` in seconds, `selectedQuality` (a rendition id or
+///   `auto`), `fit` (`contain|cover|fill|scaledown`), `muted`), checked by their rows;
 /// - commands `pause`, `play` (resume), `displayOff`, `displayOn`, `next` (a playlist's next
 ///   item; an error when no playlist plays);
 /// - `{"command": "screenshot", "maxWidth": W, "path": F}`: the picture presented last as a
@@ -357,6 +359,7 @@ enum Properties {
         case "output": return telemetry.output ?? NSNull()
         case "audioUnderrun": return player.status.audioSilence
         case "fit": return player.fit.description
+        case "selectedQuality": return player.selectedQuality ?? NSNull()
         case "qoe": return try object(telemetry.record)
         case "venue": return try player.venueStatistics.map { try object($0) } ?? NSNull()
         case "status":
@@ -375,34 +378,45 @@ enum Properties {
 
     static func set(_ name: String, to value: Any, player: Player) throws {
         func double() throws -> Double {
-            guard let n = value as? NSNumber, !(value is Bool) else {
+            guard let n = value as? NSNumber, type(of: n) == NSNumber.self else {
                 throw ControlError("\(name): a number is wanted")
             }
             return n.doubleValue
         }
         func bool() throws -> Bool {
-            guard let b = value as? Bool else { throw ControlError("\(name): true or false is wanted") }
+            guard case .flag(let b) = optionValue(value) else { throw ControlError("\(name): true or false is wanted") }
             return b
+        }
+        // The player's options that change while playing: parsed and checked by their rows.
+        if let spec = OptionTable.live.first(where: { $0.name == name }), let live = spec.live {
+            do { try live(player, optionValue(value)) } catch { throw ControlError("\(name): \(error.message)") }
+            return
         }
         do {
             switch name {
             case "volume": try player.setVolume(try double())
-            case "muted": try player.setVolume(muted: try bool())
-            case "targetLatency", "latency": try player.setTargetLatency(try double())
             case "delay": _ = try player.setDelay(try double())
             case "displayOff": if try bool() { player.displayOff() } else { player.displayOn() }
             case "paused": if try bool() { try player.pause() } else { player.resume() }
-            case "fit":
-                guard let text = value as? String, let fit = VideoFit(name: text) else {
-                    throw ControlError("fit: contain, cover, fill or scaledown")
-                }
-                player.setFit(fit)
             default: throw ControlError("property \"\(name)\" cannot be set")
             }
         } catch let error as ControlError {
             throw error
         } catch {
             throw ControlError("\(error)")
+        }
+    }
+
+    /// A JSON value as an option's value.
+    private static func optionValue(_ value: Any) -> OptionValue {
+        switch value {
+        // JSONSerialization's numbers are NSNumbers, its true and false a subclass of it (and
+        // 0 and 1 cast to Bool): the class tells them apart.
+        case let number as NSNumber where type(of: number) == NSNumber.self: .number(number.doubleValue)
+        case let flag as Bool: .flag(flag)
+        case let text as String: .text(text)
+        case let items as [String]: .list(items)
+        default: .other("\(type(of: value))")
         }
     }
 

@@ -32,7 +32,7 @@ import Testing
              "future": {"a": {"b": {"c": [[[[[[1]]]]]]}}}}
             """
         let config = try MarqueeConfig.parse(Data(json.utf8))
-        #expect(config.advanced?.sync?.targetLatency == 2.5 && config.sources.count == 1)
+        #expect(config.settings["advanced.sync.targetLatency"] == .number(2.5) && config.sources.count == 1)
         #expect(MarqueeConfig.nesting(Data(json.utf8), over: 32) == nil)
         #expect(MarqueeConfig.nesting(Data(json.utf8), over: 5) == 6)
     }

@@ -30,47 +30,26 @@ public struct MarqueeConfig: Sendable, Equatable, Decodable {
     public var muted: Bool?
     /// A PNG or JPEG path shown until the first picture (``PlayerOptions/poster``).
     public var poster: String?
-    /// The `advanced` object: stall recovery, sync, analytics and interactive settings.
+    /// The `advanced` object's analytics and interactive sections (carried for the app).
     package var advanced: Advanced?
+    /// The value of each player option the document sets, by its config key
+    /// (`advanced.sync.targetLatency`): the option table's rows (``OptionTable``) check and
+    /// apply them.
+    package var settings: [String: OptionValue] = [:]
 
-    /// The config's `advanced` object; every section is optional.
+    enum CodingKeys: String, CodingKey {
+        case sources, autoplay, fit, muted, poster, advanced
+    }
+
+    /// The config's `advanced` object's sections carried for the app; the player's own
+    /// (`stall`, `sync`, `tls`) are options, read through ``settings``.
     package struct Advanced: Sendable, Equatable, Decodable {
-        /// `advanced.stall`: stall recovery delays.
-        package var stall: Stall?
-        /// `advanced.sync`: the latency target.
-        package var sync: Sync?
         /// `advanced.analytics`: where the app reports to. Carried for the app; the player
         /// sends nothing.
         package var analytics: Analytics?
         /// `advanced.interactive`: an overlay for the app to show. Carried for the app; the
         /// player shows nothing.
         package var interactive: Interactive?
-        /// `advanced.tls`: a CA file for the streams' private origins.
-        package var tls: TLS?
-    }
-
-    /// TLS settings (`advanced.tls`).
-    package struct TLS: Sendable, Equatable, Decodable {
-        /// A PEM file of CA certificates the player trusts besides the system's for its media
-        /// (``DocumentSecurity/caFile``); a local path, so one the operator allowed
-        /// (``DocumentSecurity/allowedLocalDirectories``) when the config is fetched.
-        package var caFile: String?
-    }
-
-    /// Stall recovery: the reload timeout backs off from `minRecoveryDelay` to `maxRecoveryDelay` (s).
-    package struct Stall: Sendable, Equatable, Decodable {
-        /// The first stall timeout before a reload, seconds, 0 < value ≤ 86400
-        /// (``PlayerOptions/minRecoveryDelay``).
-        package var minRecoveryDelay: Double?
-        /// The longest stall timeout, seconds, at least `minRecoveryDelay` and ≤ 86400
-        /// (``PlayerOptions/maxRecoveryDelay``).
-        package var maxRecoveryDelay: Double?
-    }
-
-    /// Sync between boxes (`advanced.sync`).
-    package struct Sync: Sendable, Equatable, Decodable {
-        /// Seconds behind live (``PlayerOptions/targetLatency``).
-        package var targetLatency: Double?
     }
 
     /// Analytics settings (`advanced.analytics`), passed through to the app.
@@ -111,8 +90,28 @@ public struct MarqueeConfig: Sendable, Equatable, Decodable {
         } catch {
             throw PlayerError(.invalidConfig, "\(error)")
         }
-        try config.validate()
-        return config
+        var checked = config
+        checked.settings = Self.settings(in: data)
+        try checked.validate()
+        return checked
+    }
+
+    /// The value at each option's config key in `data` (a document the decoder took).
+    static func settings(in data: Data) -> [String: OptionValue] {
+        guard let root = try? JSONDecoder().decode(JSONNode.self, from: data) else { return [:] }
+        var found: [String: OptionValue] = [:]
+        for key in OptionTable.all.compactMap(\.config) {
+            var node: JSONNode? = root
+            for part in key.split(separator: ".") {
+                guard case .object(let members)? = node else {
+                    node = nil
+                    break
+                }
+                node = members[String(part)]
+            }
+            if let node { found[key] = node.value }
+        }
+        return found
     }
 
     /// The nesting depth of `data`'s arrays and objects once it passes `limit` (brackets inside
@@ -152,18 +151,16 @@ public struct MarqueeConfig: Sendable, Equatable, Decodable {
         for (i, url) in sources.enumerated() where !["http", "https"].contains(url.scheme?.lowercased() ?? "") {
             throw PlayerError(.invalidConfig, "sources[\(i)]: \"\(Redact.url(url))\" is not an http(s) URL")
         }
-        if let t = advanced?.sync?.targetLatency, !(t >= 0 && t <= 300) {
-            throw PlayerError(.invalidConfig, "advanced.sync.targetLatency: \(t) s is outside 0…300")
-        }
-        let stall = advanced?.stall
-        for (name, value) in [
-            ("minRecoveryDelay", stall?.minRecoveryDelay), ("maxRecoveryDelay", stall?.maxRecoveryDelay),
-        ] {
-            if let v = value, !(v > 0 && v <= 86_400) {
-                throw PlayerError(.invalidConfig, "advanced.stall.\(name): \(v) s is outside 0…86400")
+        var scratch = PlayerOptions(sources: sources)
+        for spec in OptionTable.all {
+            guard let key = spec.config, let value = settings[key] else { continue }
+            do { try spec.apply(&scratch, value) } catch {
+                throw PlayerError(.invalidConfig, "\(key): \(error.message)")
             }
         }
-        if let low = stall?.minRecoveryDelay, let high = stall?.maxRecoveryDelay, low > high {
+        if case .number(let low)? = settings["advanced.stall.minRecoveryDelay"],
+            case .number(let high)? = settings["advanced.stall.maxRecoveryDelay"], low > high
+        {
             throw PlayerError(
                 .invalidConfig, "advanced.stall: minRecoveryDelay \(low) s is above maxRecoveryDelay \(high) s")
         }
@@ -172,7 +169,9 @@ public struct MarqueeConfig: Sendable, Equatable, Decodable {
     /// Refuses a config fetched from `document` whose local paths (`poster`,
     /// `advanced.tls.caFile`) are outside `security`'s allowed directories.
     func checkLocalPaths(_ security: DocumentSecurity, document: URL) throws(DocumentRefusal) {
-        for (field, value) in [("poster", poster), ("advanced.tls.caFile", advanced?.tls?.caFile)] {
+        var caFile: String?
+        if case .text(let path)? = settings["advanced.tls.caFile"] { caFile = path }
+        for (field, value) in [("poster", poster), ("advanced.tls.caFile", caFile)] {
             guard let value else { continue }
             if let url = URL(string: value), let scheme = url.scheme?.lowercased(), scheme != "file" {
                 guard scheme == "http" || scheme == "https" else {
@@ -235,17 +234,58 @@ extension VideoFit: Decodable {
 }
 
 extension PlayerOptions {
-    /// Options from a remote config (its `autoplay` is the app's to act on): its sources, muted,
-    /// fit, poster, latency target, recovery delays and CA file, the rest at their defaults. Set
-    /// outputs, headers and board afterwards.
+    /// Options from a remote config (its `autoplay` is the app's to act on): its sources and
+    /// each option it sets (muted, fit, poster, the latency target, the recovery delays, the CA
+    /// file; the option table's config keys), the rest at their defaults. Set outputs, headers
+    /// and board afterwards.
     public init(config: MarqueeConfig) {
-        self.init(
-            sources: config.sources, muted: config.muted ?? false,
-            targetLatency: config.advanced?.sync?.targetLatency ?? PlayerOptions.defaultTargetLatency,
-            fit: config.fit ?? .contain, poster: config.poster)
-        if let low = config.advanced?.stall?.minRecoveryDelay { minRecoveryDelay = low }
-        if let high = config.advanced?.stall?.maxRecoveryDelay { maxRecoveryDelay = high }
+        self.init(sources: config.sources)
+        for spec in OptionTable.all {
+            guard let key = spec.config, key != "sources", let value = config.settings[key] else { continue }
+            // MarqueeConfig.parse checked every value with these rows.
+            try? spec.apply(value, to: &self, as: key)
+        }
         if maxRecoveryDelay < minRecoveryDelay { maxRecoveryDelay = minRecoveryDelay }
-        if let caFile = config.advanced?.tls?.caFile { documentSecurity.caFile = caFile }
+    }
+}
+
+/// A JSON value, to walk a document by key path.
+private enum JSONNode: Decodable {
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([JSONNode])
+    case object([String: JSONNode])
+    case null
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if c.decodeNil() {
+            self = .null
+        } else if let b = try? c.decode(Bool.self) {
+            self = .bool(b)
+        } else if let n = try? c.decode(Double.self) {
+            self = .number(n)
+        } else if let s = try? c.decode(String.self) {
+            self = .string(s)
+        } else if let a = try? c.decode([JSONNode].self) {
+            self = .array(a)
+        } else {
+            self = .object(try c.decode([String: JSONNode].self))
+        }
+    }
+
+    /// The node as an option's value.
+    var value: OptionValue {
+        switch self {
+        case .bool(let b): .flag(b)
+        case .number(let n): .number(n)
+        case .string(let s): .text(s)
+        case .array(let items):
+            items.allSatisfy { if case .string = $0 { true } else { false } }
+                ? .list(items.map { if case .string(let s) = $0 { s } else { "" } }) : .other("an array")
+        case .object: .other("an object")
+        case .null: .other("null")
+        }
     }
 }
