@@ -119,9 +119,9 @@ import Testing
         for spec in OptionTable.all {
             var options = PlayerOptions(sources: [URL(string: Self.source)!])
             if let needed = spec.requires {
-                try OptionTable.spec(needed).apply(.text(OptionTable.spec(needed).sample), to: &options, as: needed)
+                try OptionTable.spec(needed).apply(.word(OptionTable.spec(needed).sample), to: &options, as: needed)
             }
-            try spec.apply(.text(spec.sample), to: &options, as: spec.name)
+            try spec.apply(.word(spec.sample), to: &options, as: spec.name)
             _ = try options.validated()
         }
         var options = PlayerOptions(sources: [URL(string: Self.source)!])

@@ -119,7 +119,7 @@ extension OptionTable {
             "memoryTrimInterval", "Give back memory playing does not use this often (the whole process's)",
             values: "seconds, 1…3600, or off; default off (`marquee`: 10)", cli: "--memory-trim", sample: "20",
             apply: { o, v throws(PlayerError) in
-                if v == .text("off") {
+                if v == .word("off") || v == .text("off") {
                     o.memoryTrimInterval = nil
                 } else {
                     o.memoryTrimInterval = try OptionSpec.number(v, 1...3600, unit: " s")

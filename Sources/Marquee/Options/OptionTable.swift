@@ -1,9 +1,12 @@
 import Foundation
 import MarqueeStreaming
 
-/// A value as a surface hands it in: a command-line argument is text, a JSON document gives a
-/// number, a boolean, a string or an array of strings.
+/// A value as a surface hands it in: a command-line argument is a word, read as the option
+/// wants it; a JSON document gives a typed number, boolean, string or array of strings (a
+/// string where a number is wanted is refused).
 package enum OptionValue: Sendable, Equatable, CustomStringConvertible {
+    /// A command-line argument.
+    case word(String)
     case text(String)
     case number(Double)
     case flag(Bool)
@@ -14,6 +17,7 @@ package enum OptionValue: Sendable, Equatable, CustomStringConvertible {
     /// The value as the command line would spell it.
     package var description: String {
         switch self {
+        case .word(let word): word
         case .text(let text): text
         case .number(let number): OptionSpec.format(number)
         case .flag(let flag): flag ? "true" : "false"
@@ -107,7 +111,7 @@ package struct OptionSpec: Sendable {
         let number: Double?
         switch value {
         case .number(let n): number = n
-        case .text(let text): number = Double(text.trimmingCharacters(in: .whitespaces))
+        case .word(let word): number = Double(word.trimmingCharacters(in: .whitespaces))
         default: number = nil
         }
         guard let number, number.isFinite else { throw PlayerError(.invalidOptions, "expected a number") }
@@ -129,8 +133,8 @@ package struct OptionSpec: Sendable {
     static func flag(_ value: OptionValue) throws(PlayerError) -> Bool {
         switch value {
         case .flag(let flag): return flag
-        case .text(let text):
-            switch text.lowercased() {
+        case .word(let word):
+            switch word.lowercased() {
             case "true", "yes", "on", "1": return true
             case "false", "no", "off", "0": return false
             default: break
@@ -142,7 +146,11 @@ package struct OptionSpec: Sendable {
 
     /// A string of at most `maxLength` characters, not empty.
     static func text(_ value: OptionValue, maxLength: Int = 4096) throws(PlayerError) -> String {
-        guard case .text(let text) = value else { throw PlayerError(.invalidOptions, "expected a string") }
+        let text: String
+        switch value {
+        case .text(let string), .word(let string): text = string
+        default: throw PlayerError(.invalidOptions, "expected a string")
+        }
         guard !text.isEmpty, text.count <= maxLength else {
             throw PlayerError(.invalidOptions, "empty, or longer than \(maxLength) characters")
         }
@@ -153,7 +161,7 @@ package struct OptionSpec: Sendable {
     static func list(_ value: OptionValue) throws(PlayerError) -> [String] {
         switch value {
         case .list(let items): return items
-        case .text(let text): return [text]
+        case .text(let text), .word(let text): return [text]
         default: throw PlayerError(.invalidOptions, "expected an array of strings")
         }
     }
