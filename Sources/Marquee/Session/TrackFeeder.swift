@@ -137,100 +137,54 @@ struct TrackFeeder: Sendable {
 
     /// The feeding loop from `start`; returns true when the presentation is over (on-demand end).
     private func feed(from start: Double) async -> Bool {
-        var timeline = plan.timeline
-        var next: SegmentReference? = timeline.segment(containing: start)
-        var lastEnd: Double? = nil
-        var misses = 0  // reloads in a row that listed nothing new
-        var reloadSince: Double? = nil  // after a wait: only a manifest requested since it
-        var pushedAny = false
-        // The next segment was looked for before it was there (a reload listed nothing new, or
-        // its availability time had not come): when it arrives says how late the server is.
-        var awaited = false
-        var marked: SegmentReference? = nil  // the discontinuity the core's tracks were told of
-        var loadedAt = Monotonic.now()
-        // Seconds after a segment's end the server lists it
-        // (``SegmentChoice/listingLateness(observed:segmentDuration:)``).
-        var listingLate = 0.0
-        var missedAt: Double? = nil  // server second of the last reload after a wait that listed nothing new
-        // The next segment was listed between the reload that missed it and the one that found
-        // it: its arrival is measured from the middle (seconds before the finding reload).
-        var listedBefore = 0.0
+        // Where feeding is, and what was learned of the listing: changed only by its transitions.
+        var cursor = FeedCursor(timeline: plan.timeline, from: start, now: Monotonic.now())
         while !Task.isCancelled {
-            // A manifest that changes (minimumUpdatePeriod) is reloaded that often even while its
-            // template computes the next segments: a new period, a period's end, are seen in time.
-            if isLive, next != nil, let lastEnd, let mup = latestMPD.withLock({ $0.minimumUpdatePeriod }),
-                Monotonic.now() - loadedAt >= max(1, mup)
+            if isLive,
+                cursor.refreshDue(now: Monotonic.now(), minimumUpdatePeriod: latestMPD.withLock(\.minimumUpdatePeriod))
             {
-                loadedAt = Monotonic.now()
-                if let fresh = await reloadedTimeline() {
-                    timeline = fresh
-                    next = fresh.segment(following: lastEnd)
-                }
+                let now = Monotonic.now()
+                cursor.refreshed(await reloadedTimeline(), now: now)
             }
-            guard let segment = next else {
+            guard let segment = cursor.next else {
                 guard isLive else {
                     for track in plan.coreTracks { try? core.endTrack(track) }
                     return true
                 }
                 // The timeline is exhausted: reload the manifest and look again.
-                timeline = await reloadedTimeline(since: reloadSince) ?? timeline
-                loadedAt = Monotonic.now()
-                reloadSince = nil
-                next = lastEnd.map { timeline.segment(following: $0) } ?? timeline.segment(containing: wantedPosition())
+                let fresh = await reloadedTimeline(since: cursor.reloadSince)
+                cursor.reloaded(fresh, now: Monotonic.now(), wanted: wantedPosition(), isLive: isLive)
                 // Nothing fetched yet and the listing ends before the wanted position (a server
                 // later than the target, an encoder whose clock runs slow): its newest segment
                 // is the live edge; what arrives late raises the target (``FeasibleLatency``).
-                if next == nil, lastEnd == nil, isLive {
-                    next = SegmentChoice.edgeStart(on: timeline, wanted: wantedPosition(), misses: misses)
-                }
                 let overdue = SegmentChoice.isOverdue(
-                    after: lastEnd, now: serverSeconds(), segmentDuration: SegmentChoice.segmentDuration(timeline))
-                if next == nil, isLive, let following = nextPeriod(after: lastEnd ?? wantedPosition(), waited: overdue)
+                    after: cursor.lastEnd, now: serverSeconds(),
+                    segmentDuration: SegmentChoice.segmentDuration(cursor.timeline))
+                if cursor.next == nil,
+                    let following = nextPeriod(after: cursor.lastEnd ?? wantedPosition(), waited: overdue)
                 {
-                    // The period is over: on in the next one, from its start (or the wanted position).
-                    timeline = following
-                    let from = max(following.periodStart, lastEnd ?? wantedPosition())
-                    next = following.segment(containing: from + 1e-3) ?? following.segment(following: from)
-                    marked = next  // the new stream is begun already
-                    pushedAny = false
+                    cursor.enter(following, wanted: wantedPosition())  // (the new stream is begun already)
                 }
-                if next == nil {
+                if cursor.next == nil {
                     // Reload just after the next segment should be listed (``SegmentChoice/listingWait``).
-                    let duration = SegmentChoice.segmentDuration(timeline)
-                    let expected = lastEnd.flatMap { end in
-                        timeline.availabilityStartTime.map {
-                            $0.addingTimeInterval(end + duration + listingLate).timeIntervalSince(clock.now())
-                        }
-                    }
-                    let wait = SegmentChoice.listingWait(
-                        expectedIn: expected, segmentDuration: duration, misses: misses)
-                    if misses > 0 { missedAt = serverSeconds() }  // (the first reload comes at once, before the wait)
-                    misses += 1
-                    awaited = true
+                    let wait = cursor.missed(
+                        expectedIn: cursor.expectedListing(now: clock.now()), serverNow: serverSeconds())
                     try? await Task.sleep(for: .milliseconds(Int(wait * 1000)))
-                    reloadSince = Monotonic.now()
+                    cursor.waited(now: Monotonic.now())
                 } else {
-                    if misses > 0, let found = next, lastEnd != nil, let now = serverSeconds() {
-                        // (Less the time the player was not running: its reloads were late, not the listing.)
-                        listingLate = SegmentChoice.listingLateness(
-                            observed: now - found.end - frozen(from: found.end, to: now, now: now),
-                            missed: missedAt.map { $0 - found.end - frozen(from: found.end, to: $0, now: now) },
-                            segmentDuration: SegmentChoice.segmentDuration(timeline))
-                        listedBefore = missedAt.map { max(0, now - $0 - frozen(from: $0, to: now, now: now)) / 2 } ?? 0
-                    }
-                    missedAt = nil
-                    misses = 0
+                    // (Less the time the player was not running: its reloads were late, not the listing.)
+                    let now = serverSeconds()
+                    cursor.found(serverNow: now) { from, to in frozen(from: from, to: to, now: now ?? to) }
                 }
                 continue
             }
-            if isLive, let jump = SegmentChoice.catchUp(from: segment, wanted: wantedPosition(), on: timeline) {
+            if isLive, let jump = SegmentChoice.catchUp(from: segment, wanted: wantedPosition(), on: cursor.timeline) {
                 logger.info(
                     "behind live, skipping ahead",
                     metadata: [
                         "track": "\(plan.representation.id)", "from": "\(segment.number)", "to": "\(jump.number)",
                     ])
-                next = jump
-                awaited = false
+                cursor.catchUp(to: jump)
                 firstByteAt.withLock { $0 = nil }
                 continue
             }
@@ -244,37 +198,37 @@ struct TrackFeeder: Sendable {
                 }
             }
             if isLive, store?.entry(track: plan.coreTrack, time: segment.time) == nil,
-                await waitUntilAvailable(segment, timeline)
+                await waitUntilAvailable(segment, cursor.timeline)
             {
-                awaited = true
+                cursor.awaitedAvailability()
             }
             let askedAt = serverSeconds()
             if Task.isCancelled { return false }
-            if segment.discontinuity, pushedAny, marked?.start != segment.start {
+            if cursor.beginsStream(segment) {
                 // An encoder restart or a splice (HLS): the timestamps start afresh. What the
                 // core's tracks hold plays to its end; a new stream begins there, placed anew.
                 logger.info(
                     "discontinuity", metadata: ["track": "\(plan.representation.id)", "segment": "\(segment.number)"])
                 beginStream(ptsOffset: nil)
-                marked = segment
             }
-            pushedAny = true
+            cursor.feeding()
             switch await obtain(segment) {
             case .pushed:
                 pushedEnd.withLock { $0 = segment.end }
                 // Fetched whole as soon as it was there (not streamed while being produced).
-                if isLive, awaited, let askedAt, askedAt >= segment.end - 0.05,
+                if isLive, cursor.awaited, let askedAt, askedAt >= segment.end - 0.05,
                     let arrived = firstByteAt.withLock({ $0 }),
                     let whole = serverSeconds()
                 {
+                    let timeline = cursor.timeline
                     let available =
                         timeline.availabilityStart(of: segment).flatMap { date in
                             timeline.availabilityStartTime.map { date.timeIntervalSince($0) }
                         } ?? segment.end
-                    let from = listedBefore + segment.start
+                    let from = cursor.listedBefore + segment.start
                     onArrival(SegmentArrival(available: available - from, need: arrived - from, inHand: whole - from))
                 }
-                listedBefore = 0
+                cursor.measured()
             case .skipped:
                 break
             case .abandoned:
@@ -282,9 +236,7 @@ struct TrackFeeder: Sendable {
             case .cancelled:
                 return false
             }
-            lastEnd = segment.end
-            next = timeline.segment(after: segment)
-            awaited = false
+            cursor.fed(segment)
             firstByteAt.withLock { $0 = nil }  // (kept across an abandoned download: the first try's)
         }
         return false
