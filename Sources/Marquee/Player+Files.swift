@@ -12,7 +12,7 @@ extension Player {
     /// anchored on that picture's time: no fixed start lead). A `still` (an image) is one
     /// picture held, without sound (its audio track is not fed: no buffering band, no end).
     /// Opens the outputs when nothing played yet. `label` names it in `frames:`. Its end and
-    /// later errors are the core's events (``fileEvent()``): no session follows it. Throws
+    /// later errors are its events (``fileEvents()``): no session follows it. Throws
     /// ``PlayerError/Code-swift.struct/media`` when nothing of it decodes.
     /// Returns when (monotonic seconds) its first picture is due.
     @discardableResult
@@ -30,7 +30,9 @@ extension Player {
         guard let core else { return Monotonic.now() }
         // Before any source measured the server clock: the local one (frames:' wall times).
         if fresh { try? core.setWallOffset(ServerClock.local().offset) }
-        core.dropEvents()  // the cut source's
+        let source = FileSource()
+        present(source, dropping: true, core: core)  // (the cut source's events dropped)
+        inner.withLock { $0.file = source }
         let kinds: [CoreTrackKind] = still ? [.video] : [.video, .audio]
         var tracks: [Int32] = []
         do throws(CoreError) {
@@ -65,7 +67,9 @@ extension Player {
         }
         try startOnce(core)
         // (video first)
-        return try await anchorOnFirstFrame(core, video: tracks.first, offset: still ? 0 : max(0, offset))
+        defer { source.anchored() }
+        return try await anchorOnFirstFrame(
+            core, events: source.anchorEvents, video: tracks.first, offset: still ? 0 : max(0, offset))
     }
 
     /// How far ahead a file's timeline is held while its first frame decodes, seconds.
@@ -73,17 +77,17 @@ extension Player {
 
     /// Anchors the timeline on the first decoded frame of a file (its video's, or its sound's
     /// when it has no picture): that time plus `offset` is due 5 ms from then (what comes before
-    /// is decoded and dropped as late). Follows the core's events as they come (``CoreEvents``);
-    /// waits at most 2 s (then from 0). Returns when it is due.
-    private func anchorOnFirstFrame(_ core: CoreHandle, video: Int32?, offset: Double) async throws(PlayerError)
-        -> Double
-    {
+    /// is decoded and dropped as late). Follows the file's core events as they come (`events`,
+    /// from the player's pump); waits at most 2 s (then from 0). Returns when it is due.
+    private func anchorOnFirstFrame(
+        _ core: CoreHandle, events: AsyncStream<CoreEvent>, video: Int32?, offset: Double
+    ) async throws(PlayerError) -> Double {
         // The earliest decoded time seen, and a failure that ends the wait.
         let found = Locked<(first: Double?, failure: PlayerError?)>((nil, nil))
         if let video {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    for await event in core.events() {
+                    for await event in events {
                         switch event.kind {
                         case .trackFormat:
                             if let t = event.mediaTime, t.isFinite {
@@ -123,26 +127,12 @@ extension Player {
         }
     }
 
-    /// The events of the file playing (``playFile(_:label:still:from:)``) as the core queues
-    /// them (``CoreEvents``, no timer): its end, a decode error. The sequence ends when the next
-    /// source's session takes the core's events over, the outputs close, or its consumer stops.
+    /// The events of the file playing (``playFile(_:label:still:from:)``) from its first frame
+    /// on, as the core queues them (the player's event pump, no timer): its end, a decode error.
+    /// The sequence ends when another source presents, or the outputs close.
     package func fileEvents() -> AsyncStream<FileEvent> {
-        guard let core = inner.withLock({ $0.core }) else { return AsyncStream { $0.finish() } }
-        let events = core.events()
-        return AsyncStream(bufferingPolicy: .bufferingNewest(64)) { continuation in
-            let forwarder = Task {
-                for await event in events {
-                    switch event.kind {
-                    case .ended: continuation.yield(.ended)
-                    case .error:
-                        continuation.yield(.failed(event.message, missingStream: event.error?.isMissingStream == true))
-                    default: continue
-                    }
-                }
-                continuation.finish()
-            }
-            continuation.onTermination = { _ in forwarder.cancel() }
-        }
+        guard let file = inner.withLock({ $0.file }) else { return AsyncStream { $0.finish() } }
+        return file.events()
     }
 
     /// Names what is presented from now on: the `frames:` output's `item` column (a playlist

@@ -80,8 +80,10 @@ extension Player {
         if inner.withLock({ $0.displayOff }) { try? core.setOverlay(.blank) }
         mixer.insert(scheduled)
         Task { await mixer.prepare() }
+        let pump = pumpEvents(core)
         inner.withLock {
             $0.mixer = mixer
+            $0.pump = pump
             // Newest kept: progress readings come 10 times a second and a reload takes seconds.
             let (stream, input) = AsyncStream<SessionReport>.makeStream(bufferingPolicy: .bufferingNewest(64))
             $0.reports = (stream, input)
@@ -97,6 +99,8 @@ extension Player {
 
     /// Starts the core on `session` with its stall supervisor.
     func begin(_ session: PlaybackSession, core: CoreHandle) throws(PlayerError) {
+        present(session, dropping: false, core: core)
+        inner.withLock { $0.file = nil }
         try startOnce(core)
         let task = Task { await session.run() }
         let reports = inner.withLock { $0.reports?.stream } ?? AsyncStream { $0.finish() }
@@ -221,9 +225,11 @@ extension Player {
     public func stop() async {
         await discardStaged()
         await router?.stopRouting()
-        let (task, core, supervisor) = inner.withLock {
-            inner -> (Task<Void, Never>?, CoreHandle?, Task<Void, Never>?) in
+        let (task, core, supervisor, pump) = inner.withLock {
+            inner -> (Task<Void, Never>?, CoreHandle?, Task<Void, Never>?, Task<Void, Never>?) in
             defer {
+                inner.pump = nil
+                inner.file = nil
                 inner.task = nil
                 inner.session = nil
                 inner.core = nil
@@ -235,8 +241,10 @@ extension Player {
                 inner.ownTracks = [:]
                 if inner.state != .error { inner.state = .idle }
             }
-            return (inner.task, inner.session?.core ?? inner.core, inner.supervisor)
+            return (inner.task, inner.session?.core ?? inner.core, inner.supervisor, inner.pump)
         }
+        pump?.cancel()
+        present(nil, dropping: false, core: nil)
         // The teardown runs code that never ran while playing: with trimming on, what playing
         // kept resident goes first, so the process's peak stays the one it had while playing.
         if core != nil, options.memoryTrimInterval != nil { MemoryUsage.trim(at: "stop", logger: logger) }

@@ -115,9 +115,10 @@ extension Player {
             // The outputs are open and nothing played yet (the sources are being retried, or
             // failed fast): the first source that plays now starts them.
             inner.withLock { $0.supervisor }?.cancel()
-            core.dropEvents()  // a file's or a still's
+            present(nil, dropping: true, core: core)  // (a file's or a still's events)
             if let staged = await takeStaged(for: options.sources) {
                 do {
+                    present(staged, dropping: false, core: core)
                     try staged.activate()  // (decoded ahead while a file or a still played)
                     inner.withLock { $0.ownTracks = [:] }
                     guard inner.withLock({ $0.core != nil }) else { return }
@@ -125,6 +126,7 @@ extension Player {
                     return
                 } catch {
                     logger.warning("the source decoded ahead could not take over", metadata: ["error": "\(error)"])
+                    present(nil, dropping: false, core: core)
                     await staged.discard()
                 }
             }
@@ -141,12 +143,14 @@ extension Player {
         if let staged = await takeStaged(for: options.sources) {
             // Decoded ahead: it replaces the playing source's tracks on its next picture.
             do {
+                present(staged, dropping: false, core: core)
                 try staged.activate()
                 let next = Task { await staged.run() }
                 let stopped = inner.withLock { inner -> Bool in
                     guard inner.core != nil else { return true }
                     inner.session = staged
                     inner.task = next
+                    inner.file = nil
                     inner.ownTracks = [:]  // (removed by the activation)
                     return false
                 }
@@ -154,15 +158,17 @@ extension Player {
                 return
             } catch {
                 logger.warning("the source decoded ahead could not take over", metadata: ["error": "\(error)"])
+                present(nil, dropping: false, core: core)
                 await staged.discard()
             }
         }
         var reuse = Dictionary(old.plans.flatMap(\.coreTracksByKind), uniquingKeysWith: { first, _ in first })
         reuse.merge(inner.withLock { $0.ownTracks }) { session, _ in session }
-        core.dropEvents()  // the old source's (a file's end would end the new one)
+        present(nil, dropping: true, core: core)  // the old source's (a file's end would end the new one)
         let session: PlaybackSession
         do {
             session = try await openFirstSource(core: core, startMono: Monotonic.now(), reuse: reuse)
+            present(session, dropping: false, core: core)
         } catch {
             inner.withLock { $0.reports?.input }?.yield(.noSession)  // the supervisor reloads on its clock
             throw error
@@ -172,6 +178,7 @@ extension Player {
             guard inner.core != nil else { return true }  // stop() ran meanwhile
             inner.session = session
             inner.task = next
+            inner.file = nil
             return false
         }
         if stopped { next.cancel() }
@@ -197,6 +204,7 @@ extension Player {
         let (session, task, core, own) = inner.withLock { ($0.session, $0.task, $0.core, $0.ownTracks) }
         task?.cancel()
         await task?.value
+        present(nil, dropping: false, core: core)  // (what the cut source's tracks still report)
         learn(from: session)
         let tracks = Set((session?.plans.flatMap(\.coreTracks) ?? []) + own.values)
         for track in tracks { try? core?.resetTrack(track) }

@@ -25,6 +25,9 @@ public final class Player: Sendable {
     /// and the QoE record's (MarqueeFleet).
     public let sessionId: String
     let inner: Locked<Inner>
+    /// The source the core's events go to (``MediaSource``): switched with this lock held, and
+    /// the pump hands each event on with it held (``pumpEvents(_:)``).
+    let presenting = Locked<(any MediaSource)?>(nil)
     /// What the sources are fetched through (a venue proxy), started by the first ``play()``,
     /// stopped by ``stop()``; nil: straight from the sources.
     public let router: (any SourceRouter)?
@@ -43,6 +46,11 @@ public final class Player: Sendable {
         /// they show).
         var core: CoreHandle?
         var supervisor: Task<Void, Never>?
+        /// The outputs' event pump (``pumpEvents(_:)``), from their opening to `stop()`.
+        var pump: Task<Void, Never>?
+        /// The file or still presenting (``playFile(_:label:still:from:)``), nil once a stream
+        /// took over.
+        var file: FileSource?
         /// The sessions' reports to the stall supervisor (``SessionReport``), from the first
         /// `play()` to `stop()`: every session of those outputs reports into it.
         var reports: (stream: AsyncStream<SessionReport>, input: AsyncStream<SessionReport>.Continuation)?
@@ -118,6 +126,7 @@ public final class Player: Sendable {
         inner.withLock {
             $0.task?.cancel()
             $0.supervisor?.cancel()
+            $0.pump?.cancel()
         }
         sink.finish()
     }

@@ -86,6 +86,11 @@ package final class CoreHandle: Sendable {
         CoreEvents(handle: self, signals: wakeup.subscribe())
     }
 
+    /// A signal each time events are queued (one stands for any number; the newest kept), for a
+    /// consumer that polls them itself (``pollEvent()``). It ends when the core closes; a second
+    /// call (or ``events()``) ends the first.
+    package func eventSignals() -> AsyncStream<Void> { wakeup.subscribe() }
+
     func call(_ body: (OpaquePointer) -> Int32) throws(CoreError) {
         let rc: Int32 = player.withLock { p in
             guard let p else { return MQ_ERR_CLOSED.rawValue }

@@ -10,7 +10,7 @@ extension PlaybackSession {
     /// The control step's period: the latency controller's sampling interval (its gains are
     /// tuned for it), the state and frame-rate readings, the mixer's look-ahead (0.5 s of timed
     /// transitions, so a step this long never misses one) and the stall supervisor's progress
-    /// readings. Events do not wait for it (``pumpEvents()``).
+    /// readings. Events do not wait for it (``react(to:)``).
     static let controlInterval = 0.1
 
     /// The control step, every ``controlInterval``: a sampled-data loop by design (the
@@ -38,16 +38,9 @@ extension PlaybackSession {
         }
     }
 
-    /// Reacts to the core's events as they are queued (``CoreEvents``: the core's wakeup, no
-    /// timer); returns when playback is over (ended, failed for good) or the session is stopped.
-    func pumpEvents() async {
-        for await event in core.events() {
-            if handle(event) { return }
-        }
-    }
-
-    /// Returns `true` when playback is over.
-    func handle(_ event: CoreEvent) -> Bool {
+    /// Reacts to a core event (the player's event pump hands each on as it is queued, while
+    /// this session presents); returns `true` when playback is over.
+    func react(to event: CoreEvent) -> Bool {
         switch event.kind {
         case .firstFrame:
             let seconds = (core.status()?.firstFrameMono ?? Monotonic.now()) - startMono

@@ -256,6 +256,8 @@ final class PlaybackSession: Sendable {
     let entry: Double
     /// A staged session's feeders, started by ``startFeeding()``.
     private let earlyFeeding = Locked<Task<Void, Never>?>(nil)
+    /// Signalled when playback is over (ended, failed for good): ``run()`` returns.
+    let over = Wakeup()
 
     /// The throughput the adaptive bitrate control measured (bits per second; the video
     /// track's, else the first with a choice of renditions), nil without one.
@@ -378,10 +380,10 @@ final class PlaybackSession: Sendable {
                 }
             }
             group.addTask {
-                await self.pumpEvents()
+                await self.over.wait(until: nil)
                 return true
             }
-            // The event pump returns when playback ended or failed for good: stop the feeders and
+            // Over when playback ended or failed for good (``react(to:)``): stop the feeders and
             // the control step. (A feeder returns first when an on-demand stream is all fetched:
             // the rest goes on.)
             while let over = await group.next(), !over {}
