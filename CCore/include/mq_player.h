@@ -394,6 +394,8 @@ typedef enum mq_event_type {
                                    ///< `message` names them, why, and the decoder used.
     MQ_EVENT_CLIP_ENDED = 8,       ///< A clip that does not loop was heard to its end (`track` is the
                                    ///< mixer input; `code` an `mq_err` when it ended on a decode error).
+    MQ_EVENT_LABEL_SHOWN = 9,      ///< The first due picture presented (and counted) since
+                                   ///< `mq_player_set_label`: `message` is the label, `media_time` its pts.
 } mq_event_type;
 
 typedef struct mq_event {

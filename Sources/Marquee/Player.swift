@@ -28,6 +28,9 @@ public final class Player: Sendable {
     /// The source the core's events go to (``MediaSource``): switched with this lock held, and
     /// the pump hands each event on with it held (``pumpEvents(_:)``).
     let presenting = Locked<(any MediaSource)?>(nil)
+    /// Signalled as the first picture under a new label (``setLabel(_:)``) is presented: a
+    /// playlist's watcher learns its item shows without sampling the picture count.
+    package let pictures = Wakeup()
     /// What the sources are fetched through (a venue proxy), started by the first ``play()``,
     /// stopped by ``stop()``; nil: straight from the sources.
     public let router: (any SourceRouter)?

@@ -2,6 +2,8 @@
 package struct CoreEvent: Sendable {
     package enum Kind: Sendable {
         case firstFrame, trackFormat, error, ended, underrun, outputChanged, decoderFallback, clipEnded
+        /// The first picture presented under a new label (`message`), at `mediaTime`.
+        case labelShown
         case other(Int32)
     }
     package var kind: Kind

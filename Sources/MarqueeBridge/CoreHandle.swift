@@ -169,6 +169,7 @@ package final class CoreHandle: Sendable {
         case Int32(MQ_EVENT_OUTPUT_CHANGED.rawValue): kind = .outputChanged
         case Int32(MQ_EVENT_DECODER_FALLBACK.rawValue): kind = .decoderFallback
         case Int32(MQ_EVENT_CLIP_ENDED.rawValue): kind = .clipEnded
+        case Int32(MQ_EVENT_LABEL_SHOWN.rawValue): kind = .labelShown
         default: kind = .other(e.type)
         }
         return CoreEvent(

@@ -90,7 +90,8 @@ import Testing
 }
 
 /// `mq_player_set_label`: the `frames:` output's `item` column names what was presented when
-/// each picture was, switching between two pictures at the call.
+/// each picture was, switching between two pictures at the call; `MQ_EVENT_LABEL_SHOWN` comes
+/// once per label, with the first picture presented under it.
 @Suite struct LabelTests {
     @Test func theItemColumnSwitchesAtTheCall() async throws {
         let dir = try Fixtures.tempDir()
@@ -129,6 +130,14 @@ import Testing
             rows[firstSecond - 1].wall <= switched + 0.001 && rows[firstSecond].wall >= switched - 0.001
                 && rows[firstSecond].wall < switched + 0.05,
             "switch at \(switched), pictures at \(rows[firstSecond - 1].wall) and \(rows[firstSecond].wall)")
+        let shown = player.events.filter { $0.type == Int32(MQ_EVENT_LABEL_SHOWN.rawValue) }
+        #expect(shown.map(\.text) == ["first", "second item"], "\(shown.map(\.text))")
+        if shown.count == 2 {
+            #expect(
+                String(format: "%.6f", shown[0].media_time) == rows[0].pts
+                    && String(format: "%.6f", shown[1].media_time) == rows[firstSecond].pts,
+                "label events at \(shown.map(\.media_time)), pictures \(rows[0].pts) and \(rows[firstSecond].pts)")
+        }
     }
 }
 

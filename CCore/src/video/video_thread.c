@@ -33,7 +33,8 @@ static int configure(mq_player *p, const AVFrame *f)
     return ret;
 }
 
-/// Counts a due picture (a join's still is not one) and reports the first picture on screen.
+/// Counts a due picture (a join's still is not one) and reports the first picture on screen,
+/// and the first due picture under a new label (what a playlist item shows first).
 static void after_present(mq_player *p, const mq_vframe *v, double now)
 {
     atomic_store(&p->width, v->frame->width);
@@ -43,6 +44,11 @@ static void after_present(mq_player *p, const mq_vframe *v, double now)
         atomic_store(&p->first_frame_mono, now);
         mq_event_queue_push(p->events, MQ_EVENT_FIRST_FRAME, -1, 0, v->pts, "first frame %dx%d at %.3f",
                             v->frame->width, v->frame->height, v->pts);
+    }
+    // Once counted (a join's still is not due: it waits for the first picture that is).
+    if (p->video.label_pending && !v->still) {
+        p->video.label_pending = false;
+        mq_event_queue_push(p->events, MQ_EVENT_LABEL_SHOWN, -1, 0, v->pts, "%s", p->vo->label);
     }
 }
 
@@ -163,6 +169,7 @@ static void refresh_output(mq_player *p, double now)
         memcpy(vo->label, p->label_req, sizeof vo->label);
         pthread_mutex_unlock(&p->lock);
         p->video.label_seen = label_gen;
+        p->video.label_pending = true;
     }
     mq_vo_overlay want = wanted_overlay(p, now); // also for outputs without a display (BLANK)
     int fit = atomic_load(&p->fit_req);

@@ -23,10 +23,16 @@ extension Player {
     /// too (``present(_:dropping:)``): no event of one source reaches the next.
     func pumpEvents(_ core: CoreHandle) -> Task<Void, Never> {
         let signals = core.eventSignals()
-        return Task { [presenting] in
+        return Task { [presenting, pictures] in
             func drain() {
                 presenting.withLock { source in
-                    while let event = core.pollEvent() { source?.handle(event) }
+                    while let event = core.pollEvent() {
+                        if case .labelShown = event.kind {
+                            pictures.signal()  // (the player's: what shows is the outputs')
+                        } else {
+                            source?.handle(event)
+                        }
+                    }
                 }
             }
             drain()  // (queued before the signals were taken)
@@ -91,7 +97,11 @@ final class FileSource: MediaSource {
             case .error: file = .failed(event.message, missingStream: event.error?.isMissingStream == true)
             default: return
             }
-            if let reader = state.reader { reader.yield(file) } else if state.pending.count < 64 { state.pending.append(file) }
+            if let reader = state.reader {
+                reader.yield(file)
+            } else if state.pending.count < 64 {
+                state.pending.append(file)
+            }
         }
     }
 

@@ -81,7 +81,7 @@ extension PlaybackSession {
             events.send(.decoderFallback(event.message))
         case .clipEnded:
             logger.debug("clip ended", metadata: ["input": "\(event.track ?? -1)", "detail": "\(event.message)"])
-        case .underrun, .other:
+        case .underrun, .labelShown, .other:
             logger.debug("core event", metadata: ["message": "\(event.message)"])
         }
         return false

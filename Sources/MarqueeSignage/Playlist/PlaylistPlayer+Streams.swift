@@ -50,6 +50,15 @@ extension PlaylistPlayer {
         let audioOnly = { [player] in
             !player.activeQualities.isEmpty && !player.activeQualities.contains { $0.kind == "video" }
         }
+        // The first picture under the item's label wakes the watcher (the player's event pump
+        // signals it), as its player events and a switch do.
+        let relay = Task { [player, changes] in
+            while !Task.isCancelled {
+                await player.pictures.wait(until: nil)
+                changes.signal()
+            }
+        }
+        defer { relay.cancel() }
         while !Task.isCancelled {
             let status = player.status
             let now = Monotonic.now()
@@ -82,10 +91,10 @@ extension PlaylistPlayer {
                     return .failed(
                         PlayerError(.media, "item \"\(item.id)\": no picture within \(Int(Self.startTimeout)) s"))
                 }
-                // Sampled until its first picture (no event tells a new source's first picture
-                // presented; the player's first-frame event comes once): every 10 ms, at most
-                // the 10 s start timeout. A switch or a player event wakes it sooner.
-                await changes.wait(until: now + 0.01)
+                // Asleep until its first picture (the core's event for the first picture under
+                // its label), a player event (an audio-only item's playing state) or a switch,
+                // at most the 10 s start timeout.
+                await changes.wait(until: began + Self.startTimeout + 0.001)
                 continue
             }
             if let position = status.position { inner.withLock { $0.playing?.mediaTime = position } }
