@@ -43,7 +43,7 @@ final class PlaybackSession: Sendable {
     let mixer: MixDirector?
     /// The user delay and pause (live), and the store of segments that makes them possible.
     let shift = TimeShift()
-    let store: SegmentStore?
+    let store: DelayStore?
     let maxDelay: Double
     let pause = Locked<(mono: Double, position: Double)?>(nil)
     /// On demand: the first picture is due at most ``onDemandLead`` after the start, and as
@@ -161,7 +161,7 @@ final class PlaybackSession: Sendable {
         self.maxDelay = options.maxDelay
         let store =
             mpd.isLive && options.maxDelay > 0
-            ? SegmentStore(maxDuration: options.maxDelay, maxBytes: options.maxDelayBytes) : nil
+            ? DelayStore(maxDuration: options.maxDelay, maxBytes: options.maxDelayBytes) : nil
         self.store = store
         let shift = self.shift
         let drift = self.drift

@@ -31,7 +31,7 @@ struct TrackFeeder: Sendable {
     /// feeder then flushes its core track and continues from the new wanted position.
     let shift: TimeShift
     /// Where fetched segments are kept for the delay (live only), nil without one.
-    let store: SegmentStore?
+    let store: DelayStore?
     /// MPEG-TS: the offset from the stream's PTS to presentation time is still to be measured
     /// (at the first segment pushed after a start or a restart of the tracks).
     let offsetPending = Locked(true)

@@ -6,7 +6,7 @@ import NIOCore
 /// the oldest leave first, bounded by duration and by bytes. Keyed by the core track and the
 /// segment's media time (`$Time$`, also computed for `$Number$` templates: unlike a number in a
 /// moving SegmentTimeline window, it names one segment for good).
-final class SegmentStore: Sendable {
+final class DelayStore: Sendable {
     struct Entry: Sendable {
         var start: Double
         var end: Double
