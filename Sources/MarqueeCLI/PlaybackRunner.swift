@@ -79,91 +79,87 @@ struct PlaybackRunner {
     /// replaces the playlist.
     func play(playlist: Playlist, feed: ContentFeed?, adjust: @escaping @Sendable (Playlist) -> Playlist) async -> Int32
     {
-        let logger = makeLogger()
         let streams = playlist.items.filter { $0.kind == .stream }.map(\.url).prefix(1)
-        let (options, eventLog): (PlayerOptions, EventLog?)
-        switch setUp(sources: Array(streams), remote: nil) {
-        case .success(let made): (options, eventLog) = made
-        case .failure(let message): return fail(message.text)
-        }
-        let playlistPlayer: PlaylistPlayer
-        do {
-            playlistPlayer = try PlaylistPlayer(
-                playlist: playlist, options: options, router: try router(logger, sources: Array(streams)),
-                logger: logger
-            )
-            try await playlistPlayer.play()
-        } catch {
-            return fail("\(error)")
-        }
-        let status = StatusLine(interactive: isatty(STDOUT_FILENO) != 0)
-        let outcome = await run(
-            playlistPlayer.player, events: playlistPlayer.events, eventLog: eventLog, status: status,
-            what: "a playlist of \(playlist.items.count) items",
-            next: { playlistPlayer.next() }
-        ) { group in
-            if let feed {
-                group.addTask {
-                    for await fresh in feed.changes.dropFirst() {  // the first is the one playing
-                        playlistPlayer.replace(with: adjust(fresh))
-                        status.log("playlist refreshed: \(fresh.items.count) items")
-                    }
-                    return nil
+        return await playSignage(
+            streams: Array(streams), what: "a playlist of \(playlist.items.count) items",
+            make: { options, router, logger in
+                try PlaylistPlayer(playlist: playlist, options: options, router: router, logger: logger)
+            },
+            parts: { ($0.player, $0.events, $0.next) }
+        ) { playlistPlayer, status, group in
+            guard let feed else { return }
+            group.addTask {
+                for await fresh in feed.changes.dropFirst() {  // the first is the one playing
+                    playlistPlayer.replace(with: adjust(fresh))
+                    status.log("playlist refreshed: \(fresh.items.count) items")
                 }
-                group.addTask {
-                    for await failure in feed.failures { status.log("warning: playlist refresh: \(failure)") }
-                    return nil
-                }
+                return nil
+            }
+            group.addTask {
+                for await failure in feed.failures { status.log("warning: playlist refresh: \(failure)") }
+                return nil
             }
         }
-        let final = playlistPlayer.player.status
-        await playlistPlayer.stop()
-        status.finish(final)
-        return outcome == Self.interrupted ? 0 : outcome
     }
 
     /// Plays `schedule` (a ``SchedulePlayer``), its clock read from `timeSource`.
     func play(
         schedule: Schedule, feed: ScheduleFeed?, timeSource: URL?, journal: ProofOfPlayJournal?, cache: ContentCache?
     ) async -> Int32 {
-        let logger = makeLogger()
         let streams = schedule.playlists.values.flatMap(\.items).filter { $0.kind == .stream }.map(\.url).prefix(1)
+        return await playSignage(
+            streams: Array(streams), what: "a schedule of \(schedule.playlists.count) playlists",
+            make: { options, router, logger in
+                try SchedulePlayer(
+                    schedule: schedule, options: options, router: router, timeSource: timeSource, logger: logger,
+                    journal: journal, cache: cache)
+            },
+            parts: { ($0.playlistPlayer.player, $0.events, $0.playlistPlayer.next) }
+        ) { schedulePlayer, status, group in
+            guard let feed else { return }
+            group.addTask {
+                for await fresh in feed.changes.dropFirst() {  // the first is the one playing
+                    schedulePlayer.replace(with: fresh)
+                    status.log("schedule refreshed: \(fresh.playlists.count) playlists, \(fresh.slots.count) slots")
+                }
+                return nil
+            }
+            group.addTask {
+                for await failure in feed.failures { status.log("warning: schedule refresh: \(failure)") }
+                return nil
+            }
+        }
+    }
+
+    /// Plays what `make` makes (a playlist's or a schedule's player, through the venue proxy when
+    /// there is one) until it ends, a signal or `--duration`; `parts` are its player, its events
+    /// and its "next item"; `refreshes` adds its feed's tasks.
+    private func playSignage<Signage: Playback>(
+        streams: [URL], what: String,
+        make: (PlayerOptions, VenueProxy?, Logger) throws -> Signage,
+        parts: (Signage) -> (player: Player, events: SignageEvents, next: @Sendable () -> Void),
+        refreshes: (Signage, StatusLine, inout TaskGroup<Int32?>) -> Void
+    ) async -> Int32 {
+        let logger = makeLogger()
         let (options, eventLog): (PlayerOptions, EventLog?)
-        switch setUp(sources: Array(streams), remote: nil) {
+        switch setUp(sources: streams, remote: nil) {
         case .success(let made): (options, eventLog) = made
         case .failure(let message): return fail(message.text)
         }
-        let schedulePlayer: SchedulePlayer
+        let signage: Signage
         do {
-            schedulePlayer = try SchedulePlayer(
-                schedule: schedule, options: options, router: try router(logger, sources: Array(streams)),
-                timeSource: timeSource,
-                logger: logger, journal: journal, cache: cache)
-            try await schedulePlayer.play()
+            signage = try make(options, try router(logger, sources: streams), logger)
+            try await signage.play()
         } catch {
             return fail("\(error)")
         }
+        let (player, events, next) = parts(signage)
         let status = StatusLine(interactive: isatty(STDOUT_FILENO) != 0)
-        let outcome = await run(
-            schedulePlayer.playlistPlayer.player, events: schedulePlayer.events, eventLog: eventLog, status: status,
-            what: "a schedule of \(schedule.playlists.count) playlists", next: { schedulePlayer.playlistPlayer.next() }
-        ) { group in
-            if let feed {
-                group.addTask {
-                    for await fresh in feed.changes.dropFirst() {  // the first is the one playing
-                        schedulePlayer.replace(with: fresh)
-                        status.log("schedule refreshed: \(fresh.playlists.count) playlists, \(fresh.slots.count) slots")
-                    }
-                    return nil
-                }
-                group.addTask {
-                    for await failure in feed.failures { status.log("warning: schedule refresh: \(failure)") }
-                    return nil
-                }
-            }
+        let outcome = await run(player, events: events, eventLog: eventLog, status: status, what: what, next: next) {
+            refreshes(signage, status, &$0)
         }
-        let final = schedulePlayer.playlistPlayer.player.status
-        await schedulePlayer.stop()
+        let final = player.status
+        await signage.stop()
         status.finish(final)
         return outcome == Self.interrupted ? 0 : outcome
     }

@@ -137,6 +137,13 @@ public final class SchedulePlayer: Sendable {
         replaced.signal()  // the runner looks at what is in force now
     }
 
+    /// Pauses the item playing (``PlaylistPlayer/pause()``); the schedule's clock goes on, and
+    /// the next entry starts playing when it comes.
+    public func pause() throws(PlayerError) { try playlistPlayer.pause() }
+
+    /// Resumes after ``pause()``.
+    public func resume() { playlistPlayer.resume() }
+
     /// Stops following the schedule and the playlist player.
     public func stop() async {
         let (runner, prefetcher) = inner.withLock { inner in
