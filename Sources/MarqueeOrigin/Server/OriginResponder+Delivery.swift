@@ -84,6 +84,7 @@ extension OriginResponder {
             piece.clear()
             for _ in 0..<2048 { piece.writeInteger(generator.next()) }
             try await writer.write(piece)
+            // The fault's pace (a real-time producer: 16 KiB every 50 ms, 320 KiB/s of garbage).
             try await Task.sleep(for: .milliseconds(50))
         }
     }
