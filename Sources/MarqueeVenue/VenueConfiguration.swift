@@ -155,16 +155,39 @@ public struct PeerAddress: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// Why the venue proxy refused something.
+/// Why the venue proxy refused something: `code` says what kind, `message` what exactly (the
+/// shape of every error here: ``PlayerError``'s).
 public struct VenueError: Error, Hashable, Sendable, CustomStringConvertible {
-    public enum Code: String, Sendable, Hashable {
-        case invalidConfiguration, notAllowed, invalidURL, notRunning
+    /// The kind of failure: one of the constants below, compared with `==`.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String, Hashable, Sendable { case invalidConfiguration, notAllowed, invalidURL, notRunning }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// A configuration value cannot be used.
+        public static let invalidConfiguration = Code(.invalidConfiguration)
+        /// The URL's host is not an allowed upstream.
+        public static let notAllowed = Code(.notAllowed)
+        /// Not an http(s) URL the proxy can serve.
+        public static let invalidURL = Code(.invalidURL)
+        /// The proxy is not running.
+        public static let notRunning = Code(.notRunning)
+
+        /// The code's name, as spelled above.
+        public var description: String { base.rawValue }
     }
+
+    /// What kind of failure.
     public var code: Code
+    /// What exactly failed, in English.
     public var message: String
+
+    /// An error of kind `code` with `message`.
     public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
-    public var description: String { "\(code.rawValue): \(message)" }
+
+    /// `code: message`.
+    public var description: String { "\(code): \(message)" }
 }
