@@ -5,7 +5,8 @@ import Testing
 /// A feeder's cursor on a live timeline (2 s segments, 100…120 s listed, then 120…130 s): what it
 /// feeds next and what it learns of the listing, transition by transition, without a server.
 @Suite struct FeedCursorTests {
-    private func timeline(segments: Int) throws -> RepresentationTimeline {
+    /// A live SegmentTimeline of `segments` 2 s segments from 100 s (also ``SegmentChoiceTests``').
+    static func timeline(segments: Int) throws -> RepresentationTimeline {
         let text = """
             <MPD type="dynamic" availabilityStartTime="2026-01-01T00:00:00Z" minimumUpdatePeriod="PT2S"><Period \
             id="p0" start="PT0S">
@@ -22,7 +23,7 @@ import Testing
     }
 
     @Test func itFeedsInOrderThenWaitsForTheListingAndLearnsHowLateItIs() throws {
-        var cursor = FeedCursor(timeline: try timeline(segments: 10), from: 116.5, now: 0)
+        var cursor = FeedCursor(timeline: try Self.timeline(segments: 10), from: 116.5, now: 0)
         #expect(cursor.next?.start == 116)
         #expect(!cursor.refreshDue(now: 5, minimumUpdatePeriod: 2), "nothing fed yet")
         for start in [116.0, 118.0] {
@@ -47,7 +48,7 @@ import Testing
         _ = cursor.missed(expectedIn: 0, serverNow: 124.5)
         #expect(cursor.misses == 2 && cursor.missedAt == 124.5)
         // The next reload lists 120…130 s; found at server second 125.5.
-        cursor.reloaded(try timeline(segments: 15), now: 4, wanted: 121, isLive: true)
+        cursor.reloaded(try Self.timeline(segments: 15), now: 4, wanted: 121, isLive: true)
         #expect(cursor.next?.start == 120 && cursor.reloadSince == nil)
         cursor.found(serverNow: 125.5) { _, _ in 0 }
         // Listed between 124.5 (missed) and 125.5 (found), 122 s its end: 2.5…3.5 s late.
@@ -63,7 +64,7 @@ import Testing
     }
 
     @Test func aLiveStartBeyondTheListingTakesItsEdgeAfterTwoMisses() throws {
-        var cursor = FeedCursor(timeline: try timeline(segments: 10), from: 125, now: 0)
+        var cursor = FeedCursor(timeline: try Self.timeline(segments: 10), from: 125, now: 0)
         #expect(cursor.next == nil, "125 s is not listed")
         cursor.reloaded(nil, now: 1, wanted: 125, isLive: true)
         #expect(cursor.next == nil)
@@ -72,7 +73,7 @@ import Testing
         cursor.reloaded(nil, now: 2, wanted: 125, isLive: true)
         #expect(cursor.next?.start == 118, "the listed edge")
         // On demand it would not guess an edge.
-        var onDemand = FeedCursor(timeline: try timeline(segments: 10), from: 125, now: 0)
+        var onDemand = FeedCursor(timeline: try Self.timeline(segments: 10), from: 125, now: 0)
         _ = onDemand.missed(expectedIn: nil, serverNow: nil)
         _ = onDemand.missed(expectedIn: nil, serverNow: nil)
         onDemand.reloaded(nil, now: 1, wanted: 125, isLive: false)
@@ -80,7 +81,7 @@ import Testing
     }
 
     @Test func catchUpRefreshAndANewStreamAreMarkedOnce() throws {
-        var cursor = FeedCursor(timeline: try timeline(segments: 10), from: 100, now: 0)
+        var cursor = FeedCursor(timeline: try Self.timeline(segments: 10), from: 100, now: 0)
         let first = try #require(cursor.next)
         let jump = try #require(SegmentChoice.catchUp(from: first, wanted: 111, on: cursor.timeline))
         _ = cursor.missed(expectedIn: nil, serverNow: nil)
@@ -91,13 +92,13 @@ import Testing
         #expect(cursor.refreshDue(now: 0.5, minimumUpdatePeriod: 0.2) == false, "at least 1 s between reloads")
         #expect(cursor.refreshDue(now: 1, minimumUpdatePeriod: 0.2))
         #expect(!cursor.refreshDue(now: 1, minimumUpdatePeriod: nil), "a manifest that does not change")
-        cursor.refreshed(try timeline(segments: 15), now: 1)
+        cursor.refreshed(try Self.timeline(segments: 15), now: 1)
         #expect(cursor.loadedAt == 1 && cursor.next?.start == 112)
         cursor.refreshed(nil, now: 2)
         #expect(cursor.loadedAt == 2 && cursor.next?.start == 112, "a failed reload keeps the timeline")
         // A segment of a new period begins a new stream: marked as it is entered (after the last
         // fed, 112 s, later than the wanted 111 s), not again.
-        cursor.enter(try timeline(segments: 15), wanted: 111)
+        cursor.enter(try Self.timeline(segments: 15), wanted: 111)
         #expect(cursor.next?.start == 112 && !cursor.pushedAny && cursor.marked?.start == 112)
         let entered = try #require(cursor.next)
         let begins = cursor.beginsStream(entered)

@@ -215,21 +215,7 @@ import Testing
 
 /// What to fetch next on a live timeline (a SegmentTimeline of 2 s segments, 10 listed).
 @Suite struct SegmentChoiceTests {
-    private func timeline() throws -> RepresentationTimeline {
-        let text = """
-            <MPD type="dynamic" availabilityStartTime="2026-01-01T00:00:00Z" minimumUpdatePeriod="PT2S"><Period \
-            id="p0" start="PT0S">
-            <AdaptationSet contentType="video" mimeType="video/mp4"><Representation id="v" bandwidth="1000000">
-            <SegmentTemplate timescale="1000" initialization="init.mp4" media="$Time$.m4s">
-            <SegmentTimeline><S t="100000" d="2000" r="9"/></SegmentTimeline></SegmentTemplate>
-            </Representation></AdaptationSet></Period></MPD>
-            """
-        let mpd = try MPDParser().parse(Data(text.utf8))
-        let set = mpd.periods[0].adaptationSets[0]
-        return try RepresentationTimeline(
-            mpd: mpd, period: 0, adaptationSet: set, representation: set.representations[0],
-            manifestURL: URL(string: "http://o/live.mpd")!)
-    }
+    private func timeline() throws -> RepresentationTimeline { try FeedCursorTests.timeline(segments: 10) }
 
     @Test func behindLiveItSkipsToTheWantedSegmentAndStartsAtTheListedEdge() throws {
         let t = try timeline()  // segments 100…120 s
