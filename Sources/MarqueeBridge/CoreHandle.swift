@@ -80,15 +80,9 @@ package final class CoreHandle: Sendable {
         wakeup.finish()  // (the core's threads are joined: no callback comes any more)
     }
 
-    /// The core's events from now on (those already queued first), delivered as they are queued;
-    /// see ``CoreEvents``. A second call ends the first sequence.
-    package func events() -> CoreEvents {
-        CoreEvents(handle: self, signals: wakeup.subscribe())
-    }
-
     /// A signal each time events are queued (one stands for any number; the newest kept), for a
     /// consumer that polls them itself (``pollEvent()``). It ends when the core closes; a second
-    /// call (or ``events()``) ends the first.
+    /// call ends the first.
     package func eventSignals() -> AsyncStream<Void> { wakeup.subscribe() }
 
     func call(_ body: (OpaquePointer) -> Int32) throws(CoreError) {
