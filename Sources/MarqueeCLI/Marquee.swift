@@ -234,28 +234,33 @@ extension OutputOptions {
     /// flag that spelled it and its value, in the order they apply (`--cmcd` before its
     /// `--content-id`).
     var playerOptions: [(spec: OptionSpec, flag: String, value: OptionValue)] {
-        let given: [(String, String, OptionValue?)] = [
-            ("targetLatency", "--target-latency", targetLatency.map(OptionValue.word)),
-            ("minRecoveryDelay", "--min-recovery-delay", minRecoveryDelay.map(OptionValue.word)),
-            ("maxRecoveryDelay", "--max-recovery-delay", maxRecoveryDelay.map(OptionValue.word)),
-            ("mainSourceRetryInterval", "--main-source-retry-interval", mainSourceRetryInterval.map(OptionValue.word)),
-            ("failFast", "--fail-fast", failFast ? .flag(true) : nil),
-            ("audioLanguage", "--audio-language", audioLanguage.map(OptionValue.word)),
-            ("selectedQuality", "--quality", quality.map(OptionValue.word)),
-            ("cmcd", "--cmcd", cmcd.map(OptionValue.word)),
-            ("cmcd.contentId", "--content-id", contentId.map(OptionValue.word)),
-            ("memoryTrimInterval", "--memory-trim", memoryTrim.map(OptionValue.word)),
-            ("audioOutput", "--audio", audio.map(OptionValue.word)),
-            ("videoOutput", "--video", video.map(OptionValue.word)),
-            ("fit", "--fit", fit.map(OptionValue.word)),
-            ("rotation", "--rotation", rotation.map(OptionValue.word)),
-            ("poster", "--poster", poster.map(OptionValue.word)),
-            ("joinStill", joinStill == false ? "--no-join-still" : "--join-still", joinStill.map(OptionValue.flag)),
-            ("muted", muted == false ? "--no-muted" : "--muted", muted.map(OptionValue.flag)),
-            ("mixing.muteMusic", "--mute-music", muteMusic.map(OptionValue.word)),
-            ("mixing.adCreatives", "--ad-creative", adCreative.isEmpty ? nil : .list(adCreative)),
+        let given: [(String, OptionValue?)] = [
+            ("targetLatency", targetLatency.map(OptionValue.word)),
+            ("minRecoveryDelay", minRecoveryDelay.map(OptionValue.word)),
+            ("maxRecoveryDelay", maxRecoveryDelay.map(OptionValue.word)),
+            ("mainSourceRetryInterval", mainSourceRetryInterval.map(OptionValue.word)),
+            ("failFast", failFast ? .flag(true) : nil),
+            ("audioLanguage", audioLanguage.map(OptionValue.word)),
+            ("selectedQuality", quality.map(OptionValue.word)),
+            ("cmcd", cmcd.map(OptionValue.word)),
+            ("cmcd.contentId", contentId.map(OptionValue.word)),
+            ("memoryTrimInterval", memoryTrim.map(OptionValue.word)),
+            ("audioOutput", audio.map(OptionValue.word)),
+            ("videoOutput", video.map(OptionValue.word)),
+            ("fit", fit.map(OptionValue.word)),
+            ("rotation", rotation.map(OptionValue.word)),
+            ("poster", poster.map(OptionValue.word)),
+            ("joinStill", joinStill.map(OptionValue.flag)),
+            ("muted", muted.map(OptionValue.flag)),
+            ("mixing.muteMusic", muteMusic.map(OptionValue.word)),
+            ("mixing.adCreatives", adCreative.isEmpty ? nil : .list(adCreative)),
         ]
-        return given.compactMap { name, flag, value in value.map { (OptionTable.spec(name), flag, $0) } }
+        return given.compactMap { name, value in
+            value.map { value in
+                let spec = OptionTable.spec(name)
+                return (spec, spec.flag(for: value) ?? name, value)
+            }
+        }
     }
 
     /// The scrape token: from --metrics-token-file, else the `metrics-token` credential.

@@ -26,10 +26,7 @@ import Testing
     /// How the command line spells `spec`'s sample.
     func arguments(_ spec: OptionSpec) -> [String] {
         guard let flag = spec.cli else { return [] }
-        if flag.hasPrefix("--[no-]") {
-            let name = flag.dropFirst("--[no-]".count)
-            return [spec.sample == "true" ? "--\(name)" : "--no-\(name)"]
-        }
+        if flag.hasPrefix("--[no-]") { return [spec.flag(for: .flag(spec.sample == "true")) ?? flag] }
         if flag == "<url>…" { return [spec.sample] }
         return spec.read(PlayerOptions(sources: [])) == .flag(false) ? [flag] : [flag, spec.sample]
     }

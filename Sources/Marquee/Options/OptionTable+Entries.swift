@@ -26,7 +26,7 @@ extension OptionTable {
                 }
                 o.sources = urls
             },
-            read: { .list($0.sources.map(\.absoluteString)) }),
+            read: { .list($0.sources.map(\.absoluteString)) }, redactsURLs: true),
         OptionSpec(
             "targetLatency", "Seconds behind the live edge (server time) to present at",
             values: "seconds, 0…300, 0: no sync; default 3", cli: "--target-latency",
@@ -196,14 +196,14 @@ extension OptionTable {
             "mixing.muteMusic", "Played, looped, while the broadcaster mutes the stream (cached on disk)",
             values: "a file or URL; default none", cli: "--mute-music", sample: "/opt/music.mp3",
             apply: { o, v throws(PlayerError) in o.mixing.muteMusic = OptionSpec.media(try OptionSpec.text(v)) },
-            read: { $0.mixing.muteMusic.map { .text(shown($0)) } }),
+            read: { $0.mixing.muteMusic.map { .text(shown($0)) } }, redactsURLs: true),
         OptionSpec(
             "mixing.adCreatives", "Played in turn in ad breaks whose cue names none",
             values: "files or URLs; default none", cli: "--ad-creative", sample: "/opt/ad.mp4",
             apply: { o, v throws(PlayerError) in
                 o.mixing.adCreatives = try OptionSpec.list(v).map(OptionSpec.media)
             },
-            read: { .list($0.mixing.adCreatives.map(shown)) }),
+            read: { .list($0.mixing.adCreatives.map(shown)) }, redactsURLs: true),
     ]
 
     /// What a board decodes and how (board profiles set them).

@@ -66,6 +66,8 @@ package struct OptionSpec: Sendable {
     package let fromBoard: (@Sendable (BoardProfile) -> OptionValue)?
     /// Another option that must be set for this one to mean anything (`cmcd` for its content id).
     package let requires: String?
+    /// Whether its values are URLs (sources, music, creatives): an error shows them redacted.
+    package let redactsURLs: Bool
 
     package init(
         _ name: String, _ summary: String, values: String, cli: String? = nil, config: String? = nil,
@@ -73,7 +75,8 @@ package struct OptionSpec: Sendable {
         apply: @escaping @Sendable (inout PlayerOptions, OptionValue) throws(PlayerError) -> Void,
         read: @escaping @Sendable (PlayerOptions) -> OptionValue?,
         live: (@Sendable (Player, OptionValue) throws(PlayerError) -> Void)? = nil,
-        fromBoard: (@Sendable (BoardProfile) -> OptionValue)? = nil, requires: String? = nil
+        fromBoard: (@Sendable (BoardProfile) -> OptionValue)? = nil, requires: String? = nil,
+        redactsURLs: Bool = false
     ) {
         self.name = name
         self.summary = summary
@@ -89,6 +92,15 @@ package struct OptionSpec: Sendable {
         self.live = live
         self.fromBoard = fromBoard
         self.requires = requires
+        self.redactsURLs = redactsURLs
+    }
+
+    /// The flag as a command line spelled `value`: `--no-muted` for a false `--[no-]muted`, else
+    /// ``cli``; nil for an option with no flag.
+    package func flag(for value: OptionValue) -> String? {
+        guard let cli, cli.hasPrefix("--[no-]") else { return cli }
+        let name = cli.dropFirst("--[no-]".count)
+        return value == .flag(false) ? "--no-\(name)" : "--\(name)"
     }
 
     /// The `--help` text: the summary and the values.
@@ -98,7 +110,8 @@ package struct OptionSpec: Sendable {
     /// config path or the property that carried it).
     package func apply(_ value: OptionValue, to options: inout PlayerOptions, as said: String) throws(PlayerError) {
         do { try apply(&options, value) } catch {
-            throw PlayerError(error.code, "\(said) \(Redact.value(value, of: name)): \(error.message)")
+            throw PlayerError(
+                error.code, "\(said) \(redactsURLs ? Redact.urls(in: value) : value.description): \(error.message)")
         }
     }
 
@@ -179,10 +192,13 @@ package struct OptionSpec: Sendable {
 }
 
 extension Redact {
-    /// A value fit for an error message: an option's URLs without their query.
-    static func value(_ value: OptionValue, of name: String) -> String {
-        guard name == "sources" || name.hasPrefix("mixing.") else { return value.description }
-        return value.description.split(separator: " ").map { Redact.url(String($0)) }.joined(separator: " ")
+    /// A value fit for an error message: each URL in it without its user-info and query.
+    static func urls(in value: OptionValue) -> String {
+        switch value {
+        case .list(let items): items.map { Redact.url($0) }.joined(separator: " ")
+        case .word(let text), .text(let text): Redact.url(text)
+        default: value.description
+        }
     }
 }
 

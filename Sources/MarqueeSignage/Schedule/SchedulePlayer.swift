@@ -137,8 +137,8 @@ public final class SchedulePlayer: Sendable {
         replaced.signal()  // the runner looks at what is in force now
     }
 
-    /// Pauses the item playing (``PlaylistPlayer/pause()``); the schedule's clock goes on, and
-    /// the next entry starts playing when it comes.
+    /// Pauses the item playing, as ``PlaylistPlayer/pause()`` does (and throws what it throws);
+    /// the schedule's clock goes on.
     public func pause() throws(PlayerError) { try playlistPlayer.pause() }
 
     /// Resumes after ``pause()``.
