@@ -123,6 +123,34 @@ struct RewriterTests {
         #expect(LiveManifestWriter.compress(listed).count == 1)
     }
 
+    /// AAC audio segments are not all their nominal 2 s (1024-sample frames: 93 or 94 of them).
+    /// What an HLS playlist lists (complete by its media) is served by number at that instant.
+    @Test("live timeline: a segment shorter than its nominal duration is served once listed")
+    func unevenSegmentsAreServedOnceListed() {
+        let durations: [UInt64] = [1984, 2005, 1984, 2027]  // ms: the loop is 8 s, as 4 × 2 s
+        var offset: UInt64 = 0
+        let segments = durations.enumerated().map { k, d in
+            defer { offset += d }
+            return LoopSegment(file: "\(k)", baseMediaDecodeTime: offset, offset: offset, duration: d)
+        }
+        let rep = LoopRepresentation(
+            representation: .init(id: "a", bandwidth: 1), initFile: "", track: track,
+            segments: segments, loopTicks: 8000, nominalDuration: 2000)
+        let timeline = LiveTimeline(representation: rep, options: LiveOptions())
+        var checked = 0
+        for ms in stride(from: 4000, to: 20_000, by: 1) {
+            let now = Double(ms) / 1000
+            for segment in timeline.listedSegments(now: now)
+            where Double(segment.mediaTime + segment.duration) / 1000 <= now {
+                #expect(timeline.availability(numberedIndex: segment.index, now: now) == .available, "\(segment) at \(now)")
+                checked += 1
+            }
+        }
+        #expect(checked > 10_000)
+        // Nor does it leave before its nominal end has been in the past the buffer's depth.
+        #expect(timeline.availability(numberedIndex: 1, now: 4.0 + 59.999) == .available)
+    }
+
     @Test(
         """
         every timeline entry is served for at least its own duration after it is listed (WAVE's audio overlaps its \

@@ -48,10 +48,16 @@ struct LiveTimeline {
         return segment(index: number - options.startNumber)
     }
 
-    /// `$Number$` addressing: available from AST + (i+1)·d − ato until AST + (i+1)·d + tsbd.
+    /// `$Number$` addressing: available from AST + (i+1)·d − ato until AST + (i+1)·d + tsbd,
+    /// where d is the nominal duration. A segment whose media ends before its nominal end (AAC's
+    /// 1024-sample frames make 2 s audio segments 1.984 or 2.005 s) is available from its real
+    /// end: the HLS playlists list it then (`listedSegments`), and a client that fetches what
+    /// it was just given must not be answered 404. It leaves at the later of the two ends.
     func availability(numberedIndex index: UInt64, now: Double) -> Availability {
-        let end = Double(index + 1) * Double(rep.nominalDuration) / timescale
-        return availability(end: end, now: now)
+        let nominal = Double(index + 1) * Double(rep.nominalDuration) / timescale
+        guard let live = segment(index: index) else { return availability(end: nominal, now: now) }
+        let real = Double(live.mediaTime + live.duration) / timescale
+        return availability(from: min(nominal, real), until: max(nominal, real), now: now)
     }
 
     // MARK: $Time$ addressing
@@ -71,10 +77,19 @@ struct LiveTimeline {
 
     /// `end` is the segment's end in presentation seconds; `now` is Unix seconds on the origin clock.
     private func availability(end: Double, now: Double) -> Availability {
-        let endWall = options.availabilityStartTime + end / options.mediaRate
-        let start = endWall - options.availabilityTimeOffset + options.publishDelay
+        availability(from: end, until: end, now: now)
+    }
+
+    /// Available once the media up to `from` is produced, until `until` has been in the past
+    /// for the time-shift buffer's depth (presentation seconds; `now` on the origin clock).
+    private func availability(from: Double, until: Double, now: Double) -> Availability {
+        let start =
+            options.availabilityStartTime + from / options.mediaRate - options.availabilityTimeOffset
+            + options.publishDelay
         if now < start { return .tooEarly(availableIn: start - now) }
-        if now >= endWall + options.timeShiftBufferDepth { return .expired }
+        if now >= options.availabilityStartTime + until / options.mediaRate + options.timeShiftBufferDepth {
+            return .expired
+        }
         return .available
     }
 
