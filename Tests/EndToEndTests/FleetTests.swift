@@ -340,7 +340,7 @@ import Testing
         let stopped = frames[gaps.firstIndex(of: gap)!].wallTime
         let resumed = stopped + gap
         let changes = states.withLock { $0 }.filter { $0.at > frames[0].wallTime + 0.5 }
-        let buffering = changes.first { $0.state == .buffering }?.at ?? 0
+        let buffering = changes.first { $0.state == .buffering && $0.at > stopped }?.at ?? 0
         // (Playing again "as soon as anything moves": sound that comes back before the pictures
         // may say playing for a moment mid-outage; the last playing before the pictures resumed
         // is the one that lasts.)
@@ -377,10 +377,18 @@ import Testing
             \(spells.map { ($0.from - stopped, $0.to - stopped) }) (to the first request after each)
             """
         )
-        #expect(record.stalls == 1, "stalls: \(record.stalls)")
+        // Every stop of the pictures longer than a second is a stall, and no stall is counted
+        // without one of 0.4 s (the player says buffering 0.4–1.0 s after the last picture). A
+        // loaded box can stall again as the outage ends: each one counts, and its time.
+        let long = gaps.filter { $0 > 1 }
+        let possible = gaps.filter { $0 > 0.4 }
         #expect(
-            abs(record.stalledSeconds - gap) < 0.25,
-            "stalled \(record.stalledSeconds) s; the pictures stopped for \(gap) s")
+            (long.count...possible.count).contains(record.stalls) && record.stalls >= 1,
+            "stalls: \(record.stalls); picture gaps over 0.4 s: \(possible)")
+        #expect(
+            record.stalledSeconds > long.reduce(0, +) - 0.25 * Double(long.count)
+                && record.stalledSeconds < possible.reduce(0, +) + 0.25 * Double(possible.count),
+            "stalled \(record.stalledSeconds) s; the pictures stopped for \(possible) s")
         let expectedRatio = record.stalledSeconds / (record.stalledSeconds + record.playingSeconds)
         #expect(abs(record.rebufferRatio - expectedRatio) < 1e-9 && record.rebufferRatio > 0.05)
         // The silence played: runs of zero samples (10 ms or longer) after the sound began.
@@ -406,25 +414,28 @@ import Testing
             scrape.split(separator: "\n").first { $0.hasPrefix("marquee_audio_underrun_seconds ") }, "\(scrape)")
         let metric = try #require(Double(line.split(separator: " ")[1]))
         #expect(heard > 0.5 && abs(metric - heard) < 0.1, "under-run metric \(metric) s; silence in the WAV \(heard) s")
-        #expect(scrape.contains("\nmarquee_stalls_total 1\n"), "\(scrape)")
-        // Each under-run is a run of silence (a latency jump's fade makes silence too, not an
-        // under-run); the device (a WAV file) never failed.
+        #expect(scrape.contains("\nmarquee_stalls_total \(record.stalls)\n"), "\(scrape)")
+        // Each under-run is heard as an interruption of the tone: a silence, or (when the ring
+        // ran dry for less than a period) a cut faded out and in within milliseconds. A latency
+        // jump's fade interrupts it too without being an under-run. The device (a WAV file)
+        // never failed.
         let underruns =
             scrape.split(separator: "\n").first { $0.hasPrefix("marquee_audio_underruns_total ") }.flatMap {
                 Int($0.split(separator: " ")[1])
             } ?? 0
+        let interruptions = ToneAnalysis.interruptions(left[first...], window: 64, below: 0.8)
         #expect(
-            runs >= 1 && (1...runs).contains(underruns),
-            "\(underruns) under-runs, \(runs) runs of silence in the WAV; \(scrape)")
+            runs >= 1 && underruns >= 1 && underruns <= interruptions,
+            "\(underruns) under-runs; \(interruptions) interruptions of the tone, \(runs) runs of silence in the WAV; \(scrape)")
         #expect(
             scrape.contains("\nmarquee_audio_device_ok 1.0\n") && scrape.contains("\nmarquee_audio_xruns_total 0\n"),
             "\(scrape)")
         print(
             String(
                 format: """
-                    stall: pictures stopped %.2f s, recorded %.2f s (ratio %.3f); silence %.2f s in the WAV (%d runs), \
-                    metric %.2f s
+                    stall: pictures stopped %.2f s, recorded %.2f s (ratio %.3f); silence %.2f s in the WAV (%d runs, \
+                    %d interruptions), metric %.2f s (%d under-runs)
                     """,
-                gap, record.stalledSeconds, record.rebufferRatio, heard, runs, metric))
+                gap, record.stalledSeconds, record.rebufferRatio, heard, runs, interruptions, metric, underruns))
     }
 }

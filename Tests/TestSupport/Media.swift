@@ -151,6 +151,31 @@ public enum ToneAnalysis {
         }
     }
 
+    /// The times a steady tone is interrupted: runs of windows (`window` samples, at least half
+    /// the tone's period, stepped by half a window) whose peak falls below `fraction` of the
+    /// tone's usual peak (their median), each followed by the tone again (a fade that never
+    /// comes back, as at the end, is not counted). A silence is one; so is a cut faded out and
+    /// in again within a few milliseconds (the sound never reaches zero), where a count of
+    /// zero samples sees nothing.
+    public static func interruptions(_ signal: ArraySlice<Double>, window: Int, below fraction: Double) -> Int {
+        let peaks = stride(from: signal.startIndex, to: signal.endIndex - window + 1, by: max(1, window / 2)).map {
+            signal[$0..<$0 + window].reduce(0) { max($0, abs($1)) }
+        }
+        guard !peaks.isEmpty else { return 0 }
+        let usual = peaks.sorted()[peaks.count / 2]
+        var count = 0
+        var low = false
+        for peak in peaks {
+            if peak < fraction * usual {
+                low = true
+            } else if low {
+                count += 1
+                low = false
+            }
+        }
+        return count
+    }
+
     /// Goertzel power of `frequency` in `signal`, normalised to the squared amplitude.
     public static func power(_ signal: ArraySlice<Double>, frequency: Double, sampleRate: Int) -> Double {
         let k = 2 * cos(2 * Double.pi * frequency / Double(sampleRate))
