@@ -43,6 +43,16 @@ import Testing
                 "--web.listen-address=127.0.0.1:\(promPort)",
             ])
         defer { Tools.stop(server) }
+        // Its first scrape made before the box plays: a loaded machine took seconds to start
+        // Prometheus (a CI run had one scrape in the box's 12 s).
+        var scraping = false
+        let upURL = "http://127.0.0.1:\(promPort)/api/v1/query?query=up%7Bjob%3D%22box%22%7D"
+        for _ in 0..<300 where !scraping {
+            let up = (try? await Tools.offPool { try Tools.run("curl", ["-sS", upURL]) }) ?? ""
+            scraping = up.contains("\"value\":[") && up.contains("\"1\"]")
+            if !scraping { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        try #require(scraping, "Prometheus never scraped the box")
 
         let events = Task {
             for await event in player.events { fleet.telemetry.observe(event) }
