@@ -260,7 +260,11 @@ import Testing
         let counts = try Self.gets(dir)
         for url in urls {
             #expect(
-                counts[url.path] == 1, "\(url.lastPathComponent): the server sent it \(counts[url.path] ?? 0) times")
+                counts[url.path] == 1,
+                """
+                \(url.lastPathComponent): the server sent it \(counts[url.path] ?? 0) times; box a \(a.statistics), \
+                box b \(b.statistics)
+                """)
             let file = [UInt8](try Data(contentsOf: dir.appendingPathComponent(url.lastPathComponent)))
             #expect(
                 got.filter { $0.0 == url }.map { sha256Hex($0.1) } == [sha256Hex(file), sha256Hex(file)],
