@@ -436,7 +436,10 @@ import Testing
         let interruptions = ToneAnalysis.interruptions(left[first...], window: 64, below: 0.8)
         #expect(
             runs >= 1 && underruns >= 1 && underruns <= interruptions,
-            "\(underruns) under-runs; \(interruptions) interruptions of the tone, \(runs) runs of silence in the WAV; \(scrape)")
+            """
+            \(underruns) under-runs; \(interruptions) interruptions of the tone, \(runs) runs of silence in the WAV; \
+            \(scrape)
+            """)
         #expect(
             scrape.contains("\nmarquee_audio_device_ok 1.0\n") && scrape.contains("\nmarquee_audio_xruns_total 0\n"),
             "\(scrape)")

@@ -237,7 +237,8 @@ extension LivePlaybackTests {
         #expect(steps.allSatisfy { $0 > 0 }, "\(box): pictures in order")
         // A step other than 1/30 is a gap of the player's when a written picture lies within it.
         func writtenBetween(_ a: Double, _ b: Double) -> Int {
-            written.map { w in w.filter { $0 > a + 0.001 && $0 < b - 0.001 }.count } ?? Int(((b - a) * 30).rounded()) - 1
+            written.map { w in w.filter { $0 > a + 0.001 && $0 < b - 0.001 }.count }
+                ?? Int(((b - a) * 30).rounded()) - 1
         }
         let gaps = zip(frames, frames.dropFirst()).filter { abs($1.pts - $0.pts - 1.0 / 30) > 0.002 }
             .filter { writtenBetween($0.pts, $1.pts) > 0 }.map { $1.pts - $0.pts }

@@ -240,7 +240,10 @@ struct OriginTests {
                         let promised = Double(duration) / Double(template.timescale)
                         #expect(
                             askedAt - asked > promised,
-                            "\(asset) \(path): 410 asked \(askedAt - asked) s after the listing (promised \(promised) s)")
+                            """
+                            \(asset) \(path): 410 asked \(askedAt - asked) s after the listing (promised \
+                            \(promised) s)
+                            """)
                         continue
                     }
                     #expect(segment.status == 200, "\(asset) \(path)")

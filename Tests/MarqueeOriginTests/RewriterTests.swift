@@ -142,7 +142,9 @@ struct RewriterTests {
             let now = Double(ms) / 1000
             for segment in timeline.listedSegments(now: now)
             where Double(segment.mediaTime + segment.duration) / 1000 <= now {
-                #expect(timeline.availability(numberedIndex: segment.index, now: now) == .available, "\(segment) at \(now)")
+                #expect(
+                    timeline.availability(numberedIndex: segment.index, now: now) == .available,
+                    "\(segment) at \(now)")
                 checked += 1
             }
         }
