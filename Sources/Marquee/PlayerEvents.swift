@@ -81,6 +81,12 @@ public enum PlayerEvent: Sendable, Hashable {
     /// The latency controller jumped: the latency was `error` seconds off target (positive:
     /// behind) and is now on target.
     case latencyJump(error: Double)
+    /// Live HLS without program date-times, placed by when its playlists were answered: when the
+    /// packager publishes was learned from the answers, and the timeline moved by `moved`
+    /// seconds (positive: toward live) to put each publication where every box puts it, within
+    /// `error` seconds. The first comes a few segments after the start (a move beyond 0.25 s is
+    /// one jump); then a refinement of a few milliseconds now and then, steered by rate.
+    case liveEdgeLearned(moved: Double, error: Double)
     /// The latency target in use changed without the app asking: raised to `seconds` because
     /// the stream's segments arrive too late for the app's `requested` target (the server
     /// publishes late), or lowered again toward it once they arrive in time (see

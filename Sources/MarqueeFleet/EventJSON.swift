@@ -55,6 +55,7 @@ public enum EventJSON {
         case .timeOffsetChanged(let s): return ["type": "timeOffsetChanged", "seconds": s]
         case .playbackRateChanged(let r): return ["type": "playbackRateChanged", "rate": r]
         case .latencyJump(let e): return ["type": "latencyJump", "error": e]
+        case .liveEdgeLearned(let m, let e): return ["type": "liveEdgeLearned", "moved": m, "error": e]
         case .targetLatencyChanged(let s, let r): return ["type": "targetLatencyChanged", "seconds": s, "requested": r]
         case .recovering(let next): return ["type": "recovering", "nextDelay": next]
         case .recovered: return ["type": "recovered"]

@@ -55,14 +55,18 @@ extension LivePlaybackTests {
         let b = try Self.expectRangeByRange(framesB, until: startedB + 25, box: "\(name) B")
 
         // Each range decoded once: no picture out of the decoder but those presented (and the
-        // few queued to be shown when the count was read).
+        // few queued to be shown when the count was read), and those the learned live edge's
+        // re-anchor skipped forward over (dropped as late: 30 a second of it).
         let counts = try #require(status)
         let unshown = counts.framesDecoded - counts.framesPresented - counts.framesDropped
+        let skipped = run.events.reduce(0.0) { sum, event in
+            if case .liveEdgeLearned(let moved, _) = event { sum + max(0, moved) } else { sum }
+        }
         #expect(
-            counts.framesDropped == 0 && unshown <= 10,
+            counts.framesDropped <= Int((skipped * 30).rounded(.up)) + 1 && unshown <= 10,
             """
             \(name): \(counts.framesDecoded) decoded, \(counts.framesPresented) presented, \(counts.framesDropped) \
-            dropped
+            dropped (the live edge moved forward \(skipped) s)
             """
         )
 
@@ -88,17 +92,24 @@ extension LivePlaybackTests {
     }
 
     /// Pictures in order, ≥ 95 % of those due from the first to `until` (wall clock), no gap
-    /// over 100 ms (between pictures shown, and in their pts), still coming at the end, and a
-    /// latency (wall clock − pts, the encoder's clock) that holds within 100 ms once the
-    /// first 3 s are past.
+    /// over 100 ms (between pictures shown, and in their pts) but the one re-anchor when the box
+    /// learns when the packager publishes (no program date-times: ``PlayerEvent/liveEdgeLearned(moved:error:)``,
+    /// at most a segment, in the first seconds), still coming at the end, and a latency (wall
+    /// clock − pts, the encoder's clock) that holds within 100 ms once the first 12 s and that
+    /// re-anchor are past.
     static func expectRangeByRange(_ frames: [PresentedFrame], until: Double, box: String) throws -> (
         presented: Double, gap: Double, latency: [Double]
     ) {
         try #require(frames.count > 300, "\(box): \(frames.count) pictures")
         let steps = zip(frames, frames.dropFirst()).map { $1.pts - $0.pts }
         #expect(steps.allSatisfy { $0 > 0 }, "\(box): pictures in order")
-        let gap = zip(frames, frames.dropFirst()).map { max($1.wallTime - $0.wallTime, $1.pts - $0.pts) }.max() ?? 0
-        #expect(gap <= 0.1, "\(box): a gap of \(gap) s")
+        let gaps = zip(frames, frames.dropFirst()).map { max($1.wallTime - $0.wallTime, $1.pts - $0.pts) }
+        let large = gaps.indices.filter { gaps[$0] > 0.1 }
+        let anchored = large.first.map { frames[$0 + 1].wallTime } ?? frames[0].wallTime
+        #expect(
+            large.count <= 1 && large.allSatisfy { gaps[$0] <= 1.05 } && anchored < frames[0].wallTime + 15,
+            "\(box): gaps over 100 ms \(large.map { gaps[$0] }) s, the first \(anchored - frames[0].wallTime) s in")
+        let gap = gaps.enumerated().filter { !large.contains($0.offset) }.map(\.element).max() ?? 0
         let due = ((until - frames[0].wallTime) * 30).rounded()
         let presented = Double(frames.count) / due
         #expect(presented >= 0.95, "\(box): \(frames.count) pictures of \(due) due")
@@ -107,7 +118,8 @@ extension LivePlaybackTests {
             "\(box): the last picture \(until - frames.last!.wallTime) s before the end")
         // MPEG-TS pts: the 33-bit clock unwrapped.
         let wrap = Double(TransportStreamTimestamps.wrap) / 90_000
-        let settled = frames.filter { $0.wallTime > frames[0].wallTime + 3 }.map { f in
+        // (The re-anchor comes once the phase is known within 4 ms: about five 1 s segments in.)
+        let settled = frames.filter { $0.wallTime > max(frames[0].wallTime + 12, anchored + 1) }.map { f in
             f.wallTime - f.pts - ((f.wallTime - f.pts) / wrap).rounded() * wrap
         }
         let spread = settled.max()! - settled.min()!

@@ -148,14 +148,21 @@ extension PlaybackSession {
     /// segments' arrival times measured so far (``FeasibleLatency``) were on the old clock, and
     /// one measured across the move would be off by it: they start again, two segments from
     /// now, and a target raised for lateness the lead explains comes back to the app's.
-    func timelineMoved(by moved: Double, segment: Double) {
-        logger.info(
-            "latency jump",
-            metadata: ["error": "\(String(format: "%.3f", moved))", "why": "the timeline follows the live edge"])
-        events.send(.latencyJump(error: moved))
-        let change = latencyTarget.withLock { $0.restart(at: Monotonic.now(), after: 2 * segment) }
-        Self.report(change, events: events, logger: logger, why: "the timeline follows the live edge")
-        jumpToTarget()
+    /// `jump` false: the latency controller steers to the new timeline as to any latency
+    /// error (by rate beyond its dead band, a jump beyond its threshold); a move under 50 ms
+    /// leaves the arrival times as they are.
+    func timelineMoved(by moved: Double, segment: Double, jump: Bool = true) {
+        if jump {
+            logger.info(
+                "latency jump",
+                metadata: ["error": "\(String(format: "%.3f", moved))", "why": "the timeline follows the live edge"])
+            events.send(.latencyJump(error: moved))
+        }
+        if jump || abs(moved) > 0.05 {
+            let change = latencyTarget.withLock { $0.restart(at: Monotonic.now(), after: 2 * segment) }
+            Self.report(change, events: events, logger: logger, why: "the timeline follows the live edge")
+        }
+        if jump { jumpToTarget() }
     }
 
     /// Whether the manifest's listing tells where the packager's edge is: a DASH SegmentTimeline,

@@ -185,7 +185,17 @@ actor ManifestSource {
         answerClock = clock
         let sibling = anchors.first { $0.key != url }?.value
         return anchors[url, default: HLSLiveAnchor()].place(
-            playlist, answeredAt: result.answered + clock.offset, sibling: sibling)
+            playlist, answeredAt: result.answered + clock.offset, askedAt: result.sent + clock.offset,
+            receivedAt: result.headReceived + clock.offset, sibling: sibling)
+    }
+
+    /// HLS without program date-times: the anchor of the playlist the pictures come from (the
+    /// ladder's first variant's, or the media playlist given) and the clock its answer times are
+    /// read on (server seconds minus monotonic seconds); nil for any other stream.
+    func anchorView() -> (anchor: HLSLiveAnchor, clockOffset: Double)? {
+        guard let clock = answerClock else { return nil }
+        guard let anchor = anchors[hls?.variants.first?.uri ?? url] ?? anchors.values.first else { return nil }
+        return (anchor, clock.offset)
     }
 
     /// The manifest fetched now (or by the load under way) and when its server answered

@@ -368,6 +368,10 @@ final class PlaybackSession: Sendable {
                     await self.watchEdge()
                     return false
                 }
+                group.addTask {
+                    await self.watchAnchor()
+                    return false
+                }
             }
             group.addTask {
                 await self.control()

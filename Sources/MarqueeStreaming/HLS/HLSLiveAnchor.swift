@@ -29,6 +29,16 @@ package struct HLSLiveAnchor: Sendable, Equatable {
     package private(set) var starts: [UInt64: Double] = [:]
     /// The residuals of the last reloads (newest last), as the extrapolation now stands.
     package private(set) var residuals: [Double] = []
+    /// When the packager publishes against the starts given (``HLSPublicationPhase``), from
+    /// every answer placed.
+    package private(set) var phase = HLSPublicationPhase()
+    /// The end the segment after the newest listed would have (server Unix seconds, as
+    /// anchored): where the next publication is expected, less the phase. Nil before a placement.
+    package private(set) var nextEnd: Double?
+    /// How long that next segment is taken to be (the target duration, or the longest listed).
+    package private(set) var nextDuration: Double?
+    /// The newest media sequence number an answer listed.
+    private var newestSequence: UInt64?
 
     /// Reloads in a row outside the band before the new segments are nudged.
     package static let reloadsBeforeNudge = 4
@@ -51,13 +61,19 @@ package struct HLSLiveAnchor: Sendable, Equatable {
     /// ``HLSMediaPlaylist/programDateTimeEstimated`` set. The anchor remembers the mapping.
     /// `sibling`: the anchor of another rendition of the presentation, whose starts are taken
     /// when this one has none for the listed segments and the two are segmented alike.
-    package mutating func place(_ playlist: HLSMediaPlaylist, answeredAt: Double, sibling: HLSLiveAnchor? = nil)
-        -> HLSMediaPlaylist
-    {
+    /// `askedAt` … `receivedAt`: when the request was sent and its answer's head came, on the
+    /// same clock (the round trip that brackets the listing, for ``phase``; default: the answer
+    /// time).
+    package mutating func place(
+        _ playlist: HLSMediaPlaylist, answeredAt: Double, askedAt: Double? = nil, receivedAt: Double? = nil,
+        sibling: HLSLiveAnchor? = nil
+    ) -> HLSMediaPlaylist {
         guard !playlist.segments.isEmpty else { return playlist }
         if knownSegment(of: playlist) == nil, let sibling, Self.segmentedAlike(playlist, sibling.starts) {
             starts = sibling.starts
             residuals = []
+            phase = sibling.phase
+            newestSequence = sibling.newestSequence
         }
         let edge = answeredAt - playlist.pendingParts.reduce(0) { $0 + $1.duration }
         var placed: [Double]
@@ -68,11 +84,30 @@ package struct HLSLiveAnchor: Sendable, Equatable {
                 residual: edge - Self.end(of: playlist.segments, placed), band: Self.band(playlist),
                 canApply: firstNew != nil)
             if let firstNew { for i in firstNew..<placed.count { placed[i] += step } }
+            // (The phases measured against the ends before a nudge are as far off the new ones.)
+            if firstNew != nil { phase.anchorMoved(by: step) }
         } else {
             placed = Self.backwards(playlist.segments, endingAt: edge)
             residuals = []
+            phase = HLSPublicationPhase()
+            newestSequence = nil
         }
         starts = Dictionary(zip(playlist.segments.map(\.sequence), placed), uniquingKeysWith: { first, _ in first })
+        let newestEnd = Self.end(of: playlist.segments, placed)
+        // The next segment is taken to be no longer than the target duration or the longest
+        // listed (were it longer, an answer late in its cycle would bound the phase too high).
+        let next = max(playlist.targetDuration, playlist.segments.map(\.duration).max() ?? 0)
+        // (With parts pending, what was published last is a part: the answer bounds no segment.
+        // A stale answer, an older window from a cache, would say the next was not out yet.)
+        let newest = playlist.segments[playlist.segments.count - 1].sequence
+        if playlist.pendingParts.isEmpty, newest >= newestSequence ?? 0 {
+            phase.record(
+                sentAt: askedAt ?? answeredAt, receivedAt: receivedAt ?? answeredAt, newestEnd: newestEnd,
+                nextDuration: next)
+            newestSequence = newest
+            nextEnd = newestEnd + next
+            nextDuration = next
+        }
         return Self.dated(playlist, placed)
     }
 

@@ -1,0 +1,79 @@
+import Foundation
+import Logging
+import MarqueeStreaming
+
+/// Live HLS without program date-times: the timeline placed by when the playlists were answered
+/// (``HLSLiveAnchor``) is up to a segment later than when the packager published, by however
+/// late in the segment cycle the first answer came, so two boxes on one stream would be up to a
+/// segment apart. The publication's phase is learned from the answers (``HLSPublicationPhase``)
+/// and the timeline is read as the server's clock plus the lead that puts every segment's
+/// publication at its anchored end: boxes that learned it present each picture at the same
+/// instant, whenever they started.
+extension PlaybackSession {
+    /// The phase is first applied once its interval is narrower than this (seconds): its middle
+    /// is then at most 2 ms off, on every box.
+    static let anchorUsable = 0.004
+    /// Once it is, one probe every ``anchorProbeEvery`` segments keeps it up to date.
+    static let anchorProbeEvery = 4
+    /// A lead that moved less than this is not applied again (seconds): under a frame, and over
+    /// the interval's own jitter once settled (the packager's publishing, a few milliseconds).
+    static let anchorStep = 0.003
+
+    /// Whether the timeline is placed by its playlists' answer times (live HLS without dates).
+    var placedByAnswers: Bool {
+        mpd.isLive && plans.contains { $0.representation.placedByPlaylist && !$0.representation.datedByPackager }
+    }
+
+    /// Probes the playlist inside the phase's interval (an answer there halves it: about two
+    /// requests a segment, besides the feeders' own reloads, for the first few segments), then,
+    /// once it is narrow, once every few segments. The first estimate narrow enough moves the
+    /// timeline by up to a segment, once, by one exact re-anchor of the schedule (a few seconds
+    /// after the start: a skip forward, or the picture held, as a join's catch-up is); steering
+    /// there by rate would take half a minute, and leave each box within the controller's dead
+    /// band of it, boxes 10 ms apart. Later refinements (milliseconds: the interval narrowing,
+    /// a server clock measured again) move the lead only, which the controller steers to like
+    /// any latency error.
+    func watchAnchor() async {
+        guard syncEnabled, placedByAnswers else { return }
+        var applied: Double?
+        while !Task.isCancelled {
+            guard let (anchor, answerOffset) = await manifest.anchorView(), let nextEnd = anchor.nextEnd,
+                let segment = anchor.nextDuration, let interval = anchor.phase.interval
+            else {
+                try? await Task.sleep(for: .seconds(1))
+                continue
+            }
+            if let estimate = anchor.phase.estimate(precision: Self.anchorUsable) {
+                // Timeline = server + lead reads the anchored end at the publication instant:
+                // at monotonic `end + phase − answerOffset`, `mono + clock.offset + lead = end`.
+                let lead = answerOffset - clock.offset - estimate.phase
+                if applied.map({ abs($0 - lead) >= Self.anchorStep }) ?? true {
+                    let moved = lead - (clock.lead?.at(0) ?? 0)
+                    clock.setLead(SharedServerClock.Lead(reference: 0, lead: lead, slope: 0), availabilityStart: 0)
+                    events.send(.liveEdgeLearned(moved: moved, error: estimate.error))
+                    logger.log(
+                        level: applied == nil ? .notice : .debug, "live edge learned from the playlist's publication",
+                        metadata: [
+                            "moved": "\(String(format: "%.4f", moved))",
+                            "error": "\(String(format: "%.4f", estimate.error))",
+                            "contradicting": "\(interval.contradicting)", "answers": "\(anchor.phase.bounds.count)",
+                            "nextPublished": "\(String(format: "%.4f", nextEnd + estimate.phase))",
+                        ])
+                    timelineMoved(by: moved, segment: segment, jump: true)
+                    applied = lead
+                }
+            }
+            // The next probe: in the middle of the interval for the next segment (as anchored,
+            // on the answers' clock), or, once applied, a few segments on.
+            let probeEnd = nextEnd + (applied != nil ? Double(Self.anchorProbeEvery - 1) * segment : 0)
+            let wait = probeEnd + (interval.low + interval.high) / 2 - answerOffset - Monotonic.now()
+            if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(wait * 1000))) }
+            _ = try? await manifest.load()
+            if wait < 0, await manifest.anchorView()?.anchor.nextEnd == nextEnd {
+                // Late, and nothing new since (a freeze, a packager that stopped): a segment's
+                // wait before looking again, not a request after another.
+                try? await Task.sleep(for: .milliseconds(Int(segment * 1000)))
+            }
+        }
+    }
+}

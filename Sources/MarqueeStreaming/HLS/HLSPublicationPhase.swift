@@ -1,0 +1,94 @@
+/// When a live playlist without program date-times publishes its segments, learned from the
+/// answers to its reloads: the *phase* of the publication against the ends an ``HLSLiveAnchor``
+/// gives the segments (server seconds; a segment whose anchored end is `e` is listed from
+/// `e + phase` on).
+///
+/// The anchor placed the edge at its first answer, which came anywhere up to a segment after
+/// the packager listed the newest segment: boxes anchored on different answers are up to a
+/// segment apart. Every answer bounds the phase, on both sides: at answer time `t`, the newest
+/// segment listed (anchored end `E`) had been published, and the next one (end `E + d`) had
+/// not, so `t − E − d < phase ≤ t − E`. Answers at different points of the segment cycle narrow
+/// the interval; an answer made inside it (``probeTime(nextEnd:)``) halves it. Within a few
+/// segments it is as narrow as the answers' own jitter, and every box that learns it places the
+/// publication at the same instant of the server's clock.
+///
+/// A packager that publishes late now and then (a slow disk, a stalled encoder) or a reload
+/// answered from a stale cache contradicts the others: the phase is the one that the fewest of
+/// the last ``window`` answers contradict, so an outlier never drags it; a phase that moved for
+/// real (an encoder restarted on another cadence) wins once the newer answers outnumber the
+/// older ones.
+///
+/// A pure value; times in server Unix seconds, given by the caller.
+package struct HLSPublicationPhase: Sendable, Equatable {
+    /// What one answer says: the phase is above `low` and at most `high`.
+    package struct Bound: Sendable, Equatable {
+        package var low: Double
+        package var high: Double
+    }
+
+    /// The bounds of the last ``window`` answers, oldest first.
+    package private(set) var bounds: [Bound] = []
+
+    /// Answers remembered (at two reloads a segment, a minute of 1 s segments).
+    package static let window = 120
+
+    package init() {}
+
+    /// A playlist asked for at `sentAt` and answered (its head received) at `receivedAt`,
+    /// listing its newest segment as ending at `newestEnd` (as anchored); `nextDuration` is how
+    /// long the next one is expected to be. The server listed it somewhere in between: the
+    /// newest was out by `receivedAt`, the next not yet at `sentAt`.
+    package mutating func record(sentAt: Double, receivedAt: Double, newestEnd: Double, nextDuration: Double) {
+        guard sentAt.isFinite, receivedAt.isFinite, sentAt <= receivedAt, newestEnd.isFinite, nextDuration.isFinite,
+            nextDuration > 0
+        else { return }
+        bounds.append(Bound(low: sentAt - newestEnd - nextDuration, high: receivedAt - newestEnd))
+        if bounds.count > Self.window { bounds.removeFirst(bounds.count - Self.window) }
+    }
+
+    /// The anchored ends moved by `shift` seconds (the anchor nudged its new segments): the
+    /// phases measured against the old ends move the other way.
+    package mutating func anchorMoved(by shift: Double) {
+        guard shift != 0, shift.isFinite else { return }
+        bounds = bounds.map { Bound(low: $0.low - shift, high: $0.high - shift) }
+    }
+
+    /// The interval of phases the fewest answers contradict (an answer contradicts a phase
+    /// outside its bound), and how many do; nil before any answer.
+    package var interval: (low: Double, high: Double, contradicting: Int)? {
+        guard !bounds.isEmpty else { return nil }
+        // A phase just above a low or exactly at a high is where the count of contradictions
+        // changes: the candidates. (At most 2 × window of them, each counted in one pass.)
+        var best: (low: Double, high: Double, contradicting: Int)?
+        let highs = bounds.map(\.high)
+        for candidate in Set(highs) {
+            let contradicting = bounds.reduce(0) { $0 + (candidate <= $1.low || candidate > $1.high ? 1 : 0) }
+            if let b = best,
+                b.contradicting < contradicting || (b.contradicting == contradicting && b.high <= candidate)
+            {
+                continue
+            }
+            // The interval around the candidate that the same answers allow: above the largest
+            // low of those that allow it, up to the smallest high.
+            let allowing = bounds.filter { candidate > $0.low && candidate <= $0.high }
+            let low = allowing.map(\.low).max() ?? candidate
+            let high = allowing.map(\.high).min() ?? candidate
+            best = (low, high, contradicting)
+        }
+        return best
+    }
+
+    /// The phase (the middle of ``interval``) and its error (half the interval's width), once
+    /// the interval is narrower than `precision`; nil before.
+    package func estimate(precision: Double) -> (phase: Double, error: Double)? {
+        guard let interval, interval.high - interval.low <= precision else { return nil }
+        return ((interval.low + interval.high) / 2, (interval.high - interval.low) / 2)
+    }
+
+    /// When to ask next to narrow the interval (server seconds), for the segment anchored to end
+    /// at `nextEnd`: the middle of the interval, which an answer there halves. Nil before any
+    /// answer.
+    package func probeTime(nextEnd: Double) -> Double? {
+        interval.map { nextEnd + ($0.low + $0.high) / 2 }
+    }
+}

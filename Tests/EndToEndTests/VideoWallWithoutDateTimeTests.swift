@@ -1,0 +1,126 @@
+import Foundation
+import Marquee
+import MarqueeStreaming
+import TestSupport
+import Testing
+
+/// A video wall on live HLS without `EXT-X-PROGRAM-DATE-TIME`, from packagers we did not write
+/// (GStreamer's hlssink2, 1 s segments; ffmpeg's HLS muxer, 2 s), served as files by our
+/// origin's static directory. Two boxes, each on its own (no venue): `marquee play` in its own
+/// process and, seconds later at another point of the segment cycle, a player in this one. Each
+/// first places the stream by its own first answer (up to a segment apart), then learns when
+/// the packager publishes (``HLSPublicationPhase``): they are judged by the instants they show
+/// the same picture, by the latency each holds, and by the playlist requests it took.
+extension LivePlaybackTests {
+    /// 1 s segments, 65 s together: within 20 ms from 30 s on.
+    @Test func twoBoxesOnGStreamersHLSWithoutDateTimesShowEachPictureTogether() async throws {
+        try await wall(packager: "GStreamer", together: 65)
+    }
+
+    /// 2 s segments, 65 s together: within 20 ms from 30 s on.
+    @Test func twoBoxesOnFFmpegsHLSWithoutDateTimesShowEachPictureTogether() async throws {
+        try await wall(packager: "ffmpeg", together: 65)
+    }
+
+    private func wall(packager: String, together: Double) async throws {
+        let marquee = Tools.packageRoot.appendingPathComponent(".build/debug/marquee")
+        try #require(FileManager.default.isExecutableFile(atPath: marquee.path), "swift build first")
+        let dir = try Tools.tempDirectory("wall-\(packager)")
+        let origin = try await Self.origin(staticRoot: dir.path)
+        defer { Task { await origin.stop() } }
+        let gstreamer = packager == "GStreamer"
+        let segment: Double = gstreamer ? 1 : 2
+        let encoder =
+            gstreamer
+            ? try Self.gstreamerLiveHLS(in: dir)
+            : try Self.ffmpegLiveHLS(
+                in: dir, ["-hls_time", "2", "-hls_list_size", "6", "-hls_flags", "delete_segments"])
+        defer { Tools.stop(encoder) }
+        let playlist = try await Self.waitForSegments(dir.appendingPathComponent("out.m3u8"), count: 3)
+        try #require(!playlist.contains("PROGRAM-DATE-TIME"), "\(playlist)")
+        let url = origin.baseURL.appendingPathComponent("static/out.m3u8")
+
+        // Box B first; box A (this process, CMCD on: its requests carry its session id) later by
+        // a time that is no whole number of segments.
+        let lateBy = gstreamer ? 4.4 : 7.3
+        let dirB = try Tools.tempDirectory("wall-\(packager)-boxB")
+        let boxB = Process()
+        boxB.executableURL = marquee
+        boxB.arguments = [
+            "play", url.absoluteString, "--audio", "null", "--video", "frames:\(dirB.path)", "--duration",
+            String(format: "%.1f", lateBy + together + 2),
+        ]
+        boxB.standardOutput = FileHandle.nullDevice
+        boxB.standardError = FileHandle.nullDevice
+        try boxB.run()
+        defer { Tools.stop(boxB) }
+        try await Task.sleep(for: .milliseconds(Int(lateBy * 1000)))
+        var sessionId = ""
+        let started = Date().timeIntervalSince1970
+        let run = try await Self.play(
+            url, seconds: together, audio: { .wav("\($0.path)/out.wav") }, target: 3 * segment,
+            configure: { $0.cmcd = CMCDOptions(transmission: .query) }, during: { sessionId = $0.sessionId })
+        let stopped = Date().timeIntervalSince1970
+        while boxB.isRunning { try await Task.sleep(for: .milliseconds(100)) }
+        #expect(boxB.terminationStatus == 0)
+        let framesA = run.frames
+        let framesB = try FramesFile.read(dirB.appendingPathComponent("frames.tsv"))
+        try #require(framesA.count > 1000 && framesB.count > 1000, "\(framesA.count), \(framesB.count) pictures")
+
+        // The same picture (by pts) on both: the instants apart, from A's first picture on.
+        var wallB: [Int: Double] = [:]
+        for f in framesB { wallB[Int((f.pts * 1000).rounded())] = f.wallTime }
+        let first = framesA[0].wallTime
+        let skew = framesA.compactMap { f in
+            wallB[Int((f.pts * 1000).rounded())].map { (f.wallTime - first, $0 - f.wallTime) }
+        }
+        try #require(skew.count > 1000, "\(skew.count) pictures shown by both")
+        func p95(after seconds: Double) -> Double {
+            Stats.percentile(skew.filter { $0.0 > seconds }.map { abs($0.1) }, 95)
+        }
+        let early = Stats.percentile(skew.filter { $0.0 < 2 }.map { abs($0.1) }, 50)
+        #expect(p95(after: 30) <= 0.020, "\(packager): skew p95 \(p95(after: 30) * 1000) ms after 30 s")
+
+        // Each box plays every picture the packager wrote, in order, at a latency held from 30 s
+        // on (±50 ms), at the target (3 segments) and less than a segment beyond it; both hold
+        // the same one. A picture's making: ffmpeg stamps its wall clock in the pts; GStreamer's
+        // is measured from when hlssink2 closed each segment file (its live source skips pictures
+        // on a loaded box: those it wrote are the reference).
+        let wrap = Double(TransportStreamTimestamps.wrap) / 90_000
+        let closed = gstreamer ? try Self.segmentClosings(dir) : 0
+        let made = { (f: PresentedFrame) in
+            gstreamer ? f.pts + closed : f.pts + ((f.wallTime - f.pts) / wrap).rounded() * wrap
+        }
+        let written = gstreamer ? try await Tools.offPool { try Self.writtenPictures(dir) } : nil
+        let a = try Self.expectSteadyPlayback(
+            framesA, made: made, target: 3 * segment, segment: segment, box: "\(packager) A", written: written,
+            settledAfter: 30)
+        let b = try Self.expectSteadyPlayback(
+            framesB, made: made, target: 3 * segment, segment: segment, box: "\(packager) B", written: written,
+            settledAfter: 30)
+        let medians = [Stats.median(a), Stats.median(b)]
+        #expect(abs(medians[0] - medians[1]) < 0.02, "\(packager): latencies \(medians)")
+        Self.expectHeard440(run.dir.appendingPathComponent("out.wav"))
+        #expect(!run.events.contains(.stateChanged(.ended)), "a live stream never ends")
+
+        // Box A's playlist requests: at most two a segment on average.
+        let log = try await Tools.offPool {
+            try Tools.run("curl", ["-sS", origin.baseURL.appendingPathComponent("origin/requests").absoluteString])
+        }
+        let requests = try #require(try JSONSerialization.jsonObject(with: Data(log.utf8)) as? [[String: Any]])
+        let mine = requests.filter {
+            ($0["path"] as? String ?? "").hasSuffix(".m3u8") && ($0["cmcd"] as? String ?? "").contains(sessionId)
+        }
+        let perSegment = Double(mine.count) / ((stopped - started) / segment)
+        #expect(
+            !sessionId.isEmpty && perSegment <= 2,
+            "\(packager): \(mine.count) playlist requests, \(perSegment) a segment")
+        print(
+            String(
+                format: """
+                    wall without PDT, %@ (%.0f s segments): skew p95 %.1f ms after 30 s (first 2 s: median %.0f ms); \
+                    latency A %.3f s, B %.3f s; %.2f playlist requests a segment
+                    """,
+                packager, segment, p95(after: 30) * 1000, early * 1000, medians[0], medians[1], perSegment))
+    }
+}

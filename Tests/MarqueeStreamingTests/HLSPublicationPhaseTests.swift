@@ -1,0 +1,111 @@
+import Foundation
+import Testing
+
+@testable import MarqueeStreaming
+
+/// The publication phase of a live HLS playlist without date-times, learned from the answers:
+/// a simulated packager publishes segment n at `published(n)`; boxes reload when
+/// ``HLSPublicationPhase/probeTime(nextEnd:)`` says, and their anchors are compared.
+@Suite struct HLSPublicationPhaseTests {
+    /// A packager of `duration` s segments whose segment n (0-based) is listed from
+    /// `t0 + (n + 1) × duration + delay(n)`, a window of six.
+    struct Packager {
+        var duration = 2.0
+        var delay: (UInt64) -> Double = { _ in 0.012 }
+        static let t0 = 1_800_000_000.0
+
+        func published(_ n: UInt64) -> Double { Self.t0 + Double(n + 1) * duration + delay(n) }
+
+        /// The playlist answered at `t`: the segments listed by then.
+        func answer(at t: Double) throws -> HLSMediaPlaylist {
+            var newest: UInt64 = 0
+            while published(newest + 1) <= t { newest += 1 }
+            let first = newest >= 5 ? newest - 5 : 0
+            return try HLSLiveAnchorTests.playlist(
+                first: first, durations: Array(repeating: duration, count: Int(newest - first + 1)),
+                target: Int(duration))
+        }
+    }
+
+    /// A box that first asks at `start` and then probes where the phase says, `probes` times;
+    /// its anchor afterwards.
+    static func learn(_ packager: Packager, start: Double, probes: Int) throws -> HLSLiveAnchor {
+        var anchor = HLSLiveAnchor()
+        var t = start
+        _ = anchor.place(try packager.answer(at: t), answeredAt: t)
+        for _ in 0..<probes {
+            let nextEnd = try #require(anchor.nextEnd)
+            let next = try #require(anchor.phase.probeTime(nextEnd: nextEnd))
+            t = max(t + 0.001, next)
+            _ = anchor.place(try packager.answer(at: t), answeredAt: t)
+        }
+        return anchor
+    }
+
+    /// Where a box's anchor, corrected by the phase it learned, puts segment n's publication.
+    static func publication(of n: UInt64, _ anchor: HLSLiveAnchor) throws -> Double {
+        let start = try #require(anchor.starts[n])
+        let phase = try #require(anchor.phase.estimate(precision: 0.1)).phase
+        return start + 2 + phase
+    }
+
+    @Test func boxesStartedAnywhereInTheCycleLearnTheSamePublication() throws {
+        let packager = Packager()
+        var learned: [HLSLiveAnchor] = []
+        // First answers all over the segment cycle: before learning, up to a segment apart.
+        for offset in stride(from: 0.05, to: 2.0, by: 0.35) {
+            learned.append(try Self.learn(packager, start: Packager.t0 + 20 + offset, probes: 10))
+        }
+        let n = try #require(learned.compactMap { $0.starts.keys.max() }.min())  // listed by every box
+        for anchor in learned {
+            let interval = try #require(anchor.phase.interval)
+            #expect(interval.contradicting == 0 && interval.high - interval.low < 0.004, "\(interval)")
+            let at = try Self.publication(of: n, anchor)
+            #expect(abs(at - packager.published(n)) < 0.003, "publication placed \(at - packager.published(n)) s off")
+        }
+        // Without the phase, the same anchors place it as their first answers fell.
+        let raw = learned.map { $0.starts[n]! + 2 - packager.published(n) }
+        #expect((raw.max()! - raw.min()!) > 1.5, "\(raw)")
+    }
+
+    /// A packager that publishes one segment 0.7 s late, and a box that happens to ask then:
+    /// the answer that says "not yet" is outvoted; the phase stays.
+    @Test func aLatePublicationDoesNotDragThePhase() throws {
+        var packager = Packager()
+        var anchor = try Self.learn(packager, start: Packager.t0 + 20.9, probes: 12)
+        let phase = try #require(anchor.phase.estimate(precision: 0.1)).phase
+        let late = try #require(anchor.starts.keys.max()) + 1
+        let due = packager.published(late)
+        packager.delay = { $0 == late ? 0.712 : 0.012 }
+        // Asked 0.3 s after it should have been out: still listing the one before.
+        _ = anchor.place(try packager.answer(at: due + 0.3), answeredAt: due + 0.3)
+        #expect(anchor.starts[late] == nil)
+        let interval = try #require(anchor.phase.interval)
+        let after = try #require(anchor.phase.estimate(precision: 0.1)).phase
+        #expect(interval.contradicting == 1 && abs(after - phase) < 0.001, "\(phase) → \(after), \(interval)")
+    }
+
+    /// A cached, older window (its newest is one listed before) says nothing of the phase.
+    @Test func aStaleAnswerIsNotCounted() throws {
+        let packager = Packager()
+        var anchor = try Self.learn(packager, start: Packager.t0 + 21.3, probes: 8)
+        let bounds = anchor.phase.bounds.count
+        let t = try #require(anchor.nextEnd) + 1
+        _ = anchor.place(try packager.answer(at: t - 5), answeredAt: t)
+        #expect(anchor.phase.bounds.count == bounds)
+    }
+
+    /// The bounds one answer gives, and how a nudge of the anchored ends moves them.
+    @Test func anAnswerBoundsThePhaseOnBothSides() throws {
+        func near(_ a: Double?, _ b: Double) -> Bool { a.map { abs($0 - b) < 1e-9 } ?? false }
+        var phase = HLSPublicationPhase()
+        phase.record(sentAt: 100.4, receivedAt: 100.4, newestEnd: 100, nextDuration: 2)
+        #expect(near(phase.bounds.first?.low, -1.6) && near(phase.bounds.first?.high, 0.4))
+        phase.record(sentAt: 101.9, receivedAt: 101.9, newestEnd: 100, nextDuration: 2)  // the next still not out
+        let interval = try #require(phase.interval)
+        #expect(near(interval.low, -0.1) && near(interval.high, 0.4) && interval.contradicting == 0)
+        #expect(phase.estimate(precision: 0.4) == nil && near(phase.estimate(precision: 0.5)?.phase, 0.15))
+        phase.anchorMoved(by: 0.1)
+        #expect(near(phase.interval?.low, -0.2) && near(phase.interval?.high, 0.3))
+    }
+}
