@@ -107,6 +107,8 @@ public final class FleetTelemetry: Sendable {
                 if fatal && !s.started { s.record.startFailed = true }
             case .timeOffsetChanged(let seconds):
                 s.record.clockOffset = seconds
+            case .liveEdgeLearned(_, let error):
+                s.record.liveEdgeError = error
             case .outputChanged(let detail):
                 // The DRM output's words: "display HDMI-A-1 connected 1920x1080@60", "… lost …",
                 // "display HDMI-A-1 disconnected".

@@ -54,6 +54,11 @@ public struct QoERecord: Codable, Sendable, Equatable {
     public var raisedTargetSeconds = 0.0
     /// The server clock's offset from the local clock, seconds (the last measured).
     public var clockOffset = 0.0
+    /// Live HLS without program date-times: how far off, at most, the player places the
+    /// packager's publication, seconds (half the interval it learned it within, the last
+    /// ``PlayerEvent/liveEdgeLearned(moved:error:)``); nil on streams dated by their packager
+    /// or server, and before it is learned (boxes then differ by up to a segment).
+    public var liveEdgeError: Double?
     /// Media segment downloads that failed (``PlaybackStatus/failedDownloads``: an error
     /// status, a reset, a stuck or trickling body, an empty body, bytes that are no segment, a
     /// body that never ends), over every source played, whether the segment came on a later
