@@ -43,7 +43,9 @@ extension PlaybackSession {
                 try? await Task.sleep(for: .seconds(1))
                 continue
             }
-            if let estimate = anchor.phase.estimate(precision: Self.anchorUsable) {
+            // (The interval read above is the estimate's: its middle, within half its width.)
+            if interval.high - interval.low <= Self.anchorUsable {
+                let estimate = (phase: (interval.low + interval.high) / 2, error: (interval.high - interval.low) / 2)
                 // Timeline = server + lead reads the anchored end at the publication instant:
                 // at monotonic `end + phase − answerOffset`, `mono + clock.offset + lead = end`.
                 let lead = answerOffset - clock.offset - estimate.phase
