@@ -237,8 +237,11 @@ import Testing
         let waits = (0..<10).map { SegmentChoice.listingWait(expectedIn: 0, segmentDuration: 2, misses: $0) }
         #expect(waits == [0.05, 0.05, 0.05, 0.05, 0.1, 0.2, 0.4, 0.8, 1, 1])
         #expect(SegmentChoice.listingWait(expectedIn: nil, segmentDuration: 6, misses: 0) == 2)
-        #expect(SegmentChoice.isOverdue(after: 100, now: 102.9, segmentDuration: 2) == false)
-        #expect(SegmentChoice.isOverdue(after: 100, now: 103, segmentDuration: 2))
+        #expect(SegmentChoice.isOverdue(after: 100, now: 102.9, segmentDuration: 2, listingLate: 0) == false)
+        #expect(SegmentChoice.isOverdue(after: 100, now: 103, segmentDuration: 2, listingLate: 0))
+        // A server seen listing 1.2 s late: its next segment is not overdue before 104.2.
+        #expect(SegmentChoice.isOverdue(after: 100, now: 104.1, segmentDuration: 2, listingLate: 1.2) == false)
+        #expect(SegmentChoice.isOverdue(after: 100, now: 104.2, segmentDuration: 2, listingLate: 1.2))
         #expect(SegmentChoice.storeLead(segmentDuration: 1) == 3 && SegmentChoice.storeLead(segmentDuration: 4) == 8)
     }
 

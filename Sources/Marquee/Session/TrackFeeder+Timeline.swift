@@ -44,7 +44,8 @@ extension TrackFeeder {
     }
 
     /// The next period's timeline when the plan's period ends at or before `time` (or `waited`:
-    /// what should follow `time` in it is overdue) and the newest manifest lists the period
+    /// what should follow `time` in it is overdue, and the new period's first segment is
+    /// about to be due) and the newest manifest lists the period
     /// after it (a new Period: an encoder restart, a stitched ad): the
     /// plan moves there (the adaptation set of the same kind and language, the representation
     /// of the same id or nearest bandwidth) and a new stream begins in the core's tracks, placed
@@ -57,7 +58,8 @@ extension TrackFeeder {
         // A segment beginning before the period's end is the period's (an audio segment may
         // run past it): the period is over once it is in, or when what follows is overdue (an
         // encoder that stopped mid-segment never completes it).
-        guard start <= time + 0.001 || (waited && start <= time + 2 * SegmentChoice.segmentDuration(plan.timeline))
+        let complete = start <= time + 0.001
+        guard complete || (waited && start <= time + 2 * SegmentChoice.segmentDuration(plan.timeline))
         else { return nil }
         let want = plan.kind == .video ? MediaKind.video : .audio
         let sets = mpd.periods[index + 1].adaptationSets.filter { set in
@@ -77,6 +79,17 @@ extension TrackFeeder {
                 liveEdge: edge)
         else {
             return nil
+        }
+        // Its tail missing, the period is left only when the new one's first segment is about
+        // to be due: until then the tail may still come (a server that lists late but opens
+        // each Period on time lists it after the new Period), and waiting loses nothing; an
+        // audio segment that ran past the boundary leaves the new Period's audio starting up
+        // to a segment after it, so giving up at the boundary would lose that much sound.
+        if !complete, isLive {
+            let from = max(start, time)
+            let first =
+                (timeline.segment(containing: from + 1e-3) ?? timeline.segment(following: from))?.start ?? start
+            guard wantedPosition() >= first - SegmentChoice.periodSwitchLead else { return nil }
         }
         var next = plan
         next.periodIndex = index + 1

@@ -157,9 +157,7 @@ struct TrackFeeder: Sendable {
                 // Nothing fetched yet and the listing ends before the wanted position (a server
                 // later than the target, an encoder whose clock runs slow): its newest segment
                 // is the live edge; what arrives late raises the target (``FeasibleLatency``).
-                let overdue = SegmentChoice.isOverdue(
-                    after: cursor.lastEnd, now: serverSeconds(),
-                    segmentDuration: SegmentChoice.segmentDuration(cursor.timeline))
+                let overdue = cursor.overdue(serverNow: serverSeconds())
                 if cursor.next == nil,
                     let following = nextPeriod(after: cursor.lastEnd ?? wantedPosition(), waited: overdue)
                 {

@@ -148,6 +148,14 @@ package struct FeedCursor: Sendable {
     /// When the segment after the last fed should be listed, seconds from the server's `now`
     /// (`availabilityStart` the timeline's): its end, a segment, plus how late the server lists
     /// (nil without a last segment or an availability start).
+    /// Whether the segment after the last one fed is overdue at server second `serverNow`, by
+    /// this server's own listing lateness (``SegmentChoice/isOverdue(after:now:segmentDuration:listingLate:)``).
+    package func overdue(serverNow: Double?) -> Bool {
+        SegmentChoice.isOverdue(
+            after: lastEnd, now: serverNow, segmentDuration: SegmentChoice.segmentDuration(timeline),
+            listingLate: listingLate)
+    }
+
     package func expectedListing(now: Date) -> Double? {
         let duration = SegmentChoice.segmentDuration(timeline)
         return lastEnd.flatMap { end in

@@ -30,12 +30,22 @@ package enum SegmentChoice {
     }
 
     /// Whether the segment after one ending at `lastEnd` is overdue at server second `now`
-    /// (since the availability start): a segment and a second past its expected listing. Without
-    /// either reading it is taken as overdue.
-    package static func isOverdue(after lastEnd: Double?, now: Double?, segmentDuration: Double) -> Bool {
+    /// (since the availability start): a second past its expected listing, a segment after it
+    /// ended plus `listingLate`, how late this server was seen to list
+    /// (``listingLateness(observed:missed:segmentDuration:)``): a server that lists 1.2 s late
+    /// and opens each new Period on time still lists the old one's last segment, and it must
+    /// not be skipped for the new Period. Without either reading it is taken as overdue.
+    package static func isOverdue(after lastEnd: Double?, now: Double?, segmentDuration: Double, listingLate: Double)
+        -> Bool
+    {
         guard let lastEnd, let now else { return true }
-        return now >= lastEnd + segmentDuration + 1
+        return now >= lastEnd + segmentDuration + listingLate + 1
     }
+
+    /// Seconds before a new Period's first segment is due that a period whose last segment
+    /// is still missing is given up for it: the new Period's initialization and first segment
+    /// are fetched in that time (loopback or a LAN: tens of milliseconds; a CDN: hundreds).
+    package static let periodSwitchLead = 0.5
 
     /// How long to wait, seconds, before reloading a listing that has nothing after the segment
     /// ending at `lastEnd`: the next segment is listed once complete, at the end of the last one
