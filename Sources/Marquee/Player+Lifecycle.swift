@@ -169,7 +169,8 @@ extension Player {
             if let attempts = inner.withLock({ $0.startAttempts }) { policy.attempts = min(policy.attempts, attempts) }
             do {
                 return try await PlaybackSession(
-                    source: source, options: options, core: core, fetcher: fetcher, startMono: startMono,
+                    source: source, options: options, core: core, fetcher: fetcher, clocks: clocks,
+                    startMono: startMono,
                     logger: logger, events: sink,
                     reuse: reuse, mixer: mixer, startPolicy: policy, reports: reports, prepared: prepared,
                     learnedTarget: learnedTarget(for: source))

@@ -54,11 +54,12 @@ extension Player {
         let (core, started, mixer, reports) = inner.withLock { ($0.core, $0.coreStarted, $0.mixer, $0.reports?.input) }
         let stage = core != nil && started
         let prepared = try await PreparedSource.prepare(
-            source, options: options, fetcher: fetcher, logger: logger, policy: policy)
+            source, options: options, fetcher: fetcher, clocks: clocks, logger: logger, policy: policy)
         if let core, stage, startAt != nil || !prepared.mpd.isLive {
             do throws(PlayerError) {
                 let session = try await PlaybackSession(
-                    source: source, options: options, core: core, fetcher: fetcher, startMono: Monotonic.now(),
+                    source: source, options: options, core: core, fetcher: fetcher, clocks: clocks,
+                    startMono: Monotonic.now(),
                     logger: logger, events: sink,
                     mixer: mixer, startPolicy: policy, reports: reports, prepared: prepared,
                     stagedAt: startAt ?? Monotonic.now(),

@@ -21,6 +21,9 @@ public final class Player: Sendable {
     let sink: PlayerEvents.Sink
     let logger: Logger
     package let fetcher: HTTPFetcher
+    /// The best reading of each server clock this player measured, shared by its sessions,
+    /// their re-synchronisations and a schedule's time source (``ServerClockBook``).
+    package let clocks = ServerClockBook()
     /// This player's session id: CMCD's `sid` (``CMCDOptions/sessionId``, else a new UUID),
     /// and the QoE record's (MarqueeFleet).
     public let sessionId: String

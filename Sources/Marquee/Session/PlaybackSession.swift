@@ -11,6 +11,7 @@ final class PlaybackSession: Sendable {
     let clock: SharedServerClock
     let manifest: ManifestSource
     private let fetcher: HTTPFetcher
+    private let clocks: ServerClockBook
     private let resyncInterval: Double
     let core: CoreHandle
     let feeders: [TrackFeeder]
@@ -73,7 +74,8 @@ final class PlaybackSession: Sendable {
     /// tracks and sets the presentation schedule. Nothing is fetched beyond the manifest and
     /// the clock yet.
     init(
-        source: URL, options: PlayerOptions, core: CoreHandle, fetcher: HTTPFetcher, startMono: Double, logger: Logger,
+        source: URL, options: PlayerOptions, core: CoreHandle, fetcher: HTTPFetcher, clocks: ServerClockBook,
+        startMono: Double, logger: Logger,
         events: PlayerEvents.Sink, reuse: [CoreTrackKind: Int32] = [:], mixer: MixDirector? = nil,
         startPolicy: FetchPolicy = .manifest,
         reports: AsyncStream<SessionReport>.Continuation? = nil, prepared: PreparedSource? = nil,
@@ -90,7 +92,7 @@ final class PlaybackSession: Sendable {
             mpd = try await manifest.load()
             clock =
                 mpd.isLive
-                ? await ClockSync(fetcher: fetcher, logger: logger).synchronize(
+                ? await ClockSync(fetcher: fetcher, logger: logger, book: clocks).synchronize(
                     timings: mpd.utcTimings, fallback: await manifest.lastResult)
                 : ServerClock.local()
         }
@@ -143,6 +145,7 @@ final class PlaybackSession: Sendable {
         self.clock = sharedClock
         self.manifest = manifest
         self.fetcher = fetcher
+        self.clocks = clocks
         self.resyncInterval = options.sync.resyncInterval
         self.core = core
         self.plans = plans
@@ -413,7 +416,7 @@ final class PlaybackSession: Sendable {
     /// steady) and applies it: the latency controller steers away any difference.
     private func resync() async {
         var interval = resyncInterval
-        let sync = ClockSync(fetcher: fetcher, logger: logger)
+        let sync = ClockSync(fetcher: fetcher, logger: logger, book: clocks)
         while !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(Int(interval * 1000)))
             if Task.isCancelled { return }

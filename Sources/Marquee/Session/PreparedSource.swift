@@ -22,13 +22,14 @@ struct PreparedSource: Sendable {
     /// Loads `url`'s manifest (`policy`) and measures the server clock (live). Throws what the
     /// manifest's load throws.
     static func prepare(
-        _ url: URL, options: PlayerOptions, fetcher: HTTPFetcher, logger: Logger, policy: FetchPolicy
+        _ url: URL, options: PlayerOptions, fetcher: HTTPFetcher, clocks: ServerClockBook, logger: Logger,
+        policy: FetchPolicy
     ) async throws(PlayerError) -> PreparedSource {
         let manifest = ManifestSource(url: url, fetcher: fetcher, policy: policy, audioLanguage: options.audioLanguage)
         let mpd = try await manifest.load()
         let clock =
             mpd.isLive
-            ? await ClockSync(fetcher: fetcher, logger: logger).synchronize(
+            ? await ClockSync(fetcher: fetcher, logger: logger, book: clocks).synchronize(
                 timings: mpd.utcTimings, fallback: await manifest.lastResult)
             : ServerClock.local()
         return PreparedSource(url: url, manifest: manifest, mpd: mpd, clock: clock, at: Monotonic.now())

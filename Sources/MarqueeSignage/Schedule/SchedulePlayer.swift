@@ -159,9 +159,9 @@ public final class SchedulePlayer: Sendable {
     private func measureClock() async {
         guard let timeSource else { return }
         let timing = UTCTiming(schemeIdUri: "urn:mpeg:dash:utc:http-iso:2014", value: timeSource.absoluteString)
-        let clock = await ClockSync(fetcher: playlistPlayer.player.fetcher, logger: logger).synchronize(timings: [
-            timing
-        ])
+        let player = playlistPlayer.player
+        let clock = await ClockSync(fetcher: player.fetcher, logger: logger, book: player.clocks).synchronize(
+            timings: [timing])
         if clock.isLocal {
             logger.warning("the time source did not answer: the local clock", metadata: ["source": "\(timeSource)"])
         }

@@ -110,17 +110,27 @@ package struct ClockSync: Sendable {
     package var fetcher: HTTPFetcher
     package var samples: Int
     package var logger: Logger
+    /// The player's best readings: a measurement is settled against it
+    /// (``ServerClockBook/settle(_:now:)``), nil: each measurement stands alone.
+    package var book: ServerClockBook?
 
-    package init(fetcher: HTTPFetcher, samples: Int = 5, logger: Logger) {
+    package init(fetcher: HTTPFetcher, samples: Int = 5, logger: Logger, book: ServerClockBook? = nil) {
         self.fetcher = fetcher
         self.samples = samples
         self.logger = logger
+        self.book = book
     }
 
     package func synchronize(timings: [UTCTiming], fallback: FetchResult? = nil) async -> ServerClock {
         for timing in timings {
-            if let clock = await measure(timing) {
-                logger.debug("server clock", metadata: ["source": "\(clock.source)", "rtt": "\(clock.roundTrip ?? 0)"])
+            if let measured = await measure(timing) {
+                let clock = book?.settle(measured) ?? measured
+                logger.debug(
+                    "server clock",
+                    metadata: [
+                        "source": "\(clock.source)", "rtt": "\(measured.roundTrip ?? 0)",
+                        "kept": "\(clock != measured)",
+                    ])
                 return clock
             }
         }
