@@ -95,4 +95,24 @@ struct SegmentLoaderTests {
         }
         #expect(error.status == 404 && !partial && sink.bytes.isEmpty, "\(error)")
     }
+
+    @Test("a live segment the server does not answer is given up when it becomes late, not at its first-byte deadline")
+    func anUnansweredSegmentIsGivenUpOnceLate() async throws {
+        let stream = try await PinnedStream()
+        let loader = SegmentLoader(fetcher: HTTPFetcher(), locations: 1, logger: Logger(label: "test.loader"))
+        var sink = Collected()
+        let began = Monotonic.now()
+        // `silent_100`: the request accepted, then no answer (not even the head) for 120 s. With
+        // 8 s of buffer a try waits up to 3 s for the head; the segment is late after 1 s.
+        let outcome = await loader.load(
+            Self.request(stream.segment(7, rep: "0", ["silent_100"])), into: &sink, context: Self.context(lateAfter: 1))
+        let seconds = Monotonic.now() - began
+        guard case .skipped(let error, let partial) = outcome else {
+            Issue.record("\(outcome)")
+            return
+        }
+        // Given up within a tick (0.1 s) of lateness, plus what a loaded machine adds.
+        #expect(seconds >= 1 && seconds < 1.6 && sink.tries == 1, "\(sink.tries) tries in \(seconds) s")
+        #expect(error.code == .timeout && !partial && sink.bytes.isEmpty, "\(error)")
+    }
 }

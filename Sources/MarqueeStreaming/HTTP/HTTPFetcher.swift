@@ -266,14 +266,16 @@ package struct HTTPFetcher: Sendable {
         case tick
     }
 
-    /// How often a waiting ``stream(_:method:timeout:firstByte:idle:onChunk:onTick:)`` wakes.
+    /// How often a waiting ``stream(_:method:timeout:firstByte:idle:range:onChunk:onTick:awaitingHead:)`` wakes.
     package static let tick = Duration.milliseconds(100)
 
     /// Fetches `url`, handing each body chunk to `onChunk` as it arrives: the head within
     /// `firstByte` (default: `timeout`), the whole body within `timeout`, and with `idle` no
     /// wait of more than that for the next chunk (else ``HTTPFetcher/idleTimeout``): `.timeout`.
     /// While a chunk is awaited, `onTick` is called about every ``tick`` (it may throw to give
-    /// the request up: a download too slow for the caller). The returned result's `body` is empty.
+    /// the request up: a download too slow for the caller); while the head is awaited,
+    /// `awaitingHead` is (it may throw to give up an answer no longer wanted: a live segment
+    /// already late). The returned result's `body` is empty.
     /// `range`: only those bytes are asked for (`Range: bytes=a-b`) and handed on, the answer
     /// checked and cut to them (``RangedBody``); a range that cannot be asked for (empty, over
     /// ``ByteRange/maxLength``) is refused (`.tooLarge`) without a request.
@@ -281,7 +283,8 @@ package struct HTTPFetcher: Sendable {
         _ url: URL, method: HTTPMethod = .GET, timeout: Duration = .seconds(10), firstByte: Duration? = nil,
         idle: Duration? = nil,
         range: ByteRange? = nil, onChunk: (ByteBuffer) async throws(FetchError) -> Void,
-        onTick: (() throws(FetchError) -> Void)? = nil
+        onTick: (() throws(FetchError) -> Void)? = nil,
+        awaitingHead: (() throws(FetchError) -> Void)? = nil
     ) async throws(FetchError) -> FetchResult {
         let text = url.absoluteString
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
@@ -365,7 +368,10 @@ package struct HTTPFetcher: Sendable {
                     if part.readableBytes > 0 { try await onChunk(part) }
                     if ranged!.isComplete { break receiving }  // the rest (a 200's whole resource) is not read
                 case .tick:
-                    guard head != nil else { continue }  // the head's deadline is the client's
+                    guard head != nil else {  // (the head's deadline is the client's)
+                        try awaitingHead?()
+                        continue
+                    }
                     if let idleLimit, now - lastByte > idleLimit {
                         throw FetchError(
                             .timeout, url: text, message: String(format: "no byte for %.1f s", now - lastByte))

@@ -200,6 +200,8 @@ package struct SegmentLoader: Sendable {
         // A damaged body is fetched again once, whichever try brought it (a 503, then a body
         // cut short: both the edge's); a stuck try is given up once (then the link is slow).
         var (refetchedDamage, judgedStuck) = (false, false)
+        // The last error the server answered with (a status), if any.
+        var answered: FetchError?
         let duration = request.duration
         while !Task.isCancelled {
             attempt += 1
@@ -215,6 +217,8 @@ package struct SegmentLoader: Sendable {
             var verdict: SegmentAttempt.Verdict?
             // This try's body could not start a segment (nil: it could, or nothing came).
             var notASegment: String?
+            // This try was given up unanswered when the segment became late.
+            var cutLate = false
             do {
                 do {
                     let result = try await fetcher.stream(
@@ -249,6 +253,13 @@ package struct SegmentLoader: Sendable {
                         verdict = judge(
                             &state, request, bufferAtStart: bufferAtStart, judgesPace: judgesPace, context: context)
                         try Self.giveUp(verdict, state: state, url: url)
+                    } awaitingHead: { () throws(FetchError) in
+                        // Late while the server has not answered: nothing of it could be shown,
+                        // so the answer is not waited for (up to the first-byte deadline, 3 s).
+                        if request.live, context.isLate() {
+                            cutLate = true
+                            throw FetchError(.timeout, url: url.absoluteString, message: "no answer before it was late")
+                        }
                     }
                     noteHead(result)
                     // A 200 with nothing in it is a failed download, not a segment: tried again
@@ -294,6 +305,7 @@ package struct SegmentLoader: Sendable {
                 if !(request.live && error.status == 404) { countFailure() }
                 if sink.hasDelivered { return .skipped(error, partial: true) }
                 if verdict == .stuck { judgedStuck = true }
+                if error.code == .status { answered = error }
                 let late = request.live && context.isLate()
                 // Another location (an alternative BaseURL) is tried at once; this one is
                 // avoided for a while.
@@ -315,7 +327,8 @@ package struct SegmentLoader: Sendable {
                     if let notASegment {
                         return .unusable("segment \(Redact.url(url)) is not a media segment: \(notASegment)")
                     }
-                    return .skipped(error, partial: false)
+                    // (Cut unanswered: what the server last answered says why it was missed.)
+                    return .skipped(cutLate ? answered ?? error : error, partial: false)
                 case .retry(let after):
                     logger.info(
                         "segment fetched again",
