@@ -67,6 +67,9 @@ public struct PlaybackStatus: Sendable, Hashable {
     /// Whether the audio device works: false after it failed (unplugged, gone) until it
     /// is opened again.
     public var audioDeviceOK: Bool = true
+    /// What places the live timeline on the server's clock, and so how closely boxes on one
+    /// stream agree (nil on demand).
+    public var liveAnchor: LiveAnchor?
 
     /// A status in `state` with nothing measured yet: no latency or position, every count 0,
     /// rate 1.
@@ -91,4 +94,20 @@ extension PlaybackStatus {
         audioXruns = core.audioXruns
         audioDeviceOK = core.audioError == 0
     }
+}
+
+/// What places a live stream's timeline on the server's clock (``PlaybackStatus/liveAnchor``):
+/// every box anchored the same way on one stream presents each picture at the same instant, to
+/// within the anchor's error.
+public enum LiveAnchor: Sendable, Hashable {
+    /// DASH: the manifest's `availabilityStartTime` (and its segment times) on the server's clock.
+    case availabilityStart
+    /// HLS: the packager's `EXT-X-PROGRAM-DATE-TIME`s.
+    case programDateTime
+    /// HLS without date-times, the publication not learned yet: the newest segment's end is
+    /// placed at the first playlist answer (a box is up to a segment off).
+    case playlistAnswer
+    /// HLS without date-times: the packager's publication instant learned from the playlist's
+    /// answers, within `error` seconds (``PlayerEvent/liveEdgeLearned(moved:error:)``).
+    case learned(error: Double)
 }

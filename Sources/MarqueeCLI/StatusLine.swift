@@ -16,6 +16,11 @@ final class StatusLine: Sendable {
         if let target = s.targetLatency { latency += String(format: " (target %.1f)", target) }
         if s.playbackRate != 1 { latency += String(format: " rate %.3f", s.playbackRate) }
         if s.delay > 0 { latency += String(format: " delay %.1f", s.delay) }
+        switch s.liveAnchor {  // (HLS without date-times: how its edge is placed)
+        case .playlistAnswer: latency += " edge: first answer"
+        case .learned(let error): latency += String(format: " edge learned ±%.1f ms", error * 1000)
+        default: break
+        }
         let size = s.width > 0 ? " \(s.width)x\(s.height)" : ""
         var numbers = String(format: "buffer %.1f s  %.1f fps", s.buffer, s.framesPerSecond)
         if let av = s.avOffset { numbers += String(format: "  av %+.0f ms", av * 1000) }

@@ -371,8 +371,19 @@ enum Properties {
                 "framesDropped": s.framesDropped, "framesPerSecond": s.framesPerSecond, "width": s.width,
                 "height": s.height,
                 "timeOffset": s.timeOffset, "delay": s.delay, "avOffset": number(s.avOffset),
+                "liveAnchor": s.liveAnchor.map(Self.anchor) ?? NSNull(),
             ] as [String: Any]
         default: throw ControlError("unknown property \"\(name)\"")
+        }
+    }
+
+    /// A live anchor as JSON: `{"kind": "learned", "error": 0.0012}` (`error` only when learned).
+    static func anchor(_ anchor: LiveAnchor) -> [String: Any] {
+        switch anchor {
+        case .availabilityStart: ["kind": "availabilityStart"]
+        case .programDateTime: ["kind": "programDateTime"]
+        case .playlistAnswer: ["kind": "playlistAnswer"]
+        case .learned(let error): ["kind": "learned", "error": error]
         }
     }
 

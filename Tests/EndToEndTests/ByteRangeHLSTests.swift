@@ -58,6 +58,10 @@ extension LivePlaybackTests {
         // few queued to be shown when the count was read), and those the learned live edge's
         // re-anchor skipped forward over (dropped as late: 30 a second of it).
         let counts = try #require(status)
+        // No date-times: the edge was learned from the playlist (the status says so, with its error).
+        #expect(
+            { if case .learned(let error) = counts.liveAnchor { error <= 0.002 } else { false } }(),
+            "\(name): anchor \(String(describing: counts.liveAnchor))")
         let unshown = counts.framesDecoded - counts.framesPresented - counts.framesDropped
         let skipped = run.events.reduce(0.0) { sum, event in
             if case .liveEdgeLearned(let moved, _) = event { sum + max(0, moved) } else { sum }

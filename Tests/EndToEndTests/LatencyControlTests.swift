@@ -144,6 +144,7 @@ extension LivePlaybackTests {
         try await player.play()
         try await Task.sleep(for: .seconds(6))
         let offsetMs = player.status.timeOffset * 1000
+        let anchor = player.status.liveAnchor
         await player.stop()
         let stoppedAt = Date().timeIntervalSince1970
         listener.cancel()
@@ -151,6 +152,9 @@ extension LivePlaybackTests {
         #expect(
             abs(offsetMs - serverAhead * 1000) < 50, "timeOffset \(offsetMs) ms, server is \(serverAhead * 1000) ms off"
         )
+        #expect(
+            anchor == .availabilityStart,
+            "a DASH stream is placed by its availabilityStartTime: \(String(describing: anchor))")
         let frames = try FramesFile.read(dir.appendingPathComponent("frames.tsv"))
         try #require(frames.count > 90, "\(frames.count) frames")
         // frames.tsv stamps presentation in server time: the last one is the server's now.

@@ -57,9 +57,14 @@ extension LivePlaybackTests {
         try await Task.sleep(for: .milliseconds(Int(lateBy * 1000)))
         var sessionId = ""
         let started = Date().timeIntervalSince1970
+        var anchor: LiveAnchor?
         let run = try await Self.play(
             url, seconds: together, audio: { .wav("\($0.path)/out.wav") }, target: 3 * segment,
-            configure: { $0.cmcd = CMCDOptions(transmission: .query) }, during: { sessionId = $0.sessionId })
+            configure: { $0.cmcd = CMCDOptions(transmission: .query) },
+            during: {
+                sessionId = $0.sessionId
+                anchor = $0.status.liveAnchor
+            })
         let stopped = Date().timeIntervalSince1970
         while boxB.isRunning { try await Task.sleep(for: .milliseconds(100)) }
         #expect(boxB.terminationStatus == 0)
@@ -109,6 +114,10 @@ extension LivePlaybackTests {
         #expect(
             learned.first.map { $0.error <= 0.002 && $0.at < 12 * segment } == true,
             "\(packager): live edge learned \(learned) (seconds after play, error)")
+        // And its status says so at the end (the last estimate's error).
+        let statusError = anchor.flatMap { if case .learned(let error) = $0 { error } else { nil } }
+        #expect(
+            statusError.map { $0 <= 0.002 } == true, "\(packager): the status's anchor \(String(describing: anchor))")
         Self.expectHeard440(run.dir.appendingPathComponent("out.wav"))
         #expect(!run.events.contains(.stateChanged(.ended)), "a live stream never ends")
 

@@ -24,6 +24,14 @@ extension PlaybackSession {
         mpd.isLive && plans.contains { $0.representation.placedByPlaylist && !$0.representation.datedByPackager }
     }
 
+    /// What places the live timeline (nil on demand): the manifest's dates, or the answers and
+    /// what was learned of the publication from them.
+    var liveAnchor: LiveAnchor? {
+        guard mpd.isLive else { return nil }
+        if placedByAnswers { return learnedEdgeError.withLock { $0 }.map { .learned(error: $0) } ?? .playlistAnswer }
+        return plans.contains { $0.representation.placedByPlaylist } ? .programDateTime : .availabilityStart
+    }
+
     /// Probes the playlist inside the phase's interval (an answer there halves it: about two
     /// requests a segment, besides the feeders' own reloads, for the first few segments), then,
     /// once it is narrow, once every few segments. The first estimate narrow enough moves the
@@ -52,6 +60,7 @@ extension PlaybackSession {
                 if applied.map({ abs($0 - lead) >= Self.anchorStep }) ?? true {
                     let moved = lead - (clock.lead?.at(0) ?? 0)
                     clock.setLead(SharedServerClock.Lead(reference: 0, lead: lead, slope: 0), availabilityStart: 0)
+                    learnedEdgeError.withLock { $0 = estimate.error }
                     events.send(.liveEdgeLearned(moved: moved, error: estimate.error))
                     logger.log(
                         level: applied == nil ? .notice : .debug, "live edge learned from the playlist's publication",

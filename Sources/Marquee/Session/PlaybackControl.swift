@@ -221,6 +221,7 @@ extension PlaybackSession {
         let target = latencyTarget.withLock { $0 }
         status.targetLatency = mpd.isLive ? target.current : nil
         status.requestedTargetLatency = mpd.isLive ? target.requested : nil
+        status.liveAnchor = liveAnchor
         status.delay = shift.delay
         status.availableDelay = availableDelay
         status.storeBytes = store?.bytes ?? 0

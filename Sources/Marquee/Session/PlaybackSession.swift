@@ -7,6 +7,8 @@ import MarqueeStreaming
 final class PlaybackSession: Sendable {
     let source: URL
     let mpd: MPD
+    /// The learned live edge's error, seconds, once learned (``watchAnchor()``; live HLS without dates).
+    let learnedEdgeError = Locked<Double?>(nil)
     /// The server clock, re-measured while playing live.
     let clock: SharedServerClock
     let manifest: ManifestSource
