@@ -103,16 +103,19 @@ struct SegmentLoaderTests {
         var sink = Collected()
         let began = Monotonic.now()
         // `silent_100`: the request accepted, then no answer (not even the head) for 120 s. With
-        // 8 s of buffer a try waits up to 3 s for the head; the segment is late after 1 s.
+        // 8 s of buffer a try waits up to 3 s for the head; the segment is late after 0.3 s.
         let outcome = await loader.load(
-            Self.request(stream.segment(7, rep: "0", ["silent_100"])), into: &sink, context: Self.context(lateAfter: 1))
+            Self.request(stream.segment(7, rep: "0", ["silent_100"])), into: &sink,
+            context: Self.context(lateAfter: 0.3))
         let seconds = Monotonic.now() - began
         guard case .skipped(let error, let partial) = outcome else {
             Issue.record("\(outcome)")
             return
         }
-        // Given up within a tick (0.1 s) of lateness, plus what a loaded machine adds.
-        #expect(seconds >= 1 && seconds < 1.6 && sink.tries == 1, "\(sink.tries) tries in \(seconds) s")
+        // Given up within a tick (0.1 s) of lateness, not at the first-byte deadline (3 s: the
+        // old code took 3.05 s). Alone 0.4 s; the parallel suites' starved pool added 1.1 s
+        // once (the ticks are tasks on it), so the line between the two is drawn at 2 s.
+        #expect(seconds >= 0.3 && seconds < 2 && sink.tries == 1, "\(sink.tries) tries in \(seconds) s")
         #expect(error.code == .timeout && !partial && sink.bytes.isEmpty, "\(error)")
     }
 }
