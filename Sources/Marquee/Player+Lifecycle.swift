@@ -102,17 +102,29 @@ extension Player {
         present(session, dropping: false, core: core)
         inner.withLock { $0.file = nil }
         try startOnce(core)
+        // The session and the core are the player's before its tasks start: the supervisor's
+        // first step (on the session's first report) acts on them, and one that came first found
+        // none and ended for good (a box left without recovery, its restarts not followed, its
+        // CMCD keys never past start-up: seen on a loaded CI box).
+        inner.withLock {
+            $0.session = session
+            $0.core = core
+            $0.state = .buffering
+        }
         let task = Task { await session.run() }
         let reports = inner.withLock { $0.reports?.stream } ?? AsyncStream { $0.finish() }
         let supervisor = Task { [weak self, options] in
             await Self.supervise(reports, first: options, player: { [weak self] in self })
         }
-        inner.withLock {
-            $0.session = session
-            $0.task = task
-            $0.core = core
-            $0.supervisor = supervisor
-            $0.state = .buffering
+        let stopped = inner.withLock { inner -> Bool in
+            guard inner.core === core else { return true }  // stop() ran meanwhile
+            inner.task = task
+            inner.supervisor = supervisor
+            return false
+        }
+        if stopped {
+            task.cancel()
+            supervisor.cancel()
         }
         sink.send(.stateChanged(.buffering))
     }

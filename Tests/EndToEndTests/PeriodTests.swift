@@ -21,7 +21,11 @@ extension LivePlaybackTests {
             origin.manifestURL(asset: "generated", options: options), seconds: 22, audio: { .wav("\($0.path)/out.wav") }
         )
         let frames = run.frames
-        let (share, inOrder) = Self.presentedShare(frames)
+        // (The late server's start, its raises of the target while the first arrivals are
+        // measured, is judged by the late-server tests: here its pictures from 4 s on. A CI
+        // lane once lost 0.53 s of them in the first second.)
+        let (share, inOrder) = Self.presentedShare(
+            late ? frames.filter { $0.wallTime > frames[0].wallTime + 4 } : frames)
         try #require(frames.count > 450, "\(frames.count) pictures")
         // The periods begin at multiples of 6 s of presentation time (the origin's tfdt is it).
         let crossed = Set(frames.map { Int($0.pts / 6) }).count - 1
