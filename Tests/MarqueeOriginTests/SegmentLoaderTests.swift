@@ -112,10 +112,12 @@ struct SegmentLoaderTests {
             Issue.record("\(outcome)")
             return
         }
-        // Given up within a tick (0.1 s) of lateness, not at the first-byte deadline (3 s: the
-        // old code took 3.05 s). Alone 0.4 s; the parallel suites' starved pool added 1.1 s
-        // once (the ticks are tasks on it), so the line between the two is drawn at 2 s.
-        #expect(seconds >= 0.3 && seconds < 2 && sink.tries == 1, "\(sink.tries) tries in \(seconds) s")
-        #expect(error.code == .timeout && !partial && sink.bytes.isEmpty, "\(error)")
+        // Given up by the late check (its reason, which the old code, ending at the first-byte
+        // deadline after 3.05 s, never gave), before that deadline: alone in 0.35–0.42 s; the
+        // parallel suites' starved pool delays the check's tick task (2.35 s once).
+        #expect(seconds >= 0.3 && seconds < 3 && sink.tries == 1, "\(sink.tries) tries in \(seconds) s")
+        #expect(
+            error.code == .timeout && error.message.contains("before it was late") && !partial
+                && sink.bytes.isEmpty, "\(error)")
     }
 }
