@@ -52,4 +52,20 @@ struct ServerClockBookTests {
         let local = ServerClock.local()
         #expect(book.settle(local, now: 2) == local)
     }
+
+    @Test func aSourceNamedAnewOnEveryReloadKeepsTheBookBounded() {
+        let book = ServerClockBook()
+        let first = ServerClock(offset: 100, source: "http-time http://origin/time?0", roundTrip: 0.001)
+        _ = book.settle(first, now: 0)
+        for i in 1...1000 {
+            _ = book.settle(
+                ServerClock(offset: 100, source: "http-time http://origin/time?\(i)", roundTrip: 0.001), now: Double(i))
+        }
+        // The first (oldest) reading is gone: a worse fresh one of its source is taken as it is.
+        let worse = ServerClock(offset: 100.01, source: first.source, roundTrip: 0.030)
+        #expect(book.settle(worse, now: 1001) == worse)
+        // A recent one is still kept.
+        let recent = ServerClock(offset: 100.01, source: "http-time http://origin/time?1000", roundTrip: 0.030)
+        #expect(book.settle(recent, now: 1001) != recent)
+    }
 }

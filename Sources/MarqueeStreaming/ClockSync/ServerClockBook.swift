@@ -21,6 +21,9 @@ package final class ServerClockBook: Sendable {
     /// that NTP disciplines, far less). After 10 minutes a reading has lost 30 ms.
     package static let driftRate = 50e-6
 
+    /// Readings kept at most (one per server clock a box plays from: a handful).
+    package static let capacity = 16
+
     package init() {}
 
     /// How far `clock`, read `age` seconds ago, may be from the server's: half its round trip
@@ -45,6 +48,11 @@ package final class ServerClockBook: Sendable {
                 }
             }
             entries[fresh.source] = Entry(clock: fresh, at: now)
+            // Sources come from manifests (their UTCTiming URLs): bounded, the oldest reading
+            // dropped, so a packager that names a new one on every reload grows nothing.
+            if entries.count > Self.capacity, let oldest = entries.min(by: { $0.value.at < $1.value.at })?.key {
+                entries[oldest] = nil
+            }
             return fresh
         }
     }
