@@ -113,7 +113,8 @@ static void check_frames(const char *tsv_path, const char *md5_path, int min_row
 }
 
 /// Plays video.mp4 with its first fragment damaged (`cut`: cut short, else random bytes),
-/// segment ends marked; only the second fragment's pictures (ffmpeg's, in order) may show.
+/// segment ends marked; of the damaged fragment, only whole pictures read before its end was
+/// marked may show (ffmpeg's, in order), and every picture of the second.
 /// damaged: 0 none (demuxer rollover every 0.5 s: every picture, in order), 1 random bytes,
 /// 2 cut short.
 static void play_damaged(const char *video, const char *md5, const char *outdir, int damage)
@@ -166,7 +167,12 @@ static void play_damaged(const char *video, const char *md5, const char *outdir,
         return;
     }
     CHECK(errors >= 1, "damaged: the bad fragment is reported (%d errors)", errors);
-    check_frames(tsv, md5, 24, 25); // the second fragment's 25, each ffmpeg's own (the first may be late)
+    // The second fragment's 25, each ffmpeg's own, in order (the first may be late). Garbage is
+    // found as it is pushed: none of it is read. A fragment cut short is read as its bytes come
+    // (the decode thread starts with the track, as a live segment streams in): the pictures
+    // wholly inside its first half may have been demuxed before its end was marked, and then
+    // show (a CI run under ASan: 35); never all of the fragment's 25.
+    check_frames(tsv, md5, 24, cut ? 49 : 25);
 }
 
 int main(int argc, char **argv)
