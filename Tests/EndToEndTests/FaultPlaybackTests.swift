@@ -176,7 +176,9 @@ extension LivePlaybackTests {
             audio: { _ in .null })
         let (share, inOrder) = Self.presentedShare(run.frames)
         #expect(run.frames.count > 250, "\(run.frames.count) pictures")
-        #expect(share >= 0.98 && inOrder, "\(share * 100) % of the pictures, in order: \(inOrder); \(Self.holes(run.frames))")
+        #expect(
+            share >= 0.98 && inOrder,
+            "\(share * 100) % of the pictures, in order: \(inOrder); \(Self.holes(run.frames))")
         #expect(!run.events.contains { if case .error(_, true) = $0 { true } else { false } })
         print(String(format: "BaseURL %@: %d pictures, %.1f %% of those due", locations, run.frames.count, share * 100))
     }

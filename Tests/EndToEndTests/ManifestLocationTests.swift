@@ -24,7 +24,9 @@ extension LivePlaybackTests {
         let run = try await Self.play(url, seconds: 16, audio: { _ in .null })
         let (share, inOrder) = Self.presentedShare(run.frames)
         #expect(run.frames.count > 330, "\(run.frames.count) pictures")
-        #expect(share >= 0.99 && inOrder, "\(share * 100) % of the pictures, in order: \(inOrder); \(Self.holes(run.frames))")
+        #expect(
+            share >= 0.99 && inOrder,
+            "\(share * 100) % of the pictures, in order: \(inOrder); \(Self.holes(run.frames))")
         let errors = run.events.compactMap { if case .error(let e, _) = $0 { e.message } else { nil } }
         #expect(errors.isEmpty, "\(errors)")
         print(String(format: "manifest %@: %d pictures, %.1f %% of those due", how, run.frames.count, share * 100))

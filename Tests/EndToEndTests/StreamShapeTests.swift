@@ -147,7 +147,9 @@ extension LivePlaybackTests {
         } else {
             try #require(run.frames.count > 250, "\(run.frames.count) pictures")
             let (share, inOrder) = Self.presentedShare(run.frames)
-            #expect(share >= 0.99 && inOrder, "\(share * 100) % of the pictures, in order: \(inOrder); \(Self.holes(run.frames))")
+            #expect(
+                share >= 0.99 && inOrder,
+                "\(share * 100) % of the pictures, in order: \(inOrder); \(Self.holes(run.frames))")
             print(String(format: "DASH video only: %d pictures, %.1f %% of those due", run.frames.count, share * 100))
         }
     }
