@@ -14,10 +14,10 @@ public struct MemoryUsage: Sendable, Hashable {
     public var residentBytes: Int
     /// Bytes of live heap allocations, Swift's and the C core's (glibc `mallinfo2`:
     /// `uordblks + hblkhd`, every arena).
-    public var heapInUseBytes: Int
+    package var heapInUseBytes: Int
     /// Bytes the allocator holds free in its arenas (glibc `mallinfo2().fordblks`): counted in
     /// the resident set when touched, not in ``heapInUseBytes``.
-    public var heapFreeBytes: Int
+    package var heapFreeBytes: Int
 
     /// Figures given by the caller, bytes (tests, reports); ``current()`` measures them.
     package init(residentBytes: Int, heapInUseBytes: Int, heapFreeBytes: Int) {
