@@ -293,6 +293,15 @@ import Testing
             (0..<100_000).lazy.map { "liar\($0)" }.first { PeerNetwork.score(box: $0, key: first) > ownScore })
         let liar = try VenuePeerTests.liar(port: liarPort, log: log, box: name, keyed: keyed, environment: environment)
         defer { Tools.stop(liar) }
+        // The liar answers its hello before the proxy starts greeting: its Python start-up (over
+        // 5 s once in the loaded venue stage) is not what the tests judge.
+        let hello = try #require(URL(string: "http://127.0.0.1:\(liarPort)/venue/hello?nonce=ready"))
+        var ready = false
+        for _ in 0..<200 where !ready {
+            ready = (try? await HTTPFetcher().get(hello, timeout: .seconds(1), maxBytes: 4096))?.status == 200
+            if !ready { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        try #require(ready, "the liar peer never answered its hello")
         let a = try await VenuePeerTests.proxy(
             box: "a", upstream: "127.0.0.1:\(port)", peers: ["127.0.0.1:\(liarPort)"])
         defer { Task { await a.stop() } }
