@@ -18,11 +18,18 @@
 #define MQ_RATE_EPSILON 1e-6 // closer to 1 than this is rate 1: pass through
 #define MQ_FEED_FRAMES 1024  // input frames per atempo call
 #define MQ_LATE_MARGIN 0.05  // input this far behind what is due now is dropped here
-#define MQ_TEMPO_IDLE 0.01   // wait for room in `out` (a block lasts ~21 ms) or for input
+#define MQ_TEMPO_IDLE 0.01   // wait for input
 
 static bool quitting(mq_player *p)
 {
     return atomic_load_explicit(&p->quit, memory_order_relaxed);
+}
+
+/// Waits for room in `out` (full: seconds of sound ahead of the audio thread, which frees a
+/// block each block's duration; it never signals).
+static void wait_room(mq_player *p)
+{
+    mq_sleep_until(mq_clock_now() + (double)p->out->block_frames / p->sample_rate);
 }
 
 /// Waits for a free block of `out`; NULL when quitting or the input was flushed meanwhile.
@@ -32,7 +39,7 @@ static mq_pcm_block *out_block(mq_player *p, mq_tempo *t)
         mq_pcm_block *b = mq_pcm_ring_acquire(p->out);
         if (b || quitting(p) || atomic_load_explicit(&p->pcm->gen, memory_order_acquire) != t->gen)
             return b;
-        mq_sleep_until(mq_clock_now() + MQ_TEMPO_IDLE);
+        wait_room(p);
     }
 }
 
@@ -94,7 +101,7 @@ static void pass(mq_player *p, mq_tempo *t, mq_pcm_block *b)
 static void stretch(mq_player *p, mq_tempo *t, mq_pcm_block *b, double rate)
 {
     if (mq_pcm_ring_acquire(p->out) == NULL) {
-        mq_sleep_until(mq_clock_now() + MQ_TEMPO_IDLE);
+        wait_room(p);
         return;
     }
     int off = p->pcm->read_off;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/thread.h"
 #include "input/segment_io_internal.h"
 #include "mq_err.h"
 #include "mq_player.h"
@@ -63,7 +64,7 @@ int mq_byte_queue_create(mq_byte_queue **out)
     if (pthread_mutex_init(&q->lock, NULL) != 0)
         goto fail;
     q->sync_ok = 1;
-    if (pthread_cond_init(&q->cond, NULL) != 0)
+    if (mq_cond_init_mono(&q->cond) != MQ_OK) // (timed waits: mq_byte_queue_sleep)
         goto fail;
     q->sync_ok = 2;
     scan_reset(&q->scan);

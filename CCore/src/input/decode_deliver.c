@@ -145,15 +145,18 @@ static int setup_swr(mq_decoder *d, AVFrame *f)
     return MQ_OK;
 }
 
-/// Waits (polling: the audio thread never signals) for a free block of the ring.
+/// Waits for a free block of the ring, looking again each time a block's worth of sound has
+/// played (the ring is full then, seconds ahead: a block frees as often); a reset or an abort
+/// of the input ends the wait at once. (Its consumer, on the real-time side, never signals.)
 static mq_pcm_block *wait_block(mq_decoder *d)
 {
     _Atomic bool *cancel = mq_byte_queue_cancel_flag(d->t->input);
+    double block = (double)d->p->pcm->block_frames / d->p->sample_rate;
     for (;;) {
         mq_pcm_block *b = mq_pcm_ring_acquire(d->p->pcm);
         if (b || atomic_load(cancel))
             return b;
-        mq_sleep_until(mq_clock_now() + 0.005);
+        mq_byte_queue_sleep(d->t->input, mq_clock_now() + block);
     }
 }
 

@@ -1,5 +1,7 @@
 #include "input/segment_io.h"
 
+#include <errno.h>
+
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -8,6 +10,8 @@
 #include <libavutil/error.h>
 #include <libavutil/mem.h>
 
+#include "core/clock.h"
+#include "core/thread.h"
 #include "input/segment_io_internal.h"
 #include "mq_err.h"
 #include "mq_player.h"
@@ -277,6 +281,17 @@ bool mq_byte_queue_wait_while(mq_byte_queue *q, _Atomic bool *flag)
     // under it after `flag` is cleared: neither is missed between the test and the wait.
     while (atomic_load(flag) && !atomic_load(&q->cancel))
         pthread_cond_wait(&q->cond, &q->lock);
+    bool cancelled = atomic_load(&q->cancel);
+    pthread_mutex_unlock(&q->lock);
+    return !cancelled;
+}
+
+bool mq_byte_queue_sleep(mq_byte_queue *q, double deadline)
+{
+    pthread_mutex_lock(&q->lock);
+    while (!atomic_load(&q->cancel) && mq_clock_now() < deadline)
+        if (mq_cond_wait_until(&q->cond, &q->lock, deadline) == ETIMEDOUT)
+            break;
     bool cancelled = atomic_load(&q->cancel);
     pthread_mutex_unlock(&q->lock);
     return !cancelled;

@@ -94,6 +94,9 @@ _Atomic bool *mq_byte_queue_cancel_flag(mq_byte_queue *q);
 /// is pending (a staged track's hold until its activation). False when a reset or abort ended
 /// the wait. Whoever clears `flag` calls mq_byte_queue_wake.
 bool mq_byte_queue_wait_while(mq_byte_queue *q, _Atomic bool *flag);
+/// Decode thread: sleeps until `deadline` (mq_clock_now seconds) unless a reset or abort is
+/// pending or comes meanwhile (the queue's condition is broadcast then). False when one is.
+bool mq_byte_queue_sleep(mq_byte_queue *q, double deadline);
 /// Wakes the threads sleeping on the queue (its condition) to look again at what they wait for.
 void mq_byte_queue_wake(mq_byte_queue *q);
 /// A short description of what made the input corrupt ("" if not).
