@@ -113,9 +113,10 @@ struct SegmentLoaderTests {
             return
         }
         // Given up by the late check (its reason, which the old code, ending at the first-byte
-        // deadline after 3.05 s, never gave), before that deadline: alone in 0.35–0.42 s; the
-        // parallel suites' starved pool delays the check's tick task (2.35 s once).
-        #expect(seconds >= 0.3 && seconds < 3 && sink.tries == 1, "\(sink.tries) tries in \(seconds) s")
+        // deadline after 3.05 s, never gave), within a tick or so of lateness: alone in
+        // 0.35–0.42 s. (The suite runs one test at a time since 2026-11-28: among the parallel
+        // suites the starved pool delayed the check's tick by up to 2.35 s.)
+        #expect(seconds >= 0.3 && seconds < 2 && sink.tries == 1, "\(sink.tries) tries in \(seconds) s")
         #expect(
             error.code == .timeout && error.message.contains("before it was late") && !partial
                 && sink.bytes.isEmpty, "\(error)")
