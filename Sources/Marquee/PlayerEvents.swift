@@ -84,8 +84,9 @@ public enum PlayerEvent: Sendable, Hashable {
     /// Live HLS without program date-times, placed by when its playlists were answered: when the
     /// packager publishes was learned from the answers, and the timeline moved by `moved`
     /// seconds (positive: toward live) to put each publication where every box puts it, within
-    /// `error` seconds. The first comes a few segments after the start (a move beyond 0.25 s is
-    /// one jump); then a refinement of a few milliseconds now and then, steered by rate.
+    /// `error` seconds. The first comes a few segments after the start, within 10 ms (a move of
+    /// up to a segment, one jump); then refinements of a few milliseconds, each a small jump, and
+    /// once the error is 2 ms or less, one saying so (`moved` 0 when it needed no move).
     case liveEdgeLearned(moved: Double, error: Double)
     /// The latency target in use changed without the app asking: raised to `seconds` because
     /// the stream's segments arrive too late for the app's `requested` target (the server

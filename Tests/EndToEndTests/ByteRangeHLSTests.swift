@@ -55,8 +55,9 @@ extension LivePlaybackTests {
         #expect(boxB.terminationStatus == 0)
         let name = "MPEG-TS list \(listSize)"
 
-        let movesA = run.events.filter {
-            if case .liveEdgeLearned = $0 { true } else if case .latencyJump = $0 { true } else { false }
+        let movesA = run.timed.compactMap { timed -> String? in
+            guard case .liveEdgeLearned(let moved, let error) = timed.event else { return nil }
+            return String(format: "%.1f s: moved %.4f s ± %.4f", timed.time - startedB, moved, error)
         }
         let a = try Self.expectRangeByRange(
             run.frames, until: stopped, box: "\(name) A", log: "its re-anchors: \(movesA)")
@@ -99,12 +100,13 @@ extension LivePlaybackTests {
             String(
                 format: """
                     ffmpeg byte-range HLS %@: A %.1f %% of the pictures due, longest gap %.0f ms, latency %.3f s (%.1f \
-                    ms spread), %d decoded / %d presented / %d dropped; B %.1f %%, longest gap %.0f ms, latency %.3f s
+                    ms spread), %d decoded / %d presented / %d dropped; B %.1f %%, longest gap %.0f ms, latency %.3f s; A's \
+                    edge learned: %@
                     """,
                 name, a.presented * 100, a.gap * 1000, Stats.median(a.latency),
                 (a.latency.max()! - a.latency.min()!) * 1000,
                 counts.framesDecoded, counts.framesPresented, counts.framesDropped, b.presented * 100, b.gap * 1000,
-                Stats.median(b.latency)))
+                Stats.median(b.latency), movesA.joined(separator: ", ")))
     }
 
     /// Pictures in order, ≥ 95 % of those due from the first to `until` (wall clock), no gap

@@ -105,14 +105,15 @@ extension LivePlaybackTests {
             settledAfter: 30)
         let medians = [Stats.median(a), Stats.median(b)]
         #expect(abs(medians[0] - medians[1]) < 0.02, "\(packager): latencies \(medians)")
-        // The box said when it learned the edge: within 2 ms, in its first 12 segments (a
-        // probe or two a segment halve a segment's uncertainty down to 4 ms; ffmpeg's 2 s
-        // segments took 16.7 s, 8 of them, once in CI).
+        // The box said when it learned the edge: within 10 ms first, then settled within 2 ms, in
+        // its first 12 segments (a probe or two a segment halve a segment's uncertainty down to
+        // 4 ms; ffmpeg's 2 s segments took 16.7 s, 8 of them, once in CI).
         let learned = run.timed.compactMap { timed -> (at: Double, error: Double)? in
             if case .liveEdgeLearned(_, let error) = timed.event { (timed.time - started, error) } else { nil }
         }
         #expect(
-            learned.first.map { $0.error <= 0.002 && $0.at < 12 * segment } == true,
+            learned.first.map { $0.error <= 0.010 && $0.at < 12 * segment } == true
+                && learned.first { $0.error <= 0.002 }.map { $0.at < 12 * segment } == true,
             "\(packager): live edge learned \(learned) (seconds after play, error)")
         // And its status says so at the end (the last estimate's error).
         let statusError = anchor.flatMap { if case .learned(let error) = $0 { error } else { nil } }

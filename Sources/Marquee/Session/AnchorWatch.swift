@@ -11,8 +11,15 @@ import MarqueeStreaming
 /// instant, whenever they started.
 extension PlaybackSession {
     /// The phase is first applied once its interval is narrower than this (seconds): its middle
-    /// is then at most 2 ms off, on every box.
-    static let anchorUsable = 0.004
+    /// at most 10 ms off, two boxes at most 20 ms apart. On a quiet box the interval narrows from
+    /// a segment to ``anchorSettled`` within a few segments; on a busy one (its answers' head
+    /// times late by the box's own scheduling) it once took 64 answers, 21 s, with the box up to a
+    /// segment off meanwhile (a 0.35 s skip forward when it came): the coarse estimate comes a
+    /// probe or two into the narrowing, and the rest refines it.
+    static let anchorUsable = 0.020
+    /// Narrower than this (seconds), the middle is at most 2 ms off, on every box: the phase is
+    /// settled, and probed less often.
+    static let anchorSettled = 0.004
     /// Once it is, one probe every ``anchorProbeEvery`` segments keeps it up to date.
     static let anchorProbeEvery = 4
     /// A lead that moved less than this is not applied again (seconds): under a frame, and over
@@ -33,17 +40,19 @@ extension PlaybackSession {
     }
 
     /// Probes the playlist inside the phase's interval (an answer there halves it: about two
-    /// requests a segment, besides the feeders' own reloads, for the first few segments), then,
-    /// once it is narrow, once every few segments. The first estimate narrow enough moves the
+    /// requests a segment, besides the feeders' own reloads, until it is settled), then once
+    /// every few segments. The first estimate narrow enough (``anchorUsable``) moves the
     /// timeline by up to a segment, once, by one exact re-anchor of the schedule (a few seconds
     /// after the start: a skip forward, or the picture held, as a join's catch-up is); steering
     /// there by rate would take half a minute, and leave each box within the controller's dead
-    /// band of it, boxes 10 ms apart. Later refinements (milliseconds: the interval narrowing,
-    /// a server clock measured again) move the lead only, which the controller steers to like
-    /// any latency error.
+    /// band of it, boxes 10 ms apart. Later refinements that move the lead by ``anchorStep`` or
+    /// more (milliseconds: the interval narrowing, a server clock measured again) re-anchor the
+    /// same way, for the same reason: a few milliseconds, no picture skipped, the sound written
+    /// on within its lock's tolerance.
     func watchAnchor() async {
         guard syncEnabled, placedByAnswers else { return }
         var applied: Double?
+        var settled = false
         while !Task.isCancelled {
             guard let (anchor, answerOffset) = await manifest.anchorView(), let nextEnd = anchor.nextEnd,
                 let segment = anchor.nextDuration, let interval = anchor.phase.interval
@@ -52,8 +61,11 @@ extension PlaybackSession {
                 continue
             }
             // (The interval read above is the estimate's: its middle, within half its width.)
-            if interval.high - interval.low <= Self.anchorUsable {
-                let estimate = (phase: (interval.low + interval.high) / 2, error: (interval.high - interval.low) / 2)
+            let width = interval.high - interval.low
+            if width <= Self.anchorUsable {
+                let estimate = (phase: (interval.low + interval.high) / 2, error: width / 2)
+                // (The error said is the estimate's, also when the lead stays where it was.)
+                if applied != nil { learnedEdgeError.withLock { $0 = estimate.error } }
                 // Timeline = server + lead reads the anchored end at the publication instant:
                 // at monotonic `end + phase − answerOffset`, `mono + clock.offset + lead = end`.
                 let lead = answerOffset - clock.offset - estimate.phase
@@ -72,11 +84,17 @@ extension PlaybackSession {
                         ])
                     timelineMoved(by: moved, segment: segment, jump: true)
                     applied = lead
+                } else if width <= Self.anchorSettled, !settled {
+                    // Settled where it was applied: said, without a move.
+                    events.send(.liveEdgeLearned(moved: 0, error: estimate.error))
+                    logger.debug(
+                        "live edge settled", metadata: ["error": "\(String(format: "%.4f", estimate.error))"])
                 }
+                settled = settled || width <= Self.anchorSettled
             }
             // The next probe: in the middle of the interval for the next segment (as anchored,
-            // on the answers' clock), or, once applied, a few segments on.
-            let probeEnd = nextEnd + (applied != nil ? Double(Self.anchorProbeEvery - 1) * segment : 0)
+            // on the answers' clock), or, once settled, a few segments on.
+            let probeEnd = nextEnd + (width <= Self.anchorSettled ? Double(Self.anchorProbeEvery - 1) * segment : 0)
             let wait = probeEnd + (interval.low + interval.high) / 2 - answerOffset - Monotonic.now()
             if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(wait * 1000))) }
             _ = try? await manifest.load()
