@@ -100,8 +100,8 @@ extension LivePlaybackTests {
             String(
                 format: """
                     ffmpeg byte-range HLS %@: A %.1f %% of the pictures due, longest gap %.0f ms, latency %.3f s (%.1f \
-                    ms spread), %d decoded / %d presented / %d dropped; B %.1f %%, longest gap %.0f ms, latency %.3f s; A's \
-                    edge learned: %@
+                    ms spread), %d decoded / %d presented / %d dropped; B %.1f %%, longest gap %.0f ms, latency \
+                    %.3f s; A's edge learned: %@
                     """,
                 name, a.presented * 100, a.gap * 1000, Stats.median(a.latency),
                 (a.latency.max()! - a.latency.min()!) * 1000,
