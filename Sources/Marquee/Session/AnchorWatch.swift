@@ -65,14 +65,13 @@ extension PlaybackSession {
             if width <= Self.anchorUsable {
                 let estimate = (phase: (interval.low + interval.high) / 2, error: width / 2)
                 // (The error said is the estimate's, also when the lead stays where it was.)
-                if applied != nil { learnedEdgeError.withLock { $0 = estimate.error } }
+                learnedEdgeError.withLock { $0 = estimate.error }
                 // Timeline = server + lead reads the anchored end at the publication instant:
                 // at monotonic `end + phase − answerOffset`, `mono + clock.offset + lead = end`.
                 let lead = answerOffset - clock.offset - estimate.phase
                 if applied.map({ abs($0 - lead) >= Self.anchorStep }) ?? true {
                     let moved = lead - (clock.lead?.at(0) ?? 0)
                     clock.setLead(SharedServerClock.Lead(reference: 0, lead: lead, slope: 0), availabilityStart: 0)
-                    learnedEdgeError.withLock { $0 = estimate.error }
                     events.send(.liveEdgeLearned(moved: moved, error: estimate.error))
                     logger.log(
                         level: applied == nil ? .notice : .debug, "live edge learned from the playlist's publication",
