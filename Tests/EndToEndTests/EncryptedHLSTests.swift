@@ -63,10 +63,13 @@ extension LivePlaybackTests {
         #expect(run.events.contains(.ended))
         let pcm = try PCM.wav(run.dir.appendingPathComponent("out.wav"))
         let start = try #require(pcm.firstSound())
+        let heard = pcm.channel(0)[start...].dropFirst(480).prefix(48_000 * 4)
+        let breaks = ToneAnalysis.breaks(heard, frequency: 440, sampleRate: pcm.sampleRate).prefix(8).map {
+            String(format: "%.3f s (%.4f)", $0.at + 0.01, $0.gap)
+        }
         #expect(
-            abs(
-                ToneAnalysis.frequency(
-                    pcm.channel(0)[start...].dropFirst(480).prefix(48_000 * 4), sampleRate: pcm.sampleRate) - 440) < 1)
+            abs(ToneAnalysis.frequency(heard, sampleRate: pcm.sampleRate) - 440) < 1,
+            "the tone breaks at (after the first sound, with the gap): \(breaks)")
 
         // The wrong key: a media error per segment, no picture, no crash.
         let wrong = try await Self.play(

@@ -143,6 +143,28 @@ public enum ToneAnalysis {
         return Double(crossings.count - 1) * Double(sampleRate) / Double(crossings.last! - crossings.first!)
     }
 
+    /// Where a steady tone of `frequency` breaks: the times (seconds from the slice's start)
+    /// of the rising zero crossings that come more than a tenth of a period early or late after
+    /// the one before (a hole, a skip, a click), with the gap between them (seconds).
+    public static func breaks(_ signal: ArraySlice<Double>, frequency: Double, sampleRate: Int) -> [(
+        at: Double, gap: Double
+    )] {
+        let period = Double(sampleRate) / frequency
+        var found: [(at: Double, gap: Double)] = []
+        var previous = signal.first ?? 0
+        var last: Int?
+        for (i, v) in zip(signal.indices, signal) {
+            defer { previous = v }
+            guard previous < 0 && v >= 0 else { continue }
+            if let last, abs(Double(i - last) - period) > period / 10 {
+                found.append(
+                    (Double(i - signal.startIndex) / Double(sampleRate), Double(i - last) / Double(sampleRate)))
+            }
+            last = i
+        }
+        return found
+    }
+
     /// RMS of consecutive windows of `window` samples.
     public static func windowRMS(_ signal: ArraySlice<Double>, window: Int) -> [Double] {
         stride(from: signal.startIndex, to: signal.endIndex - window + 1, by: window).map { start in

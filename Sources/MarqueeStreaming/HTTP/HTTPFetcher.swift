@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOSSL
+import Synchronization
 
 /// Why a request failed. `code` is the kind; `url` and `message` say which and how.
 package struct FetchError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -260,8 +261,9 @@ package struct HTTPFetcher: Sendable {
 
     /// What the request's task hands the caller: the head, the body's chunks, and a tick every
     /// ``tick`` while waiting (deadlines are judged, the caller can judge its own).
-    private enum Part: Sendable {
-        case head(status: Int, reason: String, headers: [(String, String)], at: Double, url: URL?)
+    fileprivate enum Part: Sendable {
+        /// `sent`: when the (final) request's head went out, if that was seen.
+        case head(status: Int, reason: String, headers: [(String, String)], sent: Double?, at: Double, url: URL?)
         case chunk(ByteBuffer)
         case tick
     }
@@ -291,36 +293,38 @@ package struct HTTPFetcher: Sendable {
             throw FetchError(.invalidURL, url: text, message: "only http and https URLs can be fetched")
         }
         if let problem = range?.problem { throw FetchError(.tooLarge, url: text, message: problem) }
-        var request = HTTPClientRequest(url: cmcd?.mode == .query ? cmcd!.url(url).absoluteString : text)
-        request.method = method
-        for (name, value) in headers { request.headers.add(name: name, value: value) }
-        if let range { request.headers.replaceOrAdd(name: "Range", value: range.header) }
+        var fields = HTTPHeaders()
+        for (name, value) in headers { fields.add(name: name, value: value) }
+        if let range { fields.replaceOrAdd(name: "Range", value: range.header) }
         if let cmcd, cmcd.mode == .headers {
-            for (name, value) in cmcd.headers(for: url) { request.headers.add(name: name, value: value) }
+            for (name, value) in cmcd.headers(for: url) { fields.add(name: name, value: value) }
+        }
+        let request: HTTPClient.Request
+        do {
+            request = try HTTPClient.Request(
+                url: cmcd?.mode == .query ? cmcd!.url(url).absoluteString : text, method: method, headers: fields)
+        } catch {
+            throw FetchError(.invalidURL, url: text, message: "\(error)")
         }
         let sent = Monotonic.now()
         func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
         let total = seconds(timeout)
         let idleLimit = idle.map(seconds)
-        // AsyncHTTPClient's deadline ends when the head arrives: it is the first-byte deadline.
-        let headDeadline = TimeAmount.nanoseconds(Int64(min(total, seconds(firstByte ?? timeout)) * 1e9))
-        // The request runs in a task of its own and hands its parts over a stream, so the caller's
-        // loop also wakes on ticks: a body that stalls or crawls is judged without a byte arriving.
+        let headLimit = min(total, seconds(firstByte ?? timeout))
+        // The request's parts come over a stream, so the caller's loop also wakes on ticks: a
+        // body that stalls or crawls is judged without a byte arriving. AsyncHTTPClient's
+        // delegate hands them over on the connection's event loop, where the request's sending
+        // and its answer's head are timed (not after a hop to a busy cooperative pool: the live
+        // edge and the server clock are learned from those times).
         let (parts, sink) = AsyncThrowingStream<Part, any Error>.makeStream()
-        let client = self.client
-        let work = Task {
-            do {
-                let response = try await client.execute(request, timeout: headDeadline)
-                sink.yield(
-                    .head(
-                        status: Int(response.status.code), reason: response.status.reasonPhrase,
-                        headers: response.headers.map { ($0.name, $0.value) }, at: Monotonic.now(), url: response.url))
-                if (200..<300).contains(Int(response.status.code)) {
-                    for try await chunk in response.body { sink.yield(.chunk(chunk)) }
-                }
-                sink.finish()
-            } catch {
-                sink.finish(throwing: error)
+        let delegate = PartDelegate(sink: sink)
+        let task = client.execute(
+            request: request, delegate: delegate, deadline: .now() + .nanoseconds(Int64(total * 1e9)))
+        let headTimer = task.eventLoop.scheduleTask(in: .nanoseconds(Int64(headLimit * 1e9))) {
+            if delegate.giveUpWaitingForHead(
+                FetchError(.timeout, url: text, message: String(format: "no answer within %.1f s", headLimit)))
+            {
+                task.cancel()
             }
         }
         let ticker = Task {
@@ -330,17 +334,18 @@ package struct HTTPFetcher: Sendable {
             }
         }
         defer {
-            work.cancel()
+            headTimer.cancel()
+            task.cancel()
             ticker.cancel()
         }
         do {
-            var head: (status: Int, headers: [(String, String)], at: Double, url: URL?)?
+            var head: (status: Int, headers: [(String, String)], sent: Double, at: Double, url: URL?)?
             var lastByte = sent
             var ranged: RangedBody?
             receiving: for try await part in parts {
                 let now = Monotonic.now()
                 switch part {
-                case .head(let status, let reason, let headers, let at, let final):
+                case .head(let status, let reason, let headers, let wireSent, let at, let final):
                     guard (200..<300).contains(status) else {
                         var error = FetchError(.status, url: text, status: status, message: reason)
                         if (300..<400).contains(status) {
@@ -348,7 +353,7 @@ package struct HTTPFetcher: Sendable {
                         }
                         throw error
                     }
-                    head = (status, headers, at, final)
+                    head = (status, headers, wireSent.map { min($0, at) } ?? sent, at, final)
                     lastByte = at
                     if let range, method == .GET {
                         let header = { (name: String) in
@@ -385,7 +390,7 @@ package struct HTTPFetcher: Sendable {
             guard let head, !Task.isCancelled else { throw FetchError(.cancelled, url: text, message: "cancelled") }
             try ranged?.finish(url: text)
             return FetchResult(
-                status: head.status, headers: head.headers, body: ByteBuffer(), sent: sent, headReceived: head.at,
+                status: head.status, headers: head.headers, body: ByteBuffer(), sent: head.sent, headReceived: head.at,
                 finished: Monotonic.now(),
                 url: head.url.flatMap { $0.absoluteString == text ? nil : $0 })
         } catch let error as FetchError {
@@ -434,6 +439,79 @@ package struct HTTPFetcher: Sendable {
     /// An enum case's name without its payload (`handshakeFailed`).
     private static func caseName(_ value: Any) -> String {
         String("\(value)".prefix { $0 != "(" })
+    }
+}
+
+extension HTTPFetcher {
+    /// Hands one request's answer to ``HTTPFetcher/stream(_:method:timeout:firstByte:idle:range:onChunk:onTick:awaitingHead:)``
+    /// part by part, on the connection's event loop: the head (with the times its request went
+    /// out and it came, stamped there), a 2xx answer's body chunks, the end or the error.
+    fileprivate final class PartDelegate: HTTPClientResponseDelegate {
+        typealias Response = Void
+        private struct State {
+            var sent: Double?
+            var url: URL?
+            var status = 0
+            /// The head came, or waiting for it was given up (then nothing more is handed on).
+            var headCame = false
+            var gaveUp = false
+        }
+        private let sink: AsyncThrowingStream<Part, any Error>.Continuation
+        private let state = Mutex(State())
+
+        init(sink: AsyncThrowingStream<Part, any Error>.Continuation) { self.sink = sink }
+
+        /// Ends the stream with `error` unless the head already came (true: the request is to
+        /// be cancelled).
+        func giveUpWaitingForHead(_ error: FetchError) -> Bool {
+            let giveUp = state.withLock { state in
+                guard !state.headCame else { return false }
+                state.gaveUp = true
+                return true
+            }
+            if giveUp { sink.finish(throwing: error) }
+            return giveUp
+        }
+
+        func didSendRequestHead(task: HTTPClient.Task<Void>, _ head: HTTPRequestHead) {
+            let now = Monotonic.now()
+            state.withLock { $0.sent = now }
+        }
+
+        func didVisitURL(task: HTTPClient.Task<Void>, _ request: HTTPClient.Request, _ head: HTTPResponseHead) {
+            state.withLock { $0.url = request.url }
+        }
+
+        func didReceiveHead(task: HTTPClient.Task<Void>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+            let at = Monotonic.now()
+            let seen = state.withLock { state -> (sent: Double?, url: URL?)? in
+                guard !state.gaveUp else { return nil }
+                state.headCame = true
+                state.status = Int(head.status.code)
+                return (state.sent, state.url)
+            }
+            if let seen {
+                sink.yield(
+                    .head(
+                        status: Int(head.status.code), reason: head.status.reasonPhrase,
+                        headers: head.headers.map { ($0.name, $0.value) }, sent: seen.sent, at: at, url: seen.url))
+            }
+            return task.eventLoop.makeSucceededVoidFuture()
+        }
+
+        func didReceiveBodyPart(task: HTTPClient.Task<Void>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
+            // (A non-2xx answer's body is not handed on: its head already ended the request.)
+            if state.withLock({ (200..<300).contains($0.status) && !$0.gaveUp }) { sink.yield(.chunk(buffer)) }
+            return task.eventLoop.makeSucceededVoidFuture()
+        }
+
+        func didReceiveError(task: HTTPClient.Task<Void>, _ error: any Error) {
+            sink.finish(throwing: error)
+        }
+
+        func didFinishRequest(task: HTTPClient.Task<Void>) throws {
+            sink.finish()
+        }
     }
 }
 
