@@ -115,12 +115,14 @@ static void declick(mq_player *p, mq_audio_sync *s)
         s->tail[c] = s->mix[(size_t)(n - 1) * (size_t)ch + (size_t)c];
 }
 
-/// Whether a stream's audio may begin: ``MQ_START_QUEUED`` of it in the ring, or all there
-/// will be (its end). Begun on its first block, a start under load had 8 ms of silence after
-/// its first 21 ms (the second block decoded late: a hole in the tone); begun on a few, the
-/// late block is one of them, and the sound starts whole at the sample then due (the few before
-/// it skipped, in step with the pictures). Reads the consumer's own view: no lock, no wait.
-static bool ready_to_begin(mq_player *p)
+/// Whether a stream's audio may begin at `want` (the presentation time then due):
+/// ``MQ_START_QUEUED`` of it queued from `want` on, or all there will be (its end). Begun on its
+/// first block, a start under load had 8 ms of silence after its first 21 ms (the second block
+/// decoded late: a hole in the tone); begun on a few, the late block is one of them, and the
+/// sound starts whole at the sample then due. Only what is due from `want` counts: the frames
+/// before it are skipped (in step with the pictures), and counted, a start that had waited for
+/// them under load played 16 ms and ran dry. Reads the consumer's own view: no lock, no wait.
+static bool ready_to_begin(mq_player *p, double want)
 {
     mq_pcm_ring *r = p->out;
     if (atomic_load_explicit(&r->eof, memory_order_acquire))
@@ -128,13 +130,29 @@ static bool ready_to_begin(mq_player *p)
     uint32_t gen = atomic_load_explicit(&r->gen, memory_order_acquire);
     uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
     uint32_t head = atomic_load_explicit(&r->head, memory_order_acquire);
-    int64_t queued = 0, want = (int64_t)(MQ_START_QUEUED * p->sample_rate);
-    for (uint32_t t = tail; t != head && queued < want; t++) {
+    const double sr = p->sample_rate;
+    double ahead = 0; // seconds of output due from `want` on
+    for (uint32_t t = tail; t != head && ahead < MQ_START_QUEUED; t++) {
         const mq_pcm_block *b = &r->blocks[t & (r->nblocks - 1)];
-        if (b->gen == gen)
-            queued += b->frames - (t == tail ? r->read_off : 0);
+        if (b->gen != gen || !(b->rate > 0))
+            continue;
+        double from = b->pts + (t == tail ? r->read_off : 0) * b->rate / sr, to = b->pts + b->frames * b->rate / sr;
+        if (to > want)
+            ahead += (to - (from > want ? from : want)) / b->rate;
     }
-    return queued >= want;
+    return ahead >= MQ_START_QUEUED;
+}
+
+/// Before a stream's audio begins: drops its blocks wholly before `want` (late already: they
+/// would be skipped), so the ring has room for those due (full of late blocks, it never began).
+static void drop_late_blocks(mq_player *p, double want)
+{
+    mq_pcm_block *b;
+    while ((b = mq_pcm_ring_peek(p->out)) && b->rate > 0 && b->pts + b->frames * b->rate / p->sample_rate <= want) {
+        int k = b->frames - p->out->read_off;
+        mq_pcm_ring_consume(p->out, k);
+        atomic_fetch_add_explicit(&p->audio_frames_dropped, k, memory_order_relaxed);
+    }
 }
 
 /// The ring is empty at output index `i` (heard at `t`, where `media` was due).
@@ -197,8 +215,8 @@ static void fill_stream(mq_player *p, mq_audio_sync *s, double t_hear, double *t
     bool published = false;
     check_generation(p, s);
     if (scheduled && !s->started) {
-        mq_pcm_ring_peek(p->out); // (drops a flushed stream's blocks: room for the new one's)
-        if (!ready_to_begin(p)) {
+        drop_late_blocks(p, want); // (peeking drops a flushed stream's blocks too: room for the new one's)
+        if (!ready_to_begin(p, want)) {
             silence(p, 0, n); // (leading silence: what is queued is heard once enough is)
             return;
         }
