@@ -12,6 +12,9 @@ public struct PresentedFrame: Sendable, Equatable {
     /// A join's keyframe shown at once, before its time, until the first due picture follows
     /// (the first picture of a live start; `hide_join_still` turns it off).
     public var still = false
+    /// When it was due to be shown (the clock of `wallTime`; `wallTime - due`: how late it was
+    /// shown); nil for a join's still.
+    public var due: Double?
 }
 
 public enum FramesFile {
@@ -20,16 +23,17 @@ public enum FramesFile {
     public static func read(_ url: URL, includingStill: Bool = false) throws -> [PresentedFrame] {
         let text = try String(contentsOf: url, encoding: .utf8)
         let lines = text.split(separator: "\n")
-        guard lines.first == "wall_time\tpts\tmd5\twidth\theight\titem\tstill" else {
+        guard lines.first == "wall_time\tpts\tmd5\twidth\theight\titem\tstill\tdue" else {
             throw ToolFailure(message: "\(url.path): missing frames.tsv header")
         }
         return lines.dropFirst().compactMap { line in
             let f = line.split(separator: "\t", omittingEmptySubsequences: false)
-            guard f.count == 7, let wall = Double(f[0]), let pts = Double(f[1]), let w = Int(f[3]), let h = Int(f[4])
+            guard f.count == 8, let wall = Double(f[0]), let pts = Double(f[1]), let w = Int(f[3]), let h = Int(f[4])
             else { return nil }
             let frame = PresentedFrame(
-                wallTime: wall, pts: pts, md5: String(f[2]), width: w, height: h, item: String(f[5]), still: f[6] == "1"
-            )
+                wallTime: wall, pts: pts, md5: String(f[2]), width: w, height: h, item: String(f[5]),
+                still: f[6] == "1",
+                due: Double(f[7]))
             return includingStill || !frame.still ? frame : nil
         }
     }

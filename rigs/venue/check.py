@@ -19,7 +19,7 @@ def frames(name):
         next(f)
         for line in f:
             cols = line.rstrip("\n").split("\t")
-            if cols[-1] != "1":  # (a join's still is shown before its time, on purpose)
+            if cols[6] != "1":  # (a join's still is shown before its time, on purpose)
                 rows.append((float(cols[0]), float(cols[1]), cols[2]))
     return rows
 

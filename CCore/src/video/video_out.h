@@ -62,6 +62,8 @@ struct mq_video_out {
     mq_video_format fmt;         // configured format, width 0 before the first picture
     mq_vo_overlay overlay;       // what present/refresh draw over pictures
     char label[MQ_VO_LABEL_MAX]; // what is presented (mq_player_set_label): frames' item column
+    double due;                  // when the picture being presented was due to be visible: server-corrected Unix
+                                 // seconds, set before each present (NAN for a join's still, shown before its time)
 };
 
 /// Chooses a driver by spec: `headless`, `frames:<dir>`, `drm[:<card>[,<connector>[,<WxH>]]]`

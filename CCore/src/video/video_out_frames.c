@@ -1,6 +1,7 @@
 #include "video/video_out.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -13,12 +14,14 @@
 #include "mq_err.h"
 
 /// `frames:<dir>`: appends one row per presented picture to <dir>/frames.tsv:
-///   wall_time \t pts \t md5 \t width \t height \t item \t still
+///   wall_time \t pts \t md5 \t width \t height \t item \t still \t due
 /// wall_time: server-corrected Unix seconds; pts: the stream's own pts_time (no pts_offset);
 /// md5: of the planes packed without padding, as `ffmpeg -f framemd5` prints. Rows are
 /// flushed at once (tests read the file while playing). item: the label set when the picture was
 /// presented (mq_player_set_label: a playlist item's id), empty without one. still: 1 for a
-/// join's keyframe shown before its time (mq_player_config.hide_join_still), else 0.
+/// join's keyframe shown before its time (mq_player_config.hide_join_still), else 0. due: when
+/// the picture was due to be shown, on the clock of wall_time (wall_time − due: how late it was
+/// shown); empty for a join's still.
 
 typedef struct frames_priv {
     FILE *tsv;         // immutable after open
@@ -42,7 +45,7 @@ static int frames_open(mq_video_out *vo, const char *arg)
     f->md5 = av_md5_alloc();
     if (!f->tsv || !f->md5)
         return f->tsv ? MQ_ERR_NO_MEMORY : MQ_ERR_IO;
-    fputs("wall_time\tpts\tmd5\twidth\theight\titem\tstill\n", f->tsv);
+    fputs("wall_time\tpts\tmd5\twidth\theight\titem\tstill\tdue\n", f->tsv);
     return fflush(f->tsv) == 0 ? MQ_OK : MQ_ERR_IO;
 }
 
@@ -89,8 +92,11 @@ static int frames_present(mq_video_out *vo, const mq_vframe *v, double wall_time
     char hex[33];
     for (int i = 0; i < 16; i++)
         snprintf(hex + 2 * i, 3, "%02x", digest[i]);
-    fprintf(f->tsv, "%.6f\t%.6f\t%s\t%d\t%d\t%s\t%d\n", wall_time, v->media_pts, hex, v->frame->width, v->frame->height,
-            vo->label, v->still);
+    char due[32] = "";
+    if (isfinite(vo->due))
+        snprintf(due, sizeof due, "%.6f", vo->due);
+    fprintf(f->tsv, "%.6f\t%.6f\t%s\t%d\t%d\t%s\t%d\t%s\n", wall_time, v->media_pts, hex, v->frame->width,
+            v->frame->height, vo->label, v->still, due);
     return fflush(f->tsv) == 0 ? MQ_OK : MQ_ERR_IO;
 }
 
