@@ -183,7 +183,10 @@ extension LivePlaybackTests {
         let gap = entered.wallTime - (try #require(image.due)) - 3
         #expect(
             gap > -0.001 && gap < 1.5 / 30,
-            "image → live, second turn: \(gap) s (the image's first picture shown \(image.wallTime - image.due!) s late)"
+            """
+            image → live, second turn: \(gap) s (the image's first picture shown \
+            \(image.wallTime - image.due!) s late)
+            """
         )
         // The first turn's cost, by the phase of the late segment against the cut: the image
         // held longer (the raise known before the cut) or the first live picture held.

@@ -443,9 +443,9 @@ package struct HTTPFetcher: Sendable {
 }
 
 extension HTTPFetcher {
-    /// Hands one request's answer to ``HTTPFetcher/stream(_:method:timeout:firstByte:idle:range:onChunk:onTick:awaitingHead:)``
-    /// part by part, on the connection's event loop: the head (with the times its request went
-    /// out and it came, stamped there), a 2xx answer's body chunks, the end or the error.
+    /// Hands one request's answer to `stream(_:…)` part by part, on the connection's event
+    /// loop: the head (with the times its request went out and it came, stamped there), a 2xx
+    /// answer's body chunks, the end or the error.
     fileprivate final class PartDelegate: HTTPClientResponseDelegate {
         typealias Response = Void
         private struct State {
