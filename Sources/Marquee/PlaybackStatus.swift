@@ -110,4 +110,8 @@ public enum LiveAnchor: Sendable, Hashable {
     /// HLS without date-times: the packager's publication instant learned from the playlist's
     /// answers, within `error` seconds (``PlayerEvent/liveEdgeLearned(moved:error:)``).
     case learned(error: Double)
+    /// HLS without date-times, behind a venue proxy: the publication instant as the proxy
+    /// learned it from the answers of every box behind it (told with each playlist), within
+    /// `error` seconds: those boxes share it from their first answers.
+    case shared(error: Double)
 }

@@ -19,6 +19,7 @@ final class StatusLine: Sendable {
         switch s.liveAnchor {  // (HLS without date-times: how its edge is placed)
         case .playlistAnswer: latency += " edge: first answer"
         case .learned(let error): latency += String(format: " edge learned ±%.1f ms", error * 1000)
+        case .shared(let error): latency += String(format: " edge shared by the venue ±%.1f ms", error * 1000)
         default: break
         }
         let size = s.width > 0 ? " \(s.width)x\(s.height)" : ""

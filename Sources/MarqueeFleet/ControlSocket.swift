@@ -380,10 +380,8 @@ enum Properties {
     /// A live anchor as JSON: `{"kind": "learned", "error": 0.0012}` (`error` only when learned).
     static func anchor(_ anchor: LiveAnchor) -> [String: Any] {
         switch anchor {
-        case .availabilityStart: ["kind": "availabilityStart"]
-        case .programDateTime: ["kind": "programDateTime"]
-        case .playlistAnswer: ["kind": "playlistAnswer"]
-        case .learned(let error): ["kind": "learned", "error": error]
+        case .learned(let error), .shared(let error): ["kind": anchor.kind, "error": error]
+        default: ["kind": anchor.kind]
         }
     }
 
@@ -435,5 +433,19 @@ enum Properties {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
         return try JSONSerialization.jsonObject(with: try encoder.encode(value))
+    }
+}
+
+extension LiveAnchor {
+    /// The anchor's kind as the control socket and the QoE record spell it: `availabilityStart`,
+    /// `programDateTime`, `playlistAnswer`, `learned`, `shared`.
+    var kind: String {
+        switch self {
+        case .availabilityStart: "availabilityStart"
+        case .programDateTime: "programDateTime"
+        case .playlistAnswer: "playlistAnswer"
+        case .learned: "learned"
+        case .shared: "shared"
+        }
     }
 }

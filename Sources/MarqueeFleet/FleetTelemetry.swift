@@ -174,6 +174,13 @@ public final class FleetTelemetry: Sendable {
             s.record.rebufferRatio = total > 0 ? s.record.stalledSeconds / total : 0
             s.record.timeWeightedBitrate = s.bitrateSeconds > 0 ? s.bitrateWeighted / s.bitrateSeconds : nil
             s.record.clockOffset = status.timeOffset
+            if let anchor = status.liveAnchor {
+                s.record.liveAnchor = anchor.kind
+                switch anchor {
+                case .learned(let error), .shared(let error): s.record.liveEdgeError = error
+                default: break
+                }
+            }
             // From the app's target: a box that holds a raised one is that far from its neighbours.
             if status.state == .playing, let latency = status.latency,
                 let target = status.requestedTargetLatency ?? status.targetLatency

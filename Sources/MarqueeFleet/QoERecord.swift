@@ -54,6 +54,11 @@ public struct QoERecord: Codable, Sendable, Equatable {
     public var raisedTargetSeconds = 0.0
     /// The server clock's offset from the local clock, seconds (the last measured).
     public var clockOffset = 0.0
+    /// What placed the live timeline on the server's clock when last sampled
+    /// (``PlaybackStatus/liveAnchor``: `availabilityStart`, `programDateTime`, `playlistAnswer`,
+    /// `learned`, `shared`); nil on demand and before a live stream plays. Boxes anchored alike present
+    /// each picture together, to within ``liveEdgeError`` when learned or shared.
+    public var liveAnchor: String?
     /// Live HLS without program date-times: how far off, at most, the player places the
     /// packager's publication, seconds (half the interval it learned it within, the last
     /// ``PlayerEvent/liveEdgeLearned(moved:error:)``); nil on streams dated by their packager

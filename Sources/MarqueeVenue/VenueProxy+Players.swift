@@ -140,6 +140,9 @@ extension VenueProxy {
             let rewritten = ManifestRewriter(requested: url, answered: url, allows: { [self] in allows($0) }).rewrite(
                 text, kind: kind)
             headers[.eTag] = nil
+            if kind == .hls, let age = publications.age(url, text: text, now: Monotonic.now()) {
+                headers[HTTPField.Name(HLSPublicationAge.header)!] = age.headerValue
+            }
             let out = ByteBuffer(string: rewritten)
             count(out.readableBytes, to: audience)
             return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: out))

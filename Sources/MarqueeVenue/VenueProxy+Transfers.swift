@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import MarqueeStreaming
+import NIOCore
 import NIOHTTP1
 
 /// Transfers: one per URL under way (joined by later requests), from the segment's owner among
@@ -126,21 +127,60 @@ extension VenueProxy {
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         do {
+            let sent = Monotonic.now()
             let response = try await client.execute(request, timeout: .seconds(8))
+            let received = Monotonic.now()
             transfer.receive(
                 head: TransferHead(
                     status: Int(response.status.code), reason: response.status.reasonPhrase,
                     headers: response.headers.map { ($0.name, $0.value) },
                     url: response.url ?? url))
+            // An HLS playlist's text is also read here, once for all its readers: when it lists
+            // its segments tells when they are published (``PublicationBook``).
+            var learns =
+                method == .GET && response.status.code == 200
+                && ManifestRewriter.kind(path: url.path, contentType: response.headers.first(name: "Content-Type"))
+                    == .hls
+            var playlist = ByteBuffer()
             for try await chunk in response.body {
                 stats.withLock { $0.bytesFromCDN += Int64(chunk.readableBytes) }
+                if learns {
+                    var c = chunk
+                    learns = playlist.readableBytes + c.readableBytes <= HLSPlaylist.maxBytes
+                    if learns { playlist.writeBuffer(&c) }
+                }
                 transfer.receive(chunk: chunk)
+            }
+            // (Learned before the readers see the end: each of them then reads the age.)
+            if learns {
+                publications.learn(
+                    url, text: String(decoding: playlist.readableBytesView, as: UTF8.self), sent: sent,
+                    received: received)
+                probePublication(url)
             }
             transfer.finish(.success(()))
         } catch {
             stats.withLock { $0.upstreamErrors += 1 }
             if !Task.isCancelled { logger.info("venue: upstream \(Redact.url(url)): \(error)") }
             transfer.finish(.failure(error))
+        }
+    }
+
+    /// The proxy's own request for a live HLS playlist without dates, in the middle of when its
+    /// next publication is expected (``PublicationBook/probeTimes(_:now:)``): while boxes follow
+    /// it and it is not known within 1 ms, probes spread over when it may come (then one in the
+    /// middle) narrow it for all of them sooner than their reloads alone: a box that joins a few
+    /// segments after the first starts where that one is.
+    func probePublication(_ url: URL) {
+        for at in publications.probeTimes(url, now: Monotonic.now()) {
+            Task { [self] in
+                let wait = at - Monotonic.now()
+                if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(wait * 1000))) }
+                // (Its answer is learned when its body ends; the last one plans the next probes.)
+                await runUpstream(url, method: .GET, headers: [], into: Transfer(retainLimit: HLSPlaylist.maxBytes))
+                publications.probed(url)
+                probePublication(url)
+            }
         }
     }
 
@@ -152,6 +192,8 @@ extension VenueProxy {
             "connection", "keep-alive", "transfer-encoding", "content-length", "te", "trailer", "upgrade",
             "proxy-authenticate",
             "proxy-connection", "content-encoding", "server",
+            // (What a box is told of the publication is this proxy's to say, not upstream's.)
+            HLSPublicationAge.header.lowercased(),
         ]
         let perUser: Set<String> = ["set-cookie", "set-cookie2", "www-authenticate", "authentication-info"]
         return headers.filter {

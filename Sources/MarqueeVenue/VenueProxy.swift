@@ -66,6 +66,9 @@ public final class VenueProxy: Sendable {
     private let resolved = Locked([String: (addresses: [IPAddress], until: Double)]())
     /// Seconds of media the local player holds ahead, as it last said (nil: never said).
     let playerBuffer = Locked<Double?>(nil)
+    /// When live HLS playlists without dates publish, from every upstream answer (told to the
+    /// boxes with each playlist: ``HLSPublicationAge``).
+    let publications = PublicationBook()
 
     private struct State {
         var server: RunningServer?

@@ -50,7 +50,12 @@ extension LivePlaybackTests {
             "play", url.absoluteString, "--audio", "null", "--video", "frames:\(dirB.path)", "--duration",
             String(format: "%.1f", lateBy + together + 2),
         ]
-        boxB.standardOutput = FileHandle.nullDevice
+        // (Its output: the QoE record at exit.)
+        let outB = dirB.appendingPathComponent("out")
+        _ = FileManager.default.createFile(atPath: outB.path, contents: nil)
+        let outHandle = try FileHandle(forWritingTo: outB)
+        defer { try? outHandle.close() }
+        boxB.standardOutput = outHandle
         boxB.standardError = FileHandle.nullDevice
         try boxB.run()
         defer { Tools.stop(boxB) }
@@ -119,6 +124,14 @@ extension LivePlaybackTests {
         let statusError = anchor.flatMap { if case .learned(let error) = $0 { error } else { nil } }
         #expect(
             statusError.map { $0 <= 0.002 } == true, "\(packager): the status's anchor \(String(describing: anchor))")
+        // Box B's QoE record says the same: its anchor learned, within 2 ms.
+        let qoeLine = try #require(
+            try String(contentsOf: outB, encoding: .utf8).split(separator: "\n").last { $0.hasPrefix("qoe: ") })
+        let qoe = try #require(
+            try JSONSerialization.jsonObject(with: Data(qoeLine.dropFirst(5).utf8)) as? [String: Any])
+        #expect(
+            qoe["liveAnchor"] as? String == "learned" && (qoe["liveEdgeError"] as? Double).map { $0 <= 0.002 } == true,
+            "\(packager): box B's QoE record: \(qoeLine)")
         Self.expectHeard440(run.dir.appendingPathComponent("out.wav"))
         #expect(!run.events.contains(.stateChanged(.ended)), "a live stream never ends")
 

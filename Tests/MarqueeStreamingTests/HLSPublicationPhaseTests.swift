@@ -108,4 +108,70 @@ import Testing
         phase.anchorMoved(by: 0.1)
         #expect(near(phase.interval?.low, -0.2) && near(phase.interval?.high, 0.3))
     }
+
+    /// A venue proxy's age is its word on the answer it made, widened by the box's round trip,
+    /// and also where the box's own reading of the answer would say otherwise (a proxy joins a
+    /// request to an answer already under way: "the next not out when asked" is not the box's to
+    /// say then); the last answer says whether the estimate is the venue's.
+    @Test func aVenuesAgeIsTakenWidenedByTheRoundTrip() throws {
+        func near(_ a: Double?, _ b: Double) -> Bool { a.map { abs($0 - b) < 1e-9 } ?? false }
+        var phase = HLSPublicationPhase()
+        // Asked at 100.4, answered 100.41; the proxy: published 0.35–0.37 s before its answer.
+        phase.record(
+            sentAt: 100.4, receivedAt: 100.41, newestEnd: 100, nextDuration: 2,
+            published: HLSPublicationAge(least: 0.35, most: 0.37))
+        #expect(near(phase.bounds.last?.low, 0.03) && near(phase.bounds.last?.high, 0.06) && phase.isShared)
+        // An answer the proxy made from a fetch 2.1 s old: published 2.2–2.3 s before.
+        phase.record(
+            sentAt: 102.4, receivedAt: 102.41, newestEnd: 100, nextDuration: 2,
+            published: HLSPublicationAge(least: 2.2, most: 2.3))
+        #expect(near(phase.bounds.last?.low, 0.1) && near(phase.bounds.last?.high, 0.21) && phase.isShared)
+        phase.record(sentAt: 104.4, receivedAt: 104.41, newestEnd: 104, nextDuration: 2)
+        #expect(!phase.isShared)
+    }
+
+    /// The header: two non-negative decimals in order, under an hour; anything else is nothing.
+    @Test func theAgeHeaderIsParsedThenChecked() {
+        let age = HLSPublicationAge(least: 0.012345, most: 1.5)
+        #expect(age?.headerValue == "0.012345,1.500000")
+        #expect(HLSPublicationAge(header: "0.012345,1.500000") == age)
+        for bad in [
+            "", "1", "1,2,3", "2,1", "-1,2", "1,nan", "1,inf", "0x1,2", "1e3,2e3", "0,4000", " 1,2",
+            String(repeating: "1", count: 70) + ",2",
+        ] {
+            #expect(HLSPublicationAge(header: bad) == nil, "\(bad)")
+        }
+    }
+
+    /// Two boxes told by one proxy (which learned from both boxes' answers) place the
+    /// publication within their round trips of each other from their first answers.
+    @Test func boxesBehindOneProxyAgreeFromTheirFirstAnswers() throws {
+        let packager = Packager()
+        // The proxy has learned the phase from its answers (probing as a box would), and kept
+        // up with reloads (the boxes' own, through it) since.
+        var proxy = try Self.learn(packager, start: Packager.t0 + 20.3, probes: 12)
+        for t in stride(from: Packager.t0 + 30.5, to: Packager.t0 + 44, by: 1.0) {
+            _ = proxy.place(try packager.answer(at: t), answeredAt: t)
+        }
+        let width = try #require(proxy.phase.interval).high - (try #require(proxy.phase.interval)).low
+        try #require(width < 0.004, "the proxy's interval: \(width) s")
+        func box(at t: Double, roundTrip: Double) throws -> HLSLiveAnchor {
+            let listed = try packager.answer(at: t)
+            // The proxy's own placement of the same listing: when it says the newest was out.
+            var view = proxy
+            _ = view.place(listed, answeredAt: t)
+            let published = try #require(view.publication(ofNewestIn: listed))
+            var anchor = HLSLiveAnchor()
+            _ = anchor.place(
+                listed, answeredAt: t, askedAt: t - roundTrip / 2, receivedAt: t + roundTrip / 2,
+                published: HLSPublicationAge(least: t - published.high, most: t - published.low))
+            return anchor
+        }
+        let (a, b) = (
+            try box(at: Packager.t0 + 44.1, roundTrip: 0.0004), try box(at: Packager.t0 + 45.7, roundTrip: 0.0008)
+        )
+        let n = try #require(a.starts.keys.max())
+        let apart = abs(try Self.publication(of: n, a) - Self.publication(of: n, b))
+        #expect(a.phase.isShared && b.phase.isShared && apart < 0.001, "\(apart * 1000) ms apart")
+    }
 }

@@ -25,6 +25,25 @@ extension PlaybackSession {
     /// A lead that moved less than this is not applied again (seconds): under a frame, and over
     /// the interval's own jitter once settled (the packager's publishing, a few milliseconds).
     static let anchorStep = 0.003
+    /// The same behind a venue proxy that tells its boxes the publication (seconds): their
+    /// estimates are one, narrowed together, and a box that kept a lead 3 ms off would be 3 ms
+    /// from its neighbours (a re-anchor this small moves the sound within its lock's tolerance).
+    static let sharedAnchorStep = 0.0005
+
+    /// The lead that puts the publication at each segment's anchored end, once `anchor`'s phase
+    /// is known within ``anchorUsable`` (its error, and whether a venue proxy told it); nil
+    /// before. `answerOffset`: the clock the answers were read on; `clockOffset`: the server's.
+    static func learnedLead(_ anchor: HLSLiveAnchor, answerOffset: Double, clockOffset: Double) -> (
+        lead: Double, error: Double, width: Double, shared: Bool
+    )? {
+        guard let interval = anchor.phase.interval, interval.high - interval.low <= anchorUsable else { return nil }
+        // Timeline = server + lead reads the anchored end at the publication instant: at
+        // monotonic `end + phase − answerOffset`, `mono + clockOffset + lead = end`.
+        let width = interval.high - interval.low
+        return (
+            answerOffset - clockOffset - (interval.low + interval.high) / 2, width / 2, width, anchor.phase.isShared
+        )
+    }
 
     /// Whether the timeline is placed by its playlists' answer times (live HLS without dates).
     var placedByAnswers: Bool {
@@ -35,7 +54,12 @@ extension PlaybackSession {
     /// what was learned of the publication from them.
     var liveAnchor: LiveAnchor? {
         guard mpd.isLive else { return nil }
-        if placedByAnswers { return learnedEdgeError.withLock { $0 }.map { .learned(error: $0) } ?? .playlistAnswer }
+        if placedByAnswers {
+            return learnedEdgeError.withLock { $0 }.map {
+                $0.shared ? .shared(error: $0.error) : .learned(error: $0.error)
+            }
+                ?? .playlistAnswer
+        }
         return plans.contains { $0.representation.placedByPlaylist } ? .programDateTime : .availabilityStart
     }
 
@@ -51,8 +75,15 @@ extension PlaybackSession {
     /// on within its lock's tolerance.
     func watchAnchor() async {
         guard syncEnabled, placedByAnswers else { return }
-        var applied: Double?
+        // (Placed by it from the start when the first answers told it: a venue proxy's.)
+        var applied = initialLead
         var settled = false
+        if initialLead != nil, let told = learnedEdgeError.withLock({ $0 }) {
+            events.send(.liveEdgeLearned(moved: 0, error: told.error))
+            logger.notice(
+                "live edge learned from the playlist's publication before the first picture",
+                metadata: ["error": "\(String(format: "%.4f", told.error))", "shared": "\(told.shared)"])
+        }
         while !Task.isCancelled {
             guard let (anchor, answerOffset) = await manifest.anchorView(), let nextEnd = anchor.nextEnd,
                 let segment = anchor.nextDuration, let interval = anchor.phase.interval
@@ -62,14 +93,13 @@ extension PlaybackSession {
             }
             // (The interval read above is the estimate's: its middle, within half its width.)
             let width = interval.high - interval.low
-            if width <= Self.anchorUsable {
-                let estimate = (phase: (interval.low + interval.high) / 2, error: width / 2)
+            if let (lead, error, _, shared) = Self.learnedLead(
+                anchor, answerOffset: answerOffset, clockOffset: clock.offset)
+            {
+                let estimate = (phase: (interval.low + interval.high) / 2, error: error)
                 // (The error said is the estimate's, also when the lead stays where it was.)
-                learnedEdgeError.withLock { $0 = estimate.error }
-                // Timeline = server + lead reads the anchored end at the publication instant:
-                // at monotonic `end + phase − answerOffset`, `mono + clock.offset + lead = end`.
-                let lead = answerOffset - clock.offset - estimate.phase
-                if applied.map({ abs($0 - lead) >= Self.anchorStep }) ?? true {
+                learnedEdgeError.withLock { $0 = (estimate.error, shared) }
+                if applied.map({ abs($0 - lead) >= (shared ? Self.sharedAnchorStep : Self.anchorStep) }) ?? true {
                     let moved = lead - (clock.lead?.at(0) ?? 0)
                     clock.setLead(SharedServerClock.Lead(reference: 0, lead: lead, slope: 0), availabilityStart: 0)
                     events.send(.liveEdgeLearned(moved: moved, error: estimate.error))

@@ -184,9 +184,11 @@ actor ManifestSource {
         let clock = answerClock ?? ClockSync.clock(answering: result) ?? .local()
         answerClock = clock
         let sibling = anchors.first { $0.key != url }?.value
+        // (Behind a venue proxy: when the proxy learned the newest was published.)
+        let published = result.header(HLSPublicationAge.header).flatMap(HLSPublicationAge.init(header:))
         return anchors[url, default: HLSLiveAnchor()].place(
             playlist, answeredAt: result.answered + clock.offset, askedAt: result.sent + clock.offset,
-            receivedAt: result.headReceived + clock.offset, sibling: sibling)
+            receivedAt: result.headReceived + clock.offset, sibling: sibling, published: published)
     }
 
     /// HLS without program date-times: the anchor of the playlist the pictures come from (the

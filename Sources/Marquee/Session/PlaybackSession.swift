@@ -8,7 +8,10 @@ final class PlaybackSession: Sendable {
     let source: URL
     let mpd: MPD
     /// The learned live edge's error, seconds, once learned (``watchAnchor()``; live HLS without dates).
-    let learnedEdgeError = Locked<Double?>(nil)
+    let learnedEdgeError = Locked<(error: Double, shared: Bool)?>(nil)
+    /// The lead the timeline was placed with from the start (live HLS without dates whose first
+    /// answers already told the publication: behind a venue proxy), nil otherwise.
+    let initialLead: Double?
     /// The server clock, re-measured while playing live.
     let clock: SharedServerClock
     let manifest: ManifestSource
@@ -108,17 +111,26 @@ final class PlaybackSession: Sendable {
         if target != requested {
             logger.info("latency target learned", metadata: ["target": "\(target)", "requested": "\(requested)"])
         }
+        // Live HLS without dates whose first answers already tell when the packager publishes
+        // (a venue proxy's, narrowed by this box's own round trips): placed by it from the start,
+        // the first picture as the venue's other boxes show it, no re-anchor a moment later.
+        let told =
+            syncEnabled
+            ? await manifest.anchorView().flatMap {
+                Self.learnedLead($0.anchor, answerOffset: $0.clockOffset, clockOffset: clock.offset)
+            } : nil
+        let initialLead = told?.lead
         // Staged (decoded ahead of `stagedAt`): placed for then; the timeline is set at activate().
         let ahead = stagedAt.map { max(0, $0 - Monotonic.now()) } ?? 0
         let start: Double
         if mpd.isLive, let ast = mpd.availabilityStartTime {
-            start = clock.now().timeIntervalSince(ast) + ahead - target
+            start = clock.now().timeIntervalSince(ast) + ahead - target + (initialLead ?? 0)
         } else {
             start = 0
         }
         var onDemandStart: (anchor: Double, track: Int32)?
         let periodIndex = Self.period(of: mpd, containing: start)
-        let edge = mpd.availabilityStartTime.map { clock.now().timeIntervalSince($0) + ahead }
+        let edge = mpd.availabilityStartTime.map { clock.now().timeIntervalSince($0) + ahead + (initialLead ?? 0) }
         let choices =
             stagedAt == nil
             ? nil
@@ -135,7 +147,8 @@ final class PlaybackSession: Sendable {
         if stagedAt == nil {
             do {
                 onDemandStart = try Self.setSchedule(
-                    core: core, mpd: mpd, clock: clock, target: target, plans: plans, lead: Self.onDemandLead)
+                    core: core, mpd: mpd, clock: clock, target: target, plans: plans, lead: Self.onDemandLead,
+                    edgeLead: initialLead ?? 0)
             } catch {
                 throw PlayerError(.output, error.message, coreCode: error.code)
             }
@@ -144,7 +157,12 @@ final class PlaybackSession: Sendable {
         self.source = source
         self.mpd = mpd
         let sharedClock = SharedServerClock(clock)
+        if let told {
+            sharedClock.setLead(SharedServerClock.Lead(reference: 0, lead: told.lead, slope: 0), availabilityStart: 0)
+        }
         self.clock = sharedClock
+        self.initialLead = initialLead
+        self.learnedEdgeError.withLock { $0 = told.map { ($0.error, $0.shared) } }
         self.manifest = manifest
         self.fetcher = fetcher
         self.clocks = clocks
@@ -237,14 +255,15 @@ final class PlaybackSession: Sendable {
     /// server time AST + p + `target`; on demand, the first segment's start due `lead` from now
     /// (returned with the track whose first picture may come sooner: ``startOnFirstPicture(_:)``).
     private static func setSchedule(
-        core: CoreHandle, mpd: MPD, clock: ServerClock, target: Double, plans: [TrackPlan], lead: Double
+        core: CoreHandle, mpd: MPD, clock: ServerClock, target: Double, plans: [TrackPlan], lead: Double,
+        edgeLead: Double = 0
     ) throws(CoreError) -> (anchor: Double, track: Int32)? {
         try core.setWallOffset(clock.offset)
         let mono = Monotonic.now()
         if mpd.isLive, let ast = mpd.availabilityStartTime {
             try core.setTimeline(
-                // (no edge lead yet)
-                monoAnchor: mono, mediaAnchor: mono + clock.offset - ast.timeIntervalSince1970 - target)
+                // (no edge lead yet, but a publication told from the start)
+                monoAnchor: mono, mediaAnchor: mono + clock.offset + edgeLead - ast.timeIntervalSince1970 - target)
             return nil
         }
         let first = plans.compactMap { $0.timeline.segment(containing: 0)?.start }.min() ?? 0
@@ -291,7 +310,8 @@ final class PlaybackSession: Sendable {
     func activate() throws(PlayerError) {
         do {
             _ = try Self.setSchedule(
-                core: core, mpd: mpd, clock: clock.current, target: targetLatency, plans: plans, lead: 0)
+                core: core, mpd: mpd, clock: clock.current, target: targetLatency, plans: plans, lead: 0,
+                edgeLead: initialLead ?? 0)
             try core.activateTracks()
         } catch {
             throw PlayerError(.output, error.message, coreCode: error.code)

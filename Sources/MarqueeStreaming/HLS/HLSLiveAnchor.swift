@@ -63,10 +63,10 @@ package struct HLSLiveAnchor: Sendable, Equatable {
     /// when this one has none for the listed segments and the two are segmented alike.
     /// `askedAt` … `receivedAt`: when the request was sent and its answer's head came, on the
     /// same clock (the round trip that brackets the listing, for ``phase``; default: the answer
-    /// time).
+    /// time). `published`: a venue proxy's age of the newest segment, said with the answer.
     package mutating func place(
         _ playlist: HLSMediaPlaylist, answeredAt: Double, askedAt: Double? = nil, receivedAt: Double? = nil,
-        sibling: HLSLiveAnchor? = nil
+        sibling: HLSLiveAnchor? = nil, published: HLSPublicationAge? = nil
     ) -> HLSMediaPlaylist {
         guard !playlist.segments.isEmpty else { return playlist }
         if knownSegment(of: playlist) == nil, let sibling, Self.segmentedAlike(playlist, sibling.starts) {
@@ -103,12 +103,23 @@ package struct HLSLiveAnchor: Sendable, Equatable {
         if playlist.pendingParts.isEmpty, newest >= newestSequence ?? 0 {
             phase.record(
                 sentAt: askedAt ?? answeredAt, receivedAt: receivedAt ?? answeredAt, newestEnd: newestEnd,
-                nextDuration: next)
+                nextDuration: next, published: published)
             newestSequence = newest
             nextEnd = newestEnd + next
             nextDuration = next
         }
         return Self.dated(playlist, placed)
+    }
+
+    /// When the newest segment listed in `playlist` was published (an interval on the answers'
+    /// clock: above `low`, at most `high`), as the phase stands; nil when that segment was not
+    /// placed by this anchor or no answer bounds the phase yet.
+    package func publication(ofNewestIn playlist: HLSMediaPlaylist) -> (low: Double, high: Double)? {
+        guard let newest = playlist.segments.last, let start = starts[newest.sequence],
+            let interval = phase.interval
+        else { return nil }
+        let end = start + newest.duration
+        return (end + interval.low, end + interval.high)
     }
 
     // MARK: mapping

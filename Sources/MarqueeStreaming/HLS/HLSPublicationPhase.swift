@@ -18,12 +18,18 @@
 /// real (an encoder restarted on another cadence) wins once the newer answers outnumber the
 /// older ones.
 ///
+/// Behind a venue proxy, each answer also carries what the proxy learned from all its boxes'
+/// answers (``HLSPublicationAge``): the bound is narrowed to it, and the boxes behind one proxy
+/// share its estimate from their first answers.
+///
 /// A pure value; times in server Unix seconds, given by the caller.
 package struct HLSPublicationPhase: Sendable, Equatable {
     /// What one answer says: the phase is above `low` and at most `high`.
     package struct Bound: Sendable, Equatable {
         package var low: Double
         package var high: Double
+        /// Narrowed by what a venue proxy learned (``HLSPublicationAge``).
+        package var shared = false
     }
 
     /// The bounds of the last ``window`` answers, oldest first.
@@ -38,24 +44,52 @@ package struct HLSPublicationPhase: Sendable, Equatable {
     /// listing its newest segment as ending at `newestEnd` (as anchored); `nextDuration` is how
     /// long the next one is expected to be. The server listed it somewhere in between: the
     /// newest was out by `receivedAt`, the next not yet at `sentAt`.
-    package mutating func record(sentAt: Double, receivedAt: Double, newestEnd: Double, nextDuration: Double) {
+    ///
+    /// `published`: what a venue proxy said of the same answer (``HLSPublicationAge``: the newest
+    /// was published between `most` and `least` seconds before the proxy made the answer, which
+    /// it did between `sentAt` and `receivedAt`): the bound is the proxy's, widened by the round
+    /// trip. (The proxy is the box's source of the stream itself; its answers stay one vote
+    /// each among the last ``window``.)
+    package mutating func record(
+        sentAt: Double, receivedAt: Double, newestEnd: Double, nextDuration: Double,
+        published: HLSPublicationAge? = nil
+    ) {
         guard sentAt.isFinite, receivedAt.isFinite, sentAt <= receivedAt, newestEnd.isFinite, nextDuration.isFinite,
             nextDuration > 0
         else { return }
-        bounds.append(Bound(low: sentAt - newestEnd - nextDuration, high: receivedAt - newestEnd))
+        var bound = Bound(low: sentAt - newestEnd - nextDuration, high: receivedAt - newestEnd)
+        if let published {
+            // The proxy's word, widened by this box's round trip (the proxy made the answer
+            // after `sentAt`, before `receivedAt`). Not narrowed by the answer's own bound: a
+            // proxy joins a request to an answer already under way, made before it was sent, so
+            // "the next not yet out at `sentAt`" is not this answer's to say; and within it
+            // anyway (published by `receivedAt`: an age is never negative).
+            bound = Bound(
+                low: sentAt - published.most - newestEnd, high: receivedAt - published.least - newestEnd, shared: true)
+        }
+        bounds.append(bound)
         if bounds.count > Self.window { bounds.removeFirst(bounds.count - Self.window) }
     }
+
+    /// Whether the newest answer's bound was narrowed by a venue proxy's (the boxes behind it
+    /// share its estimate).
+    package var isShared: Bool { bounds.last?.shared ?? false }
 
     /// The anchored ends moved by `shift` seconds (the anchor nudged its new segments): the
     /// phases measured against the old ends move the other way.
     package mutating func anchorMoved(by shift: Double) {
         guard shift != 0, shift.isFinite else { return }
-        bounds = bounds.map { Bound(low: $0.low - shift, high: $0.high - shift) }
+        bounds = bounds.map { Bound(low: $0.low - shift, high: $0.high - shift, shared: $0.shared) }
     }
 
     /// The interval of phases the fewest answers contradict (an answer contradicts a phase
-    /// outside its bound), and how many do; nil before any answer.
+    /// outside its bound), and how many do; nil before any answer. Behind a venue proxy (the
+    /// newest answer told its age), the newest answer's bound: the proxy's own estimate (its
+    /// consensus of every answer it had), widened by this box's round trip, so every box behind
+    /// it reads the same one (a box's own consensus of the proxy's earlier estimates, or of its
+    /// own early answers, would pull each its own way).
     package var interval: (low: Double, high: Double, contradicting: Int)? {
+        if let told = bounds.last, told.shared { return (told.low, told.high, 0) }
         guard !bounds.isEmpty else { return nil }
         // A phase just above a low or exactly at a high is where the count of contradictions
         // changes: the candidates. (At most 2 × window of them, each counted in one pass.)

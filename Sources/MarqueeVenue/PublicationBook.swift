@@ -1,0 +1,111 @@
+import Foundation
+import MarqueeStreaming
+
+/// Live HLS without program date-times through the proxy: when the packager publishes each
+/// playlist's segments, learned from every upstream answer the proxy receives for all its
+/// boxes (an ``HLSLiveAnchor`` a playlist, on the proxy's monotonic clock), and handed to each
+/// box with the playlist as the newest listed segment's age (``HLSPublicationAge``). The boxes
+/// behind one proxy then place the publication at one instant from their first answers (their
+/// probes are the proxy's too), instead of each learning it alone within a few milliseconds.
+///
+/// Bounded: at most ``capacity`` playlists (the least recently answered forgotten first), each
+/// answer's text at most ``HLSPlaylist/maxBytes`` (read by the caller).
+final class PublicationBook: Sendable {
+    private struct Entry {
+        var anchor = HLSLiveAnchor()
+        var numbering = HLSRangeNumbering()
+        var used: Double
+        /// When a box last asked for the playlist (monotonic seconds).
+        var asked = -Double.infinity
+        /// Probes of the proxy's own pending.
+        var probing = 0
+    }
+    private let entries = Locked([String: Entry]())
+
+    /// Playlists followed at most.
+    static let capacity = 64
+    /// The proxy probes a playlist itself while its phase is wider than this (seconds).
+    static let settled = 0.001
+    /// ... and a box asked for it within this many seconds.
+    static let followedFor = 10.0
+    /// While the phase is wider than this (seconds), probes spread over it, ``spread`` a segment
+    /// (the next publication falls between two of them: the interval an eighth as wide after
+    /// one segment); narrower, one in its middle (which halves it).
+    static let spreadAbove = 0.032
+    static let spread = 7
+
+    /// The upstream answer to `url`, `text`, asked for at `sent` and its head received at
+    /// `received` (monotonic seconds): placed by the playlist's anchor when it is a live media
+    /// playlist without dates (anything else is ignored).
+    func learn(_ url: URL, text: String, sent: Double, received: Double) {
+        guard let listed = Self.playlist(text, url: url) else { return }
+        let key = url.absoluteString
+        entries.withLock { entries in
+            var entry = entries[key] ?? Entry(used: received)
+            let playlist = HLSRangeNumbering.applies(to: listed) ? entry.numbering.renumber(listed) : listed
+            _ = entry.anchor.place(playlist, answeredAt: (sent + received) / 2, askedAt: sent, receivedAt: received)
+            entry.used = received
+            entries[key] = entry
+            if entries.count > Self.capacity, let oldest = entries.min(by: { $0.value.used < $1.value.used })?.key {
+                entries[oldest] = nil
+            }
+        }
+    }
+
+    /// The age of the newest segment `text` lists (an answer to `url`), for an answer made
+    /// `now` (monotonic seconds); nil when the proxy has not learned its publication.
+    func age(_ url: URL, text: String, now: Double) -> HLSPublicationAge? {
+        guard let listed = Self.playlist(text, url: url) else { return nil }
+        return entries.withLock { entries -> HLSPublicationAge? in
+            guard var entry = entries[url.absoluteString] else { return nil }
+            let playlist = HLSRangeNumbering.applies(to: listed) ? entry.numbering.renumber(listed) : listed
+            entry.asked = now
+            entries[url.absoluteString] = entry
+            guard let published = entry.anchor.publication(ofNewestIn: playlist) else { return nil }
+            // (Published by the time the proxy had the answer: never after `now`.)
+            return HLSPublicationAge(least: max(0, now - published.high), most: max(0, now - published.low))
+        }
+    }
+
+    /// When the proxy should ask for `url` itself (monotonic seconds): inside the interval when
+    /// the next segment's publication is expected (spread over it while wide, ``spreadAbove``;
+    /// then its middle), while that is known less well than ``settled`` and a box asked within
+    /// ``followedFor``; none otherwise, or while probes are pending (the caller then owns them
+    /// and ends each with ``probed(_:)``).
+    func probeTimes(_ url: URL, now: Double) -> [Double] {
+        entries.withLock { entries -> [Double] in
+            guard var entry = entries[url.absoluteString], entry.probing == 0, now - entry.asked < Self.followedFor,
+                let nextEnd = entry.anchor.nextEnd, let duration = entry.anchor.nextDuration,
+                let interval = entry.anchor.phase.interval, interval.high - interval.low > Self.settled
+            else { return [] }
+            let width = interval.high - interval.low
+            let count = width > Self.spreadAbove ? Self.spread : 1
+            var times = (1...count).map { nextEnd + interval.low + width * Double($0) / Double(count + 1) }
+            // (Past already: the same instants of the next segment's cycle.)
+            if let first = times.first, first < now {
+                let cycles = ((now - first) / duration).rounded(.up)
+                times = times.map { $0 + cycles * duration }
+            }
+            entry.probing = times.count
+            entries[url.absoluteString] = entry
+            return times
+        }
+    }
+
+    /// A probe of `url` was made (or given up).
+    func probed(_ url: URL) {
+        entries.withLock { entries in
+            if let probing = entries[url.absoluteString]?.probing, probing > 0 {
+                entries[url.absoluteString]?.probing = probing - 1
+            }
+        }
+    }
+
+    /// `text` as a live media playlist without program date-times; nil for anything else.
+    private static func playlist(_ text: String, url: URL) -> HLSMediaPlaylist? {
+        guard case .media(let playlist) = try? HLSPlaylist.parse(text, url: url),
+            (try? HLSLiveAnchor.isNeeded(for: playlist)) == true
+        else { return nil }
+        return playlist
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import Logging
+import Marquee
+import MarqueeStreaming
+import MarqueeVenue
+import TestSupport
+import Testing
+
+/// Two boxes behind one venue proxy on live HLS without program date-times (ffmpeg's HLS muxer,
+/// 2 s segments, served as files by our origin): the proxy learns when the packager publishes
+/// from every upstream answer it receives for both boxes, and tells each box with each playlist
+/// (``LiveAnchor/shared(error:)``). `marquee play` first; a player in this process seconds later,
+/// at another point of the segment cycle: judged by the instants both show the same picture,
+/// from the later box's first picture on, and by what each says places its timeline.
+extension LivePlaybackTests {
+    @Test func twoBoxesBehindOneVenueProxyShowEachPictureTogetherFromTheFirst() async throws {
+        let marquee = Tools.packageRoot.appendingPathComponent(".build/debug/marquee")
+        try #require(FileManager.default.isExecutableFile(atPath: marquee.path), "swift build first")
+        let dir = try Tools.tempDirectory("venue-edge")
+        let origin = try await Self.origin(staticRoot: dir.path)
+        defer { Task { await origin.stop() } }
+        let segment = 2.0
+        let encoder = try Self.ffmpegLiveHLS(
+            in: dir, ["-hls_time", "2", "-hls_list_size", "6", "-hls_flags", "delete_segments"])
+        defer { Tools.stop(encoder) }
+        let playlist = try await Self.waitForSegments(dir.appendingPathComponent("out.m3u8"), count: 3)
+        try #require(!playlist.contains("PROGRAM-DATE-TIME"), "\(playlist)")
+        var logger = Logger(label: "test.venue")
+        logger.logLevel = .warning
+        let proxy = try VenueProxy(
+            configuration: VenueConfiguration(upstreams: ["127.0.0.1:\(origin.baseURL.port!)"], sharing: .never),
+            logger: logger)
+        _ = try await proxy.start()
+        defer { Task { await proxy.stop() } }
+        let url = try proxy.localURL(for: origin.baseURL.appendingPathComponent("static/out.m3u8"))
+
+        // Box B first (its QoE record on its output), box A later by no whole number of segments.
+        let (lateBy, together) = (7.3, 30.0)
+        let dirB = try Tools.tempDirectory("venue-edge-boxB")
+        let outB = dirB.appendingPathComponent("out")
+        _ = FileManager.default.createFile(atPath: outB.path, contents: nil)
+        let outHandle = try FileHandle(forWritingTo: outB)
+        defer { try? outHandle.close() }
+        let boxB = Process()
+        boxB.executableURL = marquee
+        boxB.arguments = [
+            "play", url.absoluteString, "--audio", "null", "--video", "frames:\(dirB.path)", "--duration",
+            String(format: "%.1f", lateBy + together + 2),
+        ]
+        boxB.standardOutput = outHandle
+        boxB.standardError = FileHandle.nullDevice
+        try boxB.run()
+        defer { Tools.stop(boxB) }
+        try await Task.sleep(for: .milliseconds(Int(lateBy * 1000)))
+        var anchor: LiveAnchor?
+        let run = try await Self.play(
+            url, seconds: together, audio: { _ in .null }, target: 3 * segment,
+            during: { anchor = $0.status.liveAnchor })
+        while boxB.isRunning { try await Task.sleep(for: .milliseconds(100)) }
+        #expect(boxB.terminationStatus == 0)
+        let framesA = run.frames
+        let framesB = try FramesFile.read(dirB.appendingPathComponent("frames.tsv"))
+        try #require(framesA.count > 600 && framesB.count > 600, "\(framesA.count), \(framesB.count) pictures")
+
+        // The same picture (by pts) on both, from A's first picture on.
+        var wallB: [Int: Double] = [:]
+        for f in framesB { wallB[Int((f.pts * 1000).rounded())] = f.wallTime }
+        let first = framesA[0].wallTime
+        let skew = framesA.compactMap { f in
+            wallB[Int((f.pts * 1000).rounded())].map { (f.wallTime - first, $0 - f.wallTime) }
+        }
+        try #require(skew.count > 600, "\(skew.count) pictures shown by both")
+        let p95 = Stats.percentile(skew.map { abs($0.1) }, 95)
+        let firstSecond = Stats.median(skew.filter { $0.0 < 1 }.map { abs($0.1) })
+        #expect(
+            p95 <= 0.001,
+            "skew p95 \(p95 * 1000) ms from A's first picture (its first second: \(firstSecond * 1000) ms)")
+
+        // Each plays every picture in order at a steady latency (a picture's making: ffmpeg
+        // stamps its wall clock in the pts).
+        let wrap = Double(TransportStreamTimestamps.wrap) / 90_000
+        let made = { (f: PresentedFrame) in f.pts + ((f.wallTime - f.pts) / wrap).rounded() * wrap }
+        let a = try Self.expectSteadyPlayback(
+            framesA, made: made, target: 3 * segment, segment: segment, box: "venue A", settledAfter: 3)
+        // (B, the first box behind the proxy, learns the publication by itself in its first
+        // seconds, as a box alone does: judged steady once A started.)
+        let b = try Self.expectSteadyPlayback(
+            framesB, made: made, target: 3 * segment, segment: segment, box: "venue B", settledAfter: lateBy)
+
+        // Both say the venue placed them: A's status, B's QoE record.
+        let sharedError = anchor.flatMap { if case .shared(let error) = $0 { error } else { nil } }
+        #expect(sharedError != nil, "A's anchor: \(String(describing: anchor))")
+        let qoeLine = try #require(
+            try String(contentsOf: outB, encoding: .utf8).split(separator: "\n").last { $0.hasPrefix("qoe: ") })
+        let qoe = try #require(
+            try JSONSerialization.jsonObject(with: Data(qoeLine.dropFirst(5).utf8)) as? [String: Any])
+        #expect(qoe["liveAnchor"] as? String == "shared", "box B's QoE record: \(qoeLine)")
+        let moves = run.timed.compactMap { timed -> String? in
+            guard case .liveEdgeLearned(let moved, let error) = timed.event else { return nil }
+            return String(format: "%.1f s: %+.4f s ± %.4f", timed.time - first, moved, error)
+        }
+        print(
+            String(
+                format: """
+                    venue edge, ffmpeg HLS without PDT (2 s segments), two boxes %.1f s apart behind one proxy: skew \
+                    p95 %.2f ms from A's first picture (first second %.2f ms); latency A %.3f s, B %.3f s; A's \
+                    anchor %@; its moves %@
+                    """,
+                lateBy, p95 * 1000, firstSecond * 1000, Stats.median(a), Stats.median(b),
+                String(describing: anchor), moves.joined(separator: ", ")))
+    }
+}
