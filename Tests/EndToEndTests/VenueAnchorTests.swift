@@ -36,20 +36,8 @@ extension LivePlaybackTests {
 
         // Box B first (its QoE record on its output), box A later by no whole number of segments.
         let (lateBy, together) = (7.3, 30.0)
-        let dirB = try Tools.tempDirectory("venue-edge-boxB")
-        let outB = dirB.appendingPathComponent("out")
-        _ = FileManager.default.createFile(atPath: outB.path, contents: nil)
-        let outHandle = try FileHandle(forWritingTo: outB)
-        defer { try? outHandle.close() }
-        let boxB = Process()
-        boxB.executableURL = marquee
-        boxB.arguments = [
-            "play", url.absoluteString, "--audio", "null", "--video", "frames:\(dirB.path)", "--duration",
-            String(format: "%.1f", lateBy + together + 2),
-        ]
-        boxB.standardOutput = outHandle
-        boxB.standardError = FileHandle.nullDevice
-        try boxB.run()
+        let (boxB, dirB, outB) = try Self.startBox(
+            marquee, url, name: "venue-edge-boxB", seconds: lateBy + together + 2)
         defer { Tools.stop(boxB) }
         try await Task.sleep(for: .milliseconds(Int(lateBy * 1000)))
         var anchor: LiveAnchor?
@@ -63,12 +51,8 @@ extension LivePlaybackTests {
         try #require(framesA.count > 600 && framesB.count > 600, "\(framesA.count), \(framesB.count) pictures")
 
         // The same picture (by pts) on both, from A's first picture on.
-        var wallB: [Int: Double] = [:]
-        for f in framesB { wallB[Int((f.pts * 1000).rounded())] = f.wallTime }
         let first = framesA[0].wallTime
-        let skew = framesA.compactMap { f in
-            wallB[Int((f.pts * 1000).rounded())].map { (f.wallTime - first, $0 - f.wallTime) }
-        }
+        let skew = Self.skews(framesA, framesB)
         try #require(skew.count > 600, "\(skew.count) pictures shown by both")
         let p95 = Stats.percentile(skew.map { abs($0.1) }, 95)
         let firstSecond = Stats.median(skew.filter { $0.0 < 1 }.map { abs($0.1) })

@@ -43,21 +43,8 @@ extension LivePlaybackTests {
         // Box B first; box A (this process, CMCD on: its requests carry its session id) later by
         // a time that is no whole number of segments.
         let lateBy = gstreamer ? 4.4 : 7.3
-        let dirB = try Tools.tempDirectory("wall-\(packager)-boxB")
-        let boxB = Process()
-        boxB.executableURL = marquee
-        boxB.arguments = [
-            "play", url.absoluteString, "--audio", "null", "--video", "frames:\(dirB.path)", "--duration",
-            String(format: "%.1f", lateBy + together + 2),
-        ]
-        // (Its output: the QoE record at exit.)
-        let outB = dirB.appendingPathComponent("out")
-        _ = FileManager.default.createFile(atPath: outB.path, contents: nil)
-        let outHandle = try FileHandle(forWritingTo: outB)
-        defer { try? outHandle.close() }
-        boxB.standardOutput = outHandle
-        boxB.standardError = FileHandle.nullDevice
-        try boxB.run()
+        let (boxB, dirB, outB) = try Self.startBox(
+            marquee, url, name: "wall-\(packager)-boxB", seconds: lateBy + together + 2)
         defer { Tools.stop(boxB) }
         try await Task.sleep(for: .milliseconds(Int(lateBy * 1000)))
         var sessionId = ""
@@ -78,12 +65,7 @@ extension LivePlaybackTests {
         try #require(framesA.count > 1000 && framesB.count > 1000, "\(framesA.count), \(framesB.count) pictures")
 
         // The same picture (by pts) on both: the instants apart, from A's first picture on.
-        var wallB: [Int: Double] = [:]
-        for f in framesB { wallB[Int((f.pts * 1000).rounded())] = f.wallTime }
-        let first = framesA[0].wallTime
-        let skew = framesA.compactMap { f in
-            wallB[Int((f.pts * 1000).rounded())].map { (f.wallTime - first, $0 - f.wallTime) }
-        }
+        let skew = Self.skews(framesA, framesB)
         try #require(skew.count > 1000, "\(skew.count) pictures shown by both")
         func p95(after seconds: Double) -> Double {
             Stats.percentile(skew.filter { $0.0 > seconds }.map { abs($0.1) }, 95)
@@ -154,5 +136,34 @@ extension LivePlaybackTests {
                     latency A %.3f s, B %.3f s; %.2f playlist requests a segment
                     """,
                 packager, segment, p95(after: 30) * 1000, early * 1000, medians[0], medians[1], perSegment))
+    }
+
+    /// For each picture of `a` that `b` showed too (by pts, to the millisecond): seconds since
+    /// `a`'s first picture, and how much later `b` showed it (seconds; negative: sooner).
+    static func skews(_ a: [PresentedFrame], _ b: [PresentedFrame]) -> [(Double, Double)] {
+        var wallB: [Int: Double] = [:]
+        for f in b { wallB[Int((f.pts * 1000).rounded())] = f.wallTime }
+        guard let first = a.first?.wallTime else { return [] }
+        return a.compactMap { f in wallB[Int((f.pts * 1000).rounded())].map { (f.wallTime - first, $0 - f.wallTime) } }
+    }
+
+    /// `marquee play url` in its own process, its pictures to `frames:` in a new directory and
+    /// its output (the QoE record at exit) to `out` there, for `seconds`.
+    static func startBox(_ marquee: URL, _ url: URL, name: String, seconds: Double) throws -> (
+        Process, dir: URL, out: URL
+    ) {
+        let dir = try Tools.tempDirectory(name)
+        let out = dir.appendingPathComponent("out")
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        let box = Process()
+        box.executableURL = marquee
+        box.arguments = [
+            "play", url.absoluteString, "--audio", "null", "--video", "frames:\(dir.path)", "--duration",
+            String(format: "%.1f", seconds),
+        ]
+        box.standardOutput = try FileHandle(forWritingTo: out)
+        box.standardError = FileHandle.nullDevice
+        try box.run()
+        return (box, dir, out)
     }
 }
