@@ -172,10 +172,15 @@ extension VenueProxy {
     /// middle) narrow it for all of them sooner than their reloads alone: a box that joins a few
     /// segments after the first starts where that one is.
     func probePublication(_ url: URL) {
+        guard port != nil else { return }  // (a stopped proxy probes no more)
         for at in publications.probeTimes(url, now: Monotonic.now()) {
             Task { [self] in
                 let wait = at - Monotonic.now()
                 if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(wait * 1000))) }
+                guard port != nil else {
+                    publications.probed(url)
+                    return
+                }
                 // (Its answer is learned when its body ends; the last one plans the next probes.)
                 await runUpstream(url, method: .GET, headers: [], into: Transfer(retainLimit: HLSPlaylist.maxBytes))
                 publications.probed(url)
