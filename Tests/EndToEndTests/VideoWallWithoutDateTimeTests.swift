@@ -161,7 +161,9 @@ extension LivePlaybackTests {
             "play", url.absoluteString, "--audio", "null", "--video", "frames:\(dir.path)", "--duration",
             String(format: "%.1f", seconds),
         ]
-        box.standardOutput = try FileHandle(forWritingTo: out)
+        let output = try FileHandle(forWritingTo: out)
+        defer { try? output.close() }  // (the process has its own)
+        box.standardOutput = output
         box.standardError = FileHandle.nullDevice
         try box.run()
         return (box, dir, out)

@@ -34,14 +34,14 @@ extension PlaybackSession {
     /// is known within ``anchorUsable`` (its error, and whether a venue proxy told it); nil
     /// before. `answerOffset`: the clock the answers were read on; `clockOffset`: the server's.
     static func learnedLead(_ anchor: HLSLiveAnchor, answerOffset: Double, clockOffset: Double) -> (
-        lead: Double, error: Double, width: Double, shared: Bool
+        lead: Double, error: Double, shared: Bool
     )? {
         guard let interval = anchor.phase.interval, interval.high - interval.low <= anchorUsable else { return nil }
         // Timeline = server + lead reads the anchored end at the publication instant: at
         // monotonic `end + phase − answerOffset`, `mono + clockOffset + lead = end`.
         let width = interval.high - interval.low
         return (
-            answerOffset - clockOffset - (interval.low + interval.high) / 2, width / 2, width, anchor.phase.isShared
+            answerOffset - clockOffset - (interval.low + interval.high) / 2, width / 2, anchor.phase.isShared
         )
     }
 
@@ -93,7 +93,7 @@ extension PlaybackSession {
             }
             // (The interval read above is the estimate's: its middle, within half its width.)
             let width = interval.high - interval.low
-            if let (lead, error, _, shared) = Self.learnedLead(
+            if let (lead, error, shared) = Self.learnedLead(
                 anchor, answerOffset: answerOffset, clockOffset: clock.offset)
             {
                 let estimate = (phase: (interval.low + interval.high) / 2, error: error)

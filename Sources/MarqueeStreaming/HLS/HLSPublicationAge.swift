@@ -1,3 +1,5 @@
+import Foundation
+
 /// What a venue proxy tells its boxes with a live HLS playlist that has no program date-times:
 /// how long before it made this answer the packager published the newest segment listed, as a
 /// range (`Marquee-Published-Age: <least>,<most>`, seconds). The proxy learns it from every
@@ -40,12 +42,5 @@ package struct HLSPublicationAge: Sendable, Equatable {
     }
 
     /// The header's value (microseconds).
-    package var headerValue: String {
-        func text(_ v: Double) -> String {
-            let micros = Int((v * 1e6).rounded())
-            let fraction = String(micros % 1_000_000)
-            return "\(micros / 1_000_000)." + String(repeating: "0", count: 6 - fraction.count) + fraction
-        }
-        return text(least) + "," + text(most)
-    }
+    package var headerValue: String { String(format: "%.6f,%.6f", least, most) }
 }
