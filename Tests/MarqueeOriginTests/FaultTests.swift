@@ -311,12 +311,12 @@ struct FaultTests {
     func stall() async throws {
         let stream = try await PinnedStream()
         let truth = try await stream.truth(count: 3)
-        let started = now()
-        let raw = await rawGET(stream.segment(2, ["stall_100"]), readFor: 2.0)
+        // Half, then 1.5 s without a byte on a connection still open (the silence is timed by the
+        // reader: bytes a loaded test process reads late are not bytes sent late).
+        let raw = await rawGET(stream.segment(2, ["stall_100"]), readFor: 10, quiet: 1.5)
         #expect(raw.status == 200 && raw.contentLength == truth[2].count)
-        #expect(raw.end == .deadline, "the connection ended (\(raw.end)) after \(raw.body.count) bytes")
+        #expect(raw.end == .quiet, "the connection ended (\(raw.end)) after \(raw.body.count) bytes")
         #expect(raw.body[...] == truth[2].prefix(truth[2].count / 2), "\(raw.body.count) of \(truth[2].count) bytes")
-        #expect(raw.lastArrival < started + 1.0, "a byte came \(raw.lastArrival - started) s in")
         // Network faults strike a segment's first request only: the retry gets it whole.
         #expect(try await fetch(stream.segment(2, ["stall_100"])).body == truth[2])
     }

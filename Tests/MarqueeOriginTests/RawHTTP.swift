@@ -15,6 +15,8 @@ struct RawResponse {
         case reset
         /// Still open when the client stopped reading.
         case deadline
+        /// Still open, and not a byte for the quiet time asked for since the last one came.
+        case quiet
         case failed(Int32)
     }
 
@@ -40,10 +42,12 @@ struct RawResponse {
 }
 
 /// `GET url` over a plain TCP socket on a thread of its own (blocking reads would starve the
-/// test's cooperative pool), reading until the server closes or resets, or `seconds` pass.
-func rawGET(_ url: URL, readFor seconds: Double = 10) async -> RawResponse {
+/// test's cooperative pool), reading until the server closes or resets, or `seconds` pass, or
+/// (with `quiet`) no byte has come for that long since the last one: silence measured by the
+/// reader, which a starved test process cannot mistake for bytes that came late.
+func rawGET(_ url: URL, readFor seconds: Double = 10, quiet: Double? = nil) async -> RawResponse {
     await withCheckedContinuation { continuation in
-        Thread { continuation.resume(returning: rawGETBlocking(url, readFor: seconds)) }.start()
+        Thread { continuation.resume(returning: rawGETBlocking(url, readFor: seconds, quiet: quiet)) }.start()
     }
 }
 
@@ -70,7 +74,7 @@ private func connectedSocket(port: Int) -> Int32 {
     return fd
 }
 
-private func rawGETBlocking(_ url: URL, readFor seconds: Double) -> RawResponse {
+private func rawGETBlocking(_ url: URL, readFor seconds: Double, quiet: Double?) -> RawResponse {
     var response = RawResponse()
     let fd = connectedSocket(port: url.port ?? 80)
     guard fd >= 0 else { return RawResponse(end: .failed(-fd)) }
@@ -83,6 +87,12 @@ private func rawGETBlocking(_ url: URL, readFor seconds: Double) -> RawResponse 
     let deadline = Date().timeIntervalSince1970 + seconds
     while Date().timeIntervalSince1970 < deadline {
         let n = recv(fd, &buffer, buffer.count, 0)
+        if n < 0, errno == EAGAIN || errno == EWOULDBLOCK, let quiet, response.lastArrival > 0,
+            Date().timeIntervalSince1970 - response.lastArrival >= quiet
+        {
+            response.end = .quiet
+            break
+        }
         if n > 0 {
             received += buffer[..<n]
             response.lastArrival = Date().timeIntervalSince1970

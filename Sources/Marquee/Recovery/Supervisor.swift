@@ -83,9 +83,11 @@ extension Player {
                 s.topBitrate = top
                 s.throughputSource = { [weak session] in session?.throughputEstimate }
                 // su: starting, or recovering from an empty buffer (CTA-5004); bs: it ran
-                // empty since the last request.
+                // empty since the last request, after it had played (a first picture shown
+                // while the sound has not begun yet is the startup, not a starved buffer).
                 let buffering = status.state == .buffering
-                if status.framesPresented > 0, buffering { s.starved = true }
+                if status.state == .playing { s.played = true }
+                if s.played, buffering { s.starved = true }
                 s.starting = status.framesPresented == 0 || buffering
             }
         }

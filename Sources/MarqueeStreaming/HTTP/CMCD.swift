@@ -27,6 +27,9 @@ package final class CMCDSession: Sendable {
         package var playbackRate = 1.0
         package var starting = true
         package var starved = false  // a stall since the last request
+        /// Whether the player has played since it started: buffering before that is the
+        /// startup, which `bs` does not report (CTA-5004).
+        package var played = false
         /// The measured throughput (bits per second), read when each request is made: the
         /// session's estimate, which a download's end updates. (Copied on the supervisor's
         /// tick, it lagged: under load a segment asked right after the first ones finished
