@@ -155,6 +155,34 @@ int mq_player_add_staged_track(mq_player *p, mq_track_kind kind, double pts_offs
 /// staged track.
 int mq_player_activate_tracks(mq_player *p);
 
+/// A cut timed by the core (`mq_player_activate_tracks_at`): the staged tracks take over at an
+/// instant, whatever the controlling side is doing then.
+typedef struct mq_activation {
+    /// Monotonic seconds the staged tracks' first picture (or sound) is due.
+    double at;
+    /// The presentation time due at `at` (the timeline from then, rate 1); NAN: the time of the
+    /// picture the staged video track holds, else of the sound the staged audio track holds (a
+    /// file's first, decoded ahead).
+    double media_anchor;
+    /// The wall clock's offset from then (`mq_player_set_wall_offset`); NAN: unchanged.
+    double wall_offset;
+    /// Seconds before `at` the tracks replaced stop decoding (their threads joined while what
+    /// they queued plays on): their decoders' last frame ends within it. 0: at `at`.
+    double lead;
+    /// The `frames:` label from then (`mq_player_set_label`); NULL: unchanged.
+    const char *_Nullable label;
+} mq_activation;
+
+/// `mq_player_activate_tracks` at an instant, with the timeline, the wall offset and the label
+/// set with it: blocks until `a->at - a->lead`, stops the tracks replaced (their queued pictures
+/// and sound play on), blocks until just before `a->at` (1 ms: the held picture queued in time
+/// for its due instant), then sets the rest, empties the queues and hands on what the staged
+/// tracks hold. A controlling call like the others (call it where they are serialised, from a
+/// thread that may block that long). Returns at once, without a change, MQ_ERR_STATE without a
+/// staged track, or (`media_anchor` NAN) when none holds its first frame yet;
+/// MQ_ERR_INVALID_ARGUMENT for a non-finite `at` or `lead` < 0.
+int mq_player_activate_tracks_at(mq_player *p, const mq_activation *a);
+
 /// How pictures fit the display from now on (`mq_fit`; a playlist item's own): the picture on
 /// screen is drawn again in it at once.
 int mq_player_set_fit(mq_player *p, int32_t fit);

@@ -22,6 +22,7 @@ extension Player {
         async throws(PlayerError)
         -> Double
     {
+        if let due = await takeStagedFile(file, label: label, still: still) { return due }
         await discardStaged()
         await cut()
         var core = inner.withLock { $0.core }
@@ -70,6 +71,75 @@ extension Player {
         defer { source.anchored() }
         return try await anchorOnFirstFrame(
             core, events: source.anchorEvents, video: tracks.first, offset: still ? 0 : max(0, offset))
+    }
+
+    /// Decodes `file` ahead on staged core tracks for monotonic instant `at` (a schedule's
+    /// switch), and arms the core to show it then by itself (``ArmedActivation``), its first
+    /// picture (or sound) due on it, under the `frames:` label `label`: the
+    /// ``playFile(_:label:still:from:)`` of the same bytes that follows, however late the
+    /// cooperative pool runs it, finds it playing. Nothing is staged before the outputs play
+    /// (the first item opens them), or when the core refuses (the play decodes it then).
+    package func stageFile(_ file: [UInt8], label: String?, still: Bool, from offset: Double, at: Double) async {
+        await discardStaged()
+        guard let core = inner.withLock({ $0.coreStarted ? $0.core : nil }) else { return }
+        var tracks: [CoreTrackKind: Int32] = [:]
+        do throws(CoreError) {
+            // (A still's sound track is staged too, never fed: no end, as ``playFile`` has it.)
+            for kind in [CoreTrackKind.video, .audio] {
+                let track = try core.addStagedTrack(
+                    kind, ptsOffset: 0, start: still || offset <= 0 ? -StagedFile.fromAnyTime : offset)
+                tracks[kind] = track
+                try core.setTrackContainerProbed(track)
+                guard kind == .video || !still else { continue }
+                let pushed = file.withUnsafeBytes { bytes -> CoreError? in
+                    do throws(CoreError) { try core.push(track: track, bytes: bytes) } catch { return error }
+                    return nil
+                }
+                if let pushed { throw pushed }
+                try core.endTrack(track)
+            }
+        } catch {
+            logger.info("the next file is not decoded ahead", metadata: ["error": "\(error)"])
+            for track in tracks.values { try? core.removeTrack(track) }
+            return
+        }
+        let armed = ArmedActivation(core: core, at: at, mediaAnchor: nil, wallOffset: nil, label: label)
+        let staged = StagedFile(bytes: file.count, label: label, still: still, tracks: tracks, armed: armed)
+        let kept = inner.withLock { inner -> Bool in
+            guard inner.core === core, inner.stagedFile == nil, inner.staged == nil else { return false }
+            inner.stagedFile = staged
+            return true
+        }
+        if !kept { staged.discard(core) }
+    }
+
+    /// The file staged for `file` (``stageFile(_:label:still:from:at:)``) when the core showed it
+    /// on its instant: it is the file playing from now on; returns when its first picture was
+    /// due. Nil (and any staged file discarded) when none was, or the core did not.
+    private func takeStagedFile(_ file: [UInt8], label: String?, still: Bool) async -> Double? {
+        let staged = inner.withLock { inner in
+            defer { inner.stagedFile = nil }
+            return inner.stagedFile
+        }
+        guard let staged, let core = inner.withLock({ $0.core }) else { return nil }
+        guard staged.bytes == file.count, staged.label == label, staged.still == still,
+            staged.armed.cancel() == .activated
+        else {
+            staged.discard(core)
+            return nil
+        }
+        await discardStaged()
+        await cut()  // (the tracks it replaced are gone: the session's feeders stop)
+        let source = FileSource()
+        present(source, dropping: true, core: core)  // (the cut source's events dropped)
+        source.anchored()
+        inner.withLock { inner in
+            inner.file = source
+            inner.session = nil  // (its tracks went with the activation)
+            inner.task = nil
+            inner.ownTracks = staged.tracks
+        }
+        return staged.armed.at
     }
 
     /// How far ahead a file's timeline is held while its first frame decodes, seconds.
@@ -149,4 +219,23 @@ package enum FileEvent: Sendable, Equatable {
     /// A track of it failed; `missingStream`: it has no such stream (a file without sound, an
     /// image), which is no failure of the file.
     case failed(String, missingStream: Bool)
+}
+
+/// A file or still decoded ahead on staged core tracks for a switch's instant, the core armed
+/// to show it then (``Player/stageFile(_:label:still:from:at:)``).
+struct StagedFile: Sendable {
+    /// A file staged from its start: its first picture held whatever its first time (seconds).
+    static let fromAnyTime = 1e9
+
+    let bytes: Int
+    let label: String?
+    let still: Bool
+    let tracks: [CoreTrackKind: Int32]
+    let armed: ArmedActivation
+
+    /// Not shown after all: the activation cancelled (unless it began), the tracks removed.
+    func discard(_ core: CoreHandle) {
+        if armed.cancel() == .activated { return }  // (on screen: they are the core's tracks now)
+        for track in tracks.values { try? core.removeTrack(track) }
+    }
 }

@@ -41,8 +41,13 @@ extension Player {
     /// the load, which only switches to them (a live source's, the one due at its target latency
     /// at `startAt`). Before that (nothing has played yet), only the manifest and clock are ready.
     /// `startAt` nil: not known yet (a file item playing to its end): a live source is only
-    /// loaded ahead, not decoded (its entry depends on when it starts).
-    package func prepare(_ upstream: URL, targetLatency: Double?, startAt: Double?) async throws(PlayerError) {
+    /// loaded ahead, not decoded (its entry depends on when it starts). `cut`: `startAt` is an
+    /// instant the source must take over on (a schedule's switch): the core is armed to switch
+    /// to it then by itself (``ArmedActivation``), under the `frames:` label `label`, whatever
+    /// the cooperative pool is doing; the load that follows finds it done.
+    package func prepare(
+        _ upstream: URL, targetLatency: Double?, startAt: Double?, cut: Bool = false, label: String? = nil
+    ) async throws(PlayerError) {
         try await startRouter()
         let source = routed(upstream)
         var options = self.options
@@ -65,6 +70,7 @@ extension Player {
                     stagedAt: startAt ?? Monotonic.now(),
                     learnedTarget: learnedTarget(for: source))
                 session.startFeeding()
+                if cut, let startAt { session.arm(at: startAt, label: label) }
                 let (kept, replaced) = inner.withLock { inner -> (Bool, PlaybackSession?) in
                     guard inner.core === core else { return (false, nil) }  // stopped meanwhile
                     defer { inner.staged = session }
@@ -81,13 +87,23 @@ extension Player {
         inner.withLock { $0.prepared = prepared }
     }
 
-    /// Drops the session decoding ahead, if any (its source was not loaded next).
+    /// The switch the source decoded ahead was armed for (``prepare(_:targetLatency:startAt:cut:label:)``)
+    /// is not taken after all (a schedule replaced): the core does not switch by itself; the
+    /// source stays ready for a load.
+    package func disarmCut() {
+        let (staged, file) = inner.withLock { ($0.staged, $0.stagedFile) }
+        staged?.disarm()
+        file?.armed.cancel()
+    }
+
+    /// Drops the session or the file decoding ahead, if any (it was not loaded next).
     func discardStaged() async {
-        let staged = inner.withLock { inner in
-            defer { inner.staged = nil }
-            return inner.staged
+        let (staged, file) = inner.withLock { inner in
+            defer { (inner.staged, inner.stagedFile) = (nil, nil) }
+            return (inner.staged, inner.stagedFile)
         }
         await staged?.discard()
+        if let file, let core = inner.withLock({ $0.core }) { file.discard(core) }
     }
 
     /// The session decoding ahead for `sources`' first source, taken; nil (and any other

@@ -81,6 +81,9 @@ public final class Player: Sendable {
         /// The next source's session, decoding ahead on staged core tracks (``prepare(_:targetLatency:startAt:)``):
         /// the next ``load(sources:)`` of its URL activates it.
         var staged: PlaybackSession?
+        /// The next file or still, decoding ahead on staged core tracks for a switch's instant
+        /// (``stageFile(_:label:still:from:at:)``): the core shows it then by itself.
+        var stagedFile: StagedFile?
         /// The fit set by ``setFit(_:)`` (nil: the options').
         var fit: VideoFit?
         /// Whether the core keeps the picture presented last (``keepLastPicture(_:)``).

@@ -24,9 +24,20 @@ extension CoreHandle {
         return id
     }
 
-    /// The staged tracks replace every other (`mq_player_activate_tracks`).
-    package func activateTracks() throws(CoreError) {
-        try call { mq_player_activate_tracks($0) }
+    /// The staged tracks replace every other (`mq_player_activate_tracks`); returns the
+    /// ``epoch`` they begin.
+    @discardableResult
+    package func activateTracks() throws(CoreError) -> UInt64 {
+        var begun: UInt64 = 0
+        let rc: Int32 = player.withLock { p, epoch in
+            guard let p else { return MQ_ERR_CLOSED.rawValue }
+            let rc = mq_player_activate_tracks(p)
+            if rc >= 0 { epoch += 1 }
+            begun = epoch
+            return rc
+        }
+        if rc < 0 { throw CoreError(code: rc) }
+        return begun
     }
 
     /// Removes a track (`mq_player_remove_track`).

@@ -99,9 +99,23 @@ package final class CoreHandle: Sendable {
     }
 
     /// Presentation time due at monotonic `t` = `mediaAnchor + (t − monoAnchor) × rate`.
-    package func setTimeline(monoAnchor: Double, mediaAnchor: Double, rate: Double = 1) throws(CoreError) {
-        try call { mq_player_set_timeline($0, monoAnchor, mediaAnchor, rate) }
+    /// Sets the schedule (`mq_player_set_timeline`). `epoch`: only while the tracks activated
+    /// in that epoch present (``epoch``): a source replaced meanwhile (a cut the core made on its
+    /// own, ``ArmedActivation``) steers no more (`MQ_ERR_STATE`).
+    package func setTimeline(monoAnchor: Double, mediaAnchor: Double, rate: Double = 1, epoch: UInt64? = nil)
+        throws(CoreError)
+    {
+        let rc: Int32 = player.withLock { p, current in
+            guard let p else { return MQ_ERR_CLOSED.rawValue }
+            if let epoch, epoch != current { return MQ_ERR_STATE.rawValue }
+            return mq_player_set_timeline(p, monoAnchor, mediaAnchor, rate)
+        }
+        if rc < 0 { throw CoreError(code: rc) }
     }
+
+    /// The presenting tracks' epoch: every activation of staged tracks (``activateTracks()``,
+    /// an ``ArmedActivation``) begins the next. A source notes it when it begins presenting.
+    package var epoch: UInt64 { player.withLock { _, epoch in epoch } }
 
     package func start() throws(CoreError) {
         try call { mq_player_start($0) }
@@ -206,6 +220,8 @@ func withOptionalCString<R>(_ s: String?, _ body: (UnsafePointer<CChar>?) -> R) 
 final class LockedPlayer: @unchecked Sendable {
     private let lock = NIOLock()
     private var pointer: OpaquePointer?
+    /// Counts the activations of staged tracks (``CoreHandle/epoch``), under the same lock.
+    private var epoch: UInt64 = 0
 
     init(_ pointer: OpaquePointer?) { self.pointer = pointer }
 
@@ -213,6 +229,13 @@ final class LockedPlayer: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         return try body(&pointer)
+    }
+
+    /// `withLock` with the epoch too, read and written under the same lock.
+    func withLock<R>(_ body: (inout OpaquePointer?, inout UInt64) throws -> R) rethrows -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&pointer, &epoch)
     }
 
     /// Takes the pointer out (nil from then on): its new owner destroys it outside the lock.

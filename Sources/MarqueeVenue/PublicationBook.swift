@@ -53,8 +53,9 @@ final class PublicationBook: Sendable {
     }
 
     /// The age of the newest segment `text` lists (an answer to `url`), for an answer made
-    /// `now` (monotonic seconds); nil when the proxy has not learned its publication.
-    func age(_ url: URL, text: String, now: Double) -> HLSPublicationAge? {
+    /// `now` to a request that `arrived` then (monotonic seconds); nil when the proxy has not
+    /// learned its publication.
+    func age(_ url: URL, text: String, now: Double, arrived: Double) -> HLSPublicationAge? {
         guard let listed = Self.playlist(text, url: url) else { return nil }
         return entries.withLock { entries -> HLSPublicationAge? in
             guard var entry = entries[url.absoluteString] else { return nil }
@@ -63,7 +64,8 @@ final class PublicationBook: Sendable {
             entries[url.absoluteString] = entry
             guard let published = entry.anchor.publication(ofNewestIn: playlist) else { return nil }
             // (Published by the time the proxy had the answer: never after `now`.)
-            return HLSPublicationAge(least: max(0, now - published.high), most: max(0, now - published.low))
+            return HLSPublicationAge(
+                least: max(0, now - published.high), most: max(0, now - published.low), held: max(0, now - arrived))
         }
     }
 

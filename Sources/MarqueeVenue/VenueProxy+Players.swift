@@ -14,6 +14,7 @@ extension VenueProxy {
     ]
 
     func serveToPlayer(_ request: Request, url: URL) async -> Response {
+        let arrived = Monotonic.now()  // (a playlist's answer tells how long the proxy held it)
         let headers = request.headers
         let key = url.absoluteString
         let manifest = ManifestRewriter.kind(path: url.path, contentType: nil) != nil
@@ -26,7 +27,7 @@ extension VenueProxy {
             let transfer = fetchUpstream(url, method: request.method == .head ? .HEAD : .GET, headers: forwarded)
             return await answer(
                 transfer, url: url, head: request.method == .head, origin: "pass", to: .player, personal: !shared,
-                headers: forwarded)
+                headers: forwarded, arrived: arrived)
         }
         if !manifest, let object = await stored(key) { return servedFromStore(object) }
         // Right after the start, a manifest waits until the venue is found as well (segments wait
@@ -38,7 +39,9 @@ extension VenueProxy {
         case .stored(let object): return servedFromStore(object)
         case .transfer(let transfer, let joined):
             if joined { stats.withLock { $0.coalesced += 1 } }
-            return await answer(transfer, url: url, head: false, origin: joined ? "coalesced" : "fetched", to: .player)
+            return await answer(
+                transfer, url: url, head: false, origin: joined ? "coalesced" : "fetched", to: .player, arrived: arrived
+            )
         }
     }
 
@@ -83,16 +86,18 @@ extension VenueProxy {
 
     /// The player's answer from `transfer`: the upstream status and headers; a manifest
     /// collected and rewritten; any other body passed on as it arrives. `headers`: the
-    /// request's own that went upstream with it (a `Range`: asked again with them).
+    /// request's own that went upstream with it (a `Range`: asked again with them). `arrived`:
+    /// when the request came (monotonic seconds; nil: now).
     func answer(
         _ transfer: Transfer, url: URL, head: Bool, origin: String, to audience: Audience, personal: Bool = false,
-        headers forwarded: [(String, String)] = []
+        headers forwarded: [(String, String)] = [], arrived: Double? = nil
     ) async -> Response {
+        let arrived = arrived ?? Monotonic.now()
         guard let body = transfer.read(), let headReader = transfer.read() else {
             // The body outgrew what a transfer keeps before this request joined: fetch alone.
             return await answer(
                 fetchUpstream(url, method: .GET, headers: forwarded), url: url, head: head, origin: "pass",
-                to: audience, personal: personal, headers: forwarded)
+                to: audience, personal: personal, headers: forwarded, arrived: arrived)
         }
         var upstreamHead: TransferHead?
         do {
@@ -140,7 +145,7 @@ extension VenueProxy {
             let rewritten = ManifestRewriter(requested: url, answered: url, allows: { [self] in allows($0) }).rewrite(
                 text, kind: kind)
             headers[.eTag] = nil
-            if kind == .hls, let age = publications.age(url, text: text, now: Monotonic.now()) {
+            if kind == .hls, let age = publications.age(url, text: text, now: Monotonic.now(), arrived: arrived) {
                 headers[HTTPField.Name(HLSPublicationAge.header)!] = age.headerValue
             }
             let out = ByteBuffer(string: rewritten)

@@ -79,6 +79,76 @@ import Testing
                 entry, shown * 1000, gap * 1000))
     }
 
+    /// `mq_player_activate_tracks_at`: the cut timed by the core. A file staged whole (its first
+    /// picture held, whatever its time), the activation armed for an instant 0.4 s ahead from a
+    /// thread that blocks until then: the staged file's first picture is presented on the
+    /// instant (its timeline anchored there, its label with it), the replaced stream's pictures
+    /// until then; without a staged track it is refused at once.
+    @Test func theCoreCutsOnTheInstantItWasGiven() async throws {
+        let dir = try Fixtures.tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let a = try Fixtures.segments("V300", [1, 2])
+        let b = try Fixtures.segments("V300", [3, 4])
+        let bFile = dir.appendingPathComponent("b.mp4")
+        try b.write(to: bFile)
+        let bMD5 = try await Fixtures.frameMD5s(bFile)
+        let interval = try await { () async throws -> Double in
+            let pts = try await Fixtures.framePTS(bFile).compactMap(Double.init)
+            return pts[1] - pts[0]
+        }()
+
+        let player = try TestPlayer(audio: "null", video: "frames:\(dir.path)/out")
+        let offset = wallOffset()
+        mq_player_set_wall_offset(player.p, offset)
+        var refused = mq_activation(
+            at: mq_clock_now() + 0.1, media_anchor: .nan, wall_offset: .nan, lead: 0.03, label: nil)
+        #expect(mq_player_activate_tracks_at(player.p, &refused) == MQ_ERR_STATE.rawValue, "no staged track")
+        let v = player.addTrack(MQ_TRACK_VIDEO)
+        player.push(v, a)
+        mq_player_end_track(player.p, v)
+        mq_player_set_label(player.p, "a")
+        mq_player_set_timeline(player.p, mq_clock_now() + 0.2, 0, 1)
+        #expect(mq_player_start(player.p) == 0)
+        try await Task.sleep(for: .seconds(0.5))
+        var staged: Int32 = -1
+        #expect(mq_player_add_staged_track(player.p, MQ_TRACK_VIDEO, 0, -1e9, &staged) == 0)
+        player.push(staged, b)
+        mq_player_end_track(player.p, staged)
+        try await Task.sleep(for: .seconds(0.5))  // decoded ahead meanwhile, its first picture held
+        let at = mq_clock_now() + 0.4
+        nonisolated(unsafe) let p = player.p
+        let rc = await withCheckedContinuation { (done: CheckedContinuation<Int32, Never>) in
+            Thread {
+                var cut = mq_activation(at: at, media_anchor: .nan, wall_offset: .nan, lead: 0.03, label: nil)
+                let rc = "b".withCString { label in
+                    cut.label = label
+                    return mq_player_activate_tracks_at(p, &cut)
+                }
+                done.resume(returning: rc)
+            }.start()
+        }
+        let returned = mq_clock_now()
+        #expect(rc == 0)
+        #expect(returned >= at - 0.0015, "returned \((returned - at) * 1000) ms from the instant")
+        #expect(try await player.waitFor(MQ_EVENT_ENDED, timeout: 10) != nil)
+        player.destroy()
+
+        let rows = try FrameRow.read(dir.appendingPathComponent("out"))
+        let firstB = try #require(rows.firstIndex { $0.item == "b" })
+        #expect(rows[..<firstB].allSatisfy { $0.item == "a" } && rows[firstB...].allSatisfy { $0.item == "b" })
+        #expect(Array(rows[firstB...].map(\.md5)) == bMD5, "the staged file whole, from its first picture, in order")
+        let shown = rows[firstB].wall - offset - at
+        let lastA = rows[firstB - 1].wall - offset - at
+        // On the instant: its due time (the presentation is timed to it), within the video
+        // thread's own wake-up; the replaced stream's last picture within a frame before it.
+        #expect(shown >= -0.0005 && shown < 0.004, "the staged picture shown \(shown * 1000) ms from the instant")
+        #expect(lastA < 0 && lastA > -(interval + 0.035), "the last replaced picture \(lastA * 1000) ms before it")
+        print(
+            String(
+                format: "cut at an instant: the staged picture %.2f ms from it, the last replaced %.1f ms before",
+                shown * 1000, -lastA * 1000))
+    }
+
     /// The sound at the cut: the old stream's last frame fades out and the new one fades in
     /// over 5 ms (a 1 kHz tone cut mid-wave, a 440 Hz one entered at its peak): no sample steps
     /// further than the tones themselves do; cut bare, the steps were 0.7–0.9 of the tones'

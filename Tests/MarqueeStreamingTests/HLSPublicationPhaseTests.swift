@@ -128,16 +128,29 @@ import Testing
         #expect(near(phase.bounds.last?.low, 0.1) && near(phase.bounds.last?.high, 0.21) && phase.isShared)
         phase.record(sentAt: 104.4, receivedAt: 104.41, newestEnd: 104, nextDuration: 2)
         #expect(!phase.isShared)
+        // A proxy that held the request 8 ms (its upstream fetch) made its answer in the last
+        // 2 ms of the round trip: only those widen its word; a held time over the round trip
+        // (another clock's rounding) is the round trip.
+        phase.record(
+            sentAt: 106.4, receivedAt: 106.41, newestEnd: 106, nextDuration: 2,
+            published: HLSPublicationAge(least: 0.35, most: 0.37, held: 0.008))
+        #expect(near(phase.bounds.last?.low, 0.038) && near(phase.bounds.last?.high, 0.06))
+        phase.record(
+            sentAt: 108.4, receivedAt: 108.41, newestEnd: 108, nextDuration: 2,
+            published: HLSPublicationAge(least: 0.35, most: 0.37, held: 0.5))
+        #expect(near(phase.bounds.last?.low, 0.04) && near(phase.bounds.last?.high, 0.06))
     }
 
-    /// The header: two non-negative decimals in order, under an hour; anything else is nothing.
+    /// The header: two non-negative decimals in order, and the time held, under an hour each;
+    /// anything else is nothing.
     @Test func theAgeHeaderIsParsedThenChecked() {
-        let age = HLSPublicationAge(least: 0.012345, most: 1.5)
-        #expect(age?.headerValue == "0.012345,1.500000")
-        #expect(HLSPublicationAge(header: "0.012345,1.500000") == age)
+        let age = HLSPublicationAge(least: 0.012345, most: 1.5, held: 0.0042)
+        #expect(age?.headerValue == "0.012345,1.500000,0.004200")
+        #expect(HLSPublicationAge(header: "0.012345,1.500000,0.004200") == age)
+        #expect(HLSPublicationAge(header: "0.012345,1.5") == HLSPublicationAge(least: 0.012345, most: 1.5, held: 0))
         for bad in [
-            "", "1", "1,2,3", "2,1", "-1,2", "1,nan", "1,inf", "0x1,2", "1e3,2e3", "0,4000", " 1,2",
-            String(repeating: "1", count: 70) + ",2",
+            "", "1", "1,2,3,4", "2,1", "-1,2", "1,nan", "1,inf", "0x1,2", "1e3,2e3", "0,4000", " 1,2", "1,2,",
+            "1,2,-1", "1,2,4000", "1..2,3", ",1,2", String(repeating: "1", count: 70) + ",2",
         ] {
             #expect(HLSPublicationAge(header: bad) == nil, "\(bad)")
         }

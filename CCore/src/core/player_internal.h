@@ -48,6 +48,8 @@ typedef struct mq_track {
     _Atomic bool staged;        // controlling thread (add_staged_track; activate_tracks clears it):
                                 // decoded ahead, the first picture or sound held until activated
     _Atomic double stage_start; // controlling thread: while staged, what ends before it is discarded
+    _Atomic double held_pts;    // decode thread: the presentation time of the first picture or sound
+                                // a staged track holds (NAN before; the controlling thread reads it)
 } mq_track;
 
 /// A mixer input that plays clips (inputs 1…MQ_MIXER_MAX_INPUTS−1; input 0 is the stream).

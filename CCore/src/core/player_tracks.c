@@ -38,6 +38,7 @@ static int track_create(mq_player *p, mq_track_kind kind, double pts_offset, int
     atomic_init(&t->probed, false);
     atomic_init(&t->staged, !isnan(stage_start));
     atomic_init(&t->stage_start, stage_start);
+    atomic_init(&t->held_pts, NAN);
     int ret = mq_byte_queue_create(&t->input);
     if (ret < 0)
         goto fail;
@@ -122,25 +123,89 @@ int mq_player_remove_track(mq_player *p, int32_t track_id)
     return MQ_ERR_NOT_FOUND;
 }
 
+/// Whether `p` has a staged track.
+static bool any_staged(mq_player *p)
+{
+    for (int i = 0; i < p->ntracks; i++)
+        if (atomic_load(&p->tracks[i]->staged))
+            return true;
+    return false;
+}
+
+/// Removes every track that is not staged (joined: nothing of it reaches the queues any more).
+static void remove_replaced(mq_player *p)
+{
+    for (int i = p->ntracks - 1; i >= 0; i--)
+        if (!atomic_load(&p->tracks[i]->staged))
+            remove_at(p, i);
+}
+
+/// The staged tracks hold what they decoded: the queues are emptied for them, and they hand it
+/// on (each decode thread holds its first frame, asleep on its input).
+static void hand_on(mq_player *p)
+{
+    for (int i = 0; i < p->ntracks; i++) {
+        atomic_store(&p->tracks[i]->staged, false);
+        mq_byte_queue_wake(p->tracks[i]->input);
+    }
+}
+
 int mq_player_activate_tracks(mq_player *p)
 {
     if (!p)
         return MQ_ERR_INVALID_ARGUMENT;
-    bool any = false;
-    for (int i = 0; i < p->ntracks; i++)
-        any = any || atomic_load(&p->tracks[i]->staged);
-    if (!any)
+    if (!any_staged(p))
         return MQ_ERR_STATE;
-    for (int i = p->ntracks - 1; i >= 0; i--)
-        if (!atomic_load(&p->tracks[i]->staged))
-            remove_at(p, i); // joined: nothing of it reaches the queues any more
-    // The staged tracks hold what they decoded: the queues are the cut stream's alone.
+    remove_replaced(p);
     mq_frame_queue_flush(p->vq);
     mq_pcm_ring_flush(p->pcm);
+    hand_on(p);
+    return MQ_OK;
+}
+
+/// The presentation time a staged track holds first: the video track's, else the audio
+/// track's; NAN when none holds one.
+static double held_time(mq_player *p)
+{
+    double audio = NAN;
     for (int i = 0; i < p->ntracks; i++) {
-        atomic_store(&p->tracks[i]->staged, false);
-        mq_byte_queue_wake(p->tracks[i]->input); // its decode thread holds its first frame
+        mq_track *t = p->tracks[i];
+        if (!atomic_load(&t->staged))
+            continue;
+        double held = atomic_load(&t->held_pts);
+        if (t->kind == MQ_TRACK_VIDEO && !isnan(held))
+            return held;
+        if (t->kind == MQ_TRACK_AUDIO)
+            audio = held;
     }
+    return audio;
+}
+
+int mq_player_activate_tracks_at(mq_player *p, const mq_activation *a)
+{
+    if (!p || !a || !isfinite(a->at) || !isfinite(a->lead) || a->lead < 0 ||
+        (!isnan(a->media_anchor) && !isfinite(a->media_anchor)) ||
+        (!isnan(a->wall_offset) && !isfinite(a->wall_offset)))
+        return MQ_ERR_INVALID_ARGUMENT;
+    if (!any_staged(p) || (isnan(a->media_anchor) && isnan(held_time(p))))
+        return MQ_ERR_STATE;
+    // The tracks replaced stop first (a decode under way can take milliseconds on a busy box);
+    // what they queued plays on until the instant.
+    mq_sleep_until(a->at - a->lead);
+    remove_replaced(p);
+    // Then, just before it, the rest at once: the queues emptied before the timeline moves (no
+    // picture of the cut stream judged on the new one), the held picture queued for its instant.
+    mq_sleep_until(a->at - 0.001);
+    double anchor = isnan(a->media_anchor) ? held_time(p) : a->media_anchor;
+    mq_frame_queue_flush(p->vq);
+    mq_pcm_ring_flush(p->pcm);
+    if (!isnan(a->wall_offset))
+        atomic_store(&p->wall_offset, a->wall_offset);
+    if (a->label)
+        mq_player_set_label(p, a->label);
+    mq_clock_set_timeline(&p->clock, a->at, anchor, 1.0);
+    mq_frame_queue_kick(p->vq);
+    hand_on(p);
     return MQ_OK;
 }
 
@@ -184,6 +249,7 @@ int mq_player_reset_track(mq_player *p, int32_t track_id)
         return MQ_ERR_NOT_FOUND;
     atomic_store(&t->input_done, false);
     mq_byte_queue_reset(t->input);
+    atomic_store(&t->held_pts, NAN); // (a staged track's held frame is dropped)
     return MQ_OK;
 }
 

@@ -121,9 +121,16 @@ static int deliver_video(mq_decoder *d, AVFrame *f)
     if (!v.frame)
         return MQ_ERR_NO_MEMORY;
     av_frame_move_ref(v.frame, f);
-    if (staged && !wait_activation(d)) {
+    if (staged) { // decoded ahead: its first pictures held until activated
+        if (d->nheld_video == 0 && isnan(atomic_load(&d->t->held_pts)))
+            atomic_store(&d->t->held_pts, v.pts);
+        d->held_video[d->nheld_video++] = v;
+        return d->nheld_video == MQ_HELD_VIDEO ? mq_decode_settle_held(d) : MQ_OK;
+    }
+    int ret = mq_decode_settle_held(d); // activated while they were held
+    if (ret < 0) {
         av_frame_free(&v.frame);
-        return MQ_OK;
+        return ret;
     }
     return mq_frame_queue_push(p->vq, &v, mq_byte_queue_cancel_flag(d->t->input));
 }
@@ -206,13 +213,16 @@ void mq_decode_free_held(mq_decoder *d)
     for (int i = 0; i < d->nheld; i++)
         av_frame_free(&d->held[i]);
     d->nheld = 0;
+    for (int i = 0; i < d->nheld_video; i++)
+        av_frame_free(&d->held_video[i].frame);
+    d->nheld_video = 0;
 }
 
-/// The held sound, once the track is activated: handed on in order (dropped if its input was
-/// reset meanwhile).
+/// The held sound or pictures, once the track is activated: handed on in order (dropped if its
+/// input was reset meanwhile).
 int mq_decode_settle_held(mq_decoder *d)
 {
-    if (d->nheld == 0)
+    if (d->nheld == 0 && d->nheld_video == 0)
         return MQ_OK;
     if (!wait_activation(d)) {
         mq_decode_free_held(d);
@@ -221,7 +231,9 @@ int mq_decode_settle_held(mq_decoder *d)
     int ret = MQ_OK;
     for (int i = 0; i < d->nheld && ret >= 0; i++)
         ret = deliver_audio_at(d, d->held[i], d->held_pts[i]);
-    mq_decode_free_held(d);
+    for (int i = 0; i < d->nheld_video && ret >= 0; i++)
+        ret = mq_frame_queue_push(d->p->vq, &d->held_video[i], mq_byte_queue_cancel_flag(d->t->input));
+    mq_decode_free_held(d); // (what was not handed on)
     return ret;
 }
 
@@ -238,6 +250,8 @@ static int deliver_audio(mq_decoder *d, AVFrame *f)
             return MQ_OK;
         }
         av_frame_move_ref(kept, f);
+        if (d->nheld == 0 && isnan(atomic_load(&d->t->held_pts)))
+            atomic_store(&d->t->held_pts, media + atomic_load(&d->t->pts_offset));
         d->held[d->nheld] = kept;
         d->held_pts[d->nheld++] = media;
         return d->nheld == MQ_HELD_AUDIO ? mq_decode_settle_held(d) : MQ_OK;

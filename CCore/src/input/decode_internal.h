@@ -15,6 +15,7 @@
 /// track's first sound held).
 
 #define MQ_HELD_AUDIO 12 // frames a staged audio track decodes ahead (AAC at 48 kHz: 256 ms)
+#define MQ_HELD_VIDEO 3  // pictures a staged video track decodes ahead
 
 typedef struct mq_decoder {
     // decode thread only (lives on its stack)
@@ -47,6 +48,11 @@ typedef struct mq_decoder {
     AVFrame *held[MQ_HELD_AUDIO];
     double held_pts[MQ_HELD_AUDIO]; // each one's media time (s), as deliver_audio takes it
     int nheld;
+    // A staged video track's first pictures, likewise: the one due at the entry is often the
+    // one before the instant (shown at once on the cut), and the next is due a frame later at
+    // most, sooner than a busy box decodes it after the cut.
+    mq_vframe held_video[MQ_HELD_VIDEO];
+    int nheld_video;
 } mq_decoder;
 
 /// decode.c

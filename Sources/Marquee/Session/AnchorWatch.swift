@@ -36,13 +36,10 @@ extension PlaybackSession {
     static func learnedLead(_ anchor: HLSLiveAnchor, answerOffset: Double, clockOffset: Double) -> (
         lead: Double, error: Double, shared: Bool
     )? {
-        guard let interval = anchor.phase.interval, interval.high - interval.low <= anchorUsable else { return nil }
+        guard let (phase, error) = anchor.phase.estimate(precision: anchorUsable) else { return nil }
         // Timeline = server + lead reads the anchored end at the publication instant: at
         // monotonic `end + phase − answerOffset`, `mono + clockOffset + lead = end`.
-        let width = interval.high - interval.low
-        return (
-            answerOffset - clockOffset - (interval.low + interval.high) / 2, width / 2, anchor.phase.isShared
-        )
+        return (answerOffset - clockOffset - phase, error, anchor.phase.isShared)
     }
 
     /// Whether the timeline is placed by its playlists' answer times (live HLS without dates).
@@ -96,7 +93,7 @@ extension PlaybackSession {
             if let (lead, error, shared) = Self.learnedLead(
                 anchor, answerOffset: answerOffset, clockOffset: clock.offset)
             {
-                let estimate = (phase: (interval.low + interval.high) / 2, error: error)
+                let estimate = (phase: anchor.phase.middle ?? (interval.low + interval.high) / 2, error: error)
                 // (The error said is the estimate's, also when the lead stays where it was.)
                 learnedEdgeError.withLock { $0 = (estimate.error, shared) }
                 if applied.map({ abs($0 - lead) >= (shared ? Self.sharedAnchorStep : Self.anchorStep) }) ?? true {
@@ -124,7 +121,8 @@ extension PlaybackSession {
             // The next probe: in the middle of the interval for the next segment (as anchored,
             // on the answers' clock), or, once settled, a few segments on.
             let probeEnd = nextEnd + (width <= Self.anchorSettled ? Double(Self.anchorProbeEvery - 1) * segment : 0)
-            let wait = probeEnd + (interval.low + interval.high) / 2 - answerOffset - Monotonic.now()
+            let wait =
+                probeEnd + (anchor.phase.middle ?? (interval.low + interval.high) / 2) - answerOffset - Monotonic.now()
             if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(wait * 1000))) }
             _ = try? await manifest.load()
             if wait < 0, await manifest.anchorView()?.anchor.nextEnd == nextEnd {

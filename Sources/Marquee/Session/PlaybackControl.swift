@@ -100,7 +100,7 @@ extension PlaybackSession {
         else { return }
         let now = Monotonic.now()
         guard now + 0.005 < start.anchor, !shift.paused else { return }
-        try? core.setTimeline(monoAnchor: now + 0.005, mediaAnchor: time)
+        try? core.setTimeline(monoAnchor: now + 0.005, mediaAnchor: time, epoch: steeringEpoch)
     }
 
     /// One latency-control step (live with a target): measures the latency of what is heard
@@ -140,7 +140,7 @@ extension PlaybackSession {
             case .hold:
                 return
             case .steer(let rate):
-                try core.setTimeline(monoAnchor: status.mono, mediaAnchor: position, rate: rate)
+                try core.setTimeline(monoAnchor: status.mono, mediaAnchor: position, rate: rate, epoch: steeringEpoch)
                 logger.debug("steering", metadata: ["rate": "\(rate)", "error": "\(latency - target)"])
                 events.send(.playbackRateChanged(rate))
             case .jump(let error):
@@ -148,7 +148,8 @@ extension PlaybackSession {
                 try core.setTimeline(
                     monoAnchor: mono,
                     mediaAnchor: media.position(
-                        of: mono + clock.timelineOffset(atMonotonic: mono) - ast - timelineSeconds(target)))
+                        of: mono + clock.timelineOffset(atMonotonic: mono) - ast - timelineSeconds(target)),
+                    epoch: steeringEpoch)
                 logger.info(
                     "latency jump", metadata: ["error": "\(String(format: "%.3f", error))", "target": "\(target)"])
                 events.send(.latencyJump(error: error))

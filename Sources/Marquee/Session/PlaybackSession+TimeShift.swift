@@ -77,7 +77,8 @@ extension PlaybackSession {
             jumpToTarget()
         } else {
             shift.set(delay: 0, paused: false, reposition: true, anchor: paused.position)
-            try? core.setTimeline(monoAnchor: Monotonic.now() + 0.25, mediaAnchor: paused.position)
+            try? core.setTimeline(
+                monoAnchor: Monotonic.now() + 0.25, mediaAnchor: paused.position, epoch: steeringEpoch)
         }
         setState(.buffering)
     }
@@ -87,7 +88,9 @@ extension PlaybackSession {
     /// On demand: restarts presentation at `position` (live seeks through ``setDelay(_:)``).
     func seekOnDemand(to position: Double) {
         shift.set(delay: 0, paused: shift.paused, reposition: true, anchor: position)
-        if !shift.paused { try? core.setTimeline(monoAnchor: Monotonic.now() + 0.25, mediaAnchor: position) }
+        if !shift.paused {
+            try? core.setTimeline(monoAnchor: Monotonic.now() + 0.25, mediaAnchor: position, epoch: steeringEpoch)
+        }
     }
 
     /// Wall seconds of `timeline` seconds of the presentation timeline: the same but for a live
@@ -107,7 +110,8 @@ extension PlaybackSession {
         try? core.setTimeline(
             monoAnchor: mono,
             mediaAnchor: media.position(
-                of: mono + clock.timelineOffset(atMonotonic: mono) - ast - timelineSeconds(latency)))
+                of: mono + clock.timelineOffset(atMonotonic: mono) - ast - timelineSeconds(latency)),
+            epoch: steeringEpoch)
         controller.withLock { $0.reset() }
     }
 }

@@ -152,6 +152,9 @@ final class PlaybackSession: Sendable {
             } catch {
                 throw PlayerError(.output, error.message, coreCode: error.code)
             }
+            presentingEpoch = Locked(core.epoch)
+        } else {
+            presentingEpoch = Locked(nil)
         }
         self.onDemandStart = Locked(onDemandStart)
         self.source = source
@@ -280,6 +283,13 @@ final class PlaybackSession: Sendable {
     let entry: Double
     /// A staged session's feeders, started by ``startFeeding()``.
     private let earlyFeeding = Locked<Task<Void, Never>?>(nil)
+    /// A staged session's activation armed on the core for an instant (``arm(at:label:)``).
+    private let armedActivation = Locked<ArmedActivation?>(nil)
+    /// The core's epoch while this session's tracks present (``CoreHandle/epoch``: set when it
+    /// starts or is activated); nil while staged. Its steering of the schedule applies only
+    /// then: once a cut replaced it (a switch the core made on its instant, before the
+    /// cooperative pool stopped this session), it steers no more.
+    let presentingEpoch: Locked<UInt64?>
     /// Signalled when playback is over (ended, failed for good): ``run()`` returns.
     let over = Wakeup()
 
@@ -306,22 +316,57 @@ final class PlaybackSession: Sendable {
     /// A staged session takes over the outputs: the server clock and the schedule are set (live,
     /// at the target latency now; on demand, its start due now), the core's staged tracks
     /// replace the others (``CoreHandle/activateTracks()``) and hand on what they hold, and the
-    /// session's events begin. Throws when the core refuses.
+    /// session's events begin. Throws when the core refuses. Armed for an instant
+    /// (``arm(at:label:)``) that has come, the core did it then: only the events begin.
     func activate() throws(PlayerError) {
-        do {
-            _ = try Self.setSchedule(
-                core: core, mpd: mpd, clock: clock.current, target: targetLatency, plans: plans, lead: 0,
-                edgeLead: initialLead ?? 0)
-            try core.activateTracks()
-        } catch {
-            throw PlayerError(.output, error.message, coreCode: error.code)
+        let armed = armedActivation.withLock { a in
+            defer { a = nil }
+            return a
+        }
+        if let armed, armed.cancel() == .activated, let epoch = armed.epoch {
+            presentingEpoch.withLock { $0 = epoch }
+        } else {
+            do {
+                _ = try Self.setSchedule(
+                    core: core, mpd: mpd, clock: clock.current, target: targetLatency, plans: plans, lead: 0,
+                    edgeLead: initialLead ?? 0)
+                let epoch = try core.activateTracks()
+                presentingEpoch.withLock { $0 = epoch }
+            } catch {
+                throw PlayerError(.output, error.message, coreCode: error.code)
+            }
         }
         staged.withLock { $0 = false }
         announce()
     }
 
+    /// Arms the core to activate this staged session by itself at monotonic `at` (a schedule's
+    /// switch: ``ArmedActivation``), its schedule then as ``activate()`` sets it (live, at the
+    /// target latency; on demand, its start due then) and the `frames:` label `label`. The
+    /// ``activate()`` that follows on the cooperative pool, however late, finds it done.
+    func arm(at: Double, label: String?) {
+        let current = clock.current
+        let anchor: Double
+        if mpd.isLive, let ast = mpd.availabilityStartTime {
+            anchor = at + current.offset + (initialLead ?? 0) - ast.timeIntervalSince1970 - targetLatency
+        } else {
+            anchor = plans.compactMap { $0.timeline.segment(containing: 0)?.start }.min() ?? 0
+        }
+        let armed = ArmedActivation(core: core, at: at, mediaAnchor: anchor, wallOffset: current.offset, label: label)
+        armedActivation.withLock { $0 }?.cancel()
+        armedActivation.withLock { $0 = armed }
+    }
+
+    /// The epoch this session's steering applies in (``presentingEpoch``; a staged session's
+    /// in none).
+    var steeringEpoch: UInt64 { presentingEpoch.withLock { $0 } ?? .max }
+
+    /// Cancels the activation armed for an instant (``arm(at:label:)``), unless it began.
+    func disarm() { armedActivation.withLock { $0 }?.cancel() }
+
     /// Discards a staged session that will not play: its feeders stop, its core tracks go.
     func discard() async {
+        disarm()
         let task = earlyFeeding.withLock { $0 }
         task?.cancel()
         await task?.value

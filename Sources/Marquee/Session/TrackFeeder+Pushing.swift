@@ -82,10 +82,13 @@ extension TrackFeeder {
     /// Places the media on the presentation timeline from `bytes`, the start of `segment`: its
     /// first timestamp (MPEG-TS: the first PTS, a video one if any; fMP4: the first `tfdt`) is
     /// presented at the segment's start (its program date-time). Returns false while no
-    /// timestamp is in `bytes`.
+    /// timestamp is in `bytes`. `partial`: more of the segment is coming (a transport stream's
+    /// pictures' first PTS is waited for: ``TransportStreamTimestamps/firstPTS(_:partial:)``).
     @discardableResult
-    func measureOffset(_ bytes: ByteBuffer, segment: SegmentReference, rep: Representation) -> Bool {
-        guard let first = firstTimestamp(bytes, rep: rep) else { return false }
+    func measureOffset(_ bytes: ByteBuffer, segment: SegmentReference, rep: Representation, partial: Bool = false)
+        -> Bool
+    {
+        guard let first = firstTimestamp(bytes, rep: rep, partial: partial) else { return false }
         let pts = first
         let offset = segment.start - first
         for track in plan.coreTracks { try? core.setTrackOffset(track, ptsOffset: offset) }
@@ -102,7 +105,8 @@ extension TrackFeeder {
     /// (``MediaClockDrift``). Returns false while no timestamp is in `bytes`.
     func sampleDrift(_ bytes: ByteBuffer, segment: SegmentReference, rep: Representation) -> Bool {
         guard let drift, let offset = measuredOffset.withLock({ $0 }) else { return true }
-        guard var first = firstTimestamp(bytes, rep: rep) else { return false }
+        let partial = bytes.readableBytes < Self.offsetProbeBytes
+        guard var first = firstTimestamp(bytes, rep: rep, partial: partial) else { return false }
         if rep.isTransportStream {
             // The 33-bit PTS wraps every 26.5 h: the drift is what is left modulo the wrap.
             let wrap = Double(TransportStreamTimestamps.wrap) / Double(TransportStreamTimestamps.clockRate)
@@ -115,9 +119,9 @@ extension TrackFeeder {
     /// The first timestamp in `bytes`, the start of a segment of `rep`, in seconds: MPEG-TS,
     /// its first PTS (a video one if any); fMP4, its first `tfdt` in the init segment's
     /// timescale. Nil while none is in `bytes`.
-    private func firstTimestamp(_ bytes: ByteBuffer, rep: Representation) -> Double? {
+    private func firstTimestamp(_ bytes: ByteBuffer, rep: Representation, partial: Bool) -> Double? {
         if rep.isTransportStream {
-            return TransportStreamTimestamps.firstPTS(bytes.readableBytesView).map {
+            return TransportStreamTimestamps.firstPTS(bytes.readableBytesView, partial: partial).map {
                 Double($0) / Double(TransportStreamTimestamps.clockRate)
             }
         }

@@ -49,10 +49,8 @@ extension TrackFeeder {
             var out = bytes
             if let pending = held {
                 let waiting = Self.appending(bytes, to: pending)
-                guard
-                    feeder.measureOffset(waiting, segment: segment, rep: rep)
-                        || waiting.readableBytes >= TrackFeeder.offsetProbeBytes
-                else {
+                let partial = waiting.readableBytes < TrackFeeder.offsetProbeBytes
+                guard feeder.measureOffset(waiting, segment: segment, rep: rep, partial: partial) || !partial else {
                     held = waiting
                     return
                 }
@@ -77,10 +75,12 @@ extension TrackFeeder {
             if !boxes.isEmpty { feeder.inbandEvents(boxes, segment: segment) }
         }
 
-        /// The segment is all in: what is still held (a short segment without a PTS) goes to
-        /// the core, which is told the segment ended. False when the core is closed.
+        /// The segment is all in: what is still held (a short segment, its pictures' PTS not
+        /// found in it) is placed by any PTS it has and goes to the core, which is told the
+        /// segment ended. False when the core is closed.
         mutating func finish() -> Bool {
             if let waiting = held, waiting.readableBytes > 0 {
+                feeder.measureOffset(waiting, segment: segment, rep: rep)  // (all of it: any PTS it has)
                 do { try feeder.push(waiting) } catch { return false }
             }
             do { try feeder.endSegment() } catch { return false }

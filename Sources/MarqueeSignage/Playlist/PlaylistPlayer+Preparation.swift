@@ -58,22 +58,31 @@ extension PlaylistPlayer {
                 upcoming.append(next)
             }
             inner.ready.removeAll()
-            inner.preparation = Task { [weak self] in await self?.prepare(upcoming, startAt: startAt) }
+            let cut = pending != nil
+            inner.preparation = Task { [weak self] in await self?.prepare(upcoming, startAt: startAt, cut: cut) }
         }
     }
 
-    private func prepare(_ items: [PlaylistItem], startAt: Double?) async {
+    /// `cut`: `startAt` is a switch's instant, which the item made ready takes over on (the core
+    /// is armed for it: ``Player/prepare(_:targetLatency:startAt:cut:label:)``).
+    private func prepare(_ items: [PlaylistItem], startAt: Double?, cut: Bool) async {
         for item in items where !Task.isCancelled {
             let result: Prepared
             switch item.kind {
             case .stream:
                 do throws(PlayerError) {
                     try await player.prepare(
-                        item.url, targetLatency: item.targetLatency ?? base.targetLatency, startAt: startAt)
+                        item.url, targetLatency: item.targetLatency ?? base.targetLatency, startAt: startAt, cut: cut,
+                        label: item.id)
                     result = .stream
                 } catch { result = .failed(error) }
             case .image, .file:
                 do throws(PlayerError) { result = .bytes(try await read(item)) } catch { result = .failed(error) }
+                if cut, let startAt, case .bytes(let bytes) = result, !Task.isCancelled {
+                    // Decoded ahead and shown on the instant by the core (the play finds it playing).
+                    await player.stageFile(
+                        bytes, label: item.id, still: item.kind == .image, from: item.startOffset, at: startAt)
+                }
             }
             if Task.isCancelled { return }
             inner.withLock { $0.ready[Self.readyKey(item)] = result }

@@ -11,18 +11,20 @@ extension PlaylistPlayer {
     /// playlist that ends before holds its last picture until then. Switches set for `at` or
     /// later are replaced.
     func switchPlaylist(to playlist: Playlist, at: Double, entry: String? = nil, name: String? = nil) {
-        inner.withLock { inner in
+        let again = inner.withLock { inner -> Bool in
             inner.switches.removeAll { $0.at >= at - 0.001 }
             inner.switches.append((at, playlist, PlayContext(entry: entry, playlist: name)))
             inner.holdAtEnd = true
             // Made ready for an item due after the switch: again, for the new playlist's.
-            if inner.prepareStarted, (inner.preparedFor ?? .infinity) >= at - 0.001 {
-                inner.preparation?.cancel()
-                inner.preparation = nil
-                inner.ready.removeAll()
-                inner.prepareStarted = false
-            }
+            guard inner.prepareStarted, (inner.preparedFor ?? .infinity) >= at - 0.001 else { return false }
+            inner.preparation?.cancel()
+            inner.preparation = nil
+            inner.ready.removeAll()
+            inner.prepareStarted = false
+            return true
         }
+        // (A stream made ready for a switch replaced must not take over on its instant.)
+        if again { player.disarmCut() }
         changes.signal()  // the watcher or the hold takes its time from now on
     }
 

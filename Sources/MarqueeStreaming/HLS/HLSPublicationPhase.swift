@@ -30,6 +30,10 @@ package struct HLSPublicationPhase: Sendable, Equatable {
         package var high: Double
         /// Narrowed by what a venue proxy learned (``HLSPublicationAge``).
         package var shared = false
+        /// A venue proxy's: the phase its own estimate says, the answer taken as made when its
+        /// head arrived (inside the bound): the one every box behind it reads alike, whatever
+        /// the round trip each had; nil otherwise.
+        package var venueMiddle: Double?
     }
 
     /// The bounds of the last ``window`` answers, oldest first.
@@ -47,9 +51,10 @@ package struct HLSPublicationPhase: Sendable, Equatable {
     ///
     /// `published`: what a venue proxy said of the same answer (``HLSPublicationAge``: the newest
     /// was published between `most` and `least` seconds before the proxy made the answer, which
-    /// it did between `sentAt` and `receivedAt`): the bound is the proxy's, widened by the round
-    /// trip. (The proxy is the box's source of the stream itself; its answers stay one vote
-    /// each among the last ``window``.)
+    /// it did between `sentAt` plus the time it held the request and `receivedAt`): the bound is
+    /// the proxy's, widened by the network's round trip (not by the proxy's own upstream fetch,
+    /// which it says). (The proxy is the box's source of the stream itself; its answers stay one
+    /// vote each among the last ``window``.)
     package mutating func record(
         sentAt: Double, receivedAt: Double, newestEnd: Double, nextDuration: Double,
         published: HLSPublicationAge? = nil
@@ -60,12 +65,15 @@ package struct HLSPublicationPhase: Sendable, Equatable {
         var bound = Bound(low: sentAt - newestEnd - nextDuration, high: receivedAt - newestEnd)
         if let published {
             // The proxy's word, widened by this box's round trip (the proxy made the answer
-            // after `sentAt`, before `receivedAt`). Not narrowed by the answer's own bound: a
+            // after `sentAt` and the time it held the request, before `receivedAt`). Not narrowed by the answer's own bound: a
             // proxy joins a request to an answer already under way, made before it was sent, so
             // "the next not yet out at `sentAt`" is not this answer's to say; and within it
             // anyway (published by `receivedAt`: an age is never negative).
+            let made = sentAt + min(published.held, receivedAt - sentAt)  // (made at or after it)
             bound = Bound(
-                low: sentAt - published.most - newestEnd, high: receivedAt - published.least - newestEnd, shared: true)
+                low: made - published.most - newestEnd, high: receivedAt - published.least - newestEnd, shared: true)
+            bound.venueMiddle = min(
+                bound.high, max(bound.low, receivedAt - (published.least + published.most) / 2 - newestEnd))
         }
         bounds.append(bound)
         if bounds.count > Self.window { bounds.removeFirst(bounds.count - Self.window) }
@@ -112,17 +120,26 @@ package struct HLSPublicationPhase: Sendable, Equatable {
         return best
     }
 
-    /// The phase (the middle of ``interval``) and its error (half the interval's width), once
-    /// the interval is narrower than `precision`; nil before.
+    /// The phase (the middle of ``interval``; told by a venue proxy, its middle: ``Bound/venueMiddle``)
+    /// and its error (half the interval's width), once the interval is narrower than
+    /// `precision`; nil before.
     package func estimate(precision: Double) -> (phase: Double, error: Double)? {
         guard let interval, interval.high - interval.low <= precision else { return nil }
-        return ((interval.low + interval.high) / 2, (interval.high - interval.low) / 2)
+        return (middle ?? (interval.low + interval.high) / 2, (interval.high - interval.low) / 2)
+    }
+
+    /// The phase's best value: a venue proxy's middle while it tells one (boxes behind one
+    /// proxy read the same, each within its own delivery of the answer, not spread over its
+    /// round trip), else the middle of ``interval``; nil before any answer.
+    package var middle: Double? {
+        if let told = bounds.last, told.shared, let venue = told.venueMiddle { return venue }
+        return interval.map { ($0.low + $0.high) / 2 }
     }
 
     /// When to ask next to narrow the interval (server seconds), for the segment anchored to end
     /// at `nextEnd`: the middle of the interval, which an answer there halves. Nil before any
     /// answer.
     package func probeTime(nextEnd: Double) -> Double? {
-        interval.map { nextEnd + ($0.low + $0.high) / 2 }
+        middle.map { nextEnd + $0 }
     }
 }

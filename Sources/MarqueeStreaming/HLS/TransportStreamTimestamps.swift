@@ -12,18 +12,64 @@ package enum TransportStreamTimestamps {
     /// The PTS of the first PES packet in `bytes` that starts a video stream's PES (stream ids
     /// 0xE0–0xEF), else of the first PES packet with a PTS; `nil` when none starts within them.
     /// `bytes` must begin at a packet boundary (as a segment does).
-    package static func firstPTS(_ bytes: some Collection<UInt8>) -> UInt64? {
+    ///
+    /// `partial`: `bytes` are only the segment's first bytes (more are coming): without a video
+    /// PES in them, the first PTS of another stream is the answer only once the program map
+    /// (PMT) said the program has no video stream; else nil (a video PES may still come: the
+    /// sound's first PTS is up to a frame of it away from the pictures', and a box that placed
+    /// the media by it would be that far from one that placed it by the pictures').
+    package static func firstPTS(_ bytes: some Collection<UInt8>, partial: Bool = false) -> UInt64? {
         let bytes = Array(bytes)
         var any: UInt64?
+        var program: (pmt: Int?, video: Bool?) = (nil, nil)
         var offset = 0
         while offset + packetSize <= bytes.count, bytes[offset] == 0x47 {
             if let (streamID, pts, _) = pesTimestamps(bytes, packet: offset), let pts {
                 if (0xE0...0xEF).contains(streamID) { return pts }
                 if any == nil { any = pts }
             }
+            if partial, program.video == nil { readProgram(bytes, packet: offset, &program) }
             offset += packetSize
         }
-        return any
+        return partial && program.video != false ? nil : any
+    }
+
+    /// Stream types of video elementary streams in a PMT (ISO/IEC 13818-1 table 2-34 and its
+    /// amendments): MPEG-1/2, MPEG-4 part 2, H.264 (and SVC, MVC), HEVC, VVC, VC-1, Dirac.
+    private static let videoStreamTypes: Set<UInt8> = [0x01, 0x02, 0x10, 0x1B, 0x1F, 0x20, 0x24, 0x33, 0xEA, 0xD1]
+
+    /// Reads the program association (the first program's PMT PID) and then its program map
+    /// (whether it lists a video stream) from the section starting in `packet`, when it is one.
+    private static func readProgram(_ b: [UInt8], packet p: Int, _ program: inout (pmt: Int?, video: Bool?)) {
+        guard b[p + 1] & 0x40 != 0, let start = payloadStart(b, packet: p) else { return }
+        let pid = Int(b[p + 1] & 0x1F) << 8 | Int(b[p + 2])
+        let section = start + 1 + Int(b[start])  // (after the pointer field)
+        let end = p + packetSize
+        guard section + 3 <= end else { return }
+        let length = Int(b[section + 1] & 0x0F) << 8 | Int(b[section + 2])
+        let last = min(end, section + 3 + length - 4)  // (the CRC excluded)
+        if pid == 0, b[section] == 0x00 {
+            var entry = section + 8
+            while entry + 4 <= last {
+                let number = Int(b[entry]) << 8 | Int(b[entry + 1])
+                if number != 0 {
+                    program.pmt = Int(b[entry + 2] & 0x1F) << 8 | Int(b[entry + 3])
+                    return
+                }
+                entry += 4
+            }
+        } else if let pmt = program.pmt, pid == pmt, b[section] == 0x02, section + 12 <= last {
+            let infoLength = Int(b[section + 10] & 0x0F) << 8 | Int(b[section + 11])
+            var stream = section + 12 + infoLength
+            var video = false
+            while stream + 5 <= last {
+                video = video || videoStreamTypes.contains(b[stream])
+                stream += 5 + (Int(b[stream + 3] & 0x0F) << 8 | Int(b[stream + 4]))
+            }
+            // (A map cut short by the packet's end says nothing of the streams after it.)
+            let truncated = section + 3 + length - 4 > end
+            program.video = video ? true : truncated ? nil : false
+        }
     }
 
     /// `bytes` with every PTS, DTS and PCR moved by `delta` ticks (modulo 2³³). Packets are left
