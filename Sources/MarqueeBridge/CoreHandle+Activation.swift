@@ -67,7 +67,7 @@ package final class ArmedActivation: Sendable {
             activation.lead = ArmedActivation.lead
             let rc: Int32 = withOptionalCString(label) { text in
                 activation.label = text
-                return player.withLock { p, epoch in
+                return player.withEpochLock { p, epoch in
                     guard let p else { return MQ_ERR_CLOSED.rawValue }
                     let rc = mq_player_activate_tracks_at(p, &activation)
                     if rc >= 0 {

@@ -29,7 +29,7 @@ extension CoreHandle {
     @discardableResult
     package func activateTracks() throws(CoreError) -> UInt64 {
         var begun: UInt64 = 0
-        let rc: Int32 = player.withLock { p, epoch in
+        let rc: Int32 = player.withEpochLock { p, epoch in
             guard let p else { return MQ_ERR_CLOSED.rawValue }
             let rc = mq_player_activate_tracks(p)
             if rc >= 0 { epoch += 1 }

@@ -105,7 +105,7 @@ package final class CoreHandle: Sendable {
     package func setTimeline(monoAnchor: Double, mediaAnchor: Double, rate: Double = 1, epoch: UInt64? = nil)
         throws(CoreError)
     {
-        let rc: Int32 = player.withLock { p, current in
+        let rc: Int32 = player.withEpochLock { p, current in
             guard let p else { return MQ_ERR_CLOSED.rawValue }
             if let epoch, epoch != current { return MQ_ERR_STATE.rawValue }
             return mq_player_set_timeline(p, monoAnchor, mediaAnchor, rate)
@@ -115,7 +115,7 @@ package final class CoreHandle: Sendable {
 
     /// The presenting tracks' epoch: every activation of staged tracks (``activateTracks()``,
     /// an ``ArmedActivation``) begins the next. A source notes it when it begins presenting.
-    package var epoch: UInt64 { player.withLock { _, epoch in epoch } }
+    package var epoch: UInt64 { player.withEpochLock { _, epoch in epoch } }
 
     package func start() throws(CoreError) {
         try call { mq_player_start($0) }
@@ -232,7 +232,7 @@ final class LockedPlayer: @unchecked Sendable {
     }
 
     /// `withLock` with the epoch too, read and written under the same lock.
-    func withLock<R>(_ body: (inout OpaquePointer?, inout UInt64) throws -> R) rethrows -> R {
+    func withEpochLock<R>(_ body: (inout OpaquePointer?, inout UInt64) throws -> R) rethrows -> R {
         lock.lock()
         defer { lock.unlock() }
         return try body(&pointer, &epoch)

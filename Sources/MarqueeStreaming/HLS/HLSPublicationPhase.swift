@@ -65,8 +65,9 @@ package struct HLSPublicationPhase: Sendable, Equatable {
         var bound = Bound(low: sentAt - newestEnd - nextDuration, high: receivedAt - newestEnd)
         if let published {
             // The proxy's word, widened by this box's round trip (the proxy made the answer
-            // after `sentAt` and the time it held the request, before `receivedAt`). Not narrowed by the answer's own bound: a
-            // proxy joins a request to an answer already under way, made before it was sent, so
+            // after `sentAt` and the time it held the request, before `receivedAt`). Not
+            // narrowed by the answer's own bound: a proxy joins a request to an answer already
+            // under way, made before it was sent, so
             // "the next not yet out at `sentAt`" is not this answer's to say; and within it
             // anyway (published by `receivedAt`: an age is never negative).
             let made = sentAt + min(published.held, receivedAt - sentAt)  // (made at or after it)
