@@ -55,14 +55,7 @@ extension Player {
             try core.setLabel(label)
             // Held (nothing due, nothing late) until its first picture or sound is decoded.
             try core.setTimeline(monoAnchor: Monotonic.now() + Self.fileHold, mediaAnchor: 0)
-            for track in tracks {
-                let pushed = file.withUnsafeBytes { bytes -> CoreError? in
-                    do throws(CoreError) { try core.push(track: track, bytes: bytes) } catch { return error }
-                    return nil
-                }
-                if let pushed { throw pushed }
-                try core.endTrack(track)
-            }
+            for track in tracks { try Self.feedWhole(file, to: track, core: core) }
         } catch {
             throw PlayerError(.output, error.message, coreCode: error.code)
         }
@@ -90,13 +83,7 @@ extension Player {
                     kind, ptsOffset: 0, start: still || offset <= 0 ? -StagedFile.fromAnyTime : offset)
                 tracks[kind] = track
                 try core.setTrackContainerProbed(track)
-                guard kind == .video || !still else { continue }
-                let pushed = file.withUnsafeBytes { bytes -> CoreError? in
-                    do throws(CoreError) { try core.push(track: track, bytes: bytes) } catch { return error }
-                    return nil
-                }
-                if let pushed { throw pushed }
-                try core.endTrack(track)
+                if kind == .video || !still { try Self.feedWhole(file, to: track, core: core) }
             }
         } catch {
             logger.info("the next file is not decoded ahead", metadata: ["error": "\(error)"])
@@ -140,6 +127,16 @@ extension Player {
             inner.ownTracks = staged.tracks
         }
         return staged.armed.at
+    }
+
+    /// Gives `track` the whole of `file` and ends its input.
+    private static func feedWhole(_ file: [UInt8], to track: Int32, core: CoreHandle) throws(CoreError) {
+        let pushed = file.withUnsafeBytes { bytes -> CoreError? in
+            do throws(CoreError) { try core.push(track: track, bytes: bytes) } catch { return error }
+            return nil
+        }
+        if let pushed { throw pushed }
+        try core.endTrack(track)
     }
 
     /// How far ahead a file's timeline is held while its first frame decodes, seconds.
