@@ -91,7 +91,7 @@ extension Player {
             return
         }
         let armed = ArmedActivation(core: core, at: at, mediaAnchor: nil, wallOffset: nil, label: label)
-        let staged = StagedFile(bytes: file.count, label: label, still: still, tracks: tracks, armed: armed)
+        let staged = StagedFile(bytes: file, label: label, still: still, tracks: tracks, armed: armed)
         let kept = inner.withLock { inner -> Bool in
             guard inner.core === core, inner.stagedFile == nil, inner.staged == nil else { return false }
             inner.stagedFile = staged
@@ -109,7 +109,7 @@ extension Player {
             return inner.stagedFile
         }
         guard let staged, let core = inner.withLock({ $0.core }) else { return nil }
-        guard staged.bytes == file.count, staged.label == label, staged.still == still,
+        guard staged.label == label, staged.still == still, staged.bytes == file,
             staged.armed.cancel() == .activated
         else {
             staged.discard(core)
@@ -224,7 +224,9 @@ struct StagedFile: Sendable {
     /// A file staged from its start: its first picture held whatever its first time (seconds).
     static let fromAnyTime = 1e9
 
-    let bytes: Int
+    /// The file's bytes (the play that takes it is of the same bytes, not only the same size:
+    /// an array shares its storage, so comparing the very same is quick).
+    let bytes: [UInt8]
     let label: String?
     let still: Bool
     let tracks: [CoreTrackKind: Int32]
