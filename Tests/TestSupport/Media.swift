@@ -15,6 +15,13 @@ public struct PresentedFrame: Sendable, Equatable {
     /// When it was due to be shown (the clock of `wallTime`; `wallTime - due`: how late it was
     /// shown); nil for a join's still.
     public var due: Double?
+    /// The same instant on this machine's monotonic clock: one clock for every row, where
+    /// `wallTime`'s offset changes when a measured server clock takes over from this machine's
+    /// (a playlist's still, then a stream).
+    public var monoTime: Double = .nan
+
+    /// `due` on the monotonic clock (nil for a join's still).
+    public var dueMono: Double? { due.map { $0 - wallTime + monoTime } }
 }
 
 public enum FramesFile {
@@ -23,17 +30,18 @@ public enum FramesFile {
     public static func read(_ url: URL, includingStill: Bool = false) throws -> [PresentedFrame] {
         let text = try String(contentsOf: url, encoding: .utf8)
         let lines = text.split(separator: "\n")
-        guard lines.first == "wall_time\tpts\tmd5\twidth\theight\titem\tstill\tdue" else {
+        guard lines.first == "wall_time\tpts\tmd5\twidth\theight\titem\tstill\tdue\tmono_time" else {
             throw ToolFailure(message: "\(url.path): missing frames.tsv header")
         }
         return lines.dropFirst().compactMap { line in
             let f = line.split(separator: "\t", omittingEmptySubsequences: false)
-            guard f.count == 8, let wall = Double(f[0]), let pts = Double(f[1]), let w = Int(f[3]), let h = Int(f[4])
+            guard f.count == 9, let wall = Double(f[0]), let pts = Double(f[1]), let w = Int(f[3]), let h = Int(f[4]),
+                let mono = Double(f[8])
             else { return nil }
             let frame = PresentedFrame(
                 wallTime: wall, pts: pts, md5: String(f[2]), width: w, height: h, item: String(f[5]),
                 still: f[6] == "1",
-                due: Double(f[7]))
+                due: Double(f[7]), monoTime: mono)
             return includingStill || !frame.still ? frame : nil
         }
     }

@@ -64,6 +64,7 @@ struct mq_video_out {
     char label[MQ_VO_LABEL_MAX]; // what is presented (mq_player_set_label): frames' item column
     double due;                  // when the picture being presented was due to be visible: server-corrected Unix
                                  // seconds, set before each present (NAN for a join's still, shown before its time)
+    double wall_offset;          // wall_time minus the monotonic clock at that present (mq_player_set_wall_offset)
 };
 
 /// Chooses a driver by spec: `headless`, `frames:<dir>`, `drm[:<card>[,<connector>[,<WxH>]]]`

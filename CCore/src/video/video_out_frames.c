@@ -14,14 +14,16 @@
 #include "mq_err.h"
 
 /// `frames:<dir>`: appends one row per presented picture to <dir>/frames.tsv:
-///   wall_time \t pts \t md5 \t width \t height \t item \t still \t due
+///   wall_time \t pts \t md5 \t width \t height \t item \t still \t due \t mono_time
 /// wall_time: server-corrected Unix seconds; pts: the stream's own pts_time (no pts_offset);
 /// md5: of the planes packed without padding, as `ffmpeg -f framemd5` prints. Rows are
 /// flushed at once (tests read the file while playing). item: the label set when the picture was
 /// presented (mq_player_set_label: a playlist item's id), empty without one. still: 1 for a
 /// join's keyframe shown before its time (mq_player_config.hide_join_still), else 0. due: when
 /// the picture was due to be shown, on the clock of wall_time (wall_time − due: how late it was
-/// shown); empty for a join's still.
+/// shown); empty for a join's still. mono_time: the same instant on this machine's monotonic clock (CLOCK_MONOTONIC
+/// seconds): one clock for every row, where wall_time's offset changes when a measured server clock takes over from
+/// this machine's (a playlist's still, then a stream).
 
 typedef struct frames_priv {
     FILE *tsv;         // immutable after open
@@ -45,7 +47,7 @@ static int frames_open(mq_video_out *vo, const char *arg)
     f->md5 = av_md5_alloc();
     if (!f->tsv || !f->md5)
         return f->tsv ? MQ_ERR_NO_MEMORY : MQ_ERR_IO;
-    fputs("wall_time\tpts\tmd5\twidth\theight\titem\tstill\tdue\n", f->tsv);
+    fputs("wall_time\tpts\tmd5\twidth\theight\titem\tstill\tdue\tmono_time\n", f->tsv);
     return fflush(f->tsv) == 0 ? MQ_OK : MQ_ERR_IO;
 }
 
@@ -95,8 +97,8 @@ static int frames_present(mq_video_out *vo, const mq_vframe *v, double wall_time
     char due[32] = "";
     if (isfinite(vo->due))
         snprintf(due, sizeof due, "%.6f", vo->due);
-    fprintf(f->tsv, "%.6f\t%.6f\t%s\t%d\t%d\t%s\t%d\t%s\n", wall_time, v->media_pts, hex, v->frame->width,
-            v->frame->height, vo->label, v->still, due);
+    fprintf(f->tsv, "%.6f\t%.6f\t%s\t%d\t%d\t%s\t%d\t%s\t%.6f\n", wall_time, v->media_pts, hex, v->frame->width,
+            v->frame->height, vo->label, v->still, due, wall_time - vo->wall_offset);
     return fflush(f->tsv) == 0 ? MQ_OK : MQ_ERR_IO;
 }
 

@@ -92,14 +92,14 @@ static void present_head(mq_player *p, const mq_vframe *head)
     if (!mq_frame_queue_pop(p->vq, head->frame, &v))
         return; // flushed meanwhile
     int ret = configure(p, v.frame);
-    double now = mq_clock_now(), at = visible_at(p, now), clock; // before the flip is queued
-    double rate = mq_clock_rate(&p->clock);
+    double now = mq_clock_now(), at = visible_at(p, now), clock;                   // before the flip is queued
+    double rate = mq_clock_rate(&p->clock), offset = atomic_load(&p->wall_offset); // one offset for both
     // When it was due: as late as the master clock is past its pts when it becomes visible.
-    p->vo->due = !v.still && rate > 0 && mq_clock_master(&p->clock, at, &clock)
-                     ? at - (clock - v.pts) / rate + atomic_load(&p->wall_offset)
-                     : NAN;
+    p->vo->due =
+        !v.still && rate > 0 && mq_clock_master(&p->clock, at, &clock) ? at - (clock - v.pts) / rate + offset : NAN;
+    p->vo->wall_offset = offset;
     if (ret >= 0)
-        ret = p->vo->driver->present(p->vo, &v, now + atomic_load(&p->wall_offset));
+        ret = p->vo->driver->present(p->vo, &v, now + offset);
     if (ret >= 0) {
         after_present(p, &v, now);
         if (!v.still) // (a still's lateness is no A/V offset)
