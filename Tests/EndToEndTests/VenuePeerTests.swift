@@ -52,7 +52,7 @@ import Testing
         #expect(proxy.statistics.peersConnected == peers)
     }
 
-    static func freePort() -> Int { Int.random(in: 20_000..<60_000) }
+    static func freePort() throws -> Int { try Tools.freePort() }
 
     /// Segments of `generated`'s video whose owner among boxes `a` and `other` is `owner`.
     static func segments(
@@ -114,7 +114,7 @@ import Testing
     @Test func aLyingPeerIsCaughtBannedAndCostsNoSegment() async throws {
         let origin = try await LivePlaybackTests.origin()
         defer { Task { await origin.stop() } }
-        let port = Self.freePort()
+        let port = try Self.freePort()
         let log = try Tools.tempDirectory("liar").appendingPathComponent("asked.log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let liar = try Self.liar(port: port, log: log, box: "liar", keyed: true)
@@ -140,7 +140,7 @@ import Testing
     @Test func aPeerKilledMidTransferCostsNoSegment() async throws {
         let origin = try await LivePlaybackTests.origin()
         defer { Task { await origin.stop() } }
-        let port = Self.freePort()
+        let port = try Self.freePort()
         let marquee = Tools.packageRoot.appendingPathComponent(".build/debug/marquee").path
         let b = try Tools.spawn(
             marquee,
@@ -198,7 +198,7 @@ import Testing
                 "30",
                 "-preset", "ultrafast", "-f", "hls", "-hls_time", "1", "-hls_list_size", "0", "out.m3u8",
             ], cwd: dir)
-        let port = VenuePeerTests.freePort()
+        let port = try VenuePeerTests.freePort()
         let server = try Tools.spawn(
             "sh",
             [
@@ -281,7 +281,7 @@ import Testing
     ) async throws {
         let (dir, port, server) = try await Self.serve()
         defer { Tools.stop(server) }
-        let liarPort = VenuePeerTests.freePort()
+        let liarPort = try VenuePeerTests.freePort()
         let log = dir.appendingPathComponent("asked.log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let urls = try Self.segments(dir, port: port)

@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// A command-line tool failed.
 public struct ToolFailure: Error, CustomStringConvertible {
     public var message: String
@@ -9,6 +13,25 @@ public struct ToolFailure: Error, CustomStringConvertible {
 
 /// Runs external tools (ffmpeg, ffprobe) for tests.
 public enum Tools {
+    /// A loopback TCP port nobody listens on now, chosen by the kernel (a random pick in the
+    /// ephemeral range collided with a connection of the loaded suites: a server that never
+    /// started). The kernel hands ephemeral ports out in turn: not again soon.
+    public static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard fd >= 0, bound else { throw ToolFailure(message: "no free loopback port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
     /// Runs `tool` found on PATH; returns its stdout, throws on a non-zero exit.
     @discardableResult
     public static func run(_ tool: String, _ args: [String], cwd: URL? = nil) throws -> String {

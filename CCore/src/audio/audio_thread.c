@@ -11,7 +11,9 @@
 /// will be heard (device delay, or a virtual device for outputs that do not pace), asks the
 /// schedule which presentation time is due then, and writes the PCM ring's samples so they
 /// are heard on time (to the sample): late samples are skipped, early ones wait behind silence, and once
-/// locked the stream is written continuously (errors under 20 ms are not corrected: no clicks).
+/// locked the stream is written continuously: an error under 20 ms is not cut (no click) but
+/// published (`audio_lag`), and the tempo stage plays the sound slightly faster or slower until
+/// it is back on the schedule (a re-anchor of a few ms, a device clock's drift).
 ///
 /// It NEVER allocates, locks, logs or calls back: it reads the SPSC ring and atomics, writes
 /// the output, and reports through atomics that the monitor thread turns into events.
@@ -218,6 +220,7 @@ static void fill_stream(mq_player *p, mq_audio_sync *s, double t_hear, double *t
         drop_late_blocks(p, want); // (peeking drops a flushed stream's blocks too: room for the new one's)
         if (!ready_to_begin(p, want)) {
             silence(p, 0, n); // (leading silence: what is queued is heard once enough is)
+            atomic_store_explicit(&p->audio_lag, NAN, memory_order_relaxed);
             return;
         }
     }
@@ -227,6 +230,8 @@ static void fill_stream(mq_player *p, mq_audio_sync *s, double t_hear, double *t
             if (scheduled)
                 ring_empty(p, s, t_hear + i / sr, want + i * rate / sr, i);
             silence(p, i, n);
+            if (!published)
+                atomic_store_explicit(&p->audio_lag, NAN, memory_order_relaxed);
             return;
         }
         double next = b->pts + p->out->read_off * b->rate / sr; // media time of the next ring frame
@@ -260,6 +265,7 @@ static void fill_stream(mq_player *p, mq_audio_sync *s, double t_hear, double *t
         }
         if (!published) {
             mq_clock_publish_audio(&p->clock, t_hear + i / sr, next, jumps);
+            atomic_store_explicit(&p->audio_lag, -err, memory_order_relaxed);
             published = true;
         }
         int k = copy_block(p, b, i, n - i);
@@ -269,6 +275,8 @@ static void fill_stream(mq_player *p, mq_audio_sync *s, double t_hear, double *t
         s->locked = s->started = true;
         s->underrun = false;
     }
+    if (!published) // (a period of silence before what is due)
+        atomic_store_explicit(&p->audio_lag, NAN, memory_order_relaxed);
 }
 
 /// Fills clip input `i` for the period starting at presentation time `t0` (step `dt`); NULL when

@@ -46,6 +46,7 @@ static void init_shared(mq_player *p)
     atomic_init(&p->state, MQ_STATE_IDLE);
     atomic_init(&p->wall_offset, 0.0);
     atomic_init(&p->audio_delay, 0.0);
+    atomic_init(&p->audio_lag, NAN);
     atomic_init(&p->first_frame_mono, 0.0);
     atomic_init(&p->av_offset, NAN);
     atomic_init(&p->av_offset_peak, NAN);

@@ -91,6 +91,11 @@ typedef struct mq_tempo {
     uint32_t gen;    // `pcm` generation being passed on
     bool eof_passed; // `out` was marked ended for this generation
     bool failed;     // the stretch could not be built: rate 1 from then on
+    double trim;     // the speed-up (+) or slow-down (−) bringing the sound back onto the schedule, 0 none
+    struct SwrContext *trim_swr; // open while trimming (libswresample's compensation, at the timeline's rate 1)
+    double trim_media;           // presentation time of the next trimmed frame
+    float *hist;                 // the last MQ_TRIM_HISTORY frames handed on (passed or trimmed), oldest first
+    double hist_end;             // presentation time just after them, NAN none
 } mq_tempo;
 
 /// Video thread (video_thread.c) only: presentation bookkeeping.
@@ -176,7 +181,9 @@ struct mq_player {
     _Atomic int64_t audio_frames_dropped; // audio and tempo threads (late input skipped)
     _Atomic int64_t audio_silence_frames; // audio thread
     _Atomic double audio_delay;           // audio thread, seconds
-    _Atomic double first_frame_mono;      // video thread
+    _Atomic double
+        audio_lag; // audio thread: the schedule's time minus the sound's at the last period written, NAN none
+    _Atomic double first_frame_mono; // video thread
     _Atomic double av_offset; // video thread: audio heard as the last picture became visible minus its pts, NAN none
     _Atomic double av_offset_peak;  // video thread: the largest |av_offset| of the last whole second, signed
     _Atomic int32_t width, height;  // video thread
