@@ -215,8 +215,9 @@ import Testing
         let entries = try #require(
             mpd.periods.first?.adaptationSets.first?.representations.first?.segmentTemplate?.timeline)
         #expect(
-            entries.map(\.t) == [Self.t0 - 5.96, Self.t0 - 3.96, Self.t0 - 1.96].map { UInt64(($0 * 1000).rounded()) })
-        #expect(entries.map(\.d) == [2000, 2000, 1960])
+            entries.map(\.t)
+                == [Self.t0 - 5.96, Self.t0 - 3.96, Self.t0 - 1.96].map { UInt64(($0 * 1_000_000).rounded()) })
+        #expect(entries.map(\.d) == [2_000_000, 2_000_000, 1_960_000])
 
         let holdBack = try Self.playlist(
             first: 7, durations: [2, 2], target: 2, extra: ["#EXT-X-SERVER-CONTROL:HOLD-BACK=4.5"])

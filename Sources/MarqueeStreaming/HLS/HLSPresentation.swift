@@ -126,12 +126,13 @@ package enum HLSPresentation {
         return 3 * (playlists.map(\.targetDuration).max() ?? 0)
     }
 
-    /// Seconds since 1970 as whole milliseconds of the presentation timeline; nil before 1970 or
-    /// past 2^53 ms (where a Double stops counting milliseconds exactly, and sums of ticks could
-    /// leave UInt64).
-    private static func milliseconds(_ seconds: Double) -> UInt64? {
-        let ms = (seconds * 1000).rounded()
-        return ms >= 0 && ms <= 0x1p53 ? UInt64(ms) : nil
+    /// Seconds since 1970 as whole microseconds of the presentation timeline (not milliseconds:
+    /// two boxes that placed a playlist by their own answer times rounded each segment's start
+    /// their own way, up to a millisecond apart); nil before 1970 or past 2^53 µs (where a Double
+    /// stops counting them exactly, and sums of ticks could leave UInt64).
+    private static func microseconds(_ seconds: Double) -> UInt64? {
+        let us = (seconds * 1_000_000).rounded()
+        return us >= 0 && us <= 0x1p53 ? UInt64(us) : nil
     }
 
     private static func adaptationSet(
@@ -139,7 +140,7 @@ package enum HLSPresentation {
     ) throws(ManifestError) -> AdaptationSet {
         let map = playlist.segments.first?.map
         var template = SegmentTemplate()
-        template.timescale = 1000
+        template.timescale = 1_000_000
         template.initialization = map?.uri.absoluteString  // none: MPEG-TS
         // no offset: from the start
         template.initializationRange = map?.byteRange.map { ByteRange(offset: max(0, $0.offset), length: $0.length) }
@@ -170,13 +171,13 @@ package enum HLSPresentation {
             let next =
                 i + 1 < playlist.segments.count && live
                 ? playlist.segments[i + 1].programDateTime?.timeIntervalSince1970 : nil
-            guard let t = milliseconds(start), let own = milliseconds(start + segment.duration) else {
+            guard let t = microseconds(start), let own = microseconds(start + segment.duration) else {
                 throw ManifestError(
                     .invalidValue,
                     "HLS segment \(segment.sequence) (\(start) s + \(segment.duration) s) is outside the timeline")
             }
             // Up to the next segment's date-time; by its own duration when that is not after it.
-            let end = next.flatMap(milliseconds).flatMap { $0 > t ? $0 : nil } ?? own
+            let end = next.flatMap(microseconds).flatMap { $0 > t ? $0 : nil } ?? own
             entries.append(SegmentTimelineEntry(t: t, n: segment.sequence, d: max(1, end - t)))
             urls[segment.sequence] = segment.uri
             // A range of a file (one growing file, `single_file`): fetched as that range alone.

@@ -30,9 +30,10 @@ package struct HLSPublicationPhase: Sendable, Equatable {
         package var high: Double
         /// Narrowed by what a venue proxy learned (``HLSPublicationAge``).
         package var shared = false
-        /// A venue proxy's: the phase its own estimate says, the answer taken as made when its
-        /// head arrived (inside the bound): the one every box behind it reads alike, whatever
-        /// the round trip each had; nil otherwise.
+        /// A venue proxy's: the phase its own estimate says, the answer taken as made halfway
+        /// between the request's arrival plus the time the proxy held it and the head's arrival
+        /// (inside the bound): the one every box behind it reads alike, whatever the round trip
+        /// each had; nil otherwise.
         package var venueMiddle: Double?
     }
 
@@ -73,8 +74,13 @@ package struct HLSPublicationPhase: Sendable, Equatable {
             let made = sentAt + min(published.held, receivedAt - sentAt)  // (made at or after it)
             bound = Bound(
                 low: made - published.most - newestEnd, high: receivedAt - published.least - newestEnd, shared: true)
+            // Its middle: the answer taken as made halfway between the request's arrival plus
+            // the time held and the head's (exact over a symmetric network; taken as made when
+            // its head arrived, each box read it late by its own delivery and stamping: two
+            // boxes on one machine read the proxy's estimate up to 1.9 ms apart).
             bound.venueMiddle = min(
-                bound.high, max(bound.low, receivedAt - (published.least + published.most) / 2 - newestEnd))
+                bound.high, max(bound.low, (made + receivedAt) / 2 - (published.least + published.most) / 2 - newestEnd)
+            )
         }
         bounds.append(bound)
         if bounds.count > Self.window { bounds.removeFirst(bounds.count - Self.window) }
