@@ -12,11 +12,9 @@
 /// schedule which presentation time is due then, and writes the PCM ring's samples so they
 /// are heard on time (to the sample): late samples are skipped, early ones wait behind silence, and once
 /// locked the stream is written continuously: an error under 20 ms is not cut (no click) but
-/// published (`audio_lag`), and the tempo stage plays the sound slightly faster or slower until
-/// it is back on the schedule (a re-anchor of a few ms, a device clock's drift).
-///
-/// It NEVER allocates, locks, logs or calls back: it reads the SPSC ring and atomics, writes
-/// the output, and reports through atomics that the monitor thread turns into events.
+/// published (`audio_lag`, with the timeline moves it was judged on), and after a re-anchor of
+/// the timeline by a few ms the tempo stage plays the sound slightly faster or slower until it is
+/// back on the schedule.
 
 #define MQ_LOCKED_TOLERANCE 0.020 // seconds of drift tolerated once writing continuously
 #define MQ_START_QUEUED 0.060     // seconds of sound queued before a stream's audio begins
@@ -209,7 +207,7 @@ static void fill_stream(mq_player *p, mq_audio_sync *s, double t_hear, double *t
 {
     const int n = p->period_frames;
     const double sr = p->sample_rate;
-    uint32_t jumps = mq_clock_jumps(&p->clock); // before the schedule is read
+    uint32_t jumps = mq_clock_jumps(&p->clock), moves = mq_clock_moves(&p->clock); // before the schedule is read
     double want, rate = mq_clock_rate(&p->clock);
     bool scheduled = mq_clock_schedule(&p->clock, t_hear, &want);
     *t0 = scheduled ? want : NAN;
@@ -266,6 +264,7 @@ static void fill_stream(mq_player *p, mq_audio_sync *s, double t_hear, double *t
         if (!published) {
             mq_clock_publish_audio(&p->clock, t_hear + i / sr, next, jumps);
             atomic_store_explicit(&p->audio_lag, -err, memory_order_relaxed);
+            atomic_store_explicit(&p->audio_moves, moves, memory_order_release); // (after the lag it was judged on)
             published = true;
         }
         int k = copy_block(p, b, i, n - i);

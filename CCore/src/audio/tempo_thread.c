@@ -106,17 +106,28 @@ static double queued_gain(mq_player *p, double rate)
 }
 
 /// The trim (0 none), at the timeline's rate 1 (a rate run keeps the sound where it is; the trim
-/// follows it): from the sound MQ_TRIM_ENGAGE off the schedule until it is within
-/// MQ_TRIM_RELEASE or past it, 0.2 % while 1 ms or more, then 0.1 % (mpv's display resampling
-/// changes the sound's speed by up to 0.125 %: 0.2 % is 3.5 cents): 4 ms in about 2.5 s. The
-/// lag is judged as it will be once what `out` holds (~170 ms) has been heard, so the trim stops
-/// on time.
+/// follows it), after a move of the timeline (a re-anchor; not for a device's drift or its
+/// delay's jitter, which the audio thread cuts at 20 ms: a sound left alone is bit-exact): from
+/// the sound MQ_TRIM_ENGAGE off the schedule until it is within MQ_TRIM_RELEASE or past it, 0.2 %
+/// while 1 ms or more, then 0.1 % (mpv's display resampling changes the sound's speed by up to
+/// 0.125 %: 0.2 % is 3.5 cents): 4 ms in about 2.5 s. The lag is judged as it will be once what
+/// `out` holds (~170 ms) has been heard, so the trim stops on time.
 static double trim(mq_player *p, mq_tempo *t)
 {
+    uint32_t moves = atomic_load_explicit(&p->audio_moves, memory_order_acquire); // (then the lag judged on them)
     double lag = atomic_load_explicit(&p->audio_lag, memory_order_relaxed) - queued_gain(p, 1.0), size = fabs(lag);
-    bool idle = t->trim == 0;
-    if (isnan(lag) || (idle && size < MQ_TRIM_ENGAGE) || (!idle && (size < MQ_TRIM_RELEASE || lag * t->trim <= 0)))
+    if (t->trim == 0) {
+        if (moves == t->moves_done || isnan(lag))
+            return 0;
+        if (size < MQ_TRIM_ENGAGE) {
+            t->moves_done = moves; // (close enough)
+            return 0;
+        }
+        t->moves_trimming = moves;
+    } else if (isnan(lag) || size < MQ_TRIM_RELEASE || lag * t->trim <= 0) {
+        t->moves_done = t->moves_trimming; // (a move during the trim: trimmed again from there)
         return t->trim = 0;
+    }
     double step = size >= 1e-3 ? 0.002 : 0.001;
     return t->trim = lag > 0 ? step : -step; // behind: faster
 }

@@ -50,6 +50,7 @@ void mq_clock_init(mq_clock *c)
     mq_seq3_init(&c->timeline, NAN, NAN, 1.0);
     mq_seq3_init(&c->audio, 0, 0, 0);
     atomic_init(&c->jumps, 0);
+    atomic_init(&c->moves, 0);
 }
 
 void mq_clock_set_timeline(mq_clock *c, double mono_anchor, double media_anchor, double rate)
@@ -60,6 +61,13 @@ void mq_clock_set_timeline(mq_clock *c, double mono_anchor, double media_anchor,
     double after = media_anchor + (mono - mono_anchor) * rate;
     if (!had || fabs(after - before) > MQ_CLOCK_JUMP)
         atomic_fetch_add(&c->jumps, 1);
+    if (!had || fabs(after - before) >= MQ_CLOCK_MOVE)
+        atomic_fetch_add(&c->moves, 1);
+}
+
+uint32_t mq_clock_moves(const mq_clock *c)
+{
+    return atomic_load(&((mq_clock *)c)->moves);
 }
 
 uint32_t mq_clock_jumps(const mq_clock *c)

@@ -21,6 +21,7 @@ typedef struct mq_clock {
     mq_seq3 timeline; // written by the controlling thread: (mono_anchor, media_anchor, rate); NAN anchor = unset
     mq_seq3 audio; // written by the audio thread only: (mono, media heard then, jumps + 1 when it was read; 0 invalid)
     _Atomic uint32_t jumps; // controlling thread: timelines that jumped (mq_clock_set_timeline)
+    _Atomic uint32_t moves; // controlling thread: timelines that moved the time due by MQ_CLOCK_MOVE or more
 } mq_clock;
 
 void mq_clock_init(mq_clock *c);
@@ -33,6 +34,12 @@ void mq_clock_set_timeline(mq_clock *c, double mono_anchor, double media_anchor,
 
 /// Seconds the time due may move for a new schedule to be a jump.
 #define MQ_CLOCK_JUMP 0.05
+/// Seconds it moves for a new schedule to be a move (a re-anchor the sound is trimmed onto: a
+/// rate change at the time due now is none).
+#define MQ_CLOCK_MOVE 1e-4
+
+/// The moves counted now (read by the audio thread before a period's media is judged).
+uint32_t mq_clock_moves(const mq_clock *c);
 
 /// Audio thread: the jumps counted now (read before a period's media is judged; given back
 /// to `mq_clock_publish_audio`).

@@ -86,12 +86,14 @@ typedef struct mq_audio_sync {
 
 /// Tempo thread (tempo_thread.c) only: the stage between the `pcm` and `out` rings.
 typedef struct mq_tempo {
-    mq_stretch st;   // open while stretching
-    double media;    // presentation time of the next stretched frame
-    uint32_t gen;    // `pcm` generation being passed on
-    bool eof_passed; // `out` was marked ended for this generation
-    bool failed;     // the stretch could not be built: rate 1 from then on
-    double trim;     // the speed-up (+) or slow-down (−) bringing the sound back onto the schedule, 0 none
+    mq_stretch st;           // open while stretching
+    double media;            // presentation time of the next stretched frame
+    uint32_t gen;            // `pcm` generation being passed on
+    bool eof_passed;         // `out` was marked ended for this generation
+    bool failed;             // the stretch could not be built: rate 1 from then on
+    double trim;             // the speed-up (+) or slow-down (−) bringing the sound back onto the schedule, 0 none
+    uint32_t moves_done;     // the timeline moves whose lag was trimmed away (or was too small to)
+    uint32_t moves_trimming; // those of the trim under way
     struct SwrContext *trim_swr; // open while trimming (libswresample's compensation, at the timeline's rate 1)
     double trim_media;           // presentation time of the next trimmed frame
     float *hist;                 // the last MQ_TRIM_HISTORY frames handed on (passed or trimmed), oldest first
@@ -183,6 +185,7 @@ struct mq_player {
     _Atomic double audio_delay;           // audio thread, seconds
     _Atomic double
         audio_lag; // audio thread: the schedule's time minus the sound's at the last period written, NAN none
+    _Atomic uint32_t audio_moves;    // audio thread: the timeline moves (mq_clock_moves) that lag was judged on
     _Atomic double first_frame_mono; // video thread
     _Atomic double av_offset; // video thread: audio heard as the last picture became visible minus its pts, NAN none
     _Atomic double av_offset_peak;  // video thread: the largest |av_offset| of the last whole second, signed
