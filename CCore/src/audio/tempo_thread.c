@@ -27,13 +27,13 @@
 /// back with it: boxes on one schedule show and sound the same instant to within a fraction of a
 /// millisecond, not within the 20 ms a cut waits for.
 
-#define MQ_RATE_EPSILON 1e-6 // closer to 1 than this is rate 1: pass through
-#define MQ_FEED_FRAMES 1024  // input frames per atempo call
-#define MQ_LATE_MARGIN 0.05  // input this far behind what is due now is dropped here
-#define MQ_TEMPO_IDLE 0.01   // wait for input
-#define MQ_TRIM_ENGAGE 5e-4  // seconds off the schedule the sound is trimmed from…
-#define MQ_TRIM_RELEASE 1e-4 // …until within this (or past it)
-#define MQ_TRIM_HISTORY 64   // frames kept of what was handed on: a trim's resampler starts on them
+#define MQ_RATE_EPSILON 1e-6  // closer to 1 than this is rate 1: pass through
+#define MQ_FEED_FRAMES 1024   // input frames per atempo call
+#define MQ_LATE_MARGIN 0.05   // input this far behind what is due now is dropped here
+#define MQ_TEMPO_IDLE 0.01    // wait for input
+#define MQ_TRIM_ENGAGE 2.5e-4 // seconds off the schedule the sound is trimmed from…
+#define MQ_TRIM_RELEASE 1e-4  // …until within this (or past it)
+#define MQ_TRIM_HISTORY 64    // frames kept of what was handed on: a trim's resampler starts on them
 
 static bool quitting(mq_player *p)
 {

@@ -27,8 +27,8 @@ extension PlaybackSession {
     static let anchorStep = 0.003
     /// The same behind a venue proxy that tells its boxes the publication (seconds): their
     /// estimates are one, narrowed together, and a box that kept a lead 3 ms off would be 3 ms
-    /// from its neighbours (a re-anchor this small moves the sound within its lock's tolerance).
-    static let sharedAnchorStep = 0.0005
+    /// from its neighbours (a re-anchor this small is trimmed: the sound, and the pictures, follow).
+    static let sharedAnchorStep = 0.00025
 
     /// The lead that puts the publication at each segment's anchored end, once `anchor`'s phase
     /// is known within ``anchorUsable`` (its error, and whether a venue proxy told it); nil
