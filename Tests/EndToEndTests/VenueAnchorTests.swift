@@ -22,7 +22,7 @@ import Testing
 /// 5–8 ms off and was trimmed back within 5 s (7.1 ms p95). The skew on both boxes' server clocks
 /// and on this machine's is the same: the clocks agree; what is left is the first placement.
 extension LivePlaybackTests {
-    @Test(.disabled("issue 41: p95 0.3–1.03 ms in five of six runs, 7.1 ms in one whose later box entered 5–8 ms off"))
+    @Test(.disabled("issue 41: p95 0.3–1.03 ms in five of six runs; in one the later box entered 5–8 ms off"))
     func twoBoxesBehindOneVenueProxyShowEachPictureTogetherFromTheFirst() async throws {
         let marquee = Tools.packageRoot.appendingPathComponent(".build/debug/marquee")
         try #require(FileManager.default.isExecutableFile(atPath: marquee.path), "swift build first")
