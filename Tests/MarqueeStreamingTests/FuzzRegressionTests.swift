@@ -181,7 +181,7 @@ import Testing
         let mpd = try HLSPresentation.mpd(video: p, audio: nil, variant: nil)
         let timeline = try #require(
             mpd.periods.first?.adaptationSets.first?.representations.first?.segmentTemplate?.timeline)
-        #expect(timeline.map(\.d) == [2000, 2000])
+        #expect(timeline.map(\.d) == [2_000_000, 2_000_000])  // (microseconds)
     }
 
     /// hls: a media or discontinuity sequence number past 2^64 − 1 trapped counting on.
