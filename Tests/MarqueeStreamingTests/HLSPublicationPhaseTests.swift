@@ -144,23 +144,6 @@ import Testing
         #expect(near(phase.bounds.last?.low, 0.04) && near(phase.bounds.last?.high, 0.06))
     }
 
-    /// Behind a proxy the phase is the median of the last five middles it told (one answer read
-    /// late, its head stamped 3 ms after it came, is not a move of the box's timeline).
-    @Test func aVenuesMiddleIsTheMedianOfItsLastFive() throws {
-        var phase = HLSPublicationPhase()
-        for (i, late) in [0.0, 0.0002, 0.003, -0.0001, 0.0004].enumerated() {
-            let sent = 100.4 + 2 * Double(i)
-            phase.record(
-                sentAt: sent, receivedAt: sent + 0.001 + late, newestEnd: 100 + 2 * Double(i), nextDuration: 2,
-                published: HLSPublicationAge(least: 0.35, most: 0.37))
-        }
-        // Each made at sent + (0.001 + late) / 2, 0.36 s after the newest was published: the
-        // middles 0.0405, 0.0406, 0.042, 0.04045, 0.0407; their median 0.0406.
-        let middle = try #require(phase.middle)
-        #expect(abs(middle - 0.0406) < 1e-9, "\(middle)")
-        #expect(abs((phase.bounds.last?.venueMiddle ?? 0) - 0.0407) < 1e-9)
-    }
-
     /// The header: two non-negative decimals in order, and the time held, under an hour each;
     /// anything else is nothing.
     @Test func theAgeHeaderIsParsedThenChecked() {

@@ -139,12 +139,7 @@ package struct HLSPublicationPhase: Sendable, Equatable {
     /// proxy read the same, each within its own delivery of the answer, not spread over its
     /// round trip), else the middle of ``interval``; nil before any answer.
     package var middle: Double? {
-        if let told = bounds.last, told.shared, let venue = told.venueMiddle {
-            // The median of the last five the proxy told (each read through one round trip's
-            // stamps: one answer's jitter is not a move of every box's timeline).
-            let recent = bounds.suffix(5).filter(\.shared).compactMap(\.venueMiddle)
-            return recent.count >= 3 ? recent.sorted()[recent.count / 2] : venue
-        }
+        if let told = bounds.last, told.shared, let venue = told.venueMiddle { return venue }
         return interval.map { ($0.low + $0.high) / 2 }
     }
 
