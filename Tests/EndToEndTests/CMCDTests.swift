@@ -144,7 +144,7 @@ extension LivePlaybackTests {
         let dir = try Tools.tempDirectory("cmcd-nginx")
         let dash = dir.appendingPathComponent("dash")
         try FileManager.default.createDirectory(at: dash, withIntermediateDirectories: true)
-        let port = try LivePlaybackTests.freePort()
+        let port = try Tools.freePort()
         let log = dir.appendingPathComponent("access.log")
         let conf = """
             daemon off; master_process off; worker_processes 1;

@@ -29,7 +29,7 @@ import Testing
         let metricsPort = try #require(fleet.metrics?.port)
 
         // Prometheus, as a box's operator runs it: scraping every second, with the token.
-        let promPort = try VenuePeerTests.freePort()
+        let promPort = try Tools.freePort()
         let config = dir.appendingPathComponent("prometheus.yml")
         try """
         global: {scrape_interval: 1s, scrape_timeout: 900ms}

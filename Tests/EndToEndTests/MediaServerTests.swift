@@ -14,7 +14,6 @@ import Testing
 /// (the directory nginx writes), checked from frames.tsv against nginx's own segments decoded by
 /// ffmpeg.
 extension LivePlaybackTests {
-    static func freePort() throws -> Int { try Tools.freePort() }
 
     struct TestFailure: Error, CustomStringConvertible {
         var description: String
@@ -30,7 +29,7 @@ extension LivePlaybackTests {
         let dir = try Tools.tempDirectory("nginx")
         let dash = dir.appendingPathComponent("dash")
         try FileManager.default.createDirectory(at: dash, withIntermediateDirectories: true)
-        let port = try Self.freePort()
+        let port = try Tools.freePort()
         let conf = """
             load_module /usr/lib/nginx/modules/ngx_rtmp_module.so;
             daemon off; master_process off; worker_processes 1;

@@ -19,7 +19,7 @@ extension LivePlaybackTests {
         defer { Task { await origin.stop() } }
         let dir = try Tools.tempDirectory("otlp")
         let received = dir.appendingPathComponent("received.jsonl")
-        let port = try VenuePeerTests.freePort()
+        let port = try Tools.freePort()
         let script = Tools.packageRoot.appendingPathComponent("rigs/otlp/receiver.py").path
         func receiver() async throws -> Process {
             let p = try Tools.spawn(python, [script, String(port), received.path])

@@ -94,21 +94,15 @@ extension LivePlaybackTests {
             guard case .liveEdgeLearned(let moved, let error) = timed.event else { return nil }
             return String(format: "%.1f s: %+.4f s ± %.4f", timed.time - first, moved, error)
         }
-        let windows = stride(from: 0.0, to: together, by: 5).map { from in
-            String(format: "%.2f", Stats.median(skew.filter { $0.0 >= from && $0.0 < from + 5 }.map(\.1)) * 1000)
-        }
-        var monoB: [Int: Double] = [:]
-        for f in framesB { monoB[Int((f.pts * 1000).rounded())] = f.monoTime }
-        let monoSkew = framesA.compactMap { f in
-            monoB[Int((f.pts * 1000).rounded())].map { (f.wallTime - first, $0 - f.monoTime) }
-        }
-        let monoWindows = stride(from: 0.0, to: together, by: 5).map { from in
-            String(format: "%.2f", Stats.median(monoSkew.filter { $0.0 >= from && $0.0 < from + 5 }.map(\.1)) * 1000)
+        func windows(_ skew: [(Double, Double)]) -> String {
+            stride(from: 0.0, to: together, by: 5).map { from in
+                String(format: "%.2f", Stats.median(skew.filter { $0.0 >= from && $0.0 < from + 5 }.map(\.1)) * 1000)
+            }.joined(separator: ", ")
         }
         print(
             """
             venue edge: skew (B − A, ms) by 5 s from A's first picture: on the boxes' server clocks \
-            \(windows.joined(separator: ", ")); on this machine's \(monoWindows.joined(separator: ", "))
+            \(windows(skew)); on this machine's \(windows(Self.skews(framesA, framesB, clock: \.monoTime)))
             """)
         print(
             String(

@@ -52,8 +52,6 @@ import Testing
         #expect(proxy.statistics.peersConnected == peers)
     }
 
-    static func freePort() throws -> Int { try Tools.freePort() }
-
     /// Segments of `generated`'s video whose owner among boxes `a` and `other` is `owner`.
     static func segments(
         _ origin: Origin, owner: String, other: String, count: Int, options: [String] = [], newest: Int = 3
@@ -114,7 +112,7 @@ import Testing
     @Test func aLyingPeerIsCaughtBannedAndCostsNoSegment() async throws {
         let origin = try await LivePlaybackTests.origin()
         defer { Task { await origin.stop() } }
-        let port = try Self.freePort()
+        let port = try Tools.freePort()
         let log = try Tools.tempDirectory("liar").appendingPathComponent("asked.log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let liar = try Self.liar(port: port, log: log, box: "liar", keyed: true)
@@ -140,7 +138,7 @@ import Testing
     @Test func aPeerKilledMidTransferCostsNoSegment() async throws {
         let origin = try await LivePlaybackTests.origin()
         defer { Task { await origin.stop() } }
-        let port = try Self.freePort()
+        let port = try Tools.freePort()
         let marquee = Tools.packageRoot.appendingPathComponent(".build/debug/marquee").path
         let b = try Tools.spawn(
             marquee,
@@ -198,7 +196,7 @@ import Testing
                 "30",
                 "-preset", "ultrafast", "-f", "hls", "-hls_time", "1", "-hls_list_size", "0", "out.m3u8",
             ], cwd: dir)
-        let port = try VenuePeerTests.freePort()
+        let port = try Tools.freePort()
         let server = try Tools.spawn(
             "sh",
             [
@@ -281,7 +279,7 @@ import Testing
     ) async throws {
         let (dir, port, server) = try await Self.serve()
         defer { Tools.stop(server) }
-        let liarPort = try VenuePeerTests.freePort()
+        let liarPort = try Tools.freePort()
         let log = dir.appendingPathComponent("asked.log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let urls = try Self.segments(dir, port: port)

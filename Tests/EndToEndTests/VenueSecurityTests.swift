@@ -22,7 +22,7 @@ import Testing
         let dir = try Tools.tempDirectory("venue-secret")
         let log = dir.appendingPathComponent("requests.log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let port = try VenuePeerTests.freePort()
+        let port = try Tools.freePort()
         let script = Tools.packageRoot.appendingPathComponent("rigs/security/http_server.py").path
         let process = try Tools.spawn("python3", [script, "\(port)", log.path])
         for _ in 0..<50 {

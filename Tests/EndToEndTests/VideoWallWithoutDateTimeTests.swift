@@ -140,11 +140,15 @@ extension LivePlaybackTests {
 
     /// For each picture of `a` that `b` showed too (by pts, to the millisecond): seconds since
     /// `a`'s first picture, and how much later `b` showed it (seconds; negative: sooner).
-    static func skews(_ a: [PresentedFrame], _ b: [PresentedFrame]) -> [(Double, Double)] {
-        var wallB: [Int: Double] = [:]
-        for f in b { wallB[Int((f.pts * 1000).rounded())] = f.wallTime }
-        guard let first = a.first?.wallTime else { return [] }
-        return a.compactMap { f in wallB[Int((f.pts * 1000).rounded())].map { (f.wallTime - first, $0 - f.wallTime) } }
+    static func skews(
+        _ a: [PresentedFrame], _ b: [PresentedFrame], clock: KeyPath<PresentedFrame, Double> = \.wallTime
+    ) -> [(Double, Double)] {
+        var atB: [Int: Double] = [:]
+        for f in b { atB[Int((f.pts * 1000).rounded())] = f[keyPath: clock] }
+        guard let first = a.first?[keyPath: clock] else { return [] }
+        return a.compactMap { f in
+            atB[Int((f.pts * 1000).rounded())].map { (f[keyPath: clock] - first, $0 - f[keyPath: clock]) }
+        }
     }
 
     /// `marquee play url` in its own process, its pictures to `frames:` in a new directory and

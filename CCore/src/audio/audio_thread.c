@@ -15,6 +15,9 @@
 /// published (`audio_lag`, with the timeline moves it was judged on), and after a re-anchor of
 /// the timeline by a few ms the tempo stage plays the sound slightly faster or slower until it is
 /// back on the schedule.
+///
+/// It NEVER allocates, locks, logs or calls back: it reads the SPSC ring and atomics, writes
+/// the output, and reports through atomics that the monitor thread turns into events.
 
 #define MQ_LOCKED_TOLERANCE 0.020 // seconds of drift tolerated once writing continuously
 #define MQ_START_QUEUED 0.060     // seconds of sound queued before a stream's audio begins

@@ -19,11 +19,10 @@
 /// `out` is kept short (MQ_OUT_BLOCKS × MQ_OUT_BLOCK_FRAMES, ~170 ms at 48 kHz) so a new rate
 /// is heard within that. This thread may allocate (libavfilter); the audio thread still never does.
 ///
-/// The trim: the audio thread writes on, without a cut, a sound up to 20 ms off the schedule (a
-/// re-anchor of the timeline by a few ms, a device whose clock drifts from the machine's); it
-/// reports how far (`audio_lag`), and at the timeline's rate 1 this stage resamples by 0.1–0.2 %
-/// (libswresample's compensation: exact in time, a few cents in pitch) until the sound is back on
-/// the schedule. The pictures follow the sound, so they come
+/// The trim: the audio thread writes on, without a cut, a sound up to 20 ms off the schedule; it
+/// reports how far (`audio_lag`), and after a re-anchor of the timeline by a few ms, at rate 1,
+/// this stage resamples by 0.1–0.2 % (libswresample's compensation: exact in time, a few cents in
+/// pitch) until the sound is back on the schedule. The pictures follow the sound, so they come
 /// back with it: boxes on one schedule show and sound the same instant to within a fraction of a
 /// millisecond, not within the 20 ms a cut waits for.
 
@@ -212,6 +211,8 @@ static void trim_pass(mq_player *p, mq_tempo *t, mq_pcm_block *b, double trim)
 {
     const int sr = p->sample_rate, off = p->pcm->read_off;
     if (!t->trim_swr && !trim_open(p, t, b->pts + off * b->rate / sr)) {
+        t->moves_done = t->moves_trimming; // (not tried again at every block: the next move tries)
+        t->trim = 0;
         pass(p, t, b);
         return;
     }
@@ -326,7 +327,7 @@ void *mq_tempo_thread_main(void *arg)
             reset(p, t, gen);
         double rate = mq_clock_rate(&p->clock);
         bool want_stretch = fabs(rate - 1.0) > MQ_RATE_EPSILON && rate >= 0.5 && rate <= 2.0 && !t->failed;
-        double trimmed = want_stretch || fabs(rate - 1.0) > MQ_RATE_EPSILON ? (t->trim = 0) : trim(p, t);
+        double trimmed = fabs(rate - 1.0) > MQ_RATE_EPSILON ? (t->trim = 0) : trim(p, t);
         if (!want_stretch)
             stop_stretching(p, t);
         mq_pcm_block *b = mq_pcm_ring_peek(p->pcm);
