@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Marquee
 import MarqueeOrigin
+import MarqueeStreaming
 import ServiceLifecycle
 import TestSupport
 import Testing
@@ -65,18 +66,21 @@ extension LivePlaybackTests {
                 videoOutput: .frames(dir.path)))
         try await player.play()
         try await Task.sleep(for: .seconds(2.5))
-        let offAt = Date().timeIntervalSince1970
+        // On the monotonic clock (frames.tsv's `mono_time`): the wall times are on the server's
+        // clock, as measured. From the call's return: a CI run's loaded lane held the test's task
+        // for over 0.1 s between reading the clock and the call, and saw a picture "after" it.
         player.displayOff()
+        let offAt = Monotonic.now()
         try await Task.sleep(for: .seconds(2))
-        let onAt = Date().timeIntervalSince1970
+        let onAt = Monotonic.now()
         player.displayOn()
         try await Task.sleep(for: .seconds(1.5))
         await player.stop()
 
         let frames = try FramesFile.read(dir.appendingPathComponent("frames.tsv"))
-        let during = frames.filter { $0.wallTime > offAt + 0.1 && $0.wallTime < onAt }
+        let during = frames.filter { $0.monoTime > offAt + 0.1 && $0.monoTime < onAt }
         #expect(during.isEmpty, "\(during.count) pictures presented with the display off")
-        let after = frames.filter { $0.wallTime > onAt + 0.2 }
+        let after = frames.filter { $0.monoTime > onAt + 0.2 }
         #expect(after.count > 25, "\(after.count) pictures after the display came back")
         #expect(after.allSatisfy { abs($0.wallTime - Double(ast) - $0.pts - 3) < 0.02 }, "pictures back on the clock")
         // The sound never stopped: the 440 Hz tone is continuous from its onset to the end.

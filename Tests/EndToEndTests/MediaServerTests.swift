@@ -88,15 +88,36 @@ extension LivePlaybackTests {
         #expect(zip(settled, settled.dropFirst()).allSatisfy { $0.pts < $1.pts }, "pictures in order")
         let (share, _) = Self.presentedShare(settled)
         #expect(share >= 0.99, "\(share * 100) % of the pictures of the last 14 s")
-        // Latency held: wall time − pts constant within a frame over those 14 s.
+        // Latency held: wall time − pts constant within a frame over those 14 s, but where the
+        // target was raised (nginx writes a segment when the next keyframe comes: a loaded CI
+        // lane had one arrive late in them, and the target rose by 0.25 s); each move is one of
+        // the target's, by its size.
         let offsets = settled.map { $0.wallTime - $0.pts }
-        let spread = (offsets.max() ?? 0) - (offsets.min() ?? 0)
-        #expect(spread < 1.0 / 30, "latency moved by \(spread) s")
+        let targets = [3.0] + run.events.compactMap { if case .targetLatencyChanged(let s, _) = $0 { s } else { nil } }
+        var changes = zip(targets, targets.dropFirst()).map { $1 - $0 }
+        var stretches: [[Double]] = [[]]
+        var unexplained: [Double] = []
+        for (i, offset) in offsets.enumerated() {
+            let move = i > 0 ? offset - offsets[i - 1] : 0
+            if abs(move) >= 1.0 / 30 {
+                if let k = changes.firstIndex(where: { abs($0 - move) < 1.0 / 30 }) {
+                    changes.remove(at: k)
+                } else {
+                    unexplained.append(move)
+                }
+                stretches.append([])
+            }
+            stretches[stretches.count - 1].append(offset)
+        }
+        let spread = stretches.map { ($0.max() ?? 0) - ($0.min() ?? 0) }.max() ?? 0
+        #expect(unexplained.isEmpty, "latency moved by \(unexplained) s, not a change of the target (\(targets))")
+        #expect(spread < 1.0 / 30, "latency moved by \(spread) s between the target's changes")
         #expect(!run.events.contains { if case .error(_, true) = $0 { true } else { false } })
-        let target = run.events.compactMap { if case .targetLatencyChanged(let s, _) = $0 { s } else { nil } }.last
+        let target = targets.count > 1 ? targets.last : nil
         print(
             String(
-                format: "nginx-rtmp: %d pictures, %.1f %% of the last 14 s, latency spread %.3f s, target %@",
-                run.frames.count, share * 100, spread, target.map { String(format: "raised to %.2f s", $0) } ?? "3 s"))
+                format: "nginx-rtmp: %d pictures, %.1f %% of the last 14 s, latency spread %.3f s, %d moves, target %@",
+                run.frames.count, share * 100, spread, stretches.count - 1,
+                target.map { String(format: "raised to %.2f s", $0) } ?? "3 s"))
     }
 }

@@ -84,8 +84,12 @@ extension PlaylistPlayer {
                         }
                     }
                     if shown == nil {
-                        if player.status.framesPresented > before {
-                            shown = min(now, due)
+                        // Its time counts from its first picture's due instant (the core shows it
+                        // then). Not before it: the pictures counted since `before` may be the
+                        // item before's last, presented while this one was being put on (a CI
+                        // run's cut from an image to live came 3.8 ms early from one).
+                        if now >= due, player.status.framesPresented > before {
+                            shown = due
                             inner.withLock {
                                 $0.playing?.mediaTime = 0
                                 $0.tracking?.shownMono = shown
