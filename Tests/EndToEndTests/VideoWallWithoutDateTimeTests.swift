@@ -143,10 +143,11 @@ extension LivePlaybackTests {
     static func skews(
         _ a: [PresentedFrame], _ b: [PresentedFrame], clock: KeyPath<PresentedFrame, Double> = \.wallTime
     ) -> [(Double, Double)] {
+        // (A join's still is shown at once, not on the clock: not compared.)
         var atB: [Int: Double] = [:]
-        for f in b { atB[Int((f.pts * 1000).rounded())] = f[keyPath: clock] }
+        for f in b where !f.still { atB[Int((f.pts * 1000).rounded())] = f[keyPath: clock] }
         guard let first = a.first?[keyPath: clock] else { return [] }
-        return a.compactMap { f in
+        return a.filter { !$0.still }.compactMap { f in
             atB[Int((f.pts * 1000).rounded())].map { (f[keyPath: clock] - first, $0 - f[keyPath: clock]) }
         }
     }
