@@ -210,9 +210,6 @@ extension LivePlaybackTests {
 }
 
 extension LivePlaybackTests {
-    /// ffmpeg's HLS muxer writing `dir/out.m3u8` live (`-re`): 640x360 test picture at 30 fps
-    /// (a keyframe a second) and a 440 Hz tone, timestamps from the wall clock, with `hls` (the
-    /// muxer's own options: segment length, list size, flags).
     /// GStreamer's hlssink2 writing live HLS into `dir` (`out.m3u8`, 1 s MPEG-TS segments
     /// `seg%05d.ts`, none deleted), a live test picture at 30 fps and a 440 Hz tone.
     static func gstreamerLiveHLS(in dir: URL) throws -> Process {
@@ -228,6 +225,9 @@ extension LivePlaybackTests {
         return try Tools.spawn("gst-launch-1.0", ["-q"] + pipeline.split(separator: " ").map(String.init), cwd: dir)
     }
 
+    /// ffmpeg's HLS muxer writing `dir/out.m3u8` live (`-re`): 640x360 test picture at 30 fps
+    /// (a keyframe a second) and a 440 Hz tone, timestamps from the wall clock, with `hls` (the
+    /// muxer's own options: segment length, list size, flags).
     static func ffmpegLiveHLS(in dir: URL, _ hls: [String]) throws -> Process {
         try Tools.spawn(
             "ffmpeg",
