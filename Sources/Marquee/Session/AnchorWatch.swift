@@ -22,6 +22,10 @@ extension PlaybackSession {
     static let anchorSettled = 0.004
     /// Once it is, one probe every ``anchorProbeEvery`` segments keeps it up to date.
     static let anchorProbeEvery = 4
+    /// Probes whose wake-to-answer times are kept (the shortest sets how early the next wakes).
+    static let probeTimings = 5
+    /// A probe wakes at most this early (seconds): half a slow answer is not its request's time.
+    static let maxProbeLead = 0.010
     /// A lead that moved less than this is not applied again (seconds): under a frame, and over
     /// the interval's own jitter once settled (the packager's publishing, a few milliseconds).
     static let anchorStep = 0.003
@@ -75,6 +79,12 @@ extension PlaybackSession {
         // (Placed by it from the start when the first answers told it: a venue proxy's.)
         var applied = initialLead
         var settled = false
+        // Seconds from a probe's wake to its answer being in hand, the last few: the request
+        // goes out and comes back within that, so the wake is set half the shortest of them
+        // early, and the answer brackets the instant aimed at (a box whose requests went out
+        // 2–3 ms after its wake had every probe answered after the publication: the interval
+        // held near 5 ms for 40 s, its high end creeping down by the answers' jitter).
+        var tooks: [Double] = []
         if initialLead != nil, let told = learnedEdgeError.withLock({ $0 }) {
             events.send(.liveEdgeLearned(moved: 0, error: told.error))
             logger.notice(
@@ -121,10 +131,16 @@ extension PlaybackSession {
             // The next probe: in the middle of the interval for the next segment (as anchored,
             // on the answers' clock), or, once settled, a few segments on.
             let probeEnd = nextEnd + (width <= Self.anchorSettled ? Double(Self.anchorProbeEvery - 1) * segment : 0)
-            let wait =
-                probeEnd + (anchor.phase.middle ?? (interval.low + interval.high) / 2) - answerOffset - Monotonic.now()
-            if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(wait * 1000))) }
+            let early = min(Self.maxProbeLead, (tooks.min() ?? 0) / 2)
+            let wake = probeEnd + (anchor.phase.middle ?? (interval.low + interval.high) / 2) - answerOffset - early
+            let wait = wake - Monotonic.now()
+            if wait > 0 { try? await Task.sleep(for: .microseconds(Int(wait * 1_000_000))) }
+            let woke = Monotonic.now()
             _ = try? await manifest.load()
+            if wait > 0 {
+                tooks.append(Monotonic.now() - woke)
+                if tooks.count > Self.probeTimings { tooks.removeFirst() }
+            }
             if wait < 0, await manifest.anchorView()?.anchor.nextEnd == nextEnd {
                 // Late, and nothing new since (a freeze, a packager that stopped): a segment's
                 // wait before looking again, not a request after another.
