@@ -122,7 +122,7 @@ import Testing
             published: HLSPublicationAge(least: 0.35, most: 0.37))
         #expect(near(phase.bounds.last?.low, 0.03) && near(phase.bounds.last?.high, 0.06) && phase.isShared)
         // Its middle: the answer made halfway through the round trip (100.405), 0.36 s after.
-        #expect(near(phase.bounds.last?.venueMiddle, 0.045), "\(String(describing: phase.bounds.last))")
+        #expect(near(phase.middle, 0.045), "\(String(describing: phase.bounds.last))")
         // An answer the proxy made from a fetch 2.1 s old: published 2.2–2.3 s before.
         phase.record(
             sentAt: 102.4, receivedAt: 102.41, newestEnd: 100, nextDuration: 2,
@@ -137,7 +137,7 @@ import Testing
             sentAt: 106.4, receivedAt: 106.41, newestEnd: 106, nextDuration: 2,
             published: HLSPublicationAge(least: 0.35, most: 0.37, held: 0.008))
         #expect(near(phase.bounds.last?.low, 0.038) && near(phase.bounds.last?.high, 0.06))
-        #expect(near(phase.bounds.last?.venueMiddle, 0.049))  // (made in the last 2 ms: at 106.409)
+        #expect(near(phase.middle, 0.049))  // (made in the last 2 ms: at 106.409)
         phase.record(
             sentAt: 108.4, receivedAt: 108.41, newestEnd: 108, nextDuration: 2,
             published: HLSPublicationAge(least: 0.35, most: 0.37, held: 0.5))

@@ -84,7 +84,7 @@ extension PlaybackSession {
         // early, and the answer brackets the instant aimed at (a box whose requests went out
         // 2–3 ms after its wake had every probe answered after the publication: the interval
         // held near 5 ms for 40 s, its high end creeping down by the answers' jitter).
-        var tooks: [Double] = []
+        var answerTimes: [Double] = []
         if initialLead != nil, let told = learnedEdgeError.withLock({ $0 }) {
             events.send(.liveEdgeLearned(moved: 0, error: told.error))
             logger.notice(
@@ -99,11 +99,11 @@ extension PlaybackSession {
                 continue
             }
             // (The interval read above is the estimate's: its middle, within half its width.)
-            let width = interval.high - interval.low
+            let (width, middle) = (interval.high - interval.low, (interval.low + interval.high) / 2)
             if let (lead, error, shared) = Self.learnedLead(
                 anchor, answerOffset: answerOffset, clockOffset: clock.offset)
             {
-                let estimate = (phase: anchor.phase.middle ?? (interval.low + interval.high) / 2, error: error)
+                let estimate = (phase: middle, error: error)
                 // (The error said is the estimate's, also when the lead stays where it was.)
                 learnedEdgeError.withLock { $0 = (estimate.error, shared) }
                 if applied.map({ abs($0 - lead) >= (shared ? Self.sharedAnchorStep : Self.anchorStep) }) ?? true {
@@ -131,15 +131,15 @@ extension PlaybackSession {
             // The next probe: in the middle of the interval for the next segment (as anchored,
             // on the answers' clock), or, once settled, a few segments on.
             let probeEnd = nextEnd + (width <= Self.anchorSettled ? Double(Self.anchorProbeEvery - 1) * segment : 0)
-            let early = min(Self.maxProbeLead, (tooks.min() ?? 0) / 2)
-            let wake = probeEnd + (anchor.phase.middle ?? (interval.low + interval.high) / 2) - answerOffset - early
+            let early = min(Self.maxProbeLead, (answerTimes.min() ?? 0) / 2)
+            let wake = probeEnd + middle - answerOffset - early
             let wait = wake - Monotonic.now()
             if wait > 0 { try? await Task.sleep(for: .microseconds(Int(wait * 1_000_000))) }
             let woke = Monotonic.now()
             _ = try? await manifest.load()
             if wait > 0 {
-                tooks.append(Monotonic.now() - woke)
-                if tooks.count > Self.probeTimings { tooks.removeFirst() }
+                answerTimes.append(Monotonic.now() - woke)
+                if answerTimes.count > Self.probeTimings { answerTimes.removeFirst() }
             }
             if wait < 0, await manifest.anchorView()?.anchor.nextEnd == nextEnd {
                 // Late, and nothing new since (a freeze, a packager that stopped): a segment's

@@ -28,13 +28,11 @@ package struct HLSPublicationPhase: Sendable, Equatable {
     package struct Bound: Sendable, Equatable {
         package var low: Double
         package var high: Double
-        /// Narrowed by what a venue proxy learned (``HLSPublicationAge``).
+        /// Narrowed by what a venue proxy learned (``HLSPublicationAge``): its middle is the
+        /// phase the proxy's own estimate says, the answer taken as made halfway between the
+        /// request's arrival plus the time the proxy held it and the head's arrival (exact over
+        /// a symmetric network; each box reads it late by its own delivery and stamping).
         package var shared = false
-        /// A venue proxy's: the phase its own estimate says, the answer taken as made halfway
-        /// between the request's arrival plus the time the proxy held it and the head's arrival
-        /// (inside the bound): the one every box behind it reads alike, whatever the round trip
-        /// each had; nil otherwise.
-        package var venueMiddle: Double?
     }
 
     /// The bounds of the last ``window`` answers, oldest first.
@@ -74,13 +72,6 @@ package struct HLSPublicationPhase: Sendable, Equatable {
             let made = sentAt + min(published.held, receivedAt - sentAt)  // (made at or after it)
             bound = Bound(
                 low: made - published.most - newestEnd, high: receivedAt - published.least - newestEnd, shared: true)
-            // Its middle: the answer taken as made halfway between the request's arrival plus
-            // the time held and the head's (exact over a symmetric network; taken as made when
-            // its head arrived, each box read it late by its own delivery and stamping: two
-            // boxes on one machine read the proxy's estimate up to 1.9 ms apart).
-            bound.venueMiddle = min(
-                bound.high, max(bound.low, (made + receivedAt) / 2 - (published.least + published.most) / 2 - newestEnd)
-            )
         }
         bounds.append(bound)
         if bounds.count > Self.window { bounds.removeFirst(bounds.count - Self.window) }
@@ -127,20 +118,18 @@ package struct HLSPublicationPhase: Sendable, Equatable {
         return best
     }
 
-    /// The phase (the middle of ``interval``; told by a venue proxy, its middle: ``Bound/venueMiddle``)
-    /// and its error (half the interval's width), once the interval is narrower than
-    /// `precision`; nil before.
+    /// The phase (the middle of ``interval``) and its error (half the interval's width), once
+    /// the interval is narrower than `precision`; nil before.
     package func estimate(precision: Double) -> (phase: Double, error: Double)? {
         guard let interval, interval.high - interval.low <= precision else { return nil }
-        return (middle ?? (interval.low + interval.high) / 2, (interval.high - interval.low) / 2)
+        return ((interval.low + interval.high) / 2, (interval.high - interval.low) / 2)
     }
 
-    /// The phase's best value: a venue proxy's middle while it tells one (boxes behind one
-    /// proxy read the same, each within its own delivery of the answer, not spread over its
-    /// round trip), else the middle of ``interval``; nil before any answer.
+    /// The phase's best value, the middle of ``interval`` (behind a venue proxy, of the bound it
+    /// told last: the proxy's estimate, which every box behind it reads alike, each within its
+    /// own delivery of the answer); nil before any answer.
     package var middle: Double? {
-        if let told = bounds.last, told.shared, let venue = told.venueMiddle { return venue }
-        return interval.map { ($0.low + $0.high) / 2 }
+        interval.map { ($0.low + $0.high) / 2 }
     }
 
     /// When to ask next to narrow the interval (server seconds), for the segment anchored to end
