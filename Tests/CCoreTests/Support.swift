@@ -198,6 +198,8 @@ struct FrameRow {
     var item: String
     /// A join's keyframe shown before its time (`hide_join_still` 0).
     var still = false
+    /// When it was due (the clock of `wall`); nil for a join's still.
+    var due: Double?
 
     static func read(_ dir: URL) throws -> [FrameRow] {
         let text = try String(contentsOf: dir.appendingPathComponent("frames.tsv"), encoding: .utf8)
@@ -208,7 +210,8 @@ struct FrameRow {
             let f = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
             return FrameRow(
                 wall: Double(f[0])!, pts: f[1], md5: f[2], width: Int(f[3])!,
-                height: Int(f[4])!, item: f.count > 5 ? f[5] : "", still: f.count > 6 && f[6] == "1")
+                height: Int(f[4])!, item: f.count > 5 ? f[5] : "", still: f.count > 6 && f[6] == "1",
+                due: f.count > 7 ? Double(f[7]) : nil)
         }
     }
 }
