@@ -52,8 +52,8 @@ extension LivePlaybackTests {
         print(
             String(
                 format: """
-                    ffmpeg fMP4 HLS %@ PDT: latency %.3f s after the encoder made the picture (median; %.1f ms spread); \
-                    moves %@
+                    ffmpeg fMP4 HLS %@ PDT: latency %.3f s after the encoder made the picture \
+                    (median; %.1f ms spread); moves %@
                     """,
                 dated ? "with" : "without", Stats.median(latency), (latency.max()! - latency.min()!) * 1000,
                 jumps.map { String(format: "%.1f s: %.4f s", $0.time - spawned, $0.moved) }.joined(separator: ", ")))
