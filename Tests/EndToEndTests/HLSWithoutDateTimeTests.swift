@@ -41,9 +41,7 @@ extension LivePlaybackTests {
         // picture was made (measured: 6.1 s at a 3 s target), which the player cannot know.
         // Without date-times the box learns when the packager publishes and moves its timeline
         // there once, whenever it knows it well enough (seconds in, later on a busy machine).
-        let jumps = run.timed.compactMap { timed -> (time: Double, moved: Double)? in
-            if case .latencyJump(let moved) = timed.event { (timed.time, moved) } else { nil }
-        }
+        let jumps = Self.announcedMoves(run.timed)
         let latency = try Self.expectSteadyPlayback(
             run.frames, made: { spawned + $0.pts }, target: 3, segment: dated ? 2 : 4, box: "ffmpeg fMP4",
             jumps: dated ? [] : jumps)
@@ -182,6 +180,12 @@ extension LivePlaybackTests {
             Stats.median(settled) > target - 0.05 && Stats.median(settled) < target + segment + 0.5,
             "\(box): latency \(Stats.median(settled)) s, target \(target)")
         return settled
+    }
+
+    /// The player's moves of its timeline (``PlayerEvent/latencyJump(error:)``) with the times
+    /// they were received at, for ``expectSteadyPlayback``'s `jumps`.
+    static func announcedMoves(_ timed: [(time: Double, event: PlayerEvent)]) -> [(time: Double, moved: Double)] {
+        timed.compactMap { if case .latencyJump(let moved) = $0.event { ($0.time, moved) } else { nil } }
     }
 
     static func expectHeard440(_ wav: URL) {

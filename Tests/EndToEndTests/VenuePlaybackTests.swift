@@ -45,7 +45,8 @@ extension LivePlaybackTests {
             played.path.hasPrefix("/u/http/127.0.0.1:\(origin.baseURL.port!)/static/out.m3u8")
                 && played.port != origin.baseURL.port)
         _ = try Self.expectSteadyPlayback(
-            run.frames, made: { spawned + $0.pts }, target: 3, segment: 4, box: "ffmpeg HLS via the proxy")
+            run.frames, made: { spawned + $0.pts }, target: 3, segment: 4, box: "ffmpeg HLS via the proxy",
+            jumps: Self.announcedMoves(run.timed))
         Self.expectHeard440(run.dir.appendingPathComponent("out.wav"))
         let counts = try await Self.originMediaCounts(origin)
         #expect(counts.count >= 6 && counts.values.allSatisfy { $0 == 1 }, "\(counts)")
