@@ -3,6 +3,7 @@ import Logging
 import Marquee
 import MarqueeFleet
 import MarqueeSignage
+import MarqueeStreaming
 import MarqueeVenue
 
 /// Plays sources through the public API with a status line; shared by `play` and `demo`.
@@ -281,7 +282,7 @@ struct PlaybackRunner {
         let qoe = await fleet.stop()
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
+        encoder.dateEncodingStrategy = .xsDateTime
         if let json = try? encoder.encode(qoe) { say("qoe: " + String(decoding: json, as: UTF8.self)) }
         return outcome
     }

@@ -431,7 +431,7 @@ enum Properties {
 
     private static func object<T: Encodable>(_ value: T) throws -> Any {
         let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .iso8601
+        encoder.dateEncodingStrategy = .xsDateTime
         return try JSONSerialization.jsonObject(with: try encoder.encode(value))
     }
 }
