@@ -68,12 +68,13 @@ struct PlaybackRunner {
         let final = player.status
         let venue = player.venueStatistics
         // SIGTERM/SIGINT: the sound fades out rather than stopping mid-waveform.
-        await player.stop(fadeOut: outcome == Self.interrupted ? Player.shutdownFade : 0)
+        await player.stop(fadeOut: outcome.code == Self.interrupted ? Player.shutdownFade : 0)
         status.finish(final)
         if let venue, let json = try? JSONEncoder().encode(venue) {
             say("venue: " + String(decoding: json, as: UTF8.self))
         }
-        return outcome == Self.interrupted ? 0 : outcome
+        sayQoE(outcome.qoe)
+        return outcome.code == Self.interrupted ? 0 : outcome.code
     }
 
     /// Plays `playlist` (a ``PlaylistPlayer``); with `feed`, each refresh (after `adjust`)
@@ -162,7 +163,8 @@ struct PlaybackRunner {
         let final = player.status
         await signage.stop()
         status.finish(final)
-        return outcome == Self.interrupted ? 0 : outcome
+        sayQoE(outcome.qoe)
+        return outcome.code == Self.interrupted ? 0 : outcome.code
     }
 
     struct OptionsFailure: Error { let text: String }
@@ -217,12 +219,13 @@ struct PlaybackRunner {
 
     /// Shows the status line and the events of `player` (its `events`, or a playlist's) until
     /// the stream ends, a fatal error, `--duration`, or SIGTERM/SIGINT; `more` adds tasks.
-    /// Returns the exit code (``interrupted`` for a signal).
+    /// Returns the exit code (``interrupted`` for a signal) and the session's QoE record (nil
+    /// when the fleet's parts could not start), for ``sayQoE(_:)`` once the player has stopped.
     private func run(
         _ player: Player, events: SignageEvents, eventLog: EventLog?, status: StatusLine, what: String,
         next: (@Sendable () -> Void)? = nil,
         more: (inout TaskGroup<Int32?>) -> Void
-    ) async -> Int32 {
+    ) async -> (code: Int32, qoe: QoERecord?) {
         let fleet: Fleet
         do {
             fleet = try await Fleet.start(
@@ -230,7 +233,7 @@ struct PlaybackRunner {
                 metricsToken: try output.metricsToken(),
                 otlp: try output.otlpOptions(), controlPath: output.control, next: next)
         } catch {
-            return fail("\(error)")
+            return (fail("\(error)"), nil)
         }
         let systemd = SystemdNotifier()
         systemd.ready(status: "playing \(what)")
@@ -279,12 +282,18 @@ struct PlaybackRunner {
             return code
         }
         systemd.stopping()
-        let qoe = await fleet.stop()
+        return (outcome, await fleet.stop())
+    }
+
+    /// The `qoe: {…}` line. Written once the player has stopped: the JSON encoder's code, run
+    /// while the player still played (its code resident again after the stop's trim), was the
+    /// run's peak RSS.
+    private func sayQoE(_ qoe: QoERecord?) {
+        guard let qoe else { return }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .xsDateTime
         if let json = try? encoder.encode(qoe) { say("qoe: " + String(decoding: json, as: UTF8.self)) }
-        return outcome
     }
 
     /// The status line 4 times a second; under systemd also `STATUS=` and, only while pictures

@@ -9,7 +9,7 @@
 
 static const char *container_name(mq_byte_queue *in);
 
-enum { MQ_MPEGTS_PROBESIZE = 1 << 20 };
+enum { MQ_MPEGTS_PROBESIZE = 256 << 10 };
 
 static int open_input(mq_demux *d, mq_byte_queue *in, char *why, size_t n)
 {
@@ -33,9 +33,9 @@ static int open_input(mq_demux *d, mq_byte_queue *in, char *why, size_t n)
         // The transport stream demuxer keeps everything it reads looking for the programme's
         // tables so it can go back (probesize, 5 MB by default): a buffer filled as the stream
         // flows in, given back only once full, 5 MiB per track for the first 13 s of a 3 Mb/s
-        // stream (the peak RSS on ffmpeg's HLS). HLS puts the tables at each segment's start;
-        // a broadcast stream repeats them every 0.5 s (ETSI TR 101 290): 1 MiB holds that
-        // at 16 Mb/s.
+        // stream (the peak RSS on ffmpeg's HLS; 1 MiB still made the start-up's peak). HLS
+        // puts the tables at each segment's start (RFC 8216 3.2); broadcast encoders repeat
+        // them every 100 ms (0.5 s at most, ETSI TR 101 290): 256 KiB holds 100 ms at 20 Mb/s.
         d->fmt->probesize = MQ_MPEGTS_PROBESIZE;
     } else if (container == MQ_CONTAINER_PROBED) {
         format = NULL; // probed from the first bytes: media or a still, nothing naming other inputs
