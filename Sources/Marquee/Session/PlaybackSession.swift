@@ -15,7 +15,7 @@ final class PlaybackSession: Sendable {
     /// The server clock, re-measured while playing live.
     let clock: SharedServerClock
     let manifest: ManifestSource
-    private let fetcher: HTTPFetcher
+    let fetcher: HTTPFetcher
     private let clocks: ServerClockBook
     private let resyncInterval: Double
     let core: CoreHandle
@@ -431,7 +431,12 @@ final class PlaybackSession: Sendable {
             }
             if mpd.isLive {
                 group.addTask {
-                    await self.resync()
+                    // (Without a usable UTCTiming, the server's Date ticks, re-checked as often.)
+                    if self.readsDateTicks {
+                        await self.watchDateTicks(every: self.resyncInterval)
+                    } else {
+                        await self.resync()
+                    }
                     return false
                 }
                 group.addTask {

@@ -1,0 +1,57 @@
+import Foundation
+import Marquee
+import MarqueeStreaming
+import TestSupport
+import Testing
+
+/// Live DASH without a usable `UTCTiming` (issue 41: boxes in sync on any packager): the server's
+/// clock comes from its answers' `Date` headers, whole seconds. A box whose own clock was not the
+/// server's kept its own when they agreed within a second (0.37 s off here: every picture
+/// 0.37 s from where the server's timeline puts it, and two such boxes as far apart as their
+/// clocks), or took one header's second (up to 0.5 s off, moving at each re-measurement). Now
+/// it finds the server's ticks (``DateTicks``).
+extension LivePlaybackTests {
+    /// Our origin's live stream with its clock 371.9 ms ahead of this machine's and no
+    /// `UTCTiming` (`utc_none`): judged on the server's true clock (this machine's monotonic
+    /// clock plus the offset it was given), not on the box's reading of it.
+    @Test func aServerWithoutUTCTimingIsReadFromItsDateTicks() async throws {
+        let origin = try await Self.origin()
+        defer { Task { await origin.stop() } }
+        let ahead = 0.3719
+        let ast = Double(Int(Date().timeIntervalSince1970 + ahead) - 3600)
+        let url = origin.manifestURL(
+            asset: "generated", options: ["ast_\(Int(ast))", "timeoffset_\(ahead)", "utc_none"])
+        var offset = Double.nan
+        let run = try await Self.play(
+            url, seconds: 30, audio: { _ in .null }, configure: { $0.sync.resyncInterval = 5 },
+            during: { offset = $0.status.timeOffset })
+        // (Read after the run: the machine's own clock against its monotonic one.)
+        let local = Monotonic.realtime() - Monotonic.now()
+
+        #expect(
+            abs(offset - ahead) < 0.003, "the box reads the server \(offset * 1000) ms ahead, it is \(ahead * 1000)")
+        let moves = run.timed.compactMap { timed -> Double? in
+            if case .timeOffsetChanged = timed.event { timed.time } else { nil }
+        }
+        let settled = try #require(moves.last, "the clock never moved from its first reading")
+        let started = try #require(run.frames.first).monoTime + local
+        // (About ten requests, one at each of the server's ticks: a second each.)
+        #expect(settled - started < 20, "the ticks found \(settled - started) s after the first picture")
+        let jumps = Self.announcedMoves(run.timed)
+        #expect(jumps.count <= 1, "one jump at most, when the clock is found: \(jumps)")
+        // The latency on the server's own clock, from a second after the last move.
+        let latencies = run.frames.filter { $0.monoTime + local > settled + 1 }.map {
+            $0.monoTime + local + ahead - ast - $0.pts
+        }
+        try #require(latencies.count > 150, "\(latencies.count) pictures after the clock was found")
+        let median = Stats.median(latencies)
+        let worst = latencies.map { abs($0 - 3) }.max()!
+        #expect(abs(median - 3) < 0.003 && worst < 0.020, "latency \(median) s (median), off by up to \(worst)")
+        print(
+            String(
+                format: """
+                    Date ticks: server %.1f ms ahead read as %.1f ms; clock found %.1f s after the first picture; \
+                    latency on the server's clock %.4f s (median), within %.1f ms of the target after; jumps %@
+                    """, ahead * 1000, offset * 1000, settled - started, median, worst * 1000, "\(jumps)"))
+    }
+}
