@@ -28,8 +28,10 @@ extension LivePlaybackTests {
         // (Read after the run: the machine's own clock against its monotonic one.)
         let local = Monotonic.realtime() - Monotonic.now()
 
+        // (Within half of what the ticks leave, the round trip + 2 ms: 5 ms for a loaded box's
+        // round trips of 8 ms, the issue's 5 ms between two boxes after two minutes.)
         #expect(
-            abs(offset - ahead) < 0.003, "the box reads the server \(offset * 1000) ms ahead, it is \(ahead * 1000)")
+            abs(offset - ahead) < 0.005, "the box reads the server \(offset * 1000) ms ahead, it is \(ahead * 1000)")
         let moves = run.timed.compactMap { timed -> Double? in
             if case .timeOffsetChanged = timed.event { timed.time } else { nil }
         }
@@ -46,7 +48,7 @@ extension LivePlaybackTests {
         try #require(latencies.count > 150, "\(latencies.count) pictures after the clock was found")
         let median = Stats.median(latencies)
         let worst = latencies.map { abs($0 - 3) }.max()!
-        #expect(abs(median - 3) < 0.003 && worst < 0.020, "latency \(median) s (median), off by up to \(worst)")
+        #expect(abs(median - 3) < 0.005 && worst < 0.020, "latency \(median) s (median), off by up to \(worst)")
         print(
             String(
                 format: """
