@@ -32,16 +32,15 @@ extension LivePlaybackTests {
         // round trips of 8 ms, the issue's 5 ms between two boxes after two minutes.)
         #expect(
             abs(offset - ahead) < 0.005, "the box reads the server \(offset * 1000) ms ahead, it is \(ahead * 1000)")
-        let moves = run.timed.compactMap { timed -> Double? in
-            if case .timeOffsetChanged = timed.event { timed.time } else { nil }
-        }
-        let settled = try #require(moves.last, "the clock never moved from its first reading")
+        // Found: the clock's one re-anchor (later moves, as the ticks narrow further, are
+        // milliseconds, steered).
+        let settled = try #require(Self.announcedMoves(run.timed).first?.time, "the clock never moved to the server's")
         let started = try #require(run.frames.first).monoTime + local
         // (About ten requests, one at each of the server's ticks: a second each.)
         #expect(settled - started < 20, "the ticks found \(settled - started) s after the first picture")
         let jumps = Self.announcedMoves(run.timed)
         #expect(jumps.count <= 1, "one jump at most, when the clock is found: \(jumps)")
-        // The latency on the server's own clock, from a second after the last move.
+        // The latency on the server's own clock, from a second after the clock was found.
         let latencies = run.frames.filter { $0.monoTime + local > settled + 1 }.map {
             $0.monoTime + local + ahead - ast - $0.pts
         }
@@ -55,5 +54,70 @@ extension LivePlaybackTests {
                     Date ticks: server %.1f ms ahead read as %.1f ms; clock found %.1f s after the first picture; \
                     latency on the server's clock %.4f s (median), within %.1f ms of the target after; jumps %@
                     """, ahead * 1000, offset * 1000, settled - started, median, worst * 1000, "\(jumps)"))
+    }
+
+    /// A packager and a server we did not write, on a machine whose clock runs 371.9 ms ahead of
+    /// the box's (libfaketime under both): ffmpeg's live DASH without `-utc_timing_url` (no
+    /// `UTCTiming`: its default) served by Python's `http.server`, whose `Date` is read at each
+    /// answer. Its availabilityStartTime is on that clock, so a box on its own clock placed
+    /// every picture 0.37 s late.
+    @Test func ffmpegsDASHWithoutUTCTimingFromAServerAheadOfTheBox() async throws {
+        let faketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+        try #require(FileManager.default.fileExists(atPath: faketime), "scripts/setup installs libfaketime")
+        let ahead = 0.3719
+        let clock = [
+            "LD_PRELOAD": faketime, "FAKETIME": "+\(ahead)", "FAKETIME_NO_CACHE": "1", "DONT_FAKE_MONOTONIC": "1",
+        ]
+        let dir = try Tools.tempDirectory("ffdash-ahead")
+        let encoder = try Tools.spawn(
+            "ffmpeg",
+            [
+                "-v", "error", "-nostdin", "-re", "-f", "lavfi", "-i", "testsrc2=s=640x360:r=30", "-f", "lavfi", "-i",
+                "sine=f=440:r=48000", "-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency", "-g", "30",
+                "-keyint_min", "30", "-sc_threshold", "0", "-c:a", "aac", "-ac", "2", "-f", "dash", "-seg_duration",
+                "1", "-window_size", "30", "-use_timeline", "1", "-use_template", "1", "live.mpd",
+            ], cwd: dir, environment: clock)
+        defer { Tools.stop(encoder) }
+        let port = try Tools.freePort()
+        let server = try Tools.spawn(
+            "python3", ["-m", "http.server", "\(port)", "--bind", "127.0.0.1", "--directory", dir.path],
+            environment: clock)
+        defer { Tools.stop(server) }
+        try await Task.sleep(for: .seconds(4))
+        let mpd = try String(contentsOf: dir.appendingPathComponent("live.mpd"), encoding: .utf8)
+        try #require(!mpd.contains("UTCTiming"), "\(mpd)")
+        let ast = try #require(
+            (try? MPDParser().parse(Data(mpd.utf8)))?.availabilityStartTime?.timeIntervalSince1970)
+        var offset = Double.nan
+        let run = try await Self.play(
+            try #require(URL(string: "http://127.0.0.1:\(port)/live.mpd")), seconds: 30, audio: { _ in .null },
+            configure: { $0.sync.resyncInterval = 5 }, during: { offset = $0.status.timeOffset })
+        let local = Monotonic.realtime() - Monotonic.now()
+
+        #expect(
+            abs(offset - ahead) < 0.005, "the box reads the server \(offset * 1000) ms ahead, it is \(ahead * 1000)")
+        // Found: the clock's one re-anchor (later moves, as the ticks narrow further, are
+        // milliseconds, steered).
+        let settled = try #require(Self.announcedMoves(run.timed).first?.time, "the clock never moved to the server's")
+        let started = try #require(run.frames.first).monoTime + local
+        #expect(settled - started < 20, "the ticks found \(settled - started) s after the first picture")
+        // Every picture in order; the latency on the server's own clock (its pictures' pts count
+        // from the availability start) held after the move.
+        #expect(zip(run.frames, run.frames.dropFirst()).allSatisfy { $0.pts < $1.pts })
+        let latencies = run.frames.filter { $0.monoTime + local > settled + 1 }.map {
+            $0.monoTime + local + ahead - ast - $0.pts
+        }
+        try #require(latencies.count > 150, "\(latencies.count) pictures after the clock was found")
+        let median = Stats.median(latencies)
+        #expect(
+            latencies.max()! - latencies.min()! < 0.020 && median > 2.99 && median < 4.5,
+            "latency \(latencies.min()!)…\(latencies.max()!) s on the server's clock")
+        print(
+            String(
+                format: """
+                    Date ticks, ffmpeg's DASH on Python's http.server %.1f ms ahead: read as %.1f ms, found %.1f s after \
+                    the first picture; latency on the server's clock %.4f s (median), spread %.1f ms
+                    """, ahead * 1000, offset * 1000, settled - started, median,
+                (latencies.max()! - latencies.min()!) * 1000))
     }
 }

@@ -67,12 +67,18 @@ public enum Tools {
         }
     }
 
-    /// Starts `tool` in the background; the caller ends it with ``stop(_:)``.
-    public static func spawn(_ tool: String, _ args: [String], cwd: URL? = nil) throws -> Process {
+    /// Starts `tool` in the background (with `environment` added to ours); the caller ends it with
+    /// ``stop(_:)``.
+    public static func spawn(
+        _ tool: String, _ args: [String], cwd: URL? = nil, environment: [String: String] = [:]
+    ) throws -> Process {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         p.arguments = [tool] + args
         if let cwd { p.currentDirectoryURL = cwd }
+        if !environment.isEmpty {
+            p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         p.standardInput = FileHandle.nullDevice
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
