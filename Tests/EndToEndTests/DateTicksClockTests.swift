@@ -25,26 +25,10 @@ extension LivePlaybackTests {
         let run = try await Self.play(
             url, seconds: 30, audio: { _ in .null }, configure: { $0.sync.resyncInterval = 5 },
             during: { offset = $0.status.timeOffset })
-        // (Read after the run: the machine's own clock against its monotonic one.)
-        let local = Monotonic.realtime() - Monotonic.now()
-
-        // (Within half of what the ticks leave, the round trip + 2 ms: 5 ms for a loaded box's
-        // round trips of 8 ms, the issue's 5 ms between two boxes after two minutes.)
-        #expect(
-            abs(offset - ahead) < 0.005, "the box reads the server \(offset * 1000) ms ahead, it is \(ahead * 1000)")
-        // Found: the clock's one re-anchor (later moves, as the ticks narrow further, are
-        // milliseconds, steered).
-        let settled = try #require(Self.announcedMoves(run.timed).first?.time, "the clock never moved to the server's")
-        let started = try #require(run.frames.first).monoTime + local
-        // (About ten requests, one at each of the server's ticks: a second each.)
-        #expect(settled - started < 20, "the ticks found \(settled - started) s after the first picture")
-        let jumps = Self.announcedMoves(run.timed)
-        #expect(jumps.count <= 1, "one jump at most, when the clock is found: \(jumps)")
-        // The latency on the server's own clock, from a second after the clock was found.
-        let latencies = run.frames.filter { $0.monoTime + local > settled + 1 }.map {
-            $0.monoTime + local + ahead - ast - $0.pts
-        }
-        try #require(latencies.count > 150, "\(latencies.count) pictures after the clock was found")
+        // (Our origin answers in under 1 ms here, 8 ms on a loaded box: within 5 ms, the issue's
+        // 5 ms between two boxes after two minutes.)
+        let (found, latencies) = try Self.expectClockFromTicks(
+            (run.frames, run.timed), read: offset, ahead: ahead, within: 0.005, ast: ast)
         let median = Stats.median(latencies)
         let worst = latencies.map { abs($0 - 3) }.max()!
         #expect(abs(median - 3) < 0.005 && worst < 0.020, "latency \(median) s (median), off by up to \(worst)")
@@ -53,7 +37,7 @@ extension LivePlaybackTests {
                 format: """
                     Date ticks: server %.1f ms ahead read as %.1f ms; clock found %.1f s after the first picture; \
                     latency on the server's clock %.4f s (median), within %.1f ms of the target after; jumps %@
-                    """, ahead * 1000, offset * 1000, settled - started, median, worst * 1000, "\(jumps)"))
+                    """, ahead * 1000, offset * 1000, found, median, worst * 1000, "\(Self.announcedMoves(run.timed))"))
     }
 
     /// A packager and a server we did not write, on a machine whose clock runs 371.9 ms ahead of
@@ -92,22 +76,11 @@ extension LivePlaybackTests {
         let run = try await Self.play(
             try #require(URL(string: "http://127.0.0.1:\(port)/live.mpd")), seconds: 30, audio: { _ in .null },
             configure: { $0.sync.resyncInterval = 5 }, during: { offset = $0.status.timeOffset })
-        let local = Monotonic.realtime() - Monotonic.now()
-
-        #expect(
-            abs(offset - ahead) < 0.005, "the box reads the server \(offset * 1000) ms ahead, it is \(ahead * 1000)")
-        // Found: the clock's one re-anchor (later moves, as the ticks narrow further, are
-        // milliseconds, steered).
-        let settled = try #require(Self.announcedMoves(run.timed).first?.time, "the clock never moved to the server's")
-        let started = try #require(run.frames.first).monoTime + local
-        #expect(settled - started < 20, "the ticks found \(settled - started) s after the first picture")
-        // Every picture in order; the latency on the server's own clock (its pictures' pts count
-        // from the availability start) held after the move.
-        #expect(zip(run.frames, run.frames.dropFirst()).allSatisfy { $0.pts < $1.pts })
-        let latencies = run.frames.filter { $0.monoTime + local > settled + 1 }.map {
-            $0.monoTime + local + ahead - ast - $0.pts
-        }
-        try #require(latencies.count > 150, "\(latencies.count) pictures after the clock was found")
+        // (Python's server opens a connection per request: the ticks left 6.2–12.3 ms in four
+        // runs here, read to within half of it.)
+        let (found, latencies) = try Self.expectClockFromTicks(
+            (run.frames, run.timed), read: offset, ahead: ahead, within: 0.008, ast: ast)
+        #expect(zip(run.frames, run.frames.dropFirst()).allSatisfy { $0.pts < $1.pts }, "every picture in order")
         let median = Stats.median(latencies)
         #expect(
             latencies.max()! - latencies.min()! < 0.020 && median > 2.99 && median < 4.5,
@@ -115,9 +88,36 @@ extension LivePlaybackTests {
         print(
             String(
                 format: """
-                    Date ticks, ffmpeg's DASH on Python's http.server %.1f ms ahead: read as %.1f ms, found %.1f s after \
-                    the first picture; latency on the server's clock %.4f s (median), spread %.1f ms
-                    """, ahead * 1000, offset * 1000, settled - started, median,
+                    Date ticks, ffmpeg's DASH on Python's http.server %.1f ms ahead: read as %.1f ms, found \
+                    %.1f s after the first picture; latency on the server's clock %.4f s (median), spread %.1f ms
+                    """, ahead * 1000, offset * 1000, found, median,
                 (latencies.max()! - latencies.min()!) * 1000))
+    }
+
+    /// What a run on a server `ahead` of this machine shows: the box read its clock within
+    /// `within` seconds (half of what the ticks leave, the server's median round trip + 2 ms),
+    /// found it by one re-anchor within
+    /// 20 s of the first picture (about ten requests, one at each of the server's ticks), and
+    /// the latency on the server's true clock (this machine's monotonic clock, its offset to the
+    /// wall clock, and `ahead`) of each picture shown from a second after that, against `ast`.
+    static func expectClockFromTicks(
+        _ run: (frames: [PresentedFrame], timed: [(time: Double, event: PlayerEvent)]), read offset: Double,
+        ahead: Double, within: Double, ast: Double
+    ) throws -> (found: Double, latencies: [Double]) {
+        let local = Monotonic.realtime() - Monotonic.now()
+        #expect(
+            abs(offset - ahead) < within, "the box reads the server \(offset * 1000) ms ahead, it is \(ahead * 1000)")
+        // Found: the clock's one re-anchor (later moves, as the ticks narrow further, are
+        // milliseconds, steered).
+        let jumps = announcedMoves(run.timed)
+        let found = try #require(jumps.first?.time, "the clock never moved to the server's")
+        #expect(jumps.count <= 1, "one jump at most, when the clock is found: \(jumps)")
+        let started = try #require(run.frames.first).monoTime + local
+        #expect(found - started < 20, "the ticks found \(found - started) s after the first picture")
+        let latencies = run.frames.filter { $0.monoTime + local > found + 1 }.map {
+            $0.monoTime + local + ahead - ast - $0.pts
+        }
+        try #require(latencies.count > 150, "\(latencies.count) pictures after the clock was found")
+        return (found - started, latencies)
     }
 }
