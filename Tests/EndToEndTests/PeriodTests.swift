@@ -39,9 +39,17 @@ extension LivePlaybackTests {
         }
         // Only at the start: a raise of the latency target (the feasible latency) jumps, once,
         // or twice for the late server (its first arrivals, then its listing measured).
+        let moves = run.timed.compactMap { timed -> String? in
+            let at = String(format: "%.2f", timed.time - frames[0].wallTime)
+            switch timed.event {
+            case .latencyJump(let error): return "\(at) s: jump \(error)"
+            case .targetLatencyChanged(let seconds, _): return "\(at) s: target \(seconds)"
+            default: return nil
+            }
+        }
         #expect(
             pauses.count <= (late ? 2 : 1) && pauses.allSatisfy { $0.from < frames[0].wallTime + 3 },
-            "pictures paused \(pauses)")
+            "pictures paused \(pauses.map { ($0.from - frames[0].wallTime, $0.to - $0.from) }); \(moves)")
         // Latency = wall time of a picture − its presentation time (the origin's AST is 0).
         let settled = frames.filter { $0.wallTime > frames[0].wallTime + 4 }.map { $0.wallTime - $0.pts }
         let spread = (settled.max() ?? 0) - (settled.min() ?? 0)

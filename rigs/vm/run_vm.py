@@ -5,6 +5,7 @@ every screen against its expected image and the snd-aloop capture against the de
 driver itself ("@@CAPTURE <name>": <out>/<name>.ppm) and the video plane path is checked.
 python3 stdlib only. Exit status 0 when everything passed."""
 import argparse
+import array
 import json
 import os
 import select
@@ -235,14 +236,14 @@ def check_screens(snaps, exp):
 
 def check_audio(capture, reference):
     """Every non-silent captured frame must belong to a bit-exact run of the decoded track, but
-    for the fades at each discontinuity. Runs are found by re-aligning after each discontinuity
-    (a skip or inserted silence, which the player does when starved under TCG); the runs and
-    gaps are reported."""
+    for the fades at each discontinuity and the player's trims. Runs are found by re-aligning
+    after each discontinuity (a skip or inserted silence, which the player does when starved
+    under TCG); the runs and gaps are reported."""
     if not os.path.exists(capture):
         print("  alsa: no capture")
         return False
     cap, ref = open(capture, "rb").read(), open(reference, "rb").read()
-    fb, pos, runs, unmatched = 4, 0, [], 0
+    fb, pos, runs, unmatched = 4, 0, [], []
     while pos + 64 * fb <= len(cap):
         if cap[pos:pos + fb] == b"\0\0\0\0":
             pos += fb
@@ -251,7 +252,7 @@ def check_audio(capture, reference):
         while at >= 0 and at % fb:
             at = ref.find(cap[pos:pos + 64 * fb], at + 1)
         if at < 0:
-            unmatched += 1
+            unmatched.append(pos // fb)
             pos += fb
             continue
         n, limit = 0, min(len(cap) - pos, len(ref) - at)
@@ -262,14 +263,57 @@ def check_audio(capture, reference):
         runs.append((pos // fb, at // fb, n // fb))
         pos += n
     exact = sum(r[2] for r in runs)
-    print("  alsa: %d frames (%.3f s) of stream audio captured bit-exact in %d run(s), %d unmatched non-silent frames, "
-          "capture %d frames" % (exact, exact / 48000, len(runs), unmatched, len(cap) // fb))
+    trims = trimmed_gaps(array.array("h", cap), array.array("h", ref), runs)
+    trimmed = sum(t[1] - t[0] for t in trims)
+    rest = [f for f in unmatched if not any(a <= f < b for a, b, _ in trims)]
+    cuts = len(runs) - 1 - len(trims)
+    print("  alsa: %d frames (%.3f s) of stream audio captured bit-exact in %d run(s), %d frames in %d trim(s), "
+          "%d unmatched non-silent frames, capture %d frames" % (exact, exact / 48000, len(runs), trimmed, len(trims),
+                                                              len(rest), len(cap) // fb))
     for c, r, n in runs[:6]:
         print("    run at capture %.3f s = track %.3f s, %.3f s long" % (c / 48000, r / 48000, n / 48000))
+    for a, b, moved in trims[:6]:
+        print("    trim at capture %.3f s, %.1f ms long: the track resampled, moved %+d frame(s)" % (
+            a / 48000, (b - a) / 48, moved))
     # Not bit-exact: snd-aloop's drain jiffy at the very end (up to 192 frames), and at each
     # discontinuity the player's 5 ms fades (the last frame heard faded out, the next sound faded
     # in: up to 2 × 240 frames at 48 kHz; a CI run read 240 for one skip under TCG).
-    return exact >= 3 * 48000 and unmatched <= 192 + 480 * max(0, len(runs) - 1)
+    return exact >= 3 * 48000 and len(rest) <= 192 + 480 * max(0, cuts)
+
+
+def trimmed_gaps(cap, ref, runs):
+    """The gaps between two runs that are a trim of the tempo stage (tempo_thread.c: after a small
+    re-anchor the sound is resampled 0.1-0.2 % faster or slower until back on the schedule, no
+    cut): the track goes on through the gap, its alignment moves by at most 0.2 % of the gap's
+    length (+ 1 frame), and every 64-frame window of it is the track at an alignment between the
+    two runs' (correlation >= 0.9, half-frame steps) at its level (RMS within 0.8-1.25). Each
+    as (first capture frame, end, frames moved)."""
+    trims = []
+    for (c1, r1, n1), (c2, r2, _) in zip(runs, runs[1:]):
+        a, b, o1, o2 = c1 + n1, c2, r1 - c1, r2 - c2
+        if b <= a or abs(o2 - o1) > 0.002 * (b - a) + 1:
+            continue
+        lo, hi = min(o1, o2) - 1, max(o1, o2) + 1
+        if all(track_window(cap, ref, w, min(64, b - w), lo, hi) for w in range(a, b, 64)):
+            trims.append((a, b, o2 - o1))
+    return trims
+
+
+def track_window(cap, ref, at, n, lo, hi):
+    """Whether capture frames [at, at + n) are the track at an alignment in [lo, hi] frames."""
+    x = cap[2 * at:2 * (at + n)]
+    ex = sum(v * v for v in x)
+    best = 0.0
+    for d2 in range(2 * lo, 2 * hi + 1):  # half frames
+        s = 2 * (at + d2 // 2)
+        if s < 0 or s + 2 * n + 2 > len(ref):
+            continue
+        y = ref[s:s + 2 * n] if d2 % 2 == 0 else [(u + v) / 2 for u, v in zip(ref[s:s + 2 * n], ref[s + 2:s + 2 * n + 2])]
+        ey = sum(v * v for v in y)
+        if ex == 0 or ey == 0 or not 0.64 <= ex / ey <= 1.5625:
+            continue
+        best = max(best, sum(u * v for u, v in zip(x, y)) / (ex * ey) ** 0.5)
+    return best >= 0.9
 
 
 def main():
