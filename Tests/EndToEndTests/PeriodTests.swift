@@ -88,7 +88,7 @@ extension LivePlaybackTests {
                     quiet stretches over 20 ms (%d in a jump)
                     """,
                 options.joined(separator: "/"), frames.count, share * 100, crossed, spread * 1000,
-                quiet.count, quiet.count - unexplained.count))
+                quiet.count, quiet.count - unexplained.count) + "; moves \(moves)")
     }
 }
 
