@@ -195,6 +195,12 @@ int mq_player_remove_track(mq_player *p, int32_t track_id);
 /// the bytes are copied). The track's demuxer reads them as one continuous fMP4 stream.
 int mq_player_push(mq_player *p, int32_t track_id, const uint8_t *data, size_t size);
 
+/// Appends the same bytes to `count` tracks' inputs (1–8; as `mq_player_push` to each in turn)
+/// with one copy they share: a muxed transport stream's audio and video tracks each demux the
+/// whole stream. MQ_ERR_NOT_FOUND (nothing pushed) when a track is unknown; otherwise the first
+/// track's refusal, the others pushed still.
+int mq_player_push_shared(mq_player *p, const int32_t *track_ids, int count, const uint8_t *data, size_t size);
+
 /// Pushes an init segment (as `mq_player_push`) and keeps a copy: after a damaged media
 /// segment the track's demuxer reopens on it, so one bad segment costs only itself.
 int mq_player_push_init(mq_player *p, int32_t track_id, const uint8_t *data, size_t size);

@@ -4,7 +4,8 @@
 // a truncated segment are reported corrupt; a reset cancels a blocked reader and the queue
 // takes new bytes after it; a segment skipped before the next arrives is followed by the init
 // segment and the next; an init segment pushed while the last one is being injected again (a
-// rendition switch during a skip or a rollover) never changes the bytes injected.
+// rendition switch during a skip or a rollover) never changes the bytes injected; one copy of
+// the bytes pushed to two queues is read whole by each (a muxed transport stream's tracks).
 //
 //   segment_io_test <stream.mp4>      exit 0 when every check passed
 
@@ -158,6 +159,73 @@ static void test_reset(void)
     mq_byte_queue_abort(q);
     CHECK(mq_byte_queue_wait(q) == MQ_INPUT_ABORTED, "abort wins");
     mq_byte_queue_destroy(&q);
+}
+
+typedef struct shared_reader {
+    mq_byte_queue *q;
+    uint8_t *out;
+    long n;
+    int err;
+} shared_reader;
+
+static void *shared_read_main(void *arg)
+{
+    shared_reader *r = arg;
+    r->n = mq_byte_queue_wait(r->q) == MQ_INPUT_DATA ? read_session(r->q, r->out, media_size + 1, &r->err) : -1;
+    return NULL;
+}
+
+/// One copy of the bytes for two queues (a muxed transport stream's audio and video tracks):
+/// each reads them all, in its own time, on its own thread; a chunk outlives the queue that
+/// refused it, was reset or was destroyed while the other still reads it (ASan: no leak, no
+/// use after free).
+static void test_shared_chunks(void)
+{
+    mq_byte_queue *a = NULL, *b = NULL, *ended = NULL;
+    mq_byte_queue_create(&a), mq_byte_queue_create(&b), mq_byte_queue_create(&ended);
+    mq_byte_queue_end(ended);
+    shared_reader ra = {.q = a, .out = malloc(media_size + 1)}, rb = {.q = b, .out = malloc(media_size + 1)};
+    pthread_t ta, tb;
+    pthread_create(&ta, NULL, shared_read_main, &ra);
+    pthread_create(&tb, NULL, shared_read_main, &rb);
+    static const size_t sizes[] = {5, 4093, 1, 65536, 777};
+    int refused = 0;
+    size_t k = 0;
+    for (size_t off = 0; off < media_size; k++) {
+        size_t n = sizes[k % (sizeof sizes / sizeof sizes[0])];
+        n = n > media_size - off ? media_size - off : n;
+        mq_chunk *c = mq_chunk_create(media + off, n, 3);
+        CHECK(c != NULL, "a chunk for three");
+        CHECK(mq_byte_queue_push_ref(a, mq_chunk_place(c, 0)) == MQ_OK, "pushed to a");
+        refused += mq_byte_queue_push_ref(ended, mq_chunk_place(c, 2)) == MQ_ERR_CLOSED;
+        CHECK(mq_byte_queue_push_ref(b, mq_chunk_place(c, 1)) == MQ_OK, "pushed to b");
+        off += n;
+        if (k % 16 == 0)
+            mqt_sleep(0.0005);
+    }
+    mq_byte_queue_end(a), mq_byte_queue_end(b);
+    pthread_join(ta, NULL), pthread_join(tb, NULL);
+    CHECK(refused == (int)k, "an ended queue refuses every chunk (%d of %zu)", refused, k);
+    CHECK(ra.n == (long)media_size && memcmp(ra.out, media, media_size) == 0, "a read it all exactly (%ld)", ra.n);
+    CHECK(rb.n == (long)media_size && memcmp(rb.out, media, media_size) == 0, "b read it all exactly (%ld)", rb.n);
+    // Held by two, one resets (its places released) and the other is destroyed unread.
+    mq_byte_queue *c1 = NULL, *c2 = NULL;
+    mq_byte_queue_create(&c1), mq_byte_queue_create(&c2);
+    for (int i = 0; i < 4; i++) {
+        mq_chunk *c = mq_chunk_create(media, 1000, 2);
+        mq_byte_queue_push_ref(c1, mq_chunk_place(c, 0));
+        mq_byte_queue_push_ref(c2, mq_chunk_place(c, 1));
+    }
+    mq_byte_queue_reset(c1);
+    mq_byte_queue_ack_reset(c1);
+    mq_byte_queue_destroy(&c2);
+    mq_byte_queue_push(c1, media, media_size);
+    mq_byte_queue_end(c1);
+    shared_reader r1 = {.q = c1, .out = ra.out};
+    shared_read_main(&r1);
+    CHECK(r1.n == (long)media_size && memcmp(r1.out, media, media_size) == 0, "after the reset, the new bytes only");
+    mq_byte_queue_destroy(&c1), mq_byte_queue_destroy(&a), mq_byte_queue_destroy(&b), mq_byte_queue_destroy(&ended);
+    free(ra.out), free(rb.out);
 }
 
 /// Offset of the n-th (0-based) top-level box of `type` in the test media, or -1.
@@ -383,6 +451,7 @@ int main(int argc, char **argv)
     test_garbage();
     test_truncated();
     test_reset();
+    test_shared_chunks();
     test_skip_before_next();
     small_init = make_init(200, 60);
     huge_init = make_init(((size_t)4 << 20) + 4096, 70); // over MQ_MAX_INIT (4 MiB)

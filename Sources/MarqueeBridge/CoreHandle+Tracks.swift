@@ -50,6 +50,17 @@ extension CoreHandle {
         try call { mq_player_push($0, track, base.assumingMemoryBound(to: UInt8.self), bytes.count) }
     }
 
+    /// Pushes the same bytes to several tracks with one copy they share (a muxed transport
+    /// stream's tracks: `mq_player_push_shared`).
+    package func push(tracks: [Int32], bytes: UnsafeRawBufferPointer) throws(CoreError) {
+        guard let base = bytes.baseAddress, bytes.count > 0, !tracks.isEmpty else { return }
+        try tracks.withUnsafeBufferPointer { (ids) throws(CoreError) in
+            guard let first = ids.baseAddress else { return }
+            let data = base.assumingMemoryBound(to: UInt8.self)
+            try call { mq_player_push_shared($0, first, Int32(ids.count), data, bytes.count) }
+        }
+    }
+
     /// Pushes an init segment; the core keeps a copy to resume on after a damaged segment
     /// (`mq_player_push_init`).
     package func pushInit(track: Int32, bytes: UnsafeRawBufferPointer) throws(CoreError) {

@@ -226,6 +226,30 @@ int mq_player_push(mq_player *p, int32_t track_id, const uint8_t *data, size_t s
     return ret < 0 ? ret : mq_byte_queue_push(t->input, data, size);
 }
 
+#define MQ_MAX_SHARED_PUSH 8
+
+int mq_player_push_shared(mq_player *p, const int32_t *track_ids, int count, const uint8_t *data, size_t size)
+{
+    if (!p || !track_ids || count < 1 || count > MQ_MAX_SHARED_PUSH || (!data && size > 0))
+        return MQ_ERR_INVALID_ARGUMENT;
+    mq_track *tracks[MQ_MAX_SHARED_PUSH];
+    for (int i = 0; i < count; i++)
+        if (!(tracks[i] = find_track(p, track_ids[i])))
+            return MQ_ERR_NOT_FOUND;
+    if (size == 0)
+        return MQ_OK;
+    mq_chunk *c = mq_chunk_create(data, size, count);
+    if (!c)
+        return MQ_ERR_NO_MEMORY;
+    int ret = MQ_OK;
+    for (int i = 0; i < count; i++) { // (each queue is done with its place on its own)
+        int r = mq_byte_queue_push_ref(tracks[i]->input, mq_chunk_place(c, i));
+        if (ret == MQ_OK && r < 0)
+            ret = r;
+    }
+    return ret;
+}
+
 int mq_player_push_init(mq_player *p, int32_t track_id, const uint8_t *data, size_t size)
 {
     mq_track *t;

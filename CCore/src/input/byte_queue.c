@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,14 +47,38 @@ static void note_damage(mq_byte_queue *q)
     s->corrupt_at = INT64_MAX; // the damage list holds it now
 }
 
+void mq_chunk_release(mq_chunk_ref *r)
+{
+    mq_chunk *c = r->chunk;
+    if (atomic_fetch_sub_explicit(&c->users, 1, memory_order_acq_rel) == 1)
+        free(c);
+}
+
 void mq_byte_queue_free_chunks(mq_byte_queue *q)
 {
     while (q->head) {
-        mq_chunk *c = q->head;
+        mq_chunk_ref *c = q->head;
         q->head = c->next;
-        free(c);
+        mq_chunk_release(c);
     }
     q->tail = NULL;
+}
+
+mq_chunk *mq_chunk_create(const uint8_t *data, size_t size, int users)
+{
+    if (users < 1 || size > SIZE_MAX / 2)
+        return NULL;
+    mq_chunk *c = malloc(sizeof *c + (size_t)users * sizeof(mq_chunk_ref) + size);
+    if (!c)
+        return NULL;
+    atomic_init(&c->users, users);
+    c->size = size;
+    uint8_t *bytes = (uint8_t *)&c->ref[users];
+    memcpy(bytes, data, size);
+    c->data = bytes;
+    for (int i = 0; i < users; i++)
+        c->ref[i] = (mq_chunk_ref){.next = NULL, .chunk = c, .pos = 0};
+    return c;
 }
 
 int mq_byte_queue_create(mq_byte_queue **out)
@@ -197,16 +222,21 @@ int mq_byte_queue_container(mq_byte_queue *q)
     return container;
 }
 
+mq_chunk_ref *mq_chunk_place(mq_chunk *c, int i)
+{
+    return &c->ref[i];
+}
+
 int mq_byte_queue_push(mq_byte_queue *q, const uint8_t *data, size_t size)
 {
-    mq_chunk *c = malloc(sizeof *c + size);
-    if (!c)
-        return MQ_ERR_NO_MEMORY;
-    memcpy(c->data, data, size);
-    c->size = size;
-    c->pos = 0;
-    c->next = NULL;
+    mq_chunk *c = mq_chunk_create(data, size, 1);
+    return c ? mq_byte_queue_push_ref(q, &c->ref[0]) : MQ_ERR_NO_MEMORY;
+}
 
+int mq_byte_queue_push_ref(mq_byte_queue *q, mq_chunk_ref *c)
+{
+    const uint8_t *data = c->chunk->data;
+    size_t size = c->chunk->size;
     pthread_mutex_lock(&q->lock);
     int ret = q->ended ? MQ_ERR_CLOSED : MQ_OK;
     if (ret == MQ_OK && !q->failed && size > 0) {
@@ -225,7 +255,8 @@ int mq_byte_queue_push(mq_byte_queue *q, const uint8_t *data, size_t size)
         pthread_cond_broadcast(&q->cond);
     }
     pthread_mutex_unlock(&q->lock);
-    free(c);
+    if (c)
+        mq_chunk_release(c);
     return ret;
 }
 

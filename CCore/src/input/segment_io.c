@@ -176,17 +176,17 @@ void mq_byte_queue_pass_boundary(mq_byte_queue *q)
 static void discard_to(mq_byte_queue *q, int64_t to)
 {
     while (q->head && q->read < to) {
-        mq_chunk *c = q->head;
-        size_t take = c->size - c->pos;
+        mq_chunk_ref *c = q->head;
+        size_t take = c->chunk->size - c->pos;
         if ((int64_t)take > to - q->read)
             take = (size_t)(to - q->read);
         c->pos += take;
         q->read += (int64_t)take;
-        if (c->pos == c->size) {
+        if (c->pos == c->chunk->size) {
             q->head = c->next;
             if (!q->head)
                 q->tail = NULL;
-            free(c);
+            mq_chunk_release(c);
         }
     }
     while (drop_boundary_before(&q->scan, to)) {
@@ -334,21 +334,21 @@ static int copy_out(mq_byte_queue *q, uint8_t *buf, int size)
     if (q->ndamage > 0 && q->damage[0].from < limit)
         limit = q->damage[0].from;
     while (n < size && q->head && q->read < limit) {
-        mq_chunk *c = q->head;
-        size_t take = c->size - c->pos;
+        mq_chunk_ref *c = q->head;
+        size_t take = c->chunk->size - c->pos;
         if ((int64_t)take > limit - q->read)
             take = (size_t)(limit - q->read);
         if (take > (size_t)(size - n))
             take = (size_t)(size - n);
-        memcpy(buf + n, c->data + c->pos, take);
+        memcpy(buf + n, c->chunk->data + c->pos, take);
         c->pos += take;
         q->read += (int64_t)take;
         n += (int)take;
-        if (c->pos == c->size) {
+        if (c->pos == c->chunk->size) {
             q->head = c->next;
             if (!q->head)
                 q->tail = NULL;
-            free(c);
+            mq_chunk_release(c);
         }
     }
     return n;

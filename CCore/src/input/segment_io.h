@@ -43,6 +43,16 @@ int mq_byte_queue_container(mq_byte_queue *q);
 
 /// Controlling thread. Copies the bytes (dropped while the track is failed).
 int mq_byte_queue_push(mq_byte_queue *q, const uint8_t *data, size_t size);
+typedef struct mq_chunk mq_chunk;
+typedef struct mq_chunk_ref mq_chunk_ref;
+/// A copy of `size` bytes at `data` for `users` queues (each pushes its `ref[i]`); NULL when out
+/// of memory.
+mq_chunk *mq_chunk_create(const uint8_t *data, size_t size, int users);
+/// The place of user `i` (< users) in `c`.
+mq_chunk_ref *mq_chunk_place(mq_chunk *c, int i);
+/// Controlling thread: appends the chunk `c` is a place in (as `mq_byte_queue_push`, without a
+/// copy); the queue is done with it when refused or dropped.
+int mq_byte_queue_push_ref(mq_byte_queue *q, mq_chunk_ref *c);
 /// Controlling thread: pushes an init segment and keeps a copy (the last one pushed), read again
 /// before the segment after a damaged one.
 int mq_byte_queue_push_init(mq_byte_queue *q, const uint8_t *data, size_t size);

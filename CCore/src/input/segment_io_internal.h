@@ -17,10 +17,22 @@
 #define MQ_MAX_MARKS 32
 #define MQ_MAX_DAMAGE 8
 
+/// A queue's place in a chunk: its link in the queue and how far it has read.
+typedef struct mq_chunk_ref {
+    struct mq_chunk_ref *next;
+    struct mq_chunk *chunk;
+    size_t pos;
+} mq_chunk_ref;
+
+/// Bytes pushed, one copy for every queue they were pushed to (a muxed transport stream's audio
+/// and video tracks read the same segments: `mq_player_push_shared`), each queue with its own
+/// `ref`; immutable once made, freed by the last queue done with it (`users`, atomic: the
+/// queues' decode threads release it).
 typedef struct mq_chunk {
-    struct mq_chunk *next;
-    size_t size, pos;
-    uint8_t data[];
+    atomic_int users;
+    size_t size;
+    const uint8_t *data; // after ref[]
+    mq_chunk_ref ref[];
 } mq_chunk;
 
 /// Top-level box scanner state (protected by the queue lock).
@@ -58,7 +70,7 @@ struct mq_byte_queue {
     // protected by lock
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    mq_chunk *head, *tail;
+    mq_chunk_ref *head, *tail;
     int64_t pushed; // bytes pushed since the last reset (stream offset of the end)
     int64_t read;   // stream offset of the next byte to read
     int container;  // mq_container of the bytes
@@ -86,5 +98,7 @@ struct mq_byte_queue {
 
 /// byte_queue.c
 void mq_byte_queue_free_chunks(mq_byte_queue *q);
+/// A queue is done with `r`'s chunk (the last one frees it).
+void mq_chunk_release(mq_chunk_ref *r);
 
 #endif

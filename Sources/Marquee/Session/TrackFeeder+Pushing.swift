@@ -37,6 +37,9 @@ extension TrackFeeder {
     func push(_ buffer: ByteBuffer, init isInit: Bool = false) throws {
         guard buffer.readableBytes > 0 else { return }
         try buffer.withUnsafeReadableBytes { raw in
+            if !isInit && plan.coreTracks.count > 1 {  // (a muxed stream: one copy for its tracks)
+                return try core.push(tracks: plan.coreTracks, bytes: raw)
+            }
             for track in plan.coreTracks {
                 if isInit {
                     try core.pushInit(track: track, bytes: raw)
