@@ -132,10 +132,11 @@ extension LivePlaybackTests {
         print(
             String(
                 format: """
-                    wall without PDT, %@ (%.0f s segments): skew p95 %.1f ms after 30 s (first 2 s: median %.0f ms); \
-                    latency A %.3f s, B %.3f s; %.2f playlist requests a segment
+                    wall without PDT, %@ (%.0f s segments): skew p95 %.1f ms after 30 s, %.1f ms over the last 30 s \
+                    (first 2 s: median %.0f ms); latency A %.3f s, B %.3f s; %.2f playlist requests a segment
                     """,
-                packager, segment, p95(after: 30) * 1000, early * 1000, medians[0], medians[1], perSegment))
+                packager, segment, p95(after: 30) * 1000, p95(after: together - 30) * 1000, early * 1000,
+                medians[0], medians[1], perSegment))
     }
 
     /// For each picture of `a` that `b` showed too (by pts, to the millisecond): seconds since
