@@ -33,6 +33,7 @@
 #define MQ_TRIM_ENGAGE 2.5e-4 // seconds off the schedule the sound is trimmed from…
 #define MQ_TRIM_RELEASE 1e-4  // …until within this (or past it)
 #define MQ_TRIM_HISTORY 64    // frames kept of what was handed on: a trim's resampler starts on them
+#define MQ_TRIM_CONFIRM 3     // readings in a row that end a trim (one is the audio thread's wake-up jitter)
 
 static bool quitting(mq_player *p)
 {
@@ -123,9 +124,18 @@ static double trim(mq_player *p, mq_tempo *t)
             return 0;
         }
         t->moves_trimming = moves;
-    } else if (isnan(lag) || size < MQ_TRIM_RELEASE || lag * t->trim <= 0) {
+        t->release_votes = 0;
+    } else if (isnan(lag)) {
+        return t->trim; // (no reading, e.g. a period of silence: carried on, judged at the next)
+    } else if (size < MQ_TRIM_RELEASE || lag * t->trim <= 0) {
+        // Ended on a few readings in a row: one read late by the audio thread's wake-up (a loaded
+        // box) would otherwise end the trim for good halfway (a CI run: 2 ms of 4 left).
+        if (++t->release_votes < MQ_TRIM_CONFIRM)
+            return t->trim;
         t->moves_done = t->moves_trimming; // (a move during the trim: trimmed again from there)
         return t->trim = 0;
+    } else {
+        t->release_votes = 0;
     }
     double step = size >= 1e-3 ? 0.002 : 0.001;
     return t->trim = lag > 0 ? step : -step; // behind: faster

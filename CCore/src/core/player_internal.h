@@ -94,6 +94,7 @@ typedef struct mq_tempo {
     double trim;             // the speed-up (+) or slow-down (−) bringing the sound back onto the schedule, 0 none
     uint32_t moves_done;     // the timeline moves whose lag was trimmed away (or was too small to)
     uint32_t moves_trimming; // those of the trim under way
+    int release_votes;       // readings in a row that end the trim (on the schedule, or past it)
     struct SwrContext *trim_swr; // open while trimming (libswresample's compensation, at the timeline's rate 1)
     double trim_media;           // presentation time of the next trimmed frame
     float *hist;                 // the last MQ_TRIM_HISTORY frames handed on (passed or trimmed), oldest first
