@@ -121,7 +121,9 @@ static int plane(int sw, int sh, const char *fit_name, int frames, const char *m
                dst.h, fit_name, cpu * 1e3 / frames, wall * 1e3 / frames, frames);
     else
         printf("BENCH plane %dx%d -> %dx%d %s: %s\n", sw, sh, dst.w, dst.h, fit_name,
-               d.plane.id ? "refused by the driver" : "no video plane");
+               !d.plane.id                 ? "no video plane"
+               : ret == MQ_ERR_UNSUPPORTED ? "refused by the driver"
+                                           : "commit failed (the reason is logged above)");
     mq_drm_close(&d);
     for (int i = 0; i < 4; i++)
         av_frame_free(&src[i]);

@@ -6,6 +6,7 @@ driver itself ("@@CAPTURE <name>": <out>/<name>.ppm) and the video plane path is
 python3 stdlib only. Exit status 0 when everything passed."""
 import argparse
 import array
+import collections
 import json
 import os
 import select
@@ -50,7 +51,7 @@ def run_vm(a):
     if os.path.exists(sock):
         os.unlink(sock)
     display = ["-vga", "std", "-global", "VGA.vgamem_mb=64"] if a.suite == "bochs" else []
-    cmd = ["qemu-system-x86_64", "-accel", "tcg", "-m", "1024", "-smp", "2", "-nodefaults", "-no-reboot",
+    cmd = ["qemu-system-x86_64", "-accel", "tcg,thread=single", "-m", "1024", "-smp", "2", "-nodefaults", "-no-reboot",
            "-display", "none"] + display + [
            "-serial", "stdio", "-qmp", "unix:%s,server=on,wait=off" % sock,
            "-kernel", a.kernel, "-initrd", a.initrd, "-append", "console=ttyS0 panic=-1 quiet",
@@ -64,6 +65,7 @@ def run_vm(a):
     vm = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     qmp = QMP(sock, deadline)
     snaps, results, fails, bench, exit_code = [], {}, [], [], None
+    tail = collections.deque(maxlen=60)  # the console's last lines: a panic's oops is printed from them
     console = open(os.path.join(out, "console.log"), "w")
     buf = b""
     while time.time() < deadline and exit_code is None:
@@ -80,6 +82,7 @@ def run_vm(a):
             raw, buf = buf.split(b"\n", 1)
             line = raw.decode("utf-8", "replace").rstrip("\r")
             console.write(line + "\n")
+            tail.append(line)
             t = time.time() - start
             if "@@SNAP " in line:
                 name = line.split("@@SNAP ", 1)[1].strip()
@@ -115,7 +118,13 @@ def run_vm(a):
         vm.wait(5)
     except subprocess.TimeoutExpired:
         vm.kill()
-    if exit_code is None:
+    panic = any("Kernel panic" in line for line in tail)
+    if panic:
+        print("  the guest kernel panicked; the console's last lines:")
+        for line in tail:
+            print("    | " + line)
+        fails.append("the guest kernel panicked after %.1f s" % (time.time() - start))
+    elif exit_code is None:
         fails.append("the VM did not finish in %d s" % a.timeout)
     return snaps, results, fails, bench, time.time() - start
 

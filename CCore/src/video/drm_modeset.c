@@ -281,6 +281,20 @@ static void on_flip(int fd, unsigned seq, unsigned sec, unsigned usec, void *dat
     d->last_vblank = t > now - 1 && t <= now + 0.001 ? t : now; // drivers without vblank: now
 }
 
+int mq_drm_drain_late_flip(mq_drm *d, double timeout_s)
+{
+    // Only after a wait gave up on a flip (flip_landed already ran for it): its event, when it
+    // comes, finds nothing pending and changes nothing on our side.
+    drmEventContext ev = {.version = 2, .page_flip_handler = on_flip};
+    struct pollfd pfd = {.fd = d->fd, .events = POLLIN};
+    int n = poll(&pfd, 1, (int)ceil(timeout_s * 1000));
+    if (n > 0 && (pfd.revents & POLLIN)) {
+        drmHandleEvent(d->fd, &ev);
+        return MQ_OK;
+    }
+    return MQ_ERR_VIDEO_DEVICE;
+}
+
 int mq_drm_wait_flip(mq_drm *d, double timeout_s)
 {
     double deadline = mq_clock_now() + timeout_s;
@@ -316,8 +330,11 @@ static int plane_off_with(mq_drm *d, int i)
         ret = drmModeAtomicAddProperty(req, pl->id, pl->prop[MQ_PLANE_FB_ID], 0);
     if (ret >= 0)
         ret = drmModeAtomicAddProperty(req, pl->id, pl->prop[MQ_PLANE_CRTC_ID], 0);
+    uint32_t flags = DRM_MODE_ATOMIC_NONBLOCK | DRM_MODE_PAGE_FLIP_EVENT;
     if (ret >= 0)
-        ret = drmModeAtomicCommit(d->fd, req, DRM_MODE_ATOMIC_NONBLOCK | DRM_MODE_PAGE_FLIP_EVENT, d);
+        ret = drmModeAtomicCommit(d->fd, req, flags, d);
+    if (ret < 0 && errno == EBUSY && mq_drm_drain_late_flip(d, 1.0) == MQ_OK)
+        ret = drmModeAtomicCommit(d->fd, req, flags, d);
     drmModeAtomicFree(req);
     if (ret < 0)
         return ret;
@@ -338,7 +355,10 @@ int mq_drm_show(mq_drm *d, int i)
         drmModeSetPlane(d->fd, d->plane.id, d->crtc_id, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
         d->vfront = -1;
     }
-    if (d->front >= 0 && drmModePageFlip(d->fd, d->crtc_id, d->fb[i].fb_id, DRM_MODE_PAGE_FLIP_EVENT, d) == 0) {
+    int flipped = d->front >= 0 ? drmModePageFlip(d->fd, d->crtc_id, d->fb[i].fb_id, DRM_MODE_PAGE_FLIP_EVENT, d) : -1;
+    if (flipped < 0 && d->front >= 0 && errno == EBUSY && mq_drm_drain_late_flip(d, 1.0) == MQ_OK)
+        flipped = drmModePageFlip(d->fd, d->crtc_id, d->fb[i].fb_id, DRM_MODE_PAGE_FLIP_EVENT, d);
+    if (flipped == 0) {
         d->pending = i;
         d->flipping = true;
         return MQ_OK;

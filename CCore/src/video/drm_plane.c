@@ -202,6 +202,10 @@ int mq_drm_show_video(mq_drm *d, int vi, const mq_drm_placement *at, int primary
     if (ret >= 0)
         ret = drmModeAtomicCommit(d->fd, req, flags, d);
     int err = errno;
+    if (ret < 0 && err == EBUSY && !test_only && mq_drm_drain_late_flip(d, 1.0) == MQ_OK) {
+        ret = drmModeAtomicCommit(d->fd, req, flags, d); // the flip given up on has landed since
+        err = errno;
+    }
     drmModeAtomicFree(req);
     if (ret < 0) {
         if (err == EINVAL || err == ERANGE || err == ENOSPC || err == EOPNOTSUPP)

@@ -160,6 +160,11 @@ static inline bool mq_drm_flipping(const mq_drm *d)
 /// Waits (≤ timeout_s) for a pending flip to complete.
 int mq_drm_wait_flip(mq_drm *d, double timeout_s);
 
+/// A commit refused as busy (EBUSY) after mq_drm_wait_flip gave up on a flip that the kernel
+/// still holds (a starved or slow vblank): waits (≤ timeout_s) for that late event and takes it,
+/// so the commit can be made again. MQ_ERR_VIDEO_DEVICE when none came.
+int mq_drm_drain_late_flip(mq_drm *d, double timeout_s);
+
 /// The refresh period of the current mode in seconds (1/60 if unknown).
 double mq_drm_period(const mq_drm *d);
 
