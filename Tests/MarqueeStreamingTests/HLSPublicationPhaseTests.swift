@@ -68,6 +68,55 @@ import Testing
         #expect((raw.max()! - raw.min()!) > 1.5, "\(raw)")
     }
 
+    /// A packager whose publications scatter ±6 ms around its cadence (ffmpeg's HLS muxer, read
+    /// from its playlists: −5…+6 ms, 3 ms a standard deviation), six boxes each started
+    /// elsewhere in the cycle, each reloading once a segment at its own instant and probing as a
+    /// box does (``HLSPublicationPhase/probeTime(nextEnd:)``, a millisecond either side once the
+    /// interval is narrow): after a minute each places the publication at the median within
+    /// 1.5 ms. (Read as the interval's middle, the boxes were up to 3 ms off: an interval as
+    /// narrow as the scatter is no longer narrowed by the answers inside it.)
+    @Test func boxesOnAScatteredPublicationMeetAtItsMedian() throws {
+        var random = SplitMix64(state: 41)
+        var scatter: [UInt64: Double] = [:]
+        for n in 0..<200 {
+            // (A sum of three uniforms: about normal, 3 ms a standard deviation, at most 6.)
+            let u = (0..<3).map { _ in Double.random(in: -0.006...0.006, using: &random) }.reduce(0, +) / 3 * 1.5
+            scatter[UInt64(n)] = 0.012 + max(-0.006, min(0.006, u))
+        }
+        let packager = Packager(delay: { scatter[$0] ?? 0.012 })
+        let median = 0.012
+        var worst = 0.0
+        for box in 0..<6 {
+            var anchor = HLSLiveAnchor()
+            let start = Packager.t0 + 20 + Double(box) * 0.33
+            let reloadAt = Double.random(in: 0..<2, using: &random)  // its feeder's point of the cycle
+            var t = start
+            _ = anchor.place(try packager.answer(at: t), answeredAt: t, askedAt: t - 0.0004, receivedAt: t + 0.0004)
+            var probes = 0
+            while t < start + 60 {
+                let nextEnd = try #require(anchor.nextEnd)
+                let width = try #require(anchor.phase.interval).high - (try #require(anchor.phase.interval)).low
+                probes += 1
+                let dither = width <= HLSPublicationPhase.medianWithin ? (probes % 2 == 0 ? 0.001 : -0.001) : 0
+                var probe = try #require(anchor.phase.probeTime(nextEnd: nextEnd)) + dither
+                while probe <= t { probe += 2 }
+                // The feeder's reload when it comes first, then the probe.
+                let reload = Packager.t0 + (((t - Packager.t0 - reloadAt) / 2).rounded(.down) + 1) * 2 + reloadAt
+                for at in (reload < probe ? [reload, probe] : [probe]) {
+                    t = at
+                    _ = anchor.place(
+                        try packager.answer(at: t), answeredAt: t, askedAt: t - 0.0004, receivedAt: t + 0.0004)
+                }
+            }
+            let best = try #require(anchor.phase.estimate(precision: 0.1)).phase
+            let n = try #require(anchor.starts.keys.max())
+            // Where this box places segment n's publication, against the median's.
+            let off = (try #require(anchor.starts[n])) + 2 + best - (Packager.t0 + Double(n + 1) * 2 + median)
+            worst = max(worst, abs(off))
+        }
+        #expect(worst <= 0.0015, "the worst box placed the median publication \(worst * 1000) ms off")
+    }
+
     /// A packager that publishes one segment 0.7 s late, and a box that happens to ask then:
     /// the answer that says "not yet" is outvoted; the phase stays.
     @Test func aLatePublicationDoesNotDragThePhase() throws {

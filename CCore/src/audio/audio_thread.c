@@ -268,6 +268,7 @@ static void fill_stream(mq_player *p, mq_audio_sync *s, double t_hear, double *t
             mq_clock_publish_audio(&p->clock, t_hear + i / sr, next, jumps);
             atomic_store_explicit(&p->audio_lag, -err, memory_order_relaxed);
             atomic_store_explicit(&p->audio_moves, moves, memory_order_release); // (after the lag it was judged on)
+            atomic_fetch_add_explicit(&p->audio_readings, 1, memory_order_release);
             published = true;
         }
         int k = copy_block(p, b, i, n - i);

@@ -114,6 +114,7 @@ static double queued_gain(mq_player *p, double rate)
 /// `out` holds (~170 ms) has been heard, so the trim stops on time.
 static double trim(mq_player *p, mq_tempo *t)
 {
+    uint32_t readings = atomic_load_explicit(&p->audio_readings, memory_order_acquire);
     uint32_t moves = atomic_load_explicit(&p->audio_moves, memory_order_acquire); // (then the lag judged on them)
     double lag = atomic_load_explicit(&p->audio_lag, memory_order_relaxed) - queued_gain(p, 1.0), size = fabs(lag);
     if (t->trim == 0) {
@@ -129,8 +130,13 @@ static double trim(mq_player *p, mq_tempo *t)
         return t->trim; // (no reading, e.g. a period of silence: carried on, judged at the next)
     } else if (size < MQ_TRIM_RELEASE || lag * t->trim <= 0) {
         // Ended on a few readings in a row: one read late by the audio thread's wake-up (a loaded
-        // box) would otherwise end the trim for good halfway (a CI run: 2 ms of 4 left).
-        if (++t->release_votes < MQ_TRIM_CONFIRM)
+        // box) would otherwise end the trim for good halfway (a CI run: 2 ms of 4 left). A reading
+        // counts once, however many blocks are trimmed before the next.
+        if (readings != t->reading_voted) {
+            t->reading_voted = readings;
+            t->release_votes++;
+        }
+        if (t->release_votes < MQ_TRIM_CONFIRM)
             return t->trim;
         t->moves_done = t->moves_trimming; // (a move during the trim: trimmed again from there)
         return t->trim = 0;

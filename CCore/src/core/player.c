@@ -48,6 +48,7 @@ static void init_shared(mq_player *p)
     atomic_init(&p->audio_delay, 0.0);
     atomic_init(&p->audio_lag, NAN);
     atomic_init(&p->audio_moves, 0);
+    atomic_init(&p->audio_readings, 0);
     atomic_init(&p->first_frame_mono, 0.0);
     atomic_init(&p->av_offset, NAN);
     atomic_init(&p->av_offset_peak, NAN);

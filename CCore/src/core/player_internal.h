@@ -95,6 +95,7 @@ typedef struct mq_tempo {
     uint32_t moves_done;     // the timeline moves whose lag was trimmed away (or was too small to)
     uint32_t moves_trimming; // those of the trim under way
     int release_votes;       // readings in a row that end the trim (on the schedule, or past it)
+    uint32_t reading_voted;  // the audio thread's reading (audio_readings) last counted in release_votes
     struct SwrContext *trim_swr; // open while trimming (libswresample's compensation, at the timeline's rate 1)
     double trim_media;           // presentation time of the next trimmed frame
     float *hist;                 // the last MQ_TRIM_HISTORY frames handed on (passed or trimmed), oldest first
@@ -187,6 +188,7 @@ struct mq_player {
     _Atomic double
         audio_lag; // audio thread: the schedule's time minus the sound's at the last period written, NAN none
     _Atomic uint32_t audio_moves;    // audio thread: the timeline moves (mq_clock_moves) that lag was judged on
+    _Atomic uint32_t audio_readings; // audio thread: lags published (a new reading when it changes)
     _Atomic double first_frame_mono; // video thread
     _Atomic double av_offset; // video thread: audio heard as the last picture became visible minus its pts, NAN none
     _Atomic double av_offset_peak;  // video thread: the largest |av_offset| of the last whole second, signed

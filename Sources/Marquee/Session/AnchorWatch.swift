@@ -20,15 +20,22 @@ extension PlaybackSession {
     /// Narrower than this (seconds), the middle is at most 2 ms off, on every box: the phase is
     /// settled, and probed less often.
     static let anchorSettled = 0.004
-    /// Once it is, one probe every ``anchorProbeEvery`` segments keeps it up to date.
-    static let anchorProbeEvery = 4
+    /// Once it is, one probe every ``anchorProbeEvery`` segments refines the median publication
+    /// (``HLSPublicationPhase/median``): with the feeders' reloads (one or two a segment), 1.7–1.8
+    /// requests a segment in all (measured; at most two allowed).
+    static let anchorProbeEvery = 2
+    /// Settled probes are made this far (seconds) before and after the median in turn: answers
+    /// all at one instant would only say which side of it the median is, not how far.
+    static let anchorProbeDither = 0.001
     /// Probes whose wake-to-answer times are kept (the shortest sets how early the next wakes).
     static let probeTimings = 5
     /// A probe wakes at most this early (seconds): half a slow answer is not its request's time.
     static let maxProbeLead = 0.010
-    /// A lead that moved less than this is not applied again (seconds): under a frame, and over
-    /// the interval's own jitter once settled (the packager's publishing, a few milliseconds).
-    static let anchorStep = 0.003
+    /// A lead that moved less than this is not applied again (seconds): a re-anchor this small
+    /// is trimmed (the sound resampled 0.1–0.2 % onto it, the pictures following), and the
+    /// median moves by less from answer to answer once many agree. (3 ms, with boxes each kept
+    /// up to 3 ms off their own estimate, left ffmpeg's boxes 5 ms apart.)
+    static let anchorStep = 0.001
     /// The same behind a venue proxy that tells its boxes the publication (seconds): their
     /// estimates are one, narrowed together, and a box that kept a lead 3 ms off would be 3 ms
     /// from its neighbours (a re-anchor this small is trimmed: the sound, and the pictures, follow).
@@ -85,6 +92,7 @@ extension PlaybackSession {
         // 2–3 ms after its wake had every probe answered after the publication: the interval
         // held near 5 ms for 40 s, its high end creeping down by the answers' jitter).
         var answerTimes: [Double] = []
+        var probes = 0
         if initialLead != nil, let told = learnedEdgeError.withLock({ $0 }) {
             events.send(.liveEdgeLearned(moved: 0, error: told.error))
             logger.notice(
@@ -98,8 +106,10 @@ extension PlaybackSession {
                 try? await Task.sleep(for: .seconds(1))
                 continue
             }
-            // (The interval read above is the estimate's: its middle, within half its width.)
-            let (width, middle) = (interval.high - interval.low, (interval.low + interval.high) / 2)
+            // (The estimate's phase: the interval's middle, then its median once narrow.)
+            let (width, middle) = (
+                interval.high - interval.low, anchor.phase.best ?? (interval.low + interval.high) / 2
+            )
             if let (lead, error, shared) = Self.learnedLead(
                 anchor, answerOffset: answerOffset, clockOffset: clock.offset)
             {
@@ -132,7 +142,9 @@ extension PlaybackSession {
             // on the answers' clock), or, once settled, a few segments on.
             let probeEnd = nextEnd + (width <= Self.anchorSettled ? Double(Self.anchorProbeEvery - 1) * segment : 0)
             let early = min(Self.maxProbeLead, (answerTimes.min() ?? 0) / 2)
-            let wake = probeEnd + middle - answerOffset - early
+            probes += 1
+            let dither = width <= Self.anchorSettled ? (probes % 2 == 0 ? 1 : -1) * Self.anchorProbeDither : 0
+            let wake = probeEnd + middle + dither - answerOffset - early
             let wait = wake - Monotonic.now()
             if wait > 0 { try? await Task.sleep(for: .microseconds(Int(wait * 1_000_000))) }
             let woke = Monotonic.now()

@@ -112,14 +112,15 @@ package struct HLSLiveAnchor: Sendable, Equatable {
     }
 
     /// When the newest segment listed in `playlist` was published (an interval on the answers'
-    /// clock: above `low`, at most `high`), as the phase stands; nil when that segment was not
-    /// placed by this anchor or no answer bounds the phase yet.
+    /// clock, as wide as the phase's, around its ``HLSPublicationPhase/best`` value), as the
+    /// phase stands; nil when that segment was not placed by this anchor or no answer bounds the
+    /// phase yet.
     package func publication(ofNewestIn playlist: HLSMediaPlaylist) -> (low: Double, high: Double)? {
         guard let newest = playlist.segments.last, let start = starts[newest.sequence],
-            let interval = phase.interval
+            let interval = phase.interval, let best = phase.best
         else { return nil }
-        let end = start + newest.duration
-        return (end + interval.low, end + interval.high)
+        let (end, half) = (start + newest.duration, (interval.high - interval.low) / 2)
+        return (end + best - half, end + best + half)
     }
 
     // MARK: mapping

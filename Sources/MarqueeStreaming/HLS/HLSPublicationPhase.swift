@@ -12,6 +12,15 @@
 /// segments it is as narrow as the answers' own jitter, and every box that learns it places the
 /// publication at the same instant of the server's clock.
 ///
+/// A packager publishes each segment a few milliseconds early or late around its cadence
+/// (ffmpeg's HLS muxer: ±5 ms), so once the interval is as narrow as that jitter, an answer
+/// made inside it neither contradicts it nor narrows it: the interval stops where the first
+/// answers left it, up to the jitter off, another box elsewhere. From then on the phase is the
+/// **median** publication (``median``): each answer says the newest was out at its instant and
+/// the next was not, and the instant where as many say "out" as "not yet" is where every box's
+/// answers converge, the more so the more answers (probes dithered around it, a millisecond
+/// either side).
+///
 /// A packager that publishes late now and then (a slow disk, a stalled encoder) or a reload
 /// answered from a stale cache contradicts the others: the phase is the one that the fewest of
 /// the last ``window`` answers contradict, so an outlier never drags it; a phase that moved for
@@ -33,6 +42,11 @@ package struct HLSPublicationPhase: Sendable, Equatable {
         /// request's arrival plus the time the proxy held it and the head's arrival (exact over
         /// a symmetric network; each box reads it late by its own delivery and stamping).
         package var shared = false
+        /// The answer's instant (halfway through its round trip) less the newest segment's end:
+        /// that one was out then, and the next, `next` seconds long, not yet (``median``). Nil
+        /// for a proxy's word.
+        package var at: Double?
+        package var next = 0.0
     }
 
     /// The bounds of the last ``window`` answers, oldest first.
@@ -40,6 +54,12 @@ package struct HLSPublicationPhase: Sendable, Equatable {
 
     /// Answers remembered (at two reloads a segment, a minute of 1 s segments).
     package static let window = 120
+    /// The interval is read by its ``median`` once narrower than this (seconds): about the
+    /// packagers' own jitter (ffmpeg's ±5 ms); wider, its middle, which a probe halves.
+    package static let medianWithin = 0.004
+    /// Answers this far from the interval's middle (seconds) or nearer are read for the median:
+    /// an outlier (a late segment, a stale cache) never counts in it.
+    package static let medianReach = 0.020
 
     package init() {}
 
@@ -61,7 +81,9 @@ package struct HLSPublicationPhase: Sendable, Equatable {
         guard sentAt.isFinite, receivedAt.isFinite, sentAt <= receivedAt, newestEnd.isFinite, nextDuration.isFinite,
             nextDuration > 0
         else { return }
-        var bound = Bound(low: sentAt - newestEnd - nextDuration, high: receivedAt - newestEnd)
+        var bound = Bound(
+            low: sentAt - newestEnd - nextDuration, high: receivedAt - newestEnd,
+            at: (sentAt + receivedAt) / 2 - newestEnd, next: nextDuration)
         if let published {
             // The proxy's word, widened by this box's round trip (the proxy made the answer
             // after `sentAt` and the time it held the request, before `receivedAt`). Not
@@ -85,7 +107,11 @@ package struct HLSPublicationPhase: Sendable, Equatable {
     /// phases measured against the old ends move the other way.
     package mutating func anchorMoved(by shift: Double) {
         guard shift != 0, shift.isFinite else { return }
-        bounds = bounds.map { Bound(low: $0.low - shift, high: $0.high - shift, shared: $0.shared) }
+        bounds = bounds.map {
+            Bound(
+                low: $0.low - shift, high: $0.high - shift, shared: $0.shared, at: $0.at.map { $0 - shift },
+                next: $0.next)
+        }
     }
 
     /// The interval of phases the fewest answers contradict (an answer contradicts a phase
@@ -118,24 +144,71 @@ package struct HLSPublicationPhase: Sendable, Equatable {
         return best
     }
 
-    /// The phase (the middle of ``interval``) and its error (half the interval's width), once
-    /// the interval is narrower than `precision`; nil before.
+    /// The phase (``best``) and its error (half the interval's width), once the interval is
+    /// narrower than `precision`; nil before.
     package func estimate(precision: Double) -> (phase: Double, error: Double)? {
-        guard let interval, interval.high - interval.low <= precision else { return nil }
-        return ((interval.low + interval.high) / 2, (interval.high - interval.low) / 2)
+        guard let interval, interval.high - interval.low <= precision, let best else { return nil }
+        return (best, (interval.high - interval.low) / 2)
     }
 
-    /// The phase's best value, the middle of ``interval`` (behind a venue proxy, of the bound it
-    /// told last: the proxy's estimate, which every box behind it reads alike, each within its
-    /// own delivery of the answer); nil before any answer.
+    /// The middle of ``interval`` (behind a venue proxy, of the bound it told last: the proxy's
+    /// estimate, which every box behind it reads alike, each within its own delivery of the
+    /// answer); nil before any answer.
     package var middle: Double? {
         interval.map { ($0.low + $0.high) / 2 }
     }
 
-    /// When to ask next to narrow the interval (server seconds), for the segment anchored to end
-    /// at `nextEnd`: the middle of the interval, which an answer there halves. Nil before any
-    /// answer.
+    /// The phase's best value: the ``median`` once the interval is narrower than
+    /// ``medianWithin`` (and the answers near it cross), else its ``middle``.
+    package var best: Double? {
+        guard let interval else { return nil }
+        if interval.high - interval.low <= Self.medianWithin, let median { return median }
+        return (interval.low + interval.high) / 2
+    }
+
+    /// The median publication phase: of the answers within ``medianReach`` of the interval's
+    /// middle, each an "out" at its instant and a "not yet" one segment before it, the instant
+    /// where the share of "out" reaches one half (the monotone fit of the shares, by pooling
+    /// neighbours that disagree); nil behind a venue proxy (its word is the phase), or when
+    /// no answer near says "not yet" before one says "out".
+    package var median: Double? {
+        guard let told = bounds.last, !told.shared, let centre = middle else { return nil }
+        var seen: [(at: Double, out: Bool)] = []
+        for bound in bounds {
+            guard let at = bound.at else { continue }
+            if abs(at - centre) <= Self.medianReach { seen.append((at, true)) }
+            if abs(at - bound.next - centre) <= Self.medianReach { seen.append((at - bound.next, false)) }
+        }
+        return Self.halfway(seen)
+    }
+
+    /// Where the nondecreasing fit of the "out" shares of `seen` reaches one half: in the
+    /// middle of the pooled run that is exactly half, or between the last run below and the
+    /// first above; nil when the first run is above half already or none reaches it.
+    static func halfway(_ seen: [(at: Double, out: Bool)]) -> Double? {
+        // Pool adjacent violators: runs of (count out, count, first instant, last instant).
+        var runs: [(out: Int, count: Int, first: Double, last: Double)] = []
+        for s in seen.sorted(by: { $0.at < $1.at }) {
+            runs.append((s.out ? 1 : 0, 1, s.at, s.at))
+            while runs.count > 1,
+                runs[runs.count - 2].out * runs[runs.count - 1].count >= runs[runs.count - 1].out
+                    * runs[runs.count - 2].count
+            {
+                let b = runs.removeLast()
+                runs[runs.count - 1].out += b.out
+                runs[runs.count - 1].count += b.count
+                runs[runs.count - 1].last = b.last
+            }
+        }
+        guard let k = runs.firstIndex(where: { 2 * $0.out >= $0.count }) else { return nil }
+        if 2 * runs[k].out == runs[k].count { return (runs[k].first + runs[k].last) / 2 }
+        return k > 0 ? (runs[k - 1].last + runs[k].first) / 2 : nil
+    }
+
+    /// When to ask next (server seconds), for the segment anchored to end at `nextEnd`: at the
+    /// ``best`` phase (the interval's middle, which an answer there halves, then the median).
+    /// Nil before any answer.
     package func probeTime(nextEnd: Double) -> Double? {
-        middle.map { nextEnd + $0 }
+        best.map { nextEnd + $0 }
     }
 }
