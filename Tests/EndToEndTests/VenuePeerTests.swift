@@ -31,11 +31,12 @@ import Testing
         return try Tools.spawn("env", env + ["python3", script, "\(port)", log.path, box])
     }
 
-    static func proxy(box: String, upstream: String, deadline: Double = 2, peers: [String] = [], keyed: Bool = true)
-        async throws -> VenueProxy
-    {
+    static func proxy(
+        box: String, upstream: String, deadline: Double = 2, peers: [String] = [], keyed: Bool = true,
+        logLevel: Logger.Level = .warning
+    ) async throws -> VenueProxy {
         var logger = Logger(label: "test.venue.\(box)")
-        logger.logLevel = .warning
+        logger.logLevel = logLevel
         var configuration = VenueConfiguration(
             upstreams: [upstream], sharing: .onlyOnLAN, peers: peers, boxId: box, banSeconds: 300,
             defaultPeerDeadline: deadline)
@@ -232,8 +233,10 @@ import Testing
     @Test func twoBoxesTakeEachSegmentOnceFromAServerWithoutDigests() async throws {
         let (dir, port, server) = try await Self.serve()
         defer { Tools.stop(server) }
-        let a = try await VenuePeerTests.proxy(box: "a", upstream: "127.0.0.1:\(port)")
-        let b = try await VenuePeerTests.proxy(box: "b", upstream: "127.0.0.1:\(port)")
+        // (Info: why a box went to the server instead of its peer is in the log; once in a CI run
+        // box a took out0.ts from the server after its peer had sent it, and counted no peer.)
+        let a = try await VenuePeerTests.proxy(box: "a", upstream: "127.0.0.1:\(port)", logLevel: .info)
+        let b = try await VenuePeerTests.proxy(box: "b", upstream: "127.0.0.1:\(port)", logLevel: .info)
         defer {
             Task {
                 await a.stop()
