@@ -430,6 +430,9 @@ typedef enum mq_event_type {
                                    ///< mixer input; `code` an `mq_err` when it ended on a decode error).
     MQ_EVENT_LABEL_SHOWN = 9,      ///< The first due picture presented (and counted) since
                                    ///< `mq_player_set_label`: `message` is the label, `media_time` its pts.
+    MQ_EVENT_CAPTION = 10,         ///< The closed captions on screen changed (CEA-608 carried in the
+                                   ///< video, CC1) with the picture presented at `media_time`:
+                                   ///< `message` is their text, rows on lines of their own, "" cleared.
 } mq_event_type;
 
 typedef struct mq_event {

@@ -130,6 +130,12 @@ public enum PlayerEvent: Sendable, Hashable {
     case adFinished(AdBreak)
     /// An on-demand stream played to its end (the state becomes ``PlaybackState/ended``).
     case ended
+    /// The closed captions on screen changed: CEA-608 carried in the video's pictures (ATSC A/53
+    /// user data in H.264, HEVC or MPEG-2, in TS or fMP4, HLS or DASH; channel CC1), decoded as
+    /// broadcast decoders do (pop-on, roll-up, paint-on), reported as the picture that changed
+    /// them is presented, at `position` (the clock of ``timeUpdate(_:)``). `text` is what they
+    /// show now, a line per row, "" when cleared.
+    case captionChanged(text: String, position: Double)
 }
 
 /// The events of one player: ``EventStream`` of ``PlayerEvent``.

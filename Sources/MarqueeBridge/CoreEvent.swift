@@ -4,6 +4,9 @@ package struct CoreEvent: Sendable {
         case firstFrame, trackFormat, error, ended, underrun, outputChanged, decoderFallback, clipEnded
         /// The first picture presented under a new label (`message`), at `mediaTime`.
         case labelShown
+        /// The closed captions on screen changed (`message`: their text, "" cleared) with the
+        /// picture presented at `mediaTime`.
+        case caption
         case other(Int32)
     }
     package var kind: Kind

@@ -178,6 +178,7 @@ package final class CoreHandle: Sendable {
         case Int32(MQ_EVENT_DECODER_FALLBACK.rawValue): kind = .decoderFallback
         case Int32(MQ_EVENT_CLIP_ENDED.rawValue): kind = .clipEnded
         case Int32(MQ_EVENT_LABEL_SHOWN.rawValue): kind = .labelShown
+        case Int32(MQ_EVENT_CAPTION.rawValue): kind = .caption
         default: kind = .other(e.type)
         }
         return CoreEvent(

@@ -393,6 +393,9 @@ struct PlaybackRunner {
         case .adStarted(let ad): status.log(String(format: "ad break %.1f s", ad.end - ad.start))
         case .adFinished: status.log("ad break over")
         case .delayChanged(let seconds): status.log(String(format: "delay %.1f s", seconds))
+        case .captionChanged(let text, _):
+            status.log(
+                text.isEmpty ? "captions cleared" : "captions: " + text.split(separator: "\n").joined(separator: " / "))
         case .stateChanged, .playbackRateChanged, .volumeChanged, .timeUpdate, .seeked, .seekClamped:
             break
         }

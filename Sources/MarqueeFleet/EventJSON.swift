@@ -76,6 +76,8 @@ public enum EventJSON {
         case .adStarted(let a): return ["type": "adStarted", "ad": ad(a)]
         case .adFinished(let a): return ["type": "adFinished", "ad": ad(a)]
         case .ended: return ["type": "ended"]
+        case .captionChanged(let text, let position):
+            return ["type": "captionChanged", "text": text, "position": position]
         }
     }
 }

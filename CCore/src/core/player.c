@@ -103,6 +103,7 @@ int mq_player_create(const mq_player_config *cfg, mq_player **out)
     p->sync_ok = 3;
     if (!(p->snap = av_frame_alloc()))
         goto fail;
+    mq_cc_queue_init(&p->cc); // (without its lock, captions are not reported: playback goes on)
     if ((ret = mq_event_queue_create(256, &p->events)) < 0 || (ret = open_outputs(p, cfg, buffer_ms, queue)) < 0)
         goto fail;
     *out = p;
@@ -152,6 +153,7 @@ void mq_player_destroy(mq_player **pp)
     reap_clips(p, true); // every thread is stopped: frees every retired clip
     mq_audio_sync_uninit(p);
     mq_frame_queue_destroy(&p->vq);
+    mq_cc_queue_destroy(&p->cc);
     mq_pcm_ring_destroy(&p->pcm);
     mq_pcm_ring_destroy(&p->out);
     mq_event_queue_destroy(&p->events);

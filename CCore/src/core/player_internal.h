@@ -15,6 +15,7 @@
 #include "mixing/clip.h"
 #include "mixing/mixer.h"
 #include "mq_player.h"
+#include "video/captions.h"
 #include "video/frame_queue.h"
 #include "video/video_out.h"
 
@@ -147,6 +148,7 @@ struct mq_player {
     mq_pcm_ring *pcm;         // decoded stream audio: decode thread → tempo thread (SPSC)
     mq_pcm_ring *out;         // audio to play, stamped: tempo thread → audio thread (SPSC)
     mq_mixer *mixer;          // gains: controlling thread (its own command ring); mixing: audio thread
+    mq_cc_queue cc;           // caption changes: video decode threads → video thread (locked inside)
     mq_frame_queue *vq;       // decoded pictures: video decode thread → video thread (locked inside)
     int sync_ok;              // which of lock/cond/snap_lock create initialised (for destroy)
 

@@ -268,9 +268,11 @@ static void on_reset(mq_decoder *d)
     mq_player *p = d->p;
     mq_decode_free_held(d);
     atomic_store(&d->t->input_done, false);
-    if (d->t->kind == MQ_TRACK_VIDEO)
+    if (d->t->kind == MQ_TRACK_VIDEO) {
         mq_frame_queue_flush(p->vq);
-    else
+        mq_cc_decoder_flush(d->cc); // (the screen starts empty; changes queued for flushed pictures go)
+        mq_cc_queue_clear(&p->cc);
+    } else
         mq_pcm_ring_flush(p->pcm);
     swr_free(&d->swr);
     if (d->rolled) { // a codec kept for a rollover: the stream after a reset may be another
@@ -350,6 +352,7 @@ void *mq_decode_thread_main(void *arg)
     }
     mq_decode_free_held(&d);
     close_session(&d);
+    mq_cc_decoder_destroy(&d.cc);
     swr_free(&d.swr);
     av_packet_free(&d.pkt);
     av_frame_free(&d.frame);

@@ -96,6 +96,22 @@ static bool join_still(mq_player *p)
     return !p->hide_join_still && atomic_load(&p->frames_presented) == 0 && !atomic_exchange(&p->still_offered, true);
 }
 
+/// The captions a picture carries, decoded; a change of the screen queued for the video thread,
+/// which reports it with the picture at `pts` (or the first presented after it).
+static void captions(mq_decoder *d, const AVFrame *f, double pts)
+{
+    if (d->cc_none || !av_frame_get_side_data(f, AV_FRAME_DATA_A53_CC))
+        return;
+    if (!d->cc && mq_cc_decoder_create(&d->cc) < 0) {
+        d->cc_none = true;
+        mq_log(MQ_LOG_WARN, "track %d: its pictures carry closed captions, and no decoder for them is here", d->t->id);
+        return;
+    }
+    char text[MQ_CC_TEXT];
+    if (mq_cc_decoder_feed(d->cc, f, pts, text, sizeof text) == 1)
+        mq_cc_queue_push(&d->p->cc, pts, text);
+}
+
 static int deliver_video(mq_decoder *d, AVFrame *f)
 {
     mq_player *p = d->p;
@@ -105,6 +121,7 @@ static int deliver_video(mq_decoder *d, AVFrame *f)
     v.pts = v.media_pts + atomic_load(&d->t->pts_offset);
     d->next_pts = v.media_pts + v.duration;
     atomic_fetch_add(&p->frames_decoded, 1);
+    captions(d, f, v.pts); // every picture's, also one dropped late below: the screen is built over many
 
     double clock;
     bool staged = atomic_load(&d->t->staged);

@@ -53,6 +53,10 @@ typedef struct mq_decoder {
     // most, sooner than a busy box decodes it after the cut.
     mq_vframe held_video[MQ_HELD_VIDEO];
     int nheld_video;
+    // Closed captions in the pictures (CEA-608 in A/53 user data): made at the first picture
+    // that carries them; `cc_none` once this FFmpeg turned out to have no decoder for them.
+    mq_cc_decoder *cc;
+    bool cc_none;
 } mq_decoder;
 
 /// decode.c

@@ -50,6 +50,11 @@ static void after_present(mq_player *p, const mq_vframe *v, double now)
         p->video.label_pending = false;
         mq_event_queue_push(p->events, MQ_EVENT_LABEL_SHOWN, -1, 0, v->pts, "%s", p->vo->label);
     }
+    // The captions this picture brings (changes made with it, or with pictures not shown before it).
+    char text[MQ_CC_TEXT];
+    double at;
+    if (!v->still && mq_cc_queue_due(&p->cc, v->pts, text, sizeof text, &at))
+        mq_event_queue_push(p->events, MQ_EVENT_CAPTION, -1, 0, v->pts, "%s", text);
 }
 
 /// When the picture presented at `now` becomes visible: the next vblank on a display.

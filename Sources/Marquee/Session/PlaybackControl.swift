@@ -81,6 +81,10 @@ extension PlaybackSession {
             events.send(.decoderFallback(event.message))
         case .clipEnded:
             logger.debug("clip ended", metadata: ["input": "\(event.track ?? -1)", "detail": "\(event.message)"])
+        case .caption:
+            let at = event.mediaTime.map { t in drift.withLock { $0.presentation(of: t) } } ?? .nan
+            logger.debug("captions", metadata: ["text": "\(event.message)", "at": "\(at)"])
+            events.send(.captionChanged(text: event.message, position: at))
         case .underrun, .labelShown, .other:
             logger.debug("core event", metadata: ["message": "\(event.message)"])
         }

@@ -1,0 +1,115 @@
+import Foundation
+import Marquee
+import TestSupport
+import Testing
+
+/// Closed captions carried in the video (CEA-608 in ATSC A/53 user data, as broadcast encoders
+/// write them; `rigs/captions/cc608.py` adds them to an x264 stream, since no muxer or encoder
+/// here can), packaged by ffmpeg's HLS muxer (MPEG-TS) and its DASH muxer (fMP4), served as
+/// files: each change of the caption screen is reported with the picture that made it, at its
+/// presentation time, with FFmpeg's own reading of the same stream as the reference.
+extension LivePlaybackTests {
+    /// The captions: pop-on on rows 15 and 14, each cleared, then a line rolled up.
+    static let captionScript = """
+        [{"at": 1.0, "text": "HELLO WORLD", "row": 15},
+         {"at": 3.0, "clear": true},
+         {"at": 4.0, "text": "SECOND LINE.", "row": 14},
+         {"at": 6.0, "clear": true},
+         {"at": 7.0, "text": "ROLL UP", "mode": "rollup", "row": 15}]
+        """
+
+    @Test(arguments: ["hls", "dash"])
+    func captionsInTheVideoAreReportedWithTheirPicture(packaging: String) async throws {
+        let dir = try Tools.tempDirectory("captions-\(packaging)")
+        try await Tools.offPool {
+            _ = try Tools.run(
+                "ffmpeg",
+                [
+                    "-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30", "-t",
+                    "9", "-c:v", "libx264", "-bf", "0", "-g", "30", "-pix_fmt", "yuv420p", "-f", "h264", "plain.h264",
+                ], cwd: dir)
+            try Self.captionScript.write(
+                to: dir.appendingPathComponent("captions.json"), atomically: true, encoding: .utf8)
+            _ = try Tools.run(
+                "python3",
+                [
+                    Tools.packageRoot.appendingPathComponent("rigs/captions/cc608.py").path, "plain.h264", "cc.h264",
+                    "30", "captions.json",
+                ], cwd: dir)
+            let input = [
+                "-hide_banner", "-loglevel", "error", "-framerate", "30", "-i", "cc.h264", "-f", "lavfi", "-i",
+                "sine=frequency=440:sample_rate=48000", "-t", "9", "-map", "0:v", "-map", "1:a", "-c:v", "copy", "-c:a",
+                "aac",
+            ]
+            let out =
+                packaging == "hls"
+                ? ["-f", "hls", "-hls_time", "2", "-hls_playlist_type", "vod", "out.m3u8"]
+                : ["-f", "dash", "-seg_duration", "2", "-use_timeline", "1", "out.mpd"]
+            _ = try Tools.run("ffmpeg", input + out, cwd: dir)
+        }
+        // FFmpeg's reading of the packaged stream: its caption cues (SubRip times, from the start).
+        let reference = try await Tools.offPool {
+            try Tools.run(
+                "ffmpeg",
+                [
+                    "-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i",
+                    "movie=out.\(packaging == "hls" ? "m3u8" : "mpd")[out0+subcc]", "-map", "0:s", "-f", "srt", "-",
+                ], cwd: dir)
+        }
+        try #require(reference.contains("HELLO WORLD") && reference.contains("SECOND LINE."), "\(reference)")
+
+        let origin = try await Self.origin(staticRoot: dir.path)
+        defer { Task { await origin.stop() } }
+        let url = origin.baseURL.appendingPathComponent("static/out.\(packaging == "hls" ? "m3u8" : "mpd")")
+        let run = try await Self.play(url, seconds: 11, audio: { _ in .null })
+        let captions = run.timed.compactMap { item -> (time: Double, text: String, position: Double)? in
+            guard case .captionChanged(let text, let position) = item.event else { return nil }
+            return (item.time, text, position)
+        }
+        let texts = captions.map(\.text)
+        // The screens in order: each pop-on shown whole at once, cleared, and the roll-up line
+        // growing pair by pair to its whole text.
+        let popOn = texts.filter { !$0.hasPrefix("R") }
+        #expect(popOn == ["HELLO WORLD", "", "SECOND LINE.", ""], "\(packaging): \(texts)")
+        let rolled = texts.filter { $0.hasPrefix("R") }
+        #expect(
+            rolled.last == "ROLL UP" && zip(rolled, rolled.dropFirst()).allSatisfy { $1.hasPrefix($0) },
+            "\(packaging): \(rolled)")
+        // On the picture each came with: the screens' positions apart as the script has them
+        // (to the frame), and each reported within 0.1 s of its picture being shown.
+        let hello = try #require(captions.first { $0.text == "HELLO WORLD" })
+        let firstFrame = try #require(run.frames.first)
+        var after = hello.position
+        for (at, text) in [(3.0, ""), (4.0, "SECOND LINE."), (6.0, "")] {
+            let caption = try #require(captions.first { $0.text == text && $0.position > after + 0.5 })
+            after = caption.position
+            #expect(
+                abs(caption.position - hello.position - (at - 1)) < 0.017,
+                "\(packaging): '\(text)' at \(caption.position - hello.position) s after HELLO WORLD, \(at - 1) written"
+            )
+        }
+        for caption in captions.prefix(4) {
+            let offset = caption.position - hello.position + 1  // seconds into the stream
+            let picture = try #require(
+                run.frames.first { abs($0.pts - firstFrame.pts - offset) < 0.017 },
+                "\(packaging): no picture at \(offset) s")
+            #expect(
+                caption.time >= picture.wallTime - 0.001 && caption.time - picture.wallTime < 0.1,
+                "\(packaging): '\(caption.text)' reported \(caption.time - picture.wallTime) s after its picture")
+        }
+        print(
+            String(
+                format: "captions, ffmpeg %@: %d screens; reported %.1f–%.1f ms after their pictures", packaging,
+                captions.count,
+                captions.prefix(4).compactMap { c in
+                    run.frames.first { abs($0.pts - firstFrame.pts - (c.position - hello.position + 1)) < 0.017 }.map {
+                        (c.time - $0.wallTime) * 1000
+                    }
+                }.min() ?? .nan,
+                captions.prefix(4).compactMap { c in
+                    run.frames.first { abs($0.pts - firstFrame.pts - (c.position - hello.position + 1)) < 0.017 }.map {
+                        (c.time - $0.wallTime) * 1000
+                    }
+                }.max() ?? .nan))
+    }
+}
