@@ -51,6 +51,9 @@ mq_expect_output(mixer_alloc "mixer allocs 0 frees 0" mixer_alloc_test)
 # Keeps a core busy for 1.5 s sending commands: run alone (real-time tests, 2-core CI).
 set_tests_properties(mixer_alloc PROPERTIES RUN_SERIAL ON)
 
+mq_test(captions_test)
+add_test(NAME captions COMMAND captions_test)
+
 mq_test(segment_io_test)
 add_test(NAME segment_io COMMAND segment_io_test "${MQ_MEDIA}/video.mp4")
 

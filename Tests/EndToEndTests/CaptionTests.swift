@@ -5,9 +5,11 @@ import Testing
 
 /// Closed captions carried in the video (CEA-608 in ATSC A/53 user data, as broadcast encoders
 /// write them; `rigs/captions/cc608.py` adds them to an x264 stream, since no muxer or encoder
-/// here can), packaged by ffmpeg's HLS muxer (MPEG-TS) and its DASH muxer (fMP4), served as
-/// files: each change of the caption screen is reported with the picture that made it, at its
-/// presentation time, with FFmpeg's own reading of the same stream as the reference.
+/// here can), packaged by ffmpeg's HLS muxer (MPEG-TS; fMP4 with B-frames, the captions carried
+/// on by libx264 from the pictures it re-encodes, `-a53cc`), its DASH muxer (fMP4) and
+/// GStreamer's hlssink2 (MPEG-TS, B-frames, video only), served as files: each change of the
+/// caption screen is reported with the picture that made it, at its presentation time, with
+/// FFmpeg's own reading of the same stream as the reference.
 extension LivePlaybackTests {
     /// The captions: pop-on on rows 15 and 14, each cleared, then a line rolled up.
     static let captionScript = """
@@ -18,7 +20,7 @@ extension LivePlaybackTests {
          {"at": 7.0, "text": "ROLL UP", "mode": "rollup", "row": 15}]
         """
 
-    @Test(arguments: ["hls", "dash"])
+    @Test(arguments: ["hls", "dash", "hls-fmp4-bframes", "gstreamer"])
     func captionsInTheVideoAreReportedWithTheirPicture(packaging: String) async throws {
         let dir = try Tools.tempDirectory("captions-\(packaging)")
         try await Tools.offPool {
@@ -36,15 +38,37 @@ extension LivePlaybackTests {
                     Tools.packageRoot.appendingPathComponent("rigs/captions/cc608.py").path, "plain.h264", "cc.h264",
                     "30", "captions.json",
                 ], cwd: dir)
-            let input = [
-                "-hide_banner", "-loglevel", "error", "-framerate", "30", "-i", "cc.h264", "-f", "lavfi", "-i",
-                "sine=frequency=440:sample_rate=48000", "-t", "9", "-map", "0:v", "-map", "1:a", "-c:v", "copy", "-c:a",
-                "aac",
-            ]
-            let out =
-                packaging == "hls"
-                ? ["-f", "hls", "-hls_time", "2", "-hls_playlist_type", "vod", "out.m3u8"]
-                : ["-f", "dash", "-seg_duration", "2", "-use_timeline", "1", "out.mpd"]
+            let quiet = ["-hide_banner", "-loglevel", "error"]
+            let bframes = ["-c:v", "libx264", "-bf", "3", "-g", "30", "-a53cc", "1"]  // (B-frames: captions re-encoded)
+            if packaging == "gstreamer" {
+                _ = try Tools.run(
+                    "ffmpeg", quiet + ["-framerate", "30", "-i", "cc.h264"] + bframes + ["-f", "mpegts", "bf.ts"],
+                    cwd: dir)
+                _ = try Tools.run(
+                    "gst-launch-1.0",
+                    [
+                        "-q", "filesrc", "location=bf.ts", "!", "tsdemux", "!", "h264parse", "!", "hlssink2",
+                        "target-duration=2", "playlist-length=0", "max-files=0", "location=seg%05d.ts",
+                        "playlist-location=out.m3u8",
+                    ], cwd: dir)
+                return
+            }
+            let input =
+                quiet + [
+                    "-framerate", "30", "-i", "cc.h264", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
+                    "-t",
+                    "9", "-map", "0:v", "-map", "1:a", "-c:a", "aac",
+                ] + (packaging == "hls-fmp4-bframes" ? bframes : ["-c:v", "copy"])
+            let out: [String] =
+                switch packaging {
+                case "hls": ["-f", "hls", "-hls_time", "2", "-hls_playlist_type", "vod", "out.m3u8"]
+                case "dash": ["-f", "dash", "-seg_duration", "2", "-use_timeline", "1", "out.mpd"]
+                default:
+                    [
+                        "-f", "hls", "-hls_segment_type", "fmp4", "-hls_time", "2", "-hls_playlist_type", "vod",
+                        "out.m3u8",
+                    ]
+                }
             _ = try Tools.run("ffmpeg", input + out, cwd: dir)
         }
         // FFmpeg's reading of the packaged stream: its caption cues (SubRip times, from the start).
@@ -53,14 +77,14 @@ extension LivePlaybackTests {
                 "ffmpeg",
                 [
                     "-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i",
-                    "movie=out.\(packaging == "hls" ? "m3u8" : "mpd")[out0+subcc]", "-map", "0:s", "-f", "srt", "-",
+                    "movie=out.\(packaging == "dash" ? "mpd" : "m3u8")[out0+subcc]", "-map", "0:s", "-f", "srt", "-",
                 ], cwd: dir)
         }
         try #require(reference.contains("HELLO WORLD") && reference.contains("SECOND LINE."), "\(reference)")
 
         let origin = try await Self.origin(staticRoot: dir.path)
         defer { Task { await origin.stop() } }
-        let url = origin.baseURL.appendingPathComponent("static/out.\(packaging == "hls" ? "m3u8" : "mpd")")
+        let url = origin.baseURL.appendingPathComponent("static/out.\(packaging == "dash" ? "mpd" : "m3u8")")
         let run = try await Self.play(url, seconds: 11, audio: { _ in .null })
         let captions = run.timed.compactMap { item -> (time: Double, text: String, position: Double)? in
             guard case .captionChanged(let text, let position) = item.event else { return nil }
@@ -99,7 +123,7 @@ extension LivePlaybackTests {
         }
         print(
             String(
-                format: "captions, ffmpeg %@: %d screens; reported %.1f–%.1f ms after their pictures", packaging,
+                format: "captions, %@: %d screens; reported %.1f–%.1f ms after their pictures", packaging,
                 captions.count,
                 captions.prefix(4).compactMap { c in
                     run.frames.first { abs($0.pts - firstFrame.pts - (c.position - hello.position + 1)) < 0.017 }.map {

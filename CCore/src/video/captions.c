@@ -132,18 +132,27 @@ void mq_cc_queue_destroy(mq_cc_queue *q)
     q->ok = false;
 }
 
+/// Whether entry `a` of `q` comes after entry `b` (by time, then by order pushed).
+static bool later(const mq_cc_queue *q, int a, int b)
+{
+    return q->e[a].pts > q->e[b].pts || (q->e[a].pts == q->e[b].pts && q->e[a].order > q->e[b].order);
+}
+
 void mq_cc_queue_push(mq_cc_queue *q, double pts, const char *text)
 {
     if (!q->ok)
         return;
     pthread_mutex_lock(&q->lock);
-    if (q->n == MQ_CC_QUEUE) { // the oldest change gives way
-        q->head = (q->head + 1) % MQ_CC_QUEUE;
-        q->n--;
+    if (q->n == MQ_CC_QUEUE) { // the earliest change gives way
+        int first = 0;
+        for (int i = 1; i < q->n; i++)
+            if (later(q, first, i))
+                first = i;
+        q->e[first] = q->e[--q->n];
     }
-    int i = (q->head + q->n) % MQ_CC_QUEUE;
-    q->e[i].pts = pts;
-    snprintf(q->e[i].text, sizeof q->e[i].text, "%s", text);
+    q->e[q->n].pts = pts;
+    q->e[q->n].order = q->pushed++;
+    snprintf(q->e[q->n].text, sizeof q->e[q->n].text, "%s", text);
     q->n++;
     pthread_mutex_unlock(&q->lock);
 }
@@ -152,17 +161,22 @@ bool mq_cc_queue_due(mq_cc_queue *q, double pts, char *text, size_t size, double
 {
     if (!q->ok)
         return false;
-    bool got = false;
+    int last = -1;
     pthread_mutex_lock(&q->lock);
-    while (q->n > 0 && q->e[q->head].pts <= pts + 1e-6) {
-        snprintf(text, size, "%s", q->e[q->head].text);
-        *at = q->e[q->head].pts;
-        got = true;
-        q->head = (q->head + 1) % MQ_CC_QUEUE;
-        q->n--;
+    for (int i = 0; i < q->n; i++)
+        if (q->e[i].pts <= pts + 1e-6 && (last < 0 || later(q, i, last)))
+            last = i;
+    if (last >= 0) {
+        snprintf(text, size, "%s", q->e[last].text);
+        *at = q->e[last].pts;
+        for (int i = 0; i < q->n;) // every change due is taken: the last one is the screen
+            if (q->e[i].pts <= pts + 1e-6)
+                q->e[i] = q->e[--q->n];
+            else
+                i++;
     }
     pthread_mutex_unlock(&q->lock);
-    return got;
+    return last >= 0;
 }
 
 void mq_cc_queue_clear(mq_cc_queue *q)
@@ -170,6 +184,6 @@ void mq_cc_queue_clear(mq_cc_queue *q)
     if (!q->ok)
         return;
     pthread_mutex_lock(&q->lock);
-    q->head = q->n = 0;
+    q->n = 0;
     pthread_mutex_unlock(&q->lock);
 }

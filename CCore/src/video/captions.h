@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <libavutil/frame.h>
 
@@ -30,14 +31,18 @@ int mq_cc_decoder_feed(mq_cc_decoder *d, const AVFrame *f, double pts, char *tex
 
 /// Screen changes on their way to the video thread, which reports each as its picture is
 /// presented (decode threads push, the video thread takes; locked inside, never by the audio
-/// thread). Full, the oldest change is dropped (the newest screen is what counts).
+/// thread). Taken by time, not in the order pushed: a staged track (a playlist's next item,
+/// decoded ahead) pushes changes due after the playing one's. Full, the earliest change is
+/// dropped (the newest screen is what counts).
 typedef struct mq_cc_queue {
     pthread_mutex_t lock;
     struct {
         double pts;
+        uint64_t order; // (changes at one time: the last pushed is the screen)
         char text[MQ_CC_TEXT];
     } e[MQ_CC_QUEUE];
-    int head, n;
+    int n;
+    uint64_t pushed;
     bool ok; // the lock was made
 } mq_cc_queue;
 
