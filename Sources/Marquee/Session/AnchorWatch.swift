@@ -93,6 +93,7 @@ extension PlaybackSession {
         // held near 5 ms for 40 s, its high end creeping down by the answers' jitter).
         var answerTimes: [Double] = []
         var probes = 0
+        var movedAt = -Double.infinity  // (monotonic) when the timeline was last moved
         if initialLead != nil, let told = learnedEdgeError.withLock({ $0 }) {
             events.send(.liveEdgeLearned(moved: 0, error: told.error))
             logger.notice(
@@ -116,7 +117,14 @@ extension PlaybackSession {
                 let estimate = (phase: middle, error: error)
                 // (The error said is the estimate's, also when the lead stays where it was.)
                 learnedEdgeError.withLock { $0 = (estimate.error, shared) }
-                if applied.map({ abs($0 - lead) >= (shared ? Self.sharedAnchorStep : Self.anchorStep) }) ?? true {
+                // A refinement waits a segment after the move before it: moves stacked within
+                // milliseconds (the first lead, then the median as the interval narrows on the
+                // next answer) each re-anchored the schedule and cut the sound in turn, and one
+                // CI run's pictures ended up 100 ms off the moves it announced.
+                let spaced = Monotonic.now() - movedAt >= segment
+                if applied.map({ abs($0 - lead) >= (shared ? Self.sharedAnchorStep : Self.anchorStep) && spaced })
+                    ?? true
+                {
                     let moved = lead - (clock.lead?.at(0) ?? 0)
                     clock.setLead(SharedServerClock.Lead(reference: 0, lead: lead, slope: 0), availabilityStart: 0)
                     events.send(.liveEdgeLearned(moved: moved, error: estimate.error))
@@ -130,20 +138,21 @@ extension PlaybackSession {
                         ])
                     timelineMoved(by: moved, segment: segment, jump: true)
                     applied = lead
-                } else if width <= Self.anchorSettled, !settled {
+                    movedAt = Monotonic.now()
+                } else if anchor.phase.settled, !settled {
                     // Settled where it was applied: said, without a move.
                     events.send(.liveEdgeLearned(moved: 0, error: estimate.error))
                     logger.debug(
                         "live edge settled", metadata: ["error": "\(String(format: "%.4f", estimate.error))"])
                 }
-                settled = settled || width <= Self.anchorSettled
+                settled = settled || anchor.phase.settled
             }
             // The next probe: in the middle of the interval for the next segment (as anchored,
             // on the answers' clock), or, once settled, a few segments on.
-            let probeEnd = nextEnd + (width <= Self.anchorSettled ? Double(Self.anchorProbeEvery - 1) * segment : 0)
+            let probeEnd = nextEnd + (anchor.phase.settled ? Double(Self.anchorProbeEvery - 1) * segment : 0)
             let early = min(Self.maxProbeLead, (answerTimes.min() ?? 0) / 2)
             probes += 1
-            let dither = width <= Self.anchorSettled ? (probes % 2 == 0 ? 1 : -1) * Self.anchorProbeDither : 0
+            let dither = anchor.phase.settled ? (probes % 2 == 0 ? 1 : -1) * Self.anchorProbeDither : 0
             let wake = probeEnd + middle + dither - answerOffset - early
             let wait = wake - Monotonic.now()
             if wait > 0 { try? await Task.sleep(for: .microseconds(Int(wait * 1_000_000))) }

@@ -51,6 +51,10 @@ package struct HLSPublicationPhase: Sendable, Equatable {
 
     /// The bounds of the last ``window`` answers, oldest first.
     package private(set) var bounds: [Bound] = []
+    /// Whether the interval was once narrower than ``medianWithin``: from then on the phase is
+    /// the ``median`` (answers made around it widen the interval again now and then; the
+    /// median they refine stays).
+    package private(set) var settled = false
 
     /// Answers remembered (at two reloads a segment, a minute of 1 s segments).
     package static let window = 120
@@ -97,6 +101,7 @@ package struct HLSPublicationPhase: Sendable, Equatable {
         }
         bounds.append(bound)
         if bounds.count > Self.window { bounds.removeFirst(bounds.count - Self.window) }
+        if !settled, let interval, interval.high - interval.low <= Self.medianWithin { settled = true }
     }
 
     /// Whether the newest answer's bound was narrowed by a venue proxy's (the boxes behind it
@@ -144,9 +149,11 @@ package struct HLSPublicationPhase: Sendable, Equatable {
         return best
     }
 
-    /// The phase (``best``) and its error (half the interval's width), once the interval is
-    /// narrower than `precision`; nil before.
+    /// The phase (``best``) and its error, once the interval is narrower than `precision`; nil
+    /// before. The error: half the interval's width; once ``settled``, half the gap around the
+    /// median (between the last instant fitted "not yet" and the first fitted "out").
     package func estimate(precision: Double) -> (phase: Double, error: Double)? {
+        if settled, let median = medianFit { return (median.at, median.gap / 2) }
         guard let interval, interval.high - interval.low <= precision, let best else { return nil }
         return (best, (interval.high - interval.low) / 2)
     }
@@ -158,11 +165,11 @@ package struct HLSPublicationPhase: Sendable, Equatable {
         interval.map { ($0.low + $0.high) / 2 }
     }
 
-    /// The phase's best value: the ``median`` once the interval is narrower than
-    /// ``medianWithin`` (and the answers near it cross), else its ``middle``.
+    /// The phase's best value: the ``median`` once ``settled`` (and the answers near it cross),
+    /// else the interval's ``middle``.
     package var best: Double? {
         guard let interval else { return nil }
-        if interval.high - interval.low <= Self.medianWithin, let median { return median }
+        if settled, let median { return median }
         return (interval.low + interval.high) / 2
     }
 
@@ -171,7 +178,10 @@ package struct HLSPublicationPhase: Sendable, Equatable {
     /// where the share of "out" reaches one half (the monotone fit of the shares, by pooling
     /// neighbours that disagree); nil behind a venue proxy (its word is the phase), or when
     /// no answer near says "not yet" before one says "out".
-    package var median: Double? {
+    package var median: Double? { medianFit?.at }
+
+    /// The ``median`` and the gap it lies in (seconds between the observations either side).
+    var medianFit: (at: Double, gap: Double)? {
         guard let told = bounds.last, !told.shared, let centre = middle else { return nil }
         var seen: [(at: Double, out: Bool)] = []
         for bound in bounds {
@@ -185,7 +195,7 @@ package struct HLSPublicationPhase: Sendable, Equatable {
     /// Where the nondecreasing fit of the "out" shares of `seen` reaches one half: in the
     /// middle of the pooled run that is exactly half, or between the last run below and the
     /// first above; nil when the first run is above half already or none reaches it.
-    static func halfway(_ seen: [(at: Double, out: Bool)]) -> Double? {
+    static func halfway(_ seen: [(at: Double, out: Bool)]) -> (at: Double, gap: Double)? {
         // Pool adjacent violators: runs of (count out, count, first instant, last instant).
         var runs: [(out: Int, count: Int, first: Double, last: Double)] = []
         for s in seen.sorted(by: { $0.at < $1.at }) {
@@ -201,8 +211,10 @@ package struct HLSPublicationPhase: Sendable, Equatable {
             }
         }
         guard let k = runs.firstIndex(where: { 2 * $0.out >= $0.count }) else { return nil }
-        if 2 * runs[k].out == runs[k].count { return (runs[k].first + runs[k].last) / 2 }
-        return k > 0 ? (runs[k - 1].last + runs[k].first) / 2 : nil
+        if 2 * runs[k].out == runs[k].count {
+            return ((runs[k].first + runs[k].last) / 2, runs[k].last - runs[k].first)
+        }
+        return k > 0 ? ((runs[k - 1].last + runs[k].first) / 2, runs[k].first - runs[k - 1].last) : nil
     }
 
     /// When to ask next (server seconds), for the segment anchored to end at `nextEnd`: at the
