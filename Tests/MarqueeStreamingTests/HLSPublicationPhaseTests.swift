@@ -95,9 +95,8 @@ import Testing
             var probes = 0
             while t < start + 60 {
                 let nextEnd = try #require(anchor.nextEnd)
-                let width = try #require(anchor.phase.interval).high - (try #require(anchor.phase.interval)).low
                 probes += 1
-                let dither = width <= HLSPublicationPhase.medianWithin ? (probes % 2 == 0 ? 0.001 : -0.001) : 0
+                let dither = anchor.phase.settled ? (probes % 2 == 0 ? 0.001 : -0.001) : 0
                 var probe = try #require(anchor.phase.probeTime(nextEnd: nextEnd)) + dither
                 while probe <= t { probe += 2 }
                 // The feeder's reload when it comes first, then the probe.

@@ -295,6 +295,14 @@ int mq_drm_drain_late_flip(mq_drm *d, double timeout_s)
     return MQ_ERR_VIDEO_DEVICE;
 }
 
+int mq_drm_atomic_commit(mq_drm *d, drmModeAtomicReq *req, uint32_t flags)
+{
+    int ret = drmModeAtomicCommit(d->fd, req, flags, d);
+    if (ret < 0 && errno == EBUSY && !(flags & DRM_MODE_ATOMIC_TEST_ONLY) && mq_drm_drain_late_flip(d, 1.0) == MQ_OK)
+        ret = drmModeAtomicCommit(d->fd, req, flags, d); // the flip given up on has landed since
+    return ret;
+}
+
 int mq_drm_wait_flip(mq_drm *d, double timeout_s)
 {
     double deadline = mq_clock_now() + timeout_s;
@@ -330,11 +338,8 @@ static int plane_off_with(mq_drm *d, int i)
         ret = drmModeAtomicAddProperty(req, pl->id, pl->prop[MQ_PLANE_FB_ID], 0);
     if (ret >= 0)
         ret = drmModeAtomicAddProperty(req, pl->id, pl->prop[MQ_PLANE_CRTC_ID], 0);
-    uint32_t flags = DRM_MODE_ATOMIC_NONBLOCK | DRM_MODE_PAGE_FLIP_EVENT;
     if (ret >= 0)
-        ret = drmModeAtomicCommit(d->fd, req, flags, d);
-    if (ret < 0 && errno == EBUSY && mq_drm_drain_late_flip(d, 1.0) == MQ_OK)
-        ret = drmModeAtomicCommit(d->fd, req, flags, d);
+        ret = mq_drm_atomic_commit(d, req, DRM_MODE_ATOMIC_NONBLOCK | DRM_MODE_PAGE_FLIP_EVENT);
     drmModeAtomicFree(req);
     if (ret < 0)
         return ret;

@@ -200,12 +200,8 @@ int mq_drm_show_video(mq_drm *d, int vi, const mq_drm_placement *at, int primary
         ret = drmModeAtomicAddProperty(req, pl->primary_id, pl->primary_fb_prop, d->fb[primary].fb_id);
     uint32_t flags = test_only ? DRM_MODE_ATOMIC_TEST_ONLY : DRM_MODE_ATOMIC_NONBLOCK | DRM_MODE_PAGE_FLIP_EVENT;
     if (ret >= 0)
-        ret = drmModeAtomicCommit(d->fd, req, flags, d);
+        ret = mq_drm_atomic_commit(d, req, flags);
     int err = errno;
-    if (ret < 0 && err == EBUSY && !test_only && mq_drm_drain_late_flip(d, 1.0) == MQ_OK) {
-        ret = drmModeAtomicCommit(d->fd, req, flags, d); // the flip given up on has landed since
-        err = errno;
-    }
     drmModeAtomicFree(req);
     if (ret < 0) {
         if (err == EINVAL || err == ERANGE || err == ENOSPC || err == EOPNOTSUPP)

@@ -12,15 +12,13 @@ import MarqueeStreaming
 extension PlaybackSession {
     /// The phase is first applied once its interval is narrower than this (seconds): its middle
     /// at most 10 ms off, two boxes at most 20 ms apart. On a quiet box the interval narrows from
-    /// a segment to ``anchorSettled`` within a few segments; on a busy one (its answers' head
+    /// a segment to ``HLSPublicationPhase/medianWithin`` within a few segments; on a busy one (its answers' head
     /// times late by the box's own scheduling) it once took 64 answers, 21 s, with the box up to a
     /// segment off meanwhile (a 0.35 s skip forward when it came): the coarse estimate comes a
     /// probe or two into the narrowing, and the rest refines it.
     static let anchorUsable = 0.020
-    /// Narrower than this (seconds), the middle is at most 2 ms off, on every box: the phase is
-    /// settled, and probed less often.
-    static let anchorSettled = 0.004
-    /// Once it is, one probe every ``anchorProbeEvery`` segments refines the median publication
+    /// Once the phase is settled (``HLSPublicationPhase/settled``: its interval was once narrower
+    /// than ``HLSPublicationPhase/medianWithin``), one probe every ``anchorProbeEvery`` segments refines the median publication
     /// (``HLSPublicationPhase/median``): with the feeders' reloads (one or two a segment), 1.7–1.8
     /// requests a segment in all (measured; at most two allowed).
     static let anchorProbeEvery = 2
@@ -102,15 +100,12 @@ extension PlaybackSession {
         }
         while !Task.isCancelled {
             guard let (anchor, answerOffset) = await manifest.anchorView(), let nextEnd = anchor.nextEnd,
-                let segment = anchor.nextDuration, let interval = anchor.phase.interval
+                let segment = anchor.nextDuration, let interval = anchor.phase.interval,
+                let middle = anchor.phase.best  // (the interval's middle, then its median once settled)
             else {
                 try? await Task.sleep(for: .seconds(1))
                 continue
             }
-            // (The estimate's phase: the interval's middle, then its median once narrow.)
-            let (width, middle) = (
-                interval.high - interval.low, anchor.phase.best ?? (interval.low + interval.high) / 2
-            )
             if let (lead, error, shared) = Self.learnedLead(
                 anchor, answerOffset: answerOffset, clockOffset: clock.offset)
             {
