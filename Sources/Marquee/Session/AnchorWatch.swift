@@ -18,9 +18,9 @@ extension PlaybackSession {
     /// probe or two into the narrowing, and the rest refines it.
     static let anchorUsable = 0.020
     /// Once the phase is settled (``HLSPublicationPhase/settled``: its interval was once narrower
-    /// than ``HLSPublicationPhase/medianWithin``), one probe every ``anchorProbeEvery`` segments refines the median publication
-    /// (``HLSPublicationPhase/median``): with the feeders' reloads (one or two a segment), 1.7–1.8
-    /// requests a segment in all (measured; at most two allowed).
+    /// than ``HLSPublicationPhase/medianWithin``), one probe every ``anchorProbeEvery`` segments
+    /// refines the median publication (``HLSPublicationPhase/median``): with the feeders' reloads
+    /// (one or two a segment), 1.7–1.8 requests a segment in all (measured; at most two allowed).
     static let anchorProbeEvery = 2
     /// Settled probes are made this far (seconds) before and after the median in turn: answers
     /// all at one instant would only say which side of it the median is, not how far.
