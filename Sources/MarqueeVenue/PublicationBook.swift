@@ -63,9 +63,15 @@ final class PublicationBook: Sendable {
             entry.asked = now
             entries[url.absoluteString] = entry
             guard let published = entry.anchor.publication(ofNewestIn: playlist) else { return nil }
-            // (Published by the time the proxy had the answer: never after `now`.)
+            // Published by the time the proxy had the answer, never after `now`: an interval
+            // that reaches past it is narrowed about its middle, which every box reads as the
+            // phase (cut at `now` instead, the answers made near the publication, the boxes'
+            // settled probes, told each box a middle up to half the interval early, and two
+            // boxes moved apart and back by 1–3 ms in pairs).
+            let age = now - (published.low + published.high) / 2
+            let half = min((published.high - published.low) / 2, max(0, age))
             return HLSPublicationAge(
-                least: max(0, now - published.high), most: max(0, now - published.low), held: max(0, now - arrived))
+                least: max(0, age - half), most: max(0, age + half), held: max(0, now - arrived))
         }
     }
 

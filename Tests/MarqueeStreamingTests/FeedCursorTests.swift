@@ -63,6 +63,35 @@ import Testing
         #expect(frozen.listingLate == cursor.listingLate)
     }
 
+    /// A copy another reload brought is taken only when it lists what comes next; a timeline
+    /// that moved while the feeder waited forgets what it learned of the listing's lateness.
+    @Test func aNewerCopyServesWhenItListsTheNextAndAMoveForgetsTheLateness() throws {
+        var cursor = FeedCursor(timeline: try Self.timeline(segments: 10), from: 118.5, now: 0)
+        let segment = try #require(cursor.next)
+        cursor.feeding()
+        cursor.fed(segment)
+        #expect(cursor.next == nil && cursor.lastEnd == 120)
+        #expect(!cursor.lists(on: try Self.timeline(segments: 10), wanted: 119), "the same listing: nothing new")
+        #expect(cursor.lists(on: try Self.timeline(segments: 11), wanted: 119), "120…122 s listed")
+        // Learned late (misses, then found), then the timeline moves: forgotten.
+        cursor.reloaded(nil, now: 1, wanted: 119, isLive: true)
+        _ = cursor.missed(expectedIn: 2, serverNow: 120)
+        _ = cursor.missed(expectedIn: 0, serverNow: 123.5)
+        cursor.reloaded(try Self.timeline(segments: 11), now: 2, wanted: 119, isLive: true)
+        cursor.found(serverNow: 124) { _, _ in 0 }
+        #expect(cursor.listingLate > 1, "\(cursor.listingLate)")
+        let learned = cursor.listingLate
+        var moved = cursor
+        moved.timelineMoved()
+        #expect(moved.listingLate == 0 && moved.misses == 0 && moved.missedAt == nil && moved.listedBefore == 0)
+        #expect(cursor.listingLate == learned)
+        // A miss measured across the move teaches nothing: found with no misses counted.
+        _ = moved.missed(expectedIn: 2, serverNow: 122)
+        moved.timelineMoved()
+        moved.found(serverNow: 125) { _, _ in 0 }
+        #expect(moved.listingLate == 0)
+    }
+
     @Test func aLiveStartBeyondTheListingTakesItsEdgeAfterTwoMisses() throws {
         var cursor = FeedCursor(timeline: try Self.timeline(segments: 10), from: 125, now: 0)
         #expect(cursor.next == nil, "125 s is not listed")

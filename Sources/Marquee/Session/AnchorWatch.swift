@@ -19,9 +19,12 @@ extension PlaybackSession {
     static let anchorUsable = 0.020
     /// Once the phase is settled (``HLSPublicationPhase/settled``: its interval was once narrower
     /// than ``HLSPublicationPhase/medianWithin``), one probe every ``anchorProbeEvery`` segments
-    /// refines the median publication (``HLSPublicationPhase/median``): with the feeders' reloads
-    /// (one or two a segment), 1.7–1.8 requests a segment in all (measured; at most two allowed).
-    static let anchorProbeEvery = 2
+    /// refines the median publication (``HLSPublicationPhase/median``). A probe answered after
+    /// the publication serves the feeders too (they take a copy newer than theirs that lists
+    /// their next segment); one answered before it leaves them their own reload 30 ms later:
+    /// about 1.5 requests a segment at the edge (measured: 1.5–1.7 a segment over 65 s with the
+    /// narrowing; every 2 segments, 1.4, and GStreamer's boxes 2.5–6.6 ms apart, not 0.9–3.8).
+    static let anchorProbeEvery = 1
     /// Settled probes are made this far (seconds) before and after the median in turn: answers
     /// all at one instant would only say which side of it the median is, not how far.
     static let anchorProbeDither = 0.001
@@ -92,6 +95,7 @@ extension PlaybackSession {
         var answerTimes: [Double] = []
         var probes = 0
         var movedAt = -Double.infinity  // (monotonic) when the timeline was last moved
+        var probedEnd: Double?  // the anchored end of the segment the last probe was aimed at
         if initialLead != nil, let told = learnedEdgeError.withLock({ $0 }) {
             events.send(.liveEdgeLearned(moved: 0, error: told.error))
             logger.notice(
@@ -143,8 +147,15 @@ extension PlaybackSession {
                 settled = settled || anchor.phase.settled
             }
             // The next probe: in the middle of the interval for the next segment (as anchored,
-            // on the answers' clock), or, once settled, a few segments on.
-            let probeEnd = nextEnd + (anchor.phase.settled ? Double(Self.anchorProbeEvery - 1) * segment : 0)
+            // on the answers' clock), or, once settled, ``anchorProbeEvery`` segments after the
+            // last one's (which, answered just before its publication, left that segment the
+            // next: counted from there, the probes came every 2 segments, then 1, 0.67 a segment).
+            var probeEnd = nextEnd
+            if anchor.phase.settled {
+                let unlisted = probedEnd.map { abs($0 - nextEnd) < segment / 2 } ?? false
+                probeEnd += Double(Self.anchorProbeEvery - (unlisted ? 0 : 1)) * segment
+            }
+            probedEnd = probeEnd
             let early = min(Self.maxProbeLead, (answerTimes.min() ?? 0) / 2)
             probes += 1
             let dither = anchor.phase.settled ? (probes % 2 == 0 ? 1 : -1) * Self.anchorProbeDither : 0

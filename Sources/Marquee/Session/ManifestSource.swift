@@ -213,6 +213,12 @@ actor ManifestSource {
         await refreshed(requestedSince: Monotonic.now() - maxAge)
     }
 
+    /// The copy held if it was requested at or after monotonic time `since` (nil: none such);
+    /// never a request.
+    func held(requestedSince since: Double) -> MPD? {
+        fetchedAt >= since ? mpd : nil
+    }
+
     /// The manifest, reloaded unless the copy held was requested at or after monotonic time
     /// `since` (a reload another feeder made meanwhile serves).
     func refreshed(requestedSince since: Double) async -> (MPD?, PlayerError?) {

@@ -27,6 +27,17 @@ extension TrackFeeder {
     func reloadedTimeline(since: Double? = nil) async -> RepresentationTimeline? {
         let (mpd, error) = await manifest.refreshed(requestedSince: since ?? Monotonic.now() - 0.1)
         if let error { events.send(.error(error, fatal: false)) }
+        return timeline(of: mpd)
+    }
+
+    /// The timeline of the manifest held if it was requested at or after monotonic time `since`
+    /// (another track's reload, the live anchor's probe), without a request; nil: none such.
+    func heldTimeline(since: Double) async -> RepresentationTimeline? {
+        guard let mpd = await manifest.held(requestedSince: since) else { return nil }
+        return timeline(of: mpd)
+    }
+
+    private func timeline(of mpd: MPD?) -> RepresentationTimeline? {
         if let mpd {
             onEvents(nil, mpd)  // its EventStreams (repeats are ignored)
             latestMPD.withLock { $0 = mpd }

@@ -70,6 +70,10 @@ struct TrackFeeder: Sendable {
 
     /// How far ahead of the presented position an on-demand stream is fetched.
     static let readAhead = 30.0
+    /// A timeline that moved more than this (seconds) while a feeder waited for a listing is a
+    /// new placement, not a lead refined (milliseconds): what was learned of the listing's
+    /// lateness is forgotten (``FeedCursor/timelineMoved()``).
+    static let timelineMove = 0.05
 
     var isLive: Bool { plan.timeline.isLive }
 
@@ -151,8 +155,17 @@ struct TrackFeeder: Sendable {
                     for track in plan.coreTracks { try? core.endTrack(track) }
                     return true
                 }
-                // The timeline is exhausted: reload the manifest and look again.
-                let fresh = await reloadedTimeline(since: cursor.reloadSince)
+                // The timeline is exhausted: reload the manifest and look again, unless a copy
+                // newer than the cursor's (a live HLS anchor's probe, the other track's reload)
+                // lists what comes next already (a box on ffmpeg's 2 s HLS made 1.5 playlist
+                // requests a segment at its edge: the probe, then the feeder's own 30 ms later).
+                let held = await heldTimeline(since: cursor.loadedAt)
+                let fresh =
+                    if let held, cursor.lists(on: held, wanted: wantedPosition()) {
+                        held
+                    } else {
+                        await reloadedTimeline(since: cursor.reloadSince)
+                    }
                 cursor.reloaded(fresh, now: Monotonic.now(), wanted: wantedPosition(), isLive: isLive)
                 // Nothing fetched yet and the listing ends before the wanted position (a server
                 // later than the target, an encoder whose clock runs slow): its newest segment
@@ -167,7 +180,16 @@ struct TrackFeeder: Sendable {
                     // Reload just after the next segment should be listed (``SegmentChoice/listingWait``).
                     let wait = cursor.missed(
                         expectedIn: cursor.expectedListing(now: clock.now()), serverNow: serverSeconds())
+                    let missed = Monotonic.now()
+                    let placed = clock.timelineOffset(atMonotonic: missed)
                     try? await Task.sleep(for: .milliseconds(Int(wait * 1000)))
+                    if abs(clock.timelineOffset(atMonotonic: missed) - placed) > Self.timelineMove {
+                        // The timeline moved meanwhile (live HLS's edge learned from the
+                        // publication, up to a segment): when the listing came, on the old one,
+                        // says nothing of the new (a box learned 1.25 s of lateness that way, and
+                        // reloaded a second after each publication for 40 s).
+                        cursor.timelineMoved()
+                    }
                     cursor.waited(now: Monotonic.now())
                 } else {
                     // (Less the time the player was not running: its reloads were late, not the listing.)

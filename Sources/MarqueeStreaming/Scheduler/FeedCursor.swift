@@ -71,6 +71,12 @@ package struct FeedCursor: Sendable {
         }
     }
 
+    /// Whether `other` lists the segment ``reloaded(_:now:wanted:isLive:)`` would take next
+    /// from it (the one after the last fed, else the one holding `wanted`).
+    package func lists(on other: RepresentationTimeline, wanted: Double) -> Bool {
+        (lastEnd.map { other.segment(following: $0) } ?? other.segment(containing: wanted)) != nil
+    }
+
     /// The period is over: on in `following`, from its start or `wanted`, whichever is later
     /// (its first segment begins a new stream: it is marked, nothing of it pushed yet).
     package mutating func enter(_ following: RepresentationTimeline, wanted: Double) {
@@ -93,6 +99,15 @@ package struct FeedCursor: Sendable {
         misses += 1
         awaited = true
         return wait
+    }
+
+    /// The timeline's clock moved (a lead learned anew): the listing lateness learned on it, and
+    /// the miss being measured, are forgotten (the next listing is expected at the segment's end).
+    package mutating func timelineMoved() {
+        listingLate = 0
+        missedAt = nil
+        listedBefore = 0
+        misses = 0
     }
 
     /// The wait after a miss ended at monotonic `now`: the next reload must be newer.

@@ -1,0 +1,45 @@
+import Foundation
+import Testing
+
+@testable import MarqueeVenue
+
+/// The venue proxy's word on when a playlist's newest segment was published
+/// (``PublicationBook``), learned from upstream answers on its own clock, without a server.
+@Suite struct PublicationBookTests {
+    static let url = URL(string: "http://origin.test/out.m3u8")!
+
+    /// A sliding window of six 1 s segments ending with `newest`, as ffmpeg writes it.
+    static func playlist(newest: Int) -> String {
+        var lines = ["#EXTM3U", "#EXT-X-VERSION:3", "#EXT-X-TARGETDURATION:1", "#EXT-X-MEDIA-SEQUENCE:\(newest - 5)"]
+        for n in (newest - 5)...newest { lines += ["#EXTINF:1.000000,", "out\(n).ts"] }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Every answer tells the proxy's estimate as the middle of the ages, also one made about
+    /// when the segment was published (a box's settled probe is aimed there): an interval that
+    /// reaches past the answer is narrowed about its middle, not cut (cut, the middle told moved
+    /// early by up to half the interval, and boxes behind one proxy moved apart in pairs).
+    @Test func everyAnswerTellsTheProxysMiddleAlsoOneMadeAtThePublication() throws {
+        let book = PublicationBook()
+        // Segment n is published at n + 0.3 (the proxy's seconds); answers 1 ms round trips.
+        for t in [100.8, 101.55, 102.1, 103.35, 104.25, 105.32] {
+            book.learn(
+                Self.url, text: Self.playlist(newest: Int((t - 0.3).rounded(.down))), sent: t - 0.001, received: t)
+        }
+        let text = Self.playlist(newest: 105)
+        let late = try #require(book.age(Self.url, text: text, now: 106, arrived: 106))
+        let middle = 106 - (late.least + late.most) / 2  // where the proxy places 105's publication
+        let half = (late.most - late.least) / 2
+        try #require(half > 0.002, "the proxy's interval: ±\(half) s")
+        #expect(abs(middle - 105.3) <= half, "\(middle)")
+        for step in 0...16 {
+            let now = middle + Double(step) * half / 8
+            let age = try #require(book.age(Self.url, text: text, now: now, arrived: now))
+            #expect(age.least >= 0 && age.least <= age.most)
+            #expect(
+                abs(now - (age.least + age.most) / 2 - middle) < 1e-6,
+                "answered \(now - middle) s after the proxy's middle: told \(now - (age.least + age.most) / 2 - middle)"
+            )
+        }
+    }
+}
