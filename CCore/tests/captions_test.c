@@ -106,7 +106,10 @@ static void test_queue(void)
     char big[600];
     memset(big, 'X', sizeof big - 1);
     big[sizeof big - 1] = '\0';
+    CHECK(!mq_cc_queue_take_flush(&q), "no reset yet");
     mq_cc_queue_clear(&q);
+    CHECK(mq_cc_queue_take_flush(&q) && !mq_cc_queue_take_flush(&q), "a reset said once");
+    CHECK(!mq_cc_queue_due(&q, 1000, text, sizeof text, &at), "a reset empties the queue");
     mq_cc_queue_push(&q, 1, big);
     CHECK(mq_cc_queue_due(&q, 1, text, sizeof text, &at) && strlen(text) == MQ_CC_TEXT - 1, "cut: %zu", strlen(text));
     mq_cc_queue_destroy(&q);

@@ -55,9 +55,19 @@ import Testing
         try await steer(player, start)
         #expect(try await player.waitFor(MQ_EVENT_ENDED, timeout: 15) != nil)
         #expect(player.count(MQ_EVENT_ERROR) == 0)
+        var status = mq_status()
+        _ = mq_player_get_status(player.p, &status)
+        let events = player.events.map { "\($0.type)@\(String(format: "%.3f", $0.media_time))" }
         player.destroy()
         let pcm = try PCM.wav(dir.appendingPathComponent("out.wav")).pcm
-        let span = try #require(pcm.soundSpan())
+        // (Once in CI the whole file was silent, the run 3 s long: what the player said of it.)
+        let span = try #require(
+            pcm.soundSpan(),
+            """
+            silent: \(pcm.samples.count) frames written; played \(status.audio_frames_played), dropped late \
+            \(status.audio_frames_dropped), silence \(status.audio_silence_frames), underruns \
+            \(status.audio_underruns), pictures \(status.frames_presented); events \(events)
+            """)
         var boundaries: [Int] = []
         var from = span.lowerBound
         for k in 0..<5 {

@@ -20,6 +20,28 @@ extension LivePlaybackTests {
          {"at": 7.0, "text": "ROLL UP", "mode": "rollup", "row": 15}]
         """
 
+    /// SubRip cues: start and end (seconds) and the text without its markup (`<font …>`, `{\\an7}`).
+    static func srtCues(_ srt: String) -> [(start: Double, end: Double, text: String)] {
+        func seconds(_ s: Substring) -> Double? {
+            let p = s.trimmingCharacters(in: .whitespaces).split(whereSeparator: { ":,".contains($0) }).compactMap {
+                Double($0)
+            }
+            return p.count == 4 ? p[0] * 3600 + p[1] * 60 + p[2] + p[3] / 1000 : nil
+        }
+        return srt.components(separatedBy: "\n\n").compactMap { block in
+            let lines = block.split(separator: "\n", omittingEmptySubsequences: true)
+            guard let times = lines.firstIndex(where: { $0.contains("-->") }) else { return nil }
+            let ends = lines[times].components(separatedBy: "-->")
+            guard ends.count == 2, let start = seconds(Substring(ends[0])), let end = seconds(Substring(ends[1])) else {
+                return nil
+            }
+            let text = lines[(times + 1)...].joined(separator: "\n")
+                .replacingOccurrences(of: "<[^>]*>", with: "", options: .regularExpression)
+                .replacingOccurrences(of: "\\{[^}]*\\}", with: "", options: .regularExpression)
+            return (start, end, text)
+        }
+    }
+
     @Test(arguments: ["hls", "dash", "hls-fmp4-bframes", "gstreamer"])
     func captionsInTheVideoAreReportedWithTheirPicture(packaging: String) async throws {
         let dir = try Tools.tempDirectory("captions-\(packaging)")
@@ -130,6 +152,25 @@ extension LivePlaybackTests {
                 caption.time >= picture.wallTime - 0.001 && caption.time - picture.wallTime < 0.1,
                 "\(packaging): '\(caption.text)' reported \(caption.time - picture.wallTime) s after its picture")
         }
+        // Each picture's caption column (frames.tsv: the screen with it) follows FFmpeg's cues:
+        // timed from the first picture showing the first cue, every picture before the roll-up
+        // shows the cue of its time and nothing between cues (±1 frame at each cue's edges).
+        let cues = Self.srtCues(reference).filter { $0.start < 6.9 }
+        let firstCue = try #require(cues.first, "\(packaging): no cue in \(reference)")
+        let shown = try #require(
+            run.frames.first { $0.caption == firstCue.text }, "\(packaging): no picture with '\(firstCue.text)'")
+        var (checked, wrong) = (0, [String]())
+        for frame in run.frames {
+            let t = frame.pts - shown.pts + firstCue.start
+            guard t >= 0, t < 6.9, !cues.contains(where: { abs(t - $0.start) < 0.035 || abs(t - $0.end) < 0.035 })
+            else { continue }
+            let want = cues.first { $0.start <= t && t < $0.end }?.text ?? ""
+            checked += 1
+            if frame.caption != want { wrong.append(String(format: "%.3f s: '%@', not '%@'", t, frame.caption, want)) }
+        }
+        #expect(
+            cues.count == 2 && checked > 150 && wrong.isEmpty,
+            "\(packaging): \(cues.count) cues, \(checked) pictures checked, \(wrong.count) wrong: \(wrong.prefix(5))")
         print(
             String(
                 format: "captions, %@: %d screens; reported %.1f–%.1f ms after their pictures", packaging,

@@ -19,6 +19,8 @@ public struct PresentedFrame: Sendable, Equatable {
     /// `wallTime`'s offset changes when a measured server clock takes over from this machine's
     /// (a playlist's still, then a stream).
     public var monoTime: Double = .nan
+    /// The captions on screen with the picture (rows on lines), "" none.
+    public var caption = ""
 
     /// `due` on the monotonic clock (nil for a join's still).
     public var dueMono: Double? { due.map { $0 - wallTime + monoTime } }
@@ -30,20 +32,37 @@ public enum FramesFile {
     public static func read(_ url: URL, includingStill: Bool = false) throws -> [PresentedFrame] {
         let text = try String(contentsOf: url, encoding: .utf8)
         let lines = text.split(separator: "\n")
-        guard lines.first == "wall_time\tpts\tmd5\twidth\theight\titem\tstill\tdue\tmono_time" else {
+        guard lines.first == "wall_time\tpts\tmd5\twidth\theight\titem\tstill\tdue\tmono_time\tcaption" else {
             throw ToolFailure(message: "\(url.path): missing frames.tsv header")
         }
         return lines.dropFirst().compactMap { line in
             let f = line.split(separator: "\t", omittingEmptySubsequences: false)
-            guard f.count == 9, let wall = Double(f[0]), let pts = Double(f[1]), let w = Int(f[3]), let h = Int(f[4]),
-                let mono = Double(f[8])
+            guard f.count == 10, let wall = Double(f[0]), let pts = Double(f[1]), let w = Int(f[3]),
+                let h = Int(f[4]), let mono = Double(f[8])
             else { return nil }
             let frame = PresentedFrame(
                 wallTime: wall, pts: pts, md5: String(f[2]), width: w, height: h, item: String(f[5]),
                 still: f[6] == "1",
-                due: Double(f[7]), monoTime: mono)
+                due: Double(f[7]), monoTime: mono, caption: unescaped(f[9]))
             return includingStill || !frame.still ? frame : nil
         }
+    }
+
+    /// A caption field as frames.tsv writes it: `\n`, `\t` and `\\` escaped.
+    static func unescaped(_ field: Substring) -> String {
+        var out = ""
+        var escaping = false
+        for c in field {
+            if escaping {
+                out.append(c == "n" ? "\n" : c == "t" ? "\t" : c)
+                escaping = false
+            } else if c == "\\" {
+                escaping = true
+            } else {
+                out.append(c)
+            }
+        }
+        return out
     }
 
     /// A playlist's pictures grouped into runs of one item (its id), in the order shown, each

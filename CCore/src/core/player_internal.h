@@ -108,6 +108,7 @@ typedef struct mq_video_state {
     uint32_t overlay_seen;      // overlay_gen last copied
     uint32_t label_seen;        // label_gen last copied (into vo->label)
     bool label_pending;         // a label was copied and no picture presented under it yet
+    bool caption_pending;       // vo->caption changed and no picture presented with it yet
     mq_vo_overlay overlay_want; // copy of overlay_req, taken under lock
     double last_present_mono;   // when the last picture was presented, 0 before one
     double av_window_start;     // the second av_window_peak covers began (monotonic), 0 none

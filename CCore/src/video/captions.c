@@ -185,5 +185,17 @@ void mq_cc_queue_clear(mq_cc_queue *q)
         return;
     pthread_mutex_lock(&q->lock);
     q->n = 0;
+    q->flushed = true;
     pthread_mutex_unlock(&q->lock);
+}
+
+bool mq_cc_queue_take_flush(mq_cc_queue *q)
+{
+    if (!q->ok)
+        return false;
+    pthread_mutex_lock(&q->lock);
+    bool flushed = q->flushed;
+    q->flushed = false;
+    pthread_mutex_unlock(&q->lock);
+    return flushed;
 }

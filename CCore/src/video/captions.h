@@ -43,7 +43,8 @@ typedef struct mq_cc_queue {
     } e[MQ_CC_QUEUE];
     int n;
     uint64_t pushed;
-    bool ok; // the lock was made
+    bool flushed; // cleared since the video thread last looked (mq_cc_queue_take_flush)
+    bool ok;      // the lock was made
 } mq_cc_queue;
 
 void mq_cc_queue_init(mq_cc_queue *q);
@@ -51,6 +52,9 @@ void mq_cc_queue_destroy(mq_cc_queue *q);
 void mq_cc_queue_push(mq_cc_queue *q, double pts, const char *text);
 /// Takes every change due at or before `pts`: true with the last one's text and time.
 bool mq_cc_queue_due(mq_cc_queue *q, double pts, char *text, size_t size, double *at);
+/// Empties the queue (a reset: the screen starts empty); said once by mq_cc_queue_take_flush.
 void mq_cc_queue_clear(mq_cc_queue *q);
+/// Whether the queue was cleared since the last call (the video thread then clears its screen).
+bool mq_cc_queue_take_flush(mq_cc_queue *q);
 
 #endif

@@ -14,7 +14,7 @@
 #include "mq_err.h"
 
 /// `frames:<dir>`: appends one row per presented picture to <dir>/frames.tsv:
-///   wall_time \t pts \t md5 \t width \t height \t item \t still \t due \t mono_time
+///   wall_time \t pts \t md5 \t width \t height \t item \t still \t due \t mono_time \t caption
 /// wall_time: server-corrected Unix seconds; pts: the stream's own pts_time (no pts_offset);
 /// md5: of the planes packed without padding, as `ffmpeg -f framemd5` prints. Rows are
 /// flushed at once (tests read the file while playing). item: the label set when the picture was
@@ -23,7 +23,9 @@
 /// the picture was due to be shown, on the clock of wall_time (wall_time − due: how late it was
 /// shown); empty for a join's still. mono_time: the same instant on this machine's monotonic clock (CLOCK_MONOTONIC
 /// seconds): one clock for every row, where wall_time's offset changes when a measured server clock takes over from
-/// this machine's (a playlist's still, then a stream).
+/// this machine's (a playlist's still, then a stream). caption: the captions on screen with the
+/// picture (mq_video_out.caption), rows separated by `\n` written as a backslash and `n` (a tab
+/// as `\t`, a backslash as `\\`); empty when none.
 
 typedef struct frames_priv {
     FILE *tsv;         // immutable after open
@@ -47,7 +49,7 @@ static int frames_open(mq_video_out *vo, const char *arg)
     f->md5 = av_md5_alloc();
     if (!f->tsv || !f->md5)
         return f->tsv ? MQ_ERR_NO_MEMORY : MQ_ERR_IO;
-    fputs("wall_time\tpts\tmd5\twidth\theight\titem\tstill\tdue\tmono_time\n", f->tsv);
+    fputs("wall_time\tpts\tmd5\twidth\theight\titem\tstill\tdue\tmono_time\tcaption\n", f->tsv);
     return fflush(f->tsv) == 0 ? MQ_OK : MQ_ERR_IO;
 }
 
@@ -67,6 +69,22 @@ static int frames_configure(mq_video_out *vo, const mq_video_format *fmt, mq_vid
         f->buf_size = size;
     }
     return MQ_OK;
+}
+
+/// `text` for a TSV field: newline, tab and backslash escaped (\n, \t, \\), other control
+/// characters dropped; cut to fit `size`.
+static void escape(const char *text, char *out, size_t size)
+{
+    size_t n = 0;
+    for (const char *c = text; *c && n + 3 <= size; c++) {
+        char e = *c == '\n' ? 'n' : *c == '\t' ? 't' : *c == '\\' ? '\\' : 0;
+        if (e) {
+            out[n++] = '\\';
+            out[n++] = e;
+        } else if ((unsigned char)*c >= 0x20)
+            out[n++] = *c;
+    }
+    out[n] = '\0';
 }
 
 static int frames_present(mq_video_out *vo, const mq_vframe *v, double wall_time)
@@ -97,8 +115,10 @@ static int frames_present(mq_video_out *vo, const mq_vframe *v, double wall_time
     char due[32] = "";
     if (isfinite(vo->due))
         snprintf(due, sizeof due, "%.6f", vo->due);
-    fprintf(f->tsv, "%.6f\t%.6f\t%s\t%d\t%d\t%s\t%d\t%s\t%.6f\n", wall_time, v->media_pts, hex, v->frame->width,
-            v->frame->height, vo->label, v->still, due, wall_time - vo->wall_offset);
+    char caption[2 * MQ_VO_CAPTION_MAX];
+    escape(vo->caption, caption, sizeof caption);
+    fprintf(f->tsv, "%.6f\t%.6f\t%s\t%d\t%d\t%s\t%d\t%s\t%.6f\t%s\n", wall_time, v->media_pts, hex, v->frame->width,
+            v->frame->height, vo->label, v->still, due, wall_time - vo->wall_offset, caption);
     return fflush(f->tsv) == 0 ? MQ_OK : MQ_ERR_IO;
 }
 

@@ -1,4 +1,5 @@
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/player_internal.h"
@@ -33,8 +34,31 @@ static int configure(mq_player *p, const AVFrame *f)
     return ret;
 }
 
+_Static_assert(MQ_VO_CAPTION_MAX == MQ_CC_TEXT, "the screen holds what the queue carries");
+
+/// The captions on screen with picture `v` (`vo->caption`): the changes made with it, or with
+/// pictures not shown before it (the last one is the screen); empty after a reset. Returns
+/// whether the screen changed.
+static bool take_caption(mq_player *p, const mq_vframe *v)
+{
+    char *screen = p->vo->caption;
+    bool changed = false;
+    if (mq_cc_queue_take_flush(&p->cc) && screen[0]) {
+        screen[0] = '\0';
+        changed = true;
+    }
+    char text[MQ_CC_TEXT];
+    double at;
+    if (!v->still && mq_cc_queue_due(&p->cc, v->pts, text, sizeof text, &at)) {
+        snprintf(screen, MQ_VO_CAPTION_MAX, "%s", text);
+        changed = true;
+    }
+    return changed;
+}
+
 /// Counts a due picture (a join's still is not one) and reports the first picture on screen,
-/// and the first due picture under a new label (what a playlist item shows first).
+/// the first due picture under a new label (what a playlist item shows first), and the captions
+/// changed with it.
 static void after_present(mq_player *p, const mq_vframe *v, double now)
 {
     atomic_store(&p->width, v->frame->width);
@@ -50,11 +74,10 @@ static void after_present(mq_player *p, const mq_vframe *v, double now)
         p->video.label_pending = false;
         mq_event_queue_push(p->events, MQ_EVENT_LABEL_SHOWN, -1, 0, v->pts, "%s", p->vo->label);
     }
-    // The captions this picture brings (changes made with it, or with pictures not shown before it).
-    char text[MQ_CC_TEXT];
-    double at;
-    if (!v->still && mq_cc_queue_due(&p->cc, v->pts, text, sizeof text, &at))
-        mq_event_queue_push(p->events, MQ_EVENT_CAPTION, -1, 0, v->pts, "%s", text);
+    if (p->video.caption_pending) {
+        p->video.caption_pending = false;
+        mq_event_queue_push(p->events, MQ_EVENT_CAPTION, -1, 0, v->pts, "%s", p->vo->caption);
+    }
 }
 
 /// When the picture presented at `now` becomes visible: the next vblank on a display.
@@ -103,6 +126,8 @@ static void present_head(mq_player *p, const mq_vframe *head)
     p->vo->due =
         !v.still && rate > 0 && mq_clock_master(&p->clock, at, &clock) ? at - (clock - v.pts) / rate + offset : NAN;
     p->vo->wall_offset = offset;
+    if (take_caption(p, &v))
+        p->video.caption_pending = true; // (reported once a picture with it is presented)
     if (ret >= 0)
         ret = p->vo->driver->present(p->vo, &v, now + offset);
     if (ret >= 0) {
