@@ -153,7 +153,10 @@ import Testing
     /// A re-anchor of the timeline by less than the 20 ms a cut waits for (4 ms earlier, as a
     /// learned anchor refines itself): the sound is not cut but trimmed back onto the schedule
     /// (played 0.1–0.2 % faster: 3.5 cents at most, no click), and the pictures, which follow it, come
-    /// back with it. Each picture's error is its presentation minus when the schedule had it due.
+    /// back with it. Each picture's error is when the player's clock had it due (frames.tsv's
+    /// `due`: the instant its clock, the sound's, read its pts) minus when the schedule had it due;
+    /// when the video thread woke to show it is its own precision (VideoPresentationTests): on a
+    /// loaded CI machine one picture of 45 was shown 0.502 ms after its due instant.
     @Test func aSmallReanchorIsTrimmedBackOntoTheSchedule() async throws {
         let dir = try Fixtures.tempDir()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -169,7 +172,7 @@ import Testing
         let errors = h.frames.map { f -> (pts: Double, error: Double) in
             let pts = Double(f.pts)!
             let due = pts < 1.45 ? start + pts : start - shift + pts
-            return (pts, f.wall - h.offset - due)
+            return (pts, (f.due ?? .nan) - h.offset - due)
         }
         let before = errors.filter { $0.pts >= 0.5 && $0.pts < 1.4 }.map(\.error)
         let after = errors.filter { $0.pts >= 1.6 && $0.pts < 1.8 }.map(\.error)
