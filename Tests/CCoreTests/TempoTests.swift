@@ -153,10 +153,10 @@ import Testing
     /// A re-anchor of the timeline by less than the 20 ms a cut waits for (4 ms earlier, as a
     /// learned anchor refines itself): the sound is not cut but trimmed back onto the schedule
     /// (played 0.1–0.2 % faster: 3.5 cents at most, no click), and the pictures, which follow it, come
-    /// back with it. Each picture's error is when the player's clock had it due (frames.tsv's
-    /// `due`: the instant its clock, the sound's, read its pts) minus when the schedule had it due;
-    /// when the video thread woke to show it is its own precision (VideoPresentationTests): on a
-    /// loaded CI machine one picture of 45 was shown 0.502 ms after its due instant.
+    /// back with it. Each picture's error is its presentation minus when the schedule had it due;
+    /// beside it, when the player's clock (the sound's) had it due (frames.tsv's `due`) minus the
+    /// schedule, so a miss says whether the sound was off the schedule or the picture was shown
+    /// late (once in CI: one picture of 45 at 0.502 ms).
     @Test func aSmallReanchorIsTrimmedBackOntoTheSchedule() async throws {
         let dir = try Fixtures.tempDir()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -169,19 +169,25 @@ import Testing
         }
         checkPitch(h, label: "re-anchored")
         let start = anchor.withLock { $0 }
-        let errors = h.frames.map { f -> (pts: Double, error: Double) in
+        let errors = h.frames.map { f -> (pts: Double, error: Double, clock: Double) in
             let pts = Double(f.pts)!
             let due = pts < 1.45 ? start + pts : start - shift + pts
-            return (pts, (f.due ?? .nan) - h.offset - due)
+            return (pts, f.wall - h.offset - due, (f.due ?? .nan) - h.offset - due)
         }
         let before = errors.filter { $0.pts >= 0.5 && $0.pts < 1.4 }.map(\.error)
         let after = errors.filter { $0.pts >= 1.6 && $0.pts < 1.8 }.map(\.error)
         let settled = errors.filter { $0.pts >= 4.5 }.map(\.error)
+        let clockBefore = errors.filter { $0.pts >= 0.5 && $0.pts < 1.4 }.map(\.clock)
+        let clockSettled = errors.filter { $0.pts >= 4.5 }.map(\.clock)
+        let clockSpan = "(the clock 3 s after: \(clockSettled.min() ?? .nan)…\(clockSettled.max() ?? .nan) s)"
         try #require(before.count > 20 && settled.count > 30, "\(before.count), \(settled.count) pictures")
         #expect(before.allSatisfy { abs($0) < 0.0005 }, "before: \(before.min()!)…\(before.max()!) s")
         #expect(
             settled.allSatisfy { abs($0) < 0.0005 },
-            "3 s after the re-anchor: \(settled.min()!)…\(settled.max()!) s off the schedule")
+            "3 s after the re-anchor: \(settled.min()!)…\(settled.max()!) s off the schedule \(clockSpan)")
+        #expect(
+            (clockBefore + clockSettled).allSatisfy { abs($0) < 0.0005 },
+            "the clock before: \(clockBefore.min()!)…\(clockBefore.max()!) s, \(clockSpan)")
         // The sound: media 1 → 5 heard in 4 s − 4 ms (the step edges, found to 2.5 ms).
         let heard = Double(h.boundaries[4] - h.boundaries[0]) / h.pcm.rate
         #expect(abs(heard - (4 - shift)) < 0.003, "media 1 → 5 heard in \(heard) s")
