@@ -281,8 +281,16 @@ int mq_player_set_wall_offset(mq_player *p, double offset);
 /// later is waited for. May be changed while playing: to steer without a jump, anchor at the
 /// time due now. At a rate other than 1 (0.5–2) stream audio is time-stretched with the pitch
 /// kept (libavfilter `atempo`), heard within ~0.25 s of the change; at exactly 1 it plays
-/// bit-exact.
+/// bit-exact. libavfilter is loaded the first time a rate other than 1 is set, on a thread of
+/// its own (see `mq_tempo_prepare`): until it is, the sound plays on at rate 1, put back on
+/// the schedule by a cut each time it drifts 20 ms off it (a cold load has taken seconds).
 int mq_player_set_timeline(mq_player *p, double mono_anchor, double media_anchor, double rate);
+
+/// Loads the time-stretch (libavfilter, ~150 shared libraries, ~12 MiB resident) for the whole
+/// process, on a thread of its own, if it is not loaded or loading: a box that will steer its
+/// rate has the first change heard at once. Never waits: MQ_OK once loaded, MQ_ERR_STATE while
+/// loading, MQ_ERR_UNSUPPORTED when it cannot be (rate 1 throughout then).
+int mq_tempo_prepare(void);
 
 /// Sets what a display output shows over or instead of pictures: `MQ_OVERLAY_BUFFERING`
 /// (a band with `message`, default "BUFFERING"), `MQ_OVERLAY_SLATE` (full screen, `message`,

@@ -1,14 +1,17 @@
 // The time-stretch (libavfilter atempo behind mq_stretch): a 440 Hz tone played at tempo 0.97,
 // 1.03 and through live tempo changes keeps its pitch, comes out shorter or longer by the
 // tempo, has no dip in level (start-up and changes included), and a click placed in the input
-// comes out where the tempo puts it (how the tempo stage stamps media time).
+// comes out where the tempo puts it (how the tempo stage stamps media time). Loading
+// libavfilter never waits: a stretch opened while it loads says so (MQ_ERR_STATE).
 //
 //   stretch_test        exit 0 when every check passed
 
 #include <math.h>
+#include <time.h>
 
 #include "audio/stretch.h"
 #include "mq_err.h"
+#include "mq_player.h"
 #include "test_util.h"
 
 #define SR 48000
@@ -146,6 +149,16 @@ int main(void)
     CHECK(mq_stretch_open(&s, SR, CH, 3.0) == MQ_ERR_INVALID_ARGUMENT, "tempo out of range");
     CHECK(mq_stretch_open(&s, 0, CH, 1.0) == MQ_ERR_INVALID_ARGUMENT, "no rate");
     mq_stretch_close(&s);
+
+    // The first open starts the load and does not wait for it; then it loads within seconds.
+    int first = mq_stretch_open(&s, SR, CH, 1.03);
+    CHECK(first == MQ_ERR_STATE || first == MQ_OK, "first open: %d", first);
+    mq_stretch_close(&s);
+    double by = mq_clock_now() + 30;
+    int ready;
+    while ((ready = mq_tempo_prepare()) == MQ_ERR_STATE && mq_clock_now() < by)
+        nanosleep(&(struct timespec){0, 5000000}, NULL);
+    CHECK(ready == MQ_OK, "libavfilter not loaded in 30 s: %d", ready);
 
     check_tone("0.97", tempo_097, 1 / 0.97);
     check_tone("1.03", tempo_103, 1 / 1.03);

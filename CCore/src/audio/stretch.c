@@ -9,16 +9,21 @@
 #include <libavutil/macros.h>
 #include <libavutil/opt.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/log.h"
 #include "mq_err.h"
+#include "mq_player.h"
 
-/* libavfilter is loaded the first time a stretch opens, not linked: it brings ~150 shared
- * libraries of its own (speech synthesis, Vulkan, LV2, …) that cost ~12 MiB of resident memory
- * and startup time in every process, while most sessions play at rate 1 throughout. The
- * library of the major version the headers describe is the one loaded. */
+/* libavfilter is loaded the first time a rate other than 1 is wanted, not linked: it brings ~150
+ * shared libraries of its own (speech synthesis, Vulkan, LV2, …) that cost ~12 MiB of resident
+ * memory and startup time in every process, while most sessions play at rate 1 throughout. The
+ * library of the major version the headers describe is the one loaded, on a thread of its own:
+ * cold, on a loaded box or a board's SD card, loading takes from 0.1 s to seconds, and the tempo
+ * stage that waited for it let its ~170 ms of sound run out (a CI run's whole stretched file was
+ * dropped as late). Until it is loaded the tempo stage plays on at rate 1. */
 
 static struct {
     __typeof__(&avfilter_graph_alloc) graph_alloc;
@@ -30,19 +35,19 @@ static struct {
     __typeof__(&avfilter_graph_free) graph_free;
     __typeof__(&av_buffersrc_add_frame_flags) buffersrc_add_frame_flags;
     __typeof__(&av_buffersink_get_samples) buffersink_get_samples;
-    bool loaded;
 } lavfi;
 
-static pthread_once_t lavfi_once = PTHREAD_ONCE_INIT;
+enum { MQ_LAVFI_IDLE, MQ_LAVFI_LOADING, MQ_LAVFI_LOADED, MQ_LAVFI_FAILED };
+static _Atomic int lavfi_state = MQ_LAVFI_IDLE; // LOADED is stored after `lavfi` is filled (release)
 
 #define MQ_LAVFI_SONAME "libavfilter.so." AV_STRINGIFY(LIBAVFILTER_VERSION_MAJOR)
 
-static void load_lavfi(void)
+static bool load_lavfi(void)
 {
     void *h = dlopen(MQ_LAVFI_SONAME, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         mq_log(MQ_LOG_ERROR, "tempo: cannot load %s: %s", MQ_LAVFI_SONAME, dlerror());
-        return;
+        return false;
     }
     // POSIX: a data pointer from dlsym converts to a function pointer through memcpy.
 #define MQ_SYM(field, name)                                                                                            \
@@ -50,7 +55,7 @@ static void load_lavfi(void)
         void *sym = dlsym(h, name);                                                                                    \
         if (!sym) {                                                                                                    \
             mq_log(MQ_LOG_ERROR, "tempo: %s lacks %s", MQ_LAVFI_SONAME, name);                                         \
-            return;                                                                                                    \
+            return false;                                                                                              \
         }                                                                                                              \
         memcpy(&lavfi.field, &sym, sizeof sym);                                                                        \
     } while (0)
@@ -64,7 +69,39 @@ static void load_lavfi(void)
     MQ_SYM(buffersrc_add_frame_flags, "av_buffersrc_add_frame_flags");
     MQ_SYM(buffersink_get_samples, "av_buffersink_get_samples");
 #undef MQ_SYM
-    lavfi.loaded = true; // the handle stays open for the process's life
+    return true; // the handle stays open for the process's life
+}
+
+static void *lavfi_loader(void *arg)
+{
+    (void)arg;
+    double t0 = mq_clock_now();
+    bool ok = load_lavfi();
+    if (ok)
+        mq_log(MQ_LOG_DEBUG, "tempo: %s loaded in %.0f ms", MQ_LAVFI_SONAME, (mq_clock_now() - t0) * 1e3);
+    atomic_store_explicit(&lavfi_state, ok ? MQ_LAVFI_LOADED : MQ_LAVFI_FAILED, memory_order_release);
+    return NULL;
+}
+
+int mq_tempo_prepare(void)
+{
+    int state = atomic_load_explicit(&lavfi_state, memory_order_acquire), idle = MQ_LAVFI_IDLE;
+    if (state == MQ_LAVFI_IDLE && atomic_compare_exchange_strong(&lavfi_state, &idle, MQ_LAVFI_LOADING)) {
+        pthread_t t;
+        pthread_attr_t attr;
+        bool started = pthread_attr_init(&attr) == 0;
+        started = started && pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
+                  pthread_create(&t, &attr, lavfi_loader, NULL) == 0;
+        pthread_attr_destroy(&attr);
+        if (!started) {
+            mq_log(MQ_LOG_ERROR, "tempo: cannot start loading %s", MQ_LAVFI_SONAME);
+            atomic_store(&lavfi_state, MQ_LAVFI_IDLE); // (tried again at the next call)
+            return MQ_ERR_NO_MEMORY;
+        }
+        pthread_setname_np(t, "mq-lavfi");
+        state = MQ_LAVFI_LOADING;
+    }
+    return state == MQ_LAVFI_LOADED ? MQ_OK : state == MQ_LAVFI_FAILED ? MQ_ERR_UNSUPPORTED : MQ_ERR_STATE;
 }
 
 int mq_stretch_open(mq_stretch *s, int sample_rate, int channels, double tempo)
@@ -75,9 +112,9 @@ int mq_stretch_open(mq_stretch *s, int sample_rate, int channels, double tempo)
     s->sample_rate = sample_rate;
     s->channels = channels;
     s->tempo = tempo;
-    pthread_once(&lavfi_once, load_lavfi);
-    if (!lavfi.loaded)
-        return MQ_ERR_UNSUPPORTED;
+    int ready = mq_tempo_prepare();
+    if (ready < 0)
+        return ready;
     s->graph = lavfi.graph_alloc();
     s->frame = av_frame_alloc();
     if (!s->graph || !s->frame) {

@@ -21,7 +21,8 @@ typedef struct mq_stretch {
     bool flushed; // EOF sent: only receive until it runs dry
 } mq_stretch;
 
-/// Builds the graph at `tempo` (0.5 … 2). Returns an mq_err.
+/// Builds the graph at `tempo` (0.5 … 2). Returns an mq_err: MQ_ERR_STATE while libavfilter
+/// is still loading (`mq_tempo_prepare`, started here if it was not), without waiting for it.
 int mq_stretch_open(mq_stretch *s, int sample_rate, int channels, double tempo);
 
 /// Changes the tempo of what is fed from now on (atempo's runtime command).
