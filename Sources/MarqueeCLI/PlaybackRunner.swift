@@ -372,7 +372,7 @@ struct PlaybackRunner {
         case .latencyJump(let error):
             status.log(String(format: "latency %+.3f s off target: jumped", error))
         case .liveEdgeLearned(let moved, let error):
-            status.log(String(format: "live edge learned from the playlist: moved %+.3f s (±%.3f s)", moved, error))
+            status.log(String(format: "live edge learned from the playlist: moved %+.4f s (±%.4f s)", moved, error))
         case .targetLatencyChanged(let seconds, let requested):
             status.log(
                 seconds > requested

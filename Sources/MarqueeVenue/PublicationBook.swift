@@ -19,8 +19,13 @@ final class PublicationBook: Sendable {
         var asked = -Double.infinity
         /// Probes of the proxy's own pending.
         var probing = 0
+        /// The phase last told, on the anchor's placement, and the newest segment listed then.
+        var told: (phase: Double, placement: UInt32, sequence: UInt64)?
     }
     private let entries = Locked([String: Entry]())
+
+    /// The phase told moves when the estimate has moved more than this from it (seconds).
+    static let toldStick = 0.0005
 
     /// Playlists followed at most.
     static let capacity = 64
@@ -33,6 +38,9 @@ final class PublicationBook: Sendable {
     /// one segment); narrower, one in its middle (which halves it).
     static let spreadAbove = 0.032
     static let spread = 7
+    /// ... and narrower, ``narrowSpread`` a segment (a quarter as wide after each: the boxes that
+    /// join in the first segments find it told within a few milliseconds).
+    static let narrowSpread = 3
 
     /// The upstream answer to `url`, `text`, asked for at `sent` and its head received at
     /// `received` (monotonic seconds): placed by the playlist's anchor when it is a live media
@@ -61,17 +69,35 @@ final class PublicationBook: Sendable {
             guard var entry = entries[url.absoluteString] else { return nil }
             let playlist = HLSRangeNumbering.applies(to: listed) ? entry.numbering.renumber(listed) : listed
             entry.asked = now
-            entries[url.absoluteString] = entry
-            guard let published = entry.anchor.publication(ofNewestIn: playlist) else { return nil }
+            defer { entries[url.absoluteString] = entry }
+            guard let published = entry.anchor.publication(ofNewestIn: playlist), let best = entry.anchor.phase.best
+            else { return nil }
+            // The phase told: the estimate, kept while it has moved less than its own error (or
+            // ``toldStick``) from it: each box follows a move at its own next answer, apart from
+            // the others meanwhile, and a median of scattered publications steps back and forth
+            // by about its error (±2 ms on ffmpeg's 2 s segments) as answers come.
+            // Nor within a segment's cycle: boxes reload as a segment is published and read the
+            // phase told then until the next, so one that joins in between reads the same (told
+            // what the proxy's probes had learned since, it started up to 5 ms off its neighbours).
+            var phase = best
+            let error = entry.anchor.phase.estimate(precision: .infinity)?.error ?? 0
+            let newest = playlist.segments.last?.sequence ?? 0
+            if let told = entry.told, told.placement == entry.anchor.placement,
+                newest <= told.sequence || abs(best - told.phase) <= max(Self.toldStick, error)
+            {
+                phase = told.phase
+            }
+            entry.told = (phase, entry.anchor.placement, max(newest, entry.told?.sequence ?? 0))
             // Published by the time the proxy had the answer, never after `now`: an interval
             // that reaches past it is narrowed about its middle, which every box reads as the
             // phase (cut at `now` instead, the answers made near the publication, the boxes'
             // settled probes, told each box a middle up to half the interval early, and two
             // boxes moved apart and back by 1–3 ms in pairs).
-            let age = now - (published.low + published.high) / 2
+            let age = now - ((published.low + published.high) / 2 - best + phase)
             let half = min((published.high - published.low) / 2, max(0, age))
             return HLSPublicationAge(
-                least: max(0, age - half), most: max(0, age + half), held: max(0, now - arrived))
+                least: max(0, age - half), most: max(0, age + half), held: max(0, now - arrived),
+                told: (phase, entry.anchor.placement))
         }
     }
 
@@ -87,7 +113,7 @@ final class PublicationBook: Sendable {
                 let interval = entry.anchor.phase.interval, interval.high - interval.low > Self.settled
             else { return [] }
             let width = interval.high - interval.low
-            let count = width > Self.spreadAbove ? Self.spread : 1
+            let count = width > Self.spreadAbove ? Self.spread : Self.narrowSpread
             var times = (1...count).map { nextEnd + interval.low + width * Double($0) / Double(count + 1) }
             // (Past already: the same instants of the next segment's cycle.)
             if let first = times.first, first < now {

@@ -42,4 +42,31 @@ import Testing
             )
         }
     }
+
+    /// The phase told with each answer stays what it was when the newest segment was first
+    /// told, whatever the proxy learns meanwhile (boxes reload as a segment is published: one
+    /// that joins in between reads the same as they did), and with it the phase and the
+    /// anchor's placement, so a box can read the answers together.
+    @Test func thePhaseToldHoldsForASegmentsCycle() throws {
+        let book = PublicationBook()
+        // Segment n published at n + 0.3; answers at scattered points of the first cycles.
+        for t in [100.8, 101.55, 102.1, 103.35] {
+            book.learn(
+                Self.url, text: Self.playlist(newest: Int((t - 0.3).rounded(.down))), sent: t - 0.001, received: t)
+        }
+        let first = try #require(book.age(Self.url, text: Self.playlist(newest: 103), now: 103.4, arrived: 103.4))
+        let told = try #require(first.told)
+        // Within 103's cycle the proxy learns more (answers just either side of 104's
+        // publication narrow its estimate), and tells the same phase.
+        book.learn(Self.url, text: Self.playlist(newest: 103), sent: 104.28, received: 104.29)
+        book.learn(Self.url, text: Self.playlist(newest: 104), sent: 104.31, received: 104.32)
+        let later = try #require(book.age(Self.url, text: Self.playlist(newest: 103), now: 104.2, arrived: 104.2))
+        #expect(later.told?.phase == told.phase && later.told?.placement == told.placement)
+        #expect(abs((later.least + later.most) / 2 - (first.least + first.most) / 2 - 0.8) < 1e-9, "the same middle")
+        // 104's first answer tells the estimate as it stands then.
+        let next = try #require(book.age(Self.url, text: Self.playlist(newest: 104), now: 104.4, arrived: 104.4))
+        #expect(next.told?.placement == told.placement)
+        let published = 104.4 - ((next.least + next.most) / 2)
+        #expect(abs(published - 104.3) < 0.011, "104 told published at \(published)")
+    }
 }

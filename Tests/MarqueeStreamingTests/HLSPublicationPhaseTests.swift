@@ -192,6 +192,48 @@ import Testing
         #expect(near(phase.bounds.last?.low, 0.04) && near(phase.bounds.last?.high, 0.06))
     }
 
+    /// A proxy's answers are read together: each is its estimate widened by the box's round
+    /// trip, its middle off by how unevenly the request and the answer travelled (up to 2 ms on
+    /// a loaded box). Less the phase the proxy told with each, they bound one constant: the run
+    /// of them, intersected, is as narrow as the quickest, the proxy's estimate moving moves it
+    /// exactly, and another placement of the proxy's anchor starts it anew.
+    @Test func aVenuesAnswersAreReadTogetherNotEachAlone() throws {
+        var random = SplitMix64(state: 41)
+        var phase = HLSPublicationPhase()
+        var told = 0.050  // the proxy's estimate of the phase, ±0.5 ms
+        let offset = 0.0123  // this box's ends against the proxy's
+        var placement: UInt32 = 7
+        var worstAlone = 0.0
+        for i in 0..<32 {
+            if i == 16 { told = 0.053 }  // (its estimate moved by 3 ms)
+            if i == 24 { placement = 99 }  // (its anchor placed anew)
+            let newestEnd = 100 + 2 * Double(i)
+            let sent = newestEnd + 0.4
+            let made = sent + Double.random(in: 0.0002...0.004, using: &random)
+            let received = made + Double.random(in: 0.0002...0.004, using: &random)
+            let published = newestEnd + told - offset
+            phase.record(
+                sentAt: sent, receivedAt: received, newestEnd: newestEnd, nextDuration: 2,
+                published: HLSPublicationAge(
+                    least: made - published - 0.0005, most: made - published + 0.0005, told: (told, placement)))
+            let alone = try #require(phase.bounds.last)
+            worstAlone = max(worstAlone, abs((alone.low + alone.high) / 2 - (told - offset)))
+            let middle = try #require(phase.middle)
+            if i == 24 {
+                #expect(abs(middle - (alone.low + alone.high) / 2) < 1e-9, "another placement starts anew")
+            } else if i >= 8 && i < 24 || i >= 30 {
+                #expect(
+                    abs(middle - (told - offset)) < 0.0006, "answer \(i): \((middle - told + offset) * 1000) ms off")
+            }
+        }
+        #expect(worstAlone > 0.001, "each alone was up to \(worstAlone * 1000) ms off")
+        // A proxy that tells no phase: its newest answer alone.
+        phase.record(
+            sentAt: 164.4, receivedAt: 164.41, newestEnd: 164, nextDuration: 2,
+            published: HLSPublicationAge(least: 0.35, most: 0.37))
+        #expect(abs((phase.middle ?? 0) - 0.045) < 1e-9)
+    }
+
     /// The header: two non-negative decimals in order, and the time held, under an hour each;
     /// anything else is nothing.
     @Test func theAgeHeaderIsParsedThenChecked() {
@@ -199,9 +241,14 @@ import Testing
         #expect(age?.headerValue == "0.012345,1.500000,0.004200")
         #expect(HLSPublicationAge(header: "0.012345,1.500000,0.004200") == age)
         #expect(HLSPublicationAge(header: "0.012345,1.5") == HLSPublicationAge(least: 0.012345, most: 1.5, held: 0))
+        let told = HLSPublicationAge(least: 0.1, most: 0.2, held: 0, told: (-0.0125, 4_000_000_000))
+        #expect(told?.headerValue == "0.100000,0.200000,0.000000,-0.012500,4000000000")
+        #expect(HLSPublicationAge(header: "0.100000,0.200000,0.000000,-0.012500,4000000000") == told)
         for bad in [
             "", "1", "1,2,3,4", "2,1", "-1,2", "1,nan", "1,inf", "0x1,2", "1e3,2e3", "0,4000", " 1,2", "1,2,",
-            "1,2,-1", "1,2,4000", "1..2,3", ",1,2", String(repeating: "1", count: 70) + ",2",
+            "1,2,-1", "1,2,4000", "1..2,3", ",1,2", String(repeating: "1", count: 70) + ",2", "1,2,0,0",
+            "1,2,0,0.1,4294967296", "1,2,0,0.1,-1", "1,2,0,--1,1", "1,2,0,-,1", "1,2,0,4000,1", "1,2,0,0.1,1.5",
+            "-1,2,0,0,1", "1,2,0,0,1,1",
         ] {
             #expect(HLSPublicationAge(header: bad) == nil, "\(bad)")
         }

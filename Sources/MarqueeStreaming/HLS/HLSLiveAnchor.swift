@@ -39,6 +39,10 @@ package struct HLSLiveAnchor: Sendable, Equatable {
     package private(set) var nextDuration: Double?
     /// The newest media sequence number an answer listed.
     private var newestSequence: UInt64?
+    /// Which placement the starts are (a random number at each placement from an answer, one
+    /// more at each nudge): a phase measured against one is against the same ends as another
+    /// of the same (``HLSPublicationAge/anchor``, told by a venue proxy).
+    package private(set) var placement: UInt32 = 0
 
     /// Reloads in a row outside the band before the new segments are nudged.
     package static let reloadsBeforeNudge = 4
@@ -74,6 +78,7 @@ package struct HLSLiveAnchor: Sendable, Equatable {
             residuals = []
             phase = sibling.phase
             newestSequence = sibling.newestSequence
+            placement = sibling.placement
         }
         let edge = answeredAt - playlist.pendingParts.reduce(0) { $0 + $1.duration }
         var placed: [Double]
@@ -86,11 +91,13 @@ package struct HLSLiveAnchor: Sendable, Equatable {
             if let firstNew { for i in firstNew..<placed.count { placed[i] += step } }
             // (The phases measured against the ends before a nudge are as far off the new ones.)
             if firstNew != nil { phase.anchorMoved(by: step) }
+            if firstNew != nil && step != 0 { placement &+= 1 }
         } else {
             placed = Self.backwards(playlist.segments, endingAt: edge)
             residuals = []
             phase = HLSPublicationPhase()
             newestSequence = nil
+            placement = UInt32.random(in: 0...UInt32.max)
         }
         starts = Dictionary(zip(playlist.segments.map(\.sequence), placed), uniquingKeysWith: { first, _ in first })
         let newestEnd = Self.end(of: playlist.segments, placed)

@@ -47,6 +47,15 @@ package struct HLSPublicationPhase: Sendable, Equatable {
         /// for a proxy's word.
         package var at: Double?
         package var next = 0.0
+        /// The phase the proxy told with it against its own anchor, and that anchor's placement
+        /// (``HLSPublicationAge/told``): the bound less it bounds one constant (this box's ends
+        /// against the proxy's) while the placement is one. Nil: not told.
+        package var told: (phase: Double, placement: UInt32)?
+
+        package static func == (a: Self, b: Self) -> Bool {
+            a.low == b.low && a.high == b.high && a.shared == b.shared && a.at == b.at && a.next == b.next
+                && a.told?.phase == b.told?.phase && a.told?.placement == b.told?.placement
+        }
     }
 
     /// The bounds of the last ``window`` answers, oldest first.
@@ -58,6 +67,9 @@ package struct HLSPublicationPhase: Sendable, Equatable {
 
     /// Answers remembered (at two reloads a segment, a minute of 1 s segments).
     package static let window = 120
+    /// A venue proxy's answers read together at most (``interval``): at one or two a segment,
+    /// 8 to 16 segments of its word.
+    package static let sharedRun = 64
     /// The interval is read by its ``median`` once narrower than this (seconds): about the
     /// packagers' own jitter (ffmpeg's ±5 ms); wider, its middle, which a probe halves.
     package static let medianWithin = 0.004
@@ -97,7 +109,8 @@ package struct HLSPublicationPhase: Sendable, Equatable {
             // anyway (published by `receivedAt`: an age is never negative).
             let made = sentAt + min(published.held, receivedAt - sentAt)  // (made at or after it)
             bound = Bound(
-                low: made - published.most - newestEnd, high: receivedAt - published.least - newestEnd, shared: true)
+                low: made - published.most - newestEnd, high: receivedAt - published.least - newestEnd, shared: true,
+                told: published.told)
         }
         bounds.append(bound)
         if bounds.count > Self.window { bounds.removeFirst(bounds.count - Self.window) }
@@ -115,18 +128,36 @@ package struct HLSPublicationPhase: Sendable, Equatable {
         bounds = bounds.map {
             Bound(
                 low: $0.low - shift, high: $0.high - shift, shared: $0.shared, at: $0.at.map { $0 - shift },
-                next: $0.next)
+                next: $0.next, told: $0.told)
         }
     }
 
     /// The interval of phases the fewest answers contradict (an answer contradicts a phase
     /// outside its bound), and how many do; nil before any answer. Behind a venue proxy (the
-    /// newest answer told its age), the newest answer's bound: the proxy's own estimate (its
-    /// consensus of every answer it had), widened by this box's round trip, so every box behind
-    /// it reads the same one (a box's own consensus of the proxy's earlier estimates, or of its
-    /// own early answers, would pull each its own way).
+    /// newest answer told its age), the proxy's word only: its own estimate (its consensus of
+    /// every answer it had), widened by this box's round trips, over the newest run of its
+    /// answers that agree (at most ``sharedRun``), so every box behind it reads the same one (a
+    /// box's own consensus of the proxy's earlier estimates, or of its own early answers, would
+    /// pull each its own way).
     package var interval: (low: Double, high: Double, contradicting: Int)? {
-        if let told = bounds.last, told.shared { return (told.low, told.high, 0) }
+        if let newest = bounds.last, newest.shared {
+            // Each of the proxy's answers is its estimate widened by this box's round trip, read
+            // off its middle as late as that answer's delivery and stamping were slow (one
+            // answer's middle told a box up to 2 ms off its neighbour's). Less the phase the
+            // proxy told with it, each bounds one constant (this box's ends against the proxy's)
+            // while the proxy's anchor is one placement: the run of them, intersected, is as
+            // narrow as the quickest answers, which every box reads alike, and the proxy's
+            // estimate moving moves it exactly. (A run that disagrees starts anew.)
+            guard let told = newest.told else { return (newest.low, newest.high, 0) }
+            var (low, high) = (newest.low - told.phase, newest.high - told.phase)
+            for bound in bounds.dropLast().reversed().prefix(Self.sharedRun - 1) {
+                guard bound.shared, let t = bound.told, t.placement == told.placement,
+                    bound.low - t.phase < high, bound.high - t.phase > low
+                else { break }
+                (low, high) = (max(low, bound.low - t.phase), min(high, bound.high - t.phase))
+            }
+            return (low + told.phase, high + told.phase, 0)
+        }
         guard !bounds.isEmpty else { return nil }
         // A phase just above a low or exactly at a high is where the count of contradictions
         // changes: the candidates. (At most 2 × window of them, each counted in one pass.)
