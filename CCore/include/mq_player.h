@@ -282,8 +282,8 @@ int mq_player_set_wall_offset(mq_player *p, double offset);
 /// time due now. At a rate other than 1 (0.5–2) stream audio is time-stretched with the pitch
 /// kept (libavfilter `atempo`), heard within ~0.25 s of the change; at exactly 1 it plays
 /// bit-exact. libavfilter is loaded the first time a rate other than 1 is set, on a thread of
-/// its own (see `mq_tempo_prepare`): until it is, the sound plays on at rate 1, put back on
-/// the schedule by a cut each time it drifts 20 ms off it (a cold load has taken seconds).
+/// its own (see `mq_tempo_prepare`): until it is, the sound queued plays out, then none is
+/// heard and the pictures keep to the schedule (a cold load has taken seconds).
 int mq_player_set_timeline(mq_player *p, double mono_anchor, double media_anchor, double rate);
 
 /// Loads the time-stretch (libavfilter, ~150 shared libraries, ~12 MiB resident) for the whole

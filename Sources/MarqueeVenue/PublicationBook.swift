@@ -35,11 +35,12 @@ final class PublicationBook: Sendable {
     static let followedFor = 10.0
     /// While the phase is wider than this (seconds), probes spread over it, ``spread`` a segment
     /// (the next publication falls between two of them: the interval an eighth as wide after
-    /// one segment); narrower, one in its middle (which halves it).
+    /// one segment); narrower, ``narrowSpread``.
     static let spreadAbove = 0.032
     static let spread = 7
-    /// ... and narrower, ``narrowSpread`` a segment (a quarter as wide after each: the boxes that
-    /// join in the first segments find it told within a few milliseconds).
+    /// Probes a segment once the phase is narrower than ``spreadAbove``: a quarter as wide after
+    /// each (one in its middle, halving it, left the proxy 3–5 ms unsure when a second box
+    /// joined 7.3 s after the first).
     static let narrowSpread = 3
 
     /// The upstream answer to `url`, `text`, asked for at `sent` and its head received at
@@ -102,10 +103,10 @@ final class PublicationBook: Sendable {
     }
 
     /// When the proxy should ask for `url` itself (monotonic seconds): inside the interval when
-    /// the next segment's publication is expected (spread over it while wide, ``spreadAbove``;
-    /// then its middle), while that is known less well than ``settled`` and a box asked within
-    /// ``followedFor``; none otherwise, or while probes are pending (the caller then owns them
-    /// and ends each with ``probed(_:)``).
+    /// the next segment's publication is expected (spread over it, ``spread`` while wider than
+    /// ``spreadAbove``, then ``narrowSpread``), while that is known less well than ``settled``
+    /// and a box asked within ``followedFor``; none otherwise, or while probes are pending (the
+    /// caller then owns them and ends each with ``probed(_:)``).
     func probeTimes(_ url: URL, now: Double) -> [Double] {
         entries.withLock { entries -> [Double] in
             guard var entry = entries[url.absoluteString], entry.probing == 0, now - entry.asked < Self.followedFor,

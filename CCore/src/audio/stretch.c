@@ -22,8 +22,8 @@
  * memory and startup time in every process, while most sessions play at rate 1 throughout. The
  * library of the major version the headers describe is the one loaded, on a thread of its own:
  * cold, on a loaded box or a board's SD card, loading takes from 0.1 s to seconds, and the tempo
- * stage that waited for it let its ~170 ms of sound run out (a CI run's whole stretched file was
- * dropped as late). Until it is loaded the tempo stage plays on at rate 1. */
+ * stage that waited for it dropped everything that fell late meanwhile (a CI run's whole
+ * stretched file). Until it is loaded the tempo stage hands on nothing new (tempo_thread.c). */
 
 static struct {
     __typeof__(&avfilter_graph_alloc) graph_alloc;
