@@ -80,15 +80,17 @@ final class PublicationBook: Sendable {
             // Nor within a segment's cycle: boxes reload as a segment is published and read the
             // phase told then until the next, so one that joins in between reads the same (told
             // what the proxy's probes had learned since, it started up to 5 ms off its neighbours).
+            // (Another placement, an encoder restarted on lower sequence numbers, starts anew.)
             var phase = best
+            var sequence = playlist.segments.last?.sequence ?? 0
             let error = entry.anchor.phase.estimate(precision: .infinity)?.error ?? 0
-            let newest = playlist.segments.last?.sequence ?? 0
-            if let told = entry.told, told.placement == entry.anchor.placement,
-                newest <= told.sequence || abs(best - told.phase) <= max(Self.toldStick, error)
-            {
-                phase = told.phase
+            if let told = entry.told, told.placement == entry.anchor.placement {
+                if sequence <= told.sequence || abs(best - told.phase) <= max(Self.toldStick, error) {
+                    phase = told.phase
+                }
+                sequence = max(sequence, told.sequence)
             }
-            entry.told = (phase, entry.anchor.placement, max(newest, entry.told?.sequence ?? 0))
+            entry.told = (phase, entry.anchor.placement, sequence)
             // Published by the time the proxy had the answer, never after `now`: an interval
             // that reaches past it is narrowed about its middle, which every box reads as the
             // phase (cut at `now` instead, the answers made near the publication, the boxes'

@@ -41,7 +41,7 @@ import Testing
         async throws -> Heard
     {
         // What is measured here is the stretch, not its loading (the library loads on a thread of
-        // its own, the sound at rate 1 meanwhile: a cold load beside CI's other stages took over 5 s).
+        // its own, no new sound handed on meanwhile: a cold load beside CI's other stages took over 5 s).
         let loadBy = mq_clock_now() + 30
         while mq_tempo_prepare() == MQ_ERR_STATE.rawValue && mq_clock_now() < loadBy {
             try await Task.sleep(nanoseconds: 10_000_000)

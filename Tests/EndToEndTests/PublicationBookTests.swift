@@ -69,4 +69,30 @@ import Testing
         let published = 104.4 - ((next.least + next.most) / 2)
         #expect(abs(published - 104.3) < 0.011, "104 told published at \(published)")
     }
+
+    /// An encoder restarted on lower sequence numbers: the proxy's anchor is placed anew, and
+    /// the phase told follows what it learns of the new publication (held, as told before the
+    /// restart, until the old sequence numbers came again, it stayed where its first answer put it).
+    @Test func aRestartedEncodersPhaseIsToldAnew() throws {
+        let book = PublicationBook()
+        for t in [100.8, 101.55, 102.1, 103.35] {
+            book.learn(
+                Self.url, text: Self.playlist(newest: Int((t - 0.3).rounded(.down))), sent: t - 0.001, received: t)
+        }
+        _ = try #require(book.age(Self.url, text: Self.playlist(newest: 103), now: 103.4, arrived: 103.4))
+        // Restarted: segment k now published at 200.6 + k.
+        let restarted = [205.65, 206.2, 207.0, 207.55, 208.1, 209.35, 210.25, 210.9]
+        var asked = false
+        for t in restarted {
+            let newest = Int((t - 200.6).rounded(.down))
+            book.learn(Self.url, text: Self.playlist(newest: newest), sent: t - 0.001, received: t)
+            if !asked {  // (a box's answer right after the restart: the phase told from one answer)
+                _ = book.age(Self.url, text: Self.playlist(newest: newest), now: t, arrived: t)
+                asked = true
+            }
+        }
+        let age = try #require(book.age(Self.url, text: Self.playlist(newest: 10), now: 210.95, arrived: 210.95))
+        let published = 210.95 - (age.least + age.most) / 2
+        #expect(abs(published - 210.6) < 0.011, "10 told published at \(published)")
+    }
 }

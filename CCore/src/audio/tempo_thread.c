@@ -33,8 +33,8 @@
 #define MQ_TRIM_ENGAGE 2.5e-4 // seconds off the schedule the sound is trimmed from…
 #define MQ_TRIM_RELEASE 1e-4  // …until within this (or past it)
 #define MQ_TRIM_HISTORY 64    // frames kept of what was handed on: a trim's resampler starts on them
-#define MQ_LOAD_POLL 0.005    // how often a libavfilter still loading is looked at
 #define MQ_TRIM_CONFIRM 3     // readings in a row that end a trim (one is the audio thread's wake-up jitter)
+#define MQ_LOAD_POLL 0.005    // how often a libavfilter still loading is looked at
 
 static bool quitting(mq_player *p)
 {

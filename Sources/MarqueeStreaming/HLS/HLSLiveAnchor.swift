@@ -41,7 +41,8 @@ package struct HLSLiveAnchor: Sendable, Equatable {
     private var newestSequence: UInt64?
     /// Which placement the starts are (a random number at each placement from an answer, one
     /// more at each nudge): a phase measured against one is against the same ends as another
-    /// of the same (``HLSPublicationAge/anchor``, told by a venue proxy).
+    /// of the same (``HLSPublicationAge/told``, by a venue proxy). Random: two placements, of
+    /// this proxy and of one restarted, are told apart.
     package private(set) var placement: UInt32 = 0
 
     /// Reloads in a row outside the band before the new segments are nudged.
