@@ -8,6 +8,7 @@
 #include <libavutil/frame.h>
 #include <libavutil/macros.h>
 #include <libavutil/opt.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -102,6 +103,11 @@ int mq_tempo_prepare(void)
         state = MQ_LAVFI_LOADING;
     }
     return state == MQ_LAVFI_LOADED ? MQ_OK : state == MQ_LAVFI_FAILED ? MQ_ERR_UNSUPPORTED : MQ_ERR_STATE;
+}
+
+bool mq_stretch_wanted(double rate)
+{
+    return fabs(rate - 1.0) > MQ_RATE_EPSILON && rate >= 0.5 && rate <= 2.0;
 }
 
 int mq_stretch_open(mq_stretch *s, int sample_rate, int channels, double tempo)

@@ -21,6 +21,12 @@ typedef struct mq_stretch {
     bool flushed; // EOF sent: only receive until it runs dry
 } mq_stretch;
 
+#define MQ_RATE_EPSILON 1e-6 // closer to 1 than this is rate 1: passed through (the trim's, not a stretch)
+
+/// Whether the tempo stage stretches the sound at schedule rate `rate`: 0.5 … 2, and not 1
+/// (within MQ_RATE_EPSILON).
+bool mq_stretch_wanted(double rate);
+
 /// Builds the graph at `tempo` (0.5 … 2). Returns an mq_err: MQ_ERR_STATE while libavfilter
 /// is still loading (`mq_tempo_prepare`, started here if it was not), without waiting for it.
 int mq_stretch_open(mq_stretch *s, int sample_rate, int channels, double tempo);

@@ -26,7 +26,6 @@
 /// back with it: boxes on one schedule show and sound the same instant to within a fraction of a
 /// millisecond, not within the 20 ms a cut waits for.
 
-#define MQ_RATE_EPSILON 1e-6  // closer to 1 than this is rate 1: pass through
 #define MQ_FEED_FRAMES 1024   // input frames per atempo call
 #define MQ_LATE_MARGIN 0.05   // input this far behind what is due now is dropped here
 #define MQ_TEMPO_IDLE 0.01    // wait for input
@@ -353,7 +352,7 @@ void *mq_tempo_thread_main(void *arg)
         if (gen != t->gen)
             reset(p, t, gen);
         double rate = mq_clock_rate(&p->clock);
-        bool want_stretch = fabs(rate - 1.0) > MQ_RATE_EPSILON && rate >= 0.5 && rate <= 2.0 && !t->failed;
+        bool want_stretch = mq_stretch_wanted(rate) && !t->failed;
         double trimmed = fabs(rate - 1.0) > MQ_RATE_EPSILON ? (t->trim = 0) : trim(p, t);
         if (!want_stretch)
             stop_stretching(p, t);

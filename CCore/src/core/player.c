@@ -183,7 +183,7 @@ int mq_player_set_timeline(mq_player *p, double mono_anchor, double media_anchor
 {
     if (!p || !isfinite(mono_anchor) || !isfinite(media_anchor) || !isfinite(rate) || rate < 0)
         return MQ_ERR_INVALID_ARGUMENT;
-    if (rate != 1)
+    if (mq_stretch_wanted(rate))
         (void)mq_tempo_prepare(); // libavfilter loads beside playback, before the tempo stage wants it
     mq_clock_set_timeline(&p->clock, mono_anchor, media_anchor, rate);
     mq_frame_queue_kick(p->vq);
