@@ -20,7 +20,7 @@ final class PublicationBook: Sendable {
         /// Probes of the proxy's own pending.
         var probing = 0
         /// The phase last told, on the anchor's placement, and the newest segment listed then.
-        var told: (phase: Double, placement: UInt32, sequence: UInt64)?
+        var told: (told: HLSPublicationAge.Told, sequence: UInt64)?
     }
     private let entries = Locked([String: Entry]())
 
@@ -84,13 +84,14 @@ final class PublicationBook: Sendable {
             var phase = best
             var sequence = playlist.segments.last?.sequence ?? 0
             let error = entry.anchor.phase.estimate(precision: .infinity)?.error ?? 0
-            if let told = entry.told, told.placement == entry.anchor.placement {
-                if sequence <= told.sequence || abs(best - told.phase) <= max(Self.toldStick, error) {
+            if let (told, last) = entry.told, told.placement == entry.anchor.placement {
+                if sequence <= last || abs(best - told.phase) <= max(Self.toldStick, error) {
                     phase = told.phase
                 }
-                sequence = max(sequence, told.sequence)
+                sequence = max(sequence, last)
             }
-            entry.told = (phase, entry.anchor.placement, sequence)
+            let told = HLSPublicationAge.Told(phase: phase, placement: entry.anchor.placement)
+            entry.told = (told, sequence)
             // Published by the time the proxy had the answer, never after `now`: an interval
             // that reaches past it is narrowed about its middle, which every box reads as the
             // phase (cut at `now` instead, the answers made near the publication, the boxes'
@@ -100,7 +101,7 @@ final class PublicationBook: Sendable {
             let half = min((published.high - published.low) / 2, max(0, age))
             return HLSPublicationAge(
                 least: max(0, age - half), most: max(0, age + half), held: max(0, now - arrived),
-                told: (phase, entry.anchor.placement))
+                told: told)
         }
     }
 

@@ -215,7 +215,8 @@ import Testing
             phase.record(
                 sentAt: sent, receivedAt: received, newestEnd: newestEnd, nextDuration: 2,
                 published: HLSPublicationAge(
-                    least: made - published - 0.0005, most: made - published + 0.0005, told: (told, placement)))
+                    least: made - published - 0.0005, most: made - published + 0.0005,
+                    told: .init(phase: told, placement: placement)))
             let alone = try #require(phase.bounds.last)
             worstAlone = max(worstAlone, abs((alone.low + alone.high) / 2 - (told - offset)))
             let middle = try #require(phase.middle)
@@ -241,7 +242,8 @@ import Testing
         #expect(age?.headerValue == "0.012345,1.500000,0.004200")
         #expect(HLSPublicationAge(header: "0.012345,1.500000,0.004200") == age)
         #expect(HLSPublicationAge(header: "0.012345,1.5") == HLSPublicationAge(least: 0.012345, most: 1.5, held: 0))
-        let told = HLSPublicationAge(least: 0.1, most: 0.2, held: 0, told: (-0.0125, 4_000_000_000))
+        let told = HLSPublicationAge(
+            least: 0.1, most: 0.2, held: 0, told: .init(phase: -0.0125, placement: 4_000_000_000))
         #expect(told?.headerValue == "0.100000,0.200000,0.000000,-0.012500,4000000000")
         #expect(HLSPublicationAge(header: "0.100000,0.200000,0.000000,-0.012500,4000000000") == told)
         for bad in [

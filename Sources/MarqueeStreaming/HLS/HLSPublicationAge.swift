@@ -19,6 +19,18 @@ import Foundation
 /// Parsed, then checked: two, three or five numbers, the first two in order, each under an
 /// hour, the phase alone signed, the placement a whole number of 32 bits; anything else is no age.
 package struct HLSPublicationAge: Sendable, Equatable {
+    /// The phase a proxy told (seconds, against the ends its anchor gave the segments) and that
+    /// anchor's placement (``HLSLiveAnchor/placement``).
+    package struct Told: Sendable, Equatable {
+        package var phase: Double
+        package var placement: UInt32
+
+        package init(phase: Double, placement: UInt32) {
+            self.phase = phase
+            self.placement = placement
+        }
+    }
+
     /// Seconds: the newest segment was published at least `least` and at most `most` before
     /// the answer was made.
     package let least: Double
@@ -27,14 +39,14 @@ package struct HLSPublicationAge: Sendable, Equatable {
     package let held: Double
     /// The proxy's estimate of the phase (seconds; the middle of `least`…`most` is it) against
     /// the ends its anchor gave the segments, and that anchor's placement; nil: not said.
-    package let told: (phase: Double, placement: UInt32)?
+    package let told: Told?
 
     /// The response header that carries it.
     package static let header = "Marquee-Published-Age"
     /// Ages over this are refused (seconds): a live playlist's newest segment is seconds old.
     package static let limit = 3600.0
 
-    package init?(least: Double, most: Double, held: Double = 0, told: (phase: Double, placement: UInt32)? = nil) {
+    package init?(least: Double, most: Double, held: Double = 0, told: Told? = nil) {
         guard least.isFinite, most.isFinite, held.isFinite, least >= 0, least <= most, most <= Self.limit, held >= 0,
             held <= Self.limit, told.map({ $0.phase.isFinite && abs($0.phase) <= Self.limit }) ?? true
         else { return nil }
@@ -42,11 +54,6 @@ package struct HLSPublicationAge: Sendable, Equatable {
         self.most = most
         self.held = held
         self.told = told
-    }
-
-    package static func == (a: Self, b: Self) -> Bool {
-        a.least == b.least && a.most == b.most && a.held == b.held && a.told?.phase == b.told?.phase
-            && a.told?.placement == b.told?.placement
     }
 
     /// Parses the header's value (two, three or five numbers, commas between: decimals, the
@@ -67,13 +74,13 @@ package struct HLSPublicationAge: Sendable, Equatable {
             let least = decimal(parts[0]), let most = decimal(parts[1])
         else { return nil }
         let held = parts.count >= 3 ? decimal(parts[2]) : 0
-        var told: (Double, UInt32)?
+        var told: Told?
         if parts.count == 5 {
             guard let phase = decimal(parts[3], signed: true), parts[4].utf8.count <= 10,
                 parts[4].utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
                 let placement = UInt32(parts[4])
             else { return nil }
-            told = (phase, placement)
+            told = Told(phase: phase, placement: placement)
         }
         guard let held else { return nil }
         self.init(least: least, most: most, held: held, told: told)

@@ -50,12 +50,7 @@ package struct HLSPublicationPhase: Sendable, Equatable {
         /// The phase the proxy told with it against its own anchor, and that anchor's placement
         /// (``HLSPublicationAge/told``): the bound less it bounds one constant (this box's ends
         /// against the proxy's) while the placement is one. Nil: not told.
-        package var told: (phase: Double, placement: UInt32)?
-
-        package static func == (a: Self, b: Self) -> Bool {
-            a.low == b.low && a.high == b.high && a.shared == b.shared && a.at == b.at && a.next == b.next
-                && a.told?.phase == b.told?.phase && a.told?.placement == b.told?.placement
-        }
+        package var told: HLSPublicationAge.Told?
     }
 
     /// The bounds of the last ``window`` answers, oldest first.
