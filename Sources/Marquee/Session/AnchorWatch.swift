@@ -116,15 +116,16 @@ extension PlaybackSession {
                 let estimate = (phase: middle, error: error)
                 // (The error said is the estimate's, also when the lead stays where it was.)
                 learnedEdgeError.withLock { $0 = (estimate.error, shared) }
-                // A refinement waits a segment after the move before it: moves stacked within
+                // A refinement waits half a segment after the move before it: moves stacked within
                 // milliseconds (the first lead, then the median as the interval narrows on the
                 // next answer) each re-anchored the schedule and cut the sound in turn, and one
-                // CI run's pictures ended up 100 ms off the moves it announced. Behind a venue
-                // proxy half a segment: its answers come a segment apart give or take a
-                // millisecond, and a box that followed the proxy's estimate (moving 7 ms over 20 s
-                // with an encoder's pace) every other segment only, each box at its own, was 1.5–2.3
-                // ms from its neighbour by turns.
-                let spaced = Monotonic.now() - movedAt >= (shared ? segment / 2 : segment)
+                // CI run's pictures ended up 100 ms off the moves it announced. Not a whole
+                // segment: the answers come a segment apart give or take a millisecond, so a box
+                // moved every other segment only: a lone box's refinements came every 4 s on 2 s
+                // segments (its error 2.4 ms 22.7 s in, a CI run), and two boxes behind a venue
+                // proxy, each following its moving estimate at its own segments, were 1.5–2.3 ms
+                // apart by turns.
+                let spaced = Monotonic.now() - movedAt >= segment / 2
                 if applied.map({ abs($0 - lead) >= (shared ? Self.sharedAnchorStep : Self.anchorStep) && spaced })
                     ?? true
                 {
