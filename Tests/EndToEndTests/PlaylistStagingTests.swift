@@ -117,14 +117,20 @@ extension LivePlaybackTests {
         let (frames, ended) = try await Self.imageLiveImage(live, extra: #", "targetLatency": 3"#, in: dir)
         #expect(ended, "\(fault): the playlist ends")
         let gaps = Self.expectGaplessCuts(frames, label: fault)
-        let latencies = frames.filter { $0.item == "live" }.map { $0.wallTime - ast - $0.pts }
+        let shown = frames.filter { $0.item == "live" }
+        let latency = { (f: PresentedFrame) in f.wallTime - ast - f.pts }
+        let latencies = shown.map(latency)
         try #require(latencies.count > 90, "\(fault): \(latencies.count) live pictures")
         #expect(
             latencies[0] > 3 - 0.005 && latencies[0] < 3 + 1.0 / 30 + 0.005,
             "\(fault): entered at latency \(latencies[0])")
         #expect(
             latencies.dropFirst().allSatisfy { abs($0 - 3) < 0.020 },
-            "\(fault): latency \(latencies.min()!)…\(latencies.max()!)")
+            """
+            \(fault): latency \(latencies.min()!)…\(latencies.max()!): \
+            \(FramesFile.misses(
+                Array(shown.dropFirst()), from: shown[0].wallTime, target: 3, bound: 0.020, latency: latency))
+            """)
         print(
             String(
                 format: "staged live, %@ on every first fetch: entered at %.4f s, gaps %.3f s, %.3f s", fault,
