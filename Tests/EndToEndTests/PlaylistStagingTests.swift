@@ -124,13 +124,9 @@ extension LivePlaybackTests {
         #expect(
             latencies[0] > 3 - 0.005 && latencies[0] < 3 + 1.0 / 30 + 0.005,
             "\(fault): entered at latency \(latencies[0])")
-        #expect(
-            latencies.dropFirst().allSatisfy { abs($0 - 3) < 0.020 },
-            """
-            \(fault): latency \(latencies.min()!)…\(latencies.max()!): \
-            \(FramesFile.misses(
-                Array(shown.dropFirst()), from: shown[0].wallTime, target: 3, bound: 0.020, latency: latency))
-            """)
+        let off = FramesFile.offTarget(
+            Array(shown.dropFirst()), from: shown[0].wallTime, target: 3, bound: 0.020, latency: latency)
+        #expect(off == nil, "\(fault): latency \(off ?? "")")
         print(
             String(
                 format: "staged live, %@ on every first fetch: entered at %.4f s, gaps %.3f s, %.3f s", fault,

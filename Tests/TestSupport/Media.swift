@@ -65,19 +65,22 @@ public enum FramesFile {
         return out
     }
 
-    /// The pictures whose `latency` is `bound` or more off `target`, told for a failure's message:
-    /// how many, and the first five with their time after `from`, their latency and how late each
-    /// was shown after it was due (a schedule off, or a late present: a starved video thread).
-    public static func misses(
+    /// Nil when every picture's `latency` is within `bound` of `target` (less than it); else, for
+    /// the failure's message, their range and the pictures off: how many, and the first five with
+    /// their time after `from`, their latency and how late each was shown after it was due (a
+    /// schedule off, or a late present: a starved video thread).
+    public static func offTarget(
         _ frames: [PresentedFrame], from: Double, target: Double, bound: Double,
         latency: (PresentedFrame) -> Double
-    ) -> String {
-        let missed = frames.filter { abs(latency($0) - target) >= bound }
+    ) -> String? {
+        let missed = frames.filter { !(abs(latency($0) - target) < bound) }
+        guard !missed.isEmpty else { return nil }
+        let all = frames.map(latency)
         let told = missed.prefix(5).map { f in
             let late = f.due.map { String(format: "%.1f ms after due", (f.wallTime - $0) * 1000) } ?? "no due"
             return String(format: "+%.3f s: %.4f s (", f.wallTime - from, latency(f)) + late + ")"
         }
-        return "\(missed.count) of \(frames.count) off: " + told.joined(separator: ", ")
+        return "\(all.min()!)…\(all.max()!), \(missed.count) of \(frames.count) off: " + told.joined(separator: ", ")
     }
 
     /// A playlist's pictures grouped into runs of one item (its id), in the order shown, each
