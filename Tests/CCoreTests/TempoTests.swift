@@ -164,11 +164,16 @@ import Testing
     /// A re-anchor of the timeline by less than the 20 ms a cut waits for (4 ms earlier, as a
     /// learned anchor refines itself): the sound is not cut but trimmed back onto the schedule
     /// (played 0.1–0.2 % faster: 3.5 cents at most, no click), and the pictures, which follow it, come
-    /// back with it. Each picture's error is its presentation minus when the schedule had it due;
-    /// beside it, when the player's clock (the sound's) had it due (frames.tsv's `due`) minus the
-    /// schedule, so a miss says whether the sound was off the schedule or the picture was shown
-    /// late (once in CI: one picture of 45 at 0.502 ms).
+    /// back with it. Each picture's due instant (when the player's clock, the sound's, had it due:
+    /// frames.tsv's `due`) is judged against the schedule, each one within 0.5 ms; the pictures as
+    /// shown, by the median of each stretch, within 0.5 ms too: a shown picture adds how late the
+    /// machine woke the video thread, and on these VMs an RT thread's clock_nanosleep to an
+    /// absolute instant overshoots by 0.3–5 ms now and then with the CPUs idle and kept out of
+    /// halt (/dev/cpu_dma_latency 0): the host took the vCPU (a CI run: pictures 0.04…0.97 ms off
+    /// before the re-anchor, their due instants within 0.04 ms).
     @Test func aSmallReanchorIsTrimmedBackOntoTheSchedule() async throws {
+        func median(_ v: [Double]) -> Double { v.sorted()[v.count / 2] }
+        func span(_ v: [Double]) -> String { String(format: "%.3f…%.3f ms", v.min()! * 1000, v.max()! * 1000) }
         let dir = try Fixtures.tempDir()
         defer { try? FileManager.default.removeItem(at: dir) }
         let shift = 0.004
@@ -190,25 +195,23 @@ import Testing
         let settled = errors.filter { $0.pts >= 4.5 }.map(\.error)
         let clockBefore = errors.filter { $0.pts >= 0.5 && $0.pts < 1.4 }.map(\.clock)
         let clockSettled = errors.filter { $0.pts >= 4.5 }.map(\.clock)
-        let clockSpan = "(the clock 3 s after: \(clockSettled.min() ?? .nan)…\(clockSettled.max() ?? .nan) s)"
         try #require(before.count > 20 && settled.count > 30, "\(before.count), \(settled.count) pictures")
-        #expect(before.allSatisfy { abs($0) < 0.0005 }, "before: \(before.min()!)…\(before.max()!) s")
-        #expect(
-            settled.allSatisfy { abs($0) < 0.0005 },
-            "3 s after the re-anchor: \(settled.min()!)…\(settled.max()!) s off the schedule \(clockSpan)")
+        let shown = "pictures before: \(span(before)), 3 s after: \(span(settled))"
+        #expect(abs(median(before)) < 0.0005 && abs(median(settled)) < 0.0005, "medians off the schedule: \(shown)")
         #expect(
             (clockBefore + clockSettled).allSatisfy { abs($0) < 0.0005 },
-            "the clock before: \(clockBefore.min()!)…\(clockBefore.max()!) s, \(clockSpan)")
+            "due instants before: \(span(clockBefore)), 3 s after: \(span(clockSettled)) (\(shown))")
         // The sound: media 1 → 5 heard in 4 s − 4 ms (the step edges, found to 2.5 ms).
         let heard = Double(h.boundaries[4] - h.boundaries[0]) / h.pcm.rate
         #expect(abs(heard - (4 - shift)) < 0.003, "media 1 → 5 heard in \(heard) s")
         print(
             String(
                 format: """
-                    re-anchored 4 ms: pictures %.2f…%.2f ms off before, %.2f…%.2f ms just after, \
-                    %.2f…%.2f ms 3 s after; media 1 → 5 heard in %.4f s
+                    re-anchored 4 ms: pictures %.2f…%.2f ms off before (median %.2f), %.2f…%.2f ms just after, \
+                    %.2f…%.2f ms 3 s after (median %.2f); due instants %.3f…%.3f ms; media 1 → 5 heard in %.4f s
                     """,
-                before.min()! * 1000, before.max()! * 1000, (after.min() ?? .nan) * 1000, (after.max() ?? .nan) * 1000,
-                settled.min()! * 1000, settled.max()! * 1000, heard))
+                before.min()! * 1000, before.max()! * 1000, median(before) * 1000, (after.min() ?? .nan) * 1000,
+                (after.max() ?? .nan) * 1000, settled.min()! * 1000, settled.max()! * 1000, median(settled) * 1000,
+                (clockBefore + clockSettled).min()! * 1000, (clockBefore + clockSettled).max()! * 1000, heard))
     }
 }

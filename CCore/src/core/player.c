@@ -209,13 +209,6 @@ int mq_player_start(mq_player *p)
     if (ret >= 0)
         ret = mq_thread_start(&p->ctl.monitor_thread, mq_monitor_thread_main, p, "mq-monitor");
     p->ctl.monitor_running = p->ctl.video_running && ret >= 0;
-    if (ret >= 0) {
-        // Output threads keep their timing on a loaded box when the process may use RT
-        // scheduling; without the privilege they simply stay SCHED_OTHER.
-        mq_thread_set_realtime(p->ctl.audio_thread, 20);
-        mq_thread_set_realtime(p->ctl.tempo_thread, 15); // feeds the audio thread ~170 ms ahead
-        mq_thread_set_realtime(p->ctl.video_thread, 10);
-    }
     return ret;
 }
 

@@ -3,7 +3,10 @@
 #include <errno.h>
 #include <math.h>
 #include <sched.h>
+#include <stdint.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mq_err.h"
 
@@ -45,10 +48,22 @@ void mq_sleep_until(double deadline)
     }
 }
 
-bool mq_thread_set_realtime(pthread_t t, int priority)
+bool mq_thread_prefer_realtime(int priority)
 {
     struct sched_param param = {.sched_priority = priority};
-    return pthread_setschedparam(t, SCHED_RR, &param) == 0;
+    if (pthread_setschedparam(pthread_self(), SCHED_RR, &param) == 0)
+        return true;
+    // struct sched_attr as of its first version (glibc has no wrapper; the kernel's header
+    // clashes with <sched.h>): policy, then the fair class's slice in sched_runtime.
+    struct {
+        uint32_t size, policy;
+        uint64_t flags;
+        int32_t nice;
+        uint32_t priority;
+        uint64_t runtime, deadline, period;
+    } attr = {.size = sizeof attr, .policy = SCHED_OTHER, .runtime = 100000};
+    syscall(SYS_sched_setattr, 0, &attr, 0); // (an older kernel keeps its default slice)
+    return false;
 }
 
 int mq_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, const char *name)

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/player_internal.h"
+#include "core/thread.h"
 #include "mq_err.h"
 
 /// The video thread: presents the head picture when the master clock reaches its pts, drops
@@ -273,6 +274,7 @@ static void video_step(mq_player *p)
 void *mq_video_thread_main(void *arg)
 {
     mq_player *p = arg;
+    mq_thread_prefer_realtime(15);
     while (!atomic_load(&p->quit))
         video_step(p);
     return NULL;
