@@ -12,6 +12,7 @@ let systemLibraries: [(name: String, pkgConfig: String, apt: String)] = [
     ("CSwScale", "libswscale", "libswscale-dev"),
     ("CALSA", "alsa", "libasound2-dev"),
     ("CLibDRM", "libdrm", "libdrm-dev"),
+    ("CLibASS", "libass", "libass-dev"),
 ]
 
 let package = Package(
@@ -68,7 +69,8 @@ let package = Package(
             linkerSettings: [
                 .linkedLibrary("avformat"), .linkedLibrary("avcodec"), .linkedLibrary("avutil"),
                 .linkedLibrary("swresample"), .linkedLibrary("swscale"), .linkedLibrary("asound"),
-                .linkedLibrary("drm"), .linkedLibrary("pthread"), .linkedLibrary("m"), .linkedLibrary("dl"),
+                .linkedLibrary("drm"), .linkedLibrary("ass"), .linkedLibrary("pthread"), .linkedLibrary("m"),
+                .linkedLibrary("dl"),
             ]
         ),
         .target(

@@ -54,6 +54,9 @@ set_tests_properties(mixer_alloc PROPERTIES RUN_SERIAL ON)
 mq_test(captions_test)
 add_test(NAME captions COMMAND captions_test)
 
+mq_test(caption_render_test)
+add_test(NAME caption_render COMMAND caption_render_test)
+
 mq_test(segment_io_test)
 add_test(NAME segment_io COMMAND segment_io_test "${MQ_MEDIA}/video.mp4")
 

@@ -187,6 +187,11 @@ int mq_player_activate_tracks_at(mq_player *p, const mq_activation *a);
 /// screen is drawn again in it at once.
 int mq_player_set_fit(mq_player *p, int32_t fit);
 
+/// Whether the closed captions carried in the video are drawn over the pictures from now on
+/// (off at create): on a display output, with libass in DejaVu Sans Mono (the caption screen's
+/// rows where the stream places them, white on black). Reported either way (MQ_EVENT_CAPTION).
+int mq_player_set_captions(mq_player *p, bool shown);
+
 /// Removes a track: its decode thread stops and its input is dropped; unless it is staged,
 /// what it decoded (the queued pictures and sound) is dropped too. Its id is not reused.
 int mq_player_remove_track(mq_player *p, int32_t track_id);

@@ -21,6 +21,7 @@ extension Player {
             return (inner.core, inner.volume, inner.muted, before != (inner.volume, inner.muted))
         }
         try? core?.setVolume(v, muted: m)
+        if muted != nil { applyCaptions() }  // (auto: drawn while muted)
         if changed { sink.send(.volumeChanged(volume: v, muted: m)) }
     }
 

@@ -66,6 +66,27 @@ extension Player {
         public var mediaTime: Double
     }
 
+    /// When captions are drawn: ``PlayerOptions/captions`` until ``setCaptions(_:)``.
+    public var captions: CaptionDisplay { inner.withLock { $0.captions ?? $0.options.captions } }
+
+    /// Draws the closed captions carried in the video over the pictures `mode`: off, while
+    /// muted (auto) or always; applies at once while playing (the picture on screen is drawn
+    /// again with or without them), else at ``play()``.
+    public func setCaptions(_ mode: CaptionDisplay) {
+        inner.withLock { $0.captions = mode }
+        applyCaptions()
+    }
+
+    /// Tells the core (the player's, or `opening`) whether captions are drawn now: on, or auto
+    /// while muted.
+    func applyCaptions(to opening: CoreHandle? = nil) {
+        let (core, shown) = inner.withLock { inner in
+            let mode = inner.captions ?? inner.options.captions
+            return (opening ?? inner.core, mode == .on || (mode == .auto && inner.muted))
+        }
+        try? core?.setCaptions(shown)
+    }
+
     /// How pictures fit the display: ``PlayerOptions/fit`` until ``setFit(_:)``.
     public var fit: VideoFit { inner.withLock { $0.fit ?? $0.options.fit } }
 

@@ -76,6 +76,7 @@ extension Player {
         let (volume, muted, scheduled, fit) = inner.withLock { ($0.volume, $0.muted, $0.scheduled, $0.fit) }
         try? core.setVolume(volume, muted: muted)
         if let fit { try? core.setFit(fit.rawValue) }
+        applyCaptions(to: core)
         if inner.withLock({ $0.keepsLastPicture }) { try? core.keepLastPicture(true) }
         if inner.withLock({ $0.displayOff }) { try? core.setOverlay(.blank) }
         mixer.insert(scheduled)

@@ -86,6 +86,8 @@ public final class Player: Sendable {
         var stagedFile: StagedFile?
         /// The fit set by ``setFit(_:)`` (nil: the options').
         var fit: VideoFit?
+        /// The caption display set by ``setCaptions(_:)`` (nil: the options').
+        var captions: CaptionDisplay?
         /// Whether the core keeps the picture presented last (``keepLastPicture(_:)``).
         var keepsLastPicture = false
         /// Latency targets earlier sessions had to raise, by source, with when (monotonic):

@@ -100,6 +100,20 @@ public struct VideoFit: Sendable, Hashable, CustomStringConvertible {
     public var description: String { ["contain", "cover", "fill", "scaledown"][Int(rawValue)] }
 }
 
+/// Whether closed captions are drawn over the pictures on a display output. Captions found are
+/// reported either way (``PlayerEvent/captionChanged(text:position:)``).
+public enum CaptionDisplay: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// Never drawn.
+    case off
+    /// Drawn while the sound is muted (``Player/isMuted``): a screen in a bar or a lobby.
+    case auto
+    /// Always drawn.
+    case on
+
+    /// `off`, `auto` or `on`.
+    public var description: String { rawValue }
+}
+
 /// Everything a ``Player`` is created with. Defaults: ARCHITECTURE.md, "Configuration".
 public struct PlayerOptions: Sendable {
     /// Manifest URLs (DASH `.mpd`, HLS `.m3u8`), tried in order; the first that plays is used. Required.
@@ -162,6 +176,10 @@ public struct PlayerOptions: Sendable {
     public var rotation: Int
     /// Display outputs: a PNG or JPEG path shown until the first picture (nil: black).
     public var poster: String?
+    /// Display outputs: when the closed captions carried in the video (CEA-608) are drawn over
+    /// the pictures, with libass (white on black, where the stream places each row). Default
+    /// ``CaptionDisplay/auto``: while muted.
+    public var captions: CaptionDisplay = .auto
     /// Decoders to try first, in order (e.g. `h264_v4l2m2m`, or `h264_vaapi`: the codec's own
     /// decoder with that hardware device's hwaccel); the codec's software decoder is the
     /// fallback, reported by ``PlayerEvent/decoderFallback(_:)``. Empty: software only. With

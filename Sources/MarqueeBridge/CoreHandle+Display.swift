@@ -8,6 +8,11 @@ extension CoreHandle {
         try call { mq_player_set_fit($0, fit) }
     }
 
+    /// Whether the captions carried in the video are drawn over the pictures (`mq_player_set_captions`).
+    package func setCaptions(_ shown: Bool) throws(CoreError) {
+        try call { mq_player_set_captions($0, shown) }
+    }
+
     /// Keeps a reference to the picture presented last, for ``snapshotPNG(maxWidth:)``
     /// (`mq_player_keep_last_picture`).
     package func keepLastPicture(_ keep: Bool) throws(CoreError) {

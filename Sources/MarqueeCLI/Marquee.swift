@@ -45,6 +45,9 @@ struct OutputOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp(OptionTable.help("fit")))
     var fit: String?
 
+    @Option(name: .long, help: ArgumentHelp(OptionTable.help("captions")))
+    var captions: String?
+
     @Option(name: .long, help: ArgumentHelp(OptionTable.help("rotation")))
     var rotation: String?
 
@@ -248,6 +251,7 @@ extension OutputOptions {
             ("audioOutput", audio.map(OptionValue.word)),
             ("videoOutput", video.map(OptionValue.word)),
             ("fit", fit.map(OptionValue.word)),
+            ("captions", captions.map(OptionValue.word)),
             ("rotation", rotation.map(OptionValue.word)),
             ("poster", poster.map(OptionValue.word)),
             ("joinStill", joinStill.map(OptionValue.flag)),

@@ -22,7 +22,7 @@ import NIOPosix
 ///   `latency`, `targetLatency`, `buffer`, `position`, `rate`, `volume`, `muted`,
 ///   `framesPresented`, `framesDropped`, `width`, `height`, `timeOffset`, `delay`, `source`,
 ///   `displayOff`, `output` (what the display output last reported: connected, mode, lost),
-///   `audioUnderrun` (seconds of silence played for want of stream audio), `fit`,
+///   `audioUnderrun` (seconds of silence played for want of stream audio), `fit`, `captions`,
 ///   `selectedQuality`, `qoe`,
 ///   `venue`, `status` (all the status' figures);
 /// - `{"command": "set", "property": P, "value": V}` for `volume` (0…1), `delay` (seconds),
@@ -359,6 +359,7 @@ enum Properties {
         case "output": return telemetry.output ?? NSNull()
         case "audioUnderrun": return player.status.audioSilence
         case "fit": return player.fit.description
+        case "captions": return player.captions.description
         case "selectedQuality": return player.selectedQuality ?? NSNull()
         case "qoe": return try object(telemetry.record)
         case "venue": return try player.venueStatistics.map { try object($0) } ?? NSNull()

@@ -18,7 +18,7 @@ import Testing
             "pkg-config",
             [
                 "--cflags", "--libs", "libavformat", "libavcodec",
-                "libavutil", "libavfilter", "libswresample", "libswscale", "alsa", "libdrm",
+                "libavutil", "libavfilter", "libswresample", "libswscale", "alsa", "libdrm", "libass",
             ]
         )
         .split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }

@@ -204,7 +204,8 @@ struct FrameRow {
     static func read(_ dir: URL) throws -> [FrameRow] {
         let text = try String(contentsOf: dir.appendingPathComponent("frames.tsv"), encoding: .utf8)
         var lines = text.split(separator: "\n")
-        #expect(lines.first == "wall_time\tpts\tmd5\twidth\theight\titem\tstill\tdue\tmono_time\tcaption")
+        #expect(
+            lines.first == "wall_time\tpts\tmd5\twidth\theight\titem\tstill\tdue\tmono_time\tcaption\tcaptions_drawn")
         lines.removeFirst()
         return lines.map { line in
             let f = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)

@@ -103,20 +103,14 @@ extension LivePlaybackTests {
             _ = try Tools.run("ffmpeg", input + out, cwd: dir)
         }
         // FFmpeg's reading of the packaged stream: its caption cues (SubRip times, from the start).
-        let reference = try await Tools.offPool {
-            try Tools.run(
-                "ffmpeg",
-                [
-                    "-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i",
-                    "movie=out.\(packaging == "dash" ? "mpd" : "m3u8")[out0+subcc]", "-map", "0:s", "-f", "srt", "-",
-                ], cwd: dir)
-        }
+        let reference = try await Self.ffmpegCaptions(in: dir, packaging: packaging, as: "srt")
         try #require(reference.contains("HELLO WORLD") && reference.contains("SECOND LINE."), "\(reference)")
 
         let origin = try await Self.origin(staticRoot: dir.path)
         defer { Task { await origin.stop() } }
         let url = origin.baseURL.appendingPathComponent("static/out.\(packaging == "dash" ? "mpd" : "m3u8")")
-        let run = try await Self.play(url, seconds: 11, audio: { _ in .null })
+        // Muted, captions auto (the default): drawn.
+        let run = try await Self.play(url, seconds: 11, audio: { _ in .null }, configure: { $0.muted = true })
         let captions = run.timed.compactMap { item -> (time: Double, text: String, position: Double)? in
             guard case .captionChanged(let text, let position) = item.event else { return nil }
             return (item.time, text, position)
@@ -167,10 +161,15 @@ extension LivePlaybackTests {
             let want = cues.first { $0.start <= t && t < $0.end }?.text ?? ""
             checked += 1
             if frame.caption != want { wrong.append(String(format: "%.3f s: '%@', not '%@'", t, frame.caption, want)) }
+            // Drawn over the picture while on screen, nothing drawn between cues.
+            if frame.captionsDrawn.isEmpty != want.isEmpty {
+                wrong.append(String(format: "%.3f s: '%@' drawn as '%@'", t, want, frame.captionsDrawn))
+            }
         }
         #expect(
             cues.count == 2 && checked > 150 && wrong.isEmpty,
             "\(packaging): \(cues.count) cues, \(checked) pictures checked, \(wrong.count) wrong: \(wrong.prefix(5))")
+        try await Self.checkDrawnCaptions(run.frames, dir: dir, run: run.dir, packaging: packaging)
         print(
             String(
                 format: "captions, %@: %d screens; reported %.1f–%.1f ms after their pictures", packaging,
@@ -185,5 +184,76 @@ extension LivePlaybackTests {
                         (c.time - $0.wallTime) * 1000
                     }
                 }.max() ?? .nan))
+    }
+
+    /// FFmpeg's reading of the packaged stream in `dir`: its caption decoder's cues, written as
+    /// `format` (`srt`, `ass`).
+    static func ffmpegCaptions(in dir: URL, packaging: String, as format: String) async throws -> String {
+        try await Tools.offPool {
+            try Tools.run(
+                "ffmpeg",
+                [
+                    "-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i",
+                    "movie=out.\(packaging == "dash" ? "mpd" : "m3u8")[out0+subcc]", "-map", "0:s", "-f", format, "-",
+                ], cwd: dir)
+        }
+    }
+
+    /// The pixels drawn for each pop-on screen (frames.tsv's `captions_drawn`: the caption layer
+    /// over black) against FFmpeg's own: its caption decoder's events of the packaged stream, in
+    /// its own script, drawn by its `ass` filter (libass finding the script's `Monospace` face
+    /// through fontconfig) over black in the 4:3 middle of the picture, as 608 places captions.
+    /// Within 2 levels per channel; nothing drawn beside the 4:3 area.
+    static func checkDrawnCaptions(_ frames: [PresentedFrame], dir: URL, run: URL, packaging: String) async throws {
+        let script = try await Self.ffmpegCaptions(in: dir, packaging: packaging, as: "ass")
+        let lines = script.split(whereSeparator: \.isNewline)  // (CRLF, as the ASS muxer writes)
+        let header = lines.prefix { !$0.hasPrefix("Dialogue:") }.joined(separator: "\n")
+        for text in ["HELLO WORLD", "SECOND LINE."] {
+            let frame = try #require(frames.first { $0.caption == text }, "\(packaging): no picture with '\(text)'")
+            let layer = try Data(contentsOf: run.appendingPathComponent("captions/\(frame.captionsDrawn).ppm"))
+            let (w, h) = (frame.width, frame.height)
+            let pixels = [UInt8](layer.suffix(w * h * 3))
+            try #require(layer.starts(with: Array("P6\n\(w) \(h)\n255\n".utf8)) && pixels.count == w * h * 3)
+            // FFmpeg's event for the text, shown from 0 for 10 s over a 4:3 black picture.
+            let event = try #require(
+                lines.first { $0.hasPrefix("Dialogue:") && $0.hasSuffix(text) },
+                "\(packaging): no event '\(text)' in \(script)")
+            let fields = event.split(separator: ",", maxSplits: 3, omittingEmptySubsequences: false)
+            let line = "Dialogue: 0,0:00:00.00,0:00:10.00,\(fields[3])"
+            try (header + "\n" + line + "\n").write(
+                to: dir.appendingPathComponent("ref-\(w).ass"), atomically: true, encoding: .utf8)
+            let aw = h * 4 / 3
+            _ = try await Tools.offPool {
+                try Tools.run(
+                    "ffmpeg",
+                    [
+                        "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+                        "color=c=black:s=\(aw)x\(h):d=1",
+                        "-vf", "format=rgb24,ass=ref-\(w).ass", "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "rgb24",
+                        "ref.rgb",
+                    ], cwd: dir)
+            }
+            let reference = [UInt8](try Data(contentsOf: dir.appendingPathComponent("ref.rgb")))
+            try #require(reference.count == aw * h * 3)
+            let x0 = (w - aw) / 2
+            var (worst, inked, beside) = (0, 0, 0)
+            for y in 0..<h {
+                for x in 0..<w {
+                    for k in 0..<3 {
+                        let ours = Int(pixels[(y * w + x) * 3 + k])
+                        if x < x0 || x >= x0 + aw {
+                            beside += ours > 0 ? 1 : 0
+                        } else {
+                            worst = max(worst, abs(ours - Int(reference[(y * aw + x - x0) * 3 + k])))
+                            inked += ours > 0 ? 1 : 0
+                        }
+                    }
+                }
+            }
+            #expect(
+                inked > 100 && worst <= 2 && beside == 0,
+                "\(packaging) '\(text)': \(inked) values inked, off FFmpeg's by \(worst) at most, \(beside) beside")
+            print("captions drawn, \(packaging) '\(text)': \(inked) values inked, off FFmpeg's by \(worst) at most")
+        }
     }
 }

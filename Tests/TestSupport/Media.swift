@@ -21,6 +21,9 @@ public struct PresentedFrame: Sendable, Equatable {
     public var monoTime: Double = .nan
     /// The captions on screen with the picture (rows on lines), "" none.
     public var caption = ""
+    /// What was drawn over the picture while captions are drawn: the md5 of the caption layer
+    /// (`<dir>/captions/<md5>.ppm`, over black at the picture's size), "" nothing.
+    public var captionsDrawn = ""
 
     /// `due` on the monotonic clock (nil for a join's still).
     public var dueMono: Double? { due.map { $0 - wallTime + monoTime } }
@@ -32,18 +35,19 @@ public enum FramesFile {
     public static func read(_ url: URL, includingStill: Bool = false) throws -> [PresentedFrame] {
         let text = try String(contentsOf: url, encoding: .utf8)
         let lines = text.split(separator: "\n")
-        guard lines.first == "wall_time\tpts\tmd5\twidth\theight\titem\tstill\tdue\tmono_time\tcaption" else {
+        let header = "wall_time\tpts\tmd5\twidth\theight\titem\tstill\tdue\tmono_time\tcaption\tcaptions_drawn"
+        guard lines.first == Substring(header) else {
             throw ToolFailure(message: "\(url.path): missing frames.tsv header")
         }
         return lines.dropFirst().compactMap { line in
             let f = line.split(separator: "\t", omittingEmptySubsequences: false)
-            guard f.count == 10, let wall = Double(f[0]), let pts = Double(f[1]), let w = Int(f[3]),
+            guard f.count == 11, let wall = Double(f[0]), let pts = Double(f[1]), let w = Int(f[3]),
                 let h = Int(f[4]), let mono = Double(f[8])
             else { return nil }
             let frame = PresentedFrame(
                 wallTime: wall, pts: pts, md5: String(f[2]), width: w, height: h, item: String(f[5]),
                 still: f[6] == "1",
-                due: Double(f[7]), monoTime: mono, caption: unescaped(f[9]))
+                due: Double(f[7]), monoTime: mono, caption: unescaped(f[9]), captionsDrawn: String(f[10]))
             return includingStill || !frame.still ? frame : nil
         }
     }

@@ -61,6 +61,7 @@ static int open_outputs(mq_player *p, const mq_player_config *cfg, int buffer_ms
 {
     mq_video_out_options vopts = {.fit = cfg->video_fit, .rotation = cfg->video_rotation, .poster = cfg->poster};
     atomic_init(&p->fit_req, cfg->video_fit);
+    atomic_init(&p->captions_req, false);
     int ret = mq_audio_out_create(cfg->audio_out, p->sample_rate, p->channels, buffer_ms, &p->ao);
     if (ret < 0)
         return ret;
@@ -217,6 +218,14 @@ int mq_player_set_fit(mq_player *p, int32_t fit)
     if (!p || fit < MQ_FIT_CONTAIN || fit > MQ_FIT_SCALEDOWN)
         return MQ_ERR_INVALID_ARGUMENT;
     atomic_store(&p->fit_req, fit);
+    return MQ_OK;
+}
+
+int mq_player_set_captions(mq_player *p, bool shown)
+{
+    if (!p)
+        return MQ_ERR_INVALID_ARGUMENT;
+    atomic_store(&p->captions_req, shown);
     return MQ_OK;
 }
 

@@ -176,6 +176,7 @@ struct mq_player {
     _Atomic uint32_t overlay_gen;         // controlling thread (set_overlay)
     _Atomic uint32_t label_gen;           // controlling thread (set_label)
     _Atomic int fit_req;                  // controlling thread (set_fit); the video thread applies it
+    atomic_bool captions_req;             // controlling thread (set_captions); the video thread applies it
     _Atomic bool keep_snap;               // controlling thread (keep_last_picture)
     _Atomic int state;                    // monitor, controlling thread (start)
     _Atomic double wall_offset;           // controlling thread

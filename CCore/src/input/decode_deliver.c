@@ -109,7 +109,7 @@ static void captions(mq_decoder *d, const AVFrame *f, double pts)
     }
     char text[MQ_CC_TEXT];
     if (mq_cc_decoder_feed(d->cc, f, pts, text, sizeof text) == 1)
-        mq_cc_queue_push(&d->p->cc, pts, text);
+        mq_cc_queue_push_screen(&d->p->cc, pts, text, mq_cc_decoder_events(d->cc));
 }
 
 static int deliver_video(mq_decoder *d, AVFrame *f)

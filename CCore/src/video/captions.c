@@ -14,6 +14,7 @@
 struct mq_cc_decoder {
     AVCodecContext *ctx;
     AVPacket *pkt;
+    char events[MQ_CC_ASS]; // the last screen's ASS events
 };
 
 int mq_cc_decoder_create(mq_cc_decoder **out)
@@ -109,14 +110,28 @@ int mq_cc_decoder_feed(mq_cc_decoder *d, const AVFrame *f, double pts, char *tex
     if (ret < 0 || !got)
         return 0; // (damaged pairs are cc_dec's to skip: the screen stays)
     text[0] = '\0';
+    d->events[0] = '\0';
+    size_t used = 0;
+    bool whole = true;
     for (unsigned i = 0; i < sub.num_rects; i++)
         if (sub.rects[i]->ass) {
             if (text[0] && strlen(text) + 1 < size)
                 strcat(text, "\n");
             ass_text(sub.rects[i]->ass, text, size);
+            // The event whole or none of the screen (a cut event would draw what was not sent).
+            int n = snprintf(d->events + used, sizeof d->events - used, "%s%s", used ? "\n" : "", sub.rects[i]->ass);
+            whole = whole && n >= 0 && (size_t)n < sizeof d->events - used;
+            used = whole ? used + (size_t)n : used;
         }
+    if (!whole)
+        d->events[0] = '\0';
     avsubtitle_free(&sub);
     return 1;
+}
+
+const char *mq_cc_decoder_events(const mq_cc_decoder *d)
+{
+    return d ? d->events : "";
 }
 
 void mq_cc_queue_init(mq_cc_queue *q)
@@ -140,6 +155,11 @@ static bool later(const mq_cc_queue *q, int a, int b)
 
 void mq_cc_queue_push(mq_cc_queue *q, double pts, const char *text)
 {
+    mq_cc_queue_push_screen(q, pts, text, "");
+}
+
+void mq_cc_queue_push_screen(mq_cc_queue *q, double pts, const char *text, const char *ass)
+{
     if (!q->ok)
         return;
     pthread_mutex_lock(&q->lock);
@@ -153,11 +173,17 @@ void mq_cc_queue_push(mq_cc_queue *q, double pts, const char *text)
     q->e[q->n].pts = pts;
     q->e[q->n].order = q->pushed++;
     snprintf(q->e[q->n].text, sizeof q->e[q->n].text, "%s", text);
+    snprintf(q->e[q->n].ass, sizeof q->e[q->n].ass, "%s", ass ? ass : "");
     q->n++;
     pthread_mutex_unlock(&q->lock);
 }
 
 bool mq_cc_queue_due(mq_cc_queue *q, double pts, char *text, size_t size, double *at)
+{
+    return mq_cc_queue_due_screen(q, pts, text, size, NULL, at);
+}
+
+bool mq_cc_queue_due_screen(mq_cc_queue *q, double pts, char *text, size_t size, char *ass, double *at)
 {
     if (!q->ok)
         return false;
@@ -168,6 +194,8 @@ bool mq_cc_queue_due(mq_cc_queue *q, double pts, char *text, size_t size, double
             last = i;
     if (last >= 0) {
         snprintf(text, size, "%s", q->e[last].text);
+        if (ass)
+            memcpy(ass, q->e[last].ass, MQ_CC_ASS);
         *at = q->e[last].pts;
         for (int i = 0; i < q->n;) // every change due is taken: the last one is the screen
             if (q->e[i].pts <= pts + 1e-6)

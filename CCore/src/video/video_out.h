@@ -32,6 +32,8 @@ typedef struct mq_vo_overlay {
 #define MQ_VO_LABEL_MAX 64
 /// Bytes of the caption text on screen (MQ_CC_TEXT), the terminating NUL included.
 #define MQ_VO_CAPTION_MAX 256
+/// Bytes of the caption screen's ASS events (MQ_CC_ASS, MQ_CAPTION_EVENTS).
+#define MQ_VO_CAPTION_EVENTS 1024
 
 typedef struct mq_video_out_driver {
     const char *name;
@@ -61,14 +63,17 @@ struct mq_video_out {
     void *priv;
     mq_video_out_options opts;
     // video thread only
-    mq_video_format fmt;             // configured format, width 0 before the first picture
-    mq_vo_overlay overlay;           // what present/refresh draw over pictures
-    char label[MQ_VO_LABEL_MAX];     // what is presented (mq_player_set_label): frames' item column
-    char caption[MQ_VO_CAPTION_MAX]; // the captions on screen with the picture presented (rows
-                                     // on lines; "" none): frames' caption column
-    double due;                      // when the picture being presented was due to be visible: server-corrected Unix
-                                     // seconds, set before each present (NAN for a join's still, shown before its time)
-    double wall_offset;              // wall_time minus the monotonic clock at that present (mq_player_set_wall_offset)
+    mq_video_format fmt;                       // configured format, width 0 before the first picture
+    mq_vo_overlay overlay;                     // what present/refresh draw over pictures
+    char label[MQ_VO_LABEL_MAX];               // what is presented (mq_player_set_label): frames' item column
+    char caption[MQ_VO_CAPTION_MAX];           // the captions on screen with the picture presented (rows
+                                               // on lines; "" none): frames' caption column
+    char caption_events[MQ_VO_CAPTION_EVENTS]; // the same screen as ASS events, to be drawn ("" none)
+    unsigned caption_gen;                      // changes of caption_events
+    bool draw_captions;                        // the player shows captions (mq_player_set_captions)
+    double due;         // when the picture being presented was due to be visible: server-corrected Unix
+                        // seconds, set before each present (NAN for a join's still, shown before its time)
+    double wall_offset; // wall_time minus the monotonic clock at that present (mq_player_set_wall_offset)
 };
 
 /// Chooses a driver by spec: `headless`, `frames:<dir>`, `drm[:<card>[,<connector>[,<WxH>]]]`

@@ -8,6 +8,7 @@
 #include "core/log.h"
 #include "mq_err.h"
 #include "mq_player.h"
+#include "video/caption_render.h"
 #include "video/drm_setup.h"
 #include "video/video_out.h"
 #include "video/video_render.h"
@@ -37,6 +38,9 @@ typedef struct drm_priv {
         int w, h, fmt, fit, scr_w, scr_h;
     } refused;
     bool on_plane_logged;
+    mq_caption_render *captions; // made with the first caption drawn; NULL before (or without the font)
+    unsigned caption_seen;       // the vo->caption_gen it holds
+    bool captions_failed;        // its font could not be loaded (said once)
 } drm_priv;
 
 static mq_canvas canvas_of(const mq_drm *d, int i)
@@ -56,8 +60,36 @@ static int draw_held(mq_video_out *vo, const mq_canvas *c)
     return ret;
 }
 
+/// Whether captions are to be drawn over the held picture now.
+static bool captions_wanted(const mq_video_out *vo)
+{
+    const drm_priv *p = vo->priv;
+    return vo->draw_captions && vo->caption_events[0] && p->held && !p->captions_failed &&
+           vo->overlay.kind == MQ_OVERLAY_NONE && vo->opts.rotation == 0;
+}
+
+/// The caption screen drawn over the picture's place on `c` (libass: video/caption_render.h).
+static void draw_captions(mq_video_out *vo, const mq_canvas *c)
+{
+    drm_priv *p = vo->priv;
+    if (!p->captions) {
+        int ret = mq_caption_render_create(NULL, &p->captions);
+        if (ret < 0) {
+            p->captions_failed = true;
+            mq_log(MQ_LOG_WARN, "drm: captions not drawn: %s (%s)", mq_err_string(ret), MQ_CAPTION_FONT);
+            return;
+        }
+        p->caption_seen = vo->caption_gen - 1;
+    }
+    if (p->caption_seen != vo->caption_gen) {
+        mq_caption_render_set(p->captions, vo->caption_events);
+        p->caption_seen = vo->caption_gen;
+    }
+    mq_caption_render_draw(p->captions, c, p->video.screen);
+}
+
 /// Draws what should be on screen now into buffer `i`: the held picture (else the poster,
-/// else black) unless a slate hides it, then the overlay.
+/// else black) unless a slate hides it, then the captions or the overlay.
 static int compose(mq_video_out *vo, int i)
 {
     drm_priv *p = vo->priv;
@@ -67,9 +99,11 @@ static int compose(mq_video_out *vo, int i)
         mq_overlay_draw_slate(&c, vo->overlay.message);
     else if (vo->overlay.kind == MQ_OVERLAY_BLANK)
         mq_canvas_fill(&c, (mq_rect){0, 0, c.width, c.height}, 0);
-    else if (p->held)
+    else if (p->held) {
         ret = draw_held(vo, &c);
-    else if (p->poster)
+        if (ret >= 0 && captions_wanted(vo))
+            draw_captions(vo, &c);
+    } else if (p->poster)
         ret = mq_scaler_draw(&p->still, p->poster, MQ_FIT_CONTAIN, vo->opts.rotation, &c);
     else
         mq_canvas_fill(&c, (mq_rect){0, 0, c.width, c.height}, 0);
@@ -93,7 +127,7 @@ static bool plane_wanted(const mq_video_out *vo)
     const drm_priv *p = vo->priv;
     const AVFrame *f = p->held;
     return f && p->drm.front >= 0 && vo->overlay.kind == MQ_OVERLAY_NONE && vo->opts.rotation == 0 &&
-           mq_drm_plane_takes(&p->drm, f) && !refused(p, f, vo->opts.fit);
+           !captions_wanted(vo) && mq_drm_plane_takes(&p->drm, f) && !refused(p, f, vo->opts.fit);
 }
 
 /// Shows the held picture on the video plane: MQ_ERR_UNSUPPORTED when the driver refuses it.
@@ -283,6 +317,7 @@ static void drm_close(mq_video_out *vo)
     mq_scaler_uninit(&p->still);
     av_frame_free(&p->poster);
     av_frame_free(&p->held);
+    mq_caption_render_destroy(&p->captions);
 }
 
 const mq_video_out_driver mq_video_out_drm = {

@@ -36,6 +36,7 @@ static int configure(mq_player *p, const AVFrame *f)
 }
 
 _Static_assert(MQ_VO_CAPTION_MAX == MQ_CC_TEXT, "the screen holds what the queue carries");
+_Static_assert(MQ_VO_CAPTION_EVENTS == MQ_CC_ASS, "the screen's events as the queue carries them");
 
 /// The captions on screen with picture `v` (`vo->caption`): the changes made with it, or with
 /// pictures not shown before it (the last one is the screen); empty after a reset. Returns
@@ -46,12 +47,15 @@ static bool take_caption(mq_player *p, const mq_vframe *v)
     bool changed = false;
     if (mq_cc_queue_take_flush(&p->cc) && screen[0]) {
         screen[0] = '\0';
+        p->vo->caption_events[0] = '\0';
+        p->vo->caption_gen++;
         changed = true;
     }
     char text[MQ_CC_TEXT];
     double at;
-    if (!v->still && mq_cc_queue_due(&p->cc, v->pts, text, sizeof text, &at)) {
+    if (!v->still && mq_cc_queue_due_screen(&p->cc, v->pts, text, sizeof text, p->vo->caption_events, &at)) {
         snprintf(screen, MQ_VO_CAPTION_MAX, "%s", text);
+        p->vo->caption_gen++;
         changed = true;
     }
     return changed;
@@ -211,6 +215,9 @@ static void refresh_output(mq_player *p, double now)
     int fit = atomic_load(&p->fit_req);
     bool refit = fit != vo->opts.fit; // (the held picture is drawn again in the new fit)
     vo->opts.fit = fit;
+    bool captions = atomic_load(&p->captions_req);
+    refit = refit || (captions != vo->draw_captions && vo->caption_events[0]); // (drawn or taken off at once)
+    vo->draw_captions = captions;
     if (!vo->driver->refresh)
         return;
     bool changed = refit || want.kind != vo->overlay.kind || strcmp(want.message, vo->overlay.message) != 0;

@@ -166,6 +166,12 @@ extension OptionTable {
             read: { .text($0.fit.description) },
             live: { player, v throws(PlayerError) in player.setFit(try fit(v)) }),
         OptionSpec(
+            "captions", "When closed captions are drawn over the pictures on a display",
+            values: "off, auto (while muted), on; default auto", cli: "--captions", config: "captions", sample: "on",
+            apply: { o, v throws(PlayerError) in o.captions = try captions(v) },
+            read: { .text($0.captions.description) },
+            live: { player, v throws(PlayerError) in player.setCaptions(try captions(v)) }),
+        OptionSpec(
             "rotation", "Clockwise rotation of the picture on a display", values: "degrees: 0, 90, 180, 270; default 0",
             cli: "--rotation", board: ["video.rotation"], sample: "90",
             boardSample: (#"{"video": {"rotation": 180}}"#, "180"),
@@ -252,6 +258,13 @@ extension OptionTable {
         let seconds = try OptionSpec.number(value, 0...86_400, unit: " s")
         guard seconds > 0 else { throw PlayerError(.invalidOptions, "outside 0…86400 s (above 0)") }
         return seconds
+    }
+
+    private static func captions(_ value: OptionValue) throws(PlayerError) -> CaptionDisplay {
+        guard let mode = CaptionDisplay(rawValue: try OptionSpec.text(value, maxLength: 8).lowercased()) else {
+            throw PlayerError(.invalidOptions, "expected off, auto or on")
+        }
+        return mode
     }
 
     private static func fit(_ value: OptionValue) throws(PlayerError) -> VideoFit {
