@@ -21,11 +21,21 @@ final class PublicationBook: Sendable {
         var probing = 0
         /// The phase last told, on the anchor's placement, and the newest segment listed then.
         var told: (told: HLSPublicationAge.Told, sequence: UInt64)?
+        /// The anchor's placement the phase told is measured against: its origin and how far it
+        /// had nudged then (``HLSLiveAnchor/nudged``). A nudge moves the new segments' ends, not
+        /// the publications: the phase told stays, against the ends it was told on.
+        var toldOn: (origin: UInt32, nudged: Double)?
     }
     private let entries = Locked([String: Entry]())
 
-    /// The phase told moves when the estimate has moved more than this from it (seconds).
-    static let toldStick = 0.0005
+    /// The phase told moves when the estimate has moved more than this from it (seconds): as
+    /// wide as an interval a box first applies (its middle 10 ms off at most), so the phase a
+    /// box first takes from the proxy is the one it keeps. The boxes behind the proxy agree with
+    /// each other by the phase told, whatever its error; its error is only their latency's, a
+    /// few milliseconds off the target. A move sets them apart: each follows it at its own next
+    /// answer and trims onto it over seconds, while a box joining then takes it at once (0.5 ms:
+    /// a box 9–13 ms off the joining one for 5 s, as ffmpeg's publications refined the estimate).
+    static let toldStick = 0.020
 
     /// Playlists followed at most.
     static let capacity = 64
@@ -81,24 +91,36 @@ final class PublicationBook: Sendable {
             // phase told then until the next, so one that joins in between reads the same (told
             // what the proxy's probes had learned since, it started up to 5 ms off its neighbours).
             // (Another placement, an encoder restarted on lower sequence numbers, starts anew.)
-            var phase = best
+            // (A nudge of the anchor keeps the phase told, on the ends it was told against: each
+            // nudge started it anew at the estimate, a move every box followed at its own answer.)
+            var told = HLSPublicationAge.Told(phase: best, placement: entry.anchor.placement)
+            var since = 0.0  // how far the ends moved since the phase told was told
             var sequence = playlist.segments.last?.sequence ?? 0
             let error = entry.anchor.phase.estimate(precision: .infinity)?.error ?? 0
-            if let (told, last) = entry.told, told.placement == entry.anchor.placement {
-                if sequence <= last || abs(best - told.phase) <= max(Self.toldStick, error) {
-                    phase = told.phase
+            if let (last, lastSequence) = entry.told, let on = entry.toldOn, on.origin == entry.anchor.origin {
+                let moved = entry.anchor.nudged - on.nudged
+                if sequence <= lastSequence || abs(best - (last.phase - moved)) <= max(Self.toldStick, error) {
+                    (told, since) = (last, moved)
                 }
-                sequence = max(sequence, last)
+                sequence = max(sequence, lastSequence)
             }
-            let told = HLSPublicationAge.Told(phase: phase, placement: entry.anchor.placement)
+            if told.phase == best && since == 0 {  // (told anew: on the ends as they are now)
+                entry.toldOn = (entry.anchor.origin, entry.anchor.nudged)
+            }
             entry.told = (told, sequence)
+            let phase = told.phase - since  // against the newest ends
             // Published by the time the proxy had the answer, never after `now`: an interval
             // that reaches past it is narrowed about its middle, which every box reads as the
             // phase (cut at `now` instead, the answers made near the publication, the boxes'
             // settled probes, told each box a middle up to half the interval early, and two
             // boxes moved apart and back by 1–3 ms in pairs).
             let age = now - ((published.low + published.high) / 2 - best + phase)
-            let half = min((published.high - published.low) / 2, max(0, age))
+            // Once the estimate is within half of ``toldStick`` the age is told exact: the
+            // publication is the phase told by convention, and a box needs only to place the
+            // proxy's clock against its own (its round trips). Wider, the box waits for it
+            // narrower, as it would for its own (the half-width ages as the phase is unsure).
+            let wide = (published.high - published.low) / 2
+            let half = wide > Self.toldStick / 2 ? min(wide, max(0, age)) : 0
             return HLSPublicationAge(
                 least: max(0, age - half), most: max(0, age + half), held: max(0, now - arrived),
                 told: told)

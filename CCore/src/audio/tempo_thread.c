@@ -344,9 +344,10 @@ static bool drop_late(mq_player *p, mq_tempo *t, mq_pcm_block *b)
 void *mq_tempo_thread_main(void *arg)
 {
     mq_player *p = arg;
-    // Below the video thread: it feeds the audio thread ~170 ms ahead, where a picture's due
-    // instant waits on no one.
-    mq_thread_prefer_realtime(10);
+    // Above the video thread: it feeds the audio thread ~170 ms ahead, but time-stretching is
+    // the heaviest work of the three (below the video thread, 19 players side by side had one
+    // whose stretched sound all came too late to be played: every frame dropped).
+    mq_thread_prefer_realtime(15);
     mq_tempo *t = &p->tempo;
     t->gen = atomic_load(&p->pcm->gen);
     t->hist_end = NAN;

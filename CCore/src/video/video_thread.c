@@ -281,7 +281,7 @@ static void video_step(mq_player *p)
 void *mq_video_thread_main(void *arg)
 {
     mq_player *p = arg;
-    mq_thread_prefer_realtime(15);
+    mq_thread_prefer_realtime(10);
     while (!atomic_load(&p->quit))
         video_step(p);
     return NULL;

@@ -44,6 +44,11 @@ package struct HLSLiveAnchor: Sendable, Equatable {
     /// of the same (``HLSPublicationAge/told``, by a venue proxy). Random: two placements, of
     /// this proxy and of one restarted, are told apart.
     package private(set) var placement: UInt32 = 0
+    /// The random number of the placement the starts descend from (``placement`` less its
+    /// nudges), and how far the nudges since it moved the new segments' starts (seconds): a
+    /// phase measured against that placement's ends is `nudged` more against the newest.
+    package private(set) var origin: UInt32 = 0
+    package private(set) var nudged = 0.0
 
     /// Reloads in a row outside the band before the new segments are nudged.
     package static let reloadsBeforeNudge = 4
@@ -80,6 +85,8 @@ package struct HLSLiveAnchor: Sendable, Equatable {
             phase = sibling.phase
             newestSequence = sibling.newestSequence
             placement = sibling.placement
+            origin = sibling.origin
+            nudged = sibling.nudged
         }
         let edge = answeredAt - playlist.pendingParts.reduce(0) { $0 + $1.duration }
         var placed: [Double]
@@ -92,13 +99,18 @@ package struct HLSLiveAnchor: Sendable, Equatable {
             if let firstNew { for i in firstNew..<placed.count { placed[i] += step } }
             // (The phases measured against the ends before a nudge are as far off the new ones.)
             if firstNew != nil { phase.anchorMoved(by: step) }
-            if firstNew != nil && step != 0 { placement &+= 1 }
+            if firstNew != nil && step != 0 {
+                placement &+= 1
+                nudged += step
+            }
         } else {
             placed = Self.backwards(playlist.segments, endingAt: edge)
             residuals = []
             phase = HLSPublicationPhase()
             newestSequence = nil
             placement = UInt32.random(in: 0...UInt32.max)
+            origin = placement
+            nudged = 0
         }
         starts = Dictionary(zip(playlist.segments.map(\.sequence), placed), uniquingKeysWith: { first, _ in first })
         let newestEnd = Self.end(of: playlist.segments, placed)
