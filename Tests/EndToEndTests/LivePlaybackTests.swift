@@ -30,6 +30,7 @@ import Testing
         _ url: URL, seconds: Double, audio: (URL) -> AudioOutput, target: Double = 3,
         router: (any SourceRouter)? = nil,
         configure: (inout PlayerOptions) -> Void = { _ in },
+        sampling: (@Sendable (Player) -> Void)? = nil,
         during: (Player) -> Void = { _ in }
     ) async throws -> (
         frames: [PresentedFrame], dir: URL, events: [PlayerEvent], timed: [(time: Double, event: PlayerEvent)]
@@ -42,7 +43,17 @@ import Testing
         let collected = EventLog()
         let listener = Task { for await e in player.events { collected.append(e) } }
         try await player.play()
+        // (Every half second while it plays: what the status says over time.)
+        let sampler = sampling.map { sample in
+            Task {
+                while !Task.isCancelled {
+                    sample(player)
+                    try? await Task.sleep(for: .milliseconds(500))
+                }
+            }
+        }
         try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+        sampler?.cancel()
         during(player)
         await player.stop()
         listener.cancel()
