@@ -93,20 +93,18 @@ final class PublicationBook: Sendable {
             // (Another placement, an encoder restarted on lower sequence numbers, starts anew.)
             // (A nudge of the anchor keeps the phase told, on the ends it was told against: each
             // nudge started it anew at the estimate, a move every box followed at its own answer.)
-            var told = HLSPublicationAge.Told(phase: best, placement: entry.anchor.placement)
-            var since = 0.0  // how far the ends moved since the phase told was told
+            var kept: (told: HLSPublicationAge.Told, since: Double)?  // `since`: how far the ends moved
             var sequence = playlist.segments.last?.sequence ?? 0
             let error = entry.anchor.phase.estimate(precision: .infinity)?.error ?? 0
             if let (last, lastSequence) = entry.told, let on = entry.toldOn, on.origin == entry.anchor.origin {
                 let moved = entry.anchor.nudged - on.nudged
                 if sequence <= lastSequence || abs(best - (last.phase - moved)) <= max(Self.toldStick, error) {
-                    (told, since) = (last, moved)
+                    kept = (last, moved)
                 }
                 sequence = max(sequence, lastSequence)
             }
-            if told.phase == best && since == 0 {  // (told anew: on the ends as they are now)
-                entry.toldOn = (entry.anchor.origin, entry.anchor.nudged)
-            }
+            if kept == nil { entry.toldOn = (entry.anchor.origin, entry.anchor.nudged) }  // (on the ends as they are)
+            let (told, since) = kept ?? (HLSPublicationAge.Told(phase: best, placement: entry.anchor.placement), 0)
             entry.told = (told, sequence)
             let phase = told.phase - since  // against the newest ends
             // Published by the time the proxy had the answer, never after `now`: an interval
