@@ -104,8 +104,9 @@ extension LivePlaybackTests {
         #expect(abs(medians[0] - medians[1]) < 0.02, "\(packager): latencies \(medians)")
         // The box said when it learned the edge: within 10 ms first (its first move), then its
         // estimate settled within 2 ms (its status), in its first 12 segments (a probe or two a
-        // segment halve a segment's uncertainty down to 4 ms; ffmpeg's 2 s segments took 16.7 s,
-        // 8 of them, once in CI). (Read from the moves, a CI run's estimate of 2.4 ms at 14.7 s
+        // segment halve a segment's uncertainty down to 4 ms, or as far as the box's round trips
+        // let them, then the median; ffmpeg's 2 s segments took 16.7 s, 8 of them, once in CI,
+        // and 27 s once when its interval held 5–8 ms). (Read from the moves, a CI run's estimate of 2.4 ms at 14.7 s
         // was next said at the move 26.7 s in: the lead had not moved 1 ms meanwhile.)
         let learned = run.timed.compactMap { timed -> (at: Double, error: Double)? in
             if case .liveEdgeLearned(_, let error) = timed.event { (timed.time - started, error) } else { nil }
