@@ -102,6 +102,7 @@ struct HLSParser {
                 }
                 variant.frameRate = a["FRAME-RATE"].flatMap(Double.init)
                 variant.audioGroup = a["AUDIO"]
+                variant.subtitlesGroup = a["SUBTITLES"]
                 playlist.variants.append(variant)
                 pending = nil
             }
