@@ -72,7 +72,8 @@ package struct HLSPublicationPhase: Sendable, Equatable {
     /// packagers' own jitter (ffmpeg's ±5 ms); wider, its middle, which a probe halves.
     package static let medianWithin = 0.004
     /// An interval this narrow or narrower (seconds) that ``stallsToSettle`` answers in a row
-    /// made across it did not narrow by a quarter is read by its ``median`` too: an answer
+    /// made across it, each with a round trip of half its width or more, did not narrow by a
+    /// quarter is read by its ``median`` too: an answer
     /// halves the interval down to about its own round trip only (the side it narrows is its
     /// request's sending, or its head's arrival), and a box whose answers take 4–6 ms (a loaded
     /// box, a slower link) held an interval 5–8 ms wide for 4 segments at a time, its estimate
@@ -135,10 +136,14 @@ package struct HLSPublicationPhase: Sendable, Equatable {
             // Made across the interval: its round trip (as wide as the bound less the segment
             // it spans) overlapped it, as an "out" (its middle against the newest end) or a
             // "not yet" (against the next one's).
+            // Counted only when its round trip is half the interval or more: narrower, the
+            // answer could have narrowed it and did not because the packager's publications
+            // scatter (GStreamer's 20 ms sawtooth), which the interval still sorts out.
             let was = before.high - before.low
-            let reach = (was + (bound.high - bound.low - nextDuration)) / 2
+            let roundTrip = bound.high - bound.low - nextDuration
+            let reach = (was + roundTrip) / 2
             let centre = (before.low + before.high) / 2
-            if abs(at - centre) <= reach || abs(at - nextDuration - centre) <= reach {
+            if roundTrip >= was / 2, abs(at - centre) <= reach || abs(at - nextDuration - centre) <= reach {
                 stalls = width > 0.75 * was ? stalls + 1 : 0
                 if stalls >= Self.stallsToSettle { settled = true }
             }
