@@ -84,7 +84,7 @@ package struct HLSPublicationPhase: Sendable, Equatable {
     /// ``settled`` (``stallWithin``). One: in a simulation of 64 boxes with 4–6.5 ms answers
     /// (`boxesWithSlowAnswersSettleWithinTwelveSegments`), two in a row had half of them within
     /// 2 ms 12 s after their first answer and the slowest 20.3 s, one 10 s and 18.0 s, each
-    /// placing the median publication as well (0.8 and 1.7 ms off, p50 and p90).
+    /// placing the median publication as well (0.8 and 1.9 ms off, p50 and p90).
     package static let stallsToSettle = 1
     /// Answers this far from the interval's middle (seconds) or nearer are read for the median:
     /// an outlier (a late segment, a stale cache) never counts in it.
