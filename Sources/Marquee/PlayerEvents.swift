@@ -134,8 +134,7 @@ public enum PlayerEvent: Sendable, Hashable {
     /// user data in H.264, HEVC or MPEG-2, in TS or fMP4, HLS or DASH; channel CC1), decoded as
     /// broadcast decoders do (pop-on, roll-up, paint-on), reported as the picture that changed
     /// them is presented, at `position` (the clock of ``timeUpdate(_:)``). `text` is what they
-    /// show now, a line per row, "" when cleared. With an HLS subtitle rendition (WebVTT), its
-    /// cues instead: the text of those on screen, a line per line, in the order they started.
+    /// show now, a line per row, "" when cleared.
     case captionChanged(text: String, position: Double)
 }
 

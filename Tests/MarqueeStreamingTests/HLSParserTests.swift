@@ -46,61 +46,6 @@ import Testing
             ])
     }
 
-    /// A variant's subtitle group and the rendition taken from it: the language asked for, else
-    /// the default, else an AUTOSELECT one, else the first; a rendition without a URI (none to
-    /// fetch) or of another group never.
-    @Test func subtitleRenditionsOfTheVariantsGroup() throws {
-        func master(_ renditions: String) throws -> HLSMultivariantPlaylist {
-            let text = """
-                #EXTM3U
-                \(renditions)
-                #EXT-X-STREAM-INF:BANDWIDTH=800000,RESOLUTION=640x360,SUBTITLES="subs"
-                v360.m3u8
-                """
-            guard case .multivariant(let m) = try HLSPlaylist.parse(text, url: base) else {
-                throw ManifestError(.notAManifest, "not multivariant")
-            }
-            return m
-        }
-        let full = try master(
-            """
-            #EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID="other",NAME="x",LANGUAGE="de",DEFAULT=YES,URI="x.m3u8"
-            #EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID="subs",NAME="fr",LANGUAGE="fr",AUTOSELECT=YES,URI="fr.m3u8"
-            #EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID="subs",NAME="en",LANGUAGE="en",DEFAULT=YES,URI="en.m3u8"
-            #EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID="subs",NAME="de",LANGUAGE="de",URI="de.m3u8"
-            """)
-        let variant = try #require(full.variants.first)
-        #expect(variant.subtitlesGroup == "subs")
-        let pick = { (m: HLSMultivariantPlaylist, l: String?) in
-            HLSPresentation.subtitles(m, of: variant, language: l)?.lastPathComponent
-        }
-        #expect(pick(full, "de") == "de.m3u8" && pick(full, nil) == "en.m3u8" && pick(full, "ja") == "en.m3u8")
-        let noDefault = try master(
-            """
-            #EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID="subs",NAME="de",LANGUAGE="de",URI="de.m3u8"
-            #EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID="subs",NAME="fr",LANGUAGE="fr",AUTOSELECT=YES,URI="fr.m3u8"
-            """)
-        #expect(pick(noDefault, nil) == "fr.m3u8")
-        let noURI = try master(#"#EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID="subs",NAME="en",LANGUAGE="en",DEFAULT=YES"#)
-        #expect(pick(noURI, nil) == nil)
-        var plain = variant
-        plain.subtitlesGroup = nil
-        #expect(HLSPresentation.subtitles(full, of: plain) == nil)
-    }
-
-    /// A WebVTT cue's media time: its segment's map added (none: on the media clock already), on
-    /// the wrap of the 33-bit clock nearest what plays.
-    @Test func webVTTCuesOnTheMediaClock() {
-        #expect(WebVTTTiming.mediaTime(5, mapOffset: nil, near: 4) == 5)
-        #expect(WebVTTTiming.mediaTime(5, mapOffset: 10 - 1.5, near: 12) == 13.5)
-        // MPEGTS near its wrap, the media just past it (FFmpeg unwraps its timestamps).
-        let wrap = WebVTTTiming.wrap
-        let t = WebVTTTiming.mediaTime(1, mapOffset: wrap - 0.5, near: wrap + 3)
-        #expect(abs(t - (wrap + 0.5)) < 1e-6, "\(t - wrap)")
-        // The media not yet wrapped, the cue's map already past it.
-        #expect(abs(WebVTTTiming.mediaTime(1, mapOffset: 0.2, near: wrap - 1) - (wrap + 1.2)) < 1e-6)
-    }
-
     @Test func liveMediaPlaylistWithEverything() throws {
         let cue = SpliceInfo.spliceInsertSection(eventID: 7, outOfNetwork: true, duration: 30)
         let hex = "0x" + cue.map { String(format: "%02X", $0) }.joined()

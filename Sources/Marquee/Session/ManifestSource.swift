@@ -17,9 +17,6 @@ actor ManifestSource {
     /// HLS: the media playlists chosen from the multivariant playlist, the video variants of the
     /// ABR ladder and the audio rendition (reloads fetch only them).
     private var hls: (variants: [HLSVariant], audio: URL?)?
-    /// HLS: the subtitle rendition of the variant chosen (a WebVTT media playlist), fed by the
-    /// session's text feeder (``PlaybackSession/feedText()``); nil when it names none.
-    private(set) var subtitles: URL?
     /// HLS without program date-times: each media playlist's anchor (its mapping survives the
     /// reloads; renditions segmented alike share it), and the clock their answer times are read
     /// on (the first answer's, measured the way the session measures its own from it).
@@ -133,9 +130,6 @@ actor ManifestSource {
             }
             let mpd = try await mediaPresentation(ladder)
             hls = ladder
-            subtitles = ladder.variants.first.flatMap {
-                HLSPresentation.subtitles(master, of: $0, language: audioLanguage)
-            }
             return mpd
         }
     }

@@ -452,10 +452,6 @@ final class PlaybackSession: Sendable {
                 await self.control()
                 return false
             }
-            group.addTask {
-                await self.feedText()
-                return false
-            }
             if let interval = memoryTrimInterval {
                 group.addTask {
                     await self.trimMemory(every: interval)

@@ -102,7 +102,6 @@ struct HLSParser {
                 }
                 variant.frameRate = a["FRAME-RATE"].flatMap(Double.init)
                 variant.audioGroup = a["AUDIO"]
-                variant.subtitlesGroup = a["SUBTITLES"]
                 playlist.variants.append(variant)
                 pending = nil
             }

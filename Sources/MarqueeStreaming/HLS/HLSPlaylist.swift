@@ -30,8 +30,6 @@ package struct HLSVariant: Sendable, Equatable {
     package var frameRate: Double?
     /// `AUDIO`: the GROUP-ID of its audio renditions.
     package var audioGroup: String?
-    /// `SUBTITLES`: the GROUP-ID of its subtitle renditions (WebVTT).
-    package var subtitlesGroup: String?
 }
 
 /// `EXT-X-MEDIA`: an alternative rendition.

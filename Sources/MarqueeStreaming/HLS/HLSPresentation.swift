@@ -34,19 +34,6 @@ package enum HLSPresentation {
         return (variant, audio)
     }
 
-    /// The subtitle rendition (a WebVTT media playlist) of `variant`'s group: of `language`
-    /// when one matches, else the default, else one the packager lets a player choose itself
-    /// (AUTOSELECT), else the first; nil when the variant names no group or its group none
-    /// with a URI.
-    package static func subtitles(_ master: HLSMultivariantPlaylist, of variant: HLSVariant, language: String? = nil)
-        -> URL?
-    {
-        guard let id = variant.subtitlesGroup else { return nil }
-        let group = master.renditions.filter { $0.kind == .subtitles && $0.groupID == id && $0.uri != nil }
-        let wanted = language.flatMap { l in group.first { LanguageTag.matches($0.language, l) } }
-        return (wanted ?? group.first { $0.isDefault } ?? group.first { $0.autoselect } ?? group.first)?.uri
-    }
-
     /// The ABR ladder of a multivariant playlist: the variants that share the highest one's
     /// audio group (every video rendition a player may switch among without changing the
     /// sound), highest first, and that group's default audio rendition.
