@@ -57,9 +57,6 @@ add_test(NAME captions COMMAND captions_test)
 mq_test(caption_render_test)
 add_test(NAME caption_render COMMAND caption_render_test)
 
-mq_test(text_cues_test)
-add_test(NAME text_cues COMMAND text_cues_test "${MQ_MEDIA}")
-
 mq_test(segment_io_test)
 add_test(NAME segment_io COMMAND segment_io_test "${MQ_MEDIA}/video.mp4")
 
@@ -107,7 +104,7 @@ add_test(NAME decoder_pref COMMAND decoder_pref_test
 mq_test(lavf_input_test)
 add_test(NAME lavf_input COMMAND lavf_input_test "${MQ_MEDIA}" "${CMAKE_CURRENT_BINARY_DIR}/lavf-input")
 
-set_tests_properties(segment_io text_cues demux_decode audio_alloc_wav audio_alloc_alsa_file e2e_wav
+set_tests_properties(segment_io demux_decode audio_alloc_wav audio_alloc_alsa_file e2e_wav
   decoder_pref lavf_input PROPERTIES FIXTURES_REQUIRED media)
 # Real-time tests: keep them off each other's CPU (2-core CI machine, qemu).
 set_tests_properties(audio_alloc_wav audio_alloc_alsa_file e2e_wav PROPERTIES RUN_SERIAL ON)

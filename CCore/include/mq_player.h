@@ -192,39 +192,6 @@ int mq_player_set_fit(mq_player *p, int32_t fit);
 /// rows where the stream places them, white on black). Reported either way (MQ_EVENT_CAPTION).
 int mq_player_set_captions(mq_player *p, bool shown);
 
-#define MQ_TEXT_CUE_TEXT 256    ///< Bytes of a cue's plain text kept.
-#define MQ_TEXT_CUE_ASS 1024    ///< Bytes of a cue's ASS events kept.
-#define MQ_WEBVTT_MAX (1 << 20) ///< The largest WebVTT file or segment decoded (bytes).
-
-/// One cue of a text track (`mq_webvtt_decode`).
-typedef struct mq_text_cue {
-    double start;                ///< Seconds, the file's own cue time.
-    double end;                  ///< Seconds, after `start`.
-    char text[MQ_TEXT_CUE_TEXT]; ///< Its plain text, lines separated by '\n'.
-    char ass[MQ_TEXT_CUE_ASS];   ///< Its ASS event ("ReadOrder,Layer,Style,…,Text") as FFmpeg writes it.
-} mq_text_cue;
-
-/// Decodes a WebVTT file or segment (at most MQ_WEBVTT_MAX bytes) with FFmpeg's webvtt demuxer
-/// and decoder: up to `max` cues in the file's order in `cues` (`*count` of them; a cue too long
-/// for MQ_TEXT_CUE_ASS is cut at a line, the rest logged and dropped). `*map_offset`: what the
-/// file's `X-TIMESTAMP-MAP` (HLS) adds to its cue times to put them on the 90 kHz MPEG-2 clock
-/// of the media, in seconds (MPEGTS / 90000 − LOCAL; MPEGTS as written, not unwrapped); NAN
-/// when it has none or it does not parse. MQ_ERR_DEMUX when the bytes are not WebVTT,
-/// MQ_ERR_INVALID_ARGUMENT when there are more than MQ_WEBVTT_MAX. Any thread.
-int mq_webvtt_decode(const uint8_t *data, size_t size, mq_text_cue *cues, int max, int *count, double *map_offset);
-
-/// Shows a text track's cue over the pictures whose presentation times are in [start, end)
-/// (the timeline `mq_player_add_track` places tracks on), with `ass` its ASS event lines
-/// (`mq_text_cue.ass`): from the first push on, the text track's cues are the caption screen
-/// (drawn as `mq_player_set_captions` says, reported by MQ_EVENT_CAPTION as each picture
-/// shows a change) and the captions carried in the video are not shown. At most 64 are held:
-/// the one that ends first gives way. MQ_ERR_INVALID_ARGUMENT when `end` is not after `start`.
-int mq_player_push_text_cue(mq_player *p, double start, double end, const char *ass);
-
-/// Drops every cue pushed (a seek, another text track); `active` false gives the screen back to
-/// the captions carried in the video.
-int mq_player_clear_text_cues(mq_player *p, bool active);
-
 /// Removes a track: its decode thread stops and its input is dropped; unless it is staged,
 /// what it decoded (the queued pictures and sound) is dropped too. Its id is not reused.
 int mq_player_remove_track(mq_player *p, int32_t track_id);

@@ -13,8 +13,6 @@
 #     muxed.ts      video.mp4 and tone440.mp4 muxed into one MPEG-TS (stream copy: the same
 #                   pictures as video.md5), as an HLS .ts segment carries them
 #     still.png     one 64x48 testsrc2 picture as PNG, and as JPEG (still.jpg): posters, stills
-#     cues.vtt      WebVTT written by ffmpeg's webvtt muxer from an SRT (italics, two lines, an
-#                   entity, overlapping cues, hours); cues.ass: ffmpeg's own decode of it
 set -eu
 out="$1"
 mkdir -p "$out"
@@ -35,8 +33,4 @@ $ff -i "$out/video.mp4" -i "$out/tone440.mp4" -map 0:v -map 1:a -c copy -f mpegt
 for ext in png jpg; do
   $ff -f lavfi -i "testsrc2=size=64x48" -frames:v 1 "$out/still.$ext"
 done
-printf '%s\n' 1 '00:00:00,500 --> 00:00:02,000' 'Hello <i>world</i>' '' 2 '00:00:01,500 --> 00:00:04,250' \
-  'Second cue' 'two lines &amp; more' '' 3 '01:00:05,040 --> 01:00:07,900' 'Third, an hour on' '' >"$out/cues.srt"
-$ff -i "$out/cues.srt" -c:s webvtt "$out/cues.vtt"
-$ff -i "$out/cues.vtt" "$out/cues.ass"
 echo "test media in $out"

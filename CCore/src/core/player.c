@@ -105,7 +105,6 @@ int mq_player_create(const mq_player_config *cfg, mq_player **out)
     if (!(p->snap = av_frame_alloc()))
         goto fail;
     mq_cc_queue_init(&p->cc); // (without its lock, captions are not reported: playback goes on)
-    mq_text_cues_init(&p->text);
     if ((ret = mq_event_queue_create(256, &p->events)) < 0 || (ret = open_outputs(p, cfg, buffer_ms, queue)) < 0)
         goto fail;
     *out = p;
@@ -156,7 +155,6 @@ void mq_player_destroy(mq_player **pp)
     mq_audio_sync_uninit(p);
     mq_frame_queue_destroy(&p->vq);
     mq_cc_queue_destroy(&p->cc);
-    mq_text_cues_destroy(&p->text);
     mq_pcm_ring_destroy(&p->pcm);
     mq_pcm_ring_destroy(&p->out);
     mq_event_queue_destroy(&p->events);
@@ -228,21 +226,6 @@ int mq_player_set_captions(mq_player *p, bool shown)
     if (!p)
         return MQ_ERR_INVALID_ARGUMENT;
     atomic_store(&p->captions_req, shown);
-    return MQ_OK;
-}
-
-int mq_player_push_text_cue(mq_player *p, double start, double end, const char *ass)
-{
-    if (!p)
-        return MQ_ERR_INVALID_ARGUMENT;
-    return mq_text_cues_push(&p->text, start, end, ass);
-}
-
-int mq_player_clear_text_cues(mq_player *p, bool active)
-{
-    if (!p)
-        return MQ_ERR_INVALID_ARGUMENT;
-    mq_text_cues_clear(&p->text, active);
     return MQ_OK;
 }
 

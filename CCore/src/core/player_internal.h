@@ -17,7 +17,6 @@
 #include "mq_player.h"
 #include "video/captions.h"
 #include "video/frame_queue.h"
-#include "video/text_cues.h"
 #include "video/video_out.h"
 
 #define MQ_MAX_TRACKS 8
@@ -110,7 +109,6 @@ typedef struct mq_video_state {
     uint32_t label_seen;        // label_gen last copied (into vo->label)
     bool label_pending;         // a label was copied and no picture presented under it yet
     bool caption_pending;       // vo->caption changed and no picture presented with it yet
-    uint64_t text_shown;        // the text cues on the screen (mq_text_cues_screen's identity)
     mq_vo_overlay overlay_want; // copy of overlay_req, taken under lock
     double last_present_mono;   // when the last picture was presented, 0 before one
     double av_window_start;     // the second av_window_peak covers began (monotonic), 0 none
@@ -152,7 +150,6 @@ struct mq_player {
     mq_pcm_ring *out;         // audio to play, stamped: tempo thread → audio thread (SPSC)
     mq_mixer *mixer;          // gains: controlling thread (its own command ring); mixing: audio thread
     mq_cc_queue cc;           // caption changes: video decode threads → video thread (locked inside)
-    mq_text_cues text;        // a text track's cues: controlling thread → video thread (locked inside)
     mq_frame_queue *vq;       // decoded pictures: video decode thread → video thread (locked inside)
     int sync_ok;              // which of lock/cond/snap_lock create initialised (for destroy)
 

@@ -38,33 +38,13 @@ static int configure(mq_player *p, const AVFrame *f)
 _Static_assert(MQ_VO_CAPTION_MAX == MQ_CC_TEXT, "the screen holds what the queue carries");
 _Static_assert(MQ_VO_CAPTION_EVENTS == MQ_CC_ASS, "the screen's events as the queue carries them");
 
-/// The captions on screen with picture `v` (`vo->caption`): a text track's cues whose time
-/// holds its pts when one feeds the screen; else the video's own, the changes made with it, or
-/// with pictures not shown before it (the last one is the screen), empty after a reset. Returns
+/// The captions on screen with picture `v` (`vo->caption`): the changes made with it, or with
+/// pictures not shown before it (the last one is the screen); empty after a reset. Returns
 /// whether the screen changed.
 static bool take_caption(mq_player *p, const mq_vframe *v)
 {
     char *screen = p->vo->caption;
     bool changed = false;
-    if (!v->still && mq_text_cues_screen(&p->text, v->pts, &p->video.text_shown, &changed, screen, MQ_VO_CAPTION_MAX,
-                                         p->vo->caption_events, MQ_VO_CAPTION_EVENTS)) {
-        mq_cc_queue_take_flush(&p->cc); // (the video's own changes are not the screen: dropped as due)
-        char text[MQ_CC_TEXT];
-        double at;
-        (void)mq_cc_queue_due(&p->cc, v->pts, text, sizeof text, &at);
-        if (changed)
-            p->vo->caption_gen++;
-        return changed;
-    }
-    if (p->video.text_shown) { // a text track fed it until now: its cues go
-        p->video.text_shown = 0;
-        if (screen[0] || p->vo->caption_events[0]) {
-            screen[0] = '\0';
-            p->vo->caption_events[0] = '\0';
-            p->vo->caption_gen++;
-            changed = true;
-        }
-    }
     if (mq_cc_queue_take_flush(&p->cc) && screen[0]) {
         screen[0] = '\0';
         p->vo->caption_events[0] = '\0';
