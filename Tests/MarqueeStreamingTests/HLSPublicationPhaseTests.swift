@@ -27,6 +27,18 @@ import Testing
         }
     }
 
+    /// A packager whose publications scatter around its cadence as ffmpeg's HLS muxer's do
+    /// (read from its playlists: −5…+6 ms): 12 ms late give or take, a sum of three uniforms
+    /// (about normal, 3 ms a standard deviation, at most 6).
+    static func ffmpegScatter(_ random: inout SplitMix64) -> Packager {
+        var scatter: [UInt64: Double] = [:]
+        for n in 0..<200 {
+            let u = (0..<3).map { _ in Double.random(in: -0.006...0.006, using: &random) }.reduce(0, +) / 3 * 1.5
+            scatter[UInt64(n)] = 0.012 + max(-0.006, min(0.006, u))
+        }
+        return Packager(delay: { scatter[$0] ?? 0.012 })
+    }
+
     /// A box that first asks at `start` and then probes where the phase says, `probes` times;
     /// its anchor afterwards.
     static func learn(_ packager: Packager, start: Double, probes: Int) throws -> HLSLiveAnchor {
@@ -77,13 +89,7 @@ import Testing
     /// narrow as the scatter is no longer narrowed by the answers inside it.)
     @Test func boxesOnAScatteredPublicationMeetAtItsMedian() throws {
         var random = SplitMix64(state: 41)
-        var scatter: [UInt64: Double] = [:]
-        for n in 0..<200 {
-            // (A sum of three uniforms: about normal, 3 ms a standard deviation, at most 6.)
-            let u = (0..<3).map { _ in Double.random(in: -0.006...0.006, using: &random) }.reduce(0, +) / 3 * 1.5
-            scatter[UInt64(n)] = 0.012 + max(-0.006, min(0.006, u))
-        }
-        let packager = Packager(delay: { scatter[$0] ?? 0.012 })
+        let packager = Self.ffmpegScatter(&random)
         let median = 0.012
         var worst = 0.0
         for box in 0..<6 {
@@ -128,12 +134,7 @@ import Testing
         var offs: [Double] = []
         for seed: UInt64 in 1...8 {
             var random = SplitMix64(state: seed)
-            var scatter: [UInt64: Double] = [:]
-            for n in 0..<200 {
-                let u = (0..<3).map { _ in Double.random(in: -0.006...0.006, using: &random) }.reduce(0, +) / 3 * 1.5
-                scatter[UInt64(n)] = 0.012 + max(-0.006, min(0.006, u))
-            }
-            let packager = Packager(delay: { scatter[$0] ?? 0.012 })
+            let packager = Self.ffmpegScatter(&random)
             for box in 0..<8 {
                 // (A box at a time: the suites beside it keep their share of the test process's
                 // threads, its origins answering: a second of simulation is not held in one go.)

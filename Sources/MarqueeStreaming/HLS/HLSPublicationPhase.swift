@@ -59,9 +59,6 @@ package struct HLSPublicationPhase: Sendable, Equatable {
     /// ``stallWithin``): from then on the phase is the ``median`` (answers made around it widen
     /// the interval again now and then; the median they refine stays).
     package private(set) var settled = false
-    /// Answers in a row whose round trips overlapped the interval without narrowing it by a
-    /// quarter (``stallsToSettle``).
-    package private(set) var stalls = 0
 
     /// Answers remembered (at two reloads a segment, a minute of 1 s segments).
     package static let window = 120
@@ -71,21 +68,18 @@ package struct HLSPublicationPhase: Sendable, Equatable {
     /// The interval is read by its ``median`` once narrower than this (seconds): about the
     /// packagers' own jitter (ffmpeg's ±5 ms); wider, its middle, which a probe halves.
     package static let medianWithin = 0.004
-    /// An interval this narrow or narrower (seconds) that ``stallsToSettle`` answers in a row
-    /// made across it, each with a round trip of half its width or more, did not narrow by a
-    /// quarter is read by its ``median`` too: an answer
-    /// halves the interval down to about its own round trip only (the side it narrows is its
-    /// request's sending, or its head's arrival), and a box whose answers take 4–6 ms (a loaded
-    /// box, a slower link) held an interval 5–8 ms wide for 4 segments at a time, its estimate
-    /// said within 2 ms only 27 s after play on 2 s segments (a CI run). Their middles, dithered
-    /// around the median, go on narrowing it.
+    /// An interval this narrow or narrower (seconds) that an answer made across it, with a round
+    /// trip of half its width or more, did not narrow by a quarter is read by its ``median`` too:
+    /// an answer halves the interval down to about its own round trip only (the side it narrows
+    /// is its request's sending, or its head's arrival), and a box whose answers take 4–6 ms (a
+    /// loaded box, a slower link) held an interval 5–8 ms wide for 4 segments at a time, its
+    /// estimate said within 2 ms only 27 s after play on 2 s segments (a CI run). Their middles,
+    /// dithered around the median, go on narrowing it. One such answer, not two in a row: in a
+    /// simulation of 64 boxes with 4–6.5 ms answers (`boxesWithSlowAnswersSettleWithinTwelveSegments`),
+    /// two had half of them within 2 ms 12 s after their first answer and the slowest 20.3 s, one
+    /// 10 s and 18.0 s, each placing the median publication as well (0.8 and 1.9 ms off, p50 and
+    /// p90).
     package static let stallWithin = 0.016
-    /// Answers made across the interval that did not narrow it, in a row, before it is
-    /// ``settled`` (``stallWithin``). One: in a simulation of 64 boxes with 4–6.5 ms answers
-    /// (`boxesWithSlowAnswersSettleWithinTwelveSegments`), two in a row had half of them within
-    /// 2 ms 12 s after their first answer and the slowest 20.3 s, one 10 s and 18.0 s, each
-    /// placing the median publication as well (0.8 and 1.9 ms off, p50 and p90).
-    package static let stallsToSettle = 1
     /// Answers this far from the interval's middle (seconds) or nearer are read for the median:
     /// an outlier (a late segment, a stale cache) never counts in it.
     package static let medianReach = 0.020
@@ -125,28 +119,27 @@ package struct HLSPublicationPhase: Sendable, Equatable {
                 low: made - published.most - newestEnd, high: receivedAt - published.least - newestEnd, shared: true,
                 told: published.told)
         }
-        let before = settled ? nil : interval
+        // (The interval before it, only where a stall can be read: an interval costs a pass
+        // over the window for each of its bounds.)
+        let before = settled || bound.at == nil || bound.shared ? nil : interval
         bounds.append(bound)
         if bounds.count > Self.window { bounds.removeFirst(bounds.count - Self.window) }
         guard !settled, let interval else { return }
         let width = interval.high - interval.low
         if width <= Self.medianWithin {
             settled = true
-        } else if let before, let at = bound.at, !bound.shared, before.high - before.low <= Self.stallWithin {
+        } else if let before, let at = bound.at, before.high - before.low <= Self.stallWithin {
             // Made across the interval: its round trip (as wide as the bound less the segment
             // it spans) overlapped it, as an "out" (its middle against the newest end) or a
-            // "not yet" (against the next one's).
-            // Counted only when its round trip is half the interval or more: narrower, the
-            // answer could have narrowed it and did not because the packager's publications
+            // "not yet" (against the next one's). Read only when its round trip is half the
+            // interval or more: a quicker answer that did not narrow it met the packager's own
             // scatter (GStreamer's 20 ms sawtooth), which the interval still sorts out.
             let was = before.high - before.low
             let roundTrip = bound.high - bound.low - nextDuration
             let reach = (was + roundTrip) / 2
             let centre = (before.low + before.high) / 2
-            if roundTrip >= was / 2, abs(at - centre) <= reach || abs(at - nextDuration - centre) <= reach {
-                stalls = width > 0.75 * was ? stalls + 1 : 0
-                if stalls >= Self.stallsToSettle { settled = true }
-            }
+            let across = abs(at - centre) <= reach || abs(at - nextDuration - centre) <= reach
+            if roundTrip >= was / 2, across, width > 0.75 * was { settled = true }
         }
     }
 
